@@ -1,0 +1,62 @@
+import Foundation
+
+/// The user-owned state of one notification with the clock of each field's last write.
+/// This is what SPEC §1's "last writer wins, per field" rule is applied to.
+public struct UserState: Sendable, Equatable, Codable {
+    public var readState: ReadState
+    /// Milliseconds of the hybrid logical clock of the change that set `readState` (0: never changed).
+    public var readChangedAt: Int64
+    public var userActionState: UserActionState
+    public var snoozedUntil: Date?
+    /// Milliseconds of the change that set `userActionState` and `snoozedUntil`.
+    public var actionChangedAt: Int64
+
+    public init(
+        readState: ReadState = .unread, readChangedAt: Int64 = 0,
+        userActionState: UserActionState = .noInteraction, snoozedUntil: Date? = nil, actionChangedAt: Int64 = 0
+    ) {
+        self.readState = readState
+        self.readChangedAt = readChangedAt
+        self.userActionState = userActionState
+        self.snoozedUntil = snoozedUntil
+        self.actionChangedAt = actionChangedAt
+    }
+
+    /// A fresh state, as after a (re-)publish: Unread and NoInteraction, both stamped `at`,
+    /// so that changes made before the re-publish lose to it.
+    public static func fresh(at millis: Int64) -> UserState {
+        UserState(readChangedAt: millis, actionChangedAt: millis)
+    }
+
+    /// Applies a state change made at `changedAt` (already clamped to the service clock).
+    /// Each field is last writer wins; a tie goes to the later arrival (this one).
+    /// Returns whether anything visible changed.
+    @discardableResult
+    public mutating func apply(_ change: StateChange, changedAt: Int64) -> Bool {
+        let before = self
+        if let read = change.readState, changedAt >= readChangedAt {
+            readState = read
+            readChangedAt = changedAt
+        }
+        if let action = change.userActionState, changedAt >= actionChangedAt {
+            userActionState = action
+            snoozedUntil = action == .snoozed ? change.snoozedUntil : nil
+            actionChangedAt = changedAt
+        }
+        return before.readState != readState || before.userActionState != userActionState
+            || before.snoozedUntil != snoozedUntil
+    }
+}
+
+/// The state fields a device may change (PATCH body without its bookkeeping).
+public struct StateChange: Sendable, Equatable, Codable {
+    public var readState: ReadState?
+    public var userActionState: UserActionState?
+    public var snoozedUntil: Date?
+
+    public init(readState: ReadState? = nil, userActionState: UserActionState? = nil, snoozedUntil: Date? = nil) {
+        self.readState = readState
+        self.userActionState = userActionState
+        self.snoozedUntil = snoozedUntil
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+/// The six views of SPEC §1. The first five partition the active notifications.
+public enum NotificationView: String, CaseIterable, Sendable, Codable {
+    case unread, read, activated, dismissed, snoozed, all
+
+    /// The name shown on a tab.
+    public var title: String { rawValue.prefix(1).uppercased() + rawValue.dropFirst() }
+
+    /// Parses a view name, ignoring case.
+    public init?(name: String) {
+        self.init(rawValue: name.lowercased())
+    }
+
+    /// The view a notification belongs to at `now` among the five partitioning views.
+    public static func partition(
+        readState: ReadState, userActionState: UserActionState, snoozedUntil: Date?, now: Date
+    ) -> NotificationView {
+        switch userActionState {
+        case .activated: return .activated
+        case .dismissed: return .dismissed
+        case .snoozed:
+            if let until = snoozedUntil, until > now { return .snoozed }
+            return readState == .read ? .read : .unread
+        case .noInteraction:
+            return readState == .read ? .read : .unread
+        }
+    }
+
+    /// Whether `notification` is in this view at `now`. Expired or deleted ones are in none.
+    public func contains(_ notification: UserNotification, now: Date) -> Bool {
+        guard notification.isLive(at: now) else { return false }
+        if self == .all { return true }
+        return Self.partition(
+            readState: notification.readState, userActionState: notification.userActionState,
+            snoozedUntil: notification.snoozedUntil, now: now) == self
+    }
+}
+
+/// The count of each view (`GET /v1/me/notifications/counts`).
+public struct ViewCounts: Codable, Sendable, Equatable {
+    public var unread = 0
+    public var read = 0
+    public var activated = 0
+    public var dismissed = 0
+    public var snoozed = 0
+    public var all = 0
+
+    public init() {}
+
+    public subscript(view: NotificationView) -> Int {
+        get {
+            switch view {
+            case .unread: unread
+            case .read: read
+            case .activated: activated
+            case .dismissed: dismissed
+            case .snoozed: snoozed
+            case .all: all
+            }
+        }
+        set {
+            switch view {
+            case .unread: unread = newValue
+            case .read: read = newValue
+            case .activated: activated = newValue
+            case .dismissed: dismissed = newValue
+            case .snoozed: snoozed = newValue
+            case .all: all = newValue
+            }
+        }
+    }
+
+    /// Counts notifications into their views at `now`.
+    public mutating func add(_ notification: UserNotification, now: Date) {
+        guard notification.isLive(at: now) else { return }
+        all += 1
+        self[NotificationView.partition(
+            readState: notification.readState, userActionState: notification.userActionState,
+            snoozedUntil: notification.snoozedUntil, now: now)] += 1
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NottyCore
+
+/// The request context of every route: Hummingbird's core storage, the WebSocket handler
+/// slot for the doorbell, and the request id every response carries.
+public struct NottyRequestContext: RequestContext, WebSocketRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let webSocket: WebSocketHandlerReference<Self>
+    public var requestId: String = ""
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        webSocket = .init()
+    }
+
+    /// Bodies are read with the service's own limit (64 KiB by default), never Hummingbird's 2 MiB.
+    public var maxUploadSize: Int { 64 * 1024 }
+}
+
+/// Gives every request an id, turns every error into Graph's envelope, logs and counts.
+struct EnvelopeMiddleware: RouterMiddleware {
+    typealias Context = NottyRequestContext
+    let metrics: ServiceMetrics
+    let clock: any ServiceClock
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        let requestId = UUID().uuidString.lowercased()
+        context.requestId = requestId
+        let start = ContinuousClock.now
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch {
+            let apiError = Self.apiError(for: error)
+            if apiError.status.code >= 500 && apiError.status != .serviceUnavailable {
+                context.logger.error("unexpected error", metadata: ["error": "\(error)", "request_id": "\(requestId)"])
+            }
+            response = Self.errorResponse(apiError, requestId: requestId, date: clock.now())
+        }
+        response.headers[HTTPField.Name("request-id")!] = requestId
+        response.headers[HTTPField.Name("client-request-id")!] = request.headers[HTTPField.Name("client-request-id")!] ?? requestId
+        let elapsed = ContinuousClock.now - start
+        metrics.requestDuration.recordNanoseconds(Int64(elapsed.components.seconds) * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+        metrics.countResponse(status: response.status.code)
+        let level: Logger.Level = response.status.code >= 500 ? .error : .debug
+        context.logger.log(level: level, "request", metadata: [
+            "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+            "ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000)",
+            "request_id": "\(requestId)",
+        ])
+        return response
+    }
+
+    static func apiError(for error: any Error) -> APIError {
+        switch error {
+        case let error as APIError: return error
+        case is NIOTooManyBytesError: return .payloadTooLarge(64 * 1024)
+        case let error as HTTPError:
+            switch error.status {
+            case .notFound: return APIError.notFound("no such route: see the API description in Resources/openapi.yaml")
+            case .methodNotAllowed: return .methodNotAllowed
+            case .contentTooLarge: return .payloadTooLarge(64 * 1024)
+            case .badRequest: return .badRequest(error.body ?? "bad request")
+            default: return APIError(error.status, "badRequest", error.body ?? error.status.reasonPhrase)
+            }
+        case is StorageError: return .serviceUnavailable()
+        default: return APIError(.internalServerError, "generalException", "internal error; the request id identifies it in the service log")
+        }
+    }
+
+    static func errorResponse(_ error: APIError, requestId: String, date: Date) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json; charset=utf-8"
+        for (name, value) in error.headers {
+            if let field = HTTPField.Name(name) { headers[field] = value }
+        }
+        return Response(status: error.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: error.body(requestId: requestId, date: date))))
+    }
+}
+
+extension Request {
+    /// The bearer token from `Authorization`, or `access_token` in the query (WebSocket clients).
+    var bearerToken: String? {
+        if let header = headers[.authorization] {
+            let parts = header.split(separator: " ", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == "bearer" { return String(parts[1]).trimmingCharacters(in: .whitespaces) }
+            return nil
+        }
+        return uri.queryParameters.get("access_token")
+    }
+
+    /// The body as JSON bytes: checks the media type (415) and the size (413).
+    mutating func jsonBody(limit: Int) async throws -> Data {
+        let type = headers[.contentType]?.lowercased() ?? ""
+        guard type.hasPrefix("application/json") || type.hasPrefix("text/json") else { throw APIError.unsupportedMediaType }
+        return try await rawBody(limit: limit)
+    }
+
+    /// The body bytes, at most `limit` (413 beyond).
+    mutating func rawBody(limit: Int) async throws -> Data {
+        if let length = headers[.contentLength].flatMap({ Int($0) }), length > limit { throw APIError.payloadTooLarge(limit) }
+        do {
+            let buffer = try await collectBody(upTo: limit)
+            return Data(buffer.readableBytesView)
+        } catch is NIOTooManyBytesError {
+            throw APIError.payloadTooLarge(limit)
+        }
+    }
+}
+
+/// Builds JSON responses with notty's encoder.
+enum JSONResponse {
+    static func make<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) throws -> Response {
+        var headers = extra
+        headers[.contentType] = "application/json; charset=utf-8"
+        let data = try NottyJSON.encoder.encode(value)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func empty(_ status: HTTPResponse.Status, headers: HTTPFields = [:]) -> Response {
+        Response(status: status, headers: headers)
+    }
+}
+
+/// `application/x-www-form-urlencoded` bodies (the token endpoint).
+enum FormBody {
+    static func parse(_ data: Data) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in String(decoding: data, as: UTF8.self).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = decode(parts[0])
+            let value = parts.count > 1 ? decode(parts[1]) : ""
+            if !key.isEmpty { fields[key] = value }
+        }
+        return fields
+    }
+
+    private static func decode(_ text: Substring) -> String {
+        let spaced = text.replacingOccurrences(of: "+", with: " ")
+        return spaced.removingPercentEncoding ?? spaced
+    }
+}

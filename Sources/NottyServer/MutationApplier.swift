@@ -1,0 +1,58 @@
+import Foundation
+import NottyCore
+
+/// Row access that ``MutationApplier`` needs inside a backend's write transaction.
+protocol MutationRowStore {
+    func row(id: String, userId: String) throws -> StoredNotification?
+    func save(_ row: StoredNotification) throws
+    /// The status recorded for an already-applied `mutationId`, if any.
+    func priorMutation(userId: String, mutationId: String) throws -> Int?
+    func recordMutation(userId: String, mutationId: String, notificationId: String, status: Int, now: Date) throws
+}
+
+/// Applies one device mutation inside a write transaction, for any backend.
+///
+/// - The same `mutationId` twice applies once: the second gets the first's status and the
+///   notification as it is now.
+/// - Delete is final: a tombstone stays deleted and changes to it are dropped (404).
+/// - PATCH fields are last writer wins by their clamped clocks (``NotificationRules``).
+enum MutationApplier {
+    static func apply(_ mutation: Mutation, userId: String, now: Date, context: WriteContext, store: some MutationRowStore) throws -> MutationResult {
+        let current = try store.row(id: mutation.id, userId: userId)
+        if let mutationId = mutation.mutationId, let status = try store.priorMutation(userId: userId, mutationId: mutationId) {
+            let live = current.flatMap { $0.notification.status == .active ? $0.notification : nil }
+            return MutationResult(id: mutation.id, mutationId: mutationId, status: status, notification: status == 200 ? live : nil)
+        }
+        let result = outcome(of: mutation, current: current, userId: userId, now: now, context: context)
+        if let row = result.row { try store.save(row) }
+        if let mutationId = mutation.mutationId, current != nil {
+            try store.recordMutation(userId: userId, mutationId: mutationId, notificationId: mutation.id, status: result.result.status, now: now)
+        }
+        return result.result
+    }
+
+    private static func outcome(of mutation: Mutation, current: StoredNotification?, userId: String, now: Date, context: WriteContext)
+        -> (result: MutationResult, row: StoredNotification?)
+    {
+        let notFound = ErrorBody(code: "itemNotFound", message: "no such notification")
+        guard let current else {
+            return (MutationResult(id: mutation.id, mutationId: mutation.mutationId, status: 404, error: notFound), nil)
+        }
+        let live = current.notification.isLive(at: now)
+        switch mutation.operation {
+        case .delete:
+            // Deleting again (or deleting an expired one) answers 204 as well.
+            guard live else { return (MutationResult(id: mutation.id, mutationId: mutation.mutationId, status: 204), nil) }
+            let tombstone = NotificationRules.deleted(current, now: now, seq: context.nextSeq(for: userId))
+            return (MutationResult(id: mutation.id, mutationId: mutation.mutationId, status: 204), tombstone)
+        case .patch:
+            guard live else {
+                let gone = ErrorBody(code: "itemNotFound", message: "this notification was deleted or has expired")
+                return (MutationResult(id: mutation.id, mutationId: mutation.mutationId, status: 404, error: gone), nil)
+            }
+            var (row, visible) = NotificationRules.patched(current, change: mutation.change, changedAt: mutation.changedAt, now: now)
+            if visible { row.seq = context.nextSeq(for: userId) }
+            return (MutationResult(id: mutation.id, mutationId: mutation.mutationId, status: 200, notification: row.notification), row)
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import NottyCore
+
+/// SPEC §1's rules as pure functions, shared by every storage backend.
+public enum NotificationRules {
+    /// The stored notification after a publish: a new one, or `existing` updated in place and
+    /// made new again (Unread, NoInteraction, created now so it sorts first).
+    public static func published(_ input: PublishInput, existing: StoredNotification?, newId: String, seq: Int64) -> StoredNotification {
+        let nowMillis = ISOTime.millis(input.now)
+        let request = input.request
+        let notification = UserNotification(
+            id: existing?.notification.id ?? newId,
+            appNotificationId: request.appNotificationId,
+            targetHostName: input.hostName,
+            groupName: request.groupName,
+            priority: request.effectivePriority,
+            payload: request.payload,
+            displayTimeToLive: request.displayTimeToLive,
+            expirationDateTime: input.expiration,
+            createdDateTime: input.now,
+            lastModifiedDateTime: input.now,
+            targetPolicy: request.targetPolicy,
+            fallbackPolicy: request.fallbackPolicy)
+        // A re-publish resets both fields with the service's own clock, so that state changes
+        // made before it (older clocks) lose, and changes made after it win.
+        let stamp = max(nowMillis, existing.map { max($0.readChangedAt, $0.actionChangedAt) } ?? 0)
+        return StoredNotification(userId: input.userId, notification: notification, readChangedAt: stamp, actionChangedAt: stamp, seq: seq)
+    }
+
+    /// The clock a change is ordered by: the device's, clamped to the service's own.
+    public static func clampedClock(_ changedAt: Int64?, now: Date) -> Int64 {
+        let nowMillis = ISOTime.millis(now)
+        guard let changedAt else { return nowMillis }
+        return min(changedAt, nowMillis)
+    }
+
+    /// Applies a PATCH to a stored notification. Returns the new row and whether anything
+    /// visible changed (only then does it enter the change feed with a new `seq`).
+    public static func patched(_ current: StoredNotification, change: StateChange, changedAt: Int64?, now: Date) -> (StoredNotification, visible: Bool) {
+        var row = current
+        var state = row.userState
+        let visible = state.apply(change, changedAt: clampedClock(changedAt, now: now))
+        row.userState = state
+        if visible { row.notification.lastModifiedDateTime = now }
+        return (row, visible)
+    }
+
+    /// A tombstone: final, kept only so the change feed can tell devices.
+    public static func deleted(_ current: StoredNotification, now: Date, seq: Int64) -> StoredNotification {
+        var row = current
+        row.notification.status = .deleted
+        row.notification.lastModifiedDateTime = now
+        row.seq = seq
+        return row
+    }
+}

@@ -1,0 +1,379 @@
+import Foundation
+import Logging
+import NottyCore
+import Synchronization
+
+/// Everything the service does, independent of HTTP: tokens, publishing, the user's API,
+/// administration and maintenance. Routes translate requests into calls here; errors are
+/// ``APIError``s that say what the client should do.
+public final class NotificationService: Sendable {
+    public let storage: any NotificationStorage
+    public let config: ServiceConfig
+    public let clock: any ServiceClock
+    public let hub = DoorbellHub()
+    public let metrics: ServiceMetrics
+    let logger: Logger
+    private let limiter: RateLimiter
+    private let tokens = TTLCache<String, TokenRecord>(ttl: .seconds(5))
+    private let apps = TTLCache<String, AppRecord>(ttl: .seconds(5))
+    private let subscriptionsCache = TTLCache<String, SubscriptionRecord>(ttl: .seconds(5))
+    /// Each user's newest cursor, kept current by the storage's change handler (conditional polls).
+    private let latestCursors = CursorBook()
+
+    public init(storage: any NotificationStorage, config: ServiceConfig = ServiceConfig(), clock: any ServiceClock = SystemClock(),
+                metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve")) {
+        self.storage = storage
+        self.config = config
+        self.clock = clock
+        self.metrics = metrics
+        self.logger = logger
+        self.limiter = RateLimiter(rate: config.publishRate, burst: config.publishBurst)
+        storage.setChangeHandler { [hub, latestCursors] cursors in
+            latestCursors.advance(cursors)
+            hub.ring(cursors)
+        }
+    }
+
+    /// Runs a storage call, turning its failures into the client's `503`.
+    func db<T>(_ operation: () async throws -> T) async throws -> T {
+        do {
+            return try await operation()
+        } catch let error as StorageError {
+            switch error {
+            case .unavailable(let detail):
+                metrics.storageErrors.increment()
+                logger.error("storage unavailable", metadata: ["error": "\(detail)"])
+                throw APIError.serviceUnavailable()
+            case .conflict(let detail):
+                throw APIError.badRequest("already exists (\(detail))")
+            }
+        }
+    }
+
+    // MARK: - Tokens (§2.1)
+
+    /// Answers `POST /oauth2/v2.0/token` for a parsed form.
+    public func token(form: [String: String]) async throws -> TokenResponse {
+        let now = clock.now()
+        switch form["grant_type"] {
+        case "client_credentials":
+            guard let clientId = form["client_id"], let secret = form["client_secret"] else {
+                throw APIError.oauth(.badRequest, "invalid_request", "client_credentials needs client_id and client_secret")
+            }
+            guard let app = try await db({ try await storage.app(clientId: clientId) }),
+                  Secrets.constantTimeEqual(app.secretHash, Secrets.tokenHash(secret))
+            else { throw APIError.oauth(.unauthorized, "invalid_client", "unknown client_id or wrong client_secret") }
+            let access = Secrets.newToken()
+            try await db { try await storage.insertTokens([accessRecord(access, kind: .appAccess, subject: app.clientId, now: now)]) }
+            return TokenResponse(expiresIn: config.accessTokenLifetime, accessToken: access, refreshToken: nil)
+        case "password":
+            guard let name = form["username"], let password = form["password"] else {
+                throw APIError.oauth(.badRequest, "invalid_request", "password grant needs username and password")
+            }
+            let user = try await db { try await storage.user(name: name) }
+            let cost = config.bcryptCost
+            // Verify even for unknown users so that timing does not reveal which names exist.
+            let hash = user?.passwordHash ?? Secrets.hashPassword("notty-timing-equaliser", cost: cost)
+            let valid = await Self.offload { Secrets.verifyPassword(password, hash: hash) }
+            guard let user, valid else { throw APIError.oauth(.badRequest, "invalid_grant", "wrong user name or password") }
+            return try await issueUserTokens(userId: user.id, now: now, replacing: nil)
+        case "refresh_token":
+            guard let refresh = form["refresh_token"] else {
+                throw APIError.oauth(.badRequest, "invalid_request", "refresh_token grant needs refresh_token")
+            }
+            let hash = Secrets.tokenHash(refresh)
+            guard let record = try await db({ try await storage.token(hash: hash) }), record.kind == .userRefresh else {
+                throw APIError.oauth(.badRequest, "invalid_grant", "unknown refresh token: sign in again")
+            }
+            return try await issueUserTokens(userId: record.subject, now: now, replacing: hash)
+        case nil:
+            throw APIError.oauth(.badRequest, "invalid_request", "grant_type is required")
+        case let other?:
+            throw APIError.oauth(.badRequest, "unsupported_grant_type", "grant_type \(other) is not supported: use client_credentials, password or refresh_token")
+        }
+    }
+
+    private func accessRecord(_ token: String, kind: TokenRecord.Kind, subject: String, now: Date) -> TokenRecord {
+        TokenRecord(hash: Secrets.tokenHash(token), kind: kind, subject: subject, expiresAt: now + TimeInterval(config.accessTokenLifetime))
+    }
+
+    private func issueUserTokens(userId: String, now: Date, replacing oldHash: String?) async throws -> TokenResponse {
+        let access = Secrets.newToken(), refresh = Secrets.newToken()
+        let records = [
+            accessRecord(access, kind: .userAccess, subject: userId, now: now),
+            TokenRecord(hash: Secrets.tokenHash(refresh), kind: .userRefresh, subject: userId, expiresAt: now + TimeInterval(config.refreshTokenLifetime)),
+        ]
+        if let oldHash {
+            let rotated = try await db { try await storage.rotateToken(oldHash: oldHash, replacements: records, now: now) }
+            tokens.remove(oldHash)
+            guard rotated else { throw APIError.oauth(.badRequest, "invalid_grant", "this refresh token was already used, revoked or has expired: sign in again") }
+        } else {
+            try await db { try await storage.insertTokens(records) }
+        }
+        return TokenResponse(expiresIn: config.accessTokenLifetime, accessToken: access, refreshToken: refresh)
+    }
+
+    /// Revokes tokens (sign-out).
+    public func revoke(tokens raw: [String]) async throws {
+        let hashes = raw.map(Secrets.tokenHash)
+        try await db { try await storage.revokeTokens(hashes: hashes) }
+        for hash in hashes { tokens.remove(hash) }
+    }
+
+    /// Runs CPU-heavy work (bcrypt) off the request's event loop.
+    static func offload<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: work()) }
+        }
+    }
+
+    private func validToken(_ bearer: String?, kinds: Set<TokenRecord.Kind>) async throws -> TokenRecord {
+        guard let bearer, !bearer.isEmpty else { throw APIError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
+        let hash = Secrets.tokenHash(bearer)
+        var record = tokens.get(hash)
+        if record == nil {
+            record = try await db { try await storage.token(hash: hash) }
+            if let record { tokens.set(hash, record) }
+        }
+        guard let record, kinds.contains(record.kind) else { throw APIError.unauthenticated("unknown token") }
+        guard !record.revoked else { throw APIError.unauthenticated("this token was revoked: sign in again") }
+        guard record.expiresAt > clock.now() else { throw APIError.unauthenticated("this token has expired: get a new one") }
+        return record
+    }
+
+    /// The user id a user access token belongs to.
+    public func authenticateUser(bearer: String?) async throws -> String {
+        try await validToken(bearer, kinds: [.userAccess]).subject
+    }
+
+    /// The app an app access token belongs to.
+    public func authenticateApp(bearer: String?) async throws -> AppRecord {
+        let record = try await validToken(bearer, kinds: [.appAccess])
+        if let app = apps.get(record.subject) { return app }
+        guard let app = try await db({ try await storage.app(clientId: record.subject) }) else {
+            throw APIError.unauthenticated("this app was removed")
+        }
+        apps.set(record.subject, app)
+        return app
+    }
+
+    // MARK: - Publishing (§2.2)
+
+    private func subscription(for app: AppRecord, unsId: String?) async throws -> SubscriptionRecord {
+        guard let unsId, !unsId.isEmpty else { throw APIError.badRequest("the X-UNS-ID header is required: the user's userNotificationSubscriptionId") }
+        var subscription = subscriptionsCache.get(unsId)
+        if subscription == nil {
+            subscription = try await db { try await storage.subscription(id: unsId) }
+            if let subscription { subscriptionsCache.set(unsId, subscription) }
+        }
+        guard let subscription, !subscription.revoked, subscription.expiresAt > clock.now(),
+              let host = subscription.targetHostName, host.caseInsensitiveCompare(app.hostName) == .orderedSame
+        else { throw APIError.forbidden("this X-UNS-ID is unknown, revoked, expired or belongs to another app") }
+        return subscription
+    }
+
+    /// Publishes (or re-publishes) a notification for the user behind `unsId`.
+    public func publish(app: AppRecord, unsId: String?, body: Data) async throws -> UserNotification {
+        let subscription = try await subscription(for: app, unsId: unsId)
+        let now = clock.now()
+        if let wait = limiter.take(app.clientId, now: now) {
+            metrics.rateLimited.increment()
+            throw APIError.tooManyRequests(retryAfter: wait)
+        }
+        let request: PublishRequest
+        do {
+            request = try PublishRequest(body: body, limits: fieldLimits)
+        } catch {
+            throw APIError.badRequest(error.message)
+        }
+        if let host = request.targetHostName, host.caseInsensitiveCompare(app.hostName) != .orderedSame {
+            throw APIError.badRequest("targetHostName \(host) is not this subscription's app (\(app.hostName))")
+        }
+        let expiration: Date
+        if let given = request.expirationDateTime {
+            guard given > now else { throw APIError.badRequest("expirationDateTime must be in the future") }
+            guard given <= now + TimeInterval(config.maxTTL) else {
+                throw APIError.badRequest("expirationDateTime is more than the service's maximum of \(config.maxTTL / 86_400) days ahead")
+            }
+            expiration = given
+        } else {
+            expiration = now + TimeInterval(config.defaultTTL)
+        }
+        let input = PublishInput(userId: subscription.userId, hostName: app.hostName, request: request, expiration: expiration, now: now)
+        let stored = try await db { try await storage.publish(input) }
+        metrics.publishes.increment()
+        return stored
+    }
+
+    var fieldLimits: FieldLimits {
+        var limits = FieldLimits()
+        limits.appNotificationId = config.limits.appNotificationId
+        limits.groupName = config.limits.groupName
+        limits.title = config.limits.title
+        return limits
+    }
+
+    /// The app-side delete extension.
+    public func deleteByApp(app: AppRecord, unsId: String?, appNotificationId: String) async throws {
+        let subscription = try await subscription(for: app, unsId: unsId)
+        let deleted = try await db {
+            try await storage.deleteByApp(userId: subscription.userId, hostName: app.hostName, appNotificationId: appNotificationId, now: clock.now())
+        }
+        guard deleted else { throw APIError.notFound("no active notification with appNotificationId \(appNotificationId)") }
+    }
+
+    // MARK: - The signed-in user (§2.3)
+
+    public func me(userId: String) async throws -> Me {
+        guard let user = try await db({ try await storage.user(id: userId) }) else { throw APIError.unauthenticated("this user was removed") }
+        return Me(id: user.id, userName: user.userName, displayName: user.displayName)
+    }
+
+    public func createSubscription(userId: String, body: Data) async throws -> SubscriptionInfo {
+        let fields: JSONFields
+        let host: String?, deviceName: String?, platform: String?
+        do {
+            fields = try JSONFields(body: body)
+            host = try fields.string("targetHostName", max: 253)
+            deviceName = try fields.string("deviceName", max: 256)
+            platform = try fields.string("platform", max: 32)
+        } catch {
+            throw APIError.badRequest(error.message)
+        }
+        if let platform, !["websocket", "polling"].contains(platform.lowercased()) {
+            throw APIError.badRequest("platform must be websocket or polling")
+        }
+        let now = clock.now()
+        let record = SubscriptionRecord(
+            id: UUID().uuidString.lowercased(), userId: userId, targetHostName: host, deviceId: UUID().uuidString.lowercased(),
+            deviceName: deviceName, platform: platform?.lowercased(), createdAt: now, expiresAt: now + TimeInterval(config.subscriptionLifetime))
+        try await db { try await storage.insertSubscription(record) }
+        return record.info
+    }
+
+    public func subscriptions(userId: String) async throws -> [SubscriptionInfo] {
+        try await db { try await storage.subscriptions(userId: userId) }.map(\.info)
+    }
+
+    public func revokeSubscription(userId: String, id: String) async throws {
+        let revoked = try await db { try await storage.revokeSubscription(id: id, userId: userId) }
+        subscriptionsCache.remove(id)
+        guard revoked else { throw APIError.notFound("no such subscription") }
+    }
+
+    /// Parses a cursor; `since` absent means "from the start".
+    public func parseCursor(_ text: String?) throws -> Int64 {
+        guard let text, !text.isEmpty else { return 0 }
+        guard let value = Int64(text), value >= 0 else { throw APIError.badRequest("since must be a cursor returned by this service") }
+        return value
+    }
+
+    /// The user's newest cursor (what a device that is up to date holds).
+    public func latestCursor(userId: String) async throws -> Int64 {
+        if let known = latestCursors[userId] { return known }
+        let latest = try await db { try await storage.latestSeq(userId: userId) }
+        latestCursors.advance([userId: latest])
+        return latestCursors[userId] ?? latest
+    }
+
+    public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangesPage {
+        let highest = try await db { try await storage.highestSeq() }
+        if since > highest { throw APIError.cursorExpired }
+        guard let page = try await db({ try await storage.changes(userId: userId, since: since, limit: limit) }) else {
+            throw APIError.cursorExpired
+        }
+        return ChangesPage(changes: page.changes, cursor: String(page.lastSeq), hasMore: page.hasMore)
+    }
+
+    public func list(userId: String, view: NotificationView, top: Int, skip: Int) async throws -> [UserNotification] {
+        try await db { try await storage.list(userId: userId, view: view, top: top, skip: skip, now: clock.now()) }
+    }
+
+    public func counts(userId: String) async throws -> ViewCounts {
+        try await db { try await storage.counts(userId: userId, now: clock.now()) }
+    }
+
+    /// One notification. Tombstones and expired ones are gone: 404.
+    public func notification(userId: String, id: String) async throws -> UserNotification {
+        guard let found = try await db({ try await storage.notification(id: id, userId: userId) }), found.isLive(at: clock.now()) else {
+            throw APIError.notFound()
+        }
+        return found
+    }
+
+    /// Applies device mutations; one result per mutation, in order.
+    public func mutate(userId: String, _ mutations: [Mutation]) async throws -> [MutationResult] {
+        let results = try await db { try await storage.mutate(userId: userId, mutations: mutations, now: clock.now()) }
+        metrics.mutations.increment(by: Int64(mutations.count))
+        return results
+    }
+
+    // MARK: - Administration (§2.4)
+
+    public static func validateName(_ name: String, what: String) throws {
+        guard !name.isEmpty, name.count <= 253,
+              !name.contains(where: { $0.isWhitespace || $0 == "/" || $0.unicodeScalars.contains { CharacterSet.controlCharacters.contains($0) } })
+        else { throw APIError.badRequest("\(what) must be 1–253 characters with no spaces or slashes") }
+    }
+
+    @discardableResult
+    public func addUser(name: String, password: String, displayName: String? = nil) async throws -> UserRecord {
+        try Self.validateName(name, what: "a user name")
+        guard !password.isEmpty else { throw APIError.badRequest("the password must not be empty") }
+        let cost = config.bcryptCost
+        let hash = await Self.offload { Secrets.hashPassword(password, cost: cost) }
+        let user = UserRecord(id: UUID().uuidString.lowercased(), userName: name, displayName: displayName ?? name, passwordHash: hash)
+        do {
+            try await storage.createUser(user)
+        } catch StorageError.conflict {
+            throw APIError.badRequest("a user named \(name) already exists")
+        }
+        return user
+    }
+
+    public func removeUser(name: String) async throws -> Bool {
+        try await db { try await storage.deleteUser(name: name) }
+    }
+
+    /// Registers an app; returns its client id and secret (the secret is not kept).
+    public func addApp(hostName: String) async throws -> (clientId: String, clientSecret: String) {
+        try Self.validateName(hostName, what: "an app host name")
+        let secret = Secrets.newToken()
+        let app = AppRecord(clientId: UUID().uuidString.lowercased(), hostName: hostName, secretHash: Secrets.tokenHash(secret))
+        do {
+            try await storage.createApp(app)
+        } catch StorageError.conflict {
+            throw APIError.badRequest("an app with host name \(hostName) already exists")
+        }
+        return (app.clientId, secret)
+    }
+
+    public func removeApp(hostName: String) async throws -> Bool {
+        try await db { try await storage.deleteApp(hostName: hostName) }
+    }
+
+    // MARK: - Maintenance
+
+    /// Deletes expired notifications and forgets history older than the retention period.
+    public func expireDue() async throws -> Int {
+        try await db { try await storage.expire(now: clock.now()) }
+    }
+
+    public func purgeHistory() async throws {
+        let cutoff = clock.now() - TimeInterval(config.historyRetention)
+        try await db { try await storage.purgeHistory(before: cutoff) }
+    }
+}
+
+/// Each user's newest known cursor; only ever moves forward.
+final class CursorBook: Sendable {
+    private let cursors = Mutex<[String: Int64]>([:])
+
+    subscript(userId: String) -> Int64? { cursors.withLock { $0[userId] } }
+
+    func advance(_ newer: [String: Int64]) {
+        cursors.withLock { known in
+            for (user, cursor) in newer where cursor > known[user] ?? 0 { known[user] = cursor }
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import NottyCore
+
+/// Where the service keeps accounts, tokens, subscriptions and every user's notifications.
+///
+/// Each method is one transaction: it happens entirely or not at all. Implementations throw
+/// ``StorageError/unavailable(_:)`` when the database cannot be reached, and the service maps
+/// that to `503 serviceUnavailable`. The merge rules themselves live in ``NotificationRules``
+/// so that every backend applies them the same way.
+public protocol NotificationStorage: Sendable {
+    /// Creates or upgrades the schema.
+    func migrate() async throws
+    /// Throws when storage does not answer (`/healthz`).
+    func ping() async throws
+    /// Called after each commit that changed users' feeds, with each user's newest cursor.
+    func setChangeHandler(_ handler: @escaping @Sendable ([String: Int64]) -> Void)
+    func close() async throws
+
+    // MARK: Accounts
+    func createUser(_ user: UserRecord) async throws
+    func deleteUser(name: String) async throws -> Bool
+    func user(name: String) async throws -> UserRecord?
+    func user(id: String) async throws -> UserRecord?
+    func createApp(_ app: AppRecord) async throws
+    func deleteApp(hostName: String) async throws -> Bool
+    func app(clientId: String) async throws -> AppRecord?
+    func app(hostName: String) async throws -> AppRecord?
+
+    // MARK: Tokens
+    func insertTokens(_ tokens: [TokenRecord]) async throws
+    func token(hash: String) async throws -> TokenRecord?
+    /// Revokes `oldHash` and stores `replacements`, atomically; `false` (and nothing stored)
+    /// when `oldHash` is unknown, revoked or expired at `now`.
+    func rotateToken(oldHash: String, replacements: [TokenRecord], now: Date) async throws -> Bool
+    func revokeTokens(hashes: [String]) async throws
+
+    // MARK: Subscriptions
+    func insertSubscription(_ subscription: SubscriptionRecord) async throws
+    func subscription(id: String) async throws -> SubscriptionRecord?
+    func subscriptions(userId: String) async throws -> [SubscriptionRecord]
+    func revokeSubscription(id: String, userId: String) async throws -> Bool
+
+    // MARK: Notifications (writes)
+    /// Publishes or re-publishes (same user, app and `appNotificationId`).
+    func publish(_ input: PublishInput) async throws -> UserNotification
+    /// The app-side delete; `false` when there is no such active notification.
+    func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool
+    /// Applies device mutations (PATCH, DELETE, batch) with idempotence by `mutationId`.
+    func mutate(userId: String, mutations: [Mutation], now: Date) async throws -> [MutationResult]
+    /// Deletes every notification whose `expirationDateTime` has passed; returns how many.
+    func expire(now: Date) async throws -> Int
+    /// Forgets tombstones and mutation records older than `before`.
+    func purgeHistory(before: Date) async throws
+
+    // MARK: Notifications (reads)
+    func notification(id: String, userId: String) async throws -> UserNotification?
+    /// `nil` when `since` is older than the kept history (410).
+    func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage?
+    func latestSeq(userId: String) async throws -> Int64
+    /// The newest cursor handed out to anyone (a larger one comes from another database).
+    func highestSeq() async throws -> Int64
+    func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification]
+    func counts(userId: String, now: Date) async throws -> ViewCounts
+}
+
+/// What a publish stores, after the service has checked the app, subscription and limits.
+public struct PublishInput: Sendable {
+    public var userId: String
+    public var hostName: String
+    public var request: PublishRequest
+    public var expiration: Date
+    public var now: Date
+    public init(userId: String, hostName: String, request: PublishRequest, expiration: Date, now: Date) {
+        self.userId = userId
+        self.hostName = hostName
+        self.request = request
+        self.expiration = expiration
+        self.now = now
+    }
+}

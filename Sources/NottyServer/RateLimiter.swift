@@ -1,0 +1,32 @@
+import Foundation
+import Synchronization
+
+/// A token bucket per key (per app): `rate` per second, up to `burst` at once.
+public final class RateLimiter: Sendable {
+    private struct Bucket { var tokens: Double; var updated: Date }
+    private let buckets = Mutex<[String: Bucket]>([:])
+    let rate: Double
+    let burst: Double
+
+    public init(rate: Double, burst: Double) {
+        self.rate = rate
+        self.burst = max(burst, 1)
+    }
+
+    /// Takes one token for `key`; returns `nil` when allowed, else the seconds to wait.
+    public func take(_ key: String, now: Date) -> Int? {
+        buckets.withLock { buckets in
+            var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
+            let elapsed = max(0, now.timeIntervalSince(bucket.updated))
+            bucket.tokens = min(burst, bucket.tokens + elapsed * rate)
+            bucket.updated = now
+            if bucket.tokens >= 1 {
+                bucket.tokens -= 1
+                buckets[key] = bucket
+                return nil
+            }
+            buckets[key] = bucket
+            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+        }
+    }
+}

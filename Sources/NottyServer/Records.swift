@@ -1,0 +1,118 @@
+import Foundation
+import NottyCore
+
+/// A person who signs in (`notty admin user add`).
+public struct UserRecord: Sendable, Equatable {
+    public var id: String
+    public var userName: String
+    public var displayName: String
+    public var passwordHash: String
+    public init(id: String, userName: String, displayName: String, passwordHash: String) {
+        self.id = id
+        self.userName = userName
+        self.displayName = displayName
+        self.passwordHash = passwordHash
+    }
+}
+
+/// An app server allowed to publish (`notty admin app add HOSTNAME`).
+public struct AppRecord: Sendable, Equatable {
+    public var clientId: String
+    public var hostName: String
+    public var secretHash: String
+    public init(clientId: String, hostName: String, secretHash: String) {
+        self.clientId = clientId
+        self.hostName = hostName
+        self.secretHash = secretHash
+    }
+}
+
+/// An issued token, stored only by its hash.
+public struct TokenRecord: Sendable, Equatable {
+    public enum Kind: String, Sendable { case userAccess, userRefresh, appAccess }
+    public var hash: String
+    public var kind: Kind
+    /// The user id for user tokens, the client id for app tokens.
+    public var subject: String
+    public var expiresAt: Date
+    public var revoked: Bool
+    public init(hash: String, kind: Kind, subject: String, expiresAt: Date, revoked: Bool = false) {
+        self.hash = hash
+        self.kind = kind
+        self.subject = subject
+        self.expiresAt = expiresAt
+        self.revoked = revoked
+    }
+}
+
+/// A `userNotificationSubscriptionId` and the device that asked for it.
+public struct SubscriptionRecord: Sendable, Equatable {
+    public var id: String
+    public var userId: String
+    public var targetHostName: String?
+    public var deviceId: String
+    public var deviceName: String?
+    public var platform: String?
+    public var createdAt: Date
+    public var expiresAt: Date
+    public var revoked: Bool
+
+    public init(id: String, userId: String, targetHostName: String?, deviceId: String, deviceName: String?, platform: String?, createdAt: Date, expiresAt: Date, revoked: Bool = false) {
+        self.id = id
+        self.userId = userId
+        self.targetHostName = targetHostName
+        self.deviceId = deviceId
+        self.deviceName = deviceName
+        self.platform = platform
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.revoked = revoked
+    }
+
+    public var info: SubscriptionInfo {
+        SubscriptionInfo(userNotificationSubscriptionId: id, expirationDateTime: expiresAt, deviceId: deviceId, targetHostName: targetHostName, deviceName: deviceName, platform: platform)
+    }
+}
+
+/// A notification as stored: the wire object plus its owner, its per-field clocks and its
+/// place in the user's change feed.
+public struct StoredNotification: Sendable, Equatable {
+    public var userId: String
+    public var notification: UserNotification
+    public var readChangedAt: Int64
+    public var actionChangedAt: Int64
+    public var seq: Int64
+
+    public init(userId: String, notification: UserNotification, readChangedAt: Int64, actionChangedAt: Int64, seq: Int64) {
+        self.userId = userId
+        self.notification = notification
+        self.readChangedAt = readChangedAt
+        self.actionChangedAt = actionChangedAt
+        self.seq = seq
+    }
+
+    public var userState: UserState {
+        get {
+            UserState(readState: notification.readState, readChangedAt: readChangedAt, userActionState: notification.userActionState, snoozedUntil: notification.snoozedUntil, actionChangedAt: actionChangedAt)
+        }
+        set {
+            notification.readState = newValue.readState
+            notification.userActionState = newValue.userActionState
+            notification.snoozedUntil = newValue.snoozedUntil
+            readChangedAt = newValue.readChangedAt
+            actionChangedAt = newValue.actionChangedAt
+        }
+    }
+}
+
+/// One page of a user's change feed as storage reads it.
+public struct ChangeFeedPage: Sendable {
+    public var changes: [UserNotification]
+    public var lastSeq: Int64
+    public var hasMore: Bool
+    public init(changes: [UserNotification], lastSeq: Int64, hasMore: Bool) {
+        self.changes = changes
+        self.lastSeq = lastSeq
+        self.hasMore = hasMore
+    }
+}

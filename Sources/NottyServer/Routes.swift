@@ -1,0 +1,249 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdWebSocket
+import NIOCore
+import NottyCore
+
+/// Every HTTP route of SPEC §2 on a Hummingbird router.
+public struct Routes: Sendable {
+    let service: NotificationService
+
+    public init(service: NotificationService) { self.service = service }
+
+    private var limit: Int { service.config.maxBodyBytes }
+    private var pollHeader: HTTPFields {
+        var fields = HTTPFields()
+        fields[HTTPField.Name("X-Poll-Interval")!] = String(service.config.pollInterval)
+        return fields
+    }
+
+    /// The router for plain HTTP requests.
+    public func router() -> Router<NottyRequestContext> {
+        let router = Router(context: NottyRequestContext.self)
+        router.add(middleware: EnvelopeMiddleware(metrics: service.metrics, clock: service.clock))
+
+        router.get("/healthz") { _, _ in try await self.health() }
+        router.get("/metrics") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            self.service.metrics.doorbellConnections.record(Int64(self.service.hub.connectionCount))
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: self.service.metrics.render())))
+        }
+
+        // §2.1 tokens
+        router.post("/oauth2/v2.0/token") { request, _ in try await self.token(request) }
+        router.post("/:tenant/oauth2/v2.0/token") { request, _ in try await self.token(request) }
+        router.post("/oauth2/v2.0/revoke") { request, _ in try await self.revoke(request) }
+
+        // §2.2 publishing
+        for prefix in ["/beta/me/notifications", "/v1.0/me/notifications"] {
+            router.post(RouterPath(prefix)) { request, _ in try await self.publish(request) }
+            router.delete(RouterPath(prefix + "/:appNotificationId")) { request, context in
+                try await self.deleteByApp(request, appNotificationId: context.parameters.require("appNotificationId"))
+            }
+        }
+
+        // §2.3 the signed-in user
+        router.get("/v1/me") { request, _ in
+            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
+            return try JSONResponse.make(try await self.service.me(userId: user))
+        }
+        router.post("/v1/me/subscriptions") { request, _ in
+            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
+            var request = request
+            let body = try await request.jsonBody(limit: self.limit)
+            return try JSONResponse.make(try await self.service.createSubscription(userId: user, body: body), status: .created)
+        }
+        router.get("/v1/me/subscriptions") { request, _ in
+            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
+            return try JSONResponse.make(SubscriptionList(value: try await self.service.subscriptions(userId: user)))
+        }
+        router.delete("/v1/me/subscriptions/:id") { request, context in
+            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
+            try await self.service.revokeSubscription(userId: user, id: context.parameters.require("id"))
+            return JSONResponse.empty(.noContent)
+        }
+        router.get("/v1/me/notifications/changes") { request, _ in try await self.changes(request) }
+        router.get("/v1/me/notifications/counts") { request, _ in
+            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
+            return try JSONResponse.make(try await self.service.counts(userId: user), headers: self.pollHeader)
+        }
+        router.get("/v1/me/notifications") { request, _ in try await self.list(request) }
+        router.post("/v1/me/notifications/batch") { request, _ in try await self.batch(request) }
+        router.get("/v1/me/notifications/:id") { request, context in
+            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
+            return try JSONResponse.make(try await self.service.notification(userId: user, id: context.parameters.require("id")))
+        }
+        router.patch("/v1/me/notifications/:id") { request, context in
+            try await self.patch(request, id: context.parameters.require("id"))
+        }
+        router.delete("/v1/me/notifications/:id") { request, context in
+            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
+            let id = try context.parameters.require("id")
+            let result = try await self.service.mutate(userId: user, [Mutation(id: id, operation: .delete)])[0]
+            guard result.status == 204 else { throw APIError.notFound() }
+            return JSONResponse.empty(.noContent)
+        }
+        // A plain GET of the doorbell (no upgrade): authenticate, then say how to connect.
+        router.get("/v1/me/push") { request, _ -> Response in
+            _ = try await self.service.authenticateUser(bearer: request.bearerToken)
+            throw APIError(.upgradeRequired, "upgradeRequired", "connect with a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)")
+        }
+        return router
+    }
+
+    /// The router that decides WebSocket upgrades (the doorbell, SPEC §3).
+    public func webSocketRouter() -> Router<NottyRequestContext> {
+        let router = Router(context: NottyRequestContext.self)
+        router.ws("/v1/me/push") { request, _ in
+            _ = try await self.service.authenticateUser(bearer: request.bearerToken)
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, context in
+            let user = try await self.service.authenticateUser(bearer: context.request.bearerToken)
+            let full = context.request.uri.queryParameters.get("payload") == "full"
+            try await DoorbellSession(service: self.service, userId: user, fullPayload: full).run(inbound: inbound, outbound: outbound)
+        }
+        return router
+    }
+
+    // MARK: - Handlers
+
+    private func health() async throws -> Response {
+        do {
+            try await service.storage.ping()
+            return try JSONResponse.make(["status": "ok"])
+        } catch {
+            throw APIError.serviceUnavailable("storage does not answer")
+        }
+    }
+
+    private func token(_ request: Request) async throws -> Response {
+        var request = request
+        let type = request.headers[.contentType]?.lowercased() ?? ""
+        guard type.hasPrefix("application/x-www-form-urlencoded") else {
+            throw APIError.oauth(.badRequest, "invalid_request", "send the token request form-encoded (application/x-www-form-urlencoded)")
+        }
+        let form = FormBody.parse(try await request.rawBody(limit: limit))
+        var headers = HTTPFields()
+        headers[.cacheControl] = "no-store"
+        return try JSONResponse.make(try await service.token(form: form), headers: headers)
+    }
+
+    private func revoke(_ request: Request) async throws -> Response {
+        var request = request
+        let form = FormBody.parse(try await request.rawBody(limit: limit))
+        guard let token = form["token"] else { throw APIError.oauth(.badRequest, "invalid_request", "token is required") }
+        try await service.revoke(tokens: [token])
+        return JSONResponse.empty(.ok)
+    }
+
+    private func publish(_ request: Request) async throws -> Response {
+        let app = try await service.authenticateApp(bearer: request.bearerToken)
+        var request = request
+        let body = try await request.jsonBody(limit: limit)
+        let notification = try await service.publish(app: app, unsId: request.headers[HTTPField.Name("X-UNS-ID")!], body: body)
+        var headers = HTTPFields()
+        let base = request.uri.path.hasPrefix("/v1.0") ? "/v1.0" : "/beta"
+        headers[.location] = "\(base)/me/notifications/\(notification.id)"
+        return try JSONResponse.make(notification, status: .created, headers: headers)
+    }
+
+    private func deleteByApp(_ request: Request, appNotificationId: String) async throws -> Response {
+        let app = try await service.authenticateApp(bearer: request.bearerToken)
+        try await service.deleteByApp(app: app, unsId: request.headers[HTTPField.Name("X-UNS-ID")!], appNotificationId: appNotificationId)
+        return JSONResponse.empty(.noContent)
+    }
+
+    private func changes(_ request: Request) async throws -> Response {
+        let user = try await service.authenticateUser(bearer: request.bearerToken)
+        let query = request.uri.queryParameters
+        let since = try service.parseCursor(query.get("since"))
+        let limit = try Self.integer(query.get("limit"), name: "limit", default: 500, range: 1...5000)
+        var headers = pollHeader
+        if let tag = request.headers[.ifNoneMatch] {
+            let wanted = tag.replacingOccurrences(of: "W/", with: "").trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
+            let latest = try await service.latestCursor(userId: user)
+            if wanted == String(latest) {
+                headers[.eTag] = "\"\(latest)\""
+                return JSONResponse.empty(.notModified, headers: headers)
+            }
+        }
+        let page = try await service.changes(userId: user, since: since, limit: limit)
+        headers[.eTag] = "\"\(page.cursor)\""
+        return try JSONResponse.make(page, headers: headers)
+    }
+
+    private func list(_ request: Request) async throws -> Response {
+        let user = try await service.authenticateUser(bearer: request.bearerToken)
+        let query = request.uri.queryParameters
+        var view = NotificationView.all
+        if let name = query.get("view") {
+            guard let parsed = NotificationView(name: name) else {
+                throw APIError.badRequest("view must be one of \(NotificationView.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            view = parsed
+        }
+        let top = try Self.integer(query.get("top"), name: "top", default: 100, range: 1...1000)
+        let skip = try Self.integer(query.get("skip"), name: "skip", default: 0, range: 0...Int(Int32.max))
+        let items = try await service.list(userId: user, view: view, top: top, skip: skip)
+        return try JSONResponse.make(NotificationList(value: items), headers: pollHeader)
+    }
+
+    private func patch(_ request: Request, id: String) async throws -> Response {
+        let user = try await service.authenticateUser(bearer: request.bearerToken)
+        var request = request
+        let body = try await request.jsonBody(limit: limit)
+        let mutation: Mutation
+        do {
+            mutation = try Mutation(fields: try JSONFields(body: body), id: id)
+        } catch {
+            throw APIError.badRequest(error.message)
+        }
+        guard mutation.operation == .patch else { throw APIError.badRequest("op delete goes with DELETE or the batch route") }
+        let result = try await service.mutate(userId: user, [mutation])[0]
+        guard result.status == 200, let notification = result.notification else {
+            throw APIError.notFound(result.error?.message ?? "no such notification")
+        }
+        return try JSONResponse.make(notification)
+    }
+
+    private func batch(_ request: Request) async throws -> Response {
+        let user = try await service.authenticateUser(bearer: request.bearerToken)
+        var request = request
+        let body = try await request.jsonBody(limit: limit)
+        let items: [JSONValue]
+        do {
+            items = try JSONFields(body: body).array("mutations", required: true)!
+        } catch {
+            throw APIError.badRequest(error.message)
+        }
+        guard items.count <= 1000 else { throw APIError.badRequest("at most 1000 mutations per batch") }
+        // Parse each item on its own: one bad item gets its own 400 and does not fail the others.
+        var parsed: [Int: Mutation] = [:]
+        var results = [MutationResult?](repeating: nil, count: items.count)
+        for (index, item) in items.enumerated() {
+            do {
+                parsed[index] = try Mutation(fields: try JSONFields(value: item, what: "mutations[\(index)]"), id: nil)
+            } catch {
+                var itemId = ""
+                if case .object(let object) = item, case .string(let id)? = object["id"] { itemId = id }
+                var mutationId: String?
+                if case .object(let object) = item, case .string(let mid)? = object["mutationId"] { mutationId = mid }
+                results[index] = MutationResult(id: itemId, mutationId: mutationId, status: 400, error: ErrorBody(code: "badRequest", message: error.message))
+            }
+        }
+        let order = parsed.keys.sorted()
+        let applied = try await service.mutate(userId: user, order.map { parsed[$0]! })
+        for (index, result) in zip(order, applied) { results[index] = result }
+        return try JSONResponse.make(BatchResponse(results: results.map { $0! }))
+    }
+
+    static func integer(_ text: String?, name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let text else { return value }
+        guard let number = Int(text) else { throw APIError.badRequest("\(name) must be a whole number") }
+        if number > range.upperBound && name == "limit" { return range.upperBound }
+        guard range.contains(number) else { throw APIError.badRequest("\(name) must be between \(range.lowerBound) and \(range.upperBound)") }
+        return number
+    }
+}

@@ -1,0 +1,502 @@
+import Foundation
+import GRDB
+import NottyCore
+
+/// ``NotificationStorage`` on one SQLite file through GRDB: WAL mode, many readers, one
+/// writer with group commit (``SQLiteWriter``).
+public final class SQLiteStorage: NotificationStorage {
+    private let pool: DatabasePool
+    private let writer: SQLiteWriter
+
+    /// Opens (and creates) the store at `path` and migrates it.
+    public init(path: String) throws {
+        var config = Configuration()
+        config.busyMode = .timeout(30)
+        config.maximumReaderCount = 8
+        config.foreignKeysEnabled = true
+        config.prepareDatabase { db in
+            // WAL (DatabasePool's default) with FULL sync: a commit that was acknowledged
+            // survives a crash and a power loss. Group commit keeps this affordable.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        pool = try DatabasePool(path: path, configuration: config)
+        try Self.migrator.migrate(pool)
+        let seq = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'seq'") ?? 0 }
+        writer = SQLiteWriter(pool: pool, committedSeq: seq)
+    }
+
+    // MARK: - Schema (migrations are never edited once shipped)
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+                INSERT INTO meta (key, value) VALUES ('seq', 0);
+                CREATE TABLE users (
+                    id TEXT PRIMARY KEY,
+                    user_name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+                    display_name TEXT NOT NULL,
+                    password_hash TEXT NOT NULL,
+                    purged_through INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE TABLE apps (
+                    client_id TEXT PRIMARY KEY,
+                    host_name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+                    secret_hash TEXT NOT NULL
+                );
+                CREATE TABLE tokens (
+                    hash TEXT PRIMARY KEY,
+                    kind TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    expires INTEGER NOT NULL,
+                    revoked INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX tokens_subject ON tokens (subject);
+                CREATE TABLE subscriptions (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    host_name TEXT COLLATE NOCASE,
+                    device_id TEXT NOT NULL,
+                    device_name TEXT,
+                    platform TEXT,
+                    created INTEGER NOT NULL,
+                    expires INTEGER NOT NULL,
+                    revoked INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX subscriptions_user ON subscriptions (user_id);
+                CREATE TABLE notifications (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    host_name TEXT NOT NULL COLLATE NOCASE,
+                    app_notification_id TEXT NOT NULL,
+                    group_name TEXT,
+                    priority TEXT NOT NULL,
+                    raw_content TEXT,
+                    has_visual INTEGER NOT NULL,
+                    title TEXT,
+                    body TEXT,
+                    display_ttl INTEGER,
+                    expires INTEGER NOT NULL,
+                    created INTEGER NOT NULL,
+                    modified INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL DEFAULT 0,
+                    read_state TEXT NOT NULL,
+                    read_at INTEGER NOT NULL,
+                    action_state TEXT NOT NULL,
+                    snoozed_until INTEGER,
+                    action_at INTEGER NOT NULL,
+                    target_policy TEXT,
+                    fallback_policy TEXT,
+                    seq INTEGER NOT NULL
+                );
+                CREATE UNIQUE INDEX notifications_feed ON notifications (user_id, seq);
+                CREATE UNIQUE INDEX notifications_app_id ON notifications (user_id, host_name, app_notification_id) WHERE deleted = 0;
+                CREATE INDEX notifications_view ON notifications (user_id, created DESC, id DESC) WHERE deleted = 0;
+                CREATE INDEX notifications_expiry ON notifications (expires) WHERE deleted = 0;
+                CREATE INDEX notifications_tombstones ON notifications (modified) WHERE deleted = 1;
+                CREATE TABLE mutations (
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    mutation_id TEXT NOT NULL,
+                    notification_id TEXT NOT NULL,
+                    status INTEGER NOT NULL,
+                    created INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, mutation_id)
+                );
+                CREATE INDEX mutations_created ON mutations (created);
+                """)
+        }
+        return migrator
+    }
+
+    public func migrate() async throws {
+        try Self.migrator.migrate(pool)
+    }
+
+    public func ping() async throws {
+        try await read { db in _ = try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
+    public func setChangeHandler(_ handler: @escaping @Sendable ([String: Int64]) -> Void) {
+        writer.setChangeHandler(handler)
+    }
+
+    public func close() async throws {
+        try pool.close()
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch let error as DatabaseError {
+            throw StorageError.unavailable("SQLite: \(error)")
+        }
+    }
+
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Database, WriteContext) throws -> T) async throws -> T {
+        do {
+            return try await writer.write(body)
+        } catch let error as DatabaseError {
+            if error.resultCode == .SQLITE_CONSTRAINT { throw StorageError.conflict(error.message ?? "constraint") }
+            throw StorageError.unavailable("SQLite: \(error)")
+        }
+    }
+
+    // MARK: - Accounts
+
+    public func createUser(_ user: UserRecord) async throws {
+        try await write { db, _ in
+            try db.execute(
+                sql: "INSERT INTO users (id, user_name, display_name, password_hash) VALUES (?, ?, ?, ?)",
+                arguments: [user.id, user.userName, user.displayName, user.passwordHash])
+        }
+    }
+
+    public func deleteUser(name: String) async throws -> Bool {
+        try await write { db, _ in
+            guard let id = try String.fetchOne(db, sql: "SELECT id FROM users WHERE user_name = ?", arguments: [name]) else { return false }
+            try db.execute(sql: "DELETE FROM tokens WHERE subject = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [id])
+            return true
+        }
+    }
+
+    public func user(name: String) async throws -> UserRecord? {
+        try await read { db in try Row.fetchOne(db, sql: "SELECT * FROM users WHERE user_name = ?", arguments: [name]).map(Self.user) }
+    }
+
+    public func user(id: String) async throws -> UserRecord? {
+        try await read { db in try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(Self.user) }
+    }
+
+    private static func user(_ row: Row) -> UserRecord {
+        UserRecord(id: row["id"], userName: row["user_name"], displayName: row["display_name"], passwordHash: row["password_hash"])
+    }
+
+    public func createApp(_ app: AppRecord) async throws {
+        try await write { db, _ in
+            try db.execute(
+                sql: "INSERT INTO apps (client_id, host_name, secret_hash) VALUES (?, ?, ?)",
+                arguments: [app.clientId, app.hostName, app.secretHash])
+        }
+    }
+
+    public func deleteApp(hostName: String) async throws -> Bool {
+        try await write { db, _ in
+            guard let id = try String.fetchOne(db, sql: "SELECT client_id FROM apps WHERE host_name = ?", arguments: [hostName]) else { return false }
+            try db.execute(sql: "DELETE FROM tokens WHERE subject = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM apps WHERE client_id = ?", arguments: [id])
+            return true
+        }
+    }
+
+    public func app(clientId: String) async throws -> AppRecord? {
+        try await read { db in try Row.fetchOne(db, sql: "SELECT * FROM apps WHERE client_id = ?", arguments: [clientId]).map(Self.app) }
+    }
+
+    public func app(hostName: String) async throws -> AppRecord? {
+        try await read { db in try Row.fetchOne(db, sql: "SELECT * FROM apps WHERE host_name = ?", arguments: [hostName]).map(Self.app) }
+    }
+
+    private static func app(_ row: Row) -> AppRecord {
+        AppRecord(clientId: row["client_id"], hostName: row["host_name"], secretHash: row["secret_hash"])
+    }
+
+    // MARK: - Tokens
+
+    public func insertTokens(_ tokens: [TokenRecord]) async throws {
+        try await write { db, _ in try Self.insert(tokens, db) }
+    }
+
+    private static func insert(_ tokens: [TokenRecord], _ db: Database) throws {
+        for token in tokens {
+            try db.execute(
+                sql: "INSERT INTO tokens (hash, kind, subject, expires, revoked) VALUES (?, ?, ?, ?, ?)",
+                arguments: [token.hash, token.kind.rawValue, token.subject, ISOTime.millis(token.expiresAt), token.revoked])
+        }
+    }
+
+    public func token(hash: String) async throws -> TokenRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM tokens WHERE hash = ?", arguments: [hash]).map { row in
+                TokenRecord(
+                    hash: row["hash"], kind: TokenRecord.Kind(rawValue: row["kind"]) ?? .userAccess, subject: row["subject"],
+                    expiresAt: ISOTime.date(millis: row["expires"]), revoked: row["revoked"])
+            }
+        }
+    }
+
+    public func rotateToken(oldHash: String, replacements: [TokenRecord], now: Date) async throws -> Bool {
+        try await write { db, _ in
+            try db.execute(
+                sql: "UPDATE tokens SET revoked = 1 WHERE hash = ? AND revoked = 0 AND expires > ?",
+                arguments: [oldHash, ISOTime.millis(now)])
+            guard db.changesCount == 1 else { return false }
+            try Self.insert(replacements, db)
+            return true
+        }
+    }
+
+    public func revokeTokens(hashes: [String]) async throws {
+        try await write { db, _ in
+            for hash in hashes { try db.execute(sql: "UPDATE tokens SET revoked = 1 WHERE hash = ?", arguments: [hash]) }
+        }
+    }
+
+    // MARK: - Subscriptions
+
+    public func insertSubscription(_ s: SubscriptionRecord) async throws {
+        try await write { db, _ in
+            try db.execute(
+                sql: """
+                    INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [s.id, s.userId, s.targetHostName, s.deviceId, s.deviceName, s.platform,
+                            ISOTime.millis(s.createdAt), ISOTime.millis(s.expiresAt), s.revoked])
+        }
+    }
+
+    public func subscription(id: String) async throws -> SubscriptionRecord? {
+        try await read { db in try Row.fetchOne(db, sql: "SELECT * FROM subscriptions WHERE id = ?", arguments: [id]).map(Self.subscription) }
+    }
+
+    public func subscriptions(userId: String) async throws -> [SubscriptionRecord] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM subscriptions WHERE user_id = ? AND revoked = 0 ORDER BY created", arguments: [userId]).map(Self.subscription)
+        }
+    }
+
+    public func revokeSubscription(id: String, userId: String) async throws -> Bool {
+        try await write { db, _ in
+            try db.execute(sql: "UPDATE subscriptions SET revoked = 1 WHERE id = ? AND user_id = ? AND revoked = 0", arguments: [id, userId])
+            return db.changesCount == 1
+        }
+    }
+
+    private static func subscription(_ row: Row) -> SubscriptionRecord {
+        SubscriptionRecord(
+            id: row["id"], userId: row["user_id"], targetHostName: row["host_name"], deviceId: row["device_id"],
+            deviceName: row["device_name"], platform: row["platform"], createdAt: ISOTime.date(millis: row["created"]),
+            expiresAt: ISOTime.date(millis: row["expires"]), revoked: row["revoked"])
+    }
+
+    // MARK: - Notification rows
+
+    private static func stored(_ row: Row) -> StoredNotification {
+        let hasVisual: Bool = row["has_visual"]
+        let visual = hasVisual ? VisualContent(title: row["title"] ?? "", body: row["body"]) : nil
+        let snoozed: Int64? = row["snoozed_until"]
+        let targetPolicy: String? = row["target_policy"]
+        let fallbackPolicy: String? = row["fallback_policy"]
+        let deleted: Bool = row["deleted"]
+        let notification = UserNotification(
+            id: row["id"], appNotificationId: row["app_notification_id"], targetHostName: row["host_name"],
+            groupName: row["group_name"], priority: Priority(rawValue: row["priority"]) ?? .none,
+            payload: NotificationPayload(rawContent: row["raw_content"], visualContent: visual),
+            displayTimeToLive: row["display_ttl"], expirationDateTime: ISOTime.date(millis: row["expires"]),
+            createdDateTime: ISOTime.date(millis: row["created"]), lastModifiedDateTime: ISOTime.date(millis: row["modified"]),
+            status: deleted ? .deleted : .active, readState: ReadState(rawValue: row["read_state"]) ?? .unread,
+            userActionState: UserActionState(rawValue: row["action_state"]) ?? .noInteraction,
+            snoozedUntil: snoozed.map { ISOTime.date(millis: $0) },
+            targetPolicy: targetPolicy.flatMap { JSONValue(jsonText: $0) },
+            fallbackPolicy: fallbackPolicy.flatMap { JSONValue(jsonText: $0) })
+        return StoredNotification(userId: row["user_id"], notification: notification, readChangedAt: row["read_at"], actionChangedAt: row["action_at"], seq: row["seq"])
+    }
+
+    /// Writes a row whole (insert or replace by id).
+    private static func save(_ s: StoredNotification, _ db: Database) throws {
+        let n = s.notification
+        let statement = try db.cachedStatement(sql: """
+            INSERT OR REPLACE INTO notifications (id, user_id, host_name, app_notification_id, group_name, priority, raw_content,
+                has_visual, title, body, display_ttl, expires, created, modified, deleted, read_state, read_at, action_state,
+                snoozed_until, action_at, target_policy, fallback_policy, seq)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        let values: [(any DatabaseValueConvertible)?] = [
+            n.id, s.userId, n.targetHostName, n.appNotificationId, n.groupName, n.priority.rawValue, n.payload.rawContent,
+            n.payload.visualContent != nil, n.payload.visualContent?.title, n.payload.visualContent?.body, n.displayTimeToLive,
+            ISOTime.millis(n.expirationDateTime), ISOTime.millis(n.createdDateTime), ISOTime.millis(n.lastModifiedDateTime),
+            n.status == .deleted, n.readState.rawValue, s.readChangedAt, n.userActionState.rawValue,
+            n.snoozedUntil.map { ISOTime.millis($0) }, s.actionChangedAt, n.targetPolicy?.jsonText, n.fallbackPolicy?.jsonText, s.seq,
+        ]
+        try statement.execute(arguments: StatementArguments(values))
+    }
+
+    private static func fetchStored(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> StoredNotification? {
+        try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments).map(stored)
+    }
+
+    // MARK: - Notification writes
+
+    public func publish(_ input: PublishInput) async throws -> UserNotification {
+        try await write { db, context in
+            var existing = try Self.fetchStored(
+                db, sql: "SELECT * FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
+                [input.userId, input.hostName, input.request.appNotificationId])
+            if let old = existing, old.notification.expirationDateTime <= input.now {
+                // It had expired (the sweeper had not run yet): that one is deleted, this is new.
+                try Self.save(NotificationRules.deleted(old, now: input.now, seq: context.nextSeq(for: input.userId)), db)
+                existing = nil
+            }
+            let row = NotificationRules.published(input, existing: existing, newId: UUID().uuidString.lowercased(), seq: context.nextSeq(for: input.userId))
+            try Self.save(row, db)
+            return row.notification
+        }
+    }
+
+    public func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool {
+        try await write { db, context in
+            guard let row = try Self.fetchStored(
+                db, sql: "SELECT * FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
+                [userId, hostName, appNotificationId])
+            else { return false }
+            try Self.save(NotificationRules.deleted(row, now: now, seq: context.nextSeq(for: userId)), db)
+            return row.notification.expirationDateTime > now
+        }
+    }
+
+    public func mutate(userId: String, mutations: [Mutation], now: Date) async throws -> [MutationResult] {
+        try await write { db, context in
+            try mutations.map { mutation in
+                try MutationApplier.apply(mutation, userId: userId, now: now, context: context, store: SQLiteRowStore(db: db))
+            }
+        }
+    }
+
+    public func expire(now: Date) async throws -> Int {
+        try await write { db, context in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT * FROM notifications WHERE deleted = 0 AND expires <= ? ORDER BY expires LIMIT 5000",
+                arguments: [ISOTime.millis(now)]
+            ).map(Self.stored)
+            for row in rows {
+                try Self.save(NotificationRules.deleted(row, now: now, seq: context.nextSeq(for: row.userId)), db)
+            }
+            return rows.count
+        }
+    }
+
+    public func purgeHistory(before: Date) async throws {
+        try await write { db, _ in
+            let cutoff = ISOTime.millis(before)
+            try db.execute(sql: """
+                UPDATE users SET purged_through = max(purged_through, (
+                    SELECT max(seq) FROM notifications n WHERE n.user_id = users.id AND n.deleted = 1 AND n.modified < ?))
+                WHERE id IN (SELECT user_id FROM notifications WHERE deleted = 1 AND modified < ?)
+                """, arguments: [cutoff, cutoff])
+            try db.execute(sql: "DELETE FROM notifications WHERE deleted = 1 AND modified < ?", arguments: [cutoff])
+            try db.execute(sql: "DELETE FROM mutations WHERE created < ?", arguments: [cutoff])
+            try db.execute(sql: "DELETE FROM tokens WHERE expires < ?", arguments: [cutoff])
+        }
+    }
+
+    // MARK: - Notification reads
+
+    public func notification(id: String, userId: String) async throws -> UserNotification? {
+        try await read { db in
+            try Self.fetchStored(db, sql: "SELECT * FROM notifications WHERE id = ? AND user_id = ?", [id, userId])?.notification
+        }
+    }
+
+    public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage? {
+        try await read { db in
+            let purged = try Int64.fetchOne(db, sql: "SELECT purged_through FROM users WHERE id = ?", arguments: [userId]) ?? 0
+            if since > 0 && since < purged { return nil }
+            let rows = try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT * FROM notifications WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
+                arguments: [userId, since, limit + 1]
+            ).map(Self.stored)
+            let page = rows.prefix(limit)
+            return ChangeFeedPage(changes: page.map(\.notification), lastSeq: page.last?.seq ?? max(since, purged), hasMore: rows.count > limit)
+        }
+    }
+
+    public func latestSeq(userId: String) async throws -> Int64 {
+        try await read { db in
+            let newest = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM notifications WHERE user_id = ?", arguments: [userId]) ?? 0
+            let purged = try Int64.fetchOne(db, sql: "SELECT purged_through FROM users WHERE id = ?", arguments: [userId]) ?? 0
+            return max(newest, purged)
+        }
+    }
+
+    public func highestSeq() async throws -> Int64 {
+        writer.committedSeq
+    }
+
+    public func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification] {
+        try await read { db in
+            let nowMillis = ISOTime.millis(now)
+            let (condition, arguments) = Self.viewCondition(view, now: nowMillis)
+            return try Row.fetchAll(
+                db, sql: """
+                    SELECT * FROM notifications WHERE user_id = ? AND deleted = 0 AND expires > ? AND \(condition)
+                    ORDER BY created DESC, id DESC LIMIT ? OFFSET ?
+                    """,
+                arguments: [userId, nowMillis] + arguments + [top, skip]
+            ).map { Self.stored($0).notification }
+        }
+    }
+
+    /// SQL for SPEC §1's view rules.
+    static func viewCondition(_ view: NotificationView, now: Int64) -> (String, StatementArguments) {
+        let snoozeOver = "(action_state = 'NoInteraction' OR (action_state = 'Snoozed' AND snoozed_until <= ?))"
+        switch view {
+        case .unread: return ("read_state = 'Unread' AND \(snoozeOver)", [now])
+        case .read: return ("read_state = 'Read' AND \(snoozeOver)", [now])
+        case .activated: return ("action_state = 'Activated'", [])
+        case .dismissed: return ("action_state = 'Dismissed'", [])
+        case .snoozed: return ("action_state = 'Snoozed' AND snoozed_until > ?", [now])
+        case .all: return ("1", [])
+        }
+    }
+
+    public func counts(userId: String, now: Date) async throws -> ViewCounts {
+        try await read { db in
+            let nowMillis = ISOTime.millis(now)
+            let row = try Row.fetchOne(
+                db, sql: """
+                    SELECT
+                      count(*) AS total,
+                      sum(action_state = 'Activated') AS activated,
+                      sum(action_state = 'Dismissed') AS dismissed,
+                      sum(action_state = 'Snoozed' AND snoozed_until > ?1) AS snoozed,
+                      sum(read_state = 'Unread' AND (action_state = 'NoInteraction' OR (action_state = 'Snoozed' AND snoozed_until <= ?1))) AS unread
+                    FROM notifications WHERE user_id = ?2 AND deleted = 0 AND expires > ?1
+                    """, arguments: [nowMillis, userId])
+            var counts = ViewCounts()
+            counts.all = row?["total"] ?? 0
+            counts.activated = row?["activated"] ?? 0
+            counts.dismissed = row?["dismissed"] ?? 0
+            counts.snoozed = row?["snoozed"] ?? 0
+            counts.unread = row?["unread"] ?? 0
+            counts.read = counts.all - counts.activated - counts.dismissed - counts.snoozed - counts.unread
+            return counts
+        }
+    }
+
+    // MARK: - Row access for the shared mutation logic
+
+    fileprivate struct SQLiteRowStore: MutationRowStore {
+        let db: Database
+
+        func row(id: String, userId: String) throws -> StoredNotification? {
+            try SQLiteStorage.fetchStored(db, sql: "SELECT * FROM notifications WHERE id = ? AND user_id = ?", [id, userId])
+        }
+
+        func save(_ row: StoredNotification) throws {
+            try SQLiteStorage.save(row, db)
+        }
+
+        func priorMutation(userId: String, mutationId: String) throws -> Int? {
+            try Int.fetchOne(db.cachedStatement(sql: "SELECT status FROM mutations WHERE user_id = ? AND mutation_id = ?"), arguments: [userId, mutationId])
+        }
+
+        func recordMutation(userId: String, mutationId: String, notificationId: String, status: Int, now: Date) throws {
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO mutations (user_id, mutation_id, notification_id, status, created) VALUES (?, ?, ?, ?, ?)")
+                .execute(arguments: [userId, mutationId, notificationId, status, ISOTime.millis(now)])
+        }
+    }
+}

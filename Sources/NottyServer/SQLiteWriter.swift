@@ -1,0 +1,131 @@
+import Foundation
+import GRDB
+import Synchronization
+
+/// Bookkeeping shared by the writes of one batch transaction.
+final class WriteContext {
+    private(set) var seq: Int64
+    /// Users whose change feed moved in this batch, with their newest cursor.
+    var changedUsers: [String: Int64] = [:]
+
+    init(seq: Int64) { self.seq = seq }
+
+    /// The next position in the global change order.
+    func nextSeq(for userId: String) -> Int64 {
+        seq += 1
+        changedUsers[userId] = seq
+        return seq
+    }
+}
+
+/// The single writer of a SQLite store, with group commit.
+///
+/// Every write is a closure queued here. One thread takes everything queued, runs each
+/// closure in its own savepoint inside one `BEGIN IMMEDIATE` transaction, commits once, and
+/// only then reports each result. A burst of publishes therefore costs one fsync, not one
+/// each, and since only this thread ever writes, SQLite never answers "database is locked".
+final class SQLiteWriter: Sendable {
+    private struct Job: @unchecked Sendable {
+        let run: (Database, WriteContext) -> Void
+        let finish: (Error?) -> Void
+    }
+
+    private struct State {
+        var pending: [Job] = []
+        var draining = false
+        var committedSeq: Int64 = 0
+    }
+
+    private let pool: DatabasePool
+    private let state: Mutex<State>
+    private let queue = DispatchQueue(label: "notty.sqlite.writer", qos: .userInitiated)
+    private let onCommit: Mutex<(@Sendable ([String: Int64]) -> Void)?> = Mutex(nil)
+    static let maxBatch = 2000
+
+    init(pool: DatabasePool, committedSeq: Int64) {
+        self.pool = pool
+        self.state = Mutex(State(committedSeq: committedSeq))
+    }
+
+    var committedSeq: Int64 { state.withLock { $0.committedSeq } }
+
+    func setChangeHandler(_ handler: @escaping @Sendable ([String: Int64]) -> Void) {
+        onCommit.withLock { $0 = handler }
+    }
+
+    /// Runs `work` in the next batch transaction and returns its result once committed.
+    func write<T: Sendable>(_ work: @escaping @Sendable (Database, WriteContext) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
+            let outcome = ResultBox<T>()
+            let job = Job(
+                run: { db, context in
+                    do {
+                        var value: T?
+                        try db.inSavepoint {
+                            value = try work(db, context)
+                            return .commit
+                        }
+                        outcome.result = .success(value!)
+                    } catch {
+                        outcome.result = .failure(error)
+                    }
+                },
+                finish: { commitError in
+                    if let commitError {
+                        continuation.resume(throwing: commitError)
+                    } else {
+                        continuation.resume(with: outcome.result ?? .failure(StorageError.unavailable("write did not run")))
+                    }
+                })
+            let startDrain = state.withLock { state -> Bool in
+                state.pending.append(job)
+                if state.draining { return false }
+                state.draining = true
+                return true
+            }
+            if startDrain { queue.async { self.drain() } }
+        }
+    }
+
+    private func drain() {
+        while true {
+            let (jobs, startSeq) = state.withLock { state -> ([Job], Int64) in
+                if state.pending.isEmpty {
+                    state.draining = false
+                    return ([], state.committedSeq)
+                }
+                let count = min(state.pending.count, Self.maxBatch)
+                let jobs = Array(state.pending.prefix(count))
+                state.pending.removeFirst(count)
+                return (jobs, state.committedSeq)
+            }
+            if jobs.isEmpty { return }
+            let context = WriteContext(seq: startSeq)
+            var commitError: Error?
+            do {
+                try pool.writeWithoutTransaction { db in
+                    try db.inTransaction(.immediate) {
+                        for job in jobs { job.run(db, context) }
+                        if context.seq != startSeq {
+                            try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'seq'", arguments: [context.seq])
+                        }
+                        return .commit
+                    }
+                }
+            } catch {
+                commitError = StorageError.unavailable("SQLite: \(error)")
+            }
+            if commitError == nil {
+                state.withLock { $0.committedSeq = context.seq }
+            }
+            for job in jobs { job.finish(commitError) }
+            if commitError == nil, !context.changedUsers.isEmpty, let handler = onCommit.withLock({ $0 }) {
+                handler(context.changedUsers)
+            }
+        }
+    }
+}
+
+private final class ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, Error>?
+}

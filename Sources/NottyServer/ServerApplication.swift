@@ -1,0 +1,63 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import HummingbirdWebSocket
+import Logging
+import NIOSSL
+import NottyCore
+import ServiceLifecycle
+
+/// Builds the whole service: storage, routes, doorbell, maintenance, TLS.
+public enum ServerApplication {
+    /// The Hummingbird application for `notty serve` (and for tests, with a port of 0).
+    public static func build(
+        service: NotificationService, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) throws -> some ApplicationProtocol {
+        let config = service.config
+        let routes = Routes(service: service)
+        var wsConfig = WebSocketServerConfiguration()
+        wsConfig.autoPing = .enabled(timePeriod: .seconds(30))
+        var server: HTTPServerBuilder = .http1WebSocketUpgrade(
+            webSocketRouter: routes.webSocketRouter(),
+            configuration: .init(http1: .init(), ws: wsConfig))
+        if let cert = config.tlsCertPath, let key = config.tlsKeyPath {
+            let chain = try NIOSSLCertificate.fromPEMFile(cert).map { NIOSSLCertificateSource.certificate($0) }
+            let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+            server = try .tls(server, tlsConfiguration: tls)
+        }
+        return Application(
+            router: routes.router(),
+            server: server,
+            configuration: .init(address: .hostname(config.host, port: config.port), serverName: "notty"),
+            services: [MaintenanceService(service: service)],
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? config.port) },
+            logger: service.logger)
+    }
+}
+
+/// Deletes expired notifications every half second and forgets old history hourly; on
+/// graceful shutdown it closes every doorbell so connections end cleanly.
+struct MaintenanceService: Service {
+    let service: NotificationService
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            var lastPurge = ContinuousClock.now - .seconds(3600)
+            while !Task.isCancelled {
+                do {
+                    _ = try await service.expireDue()
+                    if ContinuousClock.now - lastPurge >= .seconds(3600) {
+                        try await service.purgeHistory()
+                        lastPurge = .now
+                    }
+                } catch {
+                    service.logger.warning("maintenance failed; will retry", metadata: ["error": "\(error)"])
+                }
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        service.hub.closeAll()
+    }
+}

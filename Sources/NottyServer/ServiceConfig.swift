@@ -1,0 +1,38 @@
+import Foundation
+
+/// Every setting of `notty serve` (SPEC §2.4, §5), with the documented defaults.
+public struct ServiceConfig: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8787
+    public var tlsCertPath: String?
+    public var tlsKeyPath: String?
+    /// Seconds clients wait between polls (`X-Poll-Interval`).
+    public var pollInterval = 30
+    /// Seconds a notification lives when the app gives no `expirationDateTime`.
+    public var defaultTTL = 7 * 86_400
+    /// The furthest ahead an `expirationDateTime` may be, in seconds.
+    public var maxTTL = 30 * 86_400
+    /// Publishes per second per app, and the burst above that rate.
+    public var publishRate = 100.0
+    public var publishBurst = 1000.0
+    public var maxBodyBytes = 64 * 1024
+    public var accessTokenLifetime = 3600
+    public var refreshTokenLifetime = 90 * 86_400
+    /// Seconds tombstones (and so cursors) are kept; older cursors get `410 cursorExpired`.
+    public var historyRetention = 30 * 86_400
+    /// How long a device subscription stays valid.
+    public var subscriptionLifetime = 365 * 86_400
+    /// bcrypt cost for passwords (2^cost rounds).
+    public var bcryptCost: UInt8 = 10
+    public var limits = FieldLimitsConfig()
+
+    public init() {}
+}
+
+/// Field limits of SPEC §5 as service settings.
+public struct FieldLimitsConfig: Sendable {
+    public var appNotificationId = 256
+    public var groupName = 256
+    public var title = 1024
+    public init() {}
+}

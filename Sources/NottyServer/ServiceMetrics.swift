@@ -1,0 +1,56 @@
+import Foundation
+import Prometheus
+
+/// The service's Prometheus metrics (`GET /metrics`).
+public final class ServiceMetrics: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+    let publishes: Counter
+    let mutations: Counter
+    let doorbellFrames: Counter
+    let doorbellConnections: Gauge
+    let storageErrors: Counter
+    let rateLimited: Counter
+    let requestDuration: DurationHistogram
+
+    public init() {
+        func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+            MetricNameDescriptor(namespace: "notty", metricName: metric, unitName: unit, helpText: help)
+        }
+        publishes = registry.makeCounter(descriptor: name("publishes", "total", "Notifications published (new or re-published)."))
+        mutations = registry.makeCounter(descriptor: name("mutations", "total", "State changes applied from devices (PATCH, DELETE, batch items)."))
+        doorbellFrames = registry.makeCounter(descriptor: name("doorbell_frames", "total", "Doorbell frames sent to devices."))
+        doorbellConnections = registry.makeGauge(descriptor: name("doorbell", "connections", "Devices connected to the doorbell now."))
+        storageErrors = registry.makeCounter(descriptor: name("storage_errors", "total", "Requests answered 503 because storage failed."))
+        rateLimited = registry.makeCounter(descriptor: name("rate_limited", "total", "Publishes refused with 429."))
+        requestDuration = registry.makeDurationHistogram(
+            descriptor: name("http_request_duration", "seconds", "Time to answer an HTTP request."),
+            buckets: [.microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+                      .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1)])
+    }
+
+    private let statusCounters = StatusCounters()
+
+    func countResponse(status: Int) {
+        statusCounters.counter(status: status, registry: registry).increment()
+    }
+
+    /// The metrics in Prometheus text format.
+    public func render() -> String { registry.emitToString() }
+}
+
+/// One counter per HTTP status code, made on first use.
+private final class StatusCounters: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counters: [Int: Counter] = [:]
+
+    func counter(status: Int, registry: PrometheusCollectorRegistry) -> Counter {
+        lock.lock()
+        defer { lock.unlock() }
+        if let counter = counters[status] { return counter }
+        let counter = registry.makeCounter(
+            descriptor: MetricNameDescriptor(namespace: "notty", metricName: "http_responses", unitName: "total", helpText: "HTTP responses by status code."),
+            labels: [("status", String(status))])
+        counters[status] = counter
+        return counter
+    }
+}
