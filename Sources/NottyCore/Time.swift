@@ -20,7 +20,12 @@ public enum ISOTime {
 
     /// Milliseconds since 1970, the unit notty stores times in.
     public static func millis(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded())
+        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    /// `date` cut to whole milliseconds, the precision notty stores and writes.
+    public static func truncated(_ date: Date) -> Date {
+        self.date(millis: millis(date))
     }
 
     /// The time for a count of milliseconds since 1970.
@@ -56,7 +61,7 @@ public enum NottyJSON {
             var container = encoder.singleValueContainer()
             try container.encode(ISOTime.format(date))
         }
-        encoder.outputFormatting = [.withoutEscapingSlashes]
+        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
         return encoder
     }()
 

@@ -54,7 +54,7 @@ public final class NotificationService: Sendable {
 
     /// Answers `POST /oauth2/v2.0/token` for a parsed form.
     public func token(form: [String: String]) async throws -> TokenResponse {
-        let now = clock.now()
+        let now = clock.nowMillis()
         switch form["grant_type"] {
         case "client_credentials":
             guard let clientId = form["client_id"], let secret = form["client_secret"] else {
@@ -137,7 +137,7 @@ public final class NotificationService: Sendable {
         }
         guard let record, kinds.contains(record.kind) else { throw APIError.unauthenticated("unknown token") }
         guard !record.revoked else { throw APIError.unauthenticated("this token was revoked: sign in again") }
-        guard record.expiresAt > clock.now() else { throw APIError.unauthenticated("this token has expired: get a new one") }
+        guard record.expiresAt > clock.nowMillis() else { throw APIError.unauthenticated("this token has expired: get a new one") }
         return record
     }
 
@@ -166,7 +166,7 @@ public final class NotificationService: Sendable {
             subscription = try await db { try await storage.subscription(id: unsId) }
             if let subscription { subscriptionsCache.set(unsId, subscription) }
         }
-        guard let subscription, !subscription.revoked, subscription.expiresAt > clock.now(),
+        guard let subscription, !subscription.revoked, subscription.expiresAt > clock.nowMillis(),
               let host = subscription.targetHostName, host.caseInsensitiveCompare(app.hostName) == .orderedSame
         else { throw APIError.forbidden("this X-UNS-ID is unknown, revoked, expired or belongs to another app") }
         return subscription
@@ -175,7 +175,7 @@ public final class NotificationService: Sendable {
     /// Publishes (or re-publishes) a notification for the user behind `unsId`.
     public func publish(app: AppRecord, unsId: String?, body: Data) async throws -> UserNotification {
         let subscription = try await subscription(for: app, unsId: unsId)
-        let now = clock.now()
+        let now = clock.nowMillis()
         if let wait = limiter.take(app.clientId, now: now) {
             metrics.rateLimited.increment()
             throw APIError.tooManyRequests(retryAfter: wait)
@@ -217,7 +217,7 @@ public final class NotificationService: Sendable {
     public func deleteByApp(app: AppRecord, unsId: String?, appNotificationId: String) async throws {
         let subscription = try await subscription(for: app, unsId: unsId)
         let deleted = try await db {
-            try await storage.deleteByApp(userId: subscription.userId, hostName: app.hostName, appNotificationId: appNotificationId, now: clock.now())
+            try await storage.deleteByApp(userId: subscription.userId, hostName: app.hostName, appNotificationId: appNotificationId, now: clock.nowMillis())
         }
         guard deleted else { throw APIError.notFound("no active notification with appNotificationId \(appNotificationId)") }
     }
@@ -243,7 +243,7 @@ public final class NotificationService: Sendable {
         if let platform, !["websocket", "polling"].contains(platform.lowercased()) {
             throw APIError.badRequest("platform must be websocket or polling")
         }
-        let now = clock.now()
+        let now = clock.nowMillis()
         let record = SubscriptionRecord(
             id: UUID().uuidString.lowercased(), userId: userId, targetHostName: host, deviceId: UUID().uuidString.lowercased(),
             deviceName: deviceName, platform: platform?.lowercased(), createdAt: now, expiresAt: now + TimeInterval(config.subscriptionLifetime))
@@ -286,16 +286,16 @@ public final class NotificationService: Sendable {
     }
 
     public func list(userId: String, view: NotificationView, top: Int, skip: Int) async throws -> [UserNotification] {
-        try await db { try await storage.list(userId: userId, view: view, top: top, skip: skip, now: clock.now()) }
+        try await db { try await storage.list(userId: userId, view: view, top: top, skip: skip, now: clock.nowMillis()) }
     }
 
     public func counts(userId: String) async throws -> ViewCounts {
-        try await db { try await storage.counts(userId: userId, now: clock.now()) }
+        try await db { try await storage.counts(userId: userId, now: clock.nowMillis()) }
     }
 
     /// One notification. Tombstones and expired ones are gone: 404.
     public func notification(userId: String, id: String) async throws -> UserNotification {
-        guard let found = try await db({ try await storage.notification(id: id, userId: userId) }), found.isLive(at: clock.now()) else {
+        guard let found = try await db({ try await storage.notification(id: id, userId: userId) }), found.isLive(at: clock.nowMillis()) else {
             throw APIError.notFound()
         }
         return found
@@ -303,7 +303,7 @@ public final class NotificationService: Sendable {
 
     /// Applies device mutations; one result per mutation, in order.
     public func mutate(userId: String, _ mutations: [Mutation]) async throws -> [MutationResult] {
-        let results = try await db { try await storage.mutate(userId: userId, mutations: mutations, now: clock.now()) }
+        let results = try await db { try await storage.mutate(userId: userId, mutations: mutations, now: clock.nowMillis()) }
         metrics.mutations.increment(by: Int64(mutations.count))
         return results
     }
@@ -356,11 +356,11 @@ public final class NotificationService: Sendable {
 
     /// Deletes expired notifications and forgets history older than the retention period.
     public func expireDue() async throws -> Int {
-        try await db { try await storage.expire(now: clock.now()) }
+        try await db { try await storage.expire(now: clock.nowMillis()) }
     }
 
     public func purgeHistory() async throws {
-        let cutoff = clock.now() - TimeInterval(config.historyRetention)
+        let cutoff = clock.nowMillis() - TimeInterval(config.historyRetention)
         try await db { try await storage.purgeHistory(before: cutoff) }
     }
 }

@@ -1,10 +1,16 @@
 import Foundation
+import NottyCore
 import Synchronization
 
 /// Where the service reads the time. Tests use ``ManualClock`` to move time on purpose
 /// (expiry, snooze ends, token expiry) without sleeping.
 public protocol ServiceClock: Sendable {
     func now() -> Date
+}
+
+extension ServiceClock {
+    /// The time cut to milliseconds, so what is stored and what is answered agree.
+    func nowMillis() -> Date { ISOTime.truncated(now()) }
 }
 
 public struct SystemClock: ServiceClock {

@@ -1,0 +1,78 @@
+import ArgumentParser
+import Foundation
+import Logging
+import NottyCore
+import NottyServer
+
+@main
+struct Notty: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notty",
+        abstract: "Notifications from your own services, handled once and gone everywhere.",
+        discussion: """
+            notty serve runs the service: app servers publish to it with the Microsoft Graph
+            notifications contract (POST /beta/me/notifications with X-UNS-ID) and every
+            device of the user is told of every change.
+
+            Get started on one machine:
+              notty admin user add alice            (type a password, then Enter)
+              notty admin app add ci.example.com    (prints client_id and client_secret)
+              notty serve                           (listens on 127.0.0.1:8787)
+            """,
+        subcommands: [Serve.self, Admin.self])
+}
+
+/// Where the service's SQLite file lives unless `--db` says otherwise:
+/// `$NOTTY_HOME/server.sqlite`, else `$XDG_DATA_HOME/notty/server.sqlite`
+/// (`~/.local/share/notty/server.sqlite`).
+enum Paths {
+    static var defaultServerDB: String {
+        let env = ProcessInfo.processInfo.environment
+        if let home = env["NOTTY_HOME"], !home.isEmpty { return home + "/server.sqlite" }
+        let data = env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? (NSHomeDirectory() + "/.local/share")
+        return data + "/notty/server.sqlite"
+    }
+}
+
+/// Options shared by every command that opens the service's storage.
+struct StorageOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The service's SQLite file.", discussion: "Default: $NOTTY_HOME/server.sqlite, else $XDG_DATA_HOME/notty/server.sqlite.", valueName: "path"))
+    var db: String?
+
+    func open() throws -> SQLiteStorage {
+        let path = db ?? Paths.defaultServerDB
+        do {
+            return try SQLiteStorage(path: path)
+        } catch {
+            throw CLIError("cannot open the database at \(path): \(error). Check the path and its permissions, or pass --db PATH.")
+        }
+    }
+}
+
+/// A failure reported as one line on stderr with a non-zero exit.
+struct CLIError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Turns service errors into one clear line and exit 1, never a stack trace.
+func reportingErrors(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as CLIError {
+        FileHandle.standardError.write(Data("notty: \(error.description)\n".utf8))
+        throw ExitCode(1)
+    } catch let error as APIError {
+        FileHandle.standardError.write(Data("notty: \(error.message)\n".utf8))
+        throw ExitCode(1)
+    }
+}
+
+/// Parses `90s`, `15m`, `4h`, `7d` for ArgumentParser.
+struct DurationArgument: ExpressibleByArgument {
+    var seconds: Int
+    init?(argument: String) {
+        guard let seconds = DurationText.seconds(argument) else { return nil }
+        self.seconds = seconds
+    }
+}

@@ -1,0 +1,78 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import NottyServer
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the notty service.",
+        discussion: """
+            App servers publish with POST /beta/me/notifications (an app token from
+            POST /oauth2/v2.0/token and the user's X-UNS-ID); devices sign in with the password
+            grant, read /v1/me/notifications/changes and listen on the /v1/me/push doorbell.
+            GET /healthz answers 200 while storage answers; GET /metrics is Prometheus text.
+            SIGINT or SIGTERM stops it gracefully. Durations: 90s, 15m, 4h, 7d.
+            """)
+
+    @OptionGroup var storage: StorageOptions
+    @Option(help: "Address to listen on. Use 0.0.0.0 to accept other machines.") var host = "127.0.0.1"
+    @Option(help: "Port to listen on (0 picks a free one).") var port = 8787
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate chain: serve HTTPS/WSS (with --tls-key).", valueName: "file")) var tlsCert: String?
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("PEM private key for --tls-cert.", valueName: "file")) var tlsKey: String?
+    @Option(name: .customLong("poll-interval"), help: ArgumentHelp("Seconds between client polls (X-Poll-Interval).", valueName: "duration")) var pollInterval: DurationArgument?
+    @Option(name: .customLong("default-ttl"), help: ArgumentHelp("Lifetime of a notification with no expirationDateTime (default 7d).", valueName: "duration")) var defaultTTL: DurationArgument?
+    @Option(name: .customLong("max-ttl"), help: ArgumentHelp("Furthest expirationDateTime allowed (default 30d).", valueName: "duration")) var maxTTL: DurationArgument?
+    @Option(name: .customLong("publish-rate"), help: "Publishes per second per app (default 100).") var publishRate: Double?
+    @Option(name: .customLong("publish-burst"), help: "Publishes per app allowed in a burst (default 1000).") var publishBurst: Double?
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
+
+    func validate() throws {
+        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
+        if let publishRate, publishRate <= 0 { throw ValidationError("--publish-rate must be positive") }
+        if let publishBurst, publishBurst < 1 { throw ValidationError("--publish-burst must be at least 1") }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            var config = ServiceConfig()
+            config.host = host
+            config.port = port
+            config.tlsCertPath = tlsCert
+            config.tlsKeyPath = tlsKey
+            if let pollInterval { config.pollInterval = pollInterval.seconds }
+            if let defaultTTL { config.defaultTTL = defaultTTL.seconds }
+            if let maxTTL { config.maxTTL = maxTTL.seconds }
+            if let publishRate { config.publishRate = publishRate }
+            if let publishBurst { config.publishBurst = publishBurst }
+            if config.defaultTTL > config.maxTTL { throw CLIError("--default-ttl is longer than --max-ttl") }
+            var logger = Logger(label: "notty.serve")
+            logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+            let store = try storage.open()
+            let service = NotificationService(storage: store, config: config, logger: logger)
+            let scheme = tlsCert == nil ? "http" : "https"
+            let dbPath = storage.db ?? Paths.defaultServerDB
+            let app = try wrapStartError {
+                try ServerApplication.build(service: service) { [logger] port in
+                    logger.notice("notty serve listening", metadata: ["url": "\(scheme)://\(host):\(port)", "db": "\(dbPath)"])
+                }
+            }
+            do {
+                try await app.runService()
+            } catch {
+                throw CLIError("the service stopped: \(error). Is port \(port) already in use? Try --port.")
+            }
+            try? await store.close()
+        }
+    }
+}
+
+private func wrapStartError<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch {
+        throw CLIError("cannot start: \(error). Check --tls-cert and --tls-key.")
+    }
+}

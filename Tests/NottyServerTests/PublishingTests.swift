@@ -1,0 +1,189 @@
+import Foundation
+import HTTPTypes
+import NottyCore
+import Testing
+@testable import NottyServer
+
+@Suite("Publishing (SPEC §2.2)")
+struct PublishingTests {
+    @Test("Graph's two documented sample bodies are accepted as they are")
+    func graphSamples() async throws {
+        let harness = try Harness()
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let toast = try await world.publish(client, graphToastSample)
+            #expect(toast.status == .created)
+            let id = try #require(toast.string("id"))
+            #expect(toast.headers[.location] == "/beta/me/notifications/\(id)")
+            #expect(toast.string("priority") == "High")
+            #expect(toast.string("groupName") == "TestGroup")
+            #expect(toast["displayTimeToLive"] == .number(60))
+            #expect(toast.string("readState") == "Unread")
+            #expect(toast.string("userActionState") == "NoInteraction")
+            #expect(toast["targetPolicy"] == .object(["platformTypes": .array([.string("windows"), .string("ios"), .string("android")])]))
+            let raw = try await world.publish(client, graphRawSample)
+            #expect(raw.status == .created)
+            #expect(raw.string("targetHostName") == "graphnotifications.sample.windows.com")
+            let stored = try raw.decode(UserNotification.self)
+            #expect(stored.payload.rawContent == "Hello World!")
+            // The v1.0 path is accepted too and answers with its own Location.
+            let v1 = try await client.call(.post, "/v1.0/me/notifications", token: world.appToken, json: graphRawSample.replacingOccurrences(of: "testRaw", with: "v1Raw"), headers: ["X-UNS-ID": world.unsId])
+            #expect(v1.status == .created)
+            #expect(v1.headers[.location]?.hasPrefix("/v1.0/me/notifications/") == true)
+        }
+    }
+
+    @Test("Re-publishing the same appNotificationId updates in place and makes it new again")
+    func republish() async throws {
+        let harness = try Harness()
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let first = try await world.publish(client, id: "build-1", title: "Build started")
+            let id = try #require(first.string("id"))
+            let patched = try await client.call(.patch, "/v1/me/notifications/\(id)", token: world.userToken, json: #"{"readState":"Read","userActionState":"Dismissed"}"#)
+            #expect(patched.string("userActionState") == "Dismissed")
+            let second = try await world.publish(client, id: "build-1", title: "Build failed", extra: #","priority":"Low""#)
+            #expect(second.status == .created)
+            #expect(second.string("id") == id)
+            #expect(second.string("readState") == "Unread")
+            #expect(second.string("userActionState") == "NoInteraction")
+            #expect(second.string("priority") == "Low")
+            let got = try await client.call(.get, "/v1/me/notifications/\(id)", token: world.userToken)
+            #expect(try got.decode(UserNotification.self).payload.visualContent?.title == "Build failed")
+            let counts = try await client.call(.get, "/v1/me/notifications/counts", token: world.userToken)
+            #expect(try counts.decode(ViewCounts.self) == { var c = ViewCounts(); c.unread = 1; c.all = 1; return c }())
+        }
+    }
+
+    @Test("Default priority is High with a visual toast and None for raw content")
+    func defaultPriority() async throws {
+        let harness = try Harness()
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            #expect(try await world.publish(client, id: "v").string("priority") == "High")
+            #expect(try await world.publish(client, #"{"appNotificationId":"r","payload":{"rawContent":"x"}}"#).string("priority") == "None")
+        }
+    }
+
+    @Test("Every validation failure is 400 badRequest with a message", arguments: [
+        ("not json", "{"),
+        ("an array", "[" + #"{"appNotificationId":"a","payload":{"rawContent":"x"}}"# + "]"),
+        ("no appNotificationId", #"{"payload":{"rawContent":"x"}}"#),
+        ("empty appNotificationId", #"{"appNotificationId":"","payload":{"rawContent":"x"}}"#),
+        ("appNotificationId too long", #"{"appNotificationId":"\#(String(repeating: "a", count: 257))","payload":{"rawContent":"x"}}"#),
+        ("no payload", #"{"appNotificationId":"a"}"#),
+        ("empty payload", #"{"appNotificationId":"a","payload":{}}"#),
+        ("visual without title", #"{"appNotificationId":"a","payload":{"visualContent":{"body":"b"}}}"#),
+        ("title too long", #"{"appNotificationId":"a","payload":{"visualContent":{"title":"\#(String(repeating: "t", count: 1025))"}}}"#),
+        ("groupName too long", #"{"appNotificationId":"a","groupName":"\#(String(repeating: "g", count: 257))","payload":{"rawContent":"x"}}"#),
+        ("wrong type", #"{"appNotificationId":5,"payload":{"rawContent":"x"}}"#),
+        ("bad priority", #"{"appNotificationId":"a","priority":"Urgent","payload":{"rawContent":"x"}}"#),
+        ("bad ttl", #"{"appNotificationId":"a","displayTimeToLive":"soon","payload":{"rawContent":"x"}}"#),
+        ("past expiry", #"{"appNotificationId":"a","expirationDateTime":"2001-01-01T00:00:00Z","payload":{"rawContent":"x"}}"#),
+        ("expiry beyond max TTL", #"{"appNotificationId":"a","expirationDateTime":"2999-01-01T00:00:00Z","payload":{"rawContent":"x"}}"#),
+        ("bad expiry", #"{"appNotificationId":"a","expirationDateTime":"tomorrow","payload":{"rawContent":"x"}}"#),
+        ("another app's host", #"{"targetHostName":"other.example.com","appNotificationId":"a","payload":{"rawContent":"x"}}"#),
+    ])
+    func validation(_ name: String, _ body: String) async throws {
+        let harness = try Harness()
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let reply = try await world.publish(client, body)
+            #expect(reply.status == .badRequest, "\(name): \(reply.text)")
+            #expect(reply.errorCode == "badRequest")
+            #expect(reply.headers[HTTPField.Name("request-id")!] != nil)
+            if case .object(let error)? = reply["error"], case .object(let inner)? = error["innerError"] {
+                #expect(inner["request-id"] != nil)
+                #expect(inner["date"] != nil)
+            } else {
+                Issue.record("no innerError in \(reply.text)")
+            }
+            let counts = try await client.call(.get, "/v1/me/notifications/counts", token: world.userToken)
+            #expect(try counts.decode(ViewCounts.self).all == 0, "nothing was stored for \(name)")
+        }
+    }
+
+    @Test("Expiry given by the app is kept; absent, the default TTL applies")
+    func expiry() async throws {
+        let clock = ManualClock()
+        let harness = try Harness(clock: clock)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let now = clock.now()
+            let noExpiry = try await world.publish(client, id: "a").decode(UserNotification.self)
+            #expect(noExpiry.expirationDateTime == ISOTime.truncated(now + 7 * 86_400))
+            let given = ISOTime.format(now + 3600)
+            let withExpiry = try await world.publish(client, #"{"appNotificationId":"b","expirationDateTime":"\#(given)","payload":{"rawContent":"x"}}"#)
+            #expect(withExpiry.string("expirationDateTime") == given)
+        }
+    }
+
+    @Test("Header, media type, size, auth and subscription errors")
+    func requestErrors() async throws {
+        let harness = try Harness()
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let other = try await harness.world(client, user: "bob", host: "ci.example.com")
+            let body = #"{"appNotificationId":"a","payload":{"rawContent":"x"}}"#
+            // No X-UNS-ID.
+            let missing = try await client.call(.post, "/beta/me/notifications", token: world.appToken, json: body)
+            #expect(missing.status == .badRequest)
+            // Unknown, and another app's, subscription id: 403.
+            let unknown = try await client.call(.post, "/beta/me/notifications", token: world.appToken, json: body, headers: ["X-UNS-ID": "nope"])
+            #expect(unknown.status == .forbidden)
+            #expect(unknown.errorCode == "forbidden")
+            let foreign = try await client.call(.post, "/beta/me/notifications", token: world.appToken, json: body, headers: ["X-UNS-ID": other.unsId])
+            #expect(foreign.status == .forbidden)
+            // A user token cannot publish; no token, a garbage token: 401 with WWW-Authenticate.
+            for token in [world.userToken, nil, "garbage"] {
+                let reply = try await client.call(.post, "/beta/me/notifications", token: token, json: body, headers: ["X-UNS-ID": world.unsId])
+                #expect(reply.status == .unauthorized)
+                #expect(reply.errorCode == "unauthenticated")
+                #expect(reply.headers[.wwwAuthenticate] == "Bearer")
+            }
+            // Not JSON media type: 415.
+            let text = try await client.call(.post, "/beta/me/notifications", token: world.appToken, headers: ["X-UNS-ID": world.unsId, "Content-Type": "text/plain"])
+            #expect(text.status == .unsupportedMediaType)
+            #expect(text.errorCode == "unsupportedMediaType")
+            // Over 64 KiB: 413.
+            let huge = #"{"appNotificationId":"a","payload":{"rawContent":"\#(String(repeating: "x", count: 70_000))"}}"#
+            let large = try await world.publish(client, huge)
+            #expect(large.status == .contentTooLarge)
+            #expect(large.errorCode == "payloadTooLarge")
+            // A revoked subscription stops working.
+            let revoke = try await client.call(.delete, "/v1/me/subscriptions/\(world.unsId)", token: world.userToken)
+            #expect(revoke.status == .noContent)
+            #expect(try await world.publish(client, body).status == .forbidden)
+        }
+    }
+
+    @Test("The app-side DELETE removes it on every device; unknown is 404")
+    func appDelete() async throws {
+        let harness = try Harness()
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let id = try #require(try await world.publish(client, id: "deploy-7").string("id"))
+            let deleted = try await client.call(.delete, "/beta/me/notifications/deploy-7", token: world.appToken, headers: ["X-UNS-ID": world.unsId])
+            #expect(deleted.status == .noContent)
+            #expect(try await client.call(.get, "/v1/me/notifications/\(id)", token: world.userToken).status == .notFound)
+            let feed = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
+            #expect(feed.changes.map(\.status) == [.deleted])
+            let again = try await client.call(.delete, "/beta/me/notifications/deploy-7", token: world.appToken, headers: ["X-UNS-ID": world.unsId])
+            #expect(again.status == .notFound)
+            #expect(again.errorCode == "itemNotFound")
+        }
+    }
+
+    @Test("Publishing is rate limited per app with 429 and Retry-After")
+    func rateLimit() async throws {
+        let harness = try Harness { $0.publishRate = 1; $0.publishBurst = 3 }
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            for i in 0..<3 { #expect(try await world.publish(client, id: "n\(i)").status == .created) }
+            let limited = try await world.publish(client, id: "n3")
+            #expect(limited.status == .tooManyRequests)
+            #expect(limited.errorCode == "tooManyRequests")
+            #expect(Int(limited.headers[.retryAfter] ?? "") ?? 0 >= 1)
+        }
+    }
+}

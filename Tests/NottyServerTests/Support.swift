@@ -1,0 +1,135 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import NottyCore
+@testable import NottyServer
+
+/// A fresh service on a temporary SQLite file, with fast bcrypt and an optional manual clock.
+struct Harness {
+    let directory: URL
+    let storage: SQLiteStorage
+    let service: NotificationService
+    let clock: ManualClock?
+
+    init(clock: ManualClock? = nil, configure: (inout ServiceConfig) -> Void = { _ in }) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        storage = try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path)
+        var config = ServiceConfig()
+        config.bcryptCost = 4
+        config.port = 0
+        configure(&config)
+        self.clock = clock
+        service = NotificationService(storage: storage, config: config, clock: clock ?? SystemClock())
+    }
+
+    /// Runs `test` against the in-process router, then removes the store.
+    func router<T: Sendable>(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        return try await ServerApplication.build(service: service).test(.router) { client in try await test(client) }
+    }
+
+    /// Runs `test` against a live server on 127.0.0.1 with a free port.
+    func live<T: Sendable>(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        return try await ServerApplication.build(service: service).test(.live) { client in try await test(client) }
+    }
+}
+
+/// A response as the tests read it.
+struct Reply: Sendable {
+    var status: HTTPResponse.Status
+    var headers: HTTPFields
+    var text: String
+    var json: JSONValue? { JSONValue(jsonText: text) }
+
+    subscript(key: String) -> JSONValue? {
+        if case .object(let object)? = json { return object[key] }
+        return nil
+    }
+
+    func string(_ key: String) -> String? {
+        if case .string(let value)? = self[key] { return value }
+        return nil
+    }
+
+    var errorCode: String? {
+        if case .object(let error)? = self["error"], case .string(let code)? = error["code"] { return code }
+        return nil
+    }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try NottyJSON.decoder.decode(type, from: Data(text.utf8))
+    }
+}
+
+extension TestClientProtocol {
+    func call(
+        _ method: HTTPRequest.Method, _ uri: String, token: String? = nil, json: String? = nil, form: String? = nil,
+        headers extra: [String: String] = [:]
+    ) async throws -> Reply {
+        var headers = HTTPFields()
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        var body: ByteBuffer?
+        if let json {
+            headers[.contentType] = "application/json"
+            body = ByteBuffer(string: json)
+        }
+        if let form {
+            headers[.contentType] = "application/x-www-form-urlencoded"
+            body = ByteBuffer(string: form)
+        }
+        for (name, value) in extra { headers[HTTPField.Name(name)!] = value }
+        let response = try await executeRequest(uri: uri, method: method, headers: headers, body: body)
+        return Reply(status: response.status, headers: response.headers, text: String(buffer: response.body))
+    }
+}
+
+/// A user signed in as one device, and an app allowed to publish to them.
+struct World: Sendable {
+    var userToken: String
+    var refreshToken: String
+    var appToken: String
+    var unsId: String
+    var clientId: String
+    var clientSecret: String
+    var host: String
+}
+
+extension Harness {
+    /// Creates a user (and, unless `app` is given, an app), signs both in through the real
+    /// routes, and subscribes the user to the app.
+    func world(
+        _ client: any TestClientProtocol, user: String = "alice", host: String = "graphnotifications.sample.windows.com",
+        app: (clientId: String, clientSecret: String)? = nil
+    ) async throws -> World {
+        try await service.addUser(name: user, password: "pw-\(user)")
+        let credentials: (clientId: String, clientSecret: String)
+        if let app { credentials = app } else { credentials = try await service.addApp(hostName: host) }
+        let login = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=\(user)&password=pw-\(user)")
+        precondition(login.status == .ok, "login failed: \(login.text)")
+        let userToken = login.string("access_token")!
+        let appLogin = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(credentials.clientId)&client_secret=\(credentials.clientSecret)&scope=x")
+        precondition(appLogin.status == .ok, "app login failed: \(appLogin.text)")
+        let sub = try await client.call(.post, "/v1/me/subscriptions", token: userToken, json: #"{"targetHostName":"\#(host)","deviceName":"test","platform":"websocket"}"#)
+        precondition(sub.status == .created, "subscribe failed: \(sub.text)")
+        return World(
+            userToken: userToken, refreshToken: login.string("refresh_token")!, appToken: appLogin.string("access_token")!,
+            unsId: sub.string("userNotificationSubscriptionId")!, clientId: credentials.clientId, clientSecret: credentials.clientSecret, host: host)
+    }
+}
+
+extension World {
+    func publish(_ client: any TestClientProtocol, _ json: String) async throws -> Reply {
+        try await client.call(.post, "/beta/me/notifications", token: appToken, json: json, headers: ["X-UNS-ID": unsId])
+    }
+
+    func publish(_ client: any TestClientProtocol, id: String, title: String = "Build failed", extra: String = "") async throws -> Reply {
+        try await publish(client, #"{"appNotificationId":"\#(id)","payload":{"visualContent":{"title":"\#(title)","body":"main is red"}}\#(extra)}"#)
+    }
+}
+
+let graphToastSample = #"{"targetHostName":"graphnotifications.sample.windows.com","appNotificationId":"testDirectToastNotification","payload":{"visualContent":{"title":"Hello World!","body":"Notifications are Great!"}},"targetPolicy":{"platformTypes":["windows","ios","android"]},"priority":"High","groupName":"TestGroup","displayTimeToLive":"60"}"#
+let graphRawSample = #"{"appNotificationId":"testRawNotification","payload":{"rawContent":"Hello World!"},"targetPolicy":{"platformTypes":["windows","ios","android"]},"priority":"High","displayTimeToLive":"60"}"#

@@ -1,0 +1,299 @@
+import Foundation
+import HTTPTypes
+import NottyCore
+import Testing
+@testable import NottyServer
+
+@Suite("The signed-in user's API (SPEC §2.3)")
+struct UserAPITests {
+    @Test("Change feed: pages, cursors, hasMore, tombstones, 304, X-Poll-Interval, ETag")
+    func changeFeed() async throws {
+        let harness = try Harness { $0.pollInterval = 42 }
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            var ids: [String] = []
+            for i in 0..<5 { ids.append(try #require(try await world.publish(client, id: "n\(i)").string("id"))) }
+            let first = try await client.call(.get, "/v1/me/notifications/changes?limit=2", token: world.userToken)
+            #expect(first.headers[HTTPField.Name("X-Poll-Interval")!] == "42")
+            let page1 = try first.decode(ChangesPage.self)
+            #expect(page1.changes.map(\.id) == Array(ids.prefix(2)))
+            #expect(page1.hasMore)
+            let page2 = try await client.call(.get, "/v1/me/notifications/changes?since=\(page1.cursor)&limit=2", token: world.userToken).decode(ChangesPage.self)
+            #expect(page2.changes.map(\.id) == Array(ids[2..<4]))
+            let page3 = try await client.call(.get, "/v1/me/notifications/changes?since=\(page2.cursor)", token: world.userToken).decode(ChangesPage.self)
+            #expect(page3.changes.map(\.id) == [ids[4]])
+            #expect(!page3.hasMore)
+            // Nothing changed: 304 with no body.
+            let unchanged = try await client.call(.get, "/v1/me/notifications/changes?since=\(page3.cursor)", token: world.userToken, headers: ["If-None-Match": "\"\(page3.cursor)\""])
+            #expect(unchanged.status == .notModified)
+            #expect(unchanged.text.isEmpty)
+            #expect(unchanged.headers[HTTPField.Name("X-Poll-Interval")!] == "42")
+            // A delete shows up as a tombstone, oldest change first, and the 304 stops.
+            #expect(try await client.call(.delete, "/v1/me/notifications/\(ids[1])", token: world.userToken).status == .noContent)
+            let changed = try await client.call(.get, "/v1/me/notifications/changes?since=\(page3.cursor)", token: world.userToken, headers: ["If-None-Match": "\"\(page3.cursor)\""])
+            #expect(changed.status == .ok)
+            let tail = try changed.decode(ChangesPage.self)
+            #expect(tail.changes.map(\.id) == [ids[1]])
+            #expect(tail.changes.first?.status == .deleted)
+            #expect(changed.headers[.eTag] == "\"\(tail.cursor)\"")
+            // Replaying the whole feed gives one entry per notification, as it is now.
+            let all = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
+            #expect(Set(all.changes.map(\.id)) == Set(ids))
+            #expect(all.changes.last?.id == ids[1])
+        }
+    }
+
+    @Test("Bad cursors: 400 for garbage, 410 cursorExpired for one from elsewhere or too old")
+    func cursors() async throws {
+        let clock = ManualClock()
+        let harness = try Harness(clock: clock)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            #expect(try await client.call(.get, "/v1/me/notifications/changes?since=abc", token: world.userToken).status == .badRequest)
+            #expect(try await client.call(.get, "/v1/me/notifications/changes?limit=0", token: world.userToken).status == .badRequest)
+            let future = try await client.call(.get, "/v1/me/notifications/changes?since=999999", token: world.userToken)
+            #expect(future.status == .gone)
+            #expect(future.errorCode == "cursorExpired")
+            // A tombstone older than the kept history is forgotten; cursors before it expire.
+            let a = try #require(try await world.publish(client, id: "a").string("id"))
+            let early = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
+            _ = try await world.publish(client, id: "b")
+            #expect(try await client.call(.delete, "/v1/me/notifications/\(a)", token: world.userToken).status == .noContent)
+            clock.advance(by: 31 * 86_400)
+            try await harness.service.purgeHistory()
+            let refreshed = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=refresh_token&refresh_token=\(world.refreshToken)")
+            let token = try #require(refreshed.string("access_token"))
+            let old = try await client.call(.get, "/v1/me/notifications/changes?since=\(early.cursor)", token: token)
+            #expect(old.status == .gone)
+            #expect(old.errorCode == "cursorExpired")
+            // A full resync still works, and no longer lists the forgotten tombstone.
+            let full = try await client.call(.get, "/v1/me/notifications/changes", token: token).decode(ChangesPage.self)
+            #expect(full.changes.map(\.appNotificationId) == ["b"])
+        }
+    }
+
+    @Test("Views partition the active notifications; counts add up; snooze ends by time alone")
+    func viewsAndSnooze() async throws {
+        let clock = ManualClock()
+        let harness = try Harness(clock: clock)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            var ids: [String] = []
+            for i in 0..<6 { ids.append(try #require(try await world.publish(client, id: "n\(i)").string("id"))); clock.advance(by: 1) }
+            let until = ISOTime.format(clock.now() + 900)
+            let patches = [
+                (ids[1], #"{"readState":"Read"}"#),
+                (ids[2], #"{"userActionState":"Activated","readState":"Read"}"#),
+                (ids[3], #"{"userActionState":"Dismissed"}"#),
+                (ids[4], #"{"userActionState":"Snoozed","snoozedUntil":"\#(until)"}"#),
+            ]
+            for (id, body) in patches {
+                #expect(try await client.call(.patch, "/v1/me/notifications/\(id)", token: world.userToken, json: body).status == .ok)
+            }
+            func view(_ name: String) async throws -> [String] {
+                try await client.call(.get, "/v1/me/notifications?view=\(name)", token: world.userToken).decode(NotificationList.self).value.map(\.id)
+            }
+            #expect(try await view("unread") == [ids[5], ids[0]])
+            #expect(try await view("read") == [ids[1]])
+            #expect(try await view("activated") == [ids[2]])
+            #expect(try await view("dismissed") == [ids[3]])
+            #expect(try await view("snoozed") == [ids[4]])
+            #expect(try await view("all") == ids.reversed())
+            #expect(try await client.call(.get, "/v1/me/notifications?view=all&top=2&skip=1", token: world.userToken).decode(NotificationList.self).value.map(\.id) == [ids[4], ids[3]])
+            #expect(try await client.call(.get, "/v1/me/notifications?view=bogus", token: world.userToken).status == .badRequest)
+            var counts = try await client.call(.get, "/v1/me/notifications/counts", token: world.userToken).decode(ViewCounts.self)
+            #expect(counts.unread + counts.read + counts.activated + counts.dismissed + counts.snoozed == counts.all)
+            #expect(counts.snoozed == 1 && counts.unread == 2)
+            // 15 minutes later, with no request in between, the snooze is over: back in Unread.
+            clock.advance(by: 901)
+            #expect(try await view("snoozed") == [])
+            #expect(try await view("unread") == [ids[5], ids[4], ids[0]])
+            counts = try await client.call(.get, "/v1/me/notifications/counts", token: world.userToken).decode(ViewCounts.self)
+            #expect(counts.snoozed == 0 && counts.unread == 3 && counts.all == 6)
+        }
+    }
+
+    @Test("Expiry deletes at expirationDateTime on its own and the feed says so")
+    func expiry() async throws {
+        let clock = ManualClock()
+        let harness = try Harness(clock: clock)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let at = ISOTime.format(clock.now() + 60)
+            let id = try #require(try await world.publish(client, #"{"appNotificationId":"x","expirationDateTime":"\#(at)","payload":{"rawContent":"x"}}"#).string("id"))
+            clock.advance(by: 61)
+            // Hidden at once, even before the sweeper runs.
+            #expect(try await client.call(.get, "/v1/me/notifications/\(id)", token: world.userToken).status == .notFound)
+            #expect(try await harness.service.expireDue() == 1)
+            let feed = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
+            #expect(feed.changes.map(\.status) == [.deleted])
+            #expect(try await harness.service.expireDue() == 0)
+        }
+    }
+
+    @Test("PATCH, DELETE and batch errors; delete is final and idempotent")
+    func mutationsAndErrors() async throws {
+        let harness = try Harness()
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let id = try #require(try await world.publish(client, id: "a").string("id"))
+            let path = "/v1/me/notifications/\(id)"
+            #expect(try await client.call(.patch, path, token: world.userToken, json: "{").status == .badRequest)
+            #expect(try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"Maybe"}"#).status == .badRequest)
+            #expect(try await client.call(.patch, path, token: world.userToken, json: #"{"userActionState":"Snoozed"}"#).status == .badRequest)
+            #expect(try await client.call(.patch, path, token: world.userToken, json: "{}").status == .badRequest)
+            #expect(try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"read"}"#).string("readState") == "Read")
+            #expect(try await client.call(.patch, "/v1/me/notifications/unknown", token: world.userToken, json: #"{"readState":"Read"}"#).status == .notFound)
+            #expect(try await client.call(.delete, "/v1/me/notifications/unknown", token: world.userToken).status == .notFound)
+            #expect(try await client.call(.delete, path, token: world.userToken).status == .noContent)
+            #expect(try await client.call(.delete, path, token: world.userToken).status == .noContent)
+            // Changes to a deleted notification are dropped; it never comes back.
+            #expect(try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"Unread"}"#).status == .notFound)
+            #expect(try await client.call(.get, path, token: world.userToken).status == .notFound)
+            let republished = try await world.publish(client, id: "a")
+            #expect(republished.string("id") != id)
+        }
+    }
+
+    @Test("Batch: per-item results; one bad item does not fail the others")
+    func batch() async throws {
+        let harness = try Harness()
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let a = try #require(try await world.publish(client, id: "a").string("id"))
+            let b = try #require(try await world.publish(client, id: "b").string("id"))
+            let body = #"{"mutations":[{"id":"\#(a)","readState":"Read","mutationId":"m1"},{"id":"\#(b)","readState":"Sideways"},{"id":"nope","readState":"Read"},{"id":"\#(b)","op":"delete","mutationId":"m2"}]}"#
+            let reply = try await client.call(.post, "/v1/me/notifications/batch", token: world.userToken, json: body)
+            #expect(reply.status == .ok)
+            let results = try reply.decode(BatchResponse.self).results
+            #expect(results.map(\.status) == [200, 400, 404, 204])
+            #expect(results[0].notification?.readState == .read)
+            #expect(results[1].error?.code == "badRequest")
+            let counts = try await client.call(.get, "/v1/me/notifications/counts", token: world.userToken).decode(ViewCounts.self)
+            #expect(counts.read == 1 && counts.all == 1)
+            // Replaying the same batch (an outbox resend) changes nothing and answers the same.
+            let again = try await client.call(.post, "/v1/me/notifications/batch", token: world.userToken, json: body).decode(BatchResponse.self).results
+            #expect(again.map(\.status) == [200, 400, 404, 204])
+            #expect(try await client.call(.post, "/v1/me/notifications/batch", token: world.userToken, json: #"{"mutations":5}"#).status == .badRequest)
+            #expect(try await client.call(.post, "/v1/me/notifications/batch", token: world.userToken, json: "[]").status == .badRequest)
+        }
+    }
+
+    @Test("The same mutationId twice applies once")
+    func idempotence() async throws {
+        let harness = try Harness()
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let id = try #require(try await world.publish(client, id: "a").string("id"))
+            let path = "/v1/me/notifications/\(id)"
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            #expect(try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"Read","changedAt":\#(now - 2000),"mutationId":"m-1"}"#).status == .ok)
+            #expect(try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"Unread","changedAt":\#(now - 1000),"mutationId":"m-2"}"#).string("readState") == "Unread")
+            // m-1 again (an outbox resend after a lost acknowledgement): not applied a second time.
+            let replay = try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"Read","changedAt":\#(now),"mutationId":"m-1"}"#)
+            #expect(replay.status == .ok)
+            #expect(replay.string("readState") == "Unread")
+            let feed = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
+            #expect(feed.changes.first?.readState == .unread)
+        }
+    }
+
+    @Test("Last writer wins per field by the device clock, even when it arrives late; future clocks are clamped")
+    func lastWriterWins() async throws {
+        let clock = ManualClock()
+        let harness = try Harness(clock: clock)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            clock.advance(by: 600)
+            let id = try #require(try await world.publish(client, id: "a").string("id"))
+            let path = "/v1/me/notifications/\(id)"
+            let t = ISOTime.millis(clock.now())
+            clock.advance(by: 600)
+            // Device B dismisses at t+300 s; device A's read at t+100 s and its unread at t+500 arrive after.
+            _ = try await client.call(.patch, path, token: world.userToken, json: #"{"userActionState":"Dismissed","changedAt":\#(t + 300_000)}"#)
+            _ = try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"Read","changedAt":\#(t + 100_000),"userActionState":"Activated"}"#)
+            var now = try await client.call(.get, path, token: world.userToken).decode(UserNotification.self)
+            #expect(now.userActionState == .dismissed, "the older Activated loses to the newer Dismissed")
+            #expect(now.readState == .read, "readState is its own field: the read still applies")
+            _ = try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"Unread","changedAt":\#(t + 50_000)}"#)
+            now = try await client.call(.get, path, token: world.userToken).decode(UserNotification.self)
+            #expect(now.readState == .read, "an older unread loses")
+            // A clock far in the future is clamped to the service's, so a later honest change still wins.
+            _ = try await client.call(.patch, path, token: world.userToken, json: #"{"userActionState":"Activated","changedAt":"2999-01-01T00:00:00Z"}"#)
+            clock.advance(by: 1)
+            _ = try await client.call(.patch, path, token: world.userToken, json: #"{"userActionState":"NoInteraction","changedAt":\#(ISOTime.millis(clock.now()))}"#)
+            now = try await client.call(.get, path, token: world.userToken).decode(UserNotification.self)
+            #expect(now.userActionState == .noInteraction)
+            // Ties go to the later arrival.
+            let tie = ISOTime.millis(clock.now())
+            _ = try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"Unread","changedAt":\#(tie)}"#)
+            _ = try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"Read","changedAt":\#(tie)}"#)
+            #expect(try await client.call(.get, path, token: world.userToken).string("readState") == "Read")
+        }
+    }
+
+    @Test("User B gets 404 for every route on user A's ids and changes nothing")
+    func isolation() async throws {
+        let harness = try Harness()
+        try await harness.router { client in
+            let alice = try await harness.world(client)
+            let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
+            let id = try #require(try await alice.publish(client, id: "secret").string("id"))
+            let path = "/v1/me/notifications/\(id)"
+            #expect(try await client.call(.get, path, token: bob.userToken).status == .notFound)
+            #expect(try await client.call(.patch, path, token: bob.userToken, json: #"{"readState":"Read"}"#).status == .notFound)
+            #expect(try await client.call(.delete, path, token: bob.userToken).status == .notFound)
+            let batch = try await client.call(.post, "/v1/me/notifications/batch", token: bob.userToken, json: #"{"mutations":[{"id":"\#(id)","op":"delete"}]}"#)
+            #expect(try batch.decode(BatchResponse.self).results.map(\.status) == [404])
+            #expect(try await client.call(.delete, "/v1/me/subscriptions/\(alice.unsId)", token: bob.userToken).status == .notFound)
+            let bobFeed = try await client.call(.get, "/v1/me/notifications/changes", token: bob.userToken).decode(ChangesPage.self)
+            #expect(bobFeed.changes.isEmpty)
+            #expect(try await client.call(.get, "/v1/me/notifications?view=all", token: bob.userToken).decode(NotificationList.self).value.isEmpty)
+            // Alice's notification is untouched.
+            let mine = try await client.call(.get, path, token: alice.userToken).decode(UserNotification.self)
+            #expect(mine.readState == .unread && mine.status == .active)
+            #expect(try await alice.publish(client, id: "still-works").status == .created)
+        }
+    }
+
+    @Test("Subscriptions: create, list, revoke; me; bad bodies")
+    func subscriptions() async throws {
+        let harness = try Harness()
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let me = try await client.call(.get, "/v1/me", token: world.userToken)
+            #expect(me.string("userName") == "alice" && me.string("displayName") == "alice")
+            let second = try await client.call(.post, "/v1/me/subscriptions", token: world.userToken, json: #"{"targetHostName":"graphnotifications.sample.windows.com","deviceName":"phone","platform":"polling"}"#)
+            #expect(second.status == .created)
+            #expect(second.string("deviceId") != nil && second.string("expirationDateTime") != nil)
+            let list = try await client.call(.get, "/v1/me/subscriptions", token: world.userToken).decode(SubscriptionList.self)
+            #expect(list.value.count == 2)
+            // Every subscription id of the user reaches the same history.
+            let viaSecond = try await client.call(.post, "/beta/me/notifications", token: world.appToken, json: graphRawSample, headers: ["X-UNS-ID": second.string("userNotificationSubscriptionId")!])
+            #expect(viaSecond.status == .created)
+            #expect(try await client.call(.post, "/v1/me/subscriptions", token: world.userToken, json: #"{"platform":"carrier-pigeon"}"#).status == .badRequest)
+            #expect(try await client.call(.post, "/v1/me/subscriptions", token: world.userToken, json: "nope").status == .badRequest)
+            #expect(try await client.call(.delete, "/v1/me/subscriptions/nope", token: world.userToken).status == .notFound)
+        }
+    }
+
+    @Test("Operations: healthz, metrics, unknown routes, request ids, plain GET of the doorbell")
+    func operations() async throws {
+        let harness = try Harness()
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            _ = try await world.publish(client, id: "x")
+            let health = try await client.call(.get, "/healthz")
+            #expect(health.status == .ok)
+            let metrics = try await client.call(.get, "/metrics")
+            #expect(metrics.text.contains("notty_publishes_total 1"))
+            #expect(metrics.text.contains("notty_http_responses_total{status=\"201\"}"))
+            let unknown = try await client.call(.get, "/nowhere")
+            #expect(unknown.status == .notFound)
+            #expect(unknown.errorCode == "itemNotFound")
+            #expect(unknown.headers[HTTPField.Name("request-id")!]?.isEmpty == false)
+            #expect(try await client.call(.get, "/v1/me/push").status == .unauthorized)
+            #expect(try await client.call(.get, "/v1/me/push", token: world.userToken).status == .upgradeRequired)
+        }
+    }
+}
