@@ -1,0 +1,234 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+import NottyCore
+import Synchronization
+import Testing
+@testable import NottyServer
+
+/// Collects the text frames a doorbell client receives.
+final class FrameLog: Sendable {
+    private let frames = Mutex<[DoorbellFrame]>([])
+    func append(_ frame: DoorbellFrame) { frames.withLock { $0.append(frame) } }
+    var all: [DoorbellFrame] { frames.withLock { $0 } }
+
+    /// Waits (bounded) until `condition` holds for the frames received.
+    func wait(timeout: Duration = .seconds(5), until condition: ([DoorbellFrame]) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition(all) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition(all)
+    }
+}
+
+/// Connects a doorbell client in the background; cancel the task to hang up.
+func connectDoorbell(port: Int, token: String?, query: String = "", log: FrameLog) -> Task<Void, any Error> {
+    Task {
+        var headers = HTTPFields()
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        try await WebSocketClient.connect(
+            url: "ws://127.0.0.1:\(port)/v1/me/push\(query)", configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: headers),
+            logger: Logger(label: "test.ws")
+        ) { inbound, _, _ in
+            for try await message in inbound.messages(maxSize: 1 << 20) {
+                if case .text(let text) = message, let frame = try? NottyJSON.decoder.decode(DoorbellFrame.self, from: Data(text.utf8)) {
+                    log.append(frame)
+                }
+            }
+        }
+    }
+}
+
+/// Waits until the hub has `count` connections (the upgrade finished).
+func waitForConnections(_ service: NotificationService, _ count: Int) async throws {
+    let deadline = ContinuousClock.now + .seconds(5)
+    while service.hub.connectionCount < count {
+        guard ContinuousClock.now < deadline else { throw CancellationError() }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+@Suite("Live service over real sockets", .serialized)
+struct LiveTests {
+    @Test("The doorbell rings every connected device of the user on every change, and nobody else")
+    func doorbell() async throws {
+        let harness = try Harness()
+        try await harness.live { client in
+            let port = try #require(client.port)
+            let alice = try await harness.world(client)
+            let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
+            let laptop = FrameLog(), phone = FrameLog(), bobs = FrameLog(), full = FrameLog()
+            let tasks = [
+                connectDoorbell(port: port, token: alice.userToken, log: laptop),
+                // The second device authenticates with ?access_token= instead of the header.
+                connectDoorbell(port: port, token: nil, query: "?access_token=\(alice.userToken)", log: phone),
+                connectDoorbell(port: port, token: bob.userToken, log: bobs),
+                connectDoorbell(port: port, token: alice.userToken, query: "?payload=full", log: full),
+            ]
+            defer { tasks.forEach { $0.cancel() } }
+            try await waitForConnections(harness.service, 4)
+
+            let published = try await alice.publish(client, id: "ci-1")
+            let id = try #require(published.string("id"))
+            let feed = try await client.call(.get, "/v1/me/notifications/changes", token: alice.userToken).decode(ChangesPage.self)
+            #expect(await laptop.wait { $0.last?.cursor == feed.cursor })
+            #expect(await phone.wait { $0.last?.cursor == feed.cursor })
+            #expect(laptop.all.allSatisfy { $0.type == "changed" })
+            // The full-payload device gets the change itself, contiguous with its cursor.
+            #expect(await full.wait { $0.last?.cursor == feed.cursor })
+            #expect(full.all.last?.type == "changes")
+            #expect(full.all.last?.changes?.map(\.id) == [id])
+
+            // A dismiss from another device rings again, with the newer cursor.
+            _ = try await client.call(.patch, "/v1/me/notifications/\(id)", token: alice.userToken, json: #"{"userActionState":"Dismissed"}"#)
+            let after = try await client.call(.get, "/v1/me/notifications/changes?since=\(feed.cursor)", token: alice.userToken).decode(ChangesPage.self)
+            #expect(await laptop.wait { $0.last?.cursor == after.cursor })
+            #expect(await full.wait { $0.last?.cursor == after.cursor })
+            #expect(full.all.last?.previousCursor == feed.cursor)
+            #expect(full.all.last?.changes?.first?.userActionState == .dismissed)
+            // Bob heard nothing of Alice's changes.
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(bobs.all.isEmpty)
+            _ = try await bob.publish(client, id: "bob-1")
+            #expect(await bobs.wait { $0.count == 1 })
+        }
+    }
+
+    @Test("A WebSocket upgrade with a bad token is refused with 401")
+    func doorbellAuth() async throws {
+        let harness = try Harness()
+        try await harness.live { client in
+            let port = try #require(client.port)
+            let log = FrameLog()
+            let task = connectDoorbell(port: port, token: "wrong", log: log)
+            let result = await task.result
+            #expect(throws: (any Error).self) { try result.get() }
+            #expect(harness.service.hub.connectionCount == 0)
+        }
+    }
+
+    @Test("50 publishers and 20 devices at once: no 5xx, no lost update, feeds replay to the service's state")
+    func concurrency() async throws {
+        let harness = try Harness { $0.publishRate = 1_000_000; $0.publishBurst = 1_000_000 }
+        try await harness.live { client in
+            let port = try #require(client.port)
+            let world = try await harness.world(client)
+            let base = "http://127.0.0.1:\(port)"
+            var httpConfig = HTTPClient.Configuration(timeout: .init(connect: .seconds(5), read: .seconds(30)))
+            httpConfig.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 80
+            let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfig)
+            let loop = LoopbackHTTP(http: http, base: base, unsId: world.unsId)
+            let acknowledged = Locked<[String: (read: ReadState, at: Int64)]>([:])
+            let published = Locked<Set<String>>([])
+
+
+            let end = ContinuousClock.now + .seconds(3)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for publisher in 0..<50 {
+                    group.addTask {
+                        var n = 0
+                        while ContinuousClock.now < end {
+                            let key = "p\(publisher)-\(n % 20)"
+                            let (status, data) = try await loop.send(.POST, "/beta/me/notifications", token: world.appToken,
+                                body: #"{"appNotificationId":"\#(key)","payload":{"visualContent":{"title":"t\#(n)"}}}"#, uns: true)
+                            if status == 201, let note = try? NottyJSON.decoder.decode(UserNotification.self, from: data) {
+                                published.update { _ = $0.insert(note.id) }
+                            }
+                            n += 1
+                        }
+                    }
+                }
+                for device in 0..<20 {
+                    group.addTask {
+                        var n = 0
+                        while ContinuousClock.now < end {
+                            let ids = Array(published.value.prefix(200))
+                            guard let id = ids.randomElement() else { try await Task.sleep(for: .milliseconds(5)); continue }
+                            let read: ReadState = Bool.random() ? .read : .unread
+                            let at = Int64(Date().timeIntervalSince1970 * 1000) + Int64(device)
+                            let mutation = "d\(device)-\(n)"
+                            let (status, _) = try await loop.send(.PATCH, "/v1/me/notifications/\(id)", token: world.userToken,
+                                body: #"{"readState":"\#(read.rawValue)","changedAt":\#(at),"mutationId":"\#(mutation)"}"#)
+                            if status == 200 {
+                                acknowledged.update { all in
+                                    if (all[id]?.at ?? 0) <= at { all[id] = (read, at) }
+                                }
+                            }
+                            n += 1
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            defer { Task { try? await http.shutdown() } }
+            let counted = loop.statuses.value
+            #expect(counted.keys.allSatisfy { $0 < 500 }, "statuses: \(counted)")
+            #expect((counted[201] ?? 0) > 200, "publishes acknowledged: \(counted)")
+
+            // Replay the whole feed page by page and compare it with the service's own state.
+            var replayed: [String: UserNotification] = [:]
+            var cursor = ""
+            var hasMore = true
+            while hasMore {
+                let (status, data) = try await loop.send(.GET, "/v1/me/notifications/changes?limit=700" + (cursor.isEmpty ? "" : "&since=\(cursor)"), token: world.userToken, body: nil)
+                #expect(status == 200)
+                let page = try NottyJSON.decoder.decode(ChangesPage.self, from: data)
+                for change in page.changes { replayed[change.id] = change }
+                cursor = page.cursor
+                hasMore = page.hasMore
+            }
+            let (_, listData) = try await loop.send(.GET, "/v1/me/notifications?view=all&top=1000", token: world.userToken, body: nil)
+            let state = try NottyJSON.decoder.decode(NotificationList.self, from: listData).value
+            #expect(state.count == 50 * 20 || state.count == replayed.count)
+            for note in state { #expect(replayed[note.id] == note) }
+            // No lost update: every notification holds the newest acknowledged readState, unless a
+            // later re-publish reset it (its lastModified is then after that change).
+            for (id, ack) in acknowledged.value {
+                guard let note = replayed[id], note.status == .active else { continue }
+                if ISOTime.millis(note.createdDateTime) <= ack.at - 20 {
+                    #expect(note.readState == ack.read, "\(id): expected \(ack.read) from the change at \(ack.at)")
+                }
+            }
+        }
+    }
+}
+
+/// A value shared between concurrent test tasks.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.withLock { stored } }
+    func update(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
+}
+
+/// Requests to a live service over real sockets, counting every status seen.
+struct LoopbackHTTP: Sendable {
+    let http: HTTPClient
+    let base: String
+    let unsId: String
+    let statuses = Locked<[Int: Int]>([:])
+
+    @Sendable func send(_ method: HTTPMethod, _ path: String, token: String, body: String?, uns: Bool = false) async throws -> (Int, Data) {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        if uns { request.headers.add(name: "X-UNS-ID", value: unsId) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let data = Data(buffer: try await response.body.collect(upTo: 1 << 22))
+        statuses.update { $0[Int(response.status.code), default: 0] += 1 }
+        return (Int(response.status.code), data)
+    }
+}
