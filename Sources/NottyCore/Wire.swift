@@ -49,7 +49,7 @@ public struct JSONFields {
         }
         guard case .string(let text) = value else { throw ValidationError("\(key) must be a string") }
         if !allowEmpty && text.isEmpty { throw ValidationError("\(key) must not be empty") }
-        if let max, text.count > max { throw ValidationError("\(key) is longer than \(max) characters") }
+        if let max, text.unicodeScalars.count > max { throw ValidationError("\(key) is longer than \(max) characters") }
         return text
     }
 
@@ -57,13 +57,16 @@ public struct JSONFields {
     public func integer(_ key: String) throws(ValidationError) -> Int? {
         guard let value = present(key) else { return nil }
         switch value {
-        case .number(let number) where number == number.rounded() && abs(number) < 1e15:
+        case .number(let number) where number == number.rounded() && abs(number) <= 2_147_483_647:
             return Int(number)
         case .string(let text):
-            if let number = Int(text.trimmingCharacters(in: .whitespaces)) { return number }
+            let digits = text.trimmingCharacters(in: .whitespaces)
+            if !digits.isEmpty, digits.count <= 10, digits.allSatisfy(\.isASCIIDigit), let number = Int(digits), number <= 2_147_483_647 {
+                return number
+            }
         default: break
         }
-        throw ValidationError("\(key) must be a whole number (or a string holding one)")
+        throw ValidationError("\(key) must be a whole number from 0 to 2147483647 (or a string of digits)")
     }
 
     public func time(_ key: String) throws(ValidationError) -> Date? {
@@ -399,4 +402,9 @@ public struct DoorbellFrame: Codable, Sendable, Equatable {
         self.previousCursor = previousCursor
         self.changes = changes
     }
+}
+
+extension Character {
+    /// 0–9 only (not other scripts' digits).
+    public var isASCIIDigit: Bool { isASCII && isWholeNumber }
 }

@@ -19,6 +19,7 @@ public final class NotificationService: Sendable {
     private let subscriptionsCache = TTLCache<String, SubscriptionRecord>(ttl: .seconds(5))
     /// Each user's newest cursor, kept current by the storage's change handler (conditional polls).
     private let latestCursors = CursorBook()
+    private let timingEqualiser = DummyPasswordHash()
 
     public init(storage: any NotificationStorage, config: ServiceConfig = ServiceConfig(), clock: any ServiceClock = SystemClock(),
                 metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve")) {
@@ -73,7 +74,7 @@ public final class NotificationService: Sendable {
             let user = try await db { try await storage.user(name: name) }
             let cost = config.bcryptCost
             // Verify even for unknown users so that timing does not reveal which names exist.
-            let hash = user?.passwordHash ?? Secrets.hashPassword("notty-timing-equaliser", cost: cost)
+            let hash = user?.passwordHash ?? timingEqualiser.hash(cost: cost)
             let valid = await Self.offload { Secrets.verifyPassword(password, hash: hash) }
             guard let user, valid else { throw APIError.oauth(.badRequest, "invalid_grant", "wrong user name or password") }
             return try await issueUserTokens(userId: user.id, now: now, replacing: nil)
@@ -263,8 +264,8 @@ public final class NotificationService: Sendable {
 
     /// Parses a cursor; `since` absent means "from the start".
     public func parseCursor(_ text: String?) throws -> Int64 {
-        guard let text, !text.isEmpty else { return 0 }
-        guard let value = Int64(text), value >= 0 else { throw APIError.badRequest("since must be a cursor returned by this service") }
+        guard let text else { return 0 }
+        guard !text.isEmpty, text.utf8.count <= 18, text.allSatisfy(\.isASCIIDigit), let value = Int64(text) else { throw APIError.badRequest("since must be a cursor returned by this service") }
         return value
     }
 
@@ -375,5 +376,18 @@ final class CursorBook: Sendable {
         cursors.withLock { known in
             for (user, cursor) in newer where cursor > known[user] ?? 0 { known[user] = cursor }
         }
+    }
+}
+
+/// A bcrypt hash checked against when the user does not exist, so a wrong name costs as much
+/// time as a wrong password. Made once.
+final class DummyPasswordHash: Sendable {
+    private let stored = Mutex<String?>(nil)
+
+    func hash(cost: UInt8) -> String {
+        if let hash = stored.withLock({ $0 }) { return hash }
+        let hash = Secrets.hashPassword("notty-timing-equaliser", cost: cost)
+        stored.withLock { $0 = hash }
+        return hash
     }
 }

@@ -40,7 +40,7 @@ public struct Routes: Sendable {
         for prefix in ["/beta/me/notifications", "/v1.0/me/notifications"] {
             router.post(RouterPath(prefix)) { request, _ in try await self.publish(request) }
             router.delete(RouterPath(prefix + "/:appNotificationId")) { request, context in
-                try await self.deleteByApp(request, appNotificationId: context.parameters.require("appNotificationId"))
+                try await self.deleteByApp(request, appNotificationId: context.pathParameter("appNotificationId"))
             }
         }
 
@@ -61,7 +61,7 @@ public struct Routes: Sendable {
         }
         router.delete("/v1/me/subscriptions/:id") { request, context in
             let user = try await self.service.authenticateUser(bearer: request.bearerToken)
-            try await self.service.revokeSubscription(userId: user, id: context.parameters.require("id"))
+            try await self.service.revokeSubscription(userId: user, id: context.pathParameter("id"))
             return JSONResponse.empty(.noContent)
         }
         router.get("/v1/me/notifications/changes") { request, _ in try await self.changes(request) }
@@ -73,14 +73,14 @@ public struct Routes: Sendable {
         router.post("/v1/me/notifications/batch") { request, _ in try await self.batch(request) }
         router.get("/v1/me/notifications/:id") { request, context in
             let user = try await self.service.authenticateUser(bearer: request.bearerToken)
-            return try JSONResponse.make(try await self.service.notification(userId: user, id: context.parameters.require("id")))
+            return try JSONResponse.make(try await self.service.notification(userId: user, id: context.pathParameter("id")))
         }
         router.patch("/v1/me/notifications/:id") { request, context in
-            try await self.patch(request, id: context.parameters.require("id"))
+            try await self.patch(request, id: context.pathParameter("id"))
         }
         router.delete("/v1/me/notifications/:id") { request, context in
             let user = try await self.service.authenticateUser(bearer: request.bearerToken)
-            let id = try context.parameters.require("id")
+            let id = try context.pathParameter("id")
             let result = try await self.service.mutate(userId: user, [Mutation(id: id, operation: .delete)])[0]
             guard result.status == 204 else { throw APIError.notFound() }
             return JSONResponse.empty(.noContent)
@@ -90,7 +90,33 @@ public struct Routes: Sendable {
             _ = try await self.service.authenticateUser(bearer: request.bearerToken)
             throw APIError(.upgradeRequired, "upgradeRequired", "connect with a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)")
         }
+        Self.answerOtherMethods(on: router)
         return router
+    }
+
+    /// Every path and the methods it serves; any other method gets `405` with `Allow`.
+    static let methodsByPath: [(String, [HTTPRequest.Method])] = [
+        ("/healthz", [.get]), ("/metrics", [.get]),
+        ("/oauth2/v2.0/token", [.post]), ("/:tenant/oauth2/v2.0/token", [.post]), ("/oauth2/v2.0/revoke", [.post]),
+        ("/beta/me/notifications", [.post]), ("/v1.0/me/notifications", [.post]),
+        ("/beta/me/notifications/:appNotificationId", [.delete]), ("/v1.0/me/notifications/:appNotificationId", [.delete]),
+        ("/v1/me", [.get]), ("/v1/me/subscriptions", [.get, .post]), ("/v1/me/subscriptions/:id", [.delete]),
+        ("/v1/me/notifications", [.get]), ("/v1/me/notifications/changes", [.get]), ("/v1/me/notifications/counts", [.get]),
+        ("/v1/me/notifications/batch", [.post]), ("/v1/me/notifications/:id", [.get, .patch, .delete]), ("/v1/me/push", [.get]),
+    ]
+
+    private static func answerOtherMethods(on router: Router<NottyRequestContext>) {
+        let every: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options, .trace, HTTPRequest.Method("QUERY")!]
+        for (path, allowed) in methodsByPath {
+            let allow = allowed.map(\.rawValue).joined(separator: ", ")
+            for method in every where !allowed.contains(method) {
+                router.on(RouterPath(path), method: method) { _, _ -> Response in
+                    var error = APIError.methodNotAllowed
+                    error.headers["Allow"] = allow
+                    throw error
+                }
+            }
+        }
     }
 
     /// The router that decides WebSocket upgrades (the doorbell, SPEC §3).
@@ -242,8 +268,15 @@ public struct Routes: Sendable {
     static func integer(_ text: String?, name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
         guard let text else { return value }
         guard let number = Int(text) else { throw APIError.badRequest("\(name) must be a whole number") }
-        if number > range.upperBound && name == "limit" { return range.upperBound }
         guard range.contains(number) else { throw APIError.badRequest("\(name) must be between \(range.lowerBound) and \(range.upperBound)") }
         return number
+    }
+}
+
+extension NottyRequestContext {
+    /// A path parameter, percent-decoded (`%C2%AE` is `®`).
+    func pathParameter(_ name: String) throws -> String {
+        let raw = try parameters.require(name)
+        return raw.removingPercentEncoding ?? raw
     }
 }
