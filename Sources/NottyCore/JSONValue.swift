@@ -47,7 +47,7 @@ public enum JSONValue: Codable, Sendable, Equatable {
 
     /// Parses JSON text back into a value; `nil` when the text is not JSON.
     public init?(jsonText: String) {
-        guard let value = try? NottyJSON.decoder.decode(JSONValue.self, from: Data(jsonText.utf8)) else { return nil }
+        guard let value = JSONParser.parse(Data(jsonText.utf8)) else { return nil }
         self = value
     }
 }

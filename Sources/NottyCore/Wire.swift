@@ -23,7 +23,7 @@ public struct JSONFields {
 
     /// Parses a request body into an object. Arrays get "batches are not supported".
     public init(body: Data) throws(ValidationError) {
-        guard let value = try? NottyJSON.decoder.decode(JSONValue.self, from: body) else {
+        guard let value = JSONParser.parse(body) else {
             throw ValidationError("the body is not valid JSON")
         }
         try self.init(value: value, what: "the body")

@@ -1,0 +1,103 @@
+import Foundation
+import NottyCore
+import Testing
+
+@Suite("Wire formats")
+struct WireTests {
+    @Test("Graph's sample bodies parse; numeric-string TTL, case-insensitive enums")
+    func graphSample() throws {
+        let body = #"{"targetHostName":"graphnotifications.sample.windows.com","appNotificationId":"testDirectToastNotification","payload":{"visualContent":{"title":"Hello World!","body":"Notifications are Great!"}},"targetPolicy":{"platformTypes":["windows","ios","android"]},"priority":"high","groupName":"TestGroup","displayTimeToLive":"60"}"#
+        let request = try PublishRequest(body: Data(body.utf8))
+        #expect(request.displayTimeToLive == 60)
+        #expect(request.priority == .high)
+        #expect(request.payload.visualContent?.body == "Notifications are Great!")
+        let again = try PublishRequest(body: request.jsonBody())
+        #expect(again == request)
+    }
+
+    @Test("Rejections say what to fix", arguments: [
+        ("[]", "batches are not supported"),
+        ("{", "not valid JSON"),
+        (#"{"payload":{"rawContent":"x"}}"#, "appNotificationId is required"),
+        (#"{"appNotificationId":"a","payload":{}}"#, "rawContent or visualContent"),
+        (#"{"appNotificationId":"a","displayTimeToLive":"+5","payload":{"rawContent":"x"}}"#, "whole number"),
+        (#"{"appNotificationId":"a","priority":"urgent","payload":{"rawContent":"x"}}"#, "None, High, Low"),
+    ])
+    func rejections(_ body: String, _ message: String) {
+        #expect {
+            _ = try PublishRequest(body: Data(body.utf8))
+        } throws: { error in
+            (error as? ValidationError)?.message.contains(message) == true
+        }
+    }
+
+    @Test("Mutations: snoozedUntil implies Snoozed; clocks as ISO time or milliseconds")
+    func mutations() throws {
+        let snooze = try Mutation(fields: JSONFields(body: Data(#"{"snoozedUntil":"2030-01-01T00:00:00Z","changedAt":1700000000000}"#.utf8)), id: "x")
+        #expect(snooze.change.userActionState == .snoozed)
+        #expect(snooze.changedAt == 1_700_000_000_000)
+        let iso = try Mutation(fields: JSONFields(body: Data(#"{"id":"y","readState":"READ","changedAt":"2023-11-14T22:13:20.000Z"}"#.utf8)), id: nil)
+        #expect(iso.id == "y" && iso.change.readState == .read && iso.changedAt == 1_700_000_000_000)
+        #expect(throws: ValidationError.self) { try Mutation(fields: JSONFields(body: Data(#"{"userActionState":"Snoozed"}"#.utf8)), id: "x") }
+        let roundTrip = try Mutation(fields: JSONFields(value: iso.jsonObject(), what: "item"), id: nil)
+        #expect(roundTrip == iso)
+    }
+
+    @Test("Notifications encode every field with Graph's names and ms times, and decode back")
+    func notificationRoundTrip() throws {
+        let date = ISOTime.date(millis: 1_700_000_000_123)
+        let note = UserNotification(
+            id: "1", appNotificationId: "a", targetHostName: "h", groupName: nil, priority: .low,
+            payload: .init(rawContent: "r"), expirationDateTime: date, createdDateTime: date, lastModifiedDateTime: date)
+        let text = String(decoding: try NottyJSON.encoder.encode(note), as: UTF8.self)
+        #expect(text.contains(#""createdDateTime":"2023-11-14T22:13:20.123Z""#))
+        #expect(text.contains(#""groupName":null"#) && text.contains(#""snoozedUntil":null"#))
+        #expect(text.contains(#""userActionState":"NoInteraction""#))
+        #expect(try NottyJSON.decoder.decode(UserNotification.self, from: Data(text.utf8)) == note)
+    }
+
+    @Test("Durations", arguments: [("90s", 90), ("15m", 900), ("4h", 14_400), ("7d", 604_800), ("2w", 1_209_600), ("30", 30)])
+    func durations(_ text: String, _ seconds: Int) {
+        #expect(DurationText.seconds(text) == seconds)
+    }
+
+    @Test("Bad durations", arguments: ["", "0s", "-5m", "soon", "5x", "100ms"])
+    func badDurations(_ text: String) {
+        #expect(DurationText.seconds(text) == nil)
+    }
+}
+
+@Suite("JSON parsing and time formatting")
+struct ParserTests {
+    @Test("The parser agrees with JSONSerialization on valid input", arguments: [
+        #"{"a":[1,2.5,-3e2,true,false,null],"b":"x\"y\\z\n\u00e9\ud83d\ude00","c":{}}"#,
+        #"  [ ]  "#, #""only a string""#, "0", "-0.5", #"{"title":"日本語のタイトル 🚀"}"#,
+    ])
+    func agrees(_ text: String) throws {
+        let parsed = try #require(JSONValue(jsonText: text))
+        let reference = try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
+        let again = try JSONSerialization.jsonObject(with: Data(parsed.jsonText.utf8), options: [.fragmentsAllowed])
+        #expect(NSDictionary(dictionary: ["v": reference]) == NSDictionary(dictionary: ["v": again]))
+    }
+
+    @Test("The parser rejects what is not JSON", arguments: [
+        "", "{", "[1,]", "{\"a\":1,}", "01", "1.", "tru", "\"\u{01}\"", "\"\\x\"", "{\"a\" 1}", "[1] 2", String(repeating: "[", count: 100) + String(repeating: "]", count: 100),
+    ])
+    func rejects(_ text: String) {
+        #expect(JSONValue(jsonText: text) == nil)
+    }
+
+    @Test("Times format as ISO 8601 UTC with milliseconds and parse back")
+    func times() {
+        let cases: [(Double, String)] = [
+            (0, "1970-01-01T00:00:00.000Z"), (1_700_000_000.123, "2023-11-14T22:13:20.123Z"), (1_800_000_000.999, "2027-01-15T08:00:00.999Z"),
+            (951_782_400.5, "2000-02-29T00:00:00.500Z"), (4_102_444_799.001, "2099-12-31T23:59:59.001Z"), (1_700_000_000.1239, "2023-11-14T22:13:20.123Z"),
+        ]
+        for (seconds, expected) in cases {
+            let date = Date(timeIntervalSince1970: seconds)
+            #expect(ISOTime.format(date) == expected)
+            #expect(ISOTime.parse(expected) == ISOTime.truncated(date))
+            #expect(ISOTime.format(ISOTime.parse(expected)!) == expected)
+        }
+    }
+}

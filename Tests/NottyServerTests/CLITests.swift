@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+
+/// The real `notty` executable: `admin` commands and `serve` with TLS and a graceful stop.
+@Suite("The notty command", .serialized)
+struct CLITests {
+    let home = FileManager.default.temporaryDirectory.appendingPathComponent("notty-cli-\(UUID().uuidString)")
+
+    func notty(_ arguments: [String], input: String? = nil) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = Repository.nottyBinary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }
+        let out = Pipe(), err = Pipe(), stdin = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = stdin
+        try process.run()
+        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+        try stdin.fileHandleForWriting.close()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    }
+
+    @Test("admin user and app: add, duplicate, JSON, remove — with one clear line on errors")
+    func admin() throws {
+        defer { try? FileManager.default.removeItem(at: home) }
+        let added = try notty(["admin", "user", "add", "alice"], input: "pw\n")
+        #expect(added.status == 0, "\(added.err)")
+        #expect(added.out.hasPrefix("added user alice"))
+        let duplicate = try notty(["admin", "user", "add", "alice"], input: "pw\n")
+        #expect(duplicate.status == 1)
+        #expect(duplicate.err == "notty: a user named alice already exists\n")
+        let noPassword = try notty(["admin", "user", "add", "bob"], input: "")
+        #expect(noPassword.status == 1 && noPassword.err.hasPrefix("notty: no password given"))
+        let app = try notty(["admin", "app", "add", "ci.example.com"])
+        let lines = app.out.split(separator: "\n")
+        #expect(lines.count == 2 && lines[0].hasPrefix("client_id: ") && lines[1].hasPrefix("client_secret: "))
+        let json = try notty(["admin", "app", "add", "mon.example.com", "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: String]
+        #expect(object?["client_id"] != nil && object?["client_secret"] != nil)
+        #expect(try notty(["admin", "app", "remove", "ci.example.com"]).status == 0)
+        let gone = try notty(["admin", "app", "remove", "ci.example.com"])
+        #expect(gone.status == 1 && gone.err == "notty: no app with host name ci.example.com\n")
+        #expect(try notty(["admin", "user", "remove", "alice"]).status == 0)
+        #expect(try notty(["serve", "--tls-cert", "x"]).status != 0)
+        let help = try notty(["serve", "--help"])
+        #expect(help.out.contains("--publish-rate") && help.out.contains("--tls-key"))
+    }
+
+    @Test("serve with --tls-cert/--tls-key answers HTTPS and stops cleanly on SIGTERM")
+    func tlsAndGracefulStop() async throws {
+        defer { try? FileManager.default.removeItem(at: home) }
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let cert = home.appendingPathComponent("cert.pem").path, key = home.appendingPathComponent("key.pem").path
+        let openssl = try Repository.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1"])
+        try #require(openssl.status == 0, "openssl failed: \(openssl.output)")
+        let log = home.appendingPathComponent("serve.log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = Repository.nottyBinary
+        process.arguments = ["serve", "--port", "0", "--tls-cert", cert, "--tls-key", key]
+        process.environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardError = handle
+        process.standardOutput = handle
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var port = ""
+        for _ in 0..<100 where port.isEmpty {
+            try await Task.sleep(for: .milliseconds(50))
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            if let range = text.range(of: #"url=https://127\.0\.0\.1:\d+"#, options: .regularExpression) {
+                port = String(text[range].split(separator: ":").last!)
+            }
+        }
+        try #require(!port.isEmpty, "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        let health = try Repository.run(["curl", "-sk", "https://127.0.0.1:\(port)/healthz"])
+        #expect(health.output == #"{"status":"ok"}"#)
+        let plain = try Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/healthz"])
+        #expect(plain.output != "200", "plain HTTP must not be served on a TLS port")
+        process.terminate()  // SIGTERM
+        let deadline = ContinuousClock.now + .seconds(10)
+        while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!process.isRunning, "serve did not stop within 10 s of SIGTERM")
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+    }
+}
