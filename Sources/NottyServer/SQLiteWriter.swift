@@ -39,7 +39,7 @@ final class SQLiteWriter: Sendable {
     private let pool: DatabasePool
     private let state: Mutex<State>
     private let queue = DispatchQueue(label: "notty.sqlite.writer", qos: .userInitiated)
-    private let onCommit: Mutex<(@Sendable ([String: Int64]) -> Void)?> = Mutex(nil)
+    private let onCommit = ChangeHandlerSlot()
     static let maxBatch = 2000
 
     init(pool: DatabasePool, committedSeq: Int64) {
@@ -50,7 +50,7 @@ final class SQLiteWriter: Sendable {
     var committedSeq: Int64 { state.withLock { $0.committedSeq } }
 
     func setChangeHandler(_ handler: @escaping @Sendable ([String: Int64]) -> Void) {
-        onCommit.withLock { $0 = handler }
+        onCommit.set(handler)
     }
 
     /// Runs `work` in the next batch transaction and returns its result once committed.
@@ -119,7 +119,7 @@ final class SQLiteWriter: Sendable {
                 state.withLock { $0.committedSeq = context.seq }
             }
             for job in jobs { job.finish(commitError) }
-            if commitError == nil, !context.changedUsers.isEmpty, let handler = onCommit.withLock({ $0 }) {
+            if commitError == nil, !context.changedUsers.isEmpty, let handler = onCommit.handler {
                 handler(context.changedUsers)
             }
         }
@@ -128,4 +128,21 @@ final class SQLiteWriter: Sendable {
 
 private final class ResultBox<T>: @unchecked Sendable {
     var result: Result<T, Error>?
+}
+
+/// Holds the commit callback. (Not a `Mutex<closure?>`: reading a closure through `withLock`'s
+/// `inout` re-wraps it in reabstraction thunks on every call, and the chain grows without end.)
+final class ChangeHandlerSlot: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: (@Sendable ([String: Int64]) -> Void)?
+
+    func set(_ handler: @escaping @Sendable ([String: Int64]) -> Void) {
+        lock.withLock { stored = handler }
+    }
+
+    var handler: (@Sendable ([String: Int64]) -> Void)? {
+        lock.lock()
+        defer { lock.unlock() }
+        return stored
+    }
 }
