@@ -18,7 +18,8 @@ public struct NottyRequestContext: RequestContext, WebSocketRequestContext {
         webSocket = .init()
     }
 
-    /// Bodies are read with the service's own limit (64 KiB by default), never Hummingbird's 2 MiB.
+    /// Routes read bodies with the service's `maxBodyBytes` (`Request.jsonBody`); this only
+    /// keeps Hummingbird's own decoding, were it used, from accepting its default 2 MiB.
     public var maxUploadSize: Int { 64 * 1024 }
 }
 
@@ -27,6 +28,7 @@ struct EnvelopeMiddleware: RouterMiddleware {
     typealias Context = NottyRequestContext
     let metrics: ServiceMetrics
     let clock: any ServiceClock
+    let maxBodyBytes: Int
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
@@ -37,7 +39,7 @@ struct EnvelopeMiddleware: RouterMiddleware {
         do {
             response = try await next(request, context)
         } catch {
-            let apiError = Self.apiError(for: error)
+            let apiError = Self.apiError(for: error, maxBodyBytes: maxBodyBytes)
             if apiError.status.code >= 500 && apiError.status != .serviceUnavailable {
                 context.logger.error("unexpected error", metadata: ["error": "\(error)", "request_id": "\(requestId)"])
             }
@@ -46,26 +48,27 @@ struct EnvelopeMiddleware: RouterMiddleware {
         response.headers[HTTPField.Name("request-id")!] = requestId
         response.headers[HTTPField.Name("client-request-id")!] = request.headers[HTTPField.Name("client-request-id")!] ?? requestId
         let elapsed = ContinuousClock.now - start
-        metrics.requestDuration.recordNanoseconds(Int64(elapsed.components.seconds) * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+        let nanoseconds = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+        metrics.requestDuration.recordNanoseconds(nanoseconds)
         metrics.countResponse(status: response.status.code)
         let level: Logger.Level = response.status.code >= 500 ? .error : .debug
         context.logger.log(level: level, "request", metadata: [
             "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
-            "ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000)",
+            "ms": "\(Double(nanoseconds) / 1_000_000)",
             "request_id": "\(requestId)",
         ])
         return response
     }
 
-    static func apiError(for error: any Error) -> APIError {
+    static func apiError(for error: any Error, maxBodyBytes: Int) -> APIError {
         switch error {
         case let error as APIError: return error
-        case is NIOTooManyBytesError: return .payloadTooLarge(64 * 1024)
+        case is NIOTooManyBytesError: return .payloadTooLarge(maxBodyBytes)
         case let error as HTTPError:
             switch error.status {
             case .notFound: return APIError.notFound("no such route: see the API description in Resources/openapi.yaml")
             case .methodNotAllowed: return .methodNotAllowed
-            case .contentTooLarge: return .payloadTooLarge(64 * 1024)
+            case .contentTooLarge: return .payloadTooLarge(maxBodyBytes)
             case .badRequest: return .badRequest(error.body ?? "bad request")
             default: return APIError(error.status, "badRequest", error.body ?? error.status.reasonPhrase)
             }

@@ -183,7 +183,7 @@ public final class NotificationService: Sendable {
         }
         let request: PublishRequest
         do {
-            request = try PublishRequest(body: body, limits: fieldLimits)
+            request = try PublishRequest(body: body, limits: config.limits)
         } catch {
             throw APIError.badRequest(error.message)
         }
@@ -204,14 +204,6 @@ public final class NotificationService: Sendable {
         let stored = try await db { try await storage.publish(input) }
         metrics.publishes.increment()
         return stored
-    }
-
-    var fieldLimits: FieldLimits {
-        var limits = FieldLimits()
-        limits.appNotificationId = config.limits.appNotificationId
-        limits.groupName = config.limits.groupName
-        limits.title = config.limits.title
-        return limits
     }
 
     /// The app-side delete extension.

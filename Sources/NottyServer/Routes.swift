@@ -21,7 +21,7 @@ public struct Routes: Sendable {
     /// The router for plain HTTP requests.
     public func router() -> Router<NottyRequestContext> {
         let router = Router(context: NottyRequestContext.self)
-        router.add(middleware: EnvelopeMiddleware(metrics: service.metrics, clock: service.clock))
+        router.add(middleware: EnvelopeMiddleware(metrics: service.metrics, clock: service.clock, maxBodyBytes: service.config.maxBodyBytes))
 
         router.get("/healthz") { _, _ in try await self.health() }
         router.get("/metrics") { _, _ in

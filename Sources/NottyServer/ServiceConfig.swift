@@ -1,4 +1,5 @@
 import Foundation
+import NottyCore
 
 /// Every setting of `notty serve` (SPEC §2.4, §5), with the documented defaults.
 public struct ServiceConfig: Sendable {
@@ -24,15 +25,9 @@ public struct ServiceConfig: Sendable {
     public var subscriptionLifetime = 365 * 86_400
     /// bcrypt cost for passwords (2^cost rounds).
     public var bcryptCost: UInt8 = 10
-    public var limits = FieldLimitsConfig()
+    /// Field length limits of SPEC §5.
+    public var limits = FieldLimits()
 
     public init() {}
 }
 
-/// Field limits of SPEC §5 as service settings.
-public struct FieldLimitsConfig: Sendable {
-    public var appNotificationId = 256
-    public var groupName = 256
-    public var title = 1024
-    public init() {}
-}
