@@ -29,7 +29,9 @@ enum Paths {
     static var defaultServerDB: String {
         let env = ProcessInfo.processInfo.environment
         if let home = env["NOTTY_HOME"], !home.isEmpty { return home + "/server.sqlite" }
-        let data = env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? (NSHomeDirectory() + "/.local/share")
+        // $HOME first: NSHomeDirectory() reads the password database and ignores it.
+        let home = env["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let data = env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? (home + "/.local/share")
         return data + "/notty/server.sqlite"
     }
 }
