@@ -46,12 +46,36 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
+        // The client's durable store: notifications, outbox, cursor (GRDB/SQLite, WAL).
+        .target(
+            name: "NottyStore",
+            dependencies: ["NottyCore", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        // The sync engine: HTTP client and tokens, pull/flush, doorbell and polling.
+        .target(
+            name: "NottySync",
+            dependencies: [
+                "NottyCore",
+                "NottyStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ]
+        ),
         // The one executable: argument parsing and wiring only.
         .executableTarget(
             name: "notty",
             dependencies: [
                 "NottyCore",
                 "NottyServer",
+                "NottyStore",
+                "NottySync",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -70,6 +94,14 @@ let package = Package(
             ]
         ),
         .testTarget(name: "NottyCoreTests", dependencies: ["NottyCore"]),
+        .testTarget(name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore"]),
+        .testTarget(
+            name: "NottySyncTests",
+            dependencies: [
+                "NottyCore", "NottyStore", "NottySync", "NottyServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
         .testTarget(
             name: "NottyServerTests",
             dependencies: [

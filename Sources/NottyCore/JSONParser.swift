@@ -5,12 +5,12 @@ import Foundation
 /// Request bodies are parsed on every publish and PATCH; going through `JSONDecoder` into an
 /// untyped value costs a thrown `DecodingError` for every type it tries first, so this reads
 /// the bytes once instead. Depth is bounded so hostile input cannot exhaust the stack.
-struct JSONParser {
+public struct JSONParser {
     private let bytes: [UInt8]
     private var index = 0
     private static let maxDepth = 64
 
-    static func parse(_ data: Data) -> JSONValue? {
+    public static func parse(_ data: Data) -> JSONValue? {
         var parser = JSONParser(bytes: [UInt8](data))
         guard let value = parser.value(depth: 0) else { return nil }
         parser.skipWhitespace()

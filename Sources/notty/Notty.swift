@@ -3,6 +3,8 @@ import Foundation
 import Logging
 import NottyCore
 import NottyServer
+import NottyStore
+import NottySync
 
 @main
 struct Notty: AsyncParsableCommand {
@@ -19,21 +21,18 @@ struct Notty: AsyncParsableCommand {
               notty admin app add ci.example.com    (prints client_id and client_secret)
               notty serve                           (listens on 127.0.0.1:8787)
             """,
-        subcommands: [Serve.self, Admin.self])
+        subcommands: [
+            Login.self, Logout.self, Subscribe.self, Sync.self, Status.self, List.self, Show.self,
+            Read.self, Unread.self, Activate.self, Dismiss.self, Snooze.self, Delete.self,
+            Poll.self, Push.self, Publish.self, Serve.self, Admin.self,
+        ])
 }
 
 /// Where the service's SQLite file lives unless `--db` says otherwise:
 /// `$NOTTY_HOME/server.sqlite`, else `$XDG_DATA_HOME/notty/server.sqlite`
 /// (`~/.local/share/notty/server.sqlite`).
 enum Paths {
-    static var defaultServerDB: String {
-        let env = ProcessInfo.processInfo.environment
-        if let home = env["NOTTY_HOME"], !home.isEmpty { return home + "/server.sqlite" }
-        // $HOME first: NSHomeDirectory() reads the password database and ignores it.
-        let home = env["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        let data = env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? (home + "/.local/share")
-        return data + "/notty/server.sqlite"
-    }
+    static var defaultServerDB: String { ClientPaths().serverDatabase }
 }
 
 /// Options shared by every command that opens the service's storage.
@@ -66,6 +65,18 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
         throw ExitCode(1)
     } catch let error as APIError {
         FileHandle.standardError.write(Data("notty: \(error.message)\n".utf8))
+        throw ExitCode(1)
+    } catch let error as SyncError {
+        FileHandle.standardError.write(Data("notty: \(error.description)\n".utf8))
+        throw ExitCode(1)
+    } catch let error as StoreError {
+        FileHandle.standardError.write(Data("notty: \(error.description)\n".utf8))
+        throw ExitCode(1)
+    } catch let error as ExitCode {
+        throw error
+    } catch {
+        // Anything else (a database or decoding failure): still one line, never a trace.
+        FileHandle.standardError.write(Data("notty: \(error)\n".utf8))
         throw ExitCode(1)
     }
 }

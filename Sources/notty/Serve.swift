@@ -28,11 +28,11 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
 
     func validate() throws {
-        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
-        if let publishRate, publishRate <= 0 { throw ValidationError("--publish-rate must be positive") }
-        if let publishBurst, publishBurst < 1 { throw ValidationError("--publish-burst must be at least 1") }
+        if (tlsCert == nil) != (tlsKey == nil) { throw ArgumentParser.ValidationError("--tls-cert and --tls-key go together") }
+        guard (0...65535).contains(port) else { throw ArgumentParser.ValidationError("--port must be 0…65535") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ArgumentParser.ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
+        if let publishRate, publishRate <= 0 { throw ArgumentParser.ValidationError("--publish-rate must be positive") }
+        if let publishBurst, publishBurst < 1 { throw ArgumentParser.ValidationError("--publish-burst must be at least 1") }
     }
 
     func run() async throws {

@@ -1,0 +1,174 @@
+import Foundation
+import GRDB
+import NottyCore
+
+/// A device's durable copy of the signed-in user's notifications (SPEC §4 "Files").
+///
+/// Every notification keeps two states: the service's (as last pulled or acknowledged) and the
+/// shown one, which is the service's with the pending outbox re-applied on top. Every user
+/// action writes the shown state and an outbox entry in one transaction. Several processes of
+/// one device may open the same file (WAL, busy timeout); ``dataVersion()`` tells a reader
+/// that another connection committed.
+public final class LocalStore: Sendable {
+    public let path: String
+    let pool: DatabasePool
+
+    /// Opens (and creates) the store at `path` and migrates it.
+    public init(path: String) throws {
+        self.path = path
+        var config = Configuration()
+        config.busyMode = .timeout(30)
+        config.maximumReaderCount = 4
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        pool = try DatabasePool(path: path, configuration: config)
+        try Self.migrator.migrate(pool)
+    }
+
+    // MARK: - Schema (migrations are never edited once shipped)
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE notifications (
+                    id TEXT PRIMARY KEY,
+                    app_notification_id TEXT NOT NULL,
+                    app TEXT NOT NULL,
+                    group_name TEXT,
+                    priority TEXT NOT NULL,
+                    title TEXT,
+                    body TEXT,
+                    raw_content TEXT,
+                    ttl INTEGER,
+                    policies TEXT,
+                    created INTEGER NOT NULL,
+                    expires INTEGER NOT NULL,
+                    modified INTEGER NOT NULL,
+                    s_read TEXT NOT NULL,
+                    s_action TEXT NOT NULL,
+                    s_snoozed INTEGER,
+                    read_state TEXT NOT NULL,
+                    action_state TEXT NOT NULL,
+                    snoozed_until INTEGER,
+                    bucket TEXT NOT NULL,
+                    hidden INTEGER NOT NULL DEFAULT 0,
+                    announced INTEGER NOT NULL DEFAULT 0,
+                    stale INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX notifications_bucket ON notifications (bucket, created DESC, id DESC);
+                CREATE INDEX notifications_order ON notifications (created DESC, id DESC);
+                CREATE INDEX notifications_counts ON notifications (bucket, read_state, hidden, expires, snoozed_until);
+                CREATE INDEX notifications_unannounced ON notifications (announced) WHERE announced = 0;
+                CREATE TABLE outbox (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    mutation_id TEXT NOT NULL UNIQUE,
+                    notification_id TEXT NOT NULL,
+                    op TEXT NOT NULL,
+                    read_state TEXT,
+                    action_state TEXT,
+                    snoozed_until INTEGER,
+                    changed_at INTEGER NOT NULL,
+                    created INTEGER NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX outbox_notification ON outbox (notification_id);
+                """)
+        }
+        return migrator
+    }
+
+    // MARK: - Meta
+
+    func meta(_ db: Database, _ key: String) throws -> String? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [key])
+    }
+
+    func setMeta(_ db: Database, _ key: String, _ value: String?) throws {
+        if let value {
+            try db.cachedStatement(sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+                .execute(arguments: [key, value])
+        } else {
+            try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
+        }
+    }
+
+    /// The change-feed cursor of the last applied page (nil: never synced).
+    public func cursor() throws -> String? {
+        try pool.read { db in try meta(db, "cursor") }
+    }
+
+    /// What ``status()`` shows besides counts.
+    public struct SyncInfo: Sendable, Equatable {
+        public var cursor: String?
+        public var lastSync: Date?
+        public var outbox: Int
+        public var account: String?
+    }
+
+    public func syncInfo() throws -> SyncInfo {
+        try pool.read { db in
+            SyncInfo(
+                cursor: try meta(db, "cursor"),
+                lastSync: try meta(db, "last_sync").flatMap(Int64.init).map(ISOTime.date(millis:)),
+                outbox: try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") ?? 0,
+                account: try meta(db, "account"))
+        }
+    }
+
+    /// Which account (`user@server`) the store holds. A store signed in as someone else is
+    /// cleared by ``bind(account:)``.
+    public func account() throws -> String? {
+        try pool.read { db in try meta(db, "account") }
+    }
+
+    /// Ties the store to `account`; when it held another account's notifications they are
+    /// forgotten (with their outbox) so users never mix.
+    public func bind(account: String) throws {
+        try pool.write { db in
+            if let current = try meta(db, "account"), current != account {
+                try db.execute(sql: "DELETE FROM notifications; DELETE FROM outbox; DELETE FROM meta;")
+            }
+            try setMeta(db, "account", account)
+        }
+    }
+
+    /// Forgets every notification, the outbox and the cursor (`notty logout --purge`).
+    public func purge() throws {
+        try pool.write { db in try db.execute(sql: "DELETE FROM notifications; DELETE FROM outbox; DELETE FROM meta;") }
+    }
+
+    /// A number that changes whenever any process commits a change to the store (every write
+    /// method bumps it in its transaction). Cheap enough to ask several times a second.
+    public func revision() throws -> Int64 {
+        try pool.read { db in try meta(db, "revision").flatMap(Int64.init) ?? 0 }
+    }
+
+    func bumpRevision(_ db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO meta (key, value) VALUES ('revision', '1')
+            ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1
+            """)
+    }
+
+    // MARK: - Hybrid logical clock
+
+    /// The next `changedAt` for a change made on this device: the wall clock in milliseconds,
+    /// but always after every clock this device has written or seen.
+    func nextClock(_ db: Database, now: Date) throws -> Int64 {
+        let last = try meta(db, "hlc").flatMap(Int64.init) ?? 0
+        let next = max(ISOTime.millis(now), last + 1)
+        try setMeta(db, "hlc", String(next))
+        return next
+    }
+
+    /// Moves the clock past a time seen from the service (the receive rule of an HLC).
+    func observeClock(_ db: Database, millis: Int64) throws {
+        let last = try meta(db, "hlc").flatMap(Int64.init) ?? 0
+        if millis > last { try setMeta(db, "hlc", String(millis)) }
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import GRDB
+import NottyCore
+
+// MARK: - Reading
+
+extension LocalStore {
+    static let columns = """
+        id, app_notification_id, app, group_name, priority, title, body, raw_content, ttl, policies,
+        created, expires, modified, read_state, action_state, snoozed_until
+        """
+
+    static func notification(_ row: Row) -> UserNotification {
+        let title: String? = row["title"]
+        let policies = (row["policies"] as String?).flatMap { JSONValue(jsonText: $0) }
+        var targetPolicy: JSONValue?
+        var fallbackPolicy: JSONValue?
+        if case .object(let object)? = policies {
+            targetPolicy = object["targetPolicy"]
+            fallbackPolicy = object["fallbackPolicy"]
+        }
+        return UserNotification(
+            id: row["id"], appNotificationId: row["app_notification_id"], targetHostName: row["app"],
+            groupName: row["group_name"], priority: Priority(spelling: row["priority"]) ?? .none,
+            payload: NotificationPayload(
+                rawContent: row["raw_content"],
+                visualContent: title.map { VisualContent(title: $0, body: row["body"]) }),
+            displayTimeToLive: row["ttl"],
+            expirationDateTime: ISOTime.date(millis: row["expires"]),
+            createdDateTime: ISOTime.date(millis: row["created"]),
+            lastModifiedDateTime: ISOTime.date(millis: row["modified"]),
+            readState: ReadState(spelling: row["read_state"]) ?? .unread,
+            userActionState: UserActionState(spelling: row["action_state"]) ?? .noInteraction,
+            snoozedUntil: (row["snoozed_until"] as Int64?).map(ISOTime.date(millis:)),
+            targetPolicy: targetPolicy, fallbackPolicy: fallbackPolicy)
+    }
+
+    /// One notification as shown (service state plus pending changes), if it is in the store
+    /// and not deleted locally. Expired ones are returned too; callers check `isLive`.
+    public func notification(id: String) throws -> UserNotification? {
+        try pool.read { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.columns) FROM notifications WHERE id = ? AND hidden = 0"), arguments: [id])
+                .map(Self.notification)
+        }
+    }
+
+    /// The full id for `text`: an id, or a unique prefix of at least 6 characters.
+    public func resolve(_ text: String) throws -> String {
+        let text = text.trimmingCharacters(in: .whitespaces).lowercased()
+        guard text.count >= 6 else { throw StoreError.tooShort(text) }
+        let escaped = text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
+        let ids = try pool.read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM notifications WHERE hidden = 0 AND (id = ? OR id LIKE ? ESCAPE '\\') LIMIT 2", arguments: [text, escaped + "%"])
+        }
+        if ids.contains(text) { return text }
+        guard let id = ids.first else { throw StoreError.notFound(text) }
+        guard ids.count == 1 else { throw StoreError.ambiguous(text) }
+        return id
+    }
+
+    /// The rows of one view at `now` that match `query` (title, body, app, group; empty: all),
+    /// newest first, `limit` rows from `offset`. Reads only the rows it returns (indexes).
+    public func window(view: NotificationView, query: String = "", offset: Int = 0, limit: Int, now: Date = Date()) throws -> [UserNotification] {
+        let branches = ViewFilter.branches(view, now: now, query: query)
+        let order = "ORDER BY created DESC, id DESC"
+        return try pool.read { db in
+            if branches.count == 1 {
+                let branch = branches[0]
+                return try Row.fetchAll(
+                    db.cachedStatement(sql: "SELECT \(Self.columns) FROM notifications WHERE \(branch.sql) \(order) LIMIT ? OFFSET ?"),
+                    arguments: branch.arguments + [limit, offset]
+                ).map(Self.notification)
+            }
+            let enough = offset + limit
+            let parts = branches.map { "SELECT * FROM (SELECT \(Self.columns) FROM notifications WHERE \($0.sql) \(order) LIMIT \(enough))" }
+            let arguments = branches.reduce(StatementArguments()) { $0 + $1.arguments }
+            return try Row.fetchAll(
+                db.cachedStatement(sql: parts.joined(separator: " UNION ALL ") + " \(order) LIMIT ? OFFSET ?"),
+                arguments: arguments + [limit, offset]
+            ).map(Self.notification)
+        }
+    }
+
+    /// How many rows of `view` match `query` at `now`.
+    public func count(view: NotificationView, query: String = "", now: Date = Date()) throws -> Int {
+        try pool.read { db in try count(db, ViewFilter.branches(view, now: now, query: query)) }
+    }
+
+    func count(_ db: Database, _ branches: [ViewFilter.Branch], extra: String = "", extraArguments: StatementArguments = []) throws -> Int {
+        var total = 0
+        for branch in branches {
+            total += try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT count(*) FROM notifications WHERE \(branch.sql) \(extra)"),
+                arguments: branch.arguments + extraArguments) ?? 0
+        }
+        return total
+    }
+
+    /// The index of notification `id` in `view` (newest first) or nil when it is not in it.
+    public func position(of id: String, view: NotificationView, query: String = "", now: Date = Date()) throws -> Int? {
+        let branches = ViewFilter.branches(view, now: now, query: query)
+        return try pool.read { db in
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT created FROM notifications WHERE id = ?"), arguments: [id]) else { return nil }
+            let created: Int64 = row["created"]
+            let inView = try count(db, branches, extra: "AND id = ?", extraArguments: [id])
+            guard inView == 1 else { return nil }
+            return try count(db, branches, extra: "AND (created > ? OR (created = ? AND id > ?))", extraArguments: [created, created, id])
+        }
+    }
+
+    /// The six counts at `now` (SPEC §1: the first five add up to All).
+    public func counts(now: Date = Date()) throws -> ViewCounts {
+        let millis = ISOTime.millis(now)
+        return try pool.read { db in
+            var counts = ViewCounts()
+            let rows = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT bucket, read_state, coalesce(snoozed_until, 0) > ? AS sleeping, count(*) AS n
+                FROM notifications WHERE hidden = 0 AND expires > ? GROUP BY 1, 2, 3
+                """), arguments: [millis, millis])
+            for row in rows {
+                let bucket: String = row["bucket"]
+                let n: Int = row["n"]
+                let view: NotificationView
+                switch bucket {
+                case "snoozed":
+                    view = (row["sleeping"] as Bool) ? .snoozed : (row["read_state"] as String) == ReadState.read.rawValue ? .read : .unread
+                default:
+                    view = NotificationView(rawValue: bucket) ?? .all
+                }
+                counts[view] += n
+                counts.all += n
+            }
+            return counts
+        }
+    }
+
+    /// Ids of every notification in `view` matching `query` (for `--all --view` and "mark all read").
+    public func ids(view: NotificationView, query: String = "", now: Date = Date()) throws -> [String] {
+        try window(view: view, query: query, offset: 0, limit: Int(Int32.max), now: now).map(\.id)
+    }
+
+    /// The soonest future time at which a snooze ends or a notification expires: when views
+    /// change by time alone.
+    public func nextTimedChange(after now: Date = Date()) throws -> Date? {
+        let millis = ISOTime.millis(now)
+        return try pool.read { db in
+            let snooze = try Int64.fetchOne(db, sql: "SELECT min(snoozed_until) FROM notifications WHERE bucket = 'snoozed' AND snoozed_until > ? AND hidden = 0", arguments: [millis])
+            let expiry = try Int64.fetchOne(db, sql: "SELECT min(expires) FROM notifications WHERE expires > ? AND hidden = 0", arguments: [millis])
+            return [snooze, expiry].compactMap { $0 }.min().map(ISOTime.date(millis:))
+        }
+    }
+}
+
+/// SQL for "rows in view V at time T matching Q". Unread and Read are two index ranges each
+/// (their own bucket, and snoozes that have ended); the others are one.
+enum ViewFilter {
+    struct Branch {
+        var sql: String
+        var arguments: StatementArguments
+    }
+
+    static func branches(_ view: NotificationView, now: Date, query: String) -> [Branch] {
+        let millis = ISOTime.millis(now)
+        let live = "hidden = 0 AND expires > ?"
+        var branches: [Branch]
+        switch view {
+        case .all:
+            branches = [Branch(sql: live, arguments: [millis])]
+        case .activated, .dismissed:
+            branches = [Branch(sql: "bucket = ? AND \(live)", arguments: [view.rawValue, millis])]
+        case .snoozed:
+            branches = [Branch(sql: "bucket = 'snoozed' AND snoozed_until > ? AND \(live)", arguments: [millis, millis])]
+        case .unread, .read:
+            let state = view == .unread ? ReadState.unread.rawValue : ReadState.read.rawValue
+            branches = [
+                Branch(sql: "bucket = ? AND \(live)", arguments: [view.rawValue, millis]),
+                Branch(sql: "bucket = 'snoozed' AND snoozed_until <= ? AND read_state = ? AND \(live)", arguments: [millis, state, millis]),
+            ]
+        }
+        let trimmed = query.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { return branches }
+        let pattern = "%" + trimmed.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_") + "%"
+        let search = " AND (title LIKE ? ESCAPE '\\' OR body LIKE ? ESCAPE '\\' OR raw_content LIKE ? ESCAPE '\\' OR app LIKE ? ESCAPE '\\' OR group_name LIKE ? ESCAPE '\\')"
+        return branches.map { Branch(sql: $0.sql + search, arguments: $0.arguments + [pattern, pattern, pattern, pattern, pattern]) }
+    }
+}
+
+/// A store error a user can act on.
+public enum StoreError: Error, Equatable, CustomStringConvertible {
+    case tooShort(String)
+    case notFound(String)
+    case ambiguous(String)
+
+    public var description: String {
+        switch self {
+        case .tooShort(let text): "'\(text)' is too short: give an id or at least its first 6 characters"
+        case .notFound(let text): "no notification matches '\(text)' (see notty list --view all)"
+        case .ambiguous(let text): "'\(text)' matches several notifications: give more characters"
+        }
+    }
+}

@@ -1,0 +1,303 @@
+import Foundation
+import GRDB
+import NottyCore
+
+/// A change the user makes on this device.
+public enum LocalAction: Sendable, Equatable {
+    case patch(StateChange)
+    case delete
+}
+
+/// A pending change in the outbox, as sent to the service's batch route.
+public struct OutboxEntry: Sendable, Equatable {
+    public var seq: Int64
+    public var mutationId: String
+    public var notificationId: String
+    public var action: LocalAction
+    public var changedAt: Int64
+
+    /// The wire form (SPEC §2.3 batch item), with its stable `mutationId`.
+    public var mutation: Mutation {
+        switch action {
+        case .patch(let change):
+            Mutation(id: notificationId, operation: .patch, change: change, changedAt: changedAt, mutationId: mutationId)
+        case .delete:
+            Mutation(id: notificationId, operation: .delete, changedAt: changedAt, mutationId: mutationId)
+        }
+    }
+}
+
+/// What a notification looked like before an action, so the action can be undone by a new change.
+public struct ShownState: Sendable, Equatable {
+    public var id: String
+    public var readState: ReadState
+    public var userActionState: UserActionState
+    public var snoozedUntil: Date?
+
+    /// The change that brings the notification back to this state.
+    public var restoring: StateChange {
+        StateChange(readState: readState, userActionState: userActionState, snoozedUntil: userActionState == .snoozed ? snoozedUntil : nil)
+    }
+}
+
+/// Outcome of applying one page of the change feed.
+public enum PageOutcome: Sendable, Equatable {
+    /// Applied; the store's cursor is now the page's.
+    case applied(changed: Int)
+    /// Another process moved the cursor meanwhile; nothing was written. Pull again from ``LocalStore/cursor()``.
+    case cursorMoved
+}
+
+// MARK: - The user's actions
+
+extension LocalStore {
+    /// Records actions on notifications: for each, the shown state and a durable outbox entry in
+    /// one transaction. Ids not in the store (or deleted) are skipped. Returns the state of each
+    /// affected notification before the action (for undo).
+    @discardableResult
+    public func record(_ actions: [(id: String, action: LocalAction)], now: Date = Date()) throws -> [ShownState] {
+        try pool.write { db in
+            var before: [ShownState] = []
+            for (id, action) in actions {
+                guard let row = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT read_state, action_state, snoozed_until FROM notifications WHERE id = ? AND hidden = 0"),
+                    arguments: [id])
+                else { continue }
+                before.append(ShownState(
+                    id: id, readState: ReadState(spelling: row["read_state"]) ?? .unread,
+                    userActionState: UserActionState(spelling: row["action_state"]) ?? .noInteraction,
+                    snoozedUntil: (row["snoozed_until"] as Int64?).map(ISOTime.date(millis:))))
+                let clock = try nextClock(db, now: now)
+                var read: String?, state: String?, until: Int64?, op = "patch"
+                switch action {
+                case .patch(let change):
+                    read = change.readState?.rawValue
+                    state = change.userActionState?.rawValue
+                    if change.userActionState == .snoozed || (change.userActionState == nil && change.snoozedUntil != nil) {
+                        state = UserActionState.snoozed.rawValue
+                        until = change.snoozedUntil.map(ISOTime.millis)
+                    }
+                case .delete:
+                    op = "delete"
+                }
+                try db.cachedStatement(sql: """
+                    INSERT INTO outbox (mutation_id, notification_id, op, read_state, action_state, snoozed_until, changed_at, created)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """).execute(arguments: [UUID().uuidString.lowercased(), id, op, read, state, until, clock, ISOTime.millis(now)])
+                try refreshShown(db, id: id)
+            }
+            if !before.isEmpty { try bumpRevision(db) }
+            return before
+        }
+    }
+
+    /// Recomputes the shown state of `id`: the service's state with every pending outbox entry
+    /// for it applied in order.
+    func refreshShown(_ db: Database, id: String) throws {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT s_read, s_action, s_snoozed FROM notifications WHERE id = ?"), arguments: [id]) else { return }
+        var read: String = row["s_read"]
+        var action: String = row["s_action"]
+        var until: Int64? = row["s_snoozed"]
+        var hidden = false
+        let pending = try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT op, read_state, action_state, snoozed_until FROM outbox WHERE notification_id = ? ORDER BY seq"),
+            arguments: [id])
+        for entry in pending {
+            if (entry["op"] as String) == "delete" { hidden = true; continue }
+            if let value: String = entry["read_state"] { read = value }
+            if let value: String = entry["action_state"] {
+                action = value
+                until = value == UserActionState.snoozed.rawValue ? entry["snoozed_until"] : nil
+            }
+        }
+        try db.cachedStatement(sql: "UPDATE notifications SET read_state = ?, action_state = ?, snoozed_until = ?, bucket = ?, hidden = ? WHERE id = ?")
+            .execute(arguments: [read, action, until, Self.bucket(read: read, action: action), hidden, id])
+    }
+
+    static func bucket(read: String, action: String) -> String {
+        switch action {
+        case UserActionState.activated.rawValue: "activated"
+        case UserActionState.dismissed.rawValue: "dismissed"
+        case UserActionState.snoozed.rawValue: "snoozed"
+        default: read == ReadState.read.rawValue ? "read" : "unread"
+        }
+    }
+
+    // MARK: - The outbox
+
+    /// The oldest pending changes, at most `limit`.
+    public func pending(limit: Int = 1000) throws -> [OutboxEntry] {
+        try pool.read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT seq, mutation_id, notification_id, op, read_state, action_state, snoozed_until, changed_at
+                FROM outbox ORDER BY seq LIMIT ?
+                """), arguments: [limit]).map { row in
+                let action: LocalAction
+                if (row["op"] as String) == "delete" {
+                    action = .delete
+                } else {
+                    action = .patch(StateChange(
+                        readState: (row["read_state"] as String?).flatMap { ReadState(spelling: $0) },
+                        userActionState: (row["action_state"] as String?).flatMap { UserActionState(spelling: $0) },
+                        snoozedUntil: (row["snoozed_until"] as Int64?).map(ISOTime.date(millis:))))
+                }
+                return OutboxEntry(seq: row["seq"], mutationId: row["mutation_id"], notificationId: row["notification_id"], action: action, changedAt: row["changed_at"])
+            }
+        }
+    }
+
+    /// How many changes wait to be sent.
+    public func outboxCount() throws -> Int {
+        try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") ?? 0 }
+    }
+
+    /// Takes the service's answers to a flushed batch: an entry the service applied (2xx) or
+    /// refused for good (4xx: unknown or deleted notification, invalid) leaves the outbox;
+    /// anything else (429, 5xx) stays to be sent again with the same `mutationId`. A returned
+    /// notification becomes the service state when it is not older than the stored one.
+    /// Returns how many entries left the outbox.
+    @discardableResult
+    public func acknowledge(_ results: [MutationResult]) throws -> Int {
+        try pool.write { db in
+            var done = 0
+            for result in results {
+                guard let mutationId = result.mutationId else { continue }
+                let permanent = (200..<300).contains(result.status) || (400..<500).contains(result.status) && result.status != 429 && result.status != 408
+                guard permanent else {
+                    try db.execute(sql: "UPDATE outbox SET attempts = attempts + 1 WHERE mutation_id = ?", arguments: [mutationId])
+                    continue
+                }
+                let op = try String.fetchOne(db.cachedStatement(sql: "SELECT op FROM outbox WHERE mutation_id = ?"), arguments: [mutationId])
+                try db.cachedStatement(sql: "DELETE FROM outbox WHERE mutation_id = ?").execute(arguments: [mutationId])
+                done += db.changesCount
+                let gone = result.status == 404 || result.status == 410 || (op == "delete" && (200..<300).contains(result.status))
+                if gone {
+                    // Deleted (by us or elsewhere) or expired: final, and later changes to it are moot.
+                    try db.execute(sql: "DELETE FROM notifications WHERE id = ?", arguments: [result.id])
+                    try db.execute(sql: "DELETE FROM outbox WHERE notification_id = ?", arguments: [result.id])
+                    continue
+                }
+                if let notification = result.notification {
+                    try storeServiceState(db, notification, onlyIfNotOlder: true)
+                }
+                try refreshShown(db, id: result.id)
+            }
+            try bumpRevision(db)
+            return done
+        }
+    }
+
+    // MARK: - The service's changes
+
+    /// Applies one page of the change feed in one transaction, if the store's cursor is still
+    /// `since` (another process of this device may have pulled meanwhile).
+    public func apply(page: ChangesPage, since: String?, now: Date = Date()) throws -> PageOutcome {
+        try pool.write { db in
+            guard try meta(db, "cursor") == since else { return .cursorMoved }
+            let firstSync = try since == nil && meta(db, "announce_all") == nil
+            var newest: Int64 = 0
+            for change in page.changes {
+                newest = max(newest, ISOTime.millis(change.lastModifiedDateTime))
+                if change.status == .deleted {
+                    try db.cachedStatement(sql: "DELETE FROM notifications WHERE id = ?").execute(arguments: [change.id])
+                    try db.cachedStatement(sql: "DELETE FROM outbox WHERE notification_id = ?").execute(arguments: [change.id])
+                } else {
+                    try storeServiceState(db, change, onlyIfNotOlder: false, announce: !firstSync)
+                    try refreshShown(db, id: change.id)
+                }
+            }
+            try observeClock(db, millis: newest)
+            try setMeta(db, "cursor", page.cursor)
+            try setMeta(db, "last_sync", String(ISOTime.millis(now)))
+            if !page.changes.isEmpty { try bumpRevision(db) }
+            return .applied(changed: page.changes.count)
+        }
+    }
+
+    /// Starts a full resync (after `410 cursorExpired`): forgets the cursor and marks every
+    /// notification stale; pages from the start clear the mark; ``finishResync()`` drops what
+    /// the service no longer has. The outbox is kept.
+    public func beginResync() throws {
+        try pool.write { db in
+            try setMeta(db, "cursor", nil)
+            try setMeta(db, "announce_all", "1")
+            try db.execute(sql: "UPDATE notifications SET stale = 1")
+        }
+    }
+
+    /// Ends a full resync: notifications the service did not send again are gone.
+    public func finishResync() throws {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM outbox WHERE notification_id IN (SELECT id FROM notifications WHERE stale = 1)")
+            try db.execute(sql: "DELETE FROM notifications WHERE stale = 1")
+            try bumpRevision(db)
+        }
+    }
+
+    /// Writes the service's view of a notification. New notifications and re-published ones
+    /// (a new `createdDateTime`) are marked to be announced by `notty poll`.
+    func storeServiceState(_ db: Database, _ n: UserNotification, onlyIfNotOlder: Bool, announce: Bool = true) throws {
+        let modified = ISOTime.millis(n.lastModifiedDateTime)
+        if onlyIfNotOlder,
+           let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT modified FROM notifications WHERE id = ?"), arguments: [n.id]),
+           stored > modified {
+            return
+        }
+        var policies: String?
+        if n.targetPolicy != nil || n.fallbackPolicy != nil {
+            var object: [String: JSONValue] = [:]
+            object["targetPolicy"] = n.targetPolicy
+            object["fallbackPolicy"] = n.fallbackPolicy
+            policies = JSONValue.object(object).jsonText
+        }
+        let read = n.readState.rawValue, action = n.userActionState.rawValue
+        let until = n.userActionState == .snoozed ? n.snoozedUntil.map(ISOTime.millis) : nil
+        try db.cachedStatement(sql: """
+            INSERT INTO notifications (id, app_notification_id, app, group_name, priority, title, body, raw_content, ttl, policies,
+                created, expires, modified, s_read, s_action, s_snoozed, read_state, action_state, snoozed_until, bucket, announced, stale)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+            ON CONFLICT (id) DO UPDATE SET
+                app_notification_id = excluded.app_notification_id, app = excluded.app, group_name = excluded.group_name,
+                priority = excluded.priority, title = excluded.title, body = excluded.body, raw_content = excluded.raw_content,
+                ttl = excluded.ttl, policies = excluded.policies,
+                announced = CASE WHEN notifications.created = excluded.created THEN notifications.announced ELSE excluded.announced END,
+                created = excluded.created, expires = excluded.expires, modified = excluded.modified,
+                s_read = excluded.s_read, s_action = excluded.s_action, s_snoozed = excluded.s_snoozed,
+                read_state = excluded.read_state, action_state = excluded.action_state, snoozed_until = excluded.snoozed_until,
+                bucket = excluded.bucket, stale = 0
+            """).execute(arguments: [
+                n.id, n.appNotificationId, n.targetHostName, n.groupName, n.priority.rawValue,
+                n.payload.visualContent?.title, n.payload.visualContent?.body, n.payload.rawContent, n.displayTimeToLive, policies,
+                ISOTime.millis(n.createdDateTime), ISOTime.millis(n.expirationDateTime), modified,
+                read, action, until, read, action, until, Self.bucket(read: read, action: action), announce ? 0 : 1,
+            ])
+    }
+
+    // MARK: - Announcements (`notty poll`)
+
+    /// Notifications that arrived (or were re-published) since they were last announced and
+    /// are still live, oldest first.
+    public func unannounced(now: Date = Date()) throws -> [UserNotification] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT \(Self.columns) FROM notifications WHERE announced = 0 AND hidden = 0 AND expires > ?
+                ORDER BY created, id
+                """, arguments: [ISOTime.millis(now)]).map(Self.notification)
+        }
+    }
+
+    /// Marks notifications as announced.
+    public func markAnnounced(_ ids: [String]) throws {
+        guard !ids.isEmpty else { return }
+        try pool.write { db in
+            for id in ids {
+                try db.cachedStatement(sql: "UPDATE notifications SET announced = 1 WHERE id = ?").execute(arguments: [id])
+            }
+        }
+    }
+
+    /// Records the time of a successful exchange with the service.
+    public func noteSynced(now: Date = Date()) throws {
+        try pool.write { db in try setMeta(db, "last_sync", String(ISOTime.millis(now))) }
+    }
+}

@@ -1,0 +1,238 @@
+import Foundation
+import HTTPTypes
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import NottyCore
+import NottyStore
+
+/// How this device is connected to the service right now.
+public enum ConnectionState: Sendable, Equatable {
+    case connecting
+    /// The doorbell WebSocket is open: changes arrive as they happen.
+    case live
+    /// Conditional polls every so many seconds.
+    case polling(every: Int)
+    /// The service cannot be reached since then; changes queue in the outbox.
+    case offline(since: Date)
+}
+
+/// What ``LiveSync`` reports.
+public enum LiveSyncEvent: Sendable {
+    case connection(ConnectionState)
+    /// A sync finished (something may have changed in the store).
+    case synced(SyncSummary)
+    /// A sync failed; transient failures are retried with backoff, the others need the user.
+    case failed(SyncError)
+}
+
+/// Keeps a device in sync until cancelled: the doorbell (WebSocket, reconnecting with jittered
+/// exponential backoff 1 s → 60 s and pulling after every reconnect; full frames applied only
+/// when contiguous) or conditional polling at the service's `X-Poll-Interval` (never more
+/// often), backing off on errors; the outbox is flushed whenever the service answers.
+public actor LiveSync {
+    public enum Mode: Sendable, Equatable {
+        /// The doorbell, with polling while it is down.
+        case live
+        /// Polling only, at least this many seconds apart.
+        case polling(minimumInterval: Int)
+    }
+
+    let engine: SyncEngine
+    let client: ServiceClient
+    let mode: Mode
+    let onEvent: @Sendable (LiveSyncEvent) -> Void
+    private var kicks: AsyncStream<Void>.Continuation?
+    private var state: ConnectionState = .connecting
+    private var offlineSince: Date?
+    private var serviceInterval = 30
+
+    public init(engine: SyncEngine, client: ServiceClient, mode: Mode, onEvent: @escaping @Sendable (LiveSyncEvent) -> Void) {
+        self.engine = engine
+        self.client = client
+        self.mode = mode
+        self.onEvent = onEvent
+    }
+
+    /// Asks for a sync as soon as possible (after a local action, or `R`).
+    public func requestSync() {
+        kicks?.yield()
+    }
+
+    /// Runs until the surrounding task is cancelled.
+    public func run() async {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        kicks = continuation
+        continuation.yield()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.syncWorker(stream) }
+            group.addTask { await self.pollLoop() }
+            if mode == .live { group.addTask { await self.doorbellLoop() } }
+            await withTaskCancellationHandler {
+                await group.waitForAll()
+            } onCancel: {
+                continuation.finish()
+            }
+        }
+    }
+
+    // MARK: - Sync on demand
+
+    private func syncWorker(_ stream: AsyncStream<Void>) async {
+        for await _ in stream {
+            if Task.isCancelled { break }
+            await syncNow()
+        }
+    }
+
+    private func syncNow() async {
+        do {
+            let summary = try await engine.sync()
+            reachable()
+            onEvent(.synced(summary))
+        } catch let error as SyncError {
+            failed(error)
+        } catch {
+            failed(.unreachable(String(describing: error)))
+        }
+    }
+
+    private func reachable() {
+        offlineSince = nil
+        if state != .live, case .offline = state { set(mode == .live ? .connecting : .polling(every: interval)) }
+        if case .connecting = state, mode != .live { set(.polling(every: interval)) }
+    }
+
+    private func failed(_ error: SyncError) {
+        if error.isTransient {
+            let since = offlineSince ?? Date()
+            offlineSince = since
+            set(.offline(since: since))
+        }
+        onEvent(.failed(error))
+    }
+
+    private func set(_ newState: ConnectionState) {
+        guard newState != state else { return }
+        state = newState
+        onEvent(.connection(newState))
+    }
+
+    private var interval: Int {
+        if case .polling(let minimum) = mode { return max(minimum, serviceInterval) }
+        return serviceInterval
+    }
+
+    // MARK: - Polling (and outbox retries)
+
+    private func pollLoop() async {
+        var backoff = Backoff()
+        while !Task.isCancelled {
+            var wait = interval
+            if state != .live {
+                do {
+                    let (summary, pollInterval) = try await engine.poll()
+                    if let pollInterval, pollInterval > 0 { serviceInterval = pollInterval }
+                    _ = try await engine.flush()
+                    backoff.reset()
+                    offlineSince = nil
+                    if state != .live { set(mode == .live ? (state == .connecting ? .connecting : .polling(every: interval)) : .polling(every: interval)) }
+                    onEvent(.synced(summary))
+                    wait = interval
+                } catch let error as SyncError {
+                    failed(error)
+                    wait = backoff.next()
+                } catch {
+                    failed(.unreachable(String(describing: error)))
+                    wait = backoff.next()
+                }
+            } else if (try? engine.store.outboxCount()) ?? 0 > 0 {
+                kicks?.yield()
+            }
+            try? await Task.sleep(for: .seconds(Double(min(wait, 60))))
+        }
+    }
+
+    // MARK: - The doorbell
+
+    private var doorbellBackoff = Backoff()
+
+    private func doorbellLoop() async {
+        let logger = Logger(label: "notty.doorbell")
+        while !Task.isCancelled {
+            do {
+                // Also refreshes the access token when needed, and fails fast when offline.
+                let me = try await client.send(.GET, "/v1/me")
+                guard me.status == 200 else { throw SyncError.refused(status: me.status, code: me.errorText.code, message: me.errorText.message) }
+                let credentials = await client.current
+                var headers = HTTPFields()
+                headers[.authorization] = "Bearer \(credentials.accessToken)"
+                let url = Self.webSocketURL(credentials.server) + "/v1/me/push?payload=full"
+                try await WebSocketClient.connect(
+                    url: url, configuration: .init(maxFrameSize: 8 << 20, additionalHeaders: headers, autoPing: .enabled(timePeriod: .seconds(30))),
+                    logger: logger
+                ) { inbound, _, _ in
+                    await self.connected()
+                    for try await message in inbound.messages(maxSize: 8 << 20) {
+                        guard case .text(let text) = message else { continue }
+                        await self.ring(text)
+                    }
+                }
+                disconnected(error: nil)
+            } catch let error as SyncError {
+                disconnected(error: error)
+            } catch {
+                disconnected(error: .unreachable("doorbell: \(ServiceClient.describe(error))"))
+            }
+            if Task.isCancelled { break }
+            try? await Task.sleep(for: .seconds(Double(doorbellBackoff.next())))
+        }
+    }
+
+    private func connected() {
+        doorbellBackoff.reset()
+        offlineSince = nil
+        set(.live)
+        kicks?.yield()  // always pull after (re)connecting: a missed frame loses nothing
+    }
+
+    private func disconnected(error: SyncError?) {
+        if let error {
+            failed(error)
+        } else if state == .live {
+            set(.polling(every: interval))
+        }
+    }
+
+    private func ring(_ text: String) async {
+        guard let frame = try? NottyJSON.decoder.decode(DoorbellFrame.self, from: Data(text.utf8)) else { return }
+        do {
+            try await engine.receive(frame)
+            onEvent(.synced(SyncSummary()))
+        } catch let error as SyncError {
+            failed(error)
+        } catch {
+            failed(.unreachable(String(describing: error)))
+        }
+    }
+
+    static func webSocketURL(_ server: String) -> String {
+        if server.hasPrefix("https://") { return "wss://" + server.dropFirst("https://".count) }
+        if server.hasPrefix("http://") { return "ws://" + server.dropFirst("http://".count) }
+        return server
+    }
+}
+
+/// Jittered exponential backoff from 1 s to 60 s.
+struct Backoff {
+    private var attempt = 0
+
+    mutating func reset() { attempt = 0 }
+
+    /// Seconds to wait before the next try.
+    mutating func next() -> Int {
+        let ceiling = min(60, 1 << min(attempt, 6))
+        attempt += 1
+        return max(1, Int.random(in: (ceiling / 2)...ceiling))
+    }
+}

@@ -1,0 +1,195 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+import NottyCore
+
+/// One HTTP answer.
+public struct HTTPAnswer: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: Data
+
+    /// The service's error envelope (`{"error":{"code","message"}}`) or an OAuth error, as words.
+    public var errorText: (code: String, message: String) {
+        if case .object(let root)? = JSONParser.parse(body) {
+            if case .object(let error)? = root["error"], case .string(let code)? = error["code"] {
+                if case .string(let message)? = error["message"] { return (code, message) }
+                return (code, "")
+            }
+            if case .string(let code)? = root["error"] {
+                if case .string(let message)? = root["error_description"] { return (code, message) }
+                return (code, "")
+            }
+        }
+        return ("http\(status)", String(decoding: body.prefix(200), as: UTF8.self))
+    }
+}
+
+/// Talks to a notty service for one signed-in device: attaches the access token, refreshes it
+/// once when it has expired (concurrent callers wait for the same refresh, and processes of
+/// one device take turns through the credentials lock), then retries.
+public actor ServiceClient {
+    public let file: CredentialsFile
+    private var credentials: Credentials
+    private var refreshing: Task<Credentials, any Error>?
+    let http: HTTPClient
+    let timeout: TimeAmount
+
+    public init(file: CredentialsFile, credentials: Credentials, http: HTTPClient = .shared, timeout: TimeAmount = .seconds(15)) {
+        self.file = file
+        self.credentials = credentials
+        self.http = http
+        self.timeout = timeout
+    }
+
+    /// Opens the client for the credentials saved in `file`.
+    public static func signedIn(file: CredentialsFile, timeout: TimeAmount = .seconds(15)) throws -> ServiceClient {
+        guard let credentials = try file.load() else {
+            throw SyncError.notSignedIn("not signed in: run notty login URL --user NAME first")
+        }
+        return ServiceClient(file: file, credentials: credentials, timeout: timeout)
+    }
+
+    public var current: Credentials { credentials }
+
+    // MARK: - Requests
+
+    /// Sends one request without a user token (tokens, app publishing).
+    public static func send(
+        _ method: HTTPMethod, _ url: String, headers: [(String, String)] = [], body: Data? = nil,
+        http: HTTPClient = .shared, timeout: TimeAmount = .seconds(15)
+    ) async throws -> HTTPAnswer {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(data: body)) }
+        do {
+            let response = try await http.execute(request, timeout: timeout)
+            let buffer = try await response.body.collect(upTo: 64 << 20)
+            return HTTPAnswer(status: Int(response.status.code), headers: response.headers, body: Data(buffer: buffer))
+        } catch let error as HTTPClientError where error == .invalidURL || error == .emptyHost {
+            throw SyncError.notSignedIn("\(url) is not a usable URL: \(error)")
+        } catch {
+            throw SyncError.unreachable("cannot reach \(Self.origin(url)): \(Self.describe(error))")
+        }
+    }
+
+    static func origin(_ url: String) -> String {
+        guard let components = URLComponents(string: url), let host = components.host else { return url }
+        return "\(components.scheme ?? "http")://\(host)\(components.port.map { ":\($0)" } ?? "")"
+    }
+
+    static func describe(_ error: any Error) -> String {
+        let text = String(describing: error)
+        if text.contains("connectTimeout") || text.contains("deadlineExceeded") { return "timed out" }
+        if text.contains("refused") || text.contains("ECONNREFUSED") { return "connection refused (is notty serve running?)" }
+        return text
+    }
+
+    /// Sends a request as the signed-in user; a 401 leads to one refresh and one retry.
+    public func send(_ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], json: Data? = nil) async throws -> HTTPAnswer {
+        if credentials.accessTokenExpires.timeIntervalSinceNow < 60 {
+            _ = try await refresh(after: credentials.accessToken)
+        }
+        var answer = try await attempt(method, path, headers: headers, json: json, token: credentials.accessToken)
+        if answer.status == 401 {
+            _ = try await refresh(after: credentials.accessToken)
+            answer = try await attempt(method, path, headers: headers, json: json, token: credentials.accessToken)
+            if answer.status == 401 {
+                throw SyncError.signInAgain("the service no longer accepts this device's sign-in: run notty login again (queued changes are kept)")
+            }
+        }
+        if answer.status >= 500 || answer.status == 429 || answer.status == 408 {
+            let error = answer.errorText
+            throw SyncError.unreachable("the service answered \(answer.status) \(error.code): \(error.message)")
+        }
+        return answer
+    }
+
+    private func attempt(_ method: HTTPMethod, _ path: String, headers: [(String, String)], json: Data?, token: String) async throws -> HTTPAnswer {
+        var all = headers + [("Authorization", "Bearer \(token)")]
+        if json != nil { all.append(("Content-Type", "application/json")) }
+        return try await Self.send(method, credentials.server + path, headers: all, body: json, http: http, timeout: timeout)
+    }
+
+    // MARK: - Tokens
+
+    /// Makes sure the access token is newer than `stale`: adopts one another process saved,
+    /// or refreshes. Concurrent callers share one refresh.
+    func refresh(after stale: String) async throws -> Credentials {
+        if credentials.accessToken != stale { return credentials }
+        if let refreshing { return try await refreshing.value }
+        let task = Task { [file, credentials, http, timeout] in
+            try await file.locked {
+                // Another process of this device may have refreshed already.
+                if let saved = try file.load(), saved.accessToken != stale, saved.server == credentials.server, saved.userName == credentials.userName {
+                    return saved
+                }
+                guard let refreshToken = credentials.refreshToken else {
+                    throw SyncError.signInAgain("this device's sign-in has expired: run notty login again (queued changes are kept)")
+                }
+                let answer = try await Self.send(
+                    .POST, credentials.server + "/oauth2/v2.0/token",
+                    headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                    body: Data(FormEncoding.encode(["grant_type": "refresh_token", "refresh_token": refreshToken]).utf8),
+                    http: http, timeout: timeout)
+                guard answer.status == 200 else {
+                    if answer.status >= 500 || answer.status == 429 {
+                        throw SyncError.unreachable("the service answered \(answer.status) while refreshing the sign-in")
+                    }
+                    throw SyncError.signInAgain("this device's sign-in is no longer valid (\(answer.errorText.code)): run notty login again (queued changes are kept)")
+                }
+                let token = try NottyJSON.decoder.decode(TokenResponse.self, from: answer.body)
+                var updated = credentials
+                updated.accessToken = token.access_token
+                updated.refreshToken = token.refresh_token ?? credentials.refreshToken
+                updated.accessTokenExpires = Date().addingTimeInterval(TimeInterval(token.expires_in))
+                try file.save(updated)
+                return updated
+            }
+        }
+        refreshing = task
+        defer { refreshing = nil }
+        do {
+            credentials = try await task.value
+            return credentials
+        } catch {
+            throw error
+        }
+    }
+
+    /// Signs in with the password grant and returns fresh credentials (not yet saved).
+    public static func signIn(server: String, userName: String, password: String, http: HTTPClient = .shared) async throws -> Credentials {
+        let answer = try await send(
+            .POST, server + "/oauth2/v2.0/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+            body: Data(FormEncoding.encode(["grant_type": "password", "username": userName, "password": password]).utf8), http: http)
+        guard answer.status == 200 else {
+            let error = answer.errorText
+            if error.code == "invalid_grant" { throw SyncError.refused(status: answer.status, code: error.code, message: "wrong user name or password") }
+            throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
+        }
+        let token = try NottyJSON.decoder.decode(TokenResponse.self, from: answer.body)
+        return Credentials(
+            server: server, userName: userName, accessToken: token.access_token, refreshToken: token.refresh_token,
+            accessTokenExpires: Date().addingTimeInterval(TimeInterval(token.expires_in)))
+    }
+
+    /// Adopts credentials (after login or registering the device) and saves them.
+    public func update(_ body: (inout Credentials) -> Void) throws {
+        body(&credentials)
+        try file.save(credentials)
+    }
+}
+
+/// `application/x-www-form-urlencoded`.
+public enum FormEncoding {
+    public static func encode(_ fields: [String: String]) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return fields.sorted { $0.key < $1.key }.map { key, value in
+            "\(key.addingPercentEncoding(withAllowedCharacters: allowed) ?? key)=\(value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value)"
+        }.joined(separator: "&")
+    }
+}

@@ -1,0 +1,197 @@
+import Foundation
+import NottyCore
+import NottyStore
+
+/// How the sync engine reaches the service: the change feed and the batch route. The real
+/// one is ``HTTPTransport``; the simulation in the tests wraps the service in process.
+public protocol SyncTransport: Sendable {
+    /// One page of the change feed after `since` (from the start when nil).
+    /// Throws ``SyncError/cursorExpired`` for a cursor older than the kept history.
+    func changes(since: String?, limit: Int) async throws -> ChangesPage
+    /// Sends mutations through the batch route; one result per mutation.
+    func batch(_ mutations: [Mutation]) async throws -> [MutationResult]
+    /// A conditional pull (the polling contract): a nil page when nothing changed since
+    /// `since`, with the service's poll interval when it says one.
+    func changesIfChanged(since: String?, limit: Int) async throws -> (page: ChangesPage?, pollInterval: Int?)
+}
+
+extension SyncTransport {
+    public func changesIfChanged(since: String?, limit: Int) async throws -> (page: ChangesPage?, pollInterval: Int?) {
+        (try await changes(since: since, limit: limit), nil)
+    }
+}
+
+/// What one sync did.
+public struct SyncSummary: Sendable, Equatable {
+    public var pulled = 0
+    public var sent = 0
+    public var resynced = false
+    public init() {}
+}
+
+/// Keeps a ``LocalStore`` in step with the service in both directions: pulls the change feed
+/// by cursor (one transaction per page; a `410` starts a full resync that keeps the outbox)
+/// and flushes the outbox through the batch route with stable `mutationId`s, so a crash
+/// between sending and acknowledging neither loses a change nor applies it twice.
+public actor SyncEngine {
+    public let store: LocalStore
+    public let transport: any SyncTransport
+    let pageSize: Int
+    let batchSize: Int
+
+    public init(store: LocalStore, transport: any SyncTransport, pageSize: Int = 1000, batchSize: Int = 500) {
+        self.store = store
+        self.transport = transport
+        self.pageSize = pageSize
+        self.batchSize = batchSize
+    }
+
+    /// One sync: pull, then flush the outbox.
+    @discardableResult
+    public func sync() async throws -> SyncSummary {
+        var summary = try await pull()
+        summary.sent = try await flush()
+        return summary
+    }
+
+    /// Pulls every change after the store's cursor.
+    @discardableResult
+    public func pull() async throws -> SyncSummary {
+        var summary = SyncSummary()
+        var rounds = 0
+        while true {
+            rounds += 1
+            if rounds > 1_000_000 { break }
+            let since = try store.cursor()
+            let page: ChangesPage
+            do {
+                page = try await transport.changes(since: since, limit: pageSize)
+            } catch SyncError.cursorExpired {
+                guard !summary.resynced else { throw SyncError.cursorExpired }
+                try store.beginResync()
+                summary.resynced = true
+                continue
+            }
+            switch try store.apply(page: page, since: since) {
+            case .cursorMoved:
+                continue
+            case .applied(let changed):
+                summary.pulled += changed
+            }
+            if !page.hasMore { break }
+        }
+        if summary.resynced { try store.finishResync() }
+        return summary
+    }
+
+    /// One conditional poll: applies what changed (pulling on while there is more) and returns
+    /// the service's poll interval, if it said one.
+    public func poll() async throws -> (summary: SyncSummary, pollInterval: Int?) {
+        let since = try store.cursor()
+        let answer: (page: ChangesPage?, pollInterval: Int?)
+        do {
+            answer = try await transport.changesIfChanged(since: since, limit: pageSize)
+        } catch SyncError.cursorExpired {
+            return (try await pull(), nil)
+        }
+        var summary = SyncSummary()
+        if let page = answer.page {
+            if case .applied(let changed) = try store.apply(page: page, since: since) { summary.pulled = changed }
+            let moved = try store.cursor() != page.cursor
+            if page.hasMore || moved {
+                let more = try await pull()
+                summary.pulled += more.pulled
+                summary.resynced = more.resynced
+            }
+        } else {
+            try store.noteSynced()
+        }
+        return (summary, answer.pollInterval)
+    }
+
+    /// Applies a full doorbell frame or push payload when it follows on from the store's
+    /// cursor; otherwise pulls. Returns whether the frame itself was applied.
+    @discardableResult
+    public func receive(_ frame: DoorbellFrame) async throws -> Bool {
+        if frame.type == "changes", let changes = frame.changes, let previous = frame.previousCursor {
+            let page = ChangesPage(changes: changes, cursor: frame.cursor, hasMore: false)
+            if case .applied = try store.apply(page: page, since: previous) { return true }
+        }
+        if try store.cursor() != frame.cursor { try await pull() }
+        return false
+    }
+
+    /// Sends the outbox, oldest first, in batches. Returns how many entries left it.
+    @discardableResult
+    public func flush() async throws -> Int {
+        var sent = 0
+        while true {
+            let entries = try store.pending(limit: batchSize)
+            guard !entries.isEmpty else { break }
+            let results = try await transport.batch(entries.map(\.mutation))
+            let done = try store.acknowledge(results)
+            sent += done
+            if done == 0 { break }  // every item was refused for now (e.g. rate limited): later
+        }
+        return sent
+    }
+}
+
+/// ``SyncTransport`` over HTTP through a signed-in ``ServiceClient``.
+public struct HTTPTransport: SyncTransport {
+    public let client: ServiceClient
+
+    public init(client: ServiceClient) { self.client = client }
+
+    public func changes(since: String?, limit: Int) async throws -> ChangesPage {
+        var path = "/v1/me/notifications/changes?limit=\(limit)"
+        if let since { path += "&since=\(since.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? since)" }
+        let answer = try await client.send(.GET, path)
+        return try Self.page(answer)
+    }
+
+    static func page(_ answer: HTTPAnswer) throws -> ChangesPage {
+        switch answer.status {
+        case 200:
+            do {
+                return try NottyJSON.decoder.decode(ChangesPage.self, from: answer.body)
+            } catch {
+                throw SyncError.unreachable("the service sent a change page notty cannot read: \(error)")
+            }
+        case 410:
+            throw SyncError.cursorExpired
+        default:
+            let error = answer.errorText
+            throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
+        }
+    }
+
+    public func batch(_ mutations: [Mutation]) async throws -> [MutationResult] {
+        let body = JSONValue.object(["mutations": .array(mutations.map { $0.jsonObject() })]).jsonText
+        let answer = try await client.send(.POST, "/v1/me/notifications/batch", json: Data(body.utf8))
+        guard answer.status == 200 else {
+            let error = answer.errorText
+            throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
+        }
+        do {
+            return try NottyJSON.decoder.decode(BatchResponse.self, from: answer.body).results
+        } catch {
+            throw SyncError.unreachable("the service sent a batch answer notty cannot read: \(error)")
+        }
+    }
+
+    /// A conditional pull (the polling contract): nil when nothing changed since `cursor`,
+    /// with the service's poll interval.
+    public func changesIfChanged(since cursor: String?, limit: Int) async throws -> (page: ChangesPage?, pollInterval: Int?) {
+        var path = "/v1/me/notifications/changes?limit=\(limit)"
+        var headers: [(String, String)] = []
+        if let cursor {
+            path += "&since=\(cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor)"
+            headers.append(("If-None-Match", "\"\(cursor)\""))
+        }
+        let answer = try await client.send(.GET, path, headers: headers)
+        let interval = answer.headers.first(name: "X-Poll-Interval").flatMap(Int.init)
+        if answer.status == 304 { return (nil, interval) }
+        return (try Self.page(answer), interval)
+    }
+}

@@ -1,0 +1,203 @@
+import ArgumentParser
+import Foundation
+import NottyCore
+import NottyStore
+import NottySync
+
+struct Sync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Sync now: pull what changed, then send queued changes.")
+
+    func run() async throws {
+        try await reportingErrors {
+            let (_, store, engine) = try Device().session()
+            let summary = try await engine.sync()
+            let counts = try store.counts()
+            print("pulled \(summary.pulled) change(s)\(summary.resynced ? " (full resync)" : ""), sent \(summary.sent); \(counts.unread) unread, \(counts.all) in all")
+        }
+    }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the account, the service, the connection, the cursor, the outbox, the last sync and the counts.")
+
+    @Flag(help: "Print one JSON object.") var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let local = Device()
+            let credentials = try local.credentials()
+            let store = try local.store()
+            let info = try store.syncInfo()
+            let counts = try store.counts()
+            let client = ServiceClient(file: local.credentialsFile, credentials: credentials, timeout: .seconds(3))
+            var connection = "reachable"
+            do {
+                let answer = try await client.send(.GET, "/v1/me")
+                if answer.status != 200 { connection = "answered \(answer.status)" }
+            } catch {
+                connection = "unreachable: \(error)"
+            }
+            let lastSync = info.lastSync.map { "\(ISOTime.format($0)) (\(age($0) == "now" ? "just now" : age($0) + " ago"))" } ?? "never"
+            if json {
+                let object: [String: JSONValue] = [
+                    "account": .string(credentials.account), "server": .string(credentials.server), "user": .string(credentials.userName),
+                    "device": credentials.deviceName.map(JSONValue.string) ?? .null, "connection": .string(connection),
+                    "cursor": info.cursor.map(JSONValue.string) ?? .null, "outbox": .number(Double(info.outbox)),
+                    "lastSync": info.lastSync.map { .string(ISOTime.format($0)) } ?? .null,
+                    "counts": .object(Dictionary(uniqueKeysWithValues: NotificationView.allCases.map { ($0.rawValue, JSONValue.number(Double(counts[$0]))) })),
+                ]
+                print(JSONValue.object(object).jsonText)
+                return
+            }
+            print("account:    \(credentials.account)")
+            print("device:     \(credentials.deviceName ?? "-") (\(credentials.deviceId ?? "not registered"))")
+            print("service:    \(connection)")
+            print("cursor:     \(info.cursor ?? "none (never synced)")")
+            print("outbox:     \(info.outbox) change(s) waiting")
+            print("last sync:  \(lastSync)")
+            print("counts:     " + NotificationView.allCases.map { "\($0.rawValue) \(counts[$0])" }.joined(separator: ", "))
+        }
+    }
+}
+
+struct List: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List one view from the local store (newest first).",
+        discussion: "Works offline: it reads the local store. Run notty sync first for the latest.")
+
+    @Option(help: "unread, read, activated, dismissed, snoozed or all.") var view: ViewArgument = ViewArgument(argument: "unread")!
+    @Flag(help: "One notification per line as JSON (SPEC §1 names).") var json = false
+    @Option(help: "At most this many.") var limit: Int = 50
+    @Option(help: "Only those whose title, body, app or group contains this.") var search: String = ""
+
+    func validate() throws {
+        guard limit > 0 else { throw ArgumentParser.ValidationError("--limit must be at least 1") }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let store = try Device().store()
+            let now = Date()
+            let rows = try store.window(view: view.view, query: search, offset: 0, limit: limit, now: now)
+            if json {
+                for row in rows { print(jsonLine(row)) }
+                return
+            }
+            if rows.isEmpty { print("nothing in \(view.view.rawValue)"); return }
+            for row in rows {
+                let mark = row.readState == .unread ? "●" : " "
+                let priority = row.priority == .high ? "!" : row.priority == .low ? "↓" : " "
+                let source = row.groupName.map { "\(row.targetHostName)/\($0)" } ?? row.targetHostName
+                print("\(row.id.prefix(8)) \(mark)\(priority) \(age(row.createdDateTime, now: now).leftPadded(3))  \(source)  \(row.displayTitle)")
+            }
+            let total = try store.count(view: view.view, query: search, now: now)
+            if total > rows.count { print("… \(total - rows.count) more (--limit)") }
+        }
+    }
+}
+
+struct Show: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show one notification in full.")
+
+    @Argument(help: "An id or a unique prefix of at least 6 characters.") var id: String
+    @Flag(help: "Print it as JSON.") var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let store = try Device().store()
+            guard let n = try store.notification(id: try store.resolve(id)) else { throw CLIError("no notification \(id)") }
+            if json { print(jsonLine(n)); return }
+            print(n.displayTitle)
+            if let body = n.payload.visualContent?.body { print(""); print(body); print("") }
+            print("id:          \(n.id)")
+            print("app:         \(n.targetHostName)\(n.groupName.map { " (group \($0))" } ?? "")")
+            print("priority:    \(n.priority.rawValue)")
+            print("state:       \(n.readState.rawValue), \(n.userActionState.rawValue)\(n.snoozedUntil.map { " until \(ISOTime.format($0))" } ?? "")")
+            print("created:     \(ISOTime.format(n.createdDateTime)) (\(age(n.createdDateTime)) ago)")
+            print("expires:     \(ISOTime.format(n.expirationDateTime))\(n.isLive(at: Date()) ? "" : " (expired)")")
+            if let raw = n.payload.rawContent { print("raw content: \(raw)") }
+        }
+    }
+}
+
+/// read, unread, activate, dismiss, snooze and delete share everything but the change.
+protocol StateCommand: AsyncParsableCommand {
+    var targets: Targets { get }
+    var verb: String { get }
+    func action() throws -> LocalAction
+}
+
+extension StateCommand {
+    func run() async throws {
+        try await reportingErrors {
+            let local = Device()
+            let store = try local.store()
+            let ids = try targets.resolve(in: store)
+            let action = try action()
+            let changed = try store.record(ids.map { ($0, action) })
+            print("\(verb) \(changed.count) notification(s)")
+            // Queued durably; now try to deliver. Offline is fine: the next sync sends them.
+            do {
+                let (_, _, engine) = try local.session(timeout: 5)
+                try await engine.flush()
+            } catch let error as SyncError where error.isTransient {
+                warn("queued: \(error); the next sync sends it")
+            } catch {
+                warn("queued: \(error)")
+            }
+        }
+    }
+}
+
+struct Read: StateCommand {
+    static let configuration = CommandConfiguration(abstract: "Mark notifications read.")
+    @OptionGroup var targets: Targets
+    var verb: String { "read" }
+    func action() throws -> LocalAction { .patch(StateChange(readState: .read)) }
+}
+
+struct Unread: StateCommand {
+    static let configuration = CommandConfiguration(abstract: "Mark notifications unread.")
+    @OptionGroup var targets: Targets
+    var verb: String { "unread" }
+    func action() throws -> LocalAction { .patch(StateChange(readState: .unread)) }
+}
+
+struct Activate: StateCommand {
+    static let configuration = CommandConfiguration(abstract: "Activate notifications (Activated and Read), as clicking them would.")
+    @OptionGroup var targets: Targets
+    var verb: String { "activated" }
+    func action() throws -> LocalAction { .patch(StateChange(readState: .read, userActionState: .activated)) }
+}
+
+struct Dismiss: StateCommand {
+    static let configuration = CommandConfiguration(abstract: "Dismiss notifications, on every device.")
+    @OptionGroup var targets: Targets
+    var verb: String { "dismissed" }
+    func action() throws -> LocalAction { .patch(StateChange(userActionState: .dismissed)) }
+}
+
+struct Snooze: StateCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Snooze notifications for a while; they come back by themselves.",
+        discussion: "notty snooze 3f2a9c --for 1h")
+    @OptionGroup var targets: Targets
+    @Option(name: .customLong("for"), help: ArgumentHelp("How long: 90s, 15m, 1h, 2d.", valueName: "duration")) var duration: DurationArgument
+    var verb: String { "snoozed" }
+    func action() throws -> LocalAction {
+        .patch(StateChange(userActionState: .snoozed, snoozedUntil: Date().addingTimeInterval(TimeInterval(duration.seconds))))
+    }
+}
+
+struct Delete: StateCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete notifications on every device. Final.")
+    @OptionGroup var targets: Targets
+    var verb: String { "deleted" }
+    func action() throws -> LocalAction { .delete }
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}

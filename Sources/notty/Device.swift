@@ -1,0 +1,93 @@
+import ArgumentParser
+import Foundation
+import NottyCore
+import NottyStore
+import NottySync
+
+/// This device's files and the objects built on them, for the client commands.
+struct Device {
+    let paths: ClientPaths
+    var credentialsFile: CredentialsFile { CredentialsFile(path: paths.credentials) }
+
+    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        paths = ClientPaths(environment: environment)
+    }
+
+    /// The local store (created on first use).
+    func store() throws -> LocalStore {
+        do {
+            return try LocalStore(path: paths.store)
+        } catch {
+            throw CLIError("cannot open the local store at \(paths.store): \(error). Check its permissions, or set NOTTY_HOME.")
+        }
+    }
+
+    func credentials() throws -> Credentials {
+        guard let credentials = try credentialsFile.load() else {
+            throw CLIError("not signed in on this device: run notty login URL --user NAME first")
+        }
+        return credentials
+    }
+
+    /// The signed-in client, the store (bound to the account) and a sync engine over HTTP.
+    func session(timeout: Int64 = 15) throws -> (client: ServiceClient, store: LocalStore, engine: SyncEngine) {
+        let credentials = try credentials()
+        let client = ServiceClient(file: credentialsFile, credentials: credentials, timeout: .seconds(timeout))
+        let store = try store()
+        try store.bind(account: credentials.account)
+        return (client, store, SyncEngine(store: store, transport: HTTPTransport(client: client)))
+    }
+}
+
+/// `--all --view V` or ids: which notifications a state command acts on.
+struct Targets: ParsableArguments {
+    @Argument(help: ArgumentHelp("Notification ids, or unique prefixes of at least 6 characters.", valueName: "id"))
+    var ids: [String] = []
+    @Flag(help: "Act on every notification in --view.") var all = false
+    @Option(help: "With --all: unread, read, activated, dismissed, snoozed or all.") var view: ViewArgument?
+
+    func validate() throws {
+        if all && !ids.isEmpty { throw ArgumentParser.ValidationError("give ids or --all --view V, not both") }
+        if !all && ids.isEmpty { throw ArgumentParser.ValidationError("give at least one id (see notty list), or --all --view V") }
+        if all && view == nil { throw ArgumentParser.ValidationError("--all needs --view V (unread, read, activated, dismissed, snoozed or all)") }
+        if !all && view != nil { throw ArgumentParser.ValidationError("--view goes with --all") }
+    }
+
+    func resolve(in store: LocalStore) throws -> [String] {
+        if all, let view { return try store.ids(view: view.view) }
+        var seen = Set<String>()
+        return try ids.map { try store.resolve($0) }.filter { seen.insert($0).inserted }
+    }
+}
+
+/// A view name for ArgumentParser.
+struct ViewArgument: ExpressibleByArgument {
+    var view: NotificationView
+    init?(argument: String) {
+        guard let view = NotificationView(name: argument) else { return nil }
+        self.view = view
+    }
+    static var allValueStrings: [String] { NotificationView.allCases.map(\.rawValue) }
+}
+
+/// Prints to standard error.
+func warn(_ text: String) {
+    FileHandle.standardError.write(Data("notty: \(text)\n".utf8))
+}
+
+/// One notification as a JSON line (SPEC §1 names).
+func jsonLine(_ notification: UserNotification) -> String {
+    String(decoding: (try? NottyJSON.encoder.encode(notification)) ?? Data("{}".utf8), as: UTF8.self)
+}
+
+/// `5m`, `3h`, `2d`: how long ago.
+func age(_ date: Date, now: Date = Date()) -> String {
+    let seconds = max(0, Int(now.timeIntervalSince(date)))
+    switch seconds {
+    case ..<60: return "now"
+    case ..<3600: return "\(seconds / 60)m"
+    case ..<86400: return "\(seconds / 3600)h"
+    case ..<(86400 * 14): return "\(seconds / 86400)d"
+    default: return "\(seconds / (86400 * 7))w"
+    }
+}

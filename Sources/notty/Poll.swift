@@ -1,0 +1,136 @@
+import ArgumentParser
+import Foundation
+import NottyCore
+import NottyStore
+import NottySync
+
+struct Poll: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Keep the local store in sync in the background and report new notifications.",
+        discussion: """
+            Prints each new notification as one JSON line on stdout (SPEC §1 names) and, with
+            --exec, runs a command for each with NOTTY_ID, NOTTY_TITLE, NOTTY_BODY,
+            NOTTY_PRIORITY and NOTTY_APP set. Polls at the service's X-Poll-Interval (or
+            --interval when longer), backing off while the service is away; --live listens on
+            the doorbell instead and falls back to polling. SIGINT or SIGTERM stops it.
+
+              notty poll --live --exec 'notify-send "$NOTTY_TITLE" "$NOTTY_BODY"'
+              notty poll --once          # one sync, print what is new, exit
+            """)
+
+    @Option(help: ArgumentHelp("Seconds between polls (never more often than the service allows).", valueName: "seconds")) var interval: Int?
+    @Option(help: ArgumentHelp("A shell command to run for each new notification.", valueName: "command")) var exec: String?
+    @Flag(help: "Sync once, report, and exit.") var once = false
+    @Flag(help: "Use the doorbell WebSocket (falls back to polling).") var live = false
+
+    func validate() throws {
+        if let interval, interval < 1 { throw ArgumentParser.ValidationError("--interval must be at least 1 second") }
+        if once && live { throw ArgumentParser.ValidationError("--once and --live do not go together") }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let (client, store, engine) = try Device().session()
+            let announcer = Announcer(store: store, command: exec)
+            if once {
+                try await engine.sync()
+                try announcer.announce()
+                return
+            }
+            try announcer.announce()
+            let mode: LiveSync.Mode = live ? .live : .polling(minimumInterval: interval ?? 1)
+            let liveSync = LiveSync(engine: engine, client: client, mode: mode) { event in
+                switch event {
+                case .connection(let state): warn("connection: \(describe(state))")
+                case .failed(let error): warn(error.description)
+                case .synced: try? announcer.announce()
+                }
+            }
+            let task = Task { await liveSync.run() }
+            // Another process of this device (the terminal UI) may pull first: watch the store too.
+            let watcher = Task {
+                var revision = (try? store.revision()) ?? 0
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(250))
+                    let now = (try? store.revision()) ?? revision
+                    if now != revision { revision = now; try? announcer.announce() }
+                }
+            }
+            await waitForTermination()
+            watcher.cancel()
+            task.cancel()
+            await task.value
+        }
+    }
+}
+
+func describe(_ state: ConnectionState) -> String {
+    switch state {
+    case .connecting: "connecting"
+    case .live: "live"
+    case .polling(let every): "polling every \(every)s"
+    case .offline(let since): "offline since \(ISOTime.format(since))"
+    }
+}
+
+/// Prints (and runs `--exec` for) notifications not yet announced on this device.
+final class Announcer: Sendable {
+    let store: LocalStore
+    let command: String?
+    private let lock = NSLock()
+
+    init(store: LocalStore, command: String?) {
+        self.store = store
+        self.command = command
+    }
+
+    func announce() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        let fresh = try store.unannounced()
+        guard !fresh.isEmpty else { return }
+        // Marked first: a crash may skip an announcement but never repeats a command.
+        try store.markAnnounced(fresh.map(\.id))
+        for notification in fresh {
+            print(jsonLine(notification))
+            fflush(nil)
+            if let command { run(command, for: notification) }
+        }
+    }
+
+    private func run(_ command: String, for n: UserNotification) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTTY_ID"] = n.id
+        environment["NOTTY_TITLE"] = n.displayTitle
+        environment["NOTTY_BODY"] = n.payload.visualContent?.body ?? n.payload.rawContent ?? ""
+        environment["NOTTY_PRIORITY"] = n.priority.rawValue
+        environment["NOTTY_APP"] = n.targetHostName
+        environment["NOTTY_GROUP"] = n.groupName ?? ""
+        process.environment = environment
+        do {
+            try process.run()
+            process.waitUntilExit()
+            if process.terminationStatus != 0 { warn("--exec exited with \(process.terminationStatus) for \(n.id)") }
+        } catch {
+            warn("cannot run --exec: \(error)")
+        }
+    }
+}
+
+/// Returns when SIGINT or SIGTERM arrives.
+func waitForTermination() async {
+    signal(SIGINT, SIG_IGN)
+    signal(SIGTERM, SIG_IGN)
+    let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+    let sources = [SIGINT, SIGTERM].map { number in
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler { continuation.yield(number) }
+        source.resume()
+        return source
+    }
+    for await _ in stream { break }
+    sources.forEach { $0.cancel() }
+}

@@ -1,0 +1,63 @@
+import ArgumentParser
+import Foundation
+import NottyCore
+import NottySync
+
+struct Publish: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Publish a notification as an app server would (Graph contract).",
+        discussion: """
+            Gets an app token (client_credentials) and POSTs /beta/me/notifications with the
+            user's X-UNS-ID. NOTTY_SERVER, NOTTY_CLIENT_ID and NOTTY_CLIENT_SECRET stand in
+            for the flags. Prints the new notification's id.
+
+              notty publish --server http://127.0.0.1:8787 --client-id ID --client-secret S \\
+                --uns-id UNS --title "Build failed" --body "main: 3 tests failed" --priority high
+            """)
+
+    @Option(help: "The service's base URL (or NOTTY_SERVER).") var server: String?
+    @Option(name: .customLong("client-id"), help: "The app's client id (or NOTTY_CLIENT_ID).") var clientId: String?
+    @Option(name: .customLong("client-secret"), help: "The app's client secret (or NOTTY_CLIENT_SECRET).") var clientSecret: String?
+    @Option(name: .customLong("uns-id"), help: "The user's userNotificationSubscriptionId (from notty subscribe).") var unsId: String
+    @Option(help: "The title.") var title: String
+    @Option(help: "The body text.") var body: String?
+    @Option(help: "Raw content for the client.") var raw: String?
+    @Option(name: .customLong("app-notification-id"), help: "Your id for it; publishing it again updates it in place (default: a new UUID).") var appNotificationId: String?
+    @Option(help: "A group name.") var group: String?
+    @Option(help: "none, low or high (default high).") var priority: String?
+    @Option(help: ArgumentHelp("Lifetime: 90s, 15m, 4h, 7d (default: the service's).", valueName: "duration")) var expires: DurationArgument?
+
+    func validate() throws {
+        if let priority, Priority(spelling: priority) == nil { throw ArgumentParser.ValidationError("--priority must be none, low or high") }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let env = ProcessInfo.processInfo.environment
+            guard var base = server ?? env["NOTTY_SERVER"] else { throw CLIError("give --server URL (or set NOTTY_SERVER)") }
+            if base.hasSuffix("/") { base.removeLast() }
+            guard let clientId = clientId ?? env["NOTTY_CLIENT_ID"], let secret = clientSecret ?? env["NOTTY_CLIENT_SECRET"] else {
+                throw CLIError("give --client-id and --client-secret (or set NOTTY_CLIENT_ID and NOTTY_CLIENT_SECRET); notty admin app add HOSTNAME prints them")
+            }
+            let tokenAnswer = try await ServiceClient.send(
+                .POST, base + "/oauth2/v2.0/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                body: Data(FormEncoding.encode(["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret, "scope": "https://graph.microsoft.com/.default"]).utf8))
+            guard tokenAnswer.status == 200, let token = try? NottyJSON.decoder.decode(TokenResponse.self, from: tokenAnswer.body) else {
+                throw CLIError("the service refused the app credentials (\(tokenAnswer.status) \(tokenAnswer.errorText.code)): check --client-id and --client-secret")
+            }
+            let request = PublishRequest(
+                appNotificationId: appNotificationId ?? UUID().uuidString.lowercased(), groupName: group,
+                priority: priority.flatMap { Priority(spelling: $0) },
+                payload: NotificationPayload(rawContent: raw, visualContent: VisualContent(title: title, body: body)),
+                expirationDateTime: expires.map { Date().addingTimeInterval(TimeInterval($0.seconds)) })
+            let answer = try await ServiceClient.send(
+                .POST, base + "/beta/me/notifications",
+                headers: [("Authorization", "Bearer \(token.access_token)"), ("X-UNS-ID", unsId), ("Content-Type", "application/json")],
+                body: request.jsonBody())
+            guard answer.status == 201, let stored = try? NottyJSON.decoder.decode(UserNotification.self, from: answer.body) else {
+                throw CLIError("the service refused the notification (\(answer.status) \(answer.errorText.code)): \(answer.errorText.message)")
+            }
+            print(stored.id)
+        }
+    }
+}
