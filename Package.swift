@@ -93,12 +93,14 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // Helpers for tests that run the real notty (not shipped).
+        .target(name: "NottyTestSupport"),
         .testTarget(name: "NottyCoreTests", dependencies: ["NottyCore"]),
         .testTarget(name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore"]),
         .testTarget(
             name: "NottySyncTests",
             dependencies: [
-                "NottyCore", "NottyStore", "NottySync", "NottyServer",
+                "NottyCore", "NottyStore", "NottySync", "NottyServer", "NottyTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
             ]
         ),
@@ -107,6 +109,7 @@ let package = Package(
             dependencies: [
                 "NottyCore",
                 "NottyServer",
+                "NottyTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -1,4 +1,5 @@
 import Foundation
+import NottyTestSupport
 import Testing
 
 /// The real `notty` executable: `admin` commands and `serve` with TLS and a graceful stop.
@@ -6,22 +7,8 @@ import Testing
 struct CLITests {
     let home = FileManager.default.temporaryDirectory.appendingPathComponent("notty-cli-\(UUID().uuidString)")
 
-    func notty(_ arguments: [String], input: String? = nil) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = Repository.nottyBinary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }
-        let out = Pipe(), err = Pipe(), stdin = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = stdin
-        try process.run()
-        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-        try stdin.fileHandleForWriting.close()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    func notty(_ arguments: [String], input: String? = nil) throws -> NottyCLI.Result {
+        try NottyCLI(home: home).run(arguments, input: input)
     }
 
     @Test("admin user and app: add, duplicate, JSON, remove — with one clear line on errors")

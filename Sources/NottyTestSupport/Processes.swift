@@ -1,0 +1,165 @@
+import Foundation
+
+/// Paths of the repository and of the built `notty` next to the running test bundle.
+public enum Repository {
+    public static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    public static var nottyBinary: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("notty")
+    }
+
+    /// Runs a command to completion, returning status and output (stdout and stderr together).
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.currentDirectoryURL = root
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// A fresh temporary directory.
+    public static func temporaryDirectory(_ prefix: String) -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+/// The real `notty` run as one device (its own `NOTTY_HOME`).
+public struct NottyCLI: Sendable {
+    public let home: URL
+
+    public init(home: URL) { self.home = home }
+
+    public struct Result: Sendable {
+        public var status: Int32
+        public var out: String
+        public var err: String
+    }
+
+    /// Runs `notty arguments…` to completion with `input` on stdin.
+    @discardableResult
+    public func run(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> Result {
+        let process = Process()
+        process.executableURL = Repository.nottyBinary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }.merging(environment) { $1 }
+        let out = Pipe(), err = Pipe(), stdin = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = stdin
+        try process.run()
+        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+        try stdin.fileHandleForWriting.close()
+        // Read both pipes concurrently so a chatty stderr cannot block the child.
+        let errData = LockedData()
+        let reader = Thread { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+        reader.start()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        while !errData.done { usleep(1000) }
+        return Result(status: process.terminationStatus, out: String(decoding: outData, as: UTF8.self), err: String(decoding: errData.value, as: UTF8.self))
+    }
+
+    /// Starts `notty arguments…` in the background with stdout and stderr going to `log`.
+    public func start(_ arguments: [String], log: URL, environment: [String: String] = [:]) throws -> Process {
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = Repository.nottyBinary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }.merging(environment) { $1 }
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+}
+
+final class LockedData: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    private var finished = false
+    func set(_ value: Data) { lock.lock(); data = value; finished = true; lock.unlock() }
+    var done: Bool { lock.lock(); defer { lock.unlock() }; return finished }
+    var value: Data { lock.lock(); defer { lock.unlock() }; return data }
+}
+
+/// A real `notty serve` on 127.0.0.1 with a free port, a user `alice` (password `pw`) and an
+/// app `ci.example.com`; always stopped by ``stop()``.
+public final class ServeProcess: @unchecked Sendable {
+    public let admin: NottyCLI
+    public let log: URL
+    public private(set) var process: Process?
+    public private(set) var port = 0
+    public let clientId: String
+    public let clientSecret: String
+
+    public var url: String { "http://127.0.0.1:\(port)" }
+
+    public init(directory: URL, extraArguments: [String] = []) async throws {
+        admin = NottyCLI(home: directory.appendingPathComponent("server"))
+        log = directory.appendingPathComponent("serve.log")
+        let user = try admin.run(["admin", "user", "add", "alice"], input: "pw\n")
+        guard user.status == 0 else { throw SupportError("admin user add failed: \(user.err)") }
+        let app = try admin.run(["admin", "app", "add", "ci.example.com", "--json"])
+        guard let object = try JSONSerialization.jsonObject(with: Data(app.out.utf8)) as? [String: String],
+              let id = object["client_id"], let secret = object["client_secret"] else { throw SupportError("admin app add failed: \(app.err)") }
+        clientId = id
+        clientSecret = secret
+        try await start(port: 0, extraArguments: extraArguments)
+    }
+
+    /// Starts (or restarts, on the same port when `port` is given) the service.
+    public func start(port wanted: Int? = nil, extraArguments: [String] = []) async throws {
+        let process = try admin.start(["serve", "--port", String(wanted ?? port), "--log-level", "notice"] + extraArguments, log: log)
+        self.process = process
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            if let range = text.range(of: #"url=http://127\.0\.0\.1:\d+"#, options: [.regularExpression, .backwards]),
+               let found = Int(text[range].split(separator: ":").last!), process.isRunning {
+                port = found
+                return
+            }
+            guard process.isRunning else { break }
+        }
+        throw SupportError("notty serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+    }
+
+    /// SIGTERM, then waits (at most 10 s, then SIGKILL).
+    public func stop() {
+        guard let process, process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+    }
+
+    deinit { stop() }
+}
+
+/// A test set-up failure.
+public struct SupportError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes.
+public func eventually(timeout: Duration = .seconds(5), _ condition: () throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return try condition()
+}

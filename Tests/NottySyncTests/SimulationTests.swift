@@ -1,0 +1,231 @@
+import Foundation
+import NottyCore
+import NottyServer
+import NottyStore
+import NottySync
+import Testing
+
+/// A deterministic random source (SplitMix64), so a failing seed can be replayed.
+struct SeededRandom: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// The network between the simulated devices and the service: offline periods, lost answers,
+/// duplicated and reordered batches. Owned by the (sequential) simulation.
+final class SimulatedNetwork: @unchecked Sendable {
+    var random: SeededRandom
+    var offline: Set<Int> = []
+    var faults = true
+    init(seed: UInt64) { random = SeededRandom(seed: seed) }
+
+    func chance(_ p: Double) -> Bool { faults && Double.random(in: 0..<1, using: &random) < p }
+}
+
+/// ``SyncTransport`` straight into an in-process service, through the simulated network.
+struct SimulatedTransport: SyncTransport {
+    let service: NotificationService
+    let userId: String
+    let device: Int
+    let network: SimulatedNetwork
+
+    func reach() throws {
+        if network.offline.contains(device) { throw SyncError.unreachable("device \(device) is offline") }
+    }
+
+    func changes(since: String?, limit: Int) async throws -> ChangesPage {
+        try reach()
+        let page: ChangesPage
+        do {
+            page = try await service.changes(userId: userId, since: try service.parseCursor(since), limit: limit)
+        } catch let error as APIError where error.code == "cursorExpired" {
+            throw SyncError.cursorExpired
+        }
+        if network.chance(0.1) { throw SyncError.unreachable("answer lost") }
+        return page
+    }
+
+    func batch(_ mutations: [Mutation]) async throws -> [MutationResult] {
+        try reach()
+        var sent = mutations
+        if network.chance(0.2) { sent.shuffle(using: &network.random) }
+        var results = try await service.mutate(userId: userId, sent)
+        if network.chance(0.2) { results = try await service.mutate(userId: userId, sent) }  // delivered twice
+        if network.chance(0.15) { throw SyncError.unreachable("answer lost after the service applied it") }
+        return results
+    }
+}
+
+/// One simulated device: its own store and sync engine.
+struct SimulatedDevice {
+    let index: Int
+    let store: LocalStore
+    let engine: SyncEngine
+}
+
+/// What SPEC §1's rules make of every change in the simulation (one change per second).
+struct Expected: CustomStringConvertible {
+    var read = (step: -1, value: ReadState.unread)
+    var action = (step: -1, value: UserActionState.noInteraction, until: Date?.none)
+    var deleted = false
+
+    mutating func publish(at step: Int) {
+        read = (step, .unread)
+        action = (step, .noInteraction, nil)
+    }
+
+    mutating func apply(_ change: LocalAction, at step: Int) {
+        switch change {
+        case .delete:
+            deleted = true
+        case .patch(let patch):
+            if let value = patch.readState, step >= read.step { read = (step, value) }
+            if let value = patch.userActionState, step >= action.step { action = (step, value, value == .snoozed ? patch.snoozedUntil : nil) }
+        }
+    }
+
+    var description: String { "read \(read.value)@\(read.step), action \(action.value)@\(action.step) until \(String(describing: action.until))" }
+}
+
+@Suite("Sync simulation")
+struct SimulationTests {
+    static let ciSeeds: [UInt64] = [1, 2, 3, 42, 1337, 2026]
+
+    /// `NOTTY_SIM_SEEDS=N` runs N more seeds after the fixed ones.
+    static var seeds: [UInt64] {
+        let extra = Int(ProcessInfo.processInfo.environment["NOTTY_SIM_SEEDS"] ?? "") ?? 0
+        return ciSeeds + (0..<UInt64(extra)).map { 10_000 + $0 }
+    }
+
+    @Test("3 devices, random offline periods, lost/duplicated/reordered deliveries: every store ends equal to the service", arguments: seeds)
+    func converges(seed: UInt64) async throws {
+        let failure = try await Self.simulate(seed: seed, devices: 3, steps: 250)
+        #expect(failure == nil, "seed \(seed) (replay with this seed): \(failure ?? "")")
+    }
+
+    /// Runs one simulation; returns a description of the first difference, or nil.
+    static func simulate(seed: UInt64, devices deviceCount: Int, steps: Int) async throws -> String? {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-sim-\(seed)-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var config = ServiceConfig()
+        config.bcryptCost = 4
+        config.publishBurst = 100_000
+        // One clock for everyone, one second per step: every change has its own time, so the
+        // state §1's rules give is known exactly (the `expected` model below).
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let service = NotificationService(storage: try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path), config: config, clock: clock)
+        let user = try await service.addUser(name: "alice", password: "pw")
+        let (clientId, secret) = try await service.addApp(hostName: "ci.example.com")
+        let appToken = try await service.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret]).access_token
+        let app = try await service.authenticateApp(bearer: appToken)
+        let uns = try await service.createSubscription(userId: user.id, body: Data(#"{"targetHostName":"ci.example.com"}"#.utf8)).userNotificationSubscriptionId
+
+        let network = SimulatedNetwork(seed: seed)
+        let devices = try (0..<deviceCount).map { index in
+            let store = try LocalStore(path: directory.appendingPathComponent("device\(index).sqlite").path)
+            return SimulatedDevice(index: index, store: store, engine: SyncEngine(
+                store: store, transport: SimulatedTransport(service: service, userId: user.id, device: index, network: network), pageSize: 7, batchSize: 5))
+        }
+        var appIds: [String] = []
+        var frames: [DoorbellFrame] = []
+        var expected: [String: Expected] = [:]
+        var current: [String: String] = [:]  // appNotificationId → id
+
+        for step in 0..<steps {
+            clock.advance(by: 1)
+            let now = clock.now()
+            let roll = Int.random(in: 0..<100, using: &network.random)
+            let device = devices[Int.random(in: 0..<deviceCount, using: &network.random)]
+            switch roll {
+            case 0..<18:  // an app server publishes, or re-publishes an earlier appNotificationId
+                let reuse = !appIds.isEmpty && network.chance(0.35)
+                let appId = reuse ? appIds.randomElement(using: &network.random)! : "n\(step)"
+                if !reuse { appIds.append(appId) }
+                let body = #"{"appNotificationId":"\#(appId)","payload":{"visualContent":{"title":"step \#(step)","body":"seed \#(seed)"}}}"#
+                let before = try await service.latestCursor(userId: user.id)
+                let stored = try await service.publish(app: app, unsId: uns, body: Data(body.utf8))
+                expected[stored.id, default: Expected()].publish(at: step)
+                current[appId] = stored.id
+                let page = try await service.changes(userId: user.id, since: before, limit: 5000)
+                frames.append(DoorbellFrame(type: "changes", cursor: page.cursor, previousCursor: String(before), changes: page.changes))
+            case 18..<21:  // the app deletes one
+                if let appId = appIds.randomElement(using: &network.random) {
+                    try? await service.deleteByApp(app: app, unsId: uns, appNotificationId: appId)
+                    if let id = current[appId] { expected[id]?.deleted = true }
+                }
+            case 21..<55:  // the user acts on a device (online or not)
+                let rows = try device.store.window(view: .all, limit: 30)
+                guard let target = rows.randomElement(using: &network.random) else { break }
+                let action: LocalAction
+                switch Int.random(in: 0..<7, using: &network.random) {
+                case 0: action = .patch(StateChange(readState: .read))
+                case 1: action = .patch(StateChange(readState: .unread))
+                case 2: action = .patch(StateChange(readState: .read, userActionState: .activated))
+                case 3: action = .patch(StateChange(userActionState: .dismissed))
+                case 4: action = .patch(StateChange(userActionState: .snoozed, snoozedUntil: now.addingTimeInterval(36_000 + Double(step))))
+                case 5: action = .patch(StateChange(userActionState: .noInteraction))
+                default: action = network.chance(0.5) ? .delete : .patch(StateChange(readState: .read))
+                }
+                if try !device.store.record([(target.id, action)], now: now).isEmpty {
+                    expected[target.id]?.apply(action, at: step)
+                }
+            case 55..<70:  // a device syncs (may fail half way)
+                _ = try? await device.engine.sync()
+            case 70..<78:  // a device only flushes
+                _ = try? await device.engine.flush()
+            case 78..<90:  // a doorbell frame arrives: late, twice, or out of order
+                if !frames.isEmpty {
+                    let frame = network.chance(0.5) ? frames.randomElement(using: &network.random)! : frames.last!
+                    _ = try? await device.engine.receive(frame)
+                }
+            default:  // a device goes offline or comes back
+                if network.offline.contains(device.index) { network.offline.remove(device.index) } else { network.offline.insert(device.index) }
+            }
+        }
+
+        // Quiet: everyone online, no faults; sync until every outbox is empty and nothing moves.
+        network.offline = []
+        network.faults = false
+        for _ in 0..<20 {
+            for device in devices { try await device.engine.sync() }
+            let pending = try devices.reduce(0) { $0 + (try $1.store.outboxCount()) }
+            let latest = String(try await service.latestCursor(userId: user.id))
+            if pending == 0, try devices.allSatisfy({ try $0.store.cursor() == latest }) { break }
+        }
+
+        let truth = try await service.list(userId: user.id, view: .all, top: 10_000, skip: 0)
+        let truthCounts = try await service.counts(userId: user.id)
+        for device in devices {
+            if try device.store.outboxCount() != 0 { return "device \(device.index): outbox not empty" }
+            let local = try device.store.window(view: .all, limit: 10_000)
+            if local.count != truth.count { return "device \(device.index): \(local.count) notifications, service \(truth.count)" }
+            for (mine, theirs) in zip(local, truth) where mine != theirs {
+                return "device \(device.index) differs on \(theirs.id):\n  device  \(mine)\n  service \(theirs)"
+            }
+            if try device.store.counts() != truthCounts { return "device \(device.index): counts \(try device.store.counts()) vs \(truthCounts)" }
+        }
+        // No lost update, nothing applied twice: the service holds what §1's rules give for
+        // every change the devices made, whatever the network did to them.
+        let byId = Dictionary(uniqueKeysWithValues: truth.map { ($0.id, $0) })
+        for (id, want) in expected {
+            guard let got = byId[id] else {
+                if !want.deleted { return "\(id) is missing at the service but was never deleted" }
+                continue
+            }
+            if want.deleted { return "\(id) was deleted but is back" }
+            if got.readState != want.read.value || got.userActionState != want.action.value || got.snoozedUntil != want.action.until {
+                return "\(id): service has \(got.readState)/\(got.userActionState)/\(String(describing: got.snoozedUntil)), the last changes were \(want)"
+            }
+        }
+        if truth.isEmpty && steps > 50 { return "the simulation published nothing that survived: it tests nothing" }
+        return nil
+    }
+}
