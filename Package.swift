@@ -66,6 +66,8 @@ let package = Package(
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
             ]
         ),
+        // The terminal UI as a pure core: state, events, update, render to a grid of cells.
+        .target(name: "NottyTUI", dependencies: ["NottyCore"]),
         // The one executable: argument parsing and wiring only.
         .executableTarget(
             name: "notty",
@@ -96,11 +98,13 @@ let package = Package(
         // Helpers for tests that run the real notty (not shipped).
         .target(name: "NottyTestSupport"),
         .testTarget(name: "NottyCoreTests", dependencies: ["NottyCore"]),
+        .testTarget(name: "NottyTUITests", dependencies: ["NottyTUI", "NottyCore"], exclude: ["Golden"]),
         .testTarget(name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore"]),
         .testTarget(
             name: "NottySyncTests",
             dependencies: [
                 "NottyCore", "NottyStore", "NottySync", "NottyServer", "NottyTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
             ]
         ),

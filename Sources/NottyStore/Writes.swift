@@ -296,6 +296,11 @@ extension LocalStore {
         }
     }
 
+    /// Marks everything in the store as announced (what `notty poll` does when it starts).
+    public func markAllAnnounced() throws {
+        try pool.write { db in try db.execute(sql: "UPDATE notifications SET announced = 1 WHERE announced = 0") }
+    }
+
     /// Records the time of a successful exchange with the service.
     public func noteSynced(now: Date = Date()) throws {
         try pool.write { db in try setMeta(db, "last_sync", String(ISOTime.millis(now))) }

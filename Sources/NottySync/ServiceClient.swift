@@ -5,6 +5,16 @@ import NIOFoundationCompat
 import NIOHTTP1
 import NottyCore
 
+/// The HTTP client notty's commands share: a refused connection fails at once (no retries
+/// until the deadline), so offline commands queue without waiting.
+public enum NottyHTTP {
+    public static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(5), read: .seconds(60)))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+}
+
 /// One HTTP answer.
 public struct HTTPAnswer: Sendable {
     public var status: Int
@@ -37,7 +47,7 @@ public actor ServiceClient {
     let http: HTTPClient
     let timeout: TimeAmount
 
-    public init(file: CredentialsFile, credentials: Credentials, http: HTTPClient = .shared, timeout: TimeAmount = .seconds(15)) {
+    public init(file: CredentialsFile, credentials: Credentials, http: HTTPClient = NottyHTTP.client, timeout: TimeAmount = .seconds(15)) {
         self.file = file
         self.credentials = credentials
         self.http = http
@@ -59,7 +69,7 @@ public actor ServiceClient {
     /// Sends one request without a user token (tokens, app publishing).
     public static func send(
         _ method: HTTPMethod, _ url: String, headers: [(String, String)] = [], body: Data? = nil,
-        http: HTTPClient = .shared, timeout: TimeAmount = .seconds(15)
+        http: HTTPClient = NottyHTTP.client, timeout: TimeAmount = .seconds(15)
     ) async throws -> HTTPAnswer {
         var request = HTTPClientRequest(url: url)
         request.method = method
@@ -161,7 +171,7 @@ public actor ServiceClient {
     }
 
     /// Signs in with the password grant and returns fresh credentials (not yet saved).
-    public static func signIn(server: String, userName: String, password: String, http: HTTPClient = .shared) async throws -> Credentials {
+    public static func signIn(server: String, userName: String, password: String, http: HTTPClient = NottyHTTP.client) async throws -> Credentials {
         let answer = try await send(
             .POST, server + "/oauth2/v2.0/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
             body: Data(FormEncoding.encode(["grant_type": "password", "username": userName, "password": password]).utf8), http: http)

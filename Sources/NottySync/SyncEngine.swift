@@ -166,8 +166,30 @@ public struct HTTPTransport: SyncTransport {
         }
     }
 
+    /// The service refuses bodies over 64 KiB: batches are split to stay well below.
+    static let maxBatchBytes = 48 << 10
+
     public func batch(_ mutations: [Mutation]) async throws -> [MutationResult] {
-        let body = JSONValue.object(["mutations": .array(mutations.map { $0.jsonObject() })]).jsonText
+        var results: [MutationResult] = []
+        var chunk: [JSONValue] = []
+        var size = 0
+        for mutation in mutations {
+            let item = mutation.jsonObject()
+            let itemSize = item.jsonText.utf8.count + 1
+            if !chunk.isEmpty && (size + itemSize > Self.maxBatchBytes || chunk.count == 1000) {
+                results += try await send(chunk)
+                chunk = []
+                size = 0
+            }
+            chunk.append(item)
+            size += itemSize
+        }
+        if !chunk.isEmpty { results += try await send(chunk) }
+        return results
+    }
+
+    private func send(_ items: [JSONValue]) async throws -> [MutationResult] {
+        let body = JSONValue.object(["mutations": .array(items)]).jsonText
         let answer = try await client.send(.POST, "/v1/me/notifications/batch", json: Data(body.utf8))
         guard answer.status == 200 else {
             let error = answer.errorText

@@ -8,7 +8,7 @@ struct Poll: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Keep the local store in sync in the background and report new notifications.",
         discussion: """
-            Prints each new notification as one JSON line on stdout (SPEC §1 names) and, with
+            Prints each notification that arrives while it runs as one JSON line on stdout (SPEC §1 names) and, with
             --exec, runs a command for each with NOTTY_ID, NOTTY_TITLE, NOTTY_BODY,
             NOTTY_PRIORITY and NOTTY_APP set. Polls at the service's X-Poll-Interval (or
             --interval when longer), backing off while the service is away; --live listens on
@@ -32,12 +32,13 @@ struct Poll: AsyncParsableCommand {
         try await reportingErrors {
             let (client, store, engine) = try Device().session()
             let announcer = Announcer(store: store, command: exec)
+            // What the store already holds is not news: report what arrives from now on.
+            try store.markAllAnnounced()
             if once {
                 try await engine.sync()
                 try announcer.announce()
                 return
             }
-            try announcer.announce()
             let mode: LiveSync.Mode = live ? .live : .polling(minimumInterval: interval ?? 1)
             let liveSync = LiveSync(engine: engine, client: client, mode: mode) { event in
                 switch event {

@@ -1,0 +1,152 @@
+import Foundation
+import NottyCore
+
+// MARK: - What an action acts on
+
+extension TUIState {
+    /// What `a d r s x` act on: the marked rows (in view order), else the notification in the
+    /// open detail, else the selected row.
+    public var actionTargets: [UserNotification] {
+        if !marked.isEmpty {
+            let loaded = isWindowCurrent ? window.rows.filter { marked.contains($0.id) } : []
+            let loadedIds = Set(loaded.map(\.id))
+            return loaded + marked.subtracting(loadedIds).sorted().compactMap { markedRows[$0] }
+        }
+        if let shown = detail { return [shown.notification] }
+        return selectedRow.map { [$0] } ?? []
+    }
+
+    /// The message when there is nothing to act on.
+    var nothingToActOn: String {
+        total == 0 ? "Nothing here to act on" : "Still loading…"
+    }
+}
+
+// MARK: - Single-key actions
+
+extension TUIState {
+    /// Enter: open the detail of the selected row and mark it Read.
+    mutating func openDetail() -> [TUIEffect] {
+        guard let row = selectedRow else { return say(nothingToActOn) }
+        var shown = row
+        shown.readState = .read
+        detail = DetailState(notification: shown)
+        scrollToSelection()
+        guard row.readState == .unread else { return [] }
+        lastAction = .restore(label: "mark read", changes: [IdChange(id: row.id, change: StateChange(readState: .unread))])
+        return [.mutate([IdChange(id: row.id, change: StateChange(readState: .read))])]
+    }
+
+    /// `a`: Activated and Read.
+    mutating func activate() -> [TUIEffect] {
+        perform("Activated", undoLabel: "activate", fields: [.read, .action], leavesView: true) { _ in
+            StateChange(readState: .read, userActionState: .activated)
+        }
+    }
+
+    /// `d`: Dismissed.
+    mutating func dismiss() -> [TUIEffect] {
+        perform("Dismissed", undoLabel: "dismiss", fields: .action, leavesView: true) { _ in
+            StateChange(userActionState: .dismissed)
+        }
+    }
+
+    /// `r`: Read when any target is Unread, else Unread.
+    mutating func toggleRead() -> [TUIEffect] {
+        let toRead = actionTargets.contains { $0.readState == .unread }
+        return perform(toRead ? "Marked read" : "Marked unread", undoLabel: toRead ? "mark read" : "mark unread",
+                       fields: .read, leavesView: false) { _ in
+            StateChange(readState: toRead ? .read : .unread)
+        }
+    }
+
+    /// Space: mark or unmark the selected row, then move down.
+    mutating func toggleMark() -> [TUIEffect] {
+        guard let row = selectedRow else { return say(nothingToActOn) }
+        if marked.remove(row.id) == nil {
+            marked.insert(row.id)
+            markedRows[row.id] = row
+        } else {
+            markedRows[row.id] = nil
+        }
+        return move(1)
+    }
+
+    /// `u`: restore what the last action changed, as a new change.
+    mutating func undo() -> [TUIEffect] {
+        switch lastAction {
+        case nil:
+            return say("Nothing to undo")
+        case .impossible(let reason):
+            return say(reason)
+        case .restore(let label, let changes):
+            lastAction = nil
+            patchDetail(with: changes)
+            message = "Undid \(label) of \(Self.count(changes.count))"
+            return [.mutate(changes)]
+        }
+    }
+}
+
+// MARK: - Performing a state change
+
+extension TUIState {
+    /// The fields an action changes; undo restores exactly these.
+    struct Fields: OptionSet {
+        let rawValue: Int
+        static let read = Fields(rawValue: 1)
+        /// `userActionState` together with `snoozedUntil`.
+        static let action = Fields(rawValue: 2)
+    }
+
+    /// Emits the change for every target, remembers how to undo it, clears the marks.
+    mutating func perform(
+        _ verb: String, undoLabel: String, on given: [UserNotification]? = nil, fields: Fields, leavesView: Bool,
+        suffix: String = "", change: (UserNotification) -> StateChange
+    ) -> [TUIEffect] {
+        let targets = given ?? actionTargets
+        guard !targets.isEmpty else { return say(nothingToActOn) }
+        let changes = targets.map { IdChange(id: $0.id, change: change($0)) }
+        let restores = targets.map { row in
+            IdChange(id: row.id, change: StateChange(
+                readState: fields.contains(.read) ? row.readState : nil,
+                userActionState: fields.contains(.action) ? row.userActionState : nil,
+                snoozedUntil: fields.contains(.action) ? row.snoozedUntil : nil))
+        }
+        lastAction = .restore(label: undoLabel, changes: restores)
+        clearMarks()
+        if let shown = detail, targets.contains(where: { $0.id == shown.notification.id }) {
+            // A page closes when its notification leaves the view; a pane then moves on to the
+            // selected row at the next load. Otherwise the detail shows the change at once.
+            if layout.isPage, leavesView {
+                detail = nil
+            } else {
+                patchDetail(with: changes)
+                if leavesView { detail?.followSelection = true }
+            }
+        }
+        message = "\(verb) \(Self.count(targets.count))\(suffix)"
+        return [.mutate(changes)]
+    }
+
+    /// Shows a change on the detail's copy at once (the list waits for the store).
+    private mutating func patchDetail(with changes: [IdChange]) {
+        guard var shown = detail, let change = changes.first(where: { $0.id == shown.notification.id })?.change else { return }
+        if let read = change.readState { shown.notification.readState = read }
+        if let action = change.userActionState {
+            shown.notification.userActionState = action
+            shown.notification.snoozedUntil = action == .snoozed ? change.snoozedUntil : nil
+        }
+        detail = shown
+    }
+
+    mutating func clearMarks() {
+        marked = []
+        markedRows = [:]
+    }
+
+    /// "1 notification", "3 notifications".
+    static func count(_ n: Int) -> String {
+        n == 1 ? "1 notification" : "\(n) notifications"
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// The last row: the open prompt, else the message, else a hint.
+enum BottomLine {
+    static func draw(into screen: inout Screen, state: TUIState, row: Int) {
+        let width = state.size.columns
+        let ask = CellStyle(bold: true, color: .accent)
+        if let prompt = state.prompt {
+            switch prompt {
+            case .search(let text):
+                let room = width - 2
+                var shown = text
+                while DisplayWidth.width(of: shown) > room { shown.removeFirst() }
+                let end = screen.put([Span("/", ask), Span(shown)], column: 0, row: row)
+                screen.cursor = (column: min(end, width - 1), row: row)
+            default:
+                let texts = promptTexts(prompt, state: state)
+                let text = texts.first(where: { DisplayWidth.width(of: $0) <= width }) ?? texts.last!
+                screen.put(DisplayWidth.truncate(text, to: width), column: 0, row: row, style: ask)
+            }
+            return
+        }
+        if let message = state.message {
+            screen.put(DisplayWidth.truncate(message, to: width), column: 0, row: row)
+            return
+        }
+        let hints = hints(state)
+        let hint = hints.first(where: { DisplayWidth.width(of: $0) <= width }) ?? hints.last!
+        screen.put(DisplayWidth.truncate(hint, to: width), column: 0, row: row, style: CellStyle(dim: true))
+    }
+
+    /// The prompt's text, longest first; the first that fits is shown.
+    static func promptTexts(_ prompt: Prompt, state: TUIState) -> [String] {
+        switch prompt {
+        case .snooze(let targets):
+            let choices = SnoozeChoice.allCases
+            return [
+                "Snooze \(TUIState.count(targets.count)) for " + choices.map { "\($0.rawValue)) \($0.label)" }.joined(separator: "  ") + "  Esc) cancel",
+                "Snooze: " + choices.map { "\($0.rawValue)) \($0.label)" }.joined(separator: " "),
+                "Snooze: " + choices.map { "\($0.rawValue))\($0.label)" }.joined(separator: " "),
+            ]
+        case .confirmDelete(let targets):
+            return ["Delete \(TUIState.count(targets.count))? y/n", "Delete \(targets.count)? y/n"]
+        case .confirmMarkAllRead(let view, let query, let count):
+            let matching = query.isEmpty ? "" : " matching “\(query)”"
+            return ["Mark all \(TUIState.count(count))\(matching) in \(view.title) read? y/n", "Mark \(count) read? y/n"]
+        case .search(let text):
+            return ["/" + text]
+        }
+    }
+
+    /// A hint for the current mode, longest first; the first that fits is shown.
+    static func hints(_ state: TUIState) -> [String] {
+        if state.help != nil {
+            let fits = HelpText.lines(width: state.size.columns).count <= state.layout.body.height
+            return fits ? ["Press any key to close the help"] : ["j k scroll · any other key closes the help", "j k scroll · other keys close"]
+        }
+        if state.detail != nil, state.layout.isPage {
+            return ["Esc back · j k scroll · a d r s x act · ? help", "Esc back · j k scroll · ? help"]
+        }
+        if !state.marked.isEmpty {
+            return ["\(state.marked.count) marked · a d r s x act on them · Esc clears", "\(state.marked.count) marked · Esc clears"]
+        }
+        if !state.query.isEmpty {
+            let matches = state.total == 1 ? "1 match" : "\(state.total) matches"
+            return ["/\(state.query) · \(matches) · Esc clears"]
+        }
+        return ["? help · q quit"]
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import NottyCore
+
+/// The list: one row per notification.
+///
+/// `*●! 25m app/group  title` — mark (`*` when marked with Space), unread dot, priority
+/// (`!` High, `↓` Low), age (3 cells, right aligned), app and group (the group is dropped
+/// below 58 columns), title. Unread rows are bold, the selected row reversed.
+enum ListView {
+    static func draw(into screen: inout Screen, state: TUIState, in rect: Layout.Rect) {
+        guard rect.height > 0, rect.width > 0 else { return }
+        guard state.isWindowCurrent else {
+            centre("Loading…", into: &screen, in: rect, style: CellStyle(dim: true))
+            return
+        }
+        guard state.total > 0 else {
+            centre(emptyText(state), into: &screen, in: rect, style: CellStyle(dim: true))
+            return
+        }
+        let top = TUIState.scrolledTop(top: state.top, selection: state.selection, height: rect.height, total: state.total)
+        let shown = (top..<min(top + rect.height, state.total)).map { ($0, state.window.row(at: $0)) }
+        let columns = Columns(width: rect.width, rows: shown.compactMap { $0.1 })
+        for (line, (index, row)) in shown.enumerated() {
+            let y = rect.y + line
+            if let row {
+                screen.put(spans(for: row, state: state, columns: columns), column: rect.x, row: y, limit: rect.x + rect.width)
+            } else {
+                screen.put("   …", column: rect.x, row: y, limit: rect.x + rect.width, style: CellStyle(dim: true))
+            }
+            if index == state.selection {
+                screen.restyle(row: y, from: rect.x, to: rect.x + rect.width) { $0.reverse = true }
+            }
+        }
+    }
+
+    /// Column widths for one screen of rows.
+    struct Columns {
+        let width: Int
+        let showGroup: Bool
+        let source: Int
+        let title: Int
+
+        init(width: Int, rows: [UserNotification]) {
+            self.width = width
+            let rest = width - 8
+            showGroup = rest >= 50
+            let cap = max(8, min(28, showGroup ? rest * 2 / 5 : rest / 3))
+            let widest = rows.map { DisplayWidth.width(of: ListView.source(of: $0, withGroup: rest >= 50)) }.max() ?? 0
+            source = max(4, min(cap, widest))
+            title = max(0, rest - source - 1)
+        }
+    }
+
+    /// `app/group`, or just the app.
+    static func source(of row: UserNotification, withGroup: Bool) -> String {
+        guard withGroup, let group = row.groupName, !group.isEmpty else { return row.targetHostName }
+        return "\(row.targetHostName)/\(group)"
+    }
+
+    static func spans(for row: UserNotification, state: TUIState, columns: Columns) -> [Span] {
+        let unread = row.readState == .unread
+        let text = CellStyle(bold: unread)
+        let marked = state.marked.contains(row.id)
+        let priority: Span = switch row.priority {
+        case .high: Span("!", CellStyle(bold: true, color: .high))
+        case .low: Span("↓", CellStyle(color: .low))
+        case .none: Span(" ")
+        }
+        return [
+            Span(marked ? "*" : " ", CellStyle(bold: true, color: .accent)),
+            Span(unread ? "●" : " ", CellStyle(bold: true, color: .accent)),
+            priority,
+            Span(" "),
+            Span(DisplayWidth.pad(TimeText.age(of: row.createdDateTime, now: state.now), to: 3, alignRight: true), CellStyle(color: .muted)),
+            Span(" "),
+            Span(DisplayWidth.pad(source(of: row, withGroup: columns.showGroup), to: columns.source), CellStyle(bold: unread, color: .muted)),
+            Span(" "),
+            Span(DisplayWidth.pad(row.displayTitle.singleLine, to: columns.title), text),
+        ]
+    }
+
+    /// What an empty view says.
+    static func emptyText(_ state: TUIState) -> String {
+        if !state.query.isEmpty { return "No matches for “\(state.query)” in \(state.view.title). Esc clears the search." }
+        switch state.view {
+        case .unread: return "Nothing unread. Press 6 for All."
+        case .read: return "Nothing read yet. Press 6 for All."
+        case .activated: return "Nothing activated. Press 6 for All."
+        case .dismissed: return "Nothing dismissed. Press 6 for All."
+        case .snoozed: return "Nothing snoozed. Press 6 for All."
+        case .all: return "No notifications yet."
+        }
+    }
+
+    /// A line centred in a rectangle (wrapped when wider than it).
+    static func centre(_ text: String, into screen: inout Screen, in rect: Layout.Rect, style: CellStyle) {
+        let lines = DisplayWidth.wrap(text, to: max(1, rect.width - 2))
+        let firstRow = rect.y + max(0, (rect.height - lines.count) / 2)
+        for (offset, line) in lines.enumerated() where offset < rect.height {
+            let x = rect.x + max(0, (rect.width - DisplayWidth.width(of: line)) / 2)
+            screen.put(line, column: x, row: firstRow + offset, limit: rect.x + rect.width, style: style)
+        }
+    }
+}
+
+extension String {
+    /// Line breaks and tabs as spaces, for one-line fields.
+    var singleLine: String {
+        String(map { $0.isNewline || $0 == "\t" ? " " : $0 })
+    }
+}

@@ -1,0 +1,129 @@
+import NottyCore
+
+// MARK: - What is loaded
+
+extension TUIState {
+    /// Whether the window holds rows of the current view and query (after a view switch or a
+    /// new search it does not, until the shell answers).
+    public var isWindowCurrent: Bool { window.view == view && window.query == query }
+
+    /// The number of rows in the current view (matching the query); 0 until loaded.
+    public var total: Int { isWindowCurrent ? window.total : 0 }
+
+    /// The selected row, when it is loaded.
+    public var selectedRow: UserNotification? { isWindowCurrent ? window.row(at: selection) : nil }
+
+    /// How many rows to ask the shell for: three screens.
+    var span: Int { max(30, 3 * listHeight) }
+
+    /// A request for the current view and query around the selection.
+    func request(anchor: String?, index: Int? = nil) -> WindowRequest {
+        WindowRequest(view: view, query: query, anchorId: anchor, index: index ?? selection, span: span)
+    }
+}
+
+// MARK: - Moving the selection
+
+extension TUIState {
+    /// Moves the selection to an absolute index (clamped). Asks for rows when the selection or
+    /// the rows on screen are not loaded.
+    mutating func select(_ index: Int) -> [TUIEffect] {
+        guard total > 0 else { return [] }
+        selection = max(0, min(index, total - 1))
+        selectedId = window.row(at: selection)?.id
+        scrollToSelection()
+        if layout.placement == .right || layout.placement == .bottom, let row = selectedRow {
+            detail = DetailState(notification: row)
+        }
+        return ensureRowsLoaded()
+    }
+
+    /// Moves the selection by `delta` rows.
+    mutating func move(_ delta: Int) -> [TUIEffect] {
+        select(selection + delta)
+    }
+
+    /// One row down. When the pane still shows a notification that has left the list (Enter
+    /// marked it read in Unread), the row that took its place is the next one.
+    mutating func moveDown() -> [TUIEffect] {
+        if let shown = detail, !layout.isPage, isWindowCurrent, window.index(of: shown.notification.id) == nil, selectedRow != nil {
+            return select(selection)
+        }
+        return move(1)
+    }
+
+    /// Keeps the selection on screen and the screen within the list.
+    mutating func scrollToSelection() {
+        top = Self.scrolledTop(top: top, selection: selection, height: listHeight, total: total)
+    }
+
+    /// The first row to show so that `selection` is visible and no space is wasted at the end.
+    static func scrolledTop(top: Int, selection: Int, height: Int, total: Int) -> Int {
+        var top = top
+        if selection < top { top = selection }
+        if selection >= top + height { top = selection - height + 1 }
+        return max(0, min(top, total - height))
+    }
+
+    /// A `.load` when the selected row or a row on screen is missing from the window.
+    mutating func ensureRowsLoaded() -> [TUIEffect] {
+        guard isWindowCurrent, total > 0 else { return [] }
+        if window.row(at: selection) == nil {
+            awaitingLoad = true
+            return [.load(request(anchor: nil))]
+        }
+        let visible = top..<min(top + listHeight, total)
+        if visible.clamped(to: window.range) != visible, !awaitingLoad {
+            awaitingLoad = true
+            return [.load(request(anchor: selectedId))]
+        }
+        return []
+    }
+
+    /// The next (or previous) Unread row among the loaded ones.
+    mutating func moveToUnread(forward: Bool) -> [TUIEffect] {
+        guard total > 0 else { return say("Nothing here") }
+        let candidates = forward
+            ? Array(window.rows.indices.map { $0 + window.offset }.filter { $0 > selection })
+            : Array(window.rows.indices.map { $0 + window.offset }.filter { $0 < selection }.reversed())
+        if let index = candidates.first(where: { window.row(at: $0)?.readState == .unread }) {
+            return select(index)
+        }
+        let direction = forward ? "below" : "above"
+        let edge = forward ? window.range.upperBound >= total : window.offset == 0
+        return say(edge ? "No unread \(direction)" : "No unread \(direction) in the loaded rows")
+    }
+}
+
+// MARK: - Views and search
+
+extension TUIState {
+    /// Switches to a view (or reloads the current one) at its first row.
+    mutating func switchView(to newView: NotificationView) -> [TUIEffect] {
+        view = newView
+        return reloadFromTop()
+    }
+
+    /// Applies search text (`""` clears the search) and reloads from the first row.
+    mutating func applyQuery(_ text: String) -> [TUIEffect] {
+        query = text
+        return reloadFromTop()
+    }
+
+    private mutating func reloadFromTop() -> [TUIEffect] {
+        selection = 0
+        selectedId = nil
+        top = 0
+        marked = []
+        markedRows = [:]
+        detail = nil
+        awaitingLoad = true
+        return [.load(request(anchor: nil, index: 0))]
+    }
+
+    /// Sets the message line and returns no effects (for one-line early exits).
+    mutating func say(_ text: String) -> [TUIEffect] {
+        message = text
+        return []
+    }
+}

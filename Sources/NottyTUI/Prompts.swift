@@ -1,0 +1,86 @@
+import Foundation
+import NottyCore
+
+// MARK: - Actions that ask first
+
+extension TUIState {
+    /// `s`: ask how long to snooze.
+    mutating func askSnooze() -> [TUIEffect] {
+        let targets = actionTargets
+        guard !targets.isEmpty else { return say(nothingToActOn) }
+        prompt = .snooze(targets)
+        return []
+    }
+
+    /// `x`: ask before deleting.
+    mutating func askDelete() -> [TUIEffect] {
+        let targets = actionTargets
+        guard !targets.isEmpty else { return say(nothingToActOn) }
+        prompt = .confirmDelete(targets)
+        return []
+    }
+
+    /// `M`: ask before marking the whole view read.
+    mutating func askMarkAllRead() -> [TUIEffect] {
+        guard total > 0 else { return say(nothingToActOn) }
+        prompt = .confirmMarkAllRead(view: view, query: query, count: total)
+        return []
+    }
+
+    /// The answer to a prompt.
+    mutating func handlePromptKey(_ key: Key) -> [TUIEffect] {
+        guard let open = prompt else { return [] }
+        if case .search(let text) = open { return handleSearchKey(key, text: text) }
+        prompt = nil
+        switch (open, key) {
+        case (.snooze(let targets), .character(let c)):
+            guard let digit = Int(String(c)), let choice = SnoozeChoice(rawValue: digit) else { break }
+            let until = choice.until(now: now, timeZone: timeZone)
+            return perform("Snoozed", undoLabel: "snooze", on: targets, fields: .action, leavesView: true,
+                           suffix: " until \(TimeText.clock(until, in: timeZone, now: now))") { _ in
+                StateChange(userActionState: .snoozed, snoozedUntil: until)
+            }
+        case (.confirmDelete(let targets), .character("y")):
+            let ids = targets.map(\.id)
+            clearMarks()
+            if let shown = detail, ids.contains(shown.notification.id) {
+                if layout.isPage { detail = nil } else { detail?.followSelection = true }
+            }
+            lastAction = .impossible(reason: "Delete is final: it cannot be undone")
+            message = "Deleted \(Self.count(ids.count))"
+            return [.delete(ids)]
+        case (.confirmMarkAllRead(let view, let query, let count), .character("y")):
+            lastAction = .impossible(reason: "Marking all read cannot be undone")
+            message = "Marked \(Self.count(count)) read"
+            return [.markAllRead(view: view, query: query)]
+        default:
+            break
+        }
+        switch open {
+        case .snooze: return say("Not snoozed")
+        case .confirmDelete: return say("Not deleted")
+        default: return say("Nothing changed")
+        }
+    }
+
+    /// Typing in the search line: Enter applies, Esc cancels and clears the search.
+    private mutating func handleSearchKey(_ key: Key, text: String) -> [TUIEffect] {
+        switch key {
+        case .character(let c):
+            prompt = .search(text + String(c))
+        case .backspace, .delete:
+            prompt = .search(String(text.dropLast()))
+        case .control("u"):
+            prompt = .search("")
+        case .enter:
+            prompt = nil
+            return applyQuery(text.trimmingCharacters(in: .whitespaces))
+        case .escape:
+            prompt = nil
+            return query.isEmpty ? [] : applyQuery("")
+        default:
+            break
+        }
+        return []
+    }
+}

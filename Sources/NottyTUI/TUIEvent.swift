@@ -1,0 +1,52 @@
+import Foundation
+import NottyCore
+
+/// Everything that can happen to the UI. The shell merges key presses, store changes, ticks
+/// and sync status into one stream of these and feeds each to `update`.
+public enum TUIEvent: Sendable, Equatable {
+    /// A key press.
+    case key(Key)
+    /// The terminal has a new size.
+    case resize(Size)
+    /// The clock moved on (about once a second): ages and "synced … ago" are redrawn, and rows
+    /// whose snooze ended or that expired are reloaded.
+    case tick(Date)
+    /// The shell's answer to `TUIEffect.load`: the window, every view's count, and the absolute
+    /// index of the anchored row (or of the row at the requested index, clamped).
+    case loaded(ViewWindow, counts: ViewCounts, selection: Int)
+    /// Something in the store changed (this process, another notty process, the sync engine).
+    /// Also the first event to send: it makes the UI load its view.
+    case storeChanged
+    /// The sync engine's state, for the status line.
+    case status(SyncStatus)
+    /// A line for the message row ("synced", an error).
+    case message(String)
+}
+
+/// I/O the shell performs for the UI. After writing a change to the store, the shell sends
+/// `.storeChanged`; the UI never changes rows itself.
+public enum TUIEffect: Sendable, Equatable {
+    /// Load a window of a view and answer with `TUIEvent.loaded`.
+    case load(WindowRequest)
+    /// Write state changes (each one also goes to the outbox).
+    case mutate([IdChange])
+    /// Delete notifications (final; synced like any change).
+    case delete([String])
+    /// Mark every notification of the view that matches the query read.
+    case markAllRead(view: NotificationView, query: String)
+    /// Sync now (pull, then flush the outbox); report with `.status` / `.message`.
+    case sync
+    /// Leave the program.
+    case quit
+}
+
+/// One notification's state change.
+public struct IdChange: Sendable, Equatable {
+    public var id: String
+    public var change: StateChange
+
+    public init(id: String, change: StateChange) {
+        self.id = id
+        self.change = change
+    }
+}

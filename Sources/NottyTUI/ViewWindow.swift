@@ -1,0 +1,80 @@
+import NottyCore
+
+/// The rows of one view the UI currently holds: a slice of the view, never the whole of it.
+/// The shell loads it from the store when the UI asks (`TUIEffect.load`).
+public struct ViewWindow: Sendable, Equatable {
+    /// The view the rows come from.
+    public var view: NotificationView
+    /// The search text the rows match; `""` for none.
+    public var query: String
+    /// How many rows of the view match the query (the length of the whole list).
+    public var total: Int
+    /// The absolute index of `rows[0]` in the view.
+    public var offset: Int
+    /// The loaded rows, in view order (newest first).
+    public var rows: [UserNotification]
+
+    public init(view: NotificationView, query: String = "", total: Int, offset: Int = 0, rows: [UserNotification]) {
+        self.view = view
+        self.query = query
+        self.total = total
+        self.offset = offset
+        self.rows = rows
+    }
+
+    /// An empty window: nothing loaded yet.
+    public static func empty(_ view: NotificationView, query: String = "") -> ViewWindow {
+        ViewWindow(view: view, query: query, total: 0, rows: [])
+    }
+
+    /// The absolute indexes the rows cover.
+    public var range: Range<Int> { offset..<(offset + rows.count) }
+
+    /// The row at an absolute index, if it is loaded.
+    public func row(at index: Int) -> UserNotification? {
+        range.contains(index) ? rows[index - offset] : nil
+    }
+
+    /// The absolute index of a loaded notification.
+    public func index(of id: String) -> Int? {
+        rows.firstIndex(where: { $0.id == id }).map { $0 + offset }
+    }
+
+    /// Whether every row of the view is loaded.
+    public var isComplete: Bool { offset == 0 && rows.count == total }
+}
+
+/// What the UI asks the shell to load (`TUIEffect.load`).
+public struct WindowRequest: Sendable, Equatable {
+    public var view: NotificationView
+    /// Search text; `""` for none. The store matches it against title, body, app and group.
+    public var query: String
+    /// Keep the selection on this notification when it is still in the view.
+    public var anchorId: String?
+    /// The wanted absolute selection index, used when `anchorId` is `nil` or has left the view
+    /// (the selection then lands on the neighbour at the same index, clamped to the view).
+    public var index: Int
+    /// How many rows to load around the selection.
+    public var span: Int
+
+    public init(view: NotificationView, query: String = "", anchorId: String? = nil, index: Int = 0, span: Int) {
+        self.view = view
+        self.query = query
+        self.anchorId = anchorId
+        self.index = index
+        self.span = span
+    }
+
+    /// The answer to this request given every row of the view that matches the query, in view
+    /// order: the window around the selection and the absolute selection index. A shell that
+    /// can list the whole view uses this directly; a paging store does the same with a query.
+    public func answer(from matching: [UserNotification]) -> (window: ViewWindow, selection: Int) {
+        let total = matching.count
+        var selection = anchorId.flatMap { id in matching.firstIndex(where: { $0.id == id }) } ?? index
+        selection = max(0, min(selection, total - 1))
+        let length = min(max(1, span), total)
+        let offset = max(0, min(selection - length / 2, total - length))
+        let rows = Array(matching[offset..<(offset + length)])
+        return (ViewWindow(view: view, query: query, total: total, offset: offset, rows: rows), selection)
+    }
+}

@@ -1,0 +1,66 @@
+import NottyTUI
+
+/// What has to be painted to turn the last painted screen into a new one.
+public enum ScreenChanges: Hashable, Sendable {
+    /// Clear and paint every cell: first frame, or the size changed.
+    case full
+    /// Paint only these runs of cells; empty when nothing changed.
+    case runs([CellRun])
+}
+
+/// Consecutive cells of one row, `columns.lowerBound ..< columns.upperBound`.
+public struct CellRun: Hashable, Sendable, CustomStringConvertible {
+    public var row: Int
+    public var columns: Range<Int>
+
+    public init(row: Int, columns: Range<Int>) {
+        self.row = row
+        self.columns = columns
+    }
+
+    public var description: String { "row \(row) columns \(columns.lowerBound)..<\(columns.upperBound)" }
+}
+
+/// Which cells differ between the last painted screen and the new one (pure; the cursor is
+/// not a cell and is always placed by the painter).
+///
+/// A run never starts on a continuation cell and never ends between a wide character and its
+/// continuation: a changed half pulls in the whole wide character, so painting a run always
+/// writes whole characters.
+public func screenChanges(from old: Screen?, to new: Screen) -> ScreenChanges {
+    guard let old, old.size == new.size else { return .full }
+    let columns = new.size.columns
+    var runs: [CellRun] = []
+    for row in 0..<new.size.rows {
+        var column = 0
+        while column < columns {
+            guard old[column, row] != new[column, row] else {
+                column += 1
+                continue
+            }
+            var start = column
+            var end = column + 1
+            while end < columns, old[end, row] != new[end, row] { end += 1 }
+            // Widen to whole wide characters in the new screen.
+            while start > 0, new[start, row].isContinuation { start -= 1 }
+            while end < columns, new[end, row].isContinuation { end += 1 }
+            if let last = runs.last, last.row == row, last.columns.upperBound >= start {
+                runs[runs.count - 1].columns = last.columns.lowerBound..<max(end, last.columns.upperBound)
+            } else {
+                runs.append(CellRun(row: row, columns: start..<end))
+            }
+            column = end
+        }
+    }
+    return .runs(runs)
+}
+
+/// The wide characters that make up one cell in a `cchar_t`: the first scalar (a control code
+/// becomes U+FFFD, so nothing can reach the terminal as a command) followed by the rest, at
+/// most `limit` in all. ncurses keeps only the zero-width followers (combining marks,
+/// variation selectors, ZWJ); for a multi-emoji sequence the first emoji is shown.
+func cellScalars(_ character: Character, limit: Int = 5) -> [UInt32] {
+    let scalars = character.unicodeScalars
+    guard let first = scalars.first, isPrintable(first) else { return [0xFFFD] }
+    return [first.value] + scalars.dropFirst().filter(isPrintable).prefix(max(0, limit - 1)).map(\.value)
+}

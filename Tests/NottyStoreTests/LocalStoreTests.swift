@@ -1,0 +1,175 @@
+import Foundation
+import NottyCore
+import NottyStore
+import Testing
+
+/// A store on a temporary file, removed at the end.
+final class TemporaryStore {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-store-\(UUID().uuidString.prefix(8))")
+    let store: LocalStore
+    var path: String { directory.appendingPathComponent("store.sqlite").path }
+
+    init() throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        store = try LocalStore(path: directory.appendingPathComponent("store.sqlite").path)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+}
+
+let base = Date(timeIntervalSince1970: 1_800_000_000)
+
+func notification(_ n: Int, read: ReadState = .unread, action: UserActionState = .noInteraction, snoozedUntil: Date? = nil,
+                  title: String? = nil, expires: Date? = nil, created: Date? = nil) -> UserNotification {
+    UserNotification(
+        id: String(format: "%08x-0000-4000-8000-000000000000", n), appNotificationId: "a\(n)", targetHostName: n % 2 == 0 ? "ci.example.com" : "mon.example.com",
+        groupName: n % 3 == 0 ? "deploys" : nil, priority: n % 5 == 0 ? .high : .none,
+        payload: NotificationPayload(rawContent: n % 4 == 0 ? "raw \(n)" : nil, visualContent: VisualContent(title: title ?? "title \(n)", body: "body \(n)")),
+        expirationDateTime: expires ?? base.addingTimeInterval(86_400 * 7), createdDateTime: created ?? base.addingTimeInterval(Double(n)),
+        lastModifiedDateTime: base.addingTimeInterval(Double(n)), readState: read, userActionState: action, snoozedUntil: snoozedUntil)
+}
+
+@Suite("Local store")
+struct LocalStoreTests {
+    @Test("views partition the notifications; a snooze ends and an expiry hides by time alone")
+    func viewsByTime() throws {
+        let t = try TemporaryStore()
+        let page = ChangesPage(changes: [
+            notification(1), notification(2, read: .read), notification(3, action: .activated),
+            notification(4, action: .dismissed), notification(5, read: .read, action: .snoozed, snoozedUntil: base.addingTimeInterval(3600)),
+            notification(6, action: .snoozed, snoozedUntil: base.addingTimeInterval(7200)),
+            notification(7, expires: base.addingTimeInterval(1800)),
+        ], cursor: "7", hasMore: false)
+        #expect(try t.store.apply(page: page, since: nil) == .applied(changed: 7))
+        let early = base.addingTimeInterval(60)
+        var counts = try t.store.counts(now: early)
+        #expect(NotificationView.allCases.map { counts[$0] } == [2, 1, 1, 1, 2, 7])
+        #expect(try t.store.window(view: .snoozed, limit: 10, now: early).map(\.appNotificationId) == ["a6", "a5"])
+        // 1 h later: #5's snooze is over (it was Read), #7 has expired.
+        let later = base.addingTimeInterval(3601)
+        counts = try t.store.counts(now: later)
+        #expect(NotificationView.allCases.map { counts[$0] } == [1, 2, 1, 1, 1, 6])
+        #expect(try t.store.window(view: .read, limit: 10, now: later).map(\.appNotificationId) == ["a5", "a2"])
+        #expect(try t.store.count(view: .read, now: later) == 2)
+        #expect(try t.store.window(view: .all, limit: 10, now: later).contains { $0.appNotificationId == "a7" } == false)
+        for view in NotificationView.allCases {
+            #expect(try t.store.count(view: view, now: later) == counts[view], "count(view:) and counts() agree on \(view)")
+        }
+    }
+
+    @Test("windows are newest first, offset/limit, search over title, body, app and group; positions")
+    func windowsAndSearch() throws {
+        let t = try TemporaryStore()
+        let all = (1...50).map { notification($0, title: $0 == 17 ? "デプロイ完了 ✅ 50%_off" : nil) }
+        _ = try t.store.apply(page: ChangesPage(changes: all, cursor: "50", hasMore: false), since: nil)
+        let now = base
+        #expect(try t.store.window(view: .unread, offset: 0, limit: 3, now: now).map(\.appNotificationId) == ["a50", "a49", "a48"])
+        #expect(try t.store.window(view: .unread, offset: 10, limit: 2, now: now).map(\.appNotificationId) == ["a40", "a39"])
+        #expect(try t.store.window(view: .all, query: "デプロイ", limit: 10, now: now).map(\.appNotificationId) == ["a17"])
+        #expect(try t.store.window(view: .all, query: "50%_", limit: 10, now: now).map(\.appNotificationId) == ["a17"], "% and _ are literal")
+        #expect(try t.store.count(view: .all, query: "deploys", now: now) == 16, "group names are searched")
+        #expect(try t.store.count(view: .all, query: "MON.example", now: now) == 25, "app names, case-insensitively")
+        #expect(try t.store.count(view: .all, query: "body 4", now: now) == 11)
+        #expect(try t.store.position(of: all[39].id, view: .unread, now: now) == 10)
+        #expect(try t.store.position(of: all[39].id, view: .read, now: now) == nil)
+    }
+
+    @Test("an action writes the shown state and an outbox entry together; acknowledgements drain it")
+    func outbox() throws {
+        let t = try TemporaryStore()
+        _ = try t.store.apply(page: ChangesPage(changes: [notification(1), notification(2)], cursor: "2", hasMore: false), since: nil)
+        let id1 = notification(1).id, id2 = notification(2).id
+        let before = try t.store.record([(id1, .patch(StateChange(userActionState: .dismissed))), (id2, .delete), ("unknown", .delete)], now: base)
+        #expect(before.map(\.id) == [id1, id2], "unknown ids are skipped")
+        #expect(before[0].restoring == StateChange(readState: .unread, userActionState: .noInteraction))
+        #expect(try t.store.notification(id: id1)?.userActionState == .dismissed)
+        #expect(try t.store.notification(id: id2) == nil, "a pending delete hides it at once")
+        let pending = try t.store.pending()
+        #expect(pending.count == 2 && Set(pending.map(\.mutationId)).count == 2)
+        #expect(pending[0].changedAt < pending[1].changedAt, "the hybrid logical clock only moves forward")
+        // The service applied the dismiss; the delete got a 503-like transient answer and stays.
+        var served = notification(1)
+        served.userActionState = .dismissed
+        served.lastModifiedDateTime = base.addingTimeInterval(100)
+        let done = try t.store.acknowledge([
+            MutationResult(id: id1, mutationId: pending[0].mutationId, status: 200, notification: served),
+            MutationResult(id: id2, mutationId: pending[1].mutationId, status: 503),
+        ])
+        #expect(done == 1)
+        #expect(try t.store.pending().map(\.mutationId) == [pending[1].mutationId], "a transient failure keeps the entry and its mutationId")
+        #expect(try t.store.notification(id: id1)?.userActionState == .dismissed)
+        #expect(try t.store.acknowledge([MutationResult(id: id2, mutationId: pending[1].mutationId, status: 204)]) == 1)
+        #expect(try t.store.outboxCount() == 0)
+        #expect(try t.store.count(view: .all, now: base) == 1, "an acknowledged delete is gone for good")
+    }
+
+    @Test("a pulled change does not undo a pending local change; a tombstone drops it")
+    func pendingOverPulled() throws {
+        let t = try TemporaryStore()
+        _ = try t.store.apply(page: ChangesPage(changes: [notification(1), notification(2)], cursor: "2", hasMore: false), since: nil)
+        try t.store.record([(notification(1).id, .patch(StateChange(readState: .read)))], now: base)
+        var renamed = notification(1, title: "renamed")
+        renamed.lastModifiedDateTime = base.addingTimeInterval(50)
+        var tombstone = notification(2)
+        tombstone.status = .deleted
+        #expect(try t.store.apply(page: ChangesPage(changes: [renamed, tombstone], cursor: "4", hasMore: false), since: "2") == .applied(changed: 2))
+        let shown = try #require(try t.store.notification(id: notification(1).id))
+        #expect(shown.displayTitle == "renamed" && shown.readState == .read)
+        #expect(try t.store.notification(id: notification(2).id) == nil)
+    }
+
+    @Test("a page applies only on top of the cursor it was asked for (another process may have moved it)")
+    func cursorCompareAndSet() throws {
+        let t = try TemporaryStore()
+        #expect(try t.store.apply(page: ChangesPage(changes: [notification(1)], cursor: "5", hasMore: false), since: nil) == .applied(changed: 1))
+        #expect(try t.store.apply(page: ChangesPage(changes: [notification(2)], cursor: "9", hasMore: false), since: "3") == .cursorMoved)
+        #expect(try t.store.cursor() == "5")
+        #expect(try t.store.count(view: .all, now: base) == 1)
+    }
+
+    @Test("a full resync keeps the outbox and drops what the service no longer has")
+    func resync() throws {
+        let t = try TemporaryStore()
+        _ = try t.store.apply(page: ChangesPage(changes: [notification(1), notification(2), notification(3)], cursor: "3", hasMore: false), since: nil)
+        try t.store.record([(notification(1).id, .patch(StateChange(readState: .read)))], now: base)
+        try t.store.beginResync()
+        #expect(try t.store.cursor() == nil)
+        _ = try t.store.apply(page: ChangesPage(changes: [notification(1), notification(3)], cursor: "10", hasMore: false), since: nil)
+        try t.store.finishResync()
+        #expect(try t.store.window(view: .all, limit: 10, now: base).map(\.appNotificationId) == ["a3", "a1"])
+        #expect(try t.store.outboxCount() == 1)
+        #expect(try t.store.notification(id: notification(1).id)?.readState == .read)
+    }
+
+    @Test("ids: full, unique prefix of 6+, too short, ambiguous, unknown")
+    func resolve() throws {
+        let t = try TemporaryStore()
+        _ = try t.store.apply(page: ChangesPage(changes: [notification(0x10), notification(0x11), notification(0x200)], cursor: "3", hasMore: false), since: nil)
+        #expect(try t.store.resolve(notification(0x200).id) == notification(0x200).id)
+        #expect(try t.store.resolve("00000200") == notification(0x200).id)
+        #expect(throws: StoreError.tooShort("00000")) { try t.store.resolve("00000") }
+        #expect(throws: StoreError.ambiguous("000000")) { try t.store.resolve("000000") }
+        #expect(throws: StoreError.notFound("ffffff")) { try t.store.resolve("ffffff") }
+    }
+
+    @Test("two processes' connections on one file: concurrent writers never see 'database is locked', and each sees the other's writes")
+    func twoWriters() async throws {
+        let t = try TemporaryStore()
+        let other = try LocalStore(path: t.path)
+        _ = try t.store.apply(page: ChangesPage(changes: (1...200).map { notification($0) }, cursor: "200", hasMore: false), since: nil)
+        let revision = try other.revision()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, store) in [t.store, other].enumerated() {
+                group.addTask {
+                    for n in 1...200 where n % 2 == index {
+                        try store.record([(notification(n).id, .patch(StateChange(readState: .read)))])
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try other.outboxCount() == 200)
+        #expect(try t.store.count(view: .read) == 200)
+        #expect(try other.revision() != revision)
+    }
+}

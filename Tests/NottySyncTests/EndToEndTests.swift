@@ -1,0 +1,209 @@
+import Foundation
+import GRDB
+import NottyCore
+import NottyStore
+import NottySync
+import NottyTestSupport
+import Testing
+
+/// A real `notty serve` and two devices (two `NOTTY_HOME`s) driven through the real `notty`.
+final class TwoDevices: @unchecked Sendable {
+    let directory = Repository.temporaryDirectory("notty-e2e")
+    let service: ServeProcess
+    let a: NottyCLI
+    let b: NottyCLI
+    let uns: String
+
+    init(serveArguments: [String] = []) async throws {
+        service = try await ServeProcess(directory: directory, extraArguments: serveArguments)
+        a = NottyCLI(home: directory.appendingPathComponent("a"))
+        b = NottyCLI(home: directory.appendingPathComponent("b"))
+        for (device, name) in [(a, "A"), (b, "B")] {
+            let login = try device.run(["login", service.url, "--user", "alice", "--password-stdin", "--device", name], input: "pw\n")
+            guard login.status == 0 else { throw SupportError("login \(name) failed: \(login.err)") }
+        }
+        let subscribe = try a.run(["subscribe", "--app", "ci.example.com"])
+        guard subscribe.status == 0 else { throw SupportError("subscribe failed: \(subscribe.err)") }
+        uns = subscribe.out.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Publishes through the real `notty publish`; returns the new id.
+    func publish(_ title: String, body: String = "") throws -> String {
+        let result = try a.run(["publish", "--server", service.url, "--client-id", service.clientId, "--client-secret", service.clientSecret,
+                                "--uns-id", uns, "--title", title, "--body", body])
+        guard result.status == 0 else { throw SupportError("publish failed: \(result.err)") }
+        return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func store(_ device: NottyCLI) throws -> LocalStore { try LocalStore(path: device.home.appendingPathComponent("store.sqlite").path) }
+
+    deinit {
+        service.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+@Suite("End to end: notty serve and two devices", .serialized)
+struct EndToEndTests {
+    @Test("dismiss and read on A reach B after notty sync, and within 1 s with notty poll --live on B")
+    func universalDismiss() async throws {
+        let world = try await TwoDevices()
+        let first = try world.publish("Build failed", body: "main: 3 tests failed")
+        let second = try world.publish("Deploy finished")
+        let third = try world.publish("Disk 91% full")
+        #expect(try world.a.run(["sync"]).status == 0)
+        #expect(try world.b.run(["sync"]).status == 0)
+        let dismiss = try world.a.run(["dismiss", String(first.prefix(8))])
+        #expect(dismiss.status == 0 && dismiss.out == "dismissed 1 notification(s)\n", "\(dismiss.err)")
+        #expect(try world.a.run(["read", second]).status == 0)
+        #expect(try world.b.run(["sync"]).status == 0)
+        let dismissed = try world.b.run(["list", "--view", "dismissed", "--json"])
+        #expect(dismissed.out.contains(first) && !dismissed.out.contains(second))
+        let read = try world.b.run(["list", "--view", "read", "--json"]).out
+        #expect(read.contains(second) && read.contains(#""readState":"Read""#))
+
+        // B runs notty poll --live; A dismisses: B's store has it within 1 s, no sync asked for.
+        let marker = world.directory.appendingPathComponent("exec.txt")
+        let poll = try world.b.start(["poll", "--live", "--exec", "echo \"$NOTTY_TITLE|$NOTTY_APP|$NOTTY_PRIORITY\" >> \(marker.path)"],
+                                     log: world.directory.appendingPathComponent("poll.log"))
+        defer { if poll.isRunning { poll.terminate() } }
+        let bStore = try world.store(world.b)
+        #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8)) ?? "").contains("connection: live") })
+        #expect(try world.a.run(["dismiss", third]).status == 0)
+        let start = ContinuousClock.now
+        #expect(try await eventually(timeout: .seconds(1)) { try bStore.notification(id: third)?.userActionState == .dismissed },
+                "B's store did not show A's dismiss within 1 s")
+        print("dismiss on A → B's store (poll --live): \(ContinuousClock.now - start)")
+
+        // A new notification: poll prints it as a JSON line and runs --exec with NOTTY_* set.
+        let fourth = try world.publish("服务器告警 🔥")
+        #expect(await eventually(timeout: .seconds(5)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains("服务器告警 🔥|ci.example.com|High") })
+        let log = try String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8)
+        let line = try #require(log.split(separator: "\n").first { $0.contains(fourth) })
+        let object = try #require(JSONValue(jsonText: String(line)))
+        guard case .object(let fields) = object else { Issue.record("not an object: \(line)"); return }
+        #expect(fields["id"] == .string(fourth) && fields["readState"] == .string("Unread"))
+        #expect(!log.contains(first), "what B already had when poll started is not announced")
+        poll.terminate()
+        #expect(await eventually(timeout: .seconds(5)) { !poll.isRunning })
+        #expect(poll.terminationReason == .exit && poll.terminationStatus == 0, "SIGTERM stops notty poll cleanly")
+    }
+
+    @Test("with the service stopped, A's commands succeed and queue; once it is back, B sees them")
+    func offline() async throws {
+        let world = try await TwoDevices()
+        let first = try world.publish("Backup finished")
+        let second = try world.publish("Certificate expires in 7 days")
+        #expect(try world.a.run(["sync"]).status == 0)
+        world.service.stop()
+        let read = try world.a.run(["read", first])
+        #expect(read.status == 0 && read.err.contains("queued"), "\(read.err)")
+        #expect(try world.a.run(["dismiss", second]).status == 0)
+        #expect(try world.a.run(["list", "--view", "dismissed"]).out.contains(String(second.prefix(8))), "the store shows it at once, offline")
+        let status = try world.a.run(["status"])
+        #expect(status.out.contains("outbox:     2") && status.out.contains("unreachable"), "\(status.out)")
+        let failedSync = try world.a.run(["sync"])
+        #expect(failedSync.status == 1 && failedSync.err.contains("cannot reach"), "\(failedSync.err)")
+        try await world.service.start()
+        let sync = try world.a.run(["sync"])
+        #expect(sync.out.contains("sent 2"), "\(sync.out)\(sync.err)")
+        #expect(try world.b.run(["sync"]).status == 0)
+        #expect(try world.b.run(["list", "--view", "dismissed", "--json"]).out.contains(second))
+        #expect(try world.b.run(["show", first, "--json"]).out.contains(#""readState":"Read""#))
+    }
+
+    @Test("notty killed with SIGKILL while flushing a large outbox: after a restart every change reached the service exactly once")
+    func killedMidFlush() async throws {
+        let world = try await TwoDevices(serveArguments: ["--publish-rate", "100000", "--publish-burst", "100000"])
+        let count = 1200
+        let token = try await appToken(world)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    for n in stride(from: worker, to: count, by: 8) {
+                        let answer = try await ServiceClient.send(
+                            .POST, world.service.url + "/beta/me/notifications",
+                            headers: [("Authorization", "Bearer \(token)"), ("X-UNS-ID", world.uns), ("Content-Type", "application/json")],
+                            body: Data(#"{"appNotificationId":"bulk-\#(n)","payload":{"visualContent":{"title":"alert \#(n)"}}}"#.utf8))
+                        guard answer.status == 201 else { throw SupportError("publish \(n): \(answer.status)") }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try world.a.run(["sync"]).status == 0)
+        world.service.stop()
+        #expect(try world.a.run(["dismiss", "--all", "--view", "unread"]).out == "dismissed \(count) notification(s)\n")
+        #expect(try world.a.run(["read", "--all", "--view", "dismissed"]).out == "read \(count) notification(s)\n")
+        let aStore = try world.store(world.a)
+        #expect(try aStore.outboxCount() == 2 * count)
+        try await world.service.start()
+
+        // Kill `notty sync` part way through its flush (retry with other delays until it was).
+        var partial = false
+        for delay in [150, 250, 400, 80, 600, 40] where !partial {
+            let sync = try world.a.start(["sync"], log: world.directory.appendingPathComponent("sync.log"))
+            try await Task.sleep(for: .milliseconds(delay))
+            kill(sync.processIdentifier, SIGKILL)
+            sync.waitUntilExit()
+            let left = try aStore.outboxCount()
+            partial = left > 0 && left < 2 * count
+            if left == 0 { break }
+        }
+        print("killed mid-flush: \(partial)")
+        let finish = try world.a.run(["sync"])
+        #expect(finish.status == 0, "\(finish.err) \((try? String(contentsOf: world.directory.appendingPathComponent("sync.log"), encoding: .utf8)) ?? "")")
+        #expect(try aStore.outboxCount() == 0)
+
+        // Exactly once: the service recorded each of the 2 × count mutationIds once and no more.
+        let server = try DatabaseQueue(path: world.service.admin.home.appendingPathComponent("server.sqlite").path)
+        let recorded = try await server.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM mutations") ?? 0 }
+        #expect(recorded == 2 * count, "the service applied \(recorded) changes, expected \(2 * count)")
+        #expect(try world.b.run(["sync"]).status == 0)
+        let bStore = try world.store(world.b)
+        #expect(try bStore.count(view: .dismissed) == count)
+        #expect(try bStore.window(view: .dismissed, limit: count).allSatisfy { $0.readState == .read })
+    }
+
+    @Test("notty push: each form, and foreign or broken payloads leave the store byte-for-byte unchanged")
+    func push() async throws {
+        let world = try await TwoDevices()
+        let id = try world.publish("Payment received")
+        let storePath = world.b.home.appendingPathComponent("store.sqlite").path
+        func bytes() throws -> Data { try Data(contentsOf: URL(fileURLWithPath: storePath)) }
+        let before = try bytes()
+        let refused: [(String, Int32)] = [
+            ("garbage", 3), ("", 3), ("[]", 3), (#"{"aps":{"alert":"x"}}"#, 3), (String(repeating: "{\"a\":", count: 500), 3),
+            (#"{"notty":{"v":1,"server":"http://elsewhere.example.com","type":"changed","cursor":"1"}}"#, 4),
+            (#"{"notty":{"v":1,"server":"\#(world.service.url)","user":"bob","type":"changed","cursor":"1"}}"#, 4),
+        ]
+        for (payload, status) in refused {
+            let result = try world.b.run(["push"], input: payload)
+            #expect(result.status == status, "\(payload.prefix(60)) → \(result.status) \(result.err)")
+            #expect(!result.err.isEmpty && !result.err.contains("Fatal"))
+        }
+        let huge = world.directory.appendingPathComponent("huge.json")
+        try Data(repeating: UInt8(ascii: " "), count: 9 << 20).write(to: huge)
+        #expect(try world.b.run(["push", huge.path]).status == 3)
+        #expect(try bytes() == before, "refused payloads changed the store")
+
+        let own = #"{"notty":{"v":1,"server":"\#(world.service.url)","user":"alice","type":"changed","cursor":"1"}}"#
+        let fcm = String(decoding: try JSONSerialization.data(withJSONObject: ["message": ["data": ["notty": own]]]), as: UTF8.self)
+        #expect(try world.b.run(["push"], input: fcm).status == 0)
+        #expect(try world.b.run(["show", id]).status == 0, "a push makes the device pull")
+        for form in [own, #"{"type":"changed","cursor":"1"}"#, #"{"aps":{},"notty":{"v":1,"type":"changed","cursor":"1"}}"#,
+                     String(decoding: try JSONSerialization.data(withJSONObject: ["event": "message", "message": own]), as: UTF8.self)] {
+            #expect(try world.b.run(["push"], input: form).status == 0, "\(form)")
+        }
+        world.service.stop()
+        let offline = try world.b.run(["push"], input: #"{"type":"changed","cursor":"99"}"#)
+        #expect(offline.status == 1 && offline.err.contains("next sync"), "\(offline.err)")
+    }
+
+    func appToken(_ world: TwoDevices) async throws -> String {
+        let answer = try await ServiceClient.send(
+            .POST, world.service.url + "/oauth2/v2.0/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+            body: Data(FormEncoding.encode(["grant_type": "client_credentials", "client_id": world.service.clientId, "client_secret": world.service.clientSecret]).utf8))
+        return try NottyJSON.decoder.decode(TokenResponse.self, from: answer.body).access_token
+    }
+}

@@ -1,0 +1,236 @@
+import Foundation
+import NottyCore
+import Testing
+@testable import NottyTUI
+
+@Suite("Moving, switching views and loading windows")
+struct NavigationTests {
+    // MARK: - Moving within the window
+
+    @Test func jkAndArrowsMoveTheSelection() {
+        var h = Harness(view: .all)
+        #expect(h.send(.key(.ch("j"))) == [])
+        #expect(h.state.selection == 1)
+        #expect(h.state.selectedId == Fixtures.id(2))
+        #expect(h.send(.key(.down)) == [])
+        #expect(h.state.selection == 2)
+        #expect(h.send(.key(.ch("k"))) == [])
+        #expect(h.send(.key(.up)) == [])
+        #expect(h.state.selection == 0)
+        #expect(h.send(.key(.up)) == [], "k at the top stays and does nothing")
+        #expect(h.state.selection == 0)
+        #expect(h.selectedTitle == "Build #4821 failed on main")
+    }
+
+    @Test func jumpKeys() {
+        var h = Harness(view: .all)
+        _ = h.send(.key(.ch("G")))
+        #expect(h.state.selection == 16)
+        #expect(h.selectedTitle == "Pay the Hetzner invoice")
+        _ = h.send(.key(.ch("g")))
+        #expect(h.state.selection == 0)
+        _ = h.send(.key(.end))
+        #expect(h.state.selection == 16)
+        _ = h.send(.key(.home))
+        #expect(h.state.selection == 0)
+    }
+
+    @Test func pagingMovesByAScreen() {
+        var h = Harness(notifications: Fixtures.many(100))
+        let page = h.state.layout.list.height
+        #expect(page == 21)
+        _ = h.send(.key(.pageDown))
+        #expect(h.state.selection == page)
+        _ = h.send(.key(.control("f")))
+        #expect(h.state.selection == 2 * page)
+        #expect(h.state.top == 2 * page - page + 1, "the selection is the last row on screen")
+        _ = h.send(.key(.control("b")))
+        #expect(h.state.selection == page)
+        _ = h.send(.key(.pageUp))
+        #expect(h.state.selection == 0)
+        _ = h.send(.key(.pageUp))
+        #expect(h.state.selection == 0)
+    }
+
+    @Test func movingPastTheWindowAsksForRows() throws {
+        var h = Harness(notifications: Fixtures.many(100))
+        #expect(h.state.window.range == 0..<63, "three screens are loaded")
+        let effects = h.send(.key(.ch("G")))
+        #expect(effects == [.load(WindowRequest(view: .unread, anchorId: nil, index: 99, span: 63))])
+        #expect(h.state.selection == 99)
+        #expect(h.state.selectedId == nil, "the row is not loaded yet")
+        // Rendering meanwhile shows what it has and does not crash.
+        let lines = render(h.state).lines()
+        #expect(lines[21].hasPrefix("   …"))
+        h.run(.storeChanged)
+        #expect(h.state.window.range == 37..<100)
+        #expect(h.selectedTitle == "Message 100")
+    }
+
+    @Test func movingNearTheWindowEdgeLoadsAhead() {
+        var h = Harness(notifications: Fixtures.many(100))
+        for _ in 0..<41 { #expect(h.send(.key(.ch("j"))) == []) }
+        // Row 62 is the last loaded; with the selection at 42 the screen shows rows 22…42.
+        _ = h.send(.key(.pageDown))
+        #expect(h.state.selection == 62)
+        let effects = h.send(.key(.ch("j")))
+        #expect(effects == [.load(WindowRequest(view: .unread, anchorId: nil, index: 63, span: 63))])
+    }
+
+    // MARK: - Views
+
+    @Test func tabAndShiftTabWrap() {
+        var h = Harness(view: .all)
+        #expect(h.send(.key(.tab)) == [.load(WindowRequest(view: .unread, index: 0, span: 63))])
+        #expect(h.state.view == .unread)
+        #expect(h.send(.key(.backTab)) == [.load(WindowRequest(view: .all, index: 0, span: 63))])
+        #expect(h.state.view == .all)
+        _ = h.send(.key(.backTab))
+        #expect(h.state.view == .snoozed)
+    }
+
+    @Test("1…6 switch views", arguments: Array(NotificationView.allCases.enumerated()))
+    func digitsSwitchViews(_ index: Int, _ view: NotificationView) {
+        var h = Harness(view: view == .unread ? .all : .unread)
+        _ = h.send(.key(.ch("j")))
+        let effects = h.send(.key(.ch(Character(String(index + 1)))))
+        #expect(effects == [.load(WindowRequest(view: view, anchorId: nil, index: 0, span: 63))])
+        #expect(h.state.view == view)
+        #expect(h.state.selection == 0)
+        h.run(.storeChanged)
+        #expect(h.state.total == h.store.counts[view])
+    }
+
+    @Test func switchingViewsShowsLoadingUntilAnswered() {
+        var h = Harness()
+        _ = h.send(.key(.ch("2")))
+        #expect(render(h.state).lines().contains { $0.contains("Loading…") })
+        #expect(h.send(.key(.ch("d"))) == [], "no row to act on yet")
+    }
+
+    @Test func answersForAViewAlreadyLeftAreIgnored() {
+        var h = Harness()
+        let unreadAnswer = h.store.answer(WindowRequest(view: .unread, span: 63))
+        _ = h.send(.key(.ch("6")))
+        _ = h.send(unreadAnswer)
+        #expect(!h.state.isWindowCurrent, "the Unread rows are not shown under the All tab")
+    }
+
+    // MARK: - The store changes under the list
+
+    @Test func storeChangedReloadsAnchoredOnTheSelection() {
+        var h = Harness(view: .all)
+        _ = h.send(.key(.ch("j")))
+        _ = h.send(.key(.ch("j")))
+        #expect(h.send(.storeChanged) == [.load(WindowRequest(view: .all, anchorId: Fixtures.id(3), index: 2, span: 63))])
+    }
+
+    @Test func selectionStaysOnTheSameNotificationWhenRowsArriveAbove() {
+        var h = Harness(view: .all)
+        _ = h.send(.key(.ch("j")))
+        let selected = h.state.selectedId
+        h.store.notifications.append(Fixtures.note(99, "ci.acme.io", "main", "Build #4822 started", ago: 0))
+        h.run(.storeChanged)
+        #expect(h.state.selectedId == selected)
+        #expect(h.state.selection == 2)
+        #expect(h.state.counts.all == 18)
+    }
+
+    @Test func aNotificationThatLeavesMovesTheSelectionToItsNeighbour() {
+        var h = Harness()
+        _ = h.send(.key(.ch("j")))
+        // Dismissed on another device.
+        let i = h.store.notifications.firstIndex { $0.id == Fixtures.id(2) }!
+        h.store.notifications[i].userActionState = .dismissed
+        h.run(.storeChanged)
+        #expect(h.state.selection == 1)
+        #expect(h.state.selectedId == Fixtures.id(3))
+    }
+
+    @Test func fewerRowsClampTheSelection() {
+        var h = Harness(view: .all)
+        _ = h.send(.key(.ch("G")))
+        let window = ViewWindow(view: .all, total: 3, rows: Array(Fixtures.notifications.prefix(3)))
+        #expect(h.send(.loaded(window, counts: ViewCounts(), selection: 16)) == [])
+        #expect(h.state.selection == 2)
+        #expect(h.state.selectedId == Fixtures.id(3))
+        let empty = ViewWindow(view: .all, total: 0, rows: [])
+        _ = h.send(.loaded(empty, counts: ViewCounts(), selection: 2))
+        #expect(h.state.selection == 0)
+        #expect(h.state.selectedId == nil)
+        #expect(render(h.state).lines().contains { $0.contains("No notifications yet.") })
+    }
+
+    @Test func ticksReloadWhenASnoozeEnds() {
+        var h = Harness(view: .snoozed)
+        #expect(h.send(.tick(Fixtures.now.addingTimeInterval(60))) == [])
+        let later = Fixtures.now.addingTimeInterval(3601)
+        let effects = h.send(.tick(later))
+        #expect(effects == [.load(WindowRequest(view: .snoozed, anchorId: Fixtures.id(8), index: 0, span: 63))])
+        #expect(h.send(.tick(later.addingTimeInterval(1))) == [], "one reload at a time")
+        h.store.now = later
+        _ = h.send(h.store.answer(WindowRequest(view: .snoozed, span: 63)))
+        #expect(h.state.total == 1)
+        #expect(h.state.counts.unread == 8, "the ended snooze is back in Unread")
+    }
+
+    @Test func ticksUpdateAges() {
+        var h = Harness()
+        #expect(render(h.state).lines()[1].contains(" 2m "))
+        _ = h.send(.tick(Fixtures.now.addingTimeInterval(3600)))
+        #expect(render(h.state).lines()[1].contains(" 1h "))
+    }
+
+    // MARK: - n and p
+
+    @Test func nextAndPreviousUnread() {
+        var h = Harness(view: .all)
+        _ = h.send(.key(.ch("G")))
+        _ = h.send(.key(.ch("p")))
+        #expect(h.selectedTitle == "Recovered: 服务器告警 resolved")
+        _ = h.send(.key(.ch("p")))
+        #expect(h.selectedTitle == "Renew TLS certificate for api.acme.io")
+        _ = h.send(.key(.ch("n")))
+        #expect(h.selectedTitle == "Recovered: 服务器告警 resolved")
+        #expect(h.send(.key(.ch("n"))) == [])
+        #expect(h.state.message == "No unread below")
+    }
+
+    @Test func nextUnreadSaysWhenOnlyTheLoadedRowsWereSearched() {
+        var rows = Fixtures.many(100)
+        for i in rows.indices { rows[i].readState = .read }
+        var h = Harness(view: .all, notifications: rows)
+        _ = h.send(.key(.ch("n")))
+        #expect(h.state.message == "No unread below in the loaded rows")
+        #expect(h.state.selection == 0)
+    }
+
+    // MARK: - Resizing
+
+    @Test func resizeKeepsTheSelectionVisible() {
+        var h = Harness(view: .all)
+        _ = h.send(.key(.ch("G")))
+        _ = h.send(.resize(Size(columns: 40, rows: 10)))
+        #expect(h.state.top == 16 - 7 + 1)
+        #expect(render(h.state).lines()[7].contains("Pay the Hetzner"))
+        _ = h.send(.resize(Size(columns: 30, rows: 8)))
+        #expect(render(h.state).lines()[0] == "terminal too small (need 40×1…")
+        _ = h.send(.resize(Size(columns: 80, rows: 24)))
+        #expect(h.state.top == 0)
+    }
+
+    // MARK: - The shell's side of a request
+
+    @Test func windowRequestAnswer() {
+        let rows = Fixtures.many(100)
+        let anchored = WindowRequest(view: .unread, anchorId: Fixtures.id(1050), index: 3, span: 20).answer(from: rows)
+        #expect(anchored.selection == 49)
+        #expect(anchored.window.range == 39..<59)
+        let gone = WindowRequest(view: .unread, anchorId: "gone", index: 120, span: 20).answer(from: rows)
+        #expect(gone.selection == 99)
+        #expect(gone.window.range == 80..<100)
+        let none = WindowRequest(view: .unread, index: 5, span: 20).answer(from: [])
+        #expect(none.selection == 0)
+        #expect(none.window.total == 0)
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import NottyTUI
+import Testing
+@testable import NottyTerminal
+
+private let tmuxPath: String? = ["/usr/bin/tmux", "/usr/local/bin/tmux", "/opt/homebrew/bin/tmux"]
+    .first { FileManager.default.isExecutableFile(atPath: $0) }
+
+/// Real ncurses against a real terminal emulator: a detached tmux pane whose only process
+/// sleeps, while this test process opens the pane's tty and paints and reads on it.
+@Suite("Real ncurses in a tmux pane", .serialized, .enabled(if: tmuxPath != nil, "needs tmux"))
+struct TmuxTerminalTests {
+    @Test func paintsDiffsPlacesTheCursorReadsKeysAndRestores() throws {
+        let pane = try TmuxPane(columns: 80, rows: 24)
+        defer { pane.close() }
+        let terminal = Terminal(ttyPath: pane.tty, terminalType: "screen")
+        try terminal.start(useColor: true)
+        defer { terminal.stop() }
+        #expect(terminal.size() == Size(columns: 80, rows: 24))
+
+        // First frame: wide characters, a combining mark, colour, the bottom-right cell.
+        var screen = Screen(size: terminal.size())
+        write("notty 世界 🎉 ok", at: 0, row: 0, on: &screen, style: CellStyle(bold: true))
+        write("cafe\u{301} |", at: 0, row: 1, on: &screen)
+        write("error", at: 0, row: 2, on: &screen, style: CellStyle(color: .error))
+        screen[79, 23] = Cell("Z")
+        terminal.paint(screen)
+        try pane.waitFor { $0.lines.first == "notty 世界 🎉 ok" }
+        let lines = try pane.capture().lines
+        #expect(lines[1] == "café |")
+        #expect(lines[23].hasSuffix("Z") && lines[23].count == 80)
+        #expect(try pane.capture(escapes: true).lines[2].contains("\u{1B}[31merror"))
+        #expect(try pane.query("#{cursor_flag}") == "0")
+
+        // Next frame: one wide character changed and a visible cursor.
+        var next = screen
+        write("日", at: 6, row: 0, on: &next, style: CellStyle(bold: true))
+        next.cursor = (column: 3, row: 5)
+        terminal.paint(next)
+        try pane.waitFor { $0.lines.first == "notty 日界 🎉 ok" }
+        try pane.waitFor { _ in try pane.query("#{cursor_x},#{cursor_y},#{cursor_flag}") == "3,5,1" }
+
+        // Keys as tmux sends them for a terminal of this type.
+        let presses: [([String], Key)] = [
+            (["a"], .character("a")), (["Up"], .up), (["Down"], .down), (["Left"], .left),
+            (["Right"], .right), (["Home"], .home), (["End"], .end), (["PPage"], .pageUp),
+            (["NPage"], .pageDown), (["Enter"], .enter), (["Escape"], .escape), (["Tab"], .tab),
+            (["BTab"], .backTab), (["BSpace"], .backspace), (["DC"], .delete),
+            (["C-b"], .control("b")), (["C-c"], .control("c")),
+            (["-l", "é"], .character("é")), (["-l", "世"], .character("世")),
+        ]
+        for (keys, expected) in presses {
+            try pane.sendKeys(keys)
+            #expect(terminal.readKey(timeoutMilliseconds: 3000) == .key(expected), "\(keys)")
+        }
+        #expect(terminal.readKey(timeoutMilliseconds: 50) == nil)
+
+        // Leaving gives the terminal back: main screen, visible cursor.
+        terminal.stop()
+        terminal.stop()
+        try pane.waitFor { _ in try pane.query("#{alternate_on},#{cursor_flag}") == "0,1" }
+    }
+}
+
+/// A detached tmux pane on a private server; `tty` is the pane's terminal device.
+private struct TmuxPane {
+    let socket = "notty-terminal-test-\(getpid())"
+    let directory: URL
+    let tty: String
+
+    struct Capture {
+        let lines: [String]
+    }
+
+    init(columns: Int, rows: Int) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-tmux-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let ttyFile = directory.appendingPathComponent("tty").path
+        // The server this starts outlives the call: give it no pipe to hold open.
+        _ = try Self.run(socket, capturingOutput: false, ["-f", "/dev/null", "new-session", "-d", "-x", "\(columns)", "-y", "\(rows)",
+                                  "tty > '\(ttyFile)'; exec sleep 300"])
+        var found: String?
+        for _ in 0..<100 {
+            if let text = try? String(contentsOfFile: ttyFile, encoding: .utf8),
+               text.hasPrefix("/dev/") {
+                found = text.trimmingCharacters(in: .whitespacesAndNewlines)
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        guard let found else { throw TmuxFailure(message: "the pane never reported its tty") }
+        tty = found
+    }
+
+    func close() {
+        _ = try? Self.run(socket, capturingOutput: false, ["kill-server"])
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    func capture(escapes: Bool = false) throws -> Capture {
+        let output = try Self.run(socket, ["capture-pane", "-p"] + (escapes ? ["-e"] : []))
+        return Capture(lines: output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+    }
+
+    func query(_ format: String) throws -> String {
+        try Self.run(socket, ["display-message", "-p", format]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func sendKeys(_ keys: [String]) throws {
+        _ = try Self.run(socket, ["send-keys"] + keys)
+    }
+
+    /// Polls the pane for up to 5 seconds.
+    func waitFor(_ condition: (Capture) throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        var last = try capture()
+        for _ in 0..<100 {
+            if try condition(last) { return }
+            Thread.sleep(forTimeInterval: 0.05)
+            last = try capture()
+        }
+        Issue.record("pane never matched; it shows:\n\(last.lines.joined(separator: "\n"))", sourceLocation: sourceLocation)
+    }
+
+    private static func run(_ socket: String, capturingOutput: Bool = true, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tmuxPath!)
+        process.arguments = ["-L", socket] + arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["TMUX"] = nil
+        process.environment = environment
+        let output = Pipe()
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = capturingOutput ? output : FileHandle.nullDevice
+        process.standardError = capturingOutput ? output : FileHandle.nullDevice
+        try process.run()
+        let data = capturingOutput ? output.fileHandleForReading.readDataToEndOfFile() : Data()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            throw TmuxFailure(message: "tmux \(arguments.joined(separator: " ")): \(text)")
+        }
+        return text
+    }
+}
+
+private struct TmuxFailure: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
