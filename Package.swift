@@ -68,6 +68,9 @@ let package = Package(
         ),
         // The terminal UI as a pure core: state, events, update, render to a grid of cells.
         .target(name: "NottyTUI", dependencies: ["NottyCore"]),
+        // The only code that calls ncurses: paints a Screen, reads keys, restores the terminal.
+        .systemLibrary(name: "CNcursesw", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
+        .target(name: "NottyTerminal", dependencies: ["CNcursesw", "NottyTUI"]),
         // The one executable: argument parsing and wiring only.
         .executableTarget(
             name: "notty",
@@ -76,6 +79,9 @@ let package = Package(
                 "NottyServer",
                 "NottyStore",
                 "NottySync",
+                "NottyTUI",
+                "NottyTerminal",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -98,6 +104,7 @@ let package = Package(
         // Helpers for tests that run the real notty (not shipped).
         .target(name: "NottyTestSupport"),
         .testTarget(name: "NottyCoreTests", dependencies: ["NottyCore"]),
+        .testTarget(name: "NottyTerminalTests", dependencies: ["NottyTerminal", "NottyTUI", "CNcursesw", "NottyTestSupport"]),
         .testTarget(name: "NottyTUITests", dependencies: ["NottyTUI", "NottyCore"], exclude: ["Golden"]),
         .testTarget(name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore"]),
         .testTarget(

@@ -22,10 +22,11 @@ struct Notty: AsyncParsableCommand {
               notty serve                           (listens on 127.0.0.1:8787)
             """,
         subcommands: [
-            Login.self, Logout.self, Subscribe.self, Sync.self, Status.self, List.self, Show.self,
+            TUI.self, Demo.self, Login.self, Logout.self, Subscribe.self, Sync.self, Status.self, List.self, Show.self,
             Read.self, Unread.self, Activate.self, Dismiss.self, Snooze.self, Delete.self,
             Poll.self, Push.self, Publish.self, Serve.self, Admin.self,
-        ])
+        ],
+        defaultSubcommand: TUI.self)
 }
 
 /// Where the service's SQLite file lives unless `--db` says otherwise:

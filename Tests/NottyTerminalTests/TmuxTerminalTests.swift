@@ -62,10 +62,12 @@ struct TmuxTerminalTests {
     }
 }
 
-/// A detached tmux pane on a private server; `tty` is the pane's terminal device.
+/// A detached tmux pane on a private server (its own socket, no config); `tty` is the pane's
+/// terminal device.
 private struct TmuxPane {
-    let socket = "notty-terminal-test-\(getpid())"
     let directory: URL
+    /// The server's socket lives in `directory`, so nothing is left behind.
+    var socket: String { directory.appendingPathComponent("socket").path }
     let tty: String
 
     struct Capture {
@@ -76,8 +78,8 @@ private struct TmuxPane {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-tmux-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let ttyFile = directory.appendingPathComponent("tty").path
-        // The server this starts outlives the call: give it no pipe to hold open.
-        _ = try Self.run(socket, capturingOutput: false, ["-f", "/dev/null", "new-session", "-d", "-x", "\(columns)", "-y", "\(rows)",
+        let socket = directory.appendingPathComponent("socket").path
+        _ = try Self.run(socket, ["-f", "/dev/null", "new-session", "-d", "-x", "\(columns)", "-y", "\(rows)",
                                   "tty > '\(ttyFile)'; exec sleep 300"])
         var found: String?
         for _ in 0..<100 {
@@ -93,7 +95,7 @@ private struct TmuxPane {
     }
 
     func close() {
-        _ = try? Self.run(socket, capturingOutput: false, ["kill-server"])
+        _ = try? Self.run(socket, ["kill-server"])
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -121,23 +123,48 @@ private struct TmuxPane {
         Issue.record("pane never matched; it shows:\n\(last.lines.joined(separator: "\n"))", sourceLocation: sourceLocation)
     }
 
-    private static func run(_ socket: String, capturingOutput: Bool = true, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tmuxPath!)
-        process.arguments = ["-L", socket] + arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["TMUX"] = nil
-        process.environment = environment
-        let output = Pipe()
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = capturingOutput ? output : FileHandle.nullDevice
-        process.standardError = capturingOutput ? output : FileHandle.nullDevice
-        try process.run()
-        let data = capturingOutput ? output.fileHandleForReading.readDataToEndOfFile() : Data()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            throw TmuxFailure(message: "tmux \(arguments.joined(separator: " ")): \(text)")
+    /// Runs tmux with posix_spawn and waitpid: Foundation's `Process.waitUntilExit` on Linux
+    /// also waits for the tmux server that `new-session` leaves running.
+    private static func run(_ socket: String, _ arguments: [String]) throws -> String {
+        let outputPath = FileManager.default.temporaryDirectory
+            .appendingPathComponent("notty-tmux-out-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+        let argv = ([tmuxPath!, "-S", socket] + arguments).map { strdup($0) } + [nil]
+        let environment = ProcessInfo.processInfo.environment
+            .filter { $0.key != "TMUX" }
+            .map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            environment.forEach { free($0) }
+        }
+        // The tmux server outlives this call: it must not inherit the test thread's blocked
+        // signals (Dispatch workers block nearly all), or `kill-server` cannot stop it.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, tmuxPath!, &actions, &attributes, argv, environment)
+        guard spawned == 0 else { throw TmuxFailure(message: "posix_spawn tmux: \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        guard status == 0 else {
+            throw TmuxFailure(message: "tmux \(arguments.joined(separator: " ")) (status \(status)): \(text)")
         }
         return text
     }
