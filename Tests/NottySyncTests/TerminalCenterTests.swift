@@ -1,0 +1,122 @@
+import Foundation
+import NottyStore
+import NottyTestSupport
+import Testing
+
+/// A tmux session running a command, for driving the real `notty` in a real terminal.
+final class TmuxSession: @unchecked Sendable {
+    static let tmux: String? = Tmux.path
+    static let required = ProcessInfo.processInfo.environment["CI"] == "true"
+    let name = "notty-test-\(UUID().uuidString.prefix(8))"
+    let socket: String
+
+    init(command: String, columns: Int = 100, rows: Int = 30, environment: [String: String]) throws {
+        socket = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).sock").path
+        let exports = environment.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
+        try tmux(["-f", "/dev/null", "new-session", "-d", "-s", name, "-x", String(columns), "-y", String(rows),
+                  "env \(exports) TERM=screen-256color \(command); echo \"[exited $?]\"; sleep 60"])
+    }
+
+    @discardableResult
+    func tmux(_ arguments: [String]) throws -> String {
+        try Tmux.run(socket: socket, arguments)
+    }
+
+    func screen() -> String { (try? tmux(["capture-pane", "-p", "-t", name])) ?? "" }
+    func keys(_ keys: String...) throws { try tmux(["send-keys", "-t", name] + keys) }
+    func resize(columns: Int, rows: Int) throws { try tmux(["resize-window", "-t", name, "-x", String(columns), "-y", String(rows)]) }
+
+    /// Waits until the screen contains `text`.
+    func waitFor(_ text: String, timeout: Duration = .seconds(10)) async -> Bool {
+        await eventually(timeout: timeout) { screen().contains(text) }
+    }
+
+    deinit {
+        _ = try? tmux(["kill-server"])
+        try? FileManager.default.removeItem(atPath: socket)
+    }
+}
+
+@Suite("The notification center in a real terminal (tmux)", .serialized,
+       .enabled(if: TmuxSession.tmux != nil || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
+struct TerminalCenterTests {
+    @Test("B's open notty shows A's dismiss and read within 1 s with no key press; B's keys reach A; resize; q exits 0")
+    func liveAcrossDevices() async throws {
+        let world = try await TwoDevices()
+        let first = try world.publish("Build #4812 failed on main", body: "3 tests failed")
+        let second = try world.publish("Disk usage 91% on db-primary")
+        let third = try world.publish("デプロイ完了 ✅ web v2.31.0")
+        let fourth = try world.publish("Standup in 15 minutes")
+        #expect(try world.a.run(["sync"]).status == 0)
+        let b = try TmuxSession(command: Repository.nottyBinary.path, environment: ["NOTTY_HOME": world.b.home.path])
+        #expect(await b.waitFor("Unread 4"), "B's notty did not open:\n\(b.screen())")
+        #expect(await b.waitFor("· live"), "B never went live:\n\(b.screen())")
+        #expect(b.screen().contains("デプロイ完了 ✅ web v2.31.0"))
+
+        // A acts from the command line; B's screen follows by itself.
+        #expect(try world.a.run(["dismiss", first]).status == 0)
+        let start = ContinuousClock.now
+        #expect(await b.waitFor("Dismissed 1", timeout: .seconds(1)), "B's screen did not show the dismiss within 1 s:\n\(b.screen())")
+        print("A dismiss → B's screen: \(ContinuousClock.now - start)")
+        #expect(!b.screen().contains("Build #4812"))
+        #expect(try world.a.run(["read", second]).status == 0)
+        #expect(await b.waitFor("Read 1", timeout: .seconds(1)), "B's screen did not show the read within 1 s:\n\(b.screen())")
+
+        // Keys on B: the selection is on the newest unread (fourth): d dismisses it; then r
+        // marks the next (third) read; u undoes that; a activates third; x y deletes the last.
+        try b.keys("g")
+        try b.keys("d")
+        #expect(await b.waitFor("Dismissed 2"))
+        try b.keys("r")
+        #expect(await b.waitFor("Read 2"))
+        try b.keys("u")
+        #expect(await b.waitFor("Read 1"))
+        try b.keys("a")
+        #expect(await b.waitFor("Activated 1"))
+        try b.keys("6")
+        #expect(await b.waitFor("All 4"))
+        try b.keys("G", "x")
+        #expect(await b.waitFor("y/n"), "no delete confirmation:\n\(b.screen())")
+        try b.keys("y")
+        #expect(await b.waitFor("All 3"))
+        #expect(await eventually(timeout: .seconds(5)) { (try? world.store(world.b).outboxCount()) == 0 }, "B's changes were not sent")
+
+        #expect(try world.a.run(["sync"]).status == 0)
+        #expect(try world.a.run(["show", fourth, "--json"]).out.contains(#""userActionState":"Dismissed""#))
+        let thirdState = try world.a.run(["show", third, "--json"]).out
+        #expect(thirdState.contains(#""userActionState":"Activated""#) && thirdState.contains(#""readState":"Read""#))
+        #expect(try world.a.run(["list", "--view", "all", "--json"]).out.split(separator: "\n").count == 3, "the delete reached A")
+
+        // Resize down to 40×10, below it, and back.
+        try b.resize(columns: 40, rows: 10)
+        #expect(await b.waitFor("All 3") || b.screen().contains("A 3"), "40×10 screen:\n\(b.screen())")
+        try b.resize(columns: 30, rows: 8)
+        #expect(await b.waitFor("too small"), "no 'too small' at 30×8:\n\(b.screen())")
+        try b.resize(columns: 100, rows: 30)
+        #expect(await b.waitFor("Activated 1"))
+
+        try b.keys("q")
+        #expect(await b.waitFor("[exited 0]"), "q did not exit 0:\n\(b.screen())")
+        #expect(!b.screen().contains("Unread"), "the terminal was not restored (alternate screen left on):\n\(b.screen())")
+    }
+
+    @Test("notty demo starts on a fresh NOTTY_HOME and shows live notifications; SIGTERM restores the terminal")
+    func demo() async throws {
+        let home = Repository.temporaryDirectory("notty-demo-home")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let session = try TmuxSession(command: "\(Repository.nottyBinary.path) demo --data \(home.path)/demo --every 2",
+                                      environment: ["NOTTY_HOME": home.path, "XDG_RUNTIME_DIR": home.path])
+        #expect(await session.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "the demo did not show its notifications:\n\(session.screen())")
+        #expect(await session.waitFor("· live"))
+        #expect(session.screen().contains("服务器告警 🔥"))
+        #expect(await session.waitFor("Unread 8", timeout: .seconds(10)), "no new notification arrived:\n\(session.screen())")
+        let join = try TmuxSession(command: "\(Repository.nottyBinary.path) demo --join", environment: ["XDG_RUNTIME_DIR": home.path])
+        #expect(await join.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "demo --join did not show the notifications:\n\(join.screen())")
+        try join.keys("d")
+        #expect(await session.waitFor("Dismissed 3", timeout: .seconds(3)), "a dismiss on the joined device did not reach the first:\n\(session.screen())")
+        try join.keys("q")
+        // SIGTERM to the notty process itself (anchored: not the shell or tmux around it).
+        _ = try Repository.run(["pkill", "-TERM", "-f", "^\(Repository.nottyBinary.path) demo --data \(home.path)/demo"])
+        #expect(await session.waitFor("[exited 0]"), "the demo did not exit 0 on SIGTERM:\n\(session.screen())")
+    }
+}
