@@ -57,27 +57,20 @@ struct CLIError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Turns service errors into one clear line and exit 1, never a stack trace.
+/// Turns any failure into one clear line on stderr and exit 1, never a stack trace.
 func reportingErrors(_ body: () async throws -> Void) async throws {
     do {
         try await body()
-    } catch let error as CLIError {
-        FileHandle.standardError.write(Data("notty: \(error.description)\n".utf8))
-        throw ExitCode(1)
-    } catch let error as APIError {
-        FileHandle.standardError.write(Data("notty: \(error.message)\n".utf8))
-        throw ExitCode(1)
-    } catch let error as SyncError {
-        FileHandle.standardError.write(Data("notty: \(error.description)\n".utf8))
-        throw ExitCode(1)
-    } catch let error as StoreError {
-        FileHandle.standardError.write(Data("notty: \(error.description)\n".utf8))
-        throw ExitCode(1)
     } catch let error as ExitCode {
         throw error
     } catch {
-        // Anything else (a database or decoding failure): still one line, never a trace.
-        FileHandle.standardError.write(Data("notty: \(error)\n".utf8))
+        let line: String
+        switch error {
+        case let error as APIError: line = error.message
+        case let error as CustomStringConvertible: line = error.description
+        default: line = String(describing: error)
+        }
+        FileHandle.standardError.write(Data("notty: \(line)\n".utf8))
         throw ExitCode(1)
     }
 }
