@@ -4,13 +4,17 @@ import HummingbirdBcrypt
 
 /// Random secrets and their stored forms.
 public enum Secrets {
-    /// A new opaque token or secret: 256 random bits, base64url.
+    /// A new opaque token or secret: 256 random bits, base64url, never starting with `-` (a
+    /// secret like `-x…` would read as an option on a command line: `--client-secret -x…`).
     public static func newToken() -> String {
-        var bytes = [UInt8](repeating: 0, count: 32)
         var generator = SystemRandomNumberGenerator()
-        for i in bytes.indices { bytes[i] = generator.next() }
-        return Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        while true {
+            var bytes = [UInt8](repeating: 0, count: 32)
+            for i in bytes.indices { bytes[i] = generator.next() }
+            let token = Data(bytes).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            if token.first != "-" { return token }
+        }
     }
 
     /// The stored form of a high-entropy token or client secret: SHA-256, hex.

@@ -29,7 +29,7 @@ final class TwoDevices: @unchecked Sendable {
 
     /// Publishes through the real `notty publish`; returns the new id.
     func publish(_ title: String, body: String = "") throws -> String {
-        let result = try a.run(["publish", "--server", service.url, "--client-id", service.clientId, "--client-secret", service.clientSecret,
+        let result = try a.run(["publish", "--server", service.url, "--client-id", service.clientId, "--client-secret=\(service.clientSecret)",
                                 "--uns-id", uns, "--title", title, "--body", body])
         guard result.status == 0 else { throw SupportError("publish failed: \(result.err)") }
         return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
