@@ -97,10 +97,12 @@ public actor LiveSync {
         }
     }
 
+    /// The service answered: no longer offline. Unless the doorbell is open (or, in live
+    /// mode, still being opened), changes now arrive by polling.
     private func reachable() {
         offlineSince = nil
-        if state != .live, case .offline = state { set(mode == .live ? .connecting : .polling(every: interval)) }
-        if case .connecting = state, mode != .live { set(.polling(every: interval)) }
+        if state == .live || (mode == .live && state == .connecting) { return }
+        set(.polling(every: interval))
     }
 
     private func failed(_ error: SyncError) {
@@ -135,8 +137,7 @@ public actor LiveSync {
                     if let pollInterval, pollInterval > 0 { serviceInterval = pollInterval }
                     _ = try await engine.flush()
                     backoff.reset()
-                    offlineSince = nil
-                    if state != .live { set(mode == .live ? (state == .connecting ? .connecting : .polling(every: interval)) : .polling(every: interval)) }
+                    reachable()
                     onEvent(.synced(summary))
                     wait = interval
                 } catch let error as SyncError {

@@ -162,12 +162,8 @@ public actor ServiceClient {
         }
         refreshing = task
         defer { refreshing = nil }
-        do {
-            credentials = try await task.value
-            return credentials
-        } catch {
-            throw error
-        }
+        credentials = try await task.value
+        return credentials
     }
 
     /// Signs in with the password grant and returns fresh credentials (not yet saved).
@@ -184,6 +180,19 @@ public actor ServiceClient {
         return Credentials(
             server: server, userName: userName, accessToken: token.access_token, refreshToken: token.refresh_token,
             accessTokenExpires: Date().addingTimeInterval(TimeInterval(token.expires_in)))
+    }
+
+    /// Registers a subscription (`POST /v1/me/subscriptions`): this device, or with
+    /// `targetHostName` an id to give that app server.
+    public func subscribe(deviceName: String, targetHostName: String? = nil) async throws -> SubscriptionInfo {
+        var body: [String: JSONValue] = ["deviceName": .string(deviceName), "platform": .string("websocket")]
+        if let targetHostName { body["targetHostName"] = .string(targetHostName) }
+        let answer = try await send(.POST, "/v1/me/subscriptions", json: Data(JSONValue.object(body).jsonText.utf8))
+        guard answer.status == 201, let subscription = try? NottyJSON.decoder.decode(SubscriptionInfo.self, from: answer.body) else {
+            let error = answer.errorText
+            throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
+        }
+        return subscription
     }
 
     /// Adopts credentials (after login or registering the device) and saves them.

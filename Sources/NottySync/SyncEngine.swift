@@ -144,10 +144,13 @@ public struct HTTPTransport: SyncTransport {
     public init(client: ServiceClient) { self.client = client }
 
     public func changes(since: String?, limit: Int) async throws -> ChangesPage {
+        try Self.page(try await client.send(.GET, Self.changesPath(since: since, limit: limit)))
+    }
+
+    static func changesPath(since: String?, limit: Int) -> String {
         var path = "/v1/me/notifications/changes?limit=\(limit)"
         if let since { path += "&since=\(since.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? since)" }
-        let answer = try await client.send(.GET, path)
-        return try Self.page(answer)
+        return path
     }
 
     static func page(_ answer: HTTPAnswer) throws -> ChangesPage {
@@ -205,13 +208,8 @@ public struct HTTPTransport: SyncTransport {
     /// A conditional pull (the polling contract): nil when nothing changed since `cursor`,
     /// with the service's poll interval.
     public func changesIfChanged(since cursor: String?, limit: Int) async throws -> (page: ChangesPage?, pollInterval: Int?) {
-        var path = "/v1/me/notifications/changes?limit=\(limit)"
-        var headers: [(String, String)] = []
-        if let cursor {
-            path += "&since=\(cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor)"
-            headers.append(("If-None-Match", "\"\(cursor)\""))
-        }
-        let answer = try await client.send(.GET, path, headers: headers)
+        let headers = cursor.map { [("If-None-Match", "\"\($0)\"")] } ?? []
+        let answer = try await client.send(.GET, Self.changesPath(since: cursor, limit: limit), headers: headers)
         let interval = answer.headers.first(name: "X-Poll-Interval").flatMap(Int.init)
         if answer.status == 304 { return (nil, interval) }
         return (try Self.page(answer), interval)

@@ -69,12 +69,18 @@ public struct WindowRequest: Sendable, Equatable {
     /// order: the window around the selection and the absolute selection index. A shell that
     /// can list the whole view uses this directly; a paging store does the same with a query.
     public func answer(from matching: [UserNotification]) -> (window: ViewWindow, selection: Int) {
-        let total = matching.count
-        var selection = anchorId.flatMap { id in matching.firstIndex(where: { $0.id == id }) } ?? index
-        selection = max(0, min(selection, total - 1))
+        let place = placement(total: matching.count, anchorIndex: anchorId.flatMap { id in matching.firstIndex(where: { $0.id == id }) })
+        let rows = Array(matching[place.offset..<(place.offset + place.length)])
+        return (ViewWindow(view: view, query: query, total: matching.count, offset: place.offset, rows: rows), place.selection)
+    }
+
+    /// Where the answer's window lies in a view of `total` rows: the selection (the anchor's
+    /// index when it is still in the view, else `index`, clamped) and `length` rows around it
+    /// starting at `offset`.
+    public func placement(total: Int, anchorIndex: Int?) -> (selection: Int, offset: Int, length: Int) {
+        let selection = max(0, min(anchorIndex ?? index, total - 1))
         let length = min(max(1, span), total)
         let offset = max(0, min(selection - length / 2, total - length))
-        let rows = Array(matching[offset..<(offset + length)])
-        return (ViewWindow(view: view, query: query, total: total, offset: offset, rows: rows), selection)
+        return (selection, offset, length)
     }
 }

@@ -31,31 +31,8 @@ struct Login: AsyncParsableCommand {
             let server = url.hasSuffix("/") ? String(url.dropLast()) : url
             let password = passwordStdin ? (readLine(strippingNewline: true) ?? "") : readPassword(prompt: "Password for \(user): ")
             guard !password.isEmpty else { throw CLIError("no password given") }
-            let local = Device()
-            var credentials = try await ServiceClient.signIn(server: server, userName: user, password: password)
-            let client = ServiceClient(file: local.credentialsFile, credentials: credentials)
-            let me = try await client.send(.GET, "/v1/me")
-            if me.status == 200, let info = try? NottyJSON.decoder.decode(Me.self, from: me.body) { credentials.userId = info.id }
             let deviceName = device ?? ProcessInfo.processInfo.hostName
-            let body = JSONValue.object(["deviceName": .string(deviceName), "platform": .string("websocket")]).jsonText
-            let answer = try await client.send(.POST, "/v1/me/subscriptions", json: Data(body.utf8))
-            guard answer.status == 201, let subscription = try? NottyJSON.decoder.decode(SubscriptionInfo.self, from: answer.body) else {
-                throw CLIError("the service did not register this device (\(answer.status) \(answer.errorText.code))")
-            }
-            try await client.update { saved in
-                saved = credentials
-                saved.deviceName = deviceName
-                saved.deviceId = subscription.deviceId
-                saved.subscriptionId = subscription.userNotificationSubscriptionId
-            }
-            let store = try local.store()
-            try store.bind(account: credentials.account)
-            let engine = SyncEngine(store: store, transport: HTTPTransport(client: client))
-            do {
-                try await engine.sync()
-            } catch {
-                warn("signed in, but the first sync failed: \(error) (notty sync tries again)")
-            }
+            let store = try await signInDevice(Device(), server: server, userName: user, password: password, deviceName: deviceName)
             let counts = try store.counts()
             print("signed in as \(user) at \(server) (device \(deviceName)): \(counts.all) notification(s), \(counts.unread) unread")
         }
@@ -121,12 +98,31 @@ struct Subscribe: AsyncParsableCommand {
         try await reportingErrors {
             let (client, _, _) = try Device().session()
             let deviceName = await client.current.deviceName ?? ProcessInfo.processInfo.hostName
-            let body = JSONValue.object(["targetHostName": .string(app), "deviceName": .string(deviceName), "platform": .string("websocket")]).jsonText
-            let answer = try await client.send(.POST, "/v1/me/subscriptions", json: Data(body.utf8))
-            guard answer.status == 201, let subscription = try? NottyJSON.decoder.decode(SubscriptionInfo.self, from: answer.body) else {
-                throw CLIError("the service refused: \(answer.status) \(answer.errorText.code): \(answer.errorText.message)")
-            }
+            let subscription = try await client.subscribe(deviceName: deviceName, targetHostName: app)
             print(subscription.userNotificationSubscriptionId)
         }
     }
+}
+
+/// Signs `device` in (password grant), registers it, saves its credentials, ties its store to
+/// the account and pulls the history (a failed first pull is only a warning: `notty sync`
+/// tries again). What `notty login` and `notty demo` share.
+func signInDevice(_ device: Device, server: String, userName: String, password: String, deviceName: String) async throws -> LocalStore {
+    var credentials = try await ServiceClient.signIn(server: server, userName: userName, password: password)
+    let client = ServiceClient(file: device.credentialsFile, credentials: credentials)
+    let me = try await client.send(.GET, "/v1/me")
+    if me.status == 200, let info = try? NottyJSON.decoder.decode(Me.self, from: me.body) { credentials.userId = info.id }
+    let subscription = try await client.subscribe(deviceName: deviceName)
+    credentials.deviceName = deviceName
+    credentials.deviceId = subscription.deviceId
+    credentials.subscriptionId = subscription.userNotificationSubscriptionId
+    try await client.update { $0 = credentials }
+    let store = try device.store()
+    try store.bind(account: credentials.account)
+    do {
+        try await SyncEngine(store: store, transport: HTTPTransport(client: client)).sync()
+    } catch {
+        warn("signed in, but the first sync failed: \(error) (notty sync tries again)")
+    }
+    return store
 }

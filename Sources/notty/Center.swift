@@ -14,16 +14,11 @@ struct WindowLoader {
 
     func answer(_ request: WindowRequest, now: Date) throws -> TUIEvent {
         let total = try store.count(view: request.view, query: request.query, now: now)
-        var selection = request.index
-        if let anchor = request.anchorId, let position = try store.position(of: anchor, view: request.view, query: request.query, now: now) {
-            selection = position
-        }
-        selection = max(0, min(selection, total - 1))
-        let length = min(max(1, request.span), total)
-        let offset = max(0, min(selection - length / 2, total - length))
+        let anchor = try request.anchorId.flatMap { try store.position(of: $0, view: request.view, query: request.query, now: now) }
+        let (selection, offset, length) = request.placement(total: total, anchorIndex: anchor)
         let rows = length > 0 ? try store.window(view: request.view, query: request.query, offset: offset, limit: length, now: now) : []
         let window = ViewWindow(view: request.view, query: request.query, total: total, offset: offset, rows: rows)
-        return .loaded(window, counts: try store.counts(now: now), selection: max(0, selection))
+        return .loaded(window, counts: try store.counts(now: now), selection: selection)
     }
 }
 

@@ -103,22 +103,10 @@ struct Demo: AsyncParsableCommand {
         try await openCenter(device)
     }
 
-    /// Signs a device in over HTTP, like `notty login`, with its files in `home`.
+    /// Signs a device in over HTTP, exactly as `notty login` does, with its files in `home`.
     private func signIn(url: String, password: String, home: String, name: String) async throws -> Device {
         let device = Device(environment: ["NOTTY_HOME": home])
-        var credentials = try await ServiceClient.signIn(server: url, userName: "demo", password: password)
-        let client = ServiceClient(file: device.credentialsFile, credentials: credentials)
-        let body = JSONValue.object(["deviceName": .string(name), "platform": .string("websocket")]).jsonText
-        let answer = try await client.send(.POST, "/v1/me/subscriptions", json: Data(body.utf8))
-        if let subscription = try? NottyJSON.decoder.decode(SubscriptionInfo.self, from: answer.body) {
-            credentials.deviceId = subscription.deviceId
-            credentials.subscriptionId = subscription.userNotificationSubscriptionId
-        }
-        credentials.deviceName = name
-        try device.credentialsFile.save(credentials)
-        let store = try device.store()
-        try store.bind(account: credentials.account)
-        try await SyncEngine(store: store, transport: HTTPTransport(client: ServiceClient(file: device.credentialsFile, credentials: credentials))).sync()
+        _ = try await signInDevice(device, server: url, userName: "demo", password: password, deviceName: name)
         return device
     }
 }

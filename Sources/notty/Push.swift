@@ -52,10 +52,9 @@ struct Push: AsyncParsableCommand {
             throw ExitCode(4)
         }
         do {
-            let (_, store, engine) = try local.session(timeout: 10)
+            let (_, _, engine) = try local.session(timeout: 10)
             let applied = try await engine.receive(payload.frame)
             if !applied { try await engine.flush() }
-            _ = store
         } catch {
             warn("\(error) (the next sync catches up)")
             throw ExitCode(1)
