@@ -15,13 +15,4 @@ struct SignalTests {
         kill(getpid(), SIGUSR2)
         #expect(await iterator.next() == SIGUSR2)
     }
-
-    @Test func restoringIsIdempotentAndSafeBeforeStart() {
-        let terminal = Terminal()
-        terminal.stop()
-        terminal.stop()
-        restoreTerminalFromAnywhere()
-        #expect(terminal.size() == .init(columns: 0, rows: 0))
-        #expect(terminal.readKey(timeoutMilliseconds: 0) == nil)
-    }
 }

@@ -6,59 +6,81 @@ import Testing
 
 private let tmuxPath: String? = Tmux.path
 
+/// The process has one curses screen and one "restore" switch: every test that starts, stops
+/// or restores it runs inside this suite, one at a time (a restore from a parallel test once
+/// ended the tmux test's screen halfway through on a busy CI machine).
+@Suite("The process's one curses screen", .serialized)
+enum CursesScreenTests {}
+
+extension CursesScreenTests {
+    @Suite("Restoring before any start")
+    struct Restoring {
+        @Test func restoringIsIdempotentAndSafeBeforeStart() {
+            let terminal = Terminal()
+            terminal.stop()
+            terminal.stop()
+            restoreTerminalFromAnywhere()
+            #expect(terminal.size() == .init(columns: 0, rows: 0))
+            #expect(terminal.readKey(timeoutMilliseconds: 0) == nil)
+        }
+    }
+}
+
 /// Real ncurses against a real terminal emulator: a detached tmux pane whose only process
 /// sleeps, while this test process opens the pane's tty and paints and reads on it.
-@Suite("Real ncurses in a tmux pane", .serialized, .enabled(if: tmuxPath != nil || ProcessInfo.processInfo.environment["CI"] == "true", "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
-struct TmuxTerminalTests {
-    @Test func paintsDiffsPlacesTheCursorReadsKeysAndRestores() throws {
-        let pane = try TmuxPane(columns: 80, rows: 24)
-        defer { pane.close() }
-        let terminal = Terminal(ttyPath: pane.tty, terminalType: "screen")
-        try terminal.start(useColor: true)
-        defer { terminal.stop() }
-        #expect(terminal.size() == Size(columns: 80, rows: 24))
+extension CursesScreenTests {
+    @Suite("Real ncurses in a tmux pane", .enabled(if: tmuxPath != nil || ProcessInfo.processInfo.environment["CI"] == "true", "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
+    struct TmuxTerminalTests {
+        @Test func paintsDiffsPlacesTheCursorReadsKeysAndRestores() throws {
+            let pane = try TmuxPane(columns: 80, rows: 24)
+            defer { pane.close() }
+            let terminal = Terminal(ttyPath: pane.tty, terminalType: "screen")
+            try terminal.start(useColor: true)
+            defer { terminal.stop() }
+            #expect(terminal.size() == Size(columns: 80, rows: 24))
 
-        // First frame: wide characters, a combining mark, colour, the bottom-right cell.
-        var screen = Screen(size: terminal.size())
-        write("notty 世界 🎉 ok", at: 0, row: 0, on: &screen, style: CellStyle(bold: true))
-        write("cafe\u{301} |", at: 0, row: 1, on: &screen)
-        write("error", at: 0, row: 2, on: &screen, style: CellStyle(color: .error))
-        screen[79, 23] = Cell("Z")
-        terminal.paint(screen)
-        try pane.waitFor { $0.lines.first == "notty 世界 🎉 ok" }
-        let lines = try pane.capture().lines
-        #expect(lines[1] == "café |")
-        #expect(lines[23].hasSuffix("Z") && lines[23].count == 80)
-        #expect(try pane.capture(escapes: true).lines[2].contains("\u{1B}[31merror"))
-        #expect(try pane.query("#{cursor_flag}") == "0")
+            // First frame: wide characters, a combining mark, colour, the bottom-right cell.
+            var screen = Screen(size: terminal.size())
+            write("notty 世界 🎉 ok", at: 0, row: 0, on: &screen, style: CellStyle(bold: true))
+            write("cafe\u{301} |", at: 0, row: 1, on: &screen)
+            write("error", at: 0, row: 2, on: &screen, style: CellStyle(color: .error))
+            screen[79, 23] = Cell("Z")
+            terminal.paint(screen)
+            try pane.waitFor { $0.lines.first == "notty 世界 🎉 ok" }
+            let lines = try pane.capture().lines
+            #expect(lines[1] == "café |")
+            #expect(lines[23].hasSuffix("Z") && lines[23].count == 80)
+            #expect(try pane.capture(escapes: true).lines[2].contains("\u{1B}[31merror"))
+            #expect(try pane.query("#{cursor_flag}") == "0")
 
-        // Next frame: one wide character changed and a visible cursor.
-        var next = screen
-        write("日", at: 6, row: 0, on: &next, style: CellStyle(bold: true))
-        next.cursor = (column: 3, row: 5)
-        terminal.paint(next)
-        try pane.waitFor { $0.lines.first == "notty 日界 🎉 ok" }
-        try pane.waitFor { _ in try pane.query("#{cursor_x},#{cursor_y},#{cursor_flag}") == "3,5,1" }
+            // Next frame: one wide character changed and a visible cursor.
+            var next = screen
+            write("日", at: 6, row: 0, on: &next, style: CellStyle(bold: true))
+            next.cursor = (column: 3, row: 5)
+            terminal.paint(next)
+            try pane.waitFor { $0.lines.first == "notty 日界 🎉 ok" }
+            try pane.waitFor { _ in try pane.query("#{cursor_x},#{cursor_y},#{cursor_flag}") == "3,5,1" }
 
-        // Keys as tmux sends them for a terminal of this type.
-        let presses: [([String], Key)] = [
-            (["a"], .character("a")), (["Up"], .up), (["Down"], .down), (["Left"], .left),
-            (["Right"], .right), (["Home"], .home), (["End"], .end), (["PPage"], .pageUp),
-            (["NPage"], .pageDown), (["Enter"], .enter), (["Escape"], .escape), (["Tab"], .tab),
-            (["BTab"], .backTab), (["BSpace"], .backspace), (["DC"], .delete),
-            (["C-b"], .control("b")), (["C-c"], .control("c")),
-            (["-l", "é"], .character("é")), (["-l", "世"], .character("世")),
-        ]
-        for (keys, expected) in presses {
-            try pane.sendKeys(keys)
-            #expect(terminal.readKey(timeoutMilliseconds: 3000) == .key(expected), "\(keys)")
+            // Keys as tmux sends them for a terminal of this type.
+            let presses: [([String], Key)] = [
+                (["a"], .character("a")), (["Up"], .up), (["Down"], .down), (["Left"], .left),
+                (["Right"], .right), (["Home"], .home), (["End"], .end), (["PPage"], .pageUp),
+                (["NPage"], .pageDown), (["Enter"], .enter), (["Escape"], .escape), (["Tab"], .tab),
+                (["BTab"], .backTab), (["BSpace"], .backspace), (["DC"], .delete),
+                (["C-b"], .control("b")), (["C-c"], .control("c")),
+                (["-l", "é"], .character("é")), (["-l", "世"], .character("世")),
+            ]
+            for (keys, expected) in presses {
+                try pane.sendKeys(keys)
+                #expect(terminal.readKey(timeoutMilliseconds: 3000) == .key(expected), "\(keys)")
+            }
+            #expect(terminal.readKey(timeoutMilliseconds: 50) == nil)
+
+            // Leaving gives the terminal back: main screen, visible cursor.
+            terminal.stop()
+            terminal.stop()
+            try pane.waitFor { _ in try pane.query("#{alternate_on},#{cursor_flag}") == "0,1" }
         }
-        #expect(terminal.readKey(timeoutMilliseconds: 50) == nil)
-
-        // Leaving gives the terminal back: main screen, visible cursor.
-        terminal.stop()
-        terminal.stop()
-        try pane.waitFor { _ in try pane.query("#{alternate_on},#{cursor_flag}") == "0,1" }
     }
 }
 
