@@ -93,6 +93,7 @@ let package = Package(
             name: "notty-bench",
             dependencies: [
                 "NottyCore",
+                "NottyStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -79,6 +79,18 @@ public final class LocalStore: Sendable {
                 CREATE INDEX outbox_notification ON outbox (notification_id);
                 """)
         }
+        // Windows, positions and counts read indexes only: every column a view filter needs
+        // is in the index its order comes from, and ended snoozes are one small range.
+        migrator.registerMigration("v2 covering view indexes") { db in
+            try db.execute(sql: """
+                DROP INDEX notifications_bucket;
+                DROP INDEX notifications_order;
+                CREATE INDEX notifications_view ON notifications (bucket, created DESC, id DESC, hidden, expires, read_state, snoozed_until);
+                CREATE INDEX notifications_all ON notifications (created DESC, id DESC, hidden, expires);
+                CREATE INDEX notifications_snoozes ON notifications (snoozed_until, read_state) WHERE bucket = 'snoozed';
+                CREATE INDEX notifications_expiry ON notifications (expires) WHERE hidden = 0;
+                """)
+        }
         return migrator
     }
 

@@ -59,26 +59,50 @@ extension LocalStore {
     }
 
     /// The rows of one view at `now` that match `query` (title, body, app, group; empty: all),
-    /// newest first, `limit` rows from `offset`. Reads only the rows it returns (indexes).
-    public func window(view: NotificationView, query: String = "", offset: Int = 0, limit: Int, now: Date = Date()) throws -> [UserNotification] {
-        let branches = ViewFilter.branches(view, now: now, query: query)
-        let order = "ORDER BY created DESC, id DESC"
+    /// newest first, `limit` rows from `offset`. The rows' keys come from an index alone (read
+    /// from whichever end of the view is nearer when `total`, the view's length, is given);
+    /// only the returned rows are read from the table.
+    public func window(view: NotificationView, query: String = "", offset: Int = 0, limit: Int, total: Int? = nil, now: Date = Date()) throws -> [UserNotification] {
+        guard limit > 0, offset >= 0 else { return [] }
         return try pool.read { db in
-            if branches.count == 1 {
-                let branch = branches[0]
-                return try Row.fetchAll(
-                    db.cachedStatement(sql: "SELECT \(Self.columns) FROM notifications WHERE \(branch.sql) \(order) LIMIT ? OFFSET ?"),
-                    arguments: branch.arguments + [limit, offset]
-                ).map(Self.notification)
+            var branches = ViewFilter.branches(view, now: now, query: query)
+            if branches.count > 1, try !hasEndedSnoozes(db, view: view, now: now) { branches.removeLast() }
+            // Nearer the end: the same rows, counted from the end in ascending order.
+            var descending = true
+            var skip = offset
+            var wanted = limit
+            if let total, offset > total - offset - limit {
+                let end = min(offset + limit, total)
+                guard end > offset else { return [] }
+                descending = false
+                skip = total - end
+                wanted = end - offset
             }
-            let enough = offset + limit
-            let parts = branches.map { "SELECT * FROM (SELECT \(Self.columns) FROM notifications WHERE \($0.sql) \(order) LIMIT \(enough))" }
-            let arguments = branches.reduce(StatementArguments()) { $0 + $1.arguments }
+            let direction = descending ? "DESC" : "ASC"
+            let order = "ORDER BY created \(direction), id \(direction)"
+            var keys: String
+            var arguments: StatementArguments
+            if branches.count == 1 {
+                keys = "SELECT rowid AS rid FROM notifications WHERE \(branches[0].sql) \(order) LIMIT ? OFFSET ?"
+                arguments = branches[0].arguments
+            } else {
+                let parts = branches.map { "SELECT * FROM (SELECT rowid AS rid, created, id FROM notifications WHERE \($0.sql) \(order) LIMIT \(skip + wanted))" }
+                keys = "SELECT rid FROM (\(parts.joined(separator: " UNION ALL "))) \(order) LIMIT ? OFFSET ?"
+                arguments = branches.reduce(StatementArguments()) { $0 + $1.arguments }
+            }
             return try Row.fetchAll(
-                db.cachedStatement(sql: parts.joined(separator: " UNION ALL ") + " \(order) LIMIT ? OFFSET ?"),
-                arguments: arguments + [limit, offset]
+                db.cachedStatement(sql: "SELECT \(Self.columns) FROM notifications WHERE rowid IN (\(keys)) ORDER BY created DESC, id DESC"),
+                arguments: arguments + [wanted, skip]
             ).map(Self.notification)
         }
+    }
+
+    /// Whether any notification of `view` (Unread or Read) is there because its snooze ended.
+    func hasEndedSnoozes(_ db: Database, view: NotificationView, now: Date) throws -> Bool {
+        let state = view == .unread ? ReadState.unread.rawValue : ReadState.read.rawValue
+        return try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications WHERE bucket = 'snoozed' AND snoozed_until <= ? AND read_state = ?)"),
+            arguments: [ISOTime.millis(now), state]) ?? false
     }
 
     /// How many rows of `view` match `query` at `now`.
@@ -108,27 +132,28 @@ extension LocalStore {
         }
     }
 
-    /// The six counts at `now` (SPEC §1: the first five add up to All).
+    /// The six counts at `now` (SPEC §1: the first five add up to All): one pass over an index
+    /// in its own order, and the (few) snoozes that have ended moved to Unread or Read.
     public func counts(now: Date = Date()) throws -> ViewCounts {
         let millis = ISOTime.millis(now)
         return try pool.read { db in
             var counts = ViewCounts()
             let rows = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT bucket, read_state, coalesce(snoozed_until, 0) > ? AS sleeping, count(*) AS n
-                FROM notifications WHERE hidden = 0 AND expires > ? GROUP BY 1, 2, 3
-                """), arguments: [millis, millis])
+                SELECT bucket, count(*) AS n FROM notifications WHERE hidden = 0 AND expires > ? GROUP BY bucket
+                """), arguments: [millis])
             for row in rows {
-                let bucket: String = row["bucket"]
                 let n: Int = row["n"]
-                let view: NotificationView
-                switch bucket {
-                case "snoozed":
-                    view = (row["sleeping"] as Bool) ? .snoozed : (row["read_state"] as String) == ReadState.read.rawValue ? .read : .unread
-                default:
-                    view = NotificationView(rawValue: bucket) ?? .all
-                }
-                counts[view] += n
+                counts[NotificationView(rawValue: row["bucket"]) ?? .all] += n
                 counts.all += n
+            }
+            let ended = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT read_state, count(*) AS n FROM notifications
+                WHERE bucket = 'snoozed' AND snoozed_until <= ? AND hidden = 0 AND expires > ? GROUP BY read_state
+                """), arguments: [millis, millis])
+            for row in ended {
+                let n: Int = row["n"]
+                counts.snoozed -= n
+                counts[(row["read_state"] as String) == ReadState.read.rawValue ? .read : .unread] += n
             }
             return counts
         }

@@ -195,6 +195,9 @@ extension LocalStore {
         try pool.write { db in
             guard try meta(db, "cursor") == since else { return .cursorMoved }
             let firstSync = try since == nil && meta(db, "announce_all") == nil
+            // Only notifications with pending changes need their shown state worked out again;
+            // for the others it is the service's, which the upsert writes.
+            let pending = Set(try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT notification_id FROM outbox")))
             var newest: Int64 = 0
             for change in page.changes {
                 newest = max(newest, ISOTime.millis(change.lastModifiedDateTime))
@@ -203,7 +206,7 @@ extension LocalStore {
                     try db.cachedStatement(sql: "DELETE FROM outbox WHERE notification_id = ?").execute(arguments: [change.id])
                 } else {
                     try storeServiceState(db, change, onlyIfNotOlder: false, announce: !firstSync)
-                    try refreshShown(db, id: change.id)
+                    if pending.contains(change.id) { try refreshShown(db, id: change.id) }
                 }
             }
             try observeClock(db, millis: newest)
@@ -264,7 +267,7 @@ extension LocalStore {
                 created = excluded.created, expires = excluded.expires, modified = excluded.modified,
                 s_read = excluded.s_read, s_action = excluded.s_action, s_snoozed = excluded.s_snoozed,
                 read_state = excluded.read_state, action_state = excluded.action_state, snoozed_until = excluded.snoozed_until,
-                bucket = excluded.bucket, stale = 0
+                bucket = excluded.bucket, hidden = 0, stale = 0
             """).execute(arguments: [
                 n.id, n.appNotificationId, n.targetHostName, n.groupName, n.priority.rawValue,
                 n.payload.visualContent?.title, n.payload.visualContent?.body, n.payload.rawContent, n.displayTimeToLive, policies,

@@ -54,23 +54,37 @@ public actor SyncEngine {
         return summary
     }
 
-    /// Pulls every change after the store's cursor.
+    /// Pulls every change after the store's cursor. The next page is fetched while the
+    /// current one is being applied.
     @discardableResult
     public func pull() async throws -> SyncSummary {
         var summary = SyncSummary()
         var rounds = 0
+        var prefetched: (since: String, page: Task<ChangesPage, any Error>)?
+        defer { prefetched?.page.cancel() }
         while true {
             rounds += 1
             if rounds > 1_000_000 { break }
             let since = try store.cursor()
             let page: ChangesPage
             do {
-                page = try await transport.changes(since: since, limit: pageSize)
+                if let next = prefetched, next.since == since {
+                    page = try await next.page.value
+                } else {
+                    prefetched?.page.cancel()
+                    page = try await transport.changes(since: since, limit: pageSize)
+                }
+                prefetched = nil
             } catch SyncError.cursorExpired {
+                prefetched = nil
                 guard !summary.resynced else { throw SyncError.cursorExpired }
                 try store.beginResync()
                 summary.resynced = true
                 continue
+            }
+            if page.hasMore {
+                let transport = transport, cursor = page.cursor, limit = pageSize
+                prefetched = (cursor, Task { try await transport.changes(since: cursor, limit: limit) })
             }
             switch try store.apply(page: page, since: since) {
             case .cursorMoved:

@@ -8,17 +8,34 @@ import NottyTerminal
 import Synchronization
 
 /// Answers the UI's window requests from the store: the view's rows around the selection,
-/// read with indexed, windowed queries (never the whole view).
-struct WindowLoader {
+/// read with indexed, windowed queries (never the whole view). The six counts are read again
+/// only when the store changed or a snooze or expiry came due, not on every key press.
+final class WindowLoader {
     let store: LocalStore
+    private var cached: (revision: Int64, validUntil: Date?, counts: ViewCounts)?
+
+    init(store: LocalStore) {
+        self.store = store
+    }
 
     func answer(_ request: WindowRequest, now: Date) throws -> TUIEvent {
-        let total = try store.count(view: request.view, query: request.query, now: now)
+        let counts = try counts(now: now)
+        let total = request.query.isEmpty ? counts[request.view] : try store.count(view: request.view, query: request.query, now: now)
         let anchor = try request.anchorId.flatMap { try store.position(of: $0, view: request.view, query: request.query, now: now) }
         let (selection, offset, length) = request.placement(total: total, anchorIndex: anchor)
-        let rows = length > 0 ? try store.window(view: request.view, query: request.query, offset: offset, limit: length, now: now) : []
+        let rows = length > 0 ? try store.window(view: request.view, query: request.query, offset: offset, limit: length, total: total, now: now) : []
         let window = ViewWindow(view: request.view, query: request.query, total: total, offset: offset, rows: rows)
-        return .loaded(window, counts: try store.counts(now: now), selection: selection)
+        return .loaded(window, counts: counts, selection: selection)
+    }
+
+    private func counts(now: Date) throws -> ViewCounts {
+        let revision = try store.revision()
+        if let cached, cached.revision == revision, cached.validUntil.map({ now < $0 }) ?? true {
+            return cached.counts
+        }
+        let counts = try store.counts(now: now)
+        cached = (revision, try store.nextTimedChange(after: now), counts)
+        return counts
     }
 }
 

@@ -74,6 +74,38 @@ struct LocalStoreTests {
         #expect(try t.store.position(of: all[39].id, view: .read, now: now) == nil)
     }
 
+    @Test("every window is the same slice of the whole view, read from the start or from the end, with snoozes ending and equal times")
+    func windowsFromEitherEnd() throws {
+        let t = try TemporaryStore()
+        let changes = (1...61).map { n -> UserNotification in
+            let created = base.addingTimeInterval(Double(n / 3))  // three at a time share a creation time
+            switch n % 6 {
+            case 0: return notification(n, read: .read, created: created)
+            case 1: return notification(n, action: .snoozed, snoozedUntil: base.addingTimeInterval(Double(60 * n)), created: created)
+            case 2: return notification(n, read: .read, action: .snoozed, snoozedUntil: base.addingTimeInterval(Double(90 * n)), created: created)
+            case 3: return notification(n, action: .dismissed, created: created)
+            default: return notification(n, created: created)
+            }
+        }
+        _ = try t.store.apply(page: ChangesPage(changes: changes, cursor: "61", hasMore: false), since: nil)
+        for now in [base, base.addingTimeInterval(1800), base.addingTimeInterval(86_400)] {
+            let counts = try t.store.counts(now: now)
+            for view in NotificationView.allCases {
+                let whole = try t.store.window(view: view, limit: 1000, now: now).map(\.id)
+                let counted = try t.store.count(view: view, now: now)
+                #expect(whole.count == counts[view] && whole.count == counted)
+                for limit in [1, 4, 200] {
+                    for offset in 0...whole.count {
+                        let slice = Array(whole[min(offset, whole.count)..<min(offset + limit, whole.count)])
+                        #expect(try t.store.window(view: view, offset: offset, limit: limit, total: whole.count, now: now).map(\.id) == slice,
+                                "\(view) offset \(offset) limit \(limit)")
+                        #expect(try t.store.window(view: view, offset: offset, limit: limit, now: now).map(\.id) == slice)
+                    }
+                }
+            }
+        }
+    }
+
     @Test("an action writes the shown state and an outbox entry together; acknowledgements drain it")
     func outbox() throws {
         let t = try TemporaryStore()

@@ -1,0 +1,113 @@
+import Foundation
+import NottyCore
+import NottyStore
+
+/// Issue 3's figures: windows of the local store, applying a 1,000-change page, and a dismiss
+/// on another device reaching this device's store over the doorbell.
+struct ClientBench {
+    let service: ServiceBench
+    let device: SyncedDevice
+
+    func run(quick: Bool) async throws {
+        let store = try LocalStore(path: device.storePath)
+        print("")
+        try windows(store, repeats: quick ? 5 : 20)
+        print("")
+        try await pageApply(store, pages: quick ? 3 : 10)
+        print("")
+        try await doorbell(store, rounds: quick ? 50 : 300)
+    }
+
+    /// 200-row windows of every view at the top, the middle and the end, as the terminal
+    /// notification center asks for them (`window` alone, and with the view's count and the
+    /// selection's position, which a reload also needs).
+    func windows(_ store: LocalStore, repeats: Int) throws {
+        let counts = try store.counts()
+        print("window of 200 rows from a \(counts.all)-row store (\(NotificationView.allCases.map { "\($0.rawValue) \(counts[$0])" }.joined(separator: ", ")))")
+        var all: [Double] = []
+        for view in NotificationView.allCases {
+            let total = counts[view]
+            var samples: [Double] = []
+            for offset in Set([0, max(0, total / 2 - 100), max(0, total - 200)]).sorted() {
+                for _ in 0..<repeats {
+                    samples.append(try milliseconds { _ = try store.window(view: view, offset: offset, limit: 200) })
+                }
+            }
+            all += samples
+            print("  \(view.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) top/middle/end: \(summary(samples))")
+        }
+        print("  every view and place: \(summary(all))")
+        var searches: [Double] = []
+        for query in ["deploy", "db-3", "flaky", "no such words"] {
+            for _ in 0..<repeats {
+                searches.append(try milliseconds { _ = try store.window(view: .all, query: query, offset: 0, limit: 200) })
+            }
+        }
+        print("  search (All, first 200 matches of 'deploy', 'db-3', 'flaky', 'no such words'): \(summary(searches))")
+        var countSamples: [Double] = []
+        for _ in 0..<repeats { countSamples.append(try milliseconds { _ = try store.counts() }) }
+        print("  the six counts: \(summary(countSamples))")
+    }
+
+    /// Real 1,000-change pages: another device marks 1,000 notifications read through the
+    /// service; this device fetches the page and applies it (timed: the apply, one transaction).
+    func pageApply(_ store: LocalStore, pages: Int) async throws {
+        let ids = try store.ids(view: .unread)
+        guard ids.count >= pages * 1000 else { throw BenchError("not enough unread notifications for \(pages) pages") }
+        var samples: [Double] = []
+        for round in 0..<pages {
+            let chunk = ids[(round * 1000)..<((round + 1) * 1000)]
+            try await service.sendBatches(chunk.map {
+                #"{"id":"\#($0)","readState":"Read","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#
+            })
+            let since = try store.cursor()
+            let (_, text) = try await service.request(.GET, "/v1/me/notifications/changes?limit=1000" + (since.map { "&since=\($0)" } ?? ""), token: service.userToken)
+            let page = try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8))
+            guard page.changes.count == 1000 else { throw BenchError("page of \(page.changes.count) changes") }
+            var outcome: PageOutcome?
+            samples.append(try milliseconds { outcome = try store.apply(page: page, since: since) })
+            guard case .applied = outcome else { throw BenchError("page not applied: \(String(describing: outcome))") }
+        }
+        print("apply a 1,000-change page to the \(device.count)-row store (one transaction, fsync): \(summary(samples))")
+    }
+
+    /// `notty poll --live` runs on device B; another device dismisses through the service
+    /// (one PATCH, as its outbox flush sends it); timed until B's store, read by this process
+    /// as any other process of B would, shows it dismissed.
+    func doorbell(_ store: LocalStore, rounds: Int) async throws {
+        let poll = Process()
+        poll.executableURL = nottyBinary
+        poll.arguments = ["poll", "--live"]
+        poll.environment = ProcessInfo.processInfo.environment.merging(device.environment) { $1 }
+        poll.standardOutput = FileHandle.nullDevice
+        poll.standardError = FileHandle.nullDevice
+        try poll.run()
+        defer {
+            poll.terminate()
+            poll.waitUntilExit()
+        }
+        // Connected once a change made elsewhere reaches the store.
+        let ids = Array(try store.ids(view: .unread).suffix(rounds + 1))
+        _ = try await dismiss(ids[0], store: store, timeout: .seconds(15))
+        var samples: [Double] = []
+        for id in ids.dropFirst() {
+            samples.append(try await dismiss(id, store: store, timeout: .seconds(5)))
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        print("dismiss on device A → device B's store (doorbell, `notty poll --live`): \(summary(samples))")
+    }
+
+    private func dismiss(_ id: String, store: LocalStore, timeout: Duration) async throws -> Double {
+        let start = ContinuousClock.now
+        let (status, text) = try await service.request(.PATCH, "/v1/me/notifications/\(id)", token: service.userToken,
+                                                       body: #"{"userActionState":"Dismissed","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#)
+        guard status == 200 else { throw BenchError("PATCH answered \(status): \(text.prefix(200))") }
+        while ContinuousClock.now - start < timeout {
+            if try store.notification(id: id)?.userActionState == .dismissed {
+                return (ContinuousClock.now - start).seconds * 1000
+            }
+            usleep(100)
+        }
+        throw BenchError("device B's store never showed \(id) dismissed")
+    }
+}

@@ -1,0 +1,242 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+import NottyCore
+
+// MARK: - The service under test
+
+final class ServiceBench: @unchecked Sendable {
+    let process: Process
+    let directory: URL
+    let base: String
+    let port: Int
+    let http: HTTPClient
+    var userToken = "", appToken = "", unsId = ""
+
+    static func start() async throws -> ServiceBench {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let binary = nottyBinary
+        let env = ["NOTTY_HOME": directory.path]
+        _ = try runToEnd(binary, ["admin", "user", "add", "bench"], env: env, input: "pw\n")
+        let appJSON = try runToEnd(binary, ["admin", "app", "add", "bench.example.com", "--json"], env: env, input: nil)
+        guard case .object(let app)? = JSONValue(jsonText: appJSON), case .string(let clientId)? = app["client_id"], case .string(let secret)? = app["client_secret"] else {
+            throw BenchError("admin app add printed \(appJSON)")
+        }
+        let log = directory.appendingPathComponent("serve.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["serve", "--port", "0", "--publish-rate", "1000000", "--publish-burst", "1000000", "--log-level", "notice"]
+        process.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardError = handle
+        process.standardOutput = handle
+        try process.run()
+        var port = 0
+        for _ in 0..<200 where port == 0 {
+            try await Task.sleep(for: .milliseconds(50))
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            if let range = text.range(of: #"url=http://127\.0\.0\.1:(\d+)"#, options: .regularExpression) {
+                port = Int(text[range].split(separator: ":").last!) ?? 0
+            }
+        }
+        guard port != 0 else { process.terminate(); throw BenchError("notty serve did not start; see \(log.path)") }
+        var config = HTTPClient.Configuration(timeout: .init(connect: .seconds(10), read: .seconds(60)))
+        config.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 128
+        let bench = ServiceBench(process: process, directory: directory, port: port, http: HTTPClient(eventLoopGroupProvider: .singleton, configuration: config))
+        bench.userToken = try await bench.token("grant_type=password&username=bench&password=pw")
+        bench.appToken = try await bench.token("grant_type=client_credentials&client_id=\(clientId)&client_secret=\(secret)")
+        let (_, sub) = try await bench.request(.POST, "/v1/me/subscriptions", token: bench.userToken, body: #"{"targetHostName":"bench.example.com"}"#)
+        guard case .object(let subObject)? = JSONValue(jsonText: sub), case .string(let uns)? = subObject["userNotificationSubscriptionId"] else {
+            throw BenchError("subscribe answered \(sub)")
+        }
+        bench.unsId = uns
+        return bench
+    }
+
+    init(process: Process, directory: URL, port: Int, http: HTTPClient) {
+        self.process = process
+        self.directory = directory
+        self.port = port
+        self.base = "http://127.0.0.1:\(port)"
+        self.http = http
+    }
+
+    func stop() async {
+        try? await http.shutdown()
+        process.terminate()
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    func token(_ form: String) async throws -> String {
+        var request = HTTPClientRequest(url: base + "/oauth2/v2.0/token")
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: form))
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
+        guard case .object(let object)? = JSONValue(jsonText: text), case .string(let token)? = object["access_token"] else { throw BenchError("token: \(text)") }
+        return token
+    }
+
+    func request(_ method: HTTPMethod, _ path: String, token: String, body: String? = nil, headers: [(String, String)] = []) async throws -> (Int, String) {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        let response = try await http.execute(request, timeout: .seconds(60))
+        let text = String(buffer: try await response.body.collect(upTo: 1 << 24))
+        return (Int(response.status.code), text)
+    }
+
+    func publish(_ key: String) async throws -> Int {
+        try await request(.POST, "/beta/me/notifications", token: appToken,
+                          body: #"{"appNotificationId":"\#(key)","payload":{"visualContent":{"title":"Build \#(key) failed","body":"3 tests failed on main"}},"groupName":"CI"}"#,
+                          headers: [("X-UNS-ID", unsId)]).0
+    }
+
+    var serverRSS: Int { residentBytes(pid: process.processIdentifier) }
+
+    // MARK: - Scenarios
+
+    func run(quick: Bool) async throws {
+        let scale = quick ? 0.2 : 1.0
+        print("notty-bench service — real `notty serve` (SQLite, WAL, synchronous=FULL) on 127.0.0.1:\(port), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        print("")
+
+        // 1. Durable publish throughput from 64 concurrent clients.
+        let seconds = 5.0 * scale + 1
+        let counter = Shared<(ok: Int, other: Int)>((0, 0))
+        let start = ContinuousClock.now
+        let end = start + .seconds(seconds)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for client in 0..<64 {
+                group.addTask {
+                    var n = 0
+                    while ContinuousClock.now < end {
+                        let status = try await self.publish("t\(client)-\(n)")
+                        counter.update { if status == 201 { $0.ok += 1 } else { $0.other += 1 } }
+                        n += 1
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let elapsed = (ContinuousClock.now - start).seconds
+        let (ok, other) = counter.update { $0 }
+        print(String(format: "publish throughput, 64 concurrent clients: %.0f publishes/s (%d acknowledged in %.1f s, %d non-201)", Double(ok) / elapsed, ok, elapsed, other))
+
+        // 2. Publish latency at a steady 1,000/s.
+        let rate = 1000.0
+        let total = Int(rate * (5 * scale + 1))
+        let latencies = Shared<[Double]>([])
+        let paceStart = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<total {
+                let due = paceStart + .seconds(Double(i) / rate)
+                if due > ContinuousClock.now { try await Task.sleep(until: due) }
+                group.addTask {
+                    let t0 = ContinuousClock.now
+                    let status = try await self.publish("paced-\(i)")
+                    let ms = (ContinuousClock.now - t0).seconds * 1000
+                    if status == 201 { latencies.update { $0.append(ms) } }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let paced = latencies.update { $0 }
+        print(String(format: "publish latency at 1,000/s (%d publishes): p50 %.2f ms, p99 %.2f ms, max %.2f ms", paced.count, percentile(paced, 50), percentile(paced, 99), paced.max() ?? 0))
+
+        // 3. Publish → doorbell frame at a connected device.
+        let frames = AsyncStream<String>.makeStream()
+        let device = Task {
+            var headers = HTTPFields()
+            headers[.authorization] = "Bearer \(userToken)"
+            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1/me/push", configuration: .init(additionalHeaders: headers), logger: Logger(label: "bench")) { inbound, _, _ in
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    if case .text(let text) = message { frames.continuation.yield(text) }
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        var iterator = frames.stream.makeAsyncIterator()
+        var bell: [Double] = []
+        for i in 0..<Int(1000 * scale + 100) {
+            let t0 = ContinuousClock.now
+            async let status = publish("bell-\(i)")
+            guard await iterator.next() != nil else { break }
+            bell.append((ContinuousClock.now - t0).seconds * 1000)
+            _ = try await status
+        }
+        device.cancel()
+        print(String(format: "publish → doorbell frame (%d): p50 %.2f ms, p99 %.2f ms", bell.count, percentile(bell, 50), percentile(bell, 99)))
+
+        // 4. Conditional polls answered 304.
+        let (_, feed) = try await request(.GET, "/v1/me/notifications/changes?limit=1", token: userToken)
+        _ = feed
+        let cursor = try await latestCursor()
+        let polls = Shared<(notModified: Int, other: Int)>((0, 0))
+        let pollStart = ContinuousClock.now
+        let pollEnd = pollStart + .seconds(5 * scale + 1)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<64 {
+                group.addTask {
+                    while ContinuousClock.now < pollEnd {
+                        let (status, _) = try await self.request(.GET, "/v1/me/notifications/changes?since=\(cursor)", token: self.userToken, headers: [("If-None-Match", "\"\(cursor)\"")])
+                        polls.update { if status == 304 { $0.notModified += 1 } else { $0.other += 1 } }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let pollElapsed = (ContinuousClock.now - pollStart).seconds
+        let (notModified, pollOther) = polls.update { $0 }
+        print(String(format: "conditional polls, 64 concurrent clients: %.0f 304s/s (%d in %.1f s, %d other)", Double(notModified) / pollElapsed, notModified, pollElapsed, pollOther))
+
+        // 5. Idle connected devices and the service's memory.
+        let idleCount = quick ? 1000 : 10_000
+        let before = serverRSS
+        let connected = Shared<Int>(0)
+        var idle: [Task<Void, any Error>] = []
+        for i in 0..<idleCount {
+            idle.append(Task {
+                var headers = HTTPFields()
+                headers[.authorization] = "Bearer \(userToken)"
+                try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1/me/push", configuration: .init(additionalHeaders: headers), logger: Logger(label: "idle")) { inbound, _, _ in
+                    connected.update { $0 += 1 }
+                    for try await _ in inbound.messages(maxSize: 1 << 20) {}
+                }
+            })
+            if i % 200 == 199 { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while connected.update({ $0 }) < idleCount && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
+        try await Task.sleep(for: .seconds(1))
+        let during = serverRSS
+        print(String(format: "idle doorbell devices: %d connected; service RSS %.0f MiB (%.0f MiB before connecting)", connected.update { $0 }, Double(during) / 1_048_576, Double(before) / 1_048_576))
+        idle.forEach { $0.cancel() }
+    }
+
+    func latestCursor() async throws -> String {
+        var cursor = ""
+        var more = true
+        while more {
+            let (_, text) = try await request(.GET, "/v1/me/notifications/changes?limit=5000" + (cursor.isEmpty ? "" : "&since=\(cursor)"), token: userToken)
+            let page = try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8))
+            cursor = page.cursor
+            more = page.hasMore
+        }
+        return cursor
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import NottyCore
+import NottyStore
+
+/// Issue 4's figures: the real `notty` (the terminal notification center) on a pseudo-terminal
+/// this process owns, with the device's 100,000-notification store. A frame is the terminal
+/// output that follows an event until the output has been quiet for `quiet`; its time is the
+/// arrival of its last byte (the quiet wait itself is not counted).
+struct TUIBench {
+    let service: ServiceBench
+    let device: SyncedDevice
+    static let quiet: Duration = .milliseconds(15)
+
+    func run(quick: Bool) async throws {
+        let store = try LocalStore(path: device.storePath)
+        guard let newest = try store.window(view: .unread, limit: 1).first?.payload.visualContent?.title else {
+            throw BenchError("no unread notification to look for")
+        }
+        let terminal = try PseudoTerminal(columns: 120, rows: 40)
+        let start = ContinuousClock.now
+        let process = try terminal.spawn(nottyBinary.path, ["tui"], environment: device.environment.merging(["TERM": "xterm-256color"]) { $1 })
+        defer {
+            kill(process, SIGTERM)
+            var status: Int32 = 0
+            waitpid(process, &status, 0)
+        }
+        // The first frame: the newest unread title (list) and the account (status line, the
+        // last row ncurses paints).
+        let first = try terminal.readUntil(timeout: .seconds(10)) { text in
+            text.contains(newest) && text.contains("bench@")
+        }
+        print("")
+        print(String(format: "first full frame (120×40, %d notifications in the store): %.1f ms after the process started", device.count, (first - start).seconds * 1000))
+        try await Task.sleep(for: .seconds(2))  // the doorbell connects, the status line settles
+        _ = terminal.drain(quiet: .milliseconds(200))
+
+        let repeats = quick ? 20 : 100
+        var moving: [Double] = [], switching: [Double] = [], jumping: [Double] = [], searching: [Double] = [], escapes: [Double] = []
+        for i in 0..<repeats {
+            moving.append(try terminal.keyToFrame(i % 10 < 5 ? "j" : "k"))
+        }
+        for i in 0..<repeats {
+            switching.append(try terminal.keyToFrame(i % 2 == 0 ? "\t" : "\u{1B}[Z"))  // Tab, Shift-Tab
+        }
+        for i in 0..<(repeats / 2) {
+            jumping.append(try terminal.keyToFrame(i % 2 == 0 ? "G" : "g"))
+            jumping.append(try terminal.keyToFrame(i % 2 == 0 ? "\u{06}" : "\u{02}"))  // Ctrl-f, Ctrl-b
+        }
+        for (i, query) in ["deploy", "db-3", "flaky", "no such words"].enumerated() where i < (quick ? 2 : 4) {
+            _ = try terminal.keyToFrame("/")
+            for character in query {
+                searching.append(try terminal.keyToFrame(String(character)))
+            }
+            searching.append(try terminal.keyToFrame("\r"))
+            escapes.append(try terminal.keyToFrame("\u{1B}"))  // Esc clears the search
+            _ = terminal.drain(quiet: .milliseconds(100))
+        }
+        print("key press → repainted frame:")
+        print("  moving (j/k):                 \(summary(moving))")
+        print("  switching views (Tab/S-Tab):  \(summary(switching))")
+        print("  jumping (g/G, Ctrl-f/Ctrl-b): \(summary(jumping))")
+        print("  searching (typing, Enter, Esc): \(summary(searching))")
+        print("  Esc clearing the search (includes ncurses' ESCDELAY wait): \(summary(escapes))")
+        print("  all keys but Esc:             \(summary(moving + switching + jumping + searching))")
+        let memory = residentAndPeak(pid: process)
+        print(String(format: "resident memory of notty: %.1f MiB now, %.1f MiB peak", Double(memory.now) / 1_048_576, Double(memory.peak) / 1_048_576))
+
+        // A burst: another device dismisses 1,000 notifications at once; the doorbell brings
+        // them in while keys keep arriving every 10 ms.
+        let ids = Array(try store.ids(view: .unread).prefix(1000))
+        let burst = Task {
+            try await service.sendBatches(ids.map {
+                #"{"id":"\#($0)","userActionState":"Dismissed","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#
+            })
+        }
+        var during: [Double] = []
+        let burstStart = ContinuousClock.now
+        var applied = false
+        while ContinuousClock.now - burstStart < .seconds(10) {
+            during.append(try terminal.keyToFrame(during.count % 2 == 0 ? "j" : "k"))
+            try await Task.sleep(for: .milliseconds(10))
+            if !applied, try store.count(view: .dismissed) >= ids.count, ContinuousClock.now - burstStart > .seconds(2) {
+                applied = true
+                break
+            }
+        }
+        try await burst.value
+        print("a burst of 1,000 changes from another device (\(applied ? "all reached the store" : "NOT all in the store after 10 s")): keys every 10 ms meanwhile, key → frame \(summary(during))")
+        let after = residentAndPeak(pid: process)
+        print(String(format: "resident memory after the burst: %.1f MiB now, %.1f MiB peak", Double(after.now) / 1_048_576, Double(after.peak) / 1_048_576))
+    }
+}
+
+/// A pseudo-terminal whose far side a child process gets as its terminal.
+final class PseudoTerminal {
+    let master: Int32
+    let slavePath: String
+
+    init(columns: Int, rows: Int) throws {
+        master = c_posix_openpt(O_RDWR | O_NOCTTY)
+        guard master >= 0, c_grantpt(master) == 0, c_unlockpt(master) == 0 else { throw BenchError("no pseudo-terminal: errno \(errno)") }
+        var name = [CChar](repeating: 0, count: 128)
+        guard c_ptsname_r(master, &name, name.count) == 0 else { throw BenchError("ptsname: errno \(errno)") }
+        slavePath = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var size = winsize(ws_row: UInt16(rows), ws_col: UInt16(columns), ws_xpixel: 0, ws_ypixel: 0)
+        _ = ioctl(master, UInt(TIOCSWINSZ), &size)
+    }
+
+    deinit { close(master) }
+
+    /// Starts `path` in a new session with the pseudo-terminal as its controlling terminal and
+    /// standard input, output and error.
+    func spawn(_ path: String, _ arguments: [String], environment: [String: String]) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, slavePath, O_RDWR, 0)
+        posix_spawn_file_actions_adddup2(&actions, 0, 1)
+        posix_spawn_file_actions_adddup2(&actions, 0, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | 0x80 /* POSIX_SPAWN_SETSID */))
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let merged = ProcessInfo.processInfo.environment.filter { $0.key != "NO_COLOR" }.merging(environment) { $1 }
+        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid = pid_t()
+        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        guard result == 0 else { throw BenchError("posix_spawn \(path): \(result)") }
+        return pid
+    }
+
+    /// Reads output until `done` holds for everything read so far; returns when the last
+    /// byte needed arrived.
+    func readUntil(timeout: Duration, _ done: (String) -> Bool) throws -> ContinuousClock.Instant {
+        var seen = Data()
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            guard let chunk = read(waiting: .milliseconds(50)) else { continue }
+            seen.append(chunk)
+            if done(String(decoding: seen, as: UTF8.self)) { return ContinuousClock.now }
+        }
+        throw BenchError("the terminal never showed what was expected; it got \(seen.count) bytes")
+    }
+
+    /// Sends `keys` and returns the milliseconds until the last byte of the frame they caused.
+    func keyToFrame(_ keys: String) throws -> Double {
+        _ = drain(quiet: .milliseconds(2))
+        let start = ContinuousClock.now
+        let bytes = Array(keys.utf8)
+        guard bytes.withUnsafeBytes({ Glibc.write(master, $0.baseAddress, $0.count) }) == bytes.count else { throw BenchError("write to the terminal failed") }
+        guard read(waiting: .seconds(2)) != nil else { throw BenchError("no frame within 2 s of \(keys.debugDescription)") }
+        let last = drain(quiet: TUIBench.quiet)
+        return (last - start).seconds * 1000
+    }
+
+    /// Reads until nothing arrives for `quiet`; returns when the last byte arrived.
+    @discardableResult
+    func drain(quiet: Duration) -> ContinuousClock.Instant {
+        var last = ContinuousClock.now
+        while read(waiting: quiet) != nil { last = ContinuousClock.now }
+        return last
+    }
+
+    private func read(waiting: Duration) -> Data? {
+        var descriptor = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(waiting.seconds * 1000)
+        guard poll(&descriptor, 1, milliseconds) > 0 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let n = Glibc.read(master, &buffer, buffer.count)
+        guard n > 0 else { return nil }
+        return Data(buffer[0..<n])
+    }
+}
+
+// glibc has these, but Swift's Glibc module leaves them out (they need _XOPEN_SOURCE).
+@_silgen_name("posix_openpt") private func c_posix_openpt(_ flags: Int32) -> Int32
+@_silgen_name("grantpt") private func c_grantpt(_ descriptor: Int32) -> Int32
+@_silgen_name("unlockpt") private func c_unlockpt(_ descriptor: Int32) -> Int32
+@_silgen_name("ptsname_r") private func c_ptsname_r(_ descriptor: Int32, _ buffer: UnsafeMutablePointer<CChar>, _ length: Int) -> Int32
+
+func residentAndPeak(pid: pid_t) -> (now: Int, peak: Int) {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
+    var now = 0, peak = 0
+    for line in status.split(separator: "\n") {
+        let value = (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+        if line.hasPrefix("VmRSS:") { now = value }
+        if line.hasPrefix("VmHWM:") { peak = value }
+    }
+    return (now, peak)
+}
