@@ -1,12 +1,24 @@
 import Foundation
 
+/// Whether two strings are equal ignoring the case of ASCII letters (Graph's spellings are
+/// ASCII), without Foundation's locale-aware comparison.
+func asciiCaseInsensitiveEqual(_ a: String, _ b: String) -> Bool {
+    a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { x, y in
+        x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+    }
+}
+
 /// Decodes an enum from its Graph spelling, case-insensitively.
 public protocol CaseInsensitiveEnum: RawRepresentable, CaseIterable, Codable, Sendable where RawValue == String {}
 
 extension CaseInsensitiveEnum {
     /// The case whose spelling matches `text`, ignoring case.
     public init?(spelling text: String) {
-        guard let match = Self.allCases.first(where: { $0.rawValue.caseInsensitiveCompare(text) == .orderedSame }) else { return nil }
+        if let exact = Self(rawValue: text) {  // the usual case, and the cheapest
+            self = exact
+            return
+        }
+        guard let match = Self.allCases.first(where: { asciiCaseInsensitiveEqual($0.rawValue, text) }) else { return nil }
         self = match
     }
 

@@ -37,9 +37,63 @@ public enum ISOTime {
 
     /// Parses an ISO 8601 time; `nil` when it is not one.
     public static func parse(_ text: String) -> Date? {
+        if let millis = parseUTC(text) { return date(millis: millis) }
         if let date = try? withFraction.parse(text) { return truncated(date) }
         if let date = try? withoutFraction.parse(text) { return truncated(date) }
         return nil
+    }
+
+    /// notty's own spelling, `yyyy-MM-ddTHH:mm:ss[.SSS]Z`, read by hand (every time in every
+    /// page a client pulls goes through here; `ISO8601FormatStyle` is many times slower).
+    /// Anything else is left to the full parser.
+    static func parseUTC(_ text: String) -> Int64? {
+        var utf8 = text.utf8.makeIterator()
+        var bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                    UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        let fits = withUnsafeMutableBytes(of: &bytes) { buffer -> Bool in
+            while let byte = utf8.next() {
+                guard count < 24 else { return false }
+                buffer[count] = byte
+                count += 1
+            }
+            return true
+        }
+        guard fits, count == 20 || count == 24 else { return nil }
+        return withUnsafeBytes(of: &bytes) { b -> Int64? in
+            func number(_ from: Int, _ width: Int) -> Int? {
+                var value = 0
+                for i in from..<(from + width) {
+                    let digit = Int(b[i]) - 48
+                    guard (0...9).contains(digit) else { return nil }
+                    value = value * 10 + digit
+                }
+                return value
+            }
+            guard b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"), b[10] == UInt8(ascii: "T"),
+                  b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"), b[count - 1] == UInt8(ascii: "Z"),
+                  let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
+                  let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
+                  (1...12).contains(month), hour < 24, minute < 60, second < 60 else { return nil }
+            var ms = 0
+            if count == 24 {
+                guard b[19] == UInt8(ascii: "."), let fraction = number(20, 3) else { return nil }
+                ms = fraction
+            }
+            let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+            let lengths = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+            guard day >= 1, day <= lengths[month - 1] else { return nil }
+            // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+            let y = month <= 2 ? year - 1 : year
+            let era = (y >= 0 ? y : y - 399) / 400
+            let yearOfEra = y - era * 400
+            let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+            let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+            let days = era * 146_097 + dayOfEra - 719_468
+            let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second)
+            return seconds * 1000 + Int64(ms)
+        }
     }
 
     /// Milliseconds since 1970, the unit notty stores times in.

@@ -10,37 +10,54 @@ extension LocalStore {
         created, expires, modified, read_state, action_state, snoozed_until
         """
 
-    static func notification(_ row: Row) -> UserNotification {
-        let title: String? = row["title"]
-        let policies = (row["policies"] as String?).flatMap { JSONValue(jsonText: $0) }
-        var targetPolicy: JSONValue?
-        var fallbackPolicy: JSONValue?
-        if case .object(let object)? = policies {
-            targetPolicy = object["targetPolicy"]
-            fallbackPolicy = object["fallbackPolicy"]
+    /// Reads rows of ``columns`` by position (a name lookup per column and row costs more
+    /// than the rest of the read). Rows often share their policies: each text is parsed once.
+    struct RowReader {
+        private var policies: [String: JSONValue] = [:]
+
+        mutating func notification(_ row: Row) -> UserNotification {
+            let title: String? = row[5]
+            var targetPolicy: JSONValue?
+            var fallbackPolicy: JSONValue?
+            if let text: String = row[9] {
+                let value = policies[text] ?? JSONValue(jsonText: text) ?? .null
+                if policies.count < 64 { policies[text] = value }
+                if case .object(let object) = value {
+                    targetPolicy = object["targetPolicy"]
+                    fallbackPolicy = object["fallbackPolicy"]
+                }
+            }
+            return UserNotification(
+                id: row[0], appNotificationId: row[1], targetHostName: row[2],
+                groupName: row[3], priority: Priority(spelling: row[4]) ?? .none,
+                payload: NotificationPayload(
+                    rawContent: row[7],
+                    visualContent: title.map { VisualContent(title: $0, body: row[6]) }),
+                displayTimeToLive: row[8],
+                expirationDateTime: ISOTime.date(millis: row[11]),
+                createdDateTime: ISOTime.date(millis: row[10]),
+                lastModifiedDateTime: ISOTime.date(millis: row[12]),
+                readState: ReadState(spelling: row[13]) ?? .unread,
+                userActionState: UserActionState(spelling: row[14]) ?? .noInteraction,
+                snoozedUntil: (row[15] as Int64?).map(ISOTime.date(millis:)),
+                targetPolicy: targetPolicy, fallbackPolicy: fallbackPolicy)
         }
-        return UserNotification(
-            id: row["id"], appNotificationId: row["app_notification_id"], targetHostName: row["app"],
-            groupName: row["group_name"], priority: Priority(spelling: row["priority"]) ?? .none,
-            payload: NotificationPayload(
-                rawContent: row["raw_content"],
-                visualContent: title.map { VisualContent(title: $0, body: row["body"]) }),
-            displayTimeToLive: row["ttl"],
-            expirationDateTime: ISOTime.date(millis: row["expires"]),
-            createdDateTime: ISOTime.date(millis: row["created"]),
-            lastModifiedDateTime: ISOTime.date(millis: row["modified"]),
-            readState: ReadState(spelling: row["read_state"]) ?? .unread,
-            userActionState: UserActionState(spelling: row["action_state"]) ?? .noInteraction,
-            snoozedUntil: (row["snoozed_until"] as Int64?).map(ISOTime.date(millis:)),
-            targetPolicy: targetPolicy, fallbackPolicy: fallbackPolicy)
+    }
+
+    /// The notifications a statement of ``columns`` selects, in its order.
+    static func notifications(_ statement: Statement, arguments: StatementArguments) throws -> [UserNotification] {
+        var reader = RowReader()
+        var result: [UserNotification] = []
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() { result.append(reader.notification(row)) }
+        return result
     }
 
     /// One notification as shown (service state plus pending changes), if it is in the store
     /// and not deleted locally. Expired ones are returned too; callers check `isLive`.
     public func notification(id: String) throws -> UserNotification? {
         try pool.read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.columns) FROM notifications WHERE id = ? AND hidden = 0"), arguments: [id])
-                .map(Self.notification)
+            try Self.notifications(db.cachedStatement(sql: "SELECT \(Self.columns) FROM notifications WHERE id = ? AND hidden = 0"), arguments: [id]).first
         }
     }
 
@@ -90,10 +107,9 @@ extension LocalStore {
                 keys = "SELECT rid FROM (\(parts.joined(separator: " UNION ALL "))) \(order) LIMIT ? OFFSET ?"
                 arguments = branches.reduce(StatementArguments()) { $0 + $1.arguments }
             }
-            return try Row.fetchAll(
+            return try Self.notifications(
                 db.cachedStatement(sql: "SELECT \(Self.columns) FROM notifications WHERE rowid IN (\(keys)) ORDER BY created DESC, id DESC"),
-                arguments: arguments + [wanted, skip]
-            ).map(Self.notification)
+                arguments: arguments + [wanted, skip])
         }
     }
 

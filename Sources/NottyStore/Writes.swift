@@ -282,10 +282,10 @@ extension LocalStore {
     /// are still live, oldest first.
     public func unannounced(now: Date = Date()) throws -> [UserNotification] {
         try pool.read { db in
-            try Row.fetchAll(db, sql: """
+            try Self.notifications(db.cachedStatement(sql: """
                 SELECT \(Self.columns) FROM notifications WHERE announced = 0 AND hidden = 0 AND expires > ?
                 ORDER BY created, id
-                """, arguments: [ISOTime.millis(now)]).map(Self.notification)
+                """), arguments: [ISOTime.millis(now)])
         }
     }
 

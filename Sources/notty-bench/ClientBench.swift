@@ -24,19 +24,18 @@ struct ClientBench {
     func windows(_ store: LocalStore, repeats: Int) throws {
         let counts = try store.counts()
         print("window of 200 rows from a \(counts.all)-row store (\(NotificationView.allCases.map { "\($0.rawValue) \(counts[$0])" }.joined(separator: ", ")))")
-        var all: [Double] = []
+        var places: [(name: String, samples: [Double])] = [("top", []), ("middle", []), ("end", [])]
         for view in NotificationView.allCases {
             let total = counts[view]
-            var samples: [Double] = []
-            for offset in Set([0, max(0, total / 2 - 100), max(0, total - 200)]).sorted() {
+            for (place, offset) in [0, max(0, total / 2 - 100), max(0, total - 200)].enumerated() {
                 for _ in 0..<repeats {
-                    samples.append(try milliseconds { _ = try store.window(view: view, offset: offset, limit: 200) })
+                    places[place].samples.append(try milliseconds { _ = try store.window(view: view, offset: offset, limit: 200, total: total) })
                 }
             }
-            all += samples
-            print("  \(view.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) top/middle/end: \(summary(samples))")
         }
-        print("  every view and place: \(summary(all))")
+        for (name, samples) in places {
+            print("  \(name.padding(toLength: 7, withPad: " ", startingAt: 0)) of each of the six views: \(summary(samples))")
+        }
         var searches: [Double] = []
         for query in ["deploy", "db-3", "flaky", "no such words"] {
             for _ in 0..<repeats {
@@ -54,21 +53,26 @@ struct ClientBench {
     func pageApply(_ store: LocalStore, pages: Int) async throws {
         let ids = try store.ids(view: .unread)
         guard ids.count >= pages * 1000 else { throw BenchError("not enough unread notifications for \(pages) pages") }
-        var samples: [Double] = []
+        var samples: [Double] = [], fetching: [Double] = [], decoding: [Double] = []
         for round in 0..<pages {
             let chunk = ids[(round * 1000)..<((round + 1) * 1000)]
             try await service.sendBatches(chunk.map {
                 #"{"id":"\#($0)","readState":"Read","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#
             })
             let since = try store.cursor()
+            let fetchStart = ContinuousClock.now
             let (_, text) = try await service.request(.GET, "/v1/me/notifications/changes?limit=1000" + (since.map { "&since=\($0)" } ?? ""), token: service.userToken)
-            let page = try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8))
+            fetching.append((ContinuousClock.now - fetchStart).seconds * 1000)
+            var decoded: ChangesPage?
+            decoding.append(try milliseconds { decoded = try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8)) })
+            let page = decoded!
             guard page.changes.count == 1000 else { throw BenchError("page of \(page.changes.count) changes") }
             var outcome: PageOutcome?
             samples.append(try milliseconds { outcome = try store.apply(page: page, since: since) })
             guard case .applied = outcome else { throw BenchError("page not applied: \(String(describing: outcome))") }
         }
         print("apply a 1,000-change page to the \(device.count)-row store (one transaction, fsync): \(summary(samples))")
+        print("  for comparison, the same pages: fetched from the service \(summary(fetching)); decoded \(summary(decoding))")
     }
 
     /// `notty poll --live` runs on device B; another device dismisses through the service

@@ -44,7 +44,7 @@ struct TUIBench {
         }
         for i in 0..<(repeats / 2) {
             jumping.append(try terminal.keyToFrame(i % 2 == 0 ? "G" : "g"))
-            jumping.append(try terminal.keyToFrame(i % 2 == 0 ? "\u{06}" : "\u{02}"))  // Ctrl-f, Ctrl-b
+            jumping.append(try terminal.keyToFrame(i % 2 == 0 ? "\u{02}" : "\u{06}"))  // Ctrl-b after G, Ctrl-f after g
         }
         for (i, query) in ["deploy", "db-3", "flaky", "no such words"].enumerated() where i < (quick ? 2 : 4) {
             _ = try terminal.keyToFrame("/")

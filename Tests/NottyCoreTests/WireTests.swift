@@ -1,5 +1,5 @@
 import Foundation
-import NottyCore
+@testable import NottyCore
 import Testing
 
 @Suite("Wire formats")
@@ -99,5 +99,23 @@ struct ParserTests {
             #expect(ISOTime.parse(expected) == ISOTime.truncated(date))
             #expect(ISOTime.format(ISOTime.parse(expected)!) == expected)
         }
+    }
+
+    @Test("The hand-written reader of notty's own spelling agrees with Foundation's ISO 8601 parser")
+    func fastTimes() throws {
+        var generator = SystemRandomNumberGenerator()
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        for _ in 0..<2000 {
+            let millis = Int64.random(in: -2_000_000_000_000...4_000_000_000_000, using: &generator)
+            let text = ISOTime.format(ISOTime.date(millis: millis))
+            #expect(ISOTime.parseUTC(text) == millis, "\(text)")
+            #expect(ISOTime.parseUTC(text) == ISOTime.millis(try style.parse(text)), "\(text)")
+        }
+        #expect(ISOTime.parseUTC("2026-11-21T09:40:18Z") == ISOTime.millis(try Date.ISO8601FormatStyle().parse("2026-11-21T09:40:18Z")))
+        for bad in ["2023-02-29T00:00:00.000Z", "2024-13-01T00:00:00.000Z", "2024-04-31T00:00:00.000Z", "2024-01-01T24:00:00.000Z",
+                    "2024-01-01T00:60:00.000Z", "2024-01-01 00:00:00.000Z", "2024-01-01T00:00:00.000+01:00", "2024-01-01T00:00:00.0Z", "x"] {
+            #expect(ISOTime.parseUTC(bad) == nil, "\(bad)")
+        }
+        #expect(ISOTime.parse("2024-02-29T12:00:00.250Z") == Date(timeIntervalSince1970: 1_709_208_000.25))
     }
 }
