@@ -122,6 +122,9 @@ enum JSONResponse {
     static func make<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) throws -> Response {
         var headers = extra
         headers[.contentType] = "application/json; charset=utf-8"
+        if let writable = value as? any JSONWritable {
+            return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: writable.jsonBytes())))
+        }
         let data = try NottyJSON.encoder.encode(value)
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }

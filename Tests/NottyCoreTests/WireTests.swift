@@ -119,3 +119,44 @@ struct ParserTests {
         #expect(ISOTime.parse("2024-02-29T12:00:00.250Z") == Date(timeIntervalSince1970: 1_709_208_000.25))
     }
 }
+
+@Suite("Hand-written JSON")
+struct JSONWriterTests {
+    static let awkward = "quote \" backslash \\ slash / newline \n tab \t cr \r bell \u{07} nul \u{00} unit \u{1F} del \u{7F} 世界 🎉 \u{2028} é"
+
+    static let samples: [UserNotification] = [
+        UserNotification(id: "n1", appNotificationId: "a1", targetHostName: "ci.example.com", priority: .high,
+                         payload: NotificationPayload(visualContent: VisualContent(title: "Hello World!", body: "Notifications are Great!")),
+                         displayTimeToLive: 60, expirationDateTime: Date(timeIntervalSince1970: 1_800_000_060.5),
+                         createdDateTime: Date(timeIntervalSince1970: 1_800_000_000), lastModifiedDateTime: Date(timeIntervalSince1970: 1_800_000_000.123),
+                         targetPolicy: .object(["platformTypes": .array([.string("windows"), .string("ios"), .string("android")])])),
+        UserNotification(id: "n2", appNotificationId: awkward, targetHostName: "h", groupName: awkward, priority: .low,
+                         payload: NotificationPayload(rawContent: awkward, visualContent: VisualContent(title: awkward)),
+                         expirationDateTime: Date(timeIntervalSince1970: 0), createdDateTime: Date(timeIntervalSince1970: -1.5),
+                         lastModifiedDateTime: Date(timeIntervalSince1970: 4_102_444_799.999), status: .deleted, readState: .read,
+                         userActionState: .snoozed, snoozedUntil: Date(timeIntervalSince1970: 1_900_000_000),
+                         targetPolicy: .object(["b": .number(1), "a": .number(-2.5), "c": .array([.null, .bool(true), .bool(false), .number(1e20), .number(0.1)]),
+                                                awkward: .object(["z": .string(awkward), "y": .object([:])])]),
+                         fallbackPolicy: .array([])),
+        UserNotification(id: "n3", appNotificationId: "a3", targetHostName: "h", priority: .none,
+                         payload: NotificationPayload(rawContent: "only raw"), expirationDateTime: Date(timeIntervalSince1970: 1),
+                         createdDateTime: Date(timeIntervalSince1970: 1), lastModifiedDateTime: Date(timeIntervalSince1970: 1),
+                         userActionState: .dismissed),
+        UserNotification(id: "n4", appNotificationId: "a4", targetHostName: "h", priority: .none, payload: NotificationPayload(),
+                         expirationDateTime: Date(timeIntervalSince1970: 1), createdDateTime: Date(timeIntervalSince1970: 1),
+                         lastModifiedDateTime: Date(timeIntervalSince1970: 1), userActionState: .activated),
+    ]
+
+    @Test("A notification and a page are the bytes JSONEncoder writes, and decode back")
+    func sameBytes() throws {
+        for sample in Self.samples {
+            #expect(String(decoding: sample.jsonBytes(), as: UTF8.self) == String(decoding: try NottyJSON.encoder.encode(sample), as: UTF8.self))
+            #expect(try NottyJSON.decoder.decode(UserNotification.self, from: Data(sample.jsonBytes())) == sample)
+        }
+        for page in [ChangesPage(changes: Self.samples, cursor: "42", hasMore: true), ChangesPage(changes: [], cursor: awkwardCursor, hasMore: false)] {
+            #expect(String(decoding: page.jsonBytes(), as: UTF8.self) == String(decoding: try NottyJSON.encoder.encode(page), as: UTF8.self))
+        }
+    }
+
+    let awkwardCursor = "c\"/\\"
+}
