@@ -57,6 +57,7 @@ let package = Package(
             dependencies: [
                 "NottyCore",
                 "NottyStore",
+                "NottyTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -94,6 +95,7 @@ let package = Package(
             dependencies: [
                 "NottyCore",
                 "NottyStore",
+                "NottyTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -102,7 +104,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        // Helpers for tests that run the real notty (not shipped).
+        // Helpers for tests and benchmarks that run the real notty (not shipped).
         .target(name: "NottyTestSupport"),
         .testTarget(name: "NottyCoreTests", dependencies: ["NottyCore"]),
         .testTarget(name: "NottyTerminalTests", dependencies: ["NottyTerminal", "NottyTUI", "CNcursesw", "NottyTestSupport"]),

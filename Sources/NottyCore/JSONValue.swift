@@ -41,8 +41,9 @@ public enum JSONValue: Codable, Sendable, Equatable {
 
     /// The value as compact JSON text.
     public var jsonText: String {
-        let data = (try? NottyJSON.encoder.encode(self)) ?? Data("null".utf8)
-        return String(decoding: data, as: UTF8.self)
+        var writer = JSONWriter()
+        writer.value(self)
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 
     /// Parses JSON text back into a value; `nil` when the text is not JSON.

@@ -47,21 +47,10 @@ public enum ISOTime {
     /// page a client pulls goes through here; `ISO8601FormatStyle` is many times slower).
     /// Anything else is left to the full parser.
     static func parseUTC(_ text: String) -> Int64? {
-        var utf8 = text.utf8.makeIterator()
-        var bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                    UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        let fits = withUnsafeMutableBytes(of: &bytes) { buffer -> Bool in
-            while let byte = utf8.next() {
-                guard count < 24 else { return false }
-                buffer[count] = byte
-                count += 1
-            }
-            return true
-        }
-        guard fits, count == 20 || count == 24 else { return nil }
-        return withUnsafeBytes(of: &bytes) { b -> Int64? in
+        var text = text
+        return text.withUTF8 { b -> Int64? in
+            let count = b.count
+            guard count == 20 || count == 24 else { return nil }
             func number(_ from: Int, _ width: Int) -> Int? {
                 var value = 0
                 for i in from..<(from + width) {
@@ -82,8 +71,8 @@ public enum ISOTime {
                 ms = fraction
             }
             let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-            let lengths = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-            guard day >= 1, day <= lengths[month - 1] else { return nil }
+            let length = month == 2 ? (leap ? 29 : 28) : (month == 4 || month == 6 || month == 9 || month == 11) ? 30 : 31
+            guard day >= 1, day <= length else { return nil }
             // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
             let y = month <= 2 ? year - 1 : year
             let era = (y >= 0 ? y : y - 399) / 400
@@ -91,8 +80,7 @@ public enum ISOTime {
             let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
             let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
             let days = era * 146_097 + dayOfEra - 719_468
-            let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second)
-            return seconds * 1000 + Int64(ms)
+            return (Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second)) * 1000 + Int64(ms)
         }
     }
 

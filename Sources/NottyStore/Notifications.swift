@@ -82,8 +82,7 @@ extension LocalStore {
     public func window(view: NotificationView, query: String = "", offset: Int = 0, limit: Int, total: Int? = nil, now: Date = Date()) throws -> [UserNotification] {
         guard limit > 0, offset >= 0 else { return [] }
         return try pool.read { db in
-            var branches = ViewFilter.branches(view, now: now, query: query)
-            if branches.count > 1, try !hasEndedSnoozes(db, view: view, now: now) { branches.removeLast() }
+            let branches = try self.branches(db, view, now: now, query: query)
             // Nearer the end: the same rows, counted from the end in ascending order.
             var descending = true
             var skip = offset
@@ -97,8 +96,8 @@ extension LocalStore {
             }
             let direction = descending ? "DESC" : "ASC"
             let order = "ORDER BY created \(direction), id \(direction)"
-            var keys: String
-            var arguments: StatementArguments
+            let keys: String
+            let arguments: StatementArguments
             if branches.count == 1 {
                 keys = "SELECT rowid AS rid FROM notifications WHERE \(branches[0].sql) \(order) LIMIT ? OFFSET ?"
                 arguments = branches[0].arguments
@@ -113,17 +112,22 @@ extension LocalStore {
         }
     }
 
-    /// Whether any notification of `view` (Unread or Read) is there because its snooze ended.
-    func hasEndedSnoozes(_ db: Database, view: NotificationView, now: Date) throws -> Bool {
+    /// The index ranges of `view` at `now` matching `query`. Unread and Read take the range of
+    /// ended snoozes only while one of theirs has ended (one indexed look).
+    func branches(_ db: Database, _ view: NotificationView, now: Date, query: String) throws -> [ViewFilter.Branch] {
+        var branches = ViewFilter.branches(view, now: now, query: query)
+        guard branches.count > 1 else { return branches }
         let state = view == .unread ? ReadState.unread.rawValue : ReadState.read.rawValue
-        return try Bool.fetchOne(
+        let ended = try Bool.fetchOne(
             db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications WHERE bucket = 'snoozed' AND snoozed_until <= ? AND read_state = ?)"),
             arguments: [ISOTime.millis(now), state]) ?? false
+        if !ended { branches.removeLast() }
+        return branches
     }
 
     /// How many rows of `view` match `query` at `now`.
     public func count(view: NotificationView, query: String = "", now: Date = Date()) throws -> Int {
-        try pool.read { db in try count(db, ViewFilter.branches(view, now: now, query: query)) }
+        try pool.read { db in try count(db, branches(db, view, now: now, query: query)) }
     }
 
     func count(_ db: Database, _ branches: [ViewFilter.Branch], extra: String = "", extraArguments: StatementArguments = []) throws -> Int {
@@ -138,9 +142,9 @@ extension LocalStore {
 
     /// The index of notification `id` in `view` (newest first) or nil when it is not in it.
     public func position(of id: String, view: NotificationView, query: String = "", now: Date = Date()) throws -> Int? {
-        let branches = ViewFilter.branches(view, now: now, query: query)
-        return try pool.read { db in
+        try pool.read { db in
             guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT created FROM notifications WHERE id = ?"), arguments: [id]) else { return nil }
+            let branches = try branches(db, view, now: now, query: query)
             let created: Int64 = row["created"]
             let inView = try count(db, branches, extra: "AND id = ?", extraArguments: [id])
             guard inView == 1 else { return nil }

@@ -169,43 +169,56 @@ public enum Tmux {
     public static let path: String? = ["/usr/bin/tmux", "/usr/local/bin/tmux", "/opt/homebrew/bin/tmux"]
         .first { FileManager.default.isExecutableFile(atPath: $0) }
 
-    /// Runs tmux on a private server (`socket`) with posix_spawn and waitpid: Foundation's
-    /// `Process.waitUntilExit` on Linux also waits for the tmux server that `new-session`
-    /// leaves running, and the server must not inherit the test thread's blocked signals
-    /// (Dispatch workers block nearly all), or `kill-server` cannot stop it.
+    /// Runs tmux on a private server (`socket`) with ``spawn(_:_:environment:newSession:files:)``
+    /// and waitpid: Foundation's `Process.waitUntilExit` on Linux also waits for the tmux server
+    /// that `new-session` leaves running.
     public static func run(socket: String, _ arguments: [String]) throws -> String {
         guard let path else { throw SupportError("tmux is not installed (apt-get install -y tmux)") }
         let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("notty-tmux-out-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv = ([path, "-S", socket] + arguments).map { strdup($0) } + [nil]
-        let environment = ProcessInfo.processInfo.environment.filter { $0.key != "TMUX" }.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            environment.forEach { free($0) }
+        let environment = ProcessInfo.processInfo.environment.filter { $0.key != "TMUX" }
+        let pid = try spawn(path, ["-S", socket] + arguments, environment: environment) { actions in
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
         }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        var allSignals = sigset_t()
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, environment)
-        guard spawned == 0 else { throw SupportError("posix_spawn tmux: \(spawned)") }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         guard status == 0 else { throw SupportError("tmux \(arguments.joined(separator: " ")) (status \(status)): \(text)") }
         return text
     }
+}
+
+/// Starts `path` with posix_spawn: exactly `environment`, standard files as `files` sets them
+/// up, no blocked signals and default dispositions (a child must not inherit a Dispatch
+/// worker's blocked signals, or SIGTERM cannot stop it), in a new session when `newSession`
+/// (a terminal it then opens becomes its controlling terminal).
+public func spawn(_ path: String, _ arguments: [String], environment: [String: String], newSession: Bool = false,
+                  files: (inout posix_spawn_file_actions_t) -> Void) throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    files(&actions)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var noSignals = sigset_t()
+    sigemptyset(&noSignals)
+    var allSignals = sigset_t()
+    sigfillset(&allSignals)
+    posix_spawnattr_setsigmask(&attributes, &noSignals)
+    posix_spawnattr_setsigdefault(&attributes, &allSignals)
+    let setSession: Int32 = 0x80  // POSIX_SPAWN_SETSID (glibc), not exported to Swift
+    posix_spawnattr_setflags(&attributes, Int16(Int32(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) | (newSession ? setSession : 0)))
+    let argv = ([path] + arguments).map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+        argv.forEach { free($0) }
+        envp.forEach { free($0) }
+    }
+    var pid = pid_t()
+    let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+    guard result == 0 else { throw SupportError("posix_spawn \(path): \(result)") }
+    return pid
 }

@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import NottyStore
+import NottyTestSupport
 
 /// Issue 3's figures: windows of the local store, applying a 1,000-change page, and a dismiss
 /// on another device reaching this device's store over the doorbell.
@@ -79,13 +80,7 @@ struct ClientBench {
     /// (one PATCH, as its outbox flush sends it); timed until B's store, read by this process
     /// as any other process of B would, shows it dismissed.
     func doorbell(_ store: LocalStore, rounds: Int) async throws {
-        let poll = Process()
-        poll.executableURL = nottyBinary
-        poll.arguments = ["poll", "--live"]
-        poll.environment = ProcessInfo.processInfo.environment.merging(device.environment) { $1 }
-        poll.standardOutput = FileHandle.nullDevice
-        poll.standardError = FileHandle.nullDevice
-        try poll.run()
+        let poll = try device.cli.start(["poll", "--live"], log: device.home.appendingPathComponent("poll.log"))
         defer {
             poll.terminate()
             poll.waitUntilExit()

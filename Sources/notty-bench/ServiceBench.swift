@@ -7,52 +7,29 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import NottyCore
+import NottyTestSupport
 
 // MARK: - The service under test
 
 final class ServiceBench: @unchecked Sendable {
-    let process: Process
+    let serve: ServeProcess
     let directory: URL
     let base: String
     let port: Int
     let http: HTTPClient
     var userToken = "", appToken = "", unsId = ""
 
+    /// The real `notty serve` (user alice, app ci.example.com, no rate limit) with a user
+    /// token, an app token and a subscription id.
     static func start() async throws -> ServiceBench {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-bench-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let binary = nottyBinary
-        let env = ["NOTTY_HOME": directory.path]
-        _ = try runToEnd(binary, ["admin", "user", "add", "bench"], env: env, input: "pw\n")
-        let appJSON = try runToEnd(binary, ["admin", "app", "add", "bench.example.com", "--json"], env: env, input: nil)
-        guard case .object(let app)? = JSONValue(jsonText: appJSON), case .string(let clientId)? = app["client_id"], case .string(let secret)? = app["client_secret"] else {
-            throw BenchError("admin app add printed \(appJSON)")
-        }
-        let log = directory.appendingPathComponent("serve.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["serve", "--port", "0", "--publish-rate", "1000000", "--publish-burst", "1000000", "--log-level", "notice"]
-        process.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardError = handle
-        process.standardOutput = handle
-        try process.run()
-        var port = 0
-        for _ in 0..<200 where port == 0 {
-            try await Task.sleep(for: .milliseconds(50))
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            if let range = text.range(of: #"url=http://127\.0\.0\.1:(\d+)"#, options: .regularExpression) {
-                port = Int(text[range].split(separator: ":").last!) ?? 0
-            }
-        }
-        guard port != 0 else { process.terminate(); throw BenchError("notty serve did not start; see \(log.path)") }
+        let directory = Repository.temporaryDirectory("notty-bench")
+        let serve = try await ServeProcess(directory: directory, extraArguments: ["--publish-rate", "1000000", "--publish-burst", "1000000"])
         var config = HTTPClient.Configuration(timeout: .init(connect: .seconds(10), read: .seconds(60)))
         config.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 128
-        let bench = ServiceBench(process: process, directory: directory, port: port, http: HTTPClient(eventLoopGroupProvider: .singleton, configuration: config))
-        bench.userToken = try await bench.token("grant_type=password&username=bench&password=pw")
-        bench.appToken = try await bench.token("grant_type=client_credentials&client_id=\(clientId)&client_secret=\(secret)")
-        let (_, sub) = try await bench.request(.POST, "/v1/me/subscriptions", token: bench.userToken, body: #"{"targetHostName":"bench.example.com"}"#)
+        let bench = ServiceBench(serve: serve, directory: directory, http: HTTPClient(eventLoopGroupProvider: .singleton, configuration: config))
+        bench.userToken = try await bench.token("grant_type=password&username=alice&password=pw")
+        bench.appToken = try await bench.token("grant_type=client_credentials&client_id=\(serve.clientId)&client_secret=\(serve.clientSecret)")
+        let (_, sub) = try await bench.request(.POST, "/v1/me/subscriptions", token: bench.userToken, body: #"{"targetHostName":"ci.example.com"}"#)
         guard case .object(let subObject)? = JSONValue(jsonText: sub), case .string(let uns)? = subObject["userNotificationSubscriptionId"] else {
             throw BenchError("subscribe answered \(sub)")
         }
@@ -60,18 +37,17 @@ final class ServiceBench: @unchecked Sendable {
         return bench
     }
 
-    init(process: Process, directory: URL, port: Int, http: HTTPClient) {
-        self.process = process
+    init(serve: ServeProcess, directory: URL, http: HTTPClient) {
+        self.serve = serve
         self.directory = directory
-        self.port = port
-        self.base = "http://127.0.0.1:\(port)"
+        self.port = serve.port
+        self.base = serve.url
         self.http = http
     }
 
     func stop() async {
         try? await http.shutdown()
-        process.terminate()
-        process.waitUntilExit()
+        serve.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -106,7 +82,7 @@ final class ServiceBench: @unchecked Sendable {
                           headers: [("X-UNS-ID", unsId)]).0
     }
 
-    var serverRSS: Int { residentBytes(pid: process.processIdentifier) }
+    var serverRSS: Int { memory(pid: serve.process?.processIdentifier ?? 0).resident }
 
     // MARK: - Scenarios
 
@@ -183,9 +159,7 @@ final class ServiceBench: @unchecked Sendable {
         print(String(format: "publish → doorbell frame (%d): p50 %.2f ms, p99 %.2f ms", bell.count, percentile(bell, 50), percentile(bell, 99)))
 
         // 4. Conditional polls answered 304.
-        let (_, feed) = try await request(.GET, "/v1/me/notifications/changes?limit=1", token: userToken)
-        _ = feed
-        let cursor = try await latestCursor()
+        let cursor = try await feed().cursor
         let polls = Shared<(notModified: Int, other: Int)>((0, 0))
         let pollStart = ContinuousClock.now
         let pollEnd = pollStart + .seconds(5 * scale + 1)
@@ -228,15 +202,21 @@ final class ServiceBench: @unchecked Sendable {
         idle.forEach { $0.cancel() }
     }
 
-    func latestCursor() async throws -> String {
-        var cursor = ""
-        var more = true
-        while more {
-            let (_, text) = try await request(.GET, "/v1/me/notifications/changes?limit=5000" + (cursor.isEmpty ? "" : "&since=\(cursor)"), token: userToken)
-            let page = try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8))
+    /// One page of the change feed.
+    func changes(since cursor: String?, limit: Int) async throws -> ChangesPage {
+        let (_, text) = try await request(.GET, "/v1/me/notifications/changes?limit=\(limit)" + (cursor.map { "&since=\($0)" } ?? ""), token: userToken)
+        return try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8))
+    }
+
+    /// The whole change feed: every id (oldest first) and the newest cursor.
+    func feed() async throws -> (ids: [String], cursor: String) {
+        var ids: [String] = []
+        var cursor: String?
+        while true {
+            let page = try await changes(since: cursor, limit: 5000)
+            ids += page.changes.map(\.id)
             cursor = page.cursor
-            more = page.hasMore
+            if !page.hasMore { return (ids, page.cursor) }
         }
-        return cursor
     }
 }

@@ -2,29 +2,9 @@ import Foundation
 
 // MARK: - Helpers
 
-/// The `notty` built next to this benchmark.
-let nottyBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("notty")
-
 struct BenchError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
-}
-
-func runToEnd(_ binary: URL, _ arguments: [String], env: [String: String], input: String?) throws -> String {
-    let process = Process()
-    process.executableURL = binary
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
-    let output = Pipe(), stdin = Pipe()
-    process.standardOutput = output
-    process.standardInput = stdin
-    try process.run()
-    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-    try stdin.fileHandleForWriting.close()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw BenchError("\(arguments.joined(separator: " ")) failed") }
-    return String(decoding: data, as: UTF8.self)
 }
 
 func percentile(_ values: [Double], _ p: Double) -> Double {
@@ -46,12 +26,16 @@ func milliseconds(_ body: () throws -> Void) rethrows -> Double {
     return (ContinuousClock.now - start).seconds * 1000
 }
 
-func residentBytes(pid: Int32) -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-        return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+/// A process's resident memory now and at its peak (VmRSS, VmHWM), in bytes.
+func memory(pid: pid_t) -> (resident: Int, peak: Int) {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
+    var resident = 0, peak = 0
+    for line in status.split(separator: "\n") {
+        let value = (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+        if line.hasPrefix("VmRSS:") { resident = value }
+        if line.hasPrefix("VmHWM:") { peak = value }
     }
-    return 0
+    return (resident, peak)
 }
 
 func raiseFileLimit() {

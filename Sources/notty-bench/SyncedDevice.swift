@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import NottyStore
+import NottyTestSupport
 
 /// A user with a large history on the service, and device B signed in with all of it in its
 /// local store: what the client and terminal benchmarks start from. Preparing it measures the
@@ -8,7 +9,7 @@ import NottyStore
 struct SyncedDevice {
     let home: URL
     let count: Int
-    var environment: [String: String] { ["NOTTY_HOME": home.path] }
+    var cli: NottyCLI { NottyCLI(home: home) }
     var storePath: String { home.appendingPathComponent("store.sqlite").path }
 
     static func prepare(service: ServiceBench, count: Int) async throws -> SyncedDevice {
@@ -20,15 +21,13 @@ struct SyncedDevice {
         try await service.spreadStates()
 
         let device = SyncedDevice(home: service.directory.appendingPathComponent("device-b"), count: count)
-        var login = 0.0
-        let loginOutput = try milliseconds {
-            _ = try runToEnd(nottyBinary, ["login", service.base, "--user", "bench", "--password-stdin", "--device", "bench-b"], env: device.environment, input: "pw\n")
+        let login = try milliseconds {
+            try device.run(["login", service.base, "--user", "alice", "--password-stdin", "--device", "bench-b"], input: "pw\n")
         }
-        login = loginOutput
         // The initial sync alone: an empty store, the device already signed in.
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: device.storePath + suffix) }
         let sync = try milliseconds {
-            _ = try runToEnd(nottyBinary, ["sync"], env: device.environment, input: nil)
+            try device.run(["sync"])
         }
         let stored = try LocalStore(path: device.storePath).counts().all
         guard stored == count else { throw BenchError("device B's store holds \(stored) notifications, expected \(count)") }
@@ -41,6 +40,12 @@ struct SyncedDevice {
         }
         print(String(format: "`notty login` (sign in, register the device, pull the whole history): %.2f s", login / 1000))
         return device
+    }
+
+    /// Runs `notty arguments…` as device B; fails unless it exits 0.
+    func run(_ arguments: [String], input: String? = nil) throws {
+        let result = try cli.run(arguments, input: input)
+        guard result.status == 0 else { throw BenchError("notty \(arguments.joined(separator: " ")) failed: \(result.err)") }
     }
 }
 
@@ -70,23 +75,10 @@ extension ServiceBench {
 }
 
 extension ServiceBench {
-    /// Every id in the user's history, oldest first.
-    func allIds() async throws -> [String] {
-        var ids: [String] = []
-        var cursor: String?
-        repeat {
-            let (_, text) = try await request(.GET, "/v1/me/notifications/changes?limit=5000" + (cursor.map { "&since=\($0)" } ?? ""), token: userToken)
-            let page = try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8))
-            ids += page.changes.map(\.id)
-            cursor = page.hasMore ? page.cursor : nil
-        } while cursor != nil
-        return ids
-    }
-
     /// Gives the history every state, as a user would have left it: of every 20, 6 read,
     /// 2 activated, 4 dismissed, 1 snoozed for a day, the rest unread.
     func spreadStates() async throws {
-        let ids = try await allIds()
+        let ids = try await feed().ids
         let snoozeEnd = ISOTime.format(Date().addingTimeInterval(86_400))
         var mutations: [String] = []
         for (i, id) in ids.enumerated() {

@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import NottyStore
+import NottyTestSupport
 
 /// Issue 4's figures: the real `notty` (the terminal notification center) on a pseudo-terminal
 /// this process owns, with the device's 100,000-notification store. A frame is the terminal
@@ -18,7 +19,7 @@ struct TUIBench {
         }
         let terminal = try PseudoTerminal(columns: 120, rows: 40)
         let start = ContinuousClock.now
-        let process = try terminal.spawn(nottyBinary.path, ["tui"], environment: device.environment.merging(["TERM": "xterm-256color"]) { $1 })
+        let process = try terminal.spawn(Repository.nottyBinary.path, ["tui"], environment: ["NOTTY_HOME": device.home.path, "TERM": "xterm-256color"])
         defer {
             kill(process, SIGTERM)
             var status: Int32 = 0
@@ -27,7 +28,7 @@ struct TUIBench {
         // The first frame: the newest unread title (list) and the account (status line, the
         // last row ncurses paints).
         let first = try terminal.readUntil(timeout: .seconds(10)) { text in
-            text.contains(newest) && text.contains("bench@")
+            text.contains(newest) && text.contains("alice@")
         }
         print("")
         print(String(format: "first full frame (120×40, %d notifications in the store): %.1f ms after the process started", device.count, (first - start).seconds * 1000))
@@ -62,8 +63,8 @@ struct TUIBench {
         print("  searching (typing, Enter, Esc): \(summary(searching))")
         print("  Esc clearing the search (includes ncurses' ESCDELAY wait): \(summary(escapes))")
         print("  all keys but Esc:             \(summary(moving + switching + jumping + searching))")
-        let memory = residentAndPeak(pid: process)
-        print(String(format: "resident memory of notty: %.1f MiB now, %.1f MiB peak", Double(memory.now) / 1_048_576, Double(memory.peak) / 1_048_576))
+        let before = memory(pid: process)
+        print(String(format: "resident memory of notty: %.1f MiB now, %.1f MiB peak", Double(before.resident) / 1_048_576, Double(before.peak) / 1_048_576))
 
         // A burst: another device dismisses 1,000 notifications at once; the doorbell brings
         // them in while keys keep arriving every 10 ms.
@@ -86,8 +87,8 @@ struct TUIBench {
         }
         try await burst.value
         print("a burst of 1,000 changes from another device (\(applied ? "all reached the store" : "NOT all in the store after 10 s")): keys every 10 ms meanwhile, key → frame \(summary(during))")
-        let after = residentAndPeak(pid: process)
-        print(String(format: "resident memory after the burst: %.1f MiB now, %.1f MiB peak", Double(after.now) / 1_048_576, Double(after.peak) / 1_048_576))
+        let after = memory(pid: process)
+        print(String(format: "resident memory after the burst: %.1f MiB now, %.1f MiB peak", Double(after.resident) / 1_048_576, Double(after.peak) / 1_048_576))
     }
 }
 
@@ -111,33 +112,12 @@ final class PseudoTerminal {
     /// Starts `path` in a new session with the pseudo-terminal as its controlling terminal and
     /// standard input, output and error.
     func spawn(_ path: String, _ arguments: [String], environment: [String: String]) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, slavePath, O_RDWR, 0)
-        posix_spawn_file_actions_adddup2(&actions, 0, 1)
-        posix_spawn_file_actions_adddup2(&actions, 0, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        var allSignals = sigset_t()
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | 0x80 /* POSIX_SPAWN_SETSID */))
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let merged = ProcessInfo.processInfo.environment.filter { $0.key != "NO_COLOR" }.merging(environment) { $1 }
-        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+        return try NottyTestSupport.spawn(path, arguments, environment: merged, newSession: true) { actions in
+            posix_spawn_file_actions_addopen(&actions, 0, slavePath, O_RDWR, 0)
+            posix_spawn_file_actions_adddup2(&actions, 0, 1)
+            posix_spawn_file_actions_adddup2(&actions, 0, 2)
         }
-        var pid = pid_t()
-        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
-        guard result == 0 else { throw BenchError("posix_spawn \(path): \(result)") }
-        return pid
     }
 
     /// Reads output until `done` holds for everything read so far; returns when the last
@@ -188,14 +168,3 @@ final class PseudoTerminal {
 @_silgen_name("grantpt") private func c_grantpt(_ descriptor: Int32) -> Int32
 @_silgen_name("unlockpt") private func c_unlockpt(_ descriptor: Int32) -> Int32
 @_silgen_name("ptsname_r") private func c_ptsname_r(_ descriptor: Int32, _ buffer: UnsafeMutablePointer<CChar>, _ length: Int) -> Int32
-
-func residentAndPeak(pid: pid_t) -> (now: Int, peak: Int) {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
-    var now = 0, peak = 0
-    for line in status.split(separator: "\n") {
-        let value = (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
-        if line.hasPrefix("VmRSS:") { now = value }
-        if line.hasPrefix("VmHWM:") { peak = value }
-    }
-    return (now, peak)
-}

@@ -49,6 +49,11 @@ struct StorageOptions: ParsableArguments {
             throw CLIError("cannot open the database at \(path): \(error). Check the path and its permissions, or pass --db PATH.")
         }
     }
+
+    /// The service over ``open()``, for administration.
+    func service() throws -> NotificationService {
+        NotificationService(storage: try open())
+    }
 }
 
 /// A failure reported as one line on stderr with a non-zero exit.
