@@ -22,11 +22,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // Pure model: the notification, states, views, merge rules, wire types. Foundation only.
         .target(name: "NottyCore"),
-        // The service: Hummingbird routes, auth, storage protocol (SQLite via GRDB), doorbell fan-out.
+        // The service: Hummingbird routes, auth, storage protocol (SQLite via GRDB, PostgreSQL via PostgresNIO), doorbell fan-out.
         .target(
             name: "NottyServer",
             dependencies: [
@@ -37,6 +38,7 @@ let package = Package(
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -38,6 +38,11 @@ public final class DoorbellHub: Sendable {
         }
     }
 
+    /// The users with at least one connected device.
+    public var connectedUserIds: [String] {
+        connections.withLock { Array($0.keys) }
+    }
+
     /// How many devices are connected now.
     public var connectionCount: Int {
         connections.withLock { $0.values.reduce(0) { $0 + $1.count } }

@@ -1,6 +1,40 @@
 import Foundation
 import NottyCore
 
+/// Bookkeeping shared by the writes of one transaction: positions in the change order.
+///
+/// SQLite has one writer, so positions simply count up from the last committed one. PostgreSQL
+/// has many; there each transaction first locks the users it writes for, then reserves
+/// positions from a sequence (``init(reserved:)``), so that a user's feed order is commit order.
+final class WriteContext {
+    /// The newest position handed out (or committed, before any).
+    private(set) var seq: Int64
+    private var reserved: ArraySlice<Int64>?
+    /// Users whose change feed moved in this transaction, with their newest cursor.
+    var changedUsers: [String: Int64] = [:]
+
+    init(seq: Int64) { self.seq = seq }
+
+    init(reserved: [Int64]) {
+        self.seq = 0
+        self.reserved = reserved[...]
+    }
+
+    /// The next position in the change order.
+    func nextSeq(for userId: String) -> Int64 {
+        if reserved != nil {
+            guard let next = reserved?.popFirst() else {
+                preconditionFailure("a write used more change positions than it reserved")
+            }
+            seq = next
+        } else {
+            seq += 1
+        }
+        changedUsers[userId] = max(changedUsers[userId] ?? 0, seq)
+        return seq
+    }
+}
+
 /// Row access that ``MutationApplier`` needs inside a backend's write transaction.
 protocol MutationRowStore {
     func row(id: String, userId: String) throws -> StoredNotification?

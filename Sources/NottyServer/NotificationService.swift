@@ -33,6 +33,19 @@ public final class NotificationService: Sendable {
             latestCursors.advance(cursors)
             hub.ring(cursors)
         }
+        storage.setResyncHandler { [hub, latestCursors, storage, logger] in
+            latestCursors.removeAll()
+            let users = hub.connectedUserIds
+            Task {
+                for userId in users {
+                    do {
+                        hub.ring([userId: try await storage.latestSeq(userId: userId)])
+                    } catch {
+                        logger.warning("cannot re-check a connected user after a resync", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+        }
     }
 
     /// Runs a storage call, turning its failures into the client's `503`.
@@ -368,6 +381,11 @@ final class CursorBook: Sendable {
         cursors.withLock { known in
             for (user, cursor) in newer where cursor > known[user] ?? 0 { known[user] = cursor }
         }
+    }
+
+    /// Forgets every cursor (they are read again from storage when asked for).
+    func removeAll() {
+        cursors.withLock { $0 = [:] }
     }
 }
 

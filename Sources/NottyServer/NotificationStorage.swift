@@ -14,6 +14,9 @@ public protocol NotificationStorage: Sendable {
     func ping() async throws
     /// Called after each commit that changed users' feeds, with each user's newest cursor.
     func setChangeHandler(_ handler: @escaping @Sendable ([String: Int64]) -> Void)
+    /// Called when changes made elsewhere may have gone unannounced (another instance's, while
+    /// this one was not listening): the service re-reads what it caches and rings every device.
+    func setResyncHandler(_ handler: @escaping @Sendable () -> Void)
     func close() async throws
 
     // MARK: Accounts
@@ -61,6 +64,11 @@ public protocol NotificationStorage: Sendable {
     func highestSeq() async throws -> Int64
     func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification]
     func counts(userId: String, now: Date) async throws -> ViewCounts
+}
+
+extension NotificationStorage {
+    /// A backend that only this process writes never misses a change.
+    public func setResyncHandler(_ handler: @escaping @Sendable () -> Void) {}
 }
 
 /// What a publish stores, after the service has checked the app, subscription and limits.

@@ -285,44 +285,30 @@ public final class SQLiteStorage: NotificationStorage {
 
     // MARK: - Notification rows
 
+    /// A row selected with ``NotificationColumns/list``, read by position.
     private static func stored(_ row: Row) -> StoredNotification {
-        let hasVisual: Bool = row["has_visual"]
-        let visual = hasVisual ? VisualContent(title: row["title"] ?? "", body: row["body"]) : nil
-        let snoozed: Int64? = row["snoozed_until"]
-        let targetPolicy: String? = row["target_policy"]
-        let fallbackPolicy: String? = row["fallback_policy"]
-        let deleted: Bool = row["deleted"]
-        let notification = UserNotification(
-            id: row["id"], appNotificationId: row["app_notification_id"], targetHostName: row["host_name"],
-            groupName: row["group_name"], priority: Priority(rawValue: row["priority"]) ?? .none,
-            payload: NotificationPayload(rawContent: row["raw_content"], visualContent: visual),
-            displayTimeToLive: row["display_ttl"], expirationDateTime: ISOTime.date(millis: row["expires"]),
-            createdDateTime: ISOTime.date(millis: row["created"]), lastModifiedDateTime: ISOTime.date(millis: row["modified"]),
-            status: deleted ? .deleted : .active, readState: ReadState(rawValue: row["read_state"]) ?? .unread,
-            userActionState: UserActionState(rawValue: row["action_state"]) ?? .noInteraction,
-            snoozedUntil: snoozed.map { ISOTime.date(millis: $0) },
-            targetPolicy: targetPolicy.flatMap { JSONValue(jsonText: $0) },
-            fallbackPolicy: fallbackPolicy.flatMap { JSONValue(jsonText: $0) })
-        return StoredNotification(userId: row["user_id"], notification: notification, readChangedAt: row["read_at"], actionChangedAt: row["action_at"], seq: row["seq"])
+        NotificationColumns(
+            id: row[0], userId: row[1], hostName: row[2], appNotificationId: row[3], groupName: row[4], priority: row[5],
+            rawContent: row[6], hasVisual: row[7], title: row[8], body: row[9], displayTTL: row[10], expires: row[11],
+            created: row[12], modified: row[13], deleted: row[14], readState: row[15], readAt: row[16], actionState: row[17],
+            snoozedUntil: row[18], actionAt: row[19], targetPolicy: row[20], fallbackPolicy: row[21], seq: row[22]
+        ).stored
     }
+
+    private static let saveSQL = """
+        INSERT OR REPLACE INTO notifications (\(NotificationColumns.list))
+        VALUES (\(Array(repeating: "?", count: NotificationColumns.names.count).joined(separator: ", ")))
+        """
 
     /// Writes a row whole (insert or replace by id).
     private static func save(_ s: StoredNotification, _ db: Database) throws {
-        let n = s.notification
-        let statement = try db.cachedStatement(sql: """
-            INSERT OR REPLACE INTO notifications (id, user_id, host_name, app_notification_id, group_name, priority, raw_content,
-                has_visual, title, body, display_ttl, expires, created, modified, deleted, read_state, read_at, action_state,
-                snoozed_until, action_at, target_policy, fallback_policy, seq)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
+        let c = NotificationColumns(s)
         let values: [(any DatabaseValueConvertible)?] = [
-            n.id, s.userId, n.targetHostName, n.appNotificationId, n.groupName, n.priority.rawValue, n.payload.rawContent,
-            n.payload.visualContent != nil, n.payload.visualContent?.title, n.payload.visualContent?.body, n.displayTimeToLive,
-            ISOTime.millis(n.expirationDateTime), ISOTime.millis(n.createdDateTime), ISOTime.millis(n.lastModifiedDateTime),
-            n.status == .deleted, n.readState.rawValue, s.readChangedAt, n.userActionState.rawValue,
-            n.snoozedUntil.map { ISOTime.millis($0) }, s.actionChangedAt, n.targetPolicy?.jsonText, n.fallbackPolicy?.jsonText, s.seq,
+            c.id, c.userId, c.hostName, c.appNotificationId, c.groupName, c.priority, c.rawContent, c.hasVisual, c.title, c.body,
+            c.displayTTL, c.expires, c.created, c.modified, c.deleted, c.readState, c.readAt, c.actionState, c.snoozedUntil,
+            c.actionAt, c.targetPolicy, c.fallbackPolicy, c.seq,
         ]
-        try statement.execute(arguments: StatementArguments(values))
+        try db.cachedStatement(sql: saveSQL).execute(arguments: StatementArguments(values))
     }
 
     private static func fetchStored(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> StoredNotification? {
@@ -334,7 +320,7 @@ public final class SQLiteStorage: NotificationStorage {
     public func publish(_ input: PublishInput) async throws -> UserNotification {
         try await write { db, context in
             var existing = try Self.fetchStored(
-                db, sql: "SELECT * FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
+                db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
                 [input.userId, input.hostName, input.request.appNotificationId])
             if let old = existing, old.notification.expirationDateTime <= input.now {
                 // It had expired (the sweeper had not run yet): that one is deleted, this is new.
@@ -350,7 +336,7 @@ public final class SQLiteStorage: NotificationStorage {
     public func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool {
         try await write { db, context in
             guard let row = try Self.fetchStored(
-                db, sql: "SELECT * FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
+                db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
                 [userId, hostName, appNotificationId])
             else { return false }
             try Self.save(NotificationRules.deleted(row, now: now, seq: context.nextSeq(for: userId)), db)
@@ -369,7 +355,7 @@ public final class SQLiteStorage: NotificationStorage {
     public func expire(now: Date) async throws -> Int {
         try await write { db, context in
             let rows = try Row.fetchAll(
-                db, sql: "SELECT * FROM notifications WHERE deleted = 0 AND expires <= ? ORDER BY expires LIMIT 5000",
+                db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE deleted = 0 AND expires <= ? ORDER BY expires LIMIT 5000",
                 arguments: [ISOTime.millis(now)]
             ).map(Self.stored)
             for row in rows {
@@ -397,7 +383,7 @@ public final class SQLiteStorage: NotificationStorage {
 
     public func notification(id: String, userId: String) async throws -> UserNotification? {
         try await read { db in
-            try Self.fetchStored(db, sql: "SELECT * FROM notifications WHERE id = ? AND user_id = ?", [id, userId])?.notification
+            try Self.fetchStored(db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE id = ? AND user_id = ?", [id, userId])?.notification
         }
     }
 
@@ -406,7 +392,7 @@ public final class SQLiteStorage: NotificationStorage {
             let purged = try Int64.fetchOne(db, sql: "SELECT purged_through FROM users WHERE id = ?", arguments: [userId]) ?? 0
             if since > 0 && since < purged { return nil }
             let rows = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT * FROM notifications WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
+                db.cachedStatement(sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
                 arguments: [userId, since, limit + 1]
             ).map(Self.stored)
             let page = rows.prefix(limit)
@@ -432,7 +418,7 @@ public final class SQLiteStorage: NotificationStorage {
             let (condition, arguments) = Self.viewCondition(view, now: nowMillis)
             return try Row.fetchAll(
                 db, sql: """
-                    SELECT * FROM notifications WHERE user_id = ? AND deleted = 0 AND expires > ? AND \(condition)
+                    SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND deleted = 0 AND expires > ? AND \(condition)
                     ORDER BY created DESC, id DESC LIMIT ? OFFSET ?
                     """,
                 arguments: [userId, nowMillis] + arguments + [top, skip]
@@ -483,7 +469,7 @@ public final class SQLiteStorage: NotificationStorage {
         let db: Database
 
         func row(id: String, userId: String) throws -> StoredNotification? {
-            try SQLiteStorage.fetchStored(db, sql: "SELECT * FROM notifications WHERE id = ? AND user_id = ?", [id, userId])
+            try SQLiteStorage.fetchStored(db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE id = ? AND user_id = ?", [id, userId])
         }
 
         func save(_ row: StoredNotification) throws {

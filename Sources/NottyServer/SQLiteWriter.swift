@@ -2,22 +2,6 @@ import Foundation
 import GRDB
 import Synchronization
 
-/// Bookkeeping shared by the writes of one batch transaction.
-final class WriteContext {
-    private(set) var seq: Int64
-    /// Users whose change feed moved in this batch, with their newest cursor.
-    var changedUsers: [String: Int64] = [:]
-
-    init(seq: Int64) { self.seq = seq }
-
-    /// The next position in the global change order.
-    func nextSeq(for userId: String) -> Int64 {
-        seq += 1
-        changedUsers[userId] = seq
-        return seq
-    }
-}
-
 /// The single writer of a SQLite store, with group commit.
 ///
 /// Every write is a closure queued here. One thread takes everything queued, runs each
@@ -39,7 +23,7 @@ final class SQLiteWriter: Sendable {
     private let pool: DatabasePool
     private let state: Mutex<State>
     private let queue = DispatchQueue(label: "notty.sqlite.writer", qos: .userInitiated)
-    private let onCommit = ChangeHandlerSlot()
+    private let onCommit = HandlerSlot<@Sendable ([String: Int64]) -> Void>()
     static let maxBatch = 2000
 
     init(pool: DatabasePool, committedSeq: Int64) {
@@ -130,17 +114,18 @@ private final class ResultBox<T>: @unchecked Sendable {
     var result: Result<T, Error>?
 }
 
-/// Holds the commit callback. (Not a `Mutex<closure?>`: reading a closure through `withLock`'s
-/// `inout` re-wraps it in reabstraction thunks on every call, and the chain grows without end.)
-final class ChangeHandlerSlot: @unchecked Sendable {
+/// Holds a callback set after start-up. (Not a `Mutex<closure?>`: reading a closure through
+/// `withLock`'s `inout` re-wraps it in reabstraction thunks on every call, and the chain grows
+/// without end.)
+final class HandlerSlot<Handler>: @unchecked Sendable {
     private let lock = NSLock()
-    private var stored: (@Sendable ([String: Int64]) -> Void)?
+    private var stored: Handler?
 
-    func set(_ handler: @escaping @Sendable ([String: Int64]) -> Void) {
+    func set(_ handler: Handler) {
         lock.withLock { stored = handler }
     }
 
-    var handler: (@Sendable ([String: Int64]) -> Void)? {
+    var handler: Handler? {
         lock.lock()
         defer { lock.unlock() }
         return stored

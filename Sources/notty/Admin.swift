@@ -24,7 +24,7 @@ struct Admin: AsyncParsableCommand {
                 try await reportingErrors {
                     let password = readPassword(prompt: "Password for \(name): ")
                     guard !password.isEmpty else { throw CLIError("no password given: type it, or pipe it on standard input") }
-                    let service = try storage.service()
+                    let service = try await storage.service()
                     let user = try await service.addUser(name: name, password: password, displayName: displayName)
                     print("added user \(user.userName) (id \(user.id))")
                 }
@@ -38,7 +38,7 @@ struct Admin: AsyncParsableCommand {
 
             func run() async throws {
                 try await reportingErrors {
-                    let service = try storage.service()
+                    let service = try await storage.service()
                     guard try await service.removeUser(name: name) else { throw CLIError("no user named \(name)") }
                     print("removed user \(name)")
                 }
@@ -59,7 +59,7 @@ struct Admin: AsyncParsableCommand {
 
             func run() async throws {
                 try await reportingErrors {
-                    let service = try storage.service()
+                    let service = try await storage.service()
                     let (clientId, secret) = try await service.addApp(hostName: hostName)
                     if json {
                         print(JSONValue.object(["client_id": .string(clientId), "client_secret": .string(secret), "host_name": .string(hostName)]).jsonText)
@@ -78,7 +78,7 @@ struct Admin: AsyncParsableCommand {
 
             func run() async throws {
                 try await reportingErrors {
-                    let service = try storage.service()
+                    let service = try await storage.service()
                     guard try await service.removeApp(hostName: hostName) else { throw CLIError("no app with host name \(hostName)") }
                     print("removed app \(hostName)")
                 }

@@ -41,7 +41,38 @@ struct StorageOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The service's SQLite file.", discussion: "Default: $NOTTY_HOME/server.sqlite, else $XDG_DATA_HOME/notty/server.sqlite.", valueName: "path"))
     var db: String?
 
-    func open() throws -> SQLiteStorage {
+    @Option(name: .long, help: ArgumentHelp(
+        "Keep everything in PostgreSQL instead of SQLite (several instances may share it).",
+        discussion: "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]. Default: $NOTTY_POSTGRES_URL when set.",
+        valueName: "url"))
+    var postgres: String?
+
+    func validate() throws {
+        if db != nil && postgresURL != nil { throw ArgumentParser.ValidationError("--db and --postgres are two different stores: give one") }
+        if let postgresURL {
+            do { _ = try PostgresURL(postgresURL) } catch { throw ArgumentParser.ValidationError("--postgres: \(error)") }
+        }
+    }
+
+    private var postgresURL: String? {
+        postgres ?? (db == nil ? ProcessInfo.processInfo.environment["NOTTY_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 } : nil)
+    }
+
+    /// Where the storage is, for logs (no password).
+    var place: String {
+        if let postgresURL, let url = try? PostgresURL(postgresURL) { return url.description }
+        return db ?? Paths.defaultServerDB
+    }
+
+    func open(logger: Logger = Logger(label: "notty.storage")) async throws -> any NotificationStorage {
+        if let postgresURL {
+            let url = try PostgresURL(postgresURL)
+            do {
+                return try await PostgresStorage.connect(url: url, logger: logger)
+            } catch {
+                throw CLIError("cannot use PostgreSQL at \(url): \(error). Is it running, and may \(url.user) connect to \(url.database)? Check --postgres.")
+            }
+        }
         let path = db ?? Paths.defaultServerDB
         do {
             return try SQLiteStorage(path: path)
@@ -50,9 +81,9 @@ struct StorageOptions: ParsableArguments {
         }
     }
 
-    /// The service over ``open()``, for administration.
-    func service() throws -> NotificationService {
-        NotificationService(storage: try open())
+    /// The service over ``open(logger:)``, for administration.
+    func service() async throws -> NotificationService {
+        NotificationService(storage: try await open())
     }
 }
 

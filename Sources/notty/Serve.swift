@@ -50,10 +50,10 @@ struct Serve: AsyncParsableCommand {
             if config.defaultTTL > config.maxTTL { throw CLIError("--default-ttl is longer than --max-ttl") }
             var logger = Logger(label: "notty.serve")
             logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-            let store = try storage.open()
+            let store = try await storage.open(logger: logger)
             let service = NotificationService(storage: store, config: config, logger: logger)
             let scheme = tlsCert == nil ? "http" : "https"
-            let dbPath = storage.db ?? Paths.defaultServerDB
+            let dbPath = storage.place
             let app = try wrapStartError {
                 try ServerApplication.build(service: service) { [logger] port in
                     logger.notice("notty serve listening", metadata: ["url": "\(scheme)://\(host):\(port)", "db": "\(dbPath)"])

@@ -6,9 +6,9 @@ import Testing
 
 @Suite("Publishing (SPEC §2.2)")
 struct PublishingTests {
-    @Test("Graph's two documented sample bodies are accepted as they are")
-    func graphSamples() async throws {
-        let harness = try Harness()
+    @Test("Graph's two documented sample bodies are accepted as they are", arguments: Backend.available)
+    func graphSamples(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let toast = try await world.publish(client, graphToastSample)
@@ -33,9 +33,9 @@ struct PublishingTests {
         }
     }
 
-    @Test("Re-publishing the same appNotificationId updates in place and makes it new again")
-    func republish() async throws {
-        let harness = try Harness()
+    @Test("Re-publishing the same appNotificationId updates in place and makes it new again", arguments: Backend.available)
+    func republish(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let first = try await world.publish(client, id: "build-1", title: "Build started")
@@ -55,9 +55,9 @@ struct PublishingTests {
         }
     }
 
-    @Test("Default priority is High with a visual toast and None for raw content")
-    func defaultPriority() async throws {
-        let harness = try Harness()
+    @Test("Default priority is High with a visual toast and None for raw content", arguments: Backend.available)
+    func defaultPriority(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             #expect(try await world.publish(client, id: "v").string("priority") == "High")
@@ -85,7 +85,7 @@ struct PublishingTests {
         ("another app's host", #"{"targetHostName":"other.example.com","appNotificationId":"a","payload":{"rawContent":"x"}}"#),
     ])
     func validation(_ name: String, _ body: String) async throws {
-        let harness = try Harness()
+        let harness = try await Harness()
         try await harness.router { client in
             let world = try await harness.world(client)
             let reply = try await world.publish(client, body)
@@ -103,10 +103,10 @@ struct PublishingTests {
         }
     }
 
-    @Test("Expiry given by the app is kept; absent, the default TTL applies")
-    func expiry() async throws {
+    @Test("Expiry given by the app is kept; absent, the default TTL applies", arguments: Backend.available)
+    func expiry(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try Harness(clock: clock)
+        let harness = try await Harness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             let now = clock.now()
@@ -118,9 +118,9 @@ struct PublishingTests {
         }
     }
 
-    @Test("Header, media type, size, auth and subscription errors")
-    func requestErrors() async throws {
-        let harness = try Harness()
+    @Test("Header, media type, size, auth and subscription errors", arguments: Backend.available)
+    func requestErrors(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let other = try await harness.world(client, user: "bob", host: "ci.example.com")
@@ -157,9 +157,9 @@ struct PublishingTests {
         }
     }
 
-    @Test("The app-side DELETE removes it on every device; unknown is 404")
-    func appDelete() async throws {
-        let harness = try Harness()
+    @Test("The app-side DELETE removes it on every device; unknown is 404", arguments: Backend.available)
+    func appDelete(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let id = try #require(try await world.publish(client, id: "deploy-7").string("id"))
@@ -174,9 +174,9 @@ struct PublishingTests {
         }
     }
 
-    @Test("Publishing is rate limited per app with 429 and Retry-After")
-    func rateLimit() async throws {
-        let harness = try Harness { $0.publishRate = 1; $0.publishBurst = 3 }
+    @Test("Publishing is rate limited per app with 429 and Retry-After", arguments: Backend.available)
+    func rateLimit(backend: Backend) async throws {
+        let harness = try await Harness(backend) { $0.publishRate = 1; $0.publishBurst = 3 }
         try await harness.router { client in
             let world = try await harness.world(client)
             for i in 0..<3 { #expect(try await world.publish(client, id: "n\(i)").status == .created) }

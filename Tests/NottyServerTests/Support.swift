@@ -4,19 +4,46 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import NottyCore
+import NottyTestSupport
+import Testing
 @testable import NottyServer
 
-/// A fresh service on a temporary SQLite file, with fast bcrypt and an optional manual clock.
+/// The storage backends every service test runs against.
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    var testDescription: String { self == .sqlite ? "SQLite" : "PostgreSQL" }
+
+    /// SQLite always; PostgreSQL when it can be found or started (and always in CI, where
+    /// `NOTTY_REQUIRE_POSTGRES=1` turns its absence into failures instead of a skip).
+    static let available: [Backend] = {
+        if TestPostgres.unavailableReason == nil || TestPostgres.required { return [.sqlite, .postgres] }
+        let warning = "⚠️  SKIPPING the PostgreSQL runs of the service tests: \(TestPostgres.unavailableReason ?? "")\n"
+        FileHandle.standardError.write(Data(warning.utf8))
+        return [.sqlite]
+    }()
+
+    /// A fresh, migrated store of this kind.
+    func makeStorage(in directory: URL) async throws -> any NotificationStorage {
+        switch self {
+        case .sqlite: return try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path)
+        case .postgres: return try await PostgresStorage.connect(url: PostgresURL(TestPostgres.createDatabase()))
+        }
+    }
+}
+
+/// A fresh service on a fresh store (a temporary SQLite file, or a new PostgreSQL database),
+/// with fast bcrypt and an optional manual clock.
 struct Harness {
     let directory: URL
-    let storage: SQLiteStorage
+    let storage: any NotificationStorage
     let service: NotificationService
     let clock: ManualClock?
 
-    init(clock: ManualClock? = nil, configure: (inout ServiceConfig) -> Void = { _ in }) throws {
+    init(_ backend: Backend = .sqlite, clock: ManualClock? = nil, configure: (inout ServiceConfig) -> Void = { _ in }) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        storage = try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path)
+        storage = try await backend.makeStorage(in: directory)
         var config = ServiceConfig()
         config.bcryptCost = 4
         config.port = 0
@@ -28,13 +55,17 @@ struct Harness {
     /// Runs `test` against the in-process router, then removes the store.
     func router<T: Sendable>(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
         defer { try? FileManager.default.removeItem(at: directory) }
-        return try await ServerApplication.build(service: service).test(.router) { client in try await test(client) }
+        let result = await Result { try await ServerApplication.build(service: service).test(.router) { client in try await test(client) } }
+        try? await storage.close()
+        return try result.get()
     }
 
     /// Runs `test` against a live server on 127.0.0.1 with a free port.
     func live<T: Sendable>(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
         defer { try? FileManager.default.removeItem(at: directory) }
-        return try await ServerApplication.build(service: service).test(.live) { client in try await test(client) }
+        let result = await Result { try await ServerApplication.build(service: service).test(.live) { client in try await test(client) } }
+        try? await storage.close()
+        return try result.get()
     }
 }
 
@@ -133,3 +164,10 @@ extension World {
 
 let graphToastSample = #"{"targetHostName":"graphnotifications.sample.windows.com","appNotificationId":"testDirectToastNotification","payload":{"visualContent":{"title":"Hello World!","body":"Notifications are Great!"}},"targetPolicy":{"platformTypes":["windows","ios","android"]},"priority":"High","groupName":"TestGroup","displayTimeToLive":"60"}"#
 let graphRawSample = #"{"appNotificationId":"testRawNotification","payload":{"rawContent":"Hello World!"},"targetPolicy":{"platformTypes":["windows","ios","android"]},"priority":"High","displayTimeToLive":"60"}"#
+
+extension Result where Failure == any Error {
+    /// The outcome of an async throwing body.
+    init(_ body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}

@@ -6,9 +6,9 @@ import Testing
 
 @Suite("Tokens (SPEC §2.1)")
 struct TokenTests {
-    @Test("Refresh rotates: the new pair works, the old refresh token stops working")
-    func refreshRotation() async throws {
-        let harness = try Harness()
+    @Test("Refresh rotates: the new pair works, the old refresh token stops working", arguments: Backend.available)
+    func refreshRotation(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let refreshed = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=refresh_token&refresh_token=\(world.refreshToken)")
@@ -23,9 +23,9 @@ struct TokenTests {
         }
     }
 
-    @Test("OAuth errors follow RFC 6749")
-    func oauthErrors() async throws {
-        let harness = try Harness()
+    @Test("OAuth errors follow RFC 6749", arguments: Backend.available)
+    func oauthErrors(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let wrongPassword = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=nope")
@@ -45,10 +45,10 @@ struct TokenTests {
         }
     }
 
-    @Test("Expired and revoked access tokens get 401")
-    func expiredAndRevoked() async throws {
+    @Test("Expired and revoked access tokens get 401", arguments: Backend.available)
+    func expiredAndRevoked(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try Harness(clock: clock)
+        let harness = try await Harness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             #expect(try await client.call(.get, "/v1/me", token: world.userToken).status == .ok)
@@ -66,9 +66,9 @@ struct TokenTests {
         }
     }
 
-    @Test("Tokens and client secrets are stored only as hashes; passwords with bcrypt")
-    func storedHashed() async throws {
-        let harness = try Harness()
+    @Test("Tokens and client secrets are stored only as hashes; passwords with bcrypt", arguments: Backend.available)
+    func storedHashed(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             #expect(try await harness.storage.token(hash: world.userToken) == nil)

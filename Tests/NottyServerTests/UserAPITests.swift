@@ -6,9 +6,9 @@ import Testing
 
 @Suite("The signed-in user's API (SPEC §2.3)")
 struct UserAPITests {
-    @Test("Change feed: pages, cursors, hasMore, tombstones, 304, X-Poll-Interval, ETag")
-    func changeFeed() async throws {
-        let harness = try Harness { $0.pollInterval = 42 }
+    @Test("Change feed: pages, cursors, hasMore, tombstones, 304, X-Poll-Interval, ETag", arguments: Backend.available)
+    func changeFeed(backend: Backend) async throws {
+        let harness = try await Harness(backend) { $0.pollInterval = 42 }
         try await harness.router { client in
             let world = try await harness.world(client)
             var ids: [String] = []
@@ -43,10 +43,10 @@ struct UserAPITests {
         }
     }
 
-    @Test("Bad cursors: 400 for garbage, 410 cursorExpired for one from elsewhere or too old")
-    func cursors() async throws {
+    @Test("Bad cursors: 400 for garbage, 410 cursorExpired for one from elsewhere or too old", arguments: Backend.available)
+    func cursors(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try Harness(clock: clock)
+        let harness = try await Harness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             #expect(try await client.call(.get, "/v1/me/notifications/changes?since=abc", token: world.userToken).status == .badRequest)
@@ -72,10 +72,10 @@ struct UserAPITests {
         }
     }
 
-    @Test("Views partition the active notifications; counts add up; snooze ends by time alone")
-    func viewsAndSnooze() async throws {
+    @Test("Views partition the active notifications; counts add up; snooze ends by time alone", arguments: Backend.available)
+    func viewsAndSnooze(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try Harness(clock: clock)
+        let harness = try await Harness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             var ids: [String] = []
@@ -113,10 +113,10 @@ struct UserAPITests {
         }
     }
 
-    @Test("Expiry deletes at expirationDateTime on its own and the feed says so")
-    func expiry() async throws {
+    @Test("Expiry deletes at expirationDateTime on its own and the feed says so", arguments: Backend.available)
+    func expiry(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try Harness(clock: clock)
+        let harness = try await Harness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             let at = ISOTime.format(clock.now() + 60)
@@ -137,9 +137,9 @@ struct UserAPITests {
         }
     }
 
-    @Test("PATCH, DELETE and batch errors; delete is final and idempotent")
-    func mutationsAndErrors() async throws {
-        let harness = try Harness()
+    @Test("PATCH, DELETE and batch errors; delete is final and idempotent", arguments: Backend.available)
+    func mutationsAndErrors(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let id = try #require(try await world.publish(client, id: "a").string("id"))
@@ -161,9 +161,9 @@ struct UserAPITests {
         }
     }
 
-    @Test("Batch: per-item results; one bad item does not fail the others")
-    func batch() async throws {
-        let harness = try Harness()
+    @Test("Batch: per-item results; one bad item does not fail the others", arguments: Backend.available)
+    func batch(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let a = try #require(try await world.publish(client, id: "a").string("id"))
@@ -185,9 +185,9 @@ struct UserAPITests {
         }
     }
 
-    @Test("The same mutationId twice applies once")
-    func idempotence() async throws {
-        let harness = try Harness()
+    @Test("The same mutationId twice applies once", arguments: Backend.available)
+    func idempotence(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let id = try #require(try await world.publish(client, id: "a").string("id"))
@@ -204,10 +204,10 @@ struct UserAPITests {
         }
     }
 
-    @Test("Last writer wins per field by the device clock, even when it arrives late; future clocks are clamped")
-    func lastWriterWins() async throws {
+    @Test("Last writer wins per field by the device clock, even when it arrives late; future clocks are clamped", arguments: Backend.available)
+    func lastWriterWins(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try Harness(clock: clock)
+        let harness = try await Harness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             clock.advance(by: 600)
@@ -238,9 +238,9 @@ struct UserAPITests {
         }
     }
 
-    @Test("User B gets 404 for every route on user A's ids and changes nothing")
-    func isolation() async throws {
-        let harness = try Harness()
+    @Test("User B gets 404 for every route on user A's ids and changes nothing", arguments: Backend.available)
+    func isolation(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let alice = try await harness.world(client)
             let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
@@ -262,9 +262,9 @@ struct UserAPITests {
         }
     }
 
-    @Test("Subscriptions: create, list, revoke; me; bad bodies")
-    func subscriptions() async throws {
-        let harness = try Harness()
+    @Test("Subscriptions: create, list, revoke; me; bad bodies", arguments: Backend.available)
+    func subscriptions(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let me = try await client.call(.get, "/v1/me", token: world.userToken)
@@ -283,9 +283,9 @@ struct UserAPITests {
         }
     }
 
-    @Test("Operations: healthz, metrics, unknown routes, request ids, plain GET of the doorbell")
-    func operations() async throws {
-        let harness = try Harness()
+    @Test("Operations: healthz, metrics, unknown routes, request ids, plain GET of the doorbell", arguments: Backend.available)
+    func operations(backend: Backend) async throws {
+        let harness = try await Harness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             _ = try await world.publish(client, id: "x")

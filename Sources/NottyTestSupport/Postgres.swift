@@ -1,0 +1,109 @@
+import Foundation
+
+/// PostgreSQL for tests and benchmarks: `$NOTTY_TEST_POSTGRES_URL` when set, else one
+/// throwaway cluster per process started by `.ci/postgres-server` on 127.0.0.1 (stopped and
+/// removed when the process exits). Each test takes a fresh database of its own.
+public enum TestPostgres {
+    /// Set (to 1) by `.ci/run`: a missing PostgreSQL fails the tests instead of skipping them.
+    public static var required: Bool { ProcessInfo.processInfo.environment["NOTTY_REQUIRE_POSTGRES"] == "1" }
+
+    /// Why PostgreSQL cannot be used here, or `nil` when it can. Cheap: looks for the programs only.
+    public static let unavailableReason: String? = {
+        if let url = ProcessInfo.processInfo.environment["NOTTY_TEST_POSTGRES_URL"], !url.isEmpty { return nil }
+        guard findProgram("initdb", extraDirectories: postgresBinDirectories) != nil else {
+            return "PostgreSQL's initdb was not found (apt-get install -y postgresql, or set NOTTY_TEST_POSTGRES_URL)"
+        }
+        guard findProgram("psql", extraDirectories: postgresBinDirectories) != nil else {
+            return "psql was not found (apt-get install -y postgresql-client, or set NOTTY_TEST_POSTGRES_URL)"
+        }
+        return nil
+    }()
+
+    private static var postgresBinDirectories: [String] {
+        let root = "/usr/lib/postgresql"
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        return versions.sorted { $0.compare($1, options: .numeric) == .orderedDescending }.map { "\(root)/\($0)/bin" }
+    }
+
+    private static func findProgram(_ name: String, extraDirectories: [String]) -> String? {
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+        return (path + extraDirectories).map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var started: Result<String, SupportError>?
+
+    /// The server's URL (its `postgres` database), starting the cluster on first use.
+    public static func serverURL() throws -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        if let started { return try started.get() }
+        let result: Result<String, SupportError>
+        if let url = ProcessInfo.processInfo.environment["NOTTY_TEST_POSTGRES_URL"], !url.isEmpty {
+            result = .success(url)
+        } else if let reason = unavailableReason {
+            result = .failure(SupportError("PostgreSQL is not available: \(reason)"))
+        } else {
+            result = startCluster()
+        }
+        started = result
+        return try result.get()
+    }
+
+    private static func startCluster() -> Result<String, SupportError> {
+        let directory = "/tmp/notty-pg-\(getpid())-\(UUID().uuidString.prefix(6))"
+        var lastError = ""
+        for _ in 0..<3 {
+            let port = freePort()
+            guard let (status, output) = try? Repository.run([".ci/postgres-server", directory, String(port), String(getpid())]) else {
+                return .failure(SupportError("cannot run .ci/postgres-server"))
+            }
+            if status == 0, let url = output.split(separator: "\n").last(where: { $0.hasPrefix("postgres://") }) {
+                return .success(String(url))
+            }
+            lastError = output
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        return .failure(SupportError(".ci/postgres-server failed: \(lastError)"))
+    }
+
+    /// A new, empty database on the server; its URL.
+    public static func createDatabase() throws -> String {
+        let server = try serverURL()
+        let name = "notty_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
+        try psql(server, "CREATE DATABASE \(name)")
+        return url(server, database: name)
+    }
+
+    /// Runs SQL with `psql` (stops at the first error).
+    public static func psql(_ url: String, _ sql: String) throws {
+        let psql = findProgram("psql", extraDirectories: postgresBinDirectories) ?? "psql"
+        let (status, output) = try Repository.run([psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
+        guard status == 0 else { throw SupportError("psql failed (\(sql)): \(output)") }
+    }
+
+    /// `url` with its database replaced.
+    public static func url(_ url: String, database: String) -> String {
+        guard var components = URLComponents(string: url) else { return url }
+        components.path = "/\(database)"
+        return components.string ?? url
+    }
+
+    /// A TCP port that was free a moment ago on 127.0.0.1.
+    public static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
