@@ -41,9 +41,21 @@ struct Harness {
     let clock: ManualClock?
 
     init(_ backend: Backend = .sqlite, clock: ManualClock? = nil, configure: (inout ServiceConfig) -> Void = { _ in }) async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-test-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        storage = try await backend.makeStorage(in: directory)
+        try await self.init(storage: backend.makeStorage(in: directory), directory: directory, clock: clock, configure: configure)
+    }
+
+    /// A second instance of the service on `other`'s PostgreSQL database (its own pool and listener).
+    init(sharingDatabaseOf other: Harness, configure: (inout ServiceConfig) -> Void = { _ in }) async throws {
+        let postgres = try #require(other.storage as? PostgresStorage, "only PostgreSQL is shared between instances")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-test-\(UUID().uuidString)")
+        try await self.init(storage: PostgresStorage.connect(url: postgres.url), directory: directory, clock: other.clock, configure: configure)
+    }
+
+    private init(storage: any NotificationStorage, directory: URL, clock: ManualClock?, configure: (inout ServiceConfig) -> Void) async throws {
+        self.directory = directory
+        self.storage = storage
         var config = ServiceConfig()
         config.bcryptCost = 4
         config.port = 0

@@ -1,0 +1,138 @@
+import Foundation
+import HummingbirdTesting
+import NottyCore
+import NottyTestSupport
+import Testing
+@testable import NottyServer
+
+@Suite("PostgreSQL: URLs and the announcements between instances")
+struct PostgresPartsTests {
+    @Test("postgres:// URLs: defaults, passwords, sockets, TLS modes and clear errors")
+    func urls() throws {
+        let plain = try PostgresURL("postgres://notty:s%40cret@db.example.com:6543/notifications")
+        #expect(plain.host == "db.example.com" && plain.port == 6543 && plain.user == "notty" && plain.password == "s@cret")
+        #expect(plain.database == "notifications" && plain.tls == .prefer, "TLS is preferred away from loopback")
+        #expect(plain.description == "postgres://notty@db.example.com:6543/notifications", "no password in logs")
+        let local = try PostgresURL("postgresql://me@127.0.0.1/")
+        #expect(local.port == 5432 && local.database == "me" && local.tls == .disable && local.password == nil)
+        let socket = try PostgresURL("postgres:///notty?host=/var/run/postgresql&user=notty")
+        #expect(socket.socketDirectory == "/var/run/postgresql" && socket.user == "notty" && socket.database == "notty")
+        #expect(try PostgresURL("postgres://a@h/d?sslmode=require").tls == .require)
+        #expect(throws: PostgresURLError.self) { try PostgresURL("mysql://a@h/d") }
+        #expect(throws: PostgresURLError.self) { try PostgresURL("postgres://a@h/d?sslmode=sometimes") }
+        #expect(throws: PostgresURLError.self) { try PostgresURL("not a url at all") }
+    }
+
+    @Test("Announcements carry every user's cursor, split under NOTIFY's payload limit; an instance ignores its own")
+    func announcements() {
+        var cursors: [String: Int64] = [:]
+        for i in 0..<600 { cursors[UUID().uuidString.lowercased()] = Int64(i * 7 + 1) }
+        let payloads = PostgresStorage.announcements(cursors, from: "inst1")
+        #expect(payloads.count > 1 && payloads.allSatisfy { $0.utf8.count < 8000 })
+        var read: [String: Int64] = [:]
+        for payload in payloads {
+            read.merge(PostgresStorage.cursors(inAnnouncement: payload, ignoring: "inst2") ?? [:]) { $1 }
+            #expect(PostgresStorage.cursors(inAnnouncement: payload, ignoring: "inst1") == nil)
+        }
+        #expect(read == cursors)
+        #expect(PostgresStorage.cursors(inAnnouncement: "garbage", ignoring: "x") == nil)
+        #expect(PostgresStorage.cursors(inAnnouncement: "other|user:notanumber", ignoring: "x") == nil)
+    }
+}
+
+@Suite("Several instances on one PostgreSQL", .enabled(if: Backend.available.contains(.postgres)))
+struct InstancesTests {
+    @Test("Patches through two instances at once end by §1's rules, a mutationId applies once across them, and each rings for the other's changes")
+    func twoInstances() async throws {
+        let clock = ManualClock()
+        let one = try await Harness(.postgres, clock: clock)
+        let two = try await Harness(sharingDatabaseOf: one)
+        try await one.router { c1 in
+            try await two.router { c2 in
+                let world = try await one.world(c1)
+                let userId = try #require(try await one.storage.user(name: "alice")).id
+
+                // A publish through one rings a device connected to two.
+                let (ringId, rings) = two.service.hub.connect(userId: userId)
+                let first = try #require(try await world.publish(c1, id: "first").string("id"))
+                let rang = try await firstValue(of: rings, within: .seconds(5))
+                two.service.hub.disconnect(userId: userId, id: ringId)
+                #expect(rang != nil, "instance two's device was not told of instance one's publish")
+                #expect(try await c2.call(.get, "/v1/me/notifications/\(first)", token: world.userToken).status == .ok)
+
+                // The same notifications patched through both at once: per field, the later clock wins.
+                var ids: [String] = []
+                for i in 0..<16 { ids.append(try #require(try await world.publish(c1, id: "n\(i)").string("id"))) }
+                let base = ISOTime.millis(clock.now())
+                clock.advance(by: 600)
+                let token = world.userToken
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (i, id) in ids.enumerated() {
+                        let oneIsLater = i % 2 == 0
+                        let (t1, t2) = oneIsLater ? (base + 2000, base + 1000) : (base + 1000, base + 2000)
+                        group.addTask {
+                            let reply = try await c1.call(.patch, "/v1/me/notifications/\(id)", token: token,
+                                                         json: #"{"readState":"Read","userActionState":"Dismissed","changedAt":\#(t1)}"#)
+                            #expect(reply.status == .ok)
+                        }
+                        group.addTask {
+                            let reply = try await c2.call(.patch, "/v1/me/notifications/\(id)", token: token,
+                                                         json: #"{"readState":"Unread","userActionState":"Activated","changedAt":\#(t2)}"#)
+                            #expect(reply.status == .ok)
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                for (i, id) in ids.enumerated() {
+                    let seenByOne = try await c1.call(.get, "/v1/me/notifications/\(id)", token: token).decode(UserNotification.self)
+                    let seenByTwo = try await c2.call(.get, "/v1/me/notifications/\(id)", token: token).decode(UserNotification.self)
+                    #expect(seenByOne == seenByTwo)
+                    #expect(seenByOne.readState == (i % 2 == 0 ? .read : .unread))
+                    #expect(seenByOne.userActionState == (i % 2 == 0 ? .dismissed : .activated))
+                }
+
+                // m-1 applied through one; then, at once, m-2 (newer) through two and m-1 resent
+                // ten times through each with a clock that would win: the resends must not apply.
+                let path = "/v1/me/notifications/\(first)"
+                #expect(try await c1.call(.patch, path, token: token, json: #"{"readState":"Read","changedAt":\#(base + 10_000),"mutationId":"m-1"}"#).status == .ok)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        let newer = try await c2.call(.patch, path, token: token, json: #"{"readState":"Unread","changedAt":\#(base + 20_000),"mutationId":"m-2"}"#)
+                        #expect(newer.status == .ok)
+                    }
+                    for k in 0..<20 {
+                        let client = k % 2 == 0 ? c1 : c2
+                        group.addTask {
+                            let resend = try await client.call(.patch, path, token: token, json: #"{"readState":"Read","changedAt":\#(base + 30_000),"mutationId":"m-1"}"#)
+                            #expect(resend.status == .ok)
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                #expect(try await c1.call(.get, path, token: token).string("readState") == "Unread", "a resent m-1 was applied again")
+                #expect(try await c2.call(.get, path, token: token).string("readState") == "Unread")
+
+                // Both instances replay the same feed.
+                let feedOne = try await c1.call(.get, "/v1/me/notifications/changes?limit=1000", token: token).decode(ChangesPage.self)
+                let feedTwo = try await c2.call(.get, "/v1/me/notifications/changes?limit=1000", token: token).decode(ChangesPage.self)
+                #expect(feedOne.changes == feedTwo.changes && feedOne.cursor == feedTwo.cursor && feedOne.changes.count == 17)
+            }
+        }
+    }
+}
+
+/// The first value of `stream`, or `nil` when none comes within `timeout`.
+func firstValue<T: Sendable>(of stream: AsyncStream<T>, within timeout: Duration) async throws -> T? {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask {
+            var iterator = stream.makeAsyncIterator()
+            return await iterator.next()
+        }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        defer { group.cancelAll() }
+        return try await group.next() ?? nil
+    }
+}
