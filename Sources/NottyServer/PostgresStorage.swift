@@ -52,7 +52,11 @@ public final class PostgresStorage: NotificationStorage {
         configuration.options.minimumConnections = 2
         configuration.options.connectTimeout = .seconds(3)
         configuration.options.keepAliveBehavior = .init(frequency: .seconds(15))
-        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        // The pool reports every failed connection attempt; while PostgreSQL is away that is a
+        // line each second, so only warnings and worse from it (notty's own lines say what matters).
+        var poolLogger = logger
+        poolLogger.logLevel = max(logger.logLevel, .warning)
+        client = PostgresClient(configuration: configuration, backgroundLogger: poolLogger)
         let client = client
         tasks.withLock { $0.append(Task { await client.run() }) }
     }

@@ -31,45 +31,61 @@ public enum TestPostgres {
     }
 
     private static let lock = NSLock()
-    nonisolated(unsafe) private static var started: Result<String, SupportError>?
+    nonisolated(unsafe) private static var started: Result<String, any Error>?
 
     /// The server's URL (its `postgres` database), starting the cluster on first use.
     public static func serverURL() throws -> String {
         lock.lock()
         defer { lock.unlock() }
         if let started { return try started.get() }
-        let result: Result<String, SupportError>
+        let result: Result<String, any Error>
         if let url = ProcessInfo.processInfo.environment["NOTTY_TEST_POSTGRES_URL"], !url.isEmpty {
             result = .success(url)
-        } else if let reason = unavailableReason {
-            result = .failure(SupportError("PostgreSQL is not available: \(reason)"))
         } else {
-            result = startCluster()
+            result = Result(catching: { try Cluster().url })
         }
         started = result
         return try result.get()
     }
 
-    private static func startCluster() -> Result<String, SupportError> {
-        let directory = "/tmp/notty-pg-\(getpid())-\(UUID().uuidString.prefix(6))"
-        var lastError = ""
-        for _ in 0..<3 {
-            let port = freePort()
-            guard let (status, output) = try? Repository.run([".ci/postgres-server", directory, String(port), String(getpid())]) else {
-                return .failure(SupportError("cannot run .ci/postgres-server"))
+    /// A cluster of its own (for tests that stop and start PostgreSQL), removed when the process exits.
+    public final class Cluster: Sendable {
+        public let url: String
+        public let directory: String
+
+        public init() throws {
+            if let reason = unavailableReason { throw SupportError("PostgreSQL is not available: \(reason)") }
+            let directory = "/tmp/notty-pg-\(getpid())-\(UUID().uuidString.prefix(6))"
+            var lastError = ""
+            for _ in 0..<3 {
+                let (status, output) = try Repository.run([".ci/postgres-server", directory, String(freePort()), String(getpid())])
+                if status == 0, let url = output.split(separator: "\n").last(where: { $0.hasPrefix("postgres://") }) {
+                    self.url = String(url)
+                    self.directory = directory
+                    return
+                }
+                lastError = output
+                try? FileManager.default.removeItem(atPath: directory)
             }
-            if status == 0, let url = output.split(separator: "\n").last(where: { $0.hasPrefix("postgres://") }) {
-                return .success(String(url))
-            }
-            lastError = output
-            try? FileManager.default.removeItem(atPath: directory)
+            throw SupportError(".ci/postgres-server failed: \(lastError)")
         }
-        return .failure(SupportError(".ci/postgres-server failed: \(lastError)"))
+
+        /// Stops the server (a fast shutdown: connections are cut).
+        public func stop() throws {
+            let (status, output) = try Repository.run([".ci/postgres-server", "--stop", directory])
+            guard status == 0 else { throw SupportError("stopping PostgreSQL failed: \(output)") }
+        }
+
+        /// Starts it again on the same port.
+        public func start() throws {
+            let (status, output) = try Repository.run([".ci/postgres-server", "--start", directory])
+            guard status == 0 else { throw SupportError("starting PostgreSQL failed: \(output)") }
+        }
     }
 
-    /// A new, empty database on the server; its URL.
-    public static func createDatabase() throws -> String {
-        let server = try serverURL()
+    /// A new, empty database on `server` (default: the shared one); its URL.
+    public static func createDatabase(on server: String? = nil) throws -> String {
+        let server = try server ?? serverURL()
         let name = "notty_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
         try psql(server, "CREATE DATABASE \(name)")
         return url(server, database: name)

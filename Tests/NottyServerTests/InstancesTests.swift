@@ -121,6 +121,44 @@ struct InstancesTests {
     }
 }
 
+@Suite("PostgreSQL going away and coming back", .enabled(if: Backend.available.contains(.postgres)))
+struct OutageTests {
+    @Test("PostgreSQL down: 503 serviceUnavailable, /healthz fails, nothing half-written; back: the service recovers without a restart")
+    func outage() async throws {
+        let cluster = try TestPostgres.Cluster()
+        let storage = try await PostgresStorage.connect(url: PostgresURL(TestPostgres.createDatabase(on: cluster.url)), logger: .quiet, timeout: .seconds(2))
+        let harness = try await Harness(storage: storage, logger: .quiet)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let before = try #require(try await world.publish(client, id: "before").string("id"))
+            #expect(try await client.call(.get, "/healthz").status == .ok)
+
+            try cluster.stop()
+            let health = try await client.call(.get, "/healthz")
+            #expect(health.status == .serviceUnavailable)
+            let publish = try await world.publish(client, id: "during")
+            #expect(publish.status == .serviceUnavailable && publish.errorCode == "serviceUnavailable", "\(publish.text)")
+            let patch = try await client.call(.patch, "/v1/me/notifications/\(before)", token: world.userToken, json: #"{"readState":"Read"}"#)
+            #expect(patch.status == .serviceUnavailable)
+            #expect(try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).status == .serviceUnavailable)
+
+            try cluster.start()
+            var healthy = false
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !healthy && ContinuousClock.now < deadline {
+                healthy = try await client.call(.get, "/healthz").status == .ok
+                if !healthy { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            #expect(healthy, "the service did not recover once PostgreSQL was back")
+            let after = try await world.publish(client, id: "after")
+            #expect(after.status == .created)
+            let feed = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
+            #expect(feed.changes.map(\.appNotificationId) == ["before", "after"], "the failed publish and patch left nothing behind")
+            #expect(feed.changes.first?.readState == .unread)
+        }
+    }
+}
+
 /// The first value of `stream`, or `nil` when none comes within `timeout`.
 func firstValue<T: Sendable>(of stream: AsyncStream<T>, within timeout: Duration) async throws -> T? {
     try await withThrowingTaskGroup(of: T?.self) { group in

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import NIOCore
 import NottyCore
 import NottyTestSupport
@@ -27,7 +28,7 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     func makeStorage(in directory: URL) async throws -> any NotificationStorage {
         switch self {
         case .sqlite: return try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path)
-        case .postgres: return try await PostgresStorage.connect(url: PostgresURL(TestPostgres.createDatabase()))
+        case .postgres: return try await PostgresStorage.connect(url: PostgresURL(TestPostgres.createDatabase()), logger: .quiet)
         }
     }
 }
@@ -50,10 +51,14 @@ struct Harness {
     init(sharingDatabaseOf other: Harness, configure: (inout ServiceConfig) -> Void = { _ in }) async throws {
         let postgres = try #require(other.storage as? PostgresStorage, "only PostgreSQL is shared between instances")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-test-\(UUID().uuidString)")
-        try await self.init(storage: PostgresStorage.connect(url: postgres.url), directory: directory, clock: other.clock, configure: configure)
+        try await self.init(storage: PostgresStorage.connect(url: postgres.url, logger: .quiet), directory: directory, clock: other.clock, configure: configure)
     }
 
-    private init(storage: any NotificationStorage, directory: URL, clock: ManualClock?, configure: (inout ServiceConfig) -> Void) async throws {
+    /// A service on a store made elsewhere.
+    init(
+        storage: any NotificationStorage, directory: URL = FileManager.default.temporaryDirectory.appendingPathComponent("notty-test-\(UUID().uuidString)"),
+        clock: ManualClock? = nil, logger: Logger = Logger(label: "notty.serve"), configure: (inout ServiceConfig) -> Void = { _ in }
+    ) async throws {
         self.directory = directory
         self.storage = storage
         var config = ServiceConfig()
@@ -61,7 +66,7 @@ struct Harness {
         config.port = 0
         configure(&config)
         self.clock = clock
-        service = NotificationService(storage: storage, config: config, clock: clock ?? SystemClock())
+        service = NotificationService(storage: storage, config: config, clock: clock ?? SystemClock(), logger: logger)
     }
 
     /// Runs `test` against the in-process router, then removes the store.
@@ -181,5 +186,14 @@ extension Result where Failure == any Error {
     /// The outcome of an async throwing body.
     init(_ body: () async throws -> Success) async {
         do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}
+
+extension Logger {
+    /// Only critical lines (tests that make failures on purpose).
+    static var quiet: Logger {
+        var logger = Logger(label: "notty.test")
+        logger.logLevel = .critical
+        return logger
     }
 }
