@@ -98,6 +98,8 @@ final class LockedData: @unchecked Sendable {
 public final class ServeProcess: @unchecked Sendable {
     public let admin: NottyCLI
     public let log: URL
+    /// For `notty serve` and `notty admin` (e.g. `NOTTY_POSTGRES_URL`).
+    public let environment: [String: String]
     public private(set) var process: Process?
     public private(set) var port = 0
     public let clientId: String
@@ -105,12 +107,15 @@ public final class ServeProcess: @unchecked Sendable {
 
     public var url: String { "http://127.0.0.1:\(port)" }
 
-    public init(directory: URL, extraArguments: [String] = []) async throws {
+    /// Creates the user and the app, then starts the service.
+    public init(directory: URL, environment: [String: String] = [:], extraArguments: [String] = []) async throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         admin = NottyCLI(home: directory.appendingPathComponent("server"))
         log = directory.appendingPathComponent("serve.log")
-        let user = try admin.run(["admin", "user", "add", "alice"], input: "pw\n")
+        self.environment = environment
+        let user = try admin.run(["admin", "user", "add", "alice"], input: "pw\n", environment: environment)
         guard user.status == 0 else { throw SupportError("admin user add failed: \(user.err)") }
-        let app = try admin.run(["admin", "app", "add", "ci.example.com", "--json"])
+        let app = try admin.run(["admin", "app", "add", "ci.example.com", "--json"], environment: environment)
         guard let object = try JSONSerialization.jsonObject(with: Data(app.out.utf8)) as? [String: String],
               let id = object["client_id"], let secret = object["client_secret"] else { throw SupportError("admin app add failed: \(app.err)") }
         clientId = id
@@ -118,9 +123,20 @@ public final class ServeProcess: @unchecked Sendable {
         try await start(port: 0, extraArguments: extraArguments)
     }
 
+    /// Another instance on `other`'s storage (its `environment` names a shared PostgreSQL).
+    public init(sharingStorageOf other: ServeProcess, directory: URL, extraArguments: [String] = []) async throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        admin = NottyCLI(home: directory.appendingPathComponent("server"))
+        log = directory.appendingPathComponent("serve.log")
+        environment = other.environment
+        clientId = other.clientId
+        clientSecret = other.clientSecret
+        try await start(port: 0, extraArguments: extraArguments)
+    }
+
     /// Starts (or restarts, on the same port when `port` is given) the service.
     public func start(port wanted: Int? = nil, extraArguments: [String] = []) async throws {
-        let process = try admin.start(["serve", "--port", String(wanted ?? port), "--log-level", "notice"] + extraArguments, log: log)
+        let process = try admin.start(["serve", "--port", String(wanted ?? port), "--log-level", "notice"] + extraArguments, log: log, environment: environment)
         self.process = process
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
@@ -134,6 +150,13 @@ public final class ServeProcess: @unchecked Sendable {
             guard process.isRunning else { break }
         }
         throw SupportError("notty serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+    }
+
+    /// SIGKILL: no chance to finish anything.
+    public func sigkill() {
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
     }
 
     /// SIGTERM, then waits (at most 10 s, then SIGKILL).

@@ -1,0 +1,159 @@
+import Foundation
+import NottyCore
+import NottyStore
+import NottySync
+import NottyTestSupport
+import Testing
+
+/// Two real `notty serve` processes on one PostgreSQL database; device A signed in to the
+/// first, device B to the second, each running `notty poll --live` (its doorbell).
+@Suite("Two notty serve instances on one PostgreSQL", .serialized,
+       .enabled(if: TestPostgres.unavailableReason == nil || TestPostgres.required, "PostgreSQL is not available here"))
+struct InstancesEndToEndTests {
+    @Test("A on instance 1, B on instance 2: a publish, a dismiss and a delete reach every device by its doorbell; one instance killed, the other serves; restarted, it rejoins")
+    func twoInstances() async throws {
+        let directory = Repository.temporaryDirectory("notty-instances")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let environment = ["NOTTY_POSTGRES_URL": try TestPostgres.createDatabase()]
+        let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment)
+        defer { one.stop() }
+        let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
+        defer { two.stop() }
+
+        let a = NottyCLI(home: directory.appendingPathComponent("a"))
+        let b = NottyCLI(home: directory.appendingPathComponent("b"))
+        for (device, service, name) in [(a, one, "A"), (b, two, "B")] {
+            let login = try device.run(["login", service.url, "--user", "alice", "--password-stdin", "--device", name], input: "pw\n")
+            try #require(login.status == 0, "login \(name): \(login.err)")
+        }
+        let subscribe = try a.run(["subscribe", "--app", "ci.example.com"])
+        try #require(subscribe.status == 0, "\(subscribe.err)")
+        let uns = subscribe.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        func publish(_ title: String) throws -> String {
+            let result = try a.run(["publish", "--server", one.url, "--client-id", one.clientId, "--client-secret=\(one.clientSecret)",
+                                    "--uns-id", uns, "--title", title])
+            try #require(result.status == 0, "publish: \(result.err)")
+            return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        let logA = directory.appendingPathComponent("poll-a.log"), logB = directory.appendingPathComponent("poll-b.log")
+        let pollA = try a.start(["poll", "--live"], log: logA)
+        let pollB = try b.start(["poll", "--live"], log: logB)
+        defer {
+            for poll in [pollA, pollB] where poll.isRunning { poll.terminate() }
+        }
+        func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+        #expect(await eventually(timeout: .seconds(10)) { text(logA).contains("connection: live") && text(logB).contains("connection: live") })
+        let storeA = try LocalStore(path: a.home.appendingPathComponent("store.sqlite").path)
+        let storeB = try LocalStore(path: b.home.appendingPathComponent("store.sqlite").path)
+
+        // A publish through instance 1 rings A (on 1) and B (on 2).
+        let first = try publish("Build failed")
+        let second = try publish("Disk 91% full")
+        #expect(try await eventually(timeout: .seconds(2)) { try storeA.notification(id: second) != nil && storeB.notification(id: second) != nil },
+                "the publish through instance 1 did not reach both devices within 2 s")
+
+        // A dismiss through instance 2 (B's) reaches A on instance 1.
+        let dismiss = try b.run(["dismiss", first])
+        #expect(dismiss.status == 0, "\(dismiss.err)")
+        #expect(try await eventually(timeout: .seconds(2)) { try storeA.notification(id: first)?.userActionState == .dismissed },
+                "B's dismiss through instance 2 did not reach A within 2 s")
+
+        // A delete through instance 1 (A's) reaches B on instance 2.
+        #expect(try a.run(["delete", second]).status == 0)
+        #expect(try await eventually(timeout: .seconds(2)) { try storeB.notification(id: second) == nil },
+                "A's delete through instance 1 did not reach B within 2 s")
+
+        // Instance 2 killed: instance 1 keeps serving; B cannot sync meanwhile.
+        two.sigkill()
+        let third = try publish("Deploy finished")
+        #expect(try await eventually(timeout: .seconds(2)) { try storeA.notification(id: third) != nil })
+        #expect(try b.run(["sync"]).status != 0, "instance 2 is down")
+
+        // Restarted on its port, instance 2 rejoins: B reconnects, catches up and is rung again.
+        try await two.start()
+        #expect(try await eventually(timeout: .seconds(30)) { try storeB.notification(id: third) != nil },
+                "B did not catch up after instance 2 came back")
+        let fourth = try publish("Backup finished")
+        #expect(try await eventually(timeout: .seconds(5)) { try storeB.notification(id: fourth) != nil })
+        #expect(try a.run(["sync"]).status == 0 && b.run(["sync"]).status == 0)
+        let listA = try a.run(["list", "--view", "all", "--json"]).out
+        let listB = try b.run(["list", "--view", "all", "--json"]).out
+        for id in [first, third, fourth] { #expect(listA.contains(id) && listB.contains(id)) }
+        #expect(!listA.contains(second) && !listB.contains(second))
+    }
+
+    @Test("An instance killed with SIGKILL in the middle of a publishing burst loses no publish it acknowledged; the other instance has them all")
+    func killedMidBurst() async throws {
+        let directory = Repository.temporaryDirectory("notty-instances-kill")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let environment = ["NOTTY_POSTGRES_URL": try TestPostgres.createDatabase()]
+        let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment,
+                                         extraArguments: ["--publish-rate", "100000", "--publish-burst", "100000"])
+        defer { one.stop() }
+        let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
+        defer { two.stop() }
+        let device = NottyCLI(home: directory.appendingPathComponent("device"))
+        try #require(try device.run(["login", two.url, "--user", "alice", "--password-stdin"], input: "pw\n").status == 0)
+        let uns = try device.run(["subscribe", "--app", "ci.example.com"]).out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let appToken = try await token(one.url, ["grant_type": "client_credentials", "client_id": one.clientId, "client_secret": one.clientSecret])
+
+        let acknowledged = Acknowledged()
+        let url = one.url
+        let burst = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for worker in 0..<8 {
+                    group.addTask {
+                        for n in 0..<100_000 {
+                            let id = "w\(worker)-\(n)"
+                            guard let answer = try? await ServiceClient.send(
+                                .POST, url + "/beta/me/notifications",
+                                headers: [("Authorization", "Bearer \(appToken)"), ("X-UNS-ID", uns), ("Content-Type", "application/json")],
+                                body: Data(#"{"appNotificationId":"\#(id)","payload":{"rawContent":"x"}}"#.utf8)),
+                                  answer.status == 201 else { return }
+                            acknowledged.add(id)
+                        }
+                    }
+                }
+            }
+        }
+        #expect(await eventually(timeout: .seconds(20)) { acknowledged.count >= 300 })
+        one.sigkill()
+        await burst.value
+        let acked = acknowledged.all
+        #expect(acked.count >= 300)
+
+        // Everything acknowledged is in the feed, read through the other instance.
+        let userToken = try await token(two.url, ["grant_type": "password", "username": "alice", "password": "pw"])
+        var stored = Set<String>()
+        var cursor = "0"
+        while true {
+            let answer = try await ServiceClient.send(
+                .GET, two.url + "/v1/me/notifications/changes?since=\(cursor)&limit=1000", headers: [("Authorization", "Bearer \(userToken)")], body: nil)
+            try #require(answer.status == 200)
+            let page = try NottyJSON.decoder.decode(ChangesPage.self, from: answer.body)
+            stored.formUnion(page.changes.map(\.appNotificationId))
+            cursor = page.cursor
+            if !page.hasMore { break }
+        }
+        let lost = acked.subtracting(stored)
+        #expect(lost.isEmpty, "\(lost.count) acknowledged publishes are gone: \(lost.prefix(5))")
+        print("killed mid-burst: \(acked.count) acknowledged, \(stored.count) stored")
+    }
+
+    private func token(_ server: String, _ form: [String: String]) async throws -> String {
+        let answer = try await ServiceClient.send(
+            .POST, server + "/oauth2/v2.0/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+            body: Data(FormEncoding.encode(form).utf8))
+        return try NottyJSON.decoder.decode(TokenResponse.self, from: answer.body).access_token
+    }
+}
+
+/// The appNotificationIds the service answered 201 for.
+private final class Acknowledged: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ids = Set<String>()
+    func add(_ id: String) { lock.withLock { _ = ids.insert(id) } }
+    var count: Int { lock.withLock { ids.count } }
+    var all: Set<String> { lock.withLock { ids } }
+}
