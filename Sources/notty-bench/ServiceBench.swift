@@ -21,9 +21,9 @@ final class ServiceBench: @unchecked Sendable {
 
     /// The real `notty serve` (user alice, app ci.example.com, no rate limit) with a user
     /// token, an app token and a subscription id.
-    static func start() async throws -> ServiceBench {
+    static func start(environment: [String: String] = [:]) async throws -> ServiceBench {
         let directory = Repository.temporaryDirectory("notty-bench")
-        let serve = try await ServeProcess(directory: directory, extraArguments: ["--publish-rate", "1000000", "--publish-burst", "1000000"])
+        let serve = try await ServeProcess(directory: directory, environment: environment, extraArguments: unlimited)
         var config = HTTPClient.Configuration(timeout: .init(connect: .seconds(10), read: .seconds(60)))
         config.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 128
         let bench = ServiceBench(serve: serve, directory: directory, http: HTTPClient(eventLoopGroupProvider: .singleton, configuration: config))
@@ -36,6 +36,8 @@ final class ServiceBench: @unchecked Sendable {
         bench.unsId = uns
         return bench
     }
+
+    static let unlimited = ["--publish-rate", "1000000", "--publish-burst", "1000000"]
 
     init(serve: ServeProcess, directory: URL, http: HTTPClient) {
         self.serve = serve
@@ -62,8 +64,8 @@ final class ServiceBench: @unchecked Sendable {
         return token
     }
 
-    func request(_ method: HTTPMethod, _ path: String, token: String, body: String? = nil, headers: [(String, String)] = []) async throws -> (Int, String) {
-        var request = HTTPClientRequest(url: base + path)
+    func request(_ method: HTTPMethod, _ path: String, token: String, body: String? = nil, headers: [(String, String)] = [], via server: String? = nil) async throws -> (Int, String) {
+        var request = HTTPClientRequest(url: (server ?? base) + path)
         request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
         for (name, value) in headers { request.headers.add(name: name, value: value) }
@@ -76,10 +78,63 @@ final class ServiceBench: @unchecked Sendable {
         return (Int(response.status.code), text)
     }
 
-    func publish(_ key: String) async throws -> Int {
+    func publish(_ key: String, via server: String? = nil) async throws -> Int {
         try await request(.POST, "/beta/me/notifications", token: appToken,
                           body: #"{"appNotificationId":"\#(key)","payload":{"visualContent":{"title":"Build \#(key) failed","body":"3 tests failed on main"}},"groupName":"CI"}"#,
-                          headers: [("X-UNS-ID", unsId)]).0
+                          headers: [("X-UNS-ID", unsId)], via: server).0
+    }
+
+    /// Publishes from `clients` concurrent clients for `seconds`, spread over `servers`
+    /// (default: this one): acknowledged per second, acknowledged, other answers, elapsed seconds.
+    func throughput(seconds: Double, clients: Int = 64, servers: [String]? = nil, tag: String) async throws -> (rate: Double, ok: Int, other: Int, elapsed: Double) {
+        let servers = servers ?? [base]
+        let counter = Shared<(ok: Int, other: Int)>((0, 0))
+        let start = ContinuousClock.now
+        let end = start + .seconds(seconds)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for client in 0..<clients {
+                let server = servers[client % servers.count]
+                group.addTask {
+                    var n = 0
+                    while ContinuousClock.now < end {
+                        let status = try await self.publish("\(tag)\(client)-\(n)", via: server)
+                        counter.update { if status == 201 { $0.ok += 1 } else { $0.other += 1 } }
+                        n += 1
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let elapsed = (ContinuousClock.now - start).seconds
+        let (ok, other) = counter.update { $0 }
+        return (Double(ok) / elapsed, ok, other, elapsed)
+    }
+
+    /// Milliseconds from a publish through `server` (default: this one) to the doorbell frame
+    /// at a device connected to `devicePort` (default: this one), `count` times one after another.
+    func doorbellLatencies(count: Int, publishVia server: String? = nil, devicePort: Int? = nil, tag: String) async throws -> [Double] {
+        let frames = AsyncStream<String>.makeStream()
+        let device = Task {
+            var headers = HTTPFields()
+            headers[.authorization] = "Bearer \(userToken)"
+            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(devicePort ?? port)/v1/me/push", configuration: .init(additionalHeaders: headers), logger: Logger(label: "bench")) { inbound, _, _ in
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    if case .text(let text) = message { frames.continuation.yield(text) }
+                }
+            }
+        }
+        defer { device.cancel() }
+        try await Task.sleep(for: .milliseconds(300))
+        var iterator = frames.stream.makeAsyncIterator()
+        var bell: [Double] = []
+        for i in 0..<count {
+            let t0 = ContinuousClock.now
+            async let status = publish("\(tag)-\(i)", via: server)
+            guard await iterator.next() != nil else { break }
+            bell.append((ContinuousClock.now - t0).seconds * 1000)
+            _ = try await status
+        }
+        return bell
     }
 
     var serverRSS: Int { memory(pid: serve.process?.processIdentifier ?? 0).resident }
@@ -92,26 +147,8 @@ final class ServiceBench: @unchecked Sendable {
         print("")
 
         // 1. Durable publish throughput from 64 concurrent clients.
-        let seconds = 5.0 * scale + 1
-        let counter = Shared<(ok: Int, other: Int)>((0, 0))
-        let start = ContinuousClock.now
-        let end = start + .seconds(seconds)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for client in 0..<64 {
-                group.addTask {
-                    var n = 0
-                    while ContinuousClock.now < end {
-                        let status = try await self.publish("t\(client)-\(n)")
-                        counter.update { if status == 201 { $0.ok += 1 } else { $0.other += 1 } }
-                        n += 1
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
-        let elapsed = (ContinuousClock.now - start).seconds
-        let (ok, other) = counter.update { $0 }
-        print(String(format: "publish throughput, 64 concurrent clients: %.0f publishes/s (%d acknowledged in %.1f s, %d non-201)", Double(ok) / elapsed, ok, elapsed, other))
+        let burst = try await throughput(seconds: 5.0 * scale + 1, tag: "t")
+        print(String(format: "publish throughput, 64 concurrent clients: %.0f publishes/s (%d acknowledged in %.1f s, %d non-201)", burst.rate, burst.ok, burst.elapsed, burst.other))
 
         // 2. Publish latency at a steady 1,000/s.
         let rate = 1000.0
@@ -135,27 +172,7 @@ final class ServiceBench: @unchecked Sendable {
         print(String(format: "publish latency at 1,000/s (%d publishes): p50 %.2f ms, p99 %.2f ms, max %.2f ms", paced.count, percentile(paced, 50), percentile(paced, 99), paced.max() ?? 0))
 
         // 3. Publish → doorbell frame at a connected device.
-        let frames = AsyncStream<String>.makeStream()
-        let device = Task {
-            var headers = HTTPFields()
-            headers[.authorization] = "Bearer \(userToken)"
-            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1/me/push", configuration: .init(additionalHeaders: headers), logger: Logger(label: "bench")) { inbound, _, _ in
-                for try await message in inbound.messages(maxSize: 1 << 20) {
-                    if case .text(let text) = message { frames.continuation.yield(text) }
-                }
-            }
-        }
-        try await Task.sleep(for: .milliseconds(300))
-        var iterator = frames.stream.makeAsyncIterator()
-        var bell: [Double] = []
-        for i in 0..<Int(1000 * scale + 100) {
-            let t0 = ContinuousClock.now
-            async let status = publish("bell-\(i)")
-            guard await iterator.next() != nil else { break }
-            bell.append((ContinuousClock.now - t0).seconds * 1000)
-            _ = try await status
-        }
-        device.cancel()
+        let bell = try await doorbellLatencies(count: Int(1000 * scale + 100), tag: "bell")
         print(String(format: "publish → doorbell frame (%d): p50 %.2f ms, p99 %.2f ms", bell.count, percentile(bell, 50), percentile(bell, 99)))
 
         // 4. Conditional polls answered 304.

@@ -4,6 +4,8 @@ import Foundation
 //   swift run -c release notty-bench service [--quick]
 //   swift run -c release notty-bench client [--quick] [--count N]
 //   swift run -c release notty-bench tui [--quick] [--count N]
+//   swift run -c release notty-bench instances [--quick] [--postgres URL]
+// (instances compares SQLite with one and two `notty serve` instances on one PostgreSQL.)
 // Each starts the real `notty serve` (the binary built next to this one) on a free loopback
 // port with a fresh SQLite store in a temporary folder, drives it and real `notty` processes
 // over real sockets and terminals, prints figures, and always stops what it started.
@@ -36,7 +38,14 @@ case "client", "tui":
         print("benchmark failed: \(error)")
     }
     await service.stop()
+case "instances":
+    let postgres = arguments.firstIndex(of: "--postgres").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+    do {
+        try await InstancesBench(quick: quick, postgresServer: postgres).run()
+    } catch {
+        print("benchmark failed: \(error)")
+    }
 default:
-    print("usage: notty-bench service|client|tui [--quick] [--count N]")
+    print("usage: notty-bench service|client|tui|instances [--quick] [--count N] [--postgres URL]")
     exit(2)
 }
