@@ -13,6 +13,10 @@ struct Serve: AsyncParsableCommand {
             grant, read /v1/me/notifications/changes and listen on the /v1/me/push doorbell.
             GET /healthz answers 200 while storage answers; GET /metrics is Prometheus text.
             SIGINT or SIGTERM stops it gracefully. Durations: 90s, 15m, 4h, 7d.
+
+            Storage is one SQLite file (--db) unless --postgres URL (or NOTTY_POSTGRES_URL)
+            names a PostgreSQL database; several instances may share that one, behind any load
+            balancer: every device is told of every change, whichever instance it talks to.
             """)
 
     @OptionGroup var storage: StorageOptions
