@@ -365,12 +365,19 @@ public final class PostgresStorage: NotificationStorage {
     }
 
     public func deleteUser(name: String) async throws -> Bool {
+        try await deleteAccount(table: "users", idColumn: "id", nameColumn: "user_name", name: name)
+    }
+
+    /// Deletes a user or an app found by its (case-insensitive) name, with its tokens.
+    private func deleteAccount(table: String, idColumn: String, nameColumn: String, name: String) async throws -> Bool {
         try await transaction { connection in
-            let ids = try await connection.query("SELECT id FROM users WHERE lower(user_name) = lower(\(name)) FOR UPDATE", logger: self.logger)
-                .collect(String.self)
+            let ids = try await connection.query(
+                "SELECT \(unescaped: idColumn) FROM \(unescaped: table) WHERE lower(\(unescaped: nameColumn)) = lower(\(name)) FOR UPDATE",
+                logger: self.logger
+            ).collect(String.self)
             guard let id = ids.first else { return false }
             try await connection.exec("DELETE FROM tokens WHERE subject = \(id)", logger: self.logger)
-            try await connection.exec("DELETE FROM users WHERE id = \(id)", logger: self.logger)
+            try await connection.exec("DELETE FROM \(unescaped: table) WHERE \(unescaped: idColumn) = \(id)", logger: self.logger)
             return true
         }
     }
@@ -400,14 +407,7 @@ public final class PostgresStorage: NotificationStorage {
     }
 
     public func deleteApp(hostName: String) async throws -> Bool {
-        try await transaction { connection in
-            let ids = try await connection.query("SELECT client_id FROM apps WHERE lower(host_name) = lower(\(hostName)) FOR UPDATE", logger: self.logger)
-                .collect(String.self)
-            guard let id = ids.first else { return false }
-            try await connection.exec("DELETE FROM tokens WHERE subject = \(id)", logger: self.logger)
-            try await connection.exec("DELETE FROM apps WHERE client_id = \(id)", logger: self.logger)
-            return true
-        }
+        try await deleteAccount(table: "apps", idColumn: "client_id", nameColumn: "host_name", name: hostName)
     }
 
     public func app(clientId: String) async throws -> AppRecord? {
