@@ -151,9 +151,9 @@ public final class PostgresStorage: NotificationStorage {
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances
-    /// starting together do not race.
+    /// starting together do not race (given a minute: the first connection, perhaps a busy server).
     public func migrate() async throws {
-        try await transaction { connection in
+        try await transaction(timeout: .seconds(60)) { connection in
             try await connection.exec("SELECT pg_advisory_xact_lock(7262031)", logger: self.logger)
             try await connection.exec(
                 "CREATE TABLE IF NOT EXISTS notty_migrations (name TEXT PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now())",
@@ -201,13 +201,16 @@ public final class PostgresStorage: NotificationStorage {
 
     /// Runs `body` on a pooled connection; any failure to reach the database, or no answer
     /// within ``timeout``, becomes ``StorageError/unavailable(_:)``.
-    private func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    private func run<T: Sendable>(
+        timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         let client = client
+        let timeout = timeout ?? self.timeout
         do {
             let outcome = try await withThrowingTaskGroup(of: Outcome<T>.self) { group in
                 group.addTask { .value(try await client.withConnection { connection in try await body(connection) }) }
                 group.addTask {
-                    try await Task.sleep(for: self.timeout)
+                    try await Task.sleep(for: timeout)
                     return .timedOut
                 }
                 defer { group.cancelAll() }
@@ -217,15 +220,23 @@ public final class PostgresStorage: NotificationStorage {
             case .value(let value): return value
             case .timedOut: throw StorageError.unavailable("PostgreSQL at \(url) did not answer within \(timeout)")
             }
-        } catch let error as StorageError {
-            throw error
-        } catch let error as PSQLError {
-            if let state = error.serverInfo?[.sqlState], state == "23505" {
-                throw StorageError.conflict(error.serverInfo?[.message] ?? "unique violation")
-            }
-            throw StorageError.unavailable("PostgreSQL at \(url): \(Self.describe(error))")
         } catch {
-            throw StorageError.unavailable("PostgreSQL at \(url): \(error)")
+            throw Self.storageError(error, url: url)
+        }
+    }
+
+    /// Any failure as the ``StorageError`` the service understands.
+    static func storageError(_ error: any Error, url: PostgresURL) -> StorageError {
+        switch error {
+        case let error as StorageError:
+            return error
+        case let error as PSQLError:
+            if let state = error.serverInfo?[.sqlState], state == "23505" {
+                return StorageError.conflict(error.serverInfo?[.message] ?? "unique violation")
+            }
+            return StorageError.unavailable("PostgreSQL at \(url): \(describe(error))")
+        default:
+            return StorageError.unavailable("PostgreSQL at \(url): \(error)")
         }
     }
 
@@ -238,11 +249,13 @@ public final class PostgresStorage: NotificationStorage {
 
     /// Runs `body` in one transaction. A deadlock or serialization failure (which PostgreSQL
     /// rolls back whole) is retried a few times.
-    private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    private func transaction<T: Sendable>(
+        timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         var attempt = 0
         while true {
             do {
-                return try await run { connection in
+                return try await run(timeout: timeout) { connection in
                     try await connection.exec("BEGIN", logger: self.logger)
                     do {
                         let value = try await body(connection)
@@ -259,36 +272,132 @@ public final class PostgresStorage: NotificationStorage {
         }
     }
 
-    /// A write of users' feeds: locks those users (in id order), reserves `positions` change
-    /// positions, runs `body`, announces the change and, once committed, tells this instance.
+    /// Inside a transaction: locks the rows of `users` (in id order, so writers never
+    /// deadlock) and reserves `positions` change positions after the lock.
+    private func lockFeeds(of users: [String], positions: Int, _ connection: PostgresConnection) async throws -> WriteContext {
+        if !users.isEmpty {
+            try await connection.exec("SELECT id FROM users WHERE id = ANY(\(users.sorted())) ORDER BY id FOR NO KEY UPDATE", logger: logger)
+        }
+        var reserved: [Int64] = []
+        if positions > 0 {
+            for try await seq in try await connection.query(
+                "SELECT nextval('notty_seq') FROM generate_series(1, \(positions))", logger: logger
+            ).decode(Int64.self) {
+                reserved.append(seq)
+            }
+        }
+        return WriteContext(reserved: reserved.sorted())
+    }
+
+    /// Inside the transaction, before its commit: tells the other instances what moved.
+    private func announce(_ context: WriteContext, _ connection: PostgresConnection) async throws {
+        for payload in Self.announcements(context.changedUsers, from: instanceId) {
+            try await connection.exec("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+        }
+    }
+
+    /// A write of feeds whose users are found by a query: locks them, reserves `positions`,
+    /// runs `body`, announces the change and, once committed, tells this instance.
     private func feedWrite<T: Sendable>(
         users: @escaping @Sendable (PostgresConnection) async throws -> [String], positions: @escaping @Sendable ([String]) -> Int,
         _ body: @escaping @Sendable (PostgresConnection, WriteContext, [String]) async throws -> T
     ) async throws -> T {
         let (value, changed) = try await transaction { connection in
             let userIds = try await users(connection)
-            if !userIds.isEmpty {
-                try await connection.exec(
-                    "SELECT id FROM users WHERE id = ANY(\(userIds)) ORDER BY id FOR NO KEY UPDATE", logger: self.logger)
-            }
-            var reserved: [Int64] = []
-            let count = positions(userIds)
-            if count > 0 {
-                for try await seq in try await connection.query(
-                    "SELECT nextval('notty_seq') FROM generate_series(1, \(count))", logger: self.logger
-                ).decode(Int64.self) {
-                    reserved.append(seq)
-                }
-            }
-            let context = WriteContext(reserved: reserved.sorted())
+            let context = try await self.lockFeeds(of: userIds, positions: positions(userIds), connection)
             let value = try await body(connection, context, userIds)
-            for payload in Self.announcements(context.changedUsers, from: self.instanceId) {
-                try await connection.exec("SELECT pg_notify(\(Self.channel), \(payload))", logger: self.logger)
-            }
+            try await self.announce(context, connection)
             return (value, context.changedUsers)
         }
         if !changed.isEmpty { onChange.handler?(changed) }
         return value
+    }
+
+    // MARK: - Group commit of one user's writes
+
+    /// A queued write of one user's feed.
+    private struct FeedJob: Sendable {
+        let user: String
+        let positions: Int
+        /// Runs the write in its own savepoint and keeps its outcome.
+        let run: @Sendable (PostgresConnection, WriteContext) async -> Void
+        /// Called once the batch committed (`nil`) or failed.
+        let finish: @Sendable ((any Error)?) -> Void
+    }
+
+    /// Writes of users' feeds are queued and run in batches: one transaction locks every user
+    /// of the batch once, runs each write in its own savepoint (a failing one is rolled back
+    /// alone), announces, and commits once. Concurrent publishes for one user then cost one
+    /// lock and one commit per batch, not each (the lock is held through the commit's fsync).
+    private func groupedFeedWrite<T: Sendable>(
+        user: String, positions: Int, _ body: @escaping @Sendable (PostgresConnection, WriteContext) async throws -> T
+    ) async throws -> T {
+        let outcome = Mutex<Result<T, any Error>?>(nil)
+        let logger = logger
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let job = FeedJob(
+                user: user, positions: positions,
+                run: { connection, context in
+                    do {
+                        try await connection.exec("SAVEPOINT feed_write", logger: logger)
+                        let value = try await body(connection, context)
+                        try await connection.exec("RELEASE SAVEPOINT feed_write", logger: logger)
+                        outcome.withLock { $0 = .success(value) }
+                    } catch {
+                        // If even this fails the connection is gone, and so is the whole batch.
+                        try? await connection.exec("ROLLBACK TO SAVEPOINT feed_write", logger: logger)
+                        outcome.withLock { $0 = .failure(error) }
+                    }
+                },
+                finish: { error in
+                    if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+                })
+            let startDraining = queue.withLock { queue -> Bool in
+                queue.jobs.append(job)
+                if queue.draining { return false }
+                queue.draining = true
+                return true
+            }
+            if startDraining { Task { await self.drain() } }
+        }
+        switch outcome.withLock({ $0 }) {
+        case .success(let value)?: return value
+        case .failure(let error)?: throw Self.storageError(error, url: url)
+        case nil: throw StorageError.unavailable("a write did not run")
+        }
+    }
+
+    private let queue = Mutex<(jobs: [FeedJob], draining: Bool)>(([], false))
+    static let maxBatch = 500
+
+    private func drain() async {
+        while true {
+            let jobs = queue.withLock { queue -> [FeedJob] in
+                if queue.jobs.isEmpty {
+                    queue.draining = false
+                    return []
+                }
+                let batch = Array(queue.jobs.prefix(Self.maxBatch))
+                queue.jobs.removeFirst(batch.count)
+                return batch
+            }
+            if jobs.isEmpty { return }
+            var failure: (any Error)?
+            var changed: [String: Int64] = [:]
+            do {
+                changed = try await transaction { connection in
+                    let context = try await self.lockFeeds(
+                        of: Array(Set(jobs.map(\.user))), positions: jobs.reduce(0) { $0 + $1.positions }, connection)
+                    for job in jobs { await job.run(connection, context) }
+                    try await self.announce(context, connection)
+                    return context.changedUsers
+                }
+            } catch {
+                failure = error
+            }
+            for job in jobs { job.finish(failure) }
+            if failure == nil, !changed.isEmpty { onChange.handler?(changed) }
+        }
     }
 
     // MARK: - Announcements between instances
@@ -561,7 +670,7 @@ public final class PostgresStorage: NotificationStorage {
     // MARK: - Notification writes
 
     public func publish(_ input: PublishInput) async throws -> UserNotification {
-        try await feedWrite(users: { _ in [input.userId] }, positions: { _ in 2 }) { connection, context, _ in
+        try await groupedFeedWrite(user: input.userId, positions: 2) { connection, context in
             var existing = try await self.activeRow(
                 connection, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
             if let old = existing, old.notification.expirationDateTime <= input.now {
@@ -576,7 +685,7 @@ public final class PostgresStorage: NotificationStorage {
     }
 
     public func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool {
-        try await feedWrite(users: { _ in [userId] }, positions: { _ in 1 }) { connection, context, _ in
+        try await groupedFeedWrite(user: userId, positions: 1) { connection, context in
             guard let row = try await self.activeRow(connection, userId: userId, hostName: hostName, appNotificationId: appNotificationId) else {
                 return false
             }
@@ -586,7 +695,7 @@ public final class PostgresStorage: NotificationStorage {
     }
 
     public func mutate(userId: String, mutations: [Mutation], now: Date) async throws -> [MutationResult] {
-        try await feedWrite(users: { _ in [userId] }, positions: { _ in mutations.count }) { connection, context, _ in
+        try await groupedFeedWrite(user: userId, positions: mutations.count) { connection, context in
             let ids = Array(Set(mutations.map(\.id)))
             let mutationIds = mutations.compactMap(\.mutationId)
             var rows: [String: StoredNotification] = [:]

@@ -153,7 +153,9 @@ struct LiveTests {
                             let ids = Array(published.value.prefix(200))
                             guard let id = ids.randomElement() else { try await Task.sleep(for: .milliseconds(5)); continue }
                             let read: ReadState = Bool.random() ? .read : .unread
-                            let at = Int64(Date().timeIntervalSince1970 * 1000) + Int64(device)
+                            // Never ahead of the service's clock (it would be clamped to it, and
+                            // the newest acknowledged change would no longer be the winner).
+                            let at = Int64(Date().timeIntervalSince1970 * 1000) - 20 + Int64(device)
                             let mutation = "d\(device)-\(n)"
                             let (status, _) = try await loop.send(.PATCH, "/v1/me/notifications/\(id)", token: world.userToken,
                                 body: #"{"readState":"\#(read.rawValue)","changedAt":\#(at),"mutationId":"\#(mutation)"}"#)

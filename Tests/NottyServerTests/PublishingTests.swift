@@ -176,7 +176,8 @@ struct PublishingTests {
 
     @Test("Publishing is rate limited per app with 429 and Retry-After", arguments: Backend.available)
     func rateLimit(backend: Backend) async throws {
-        let harness = try await Harness(backend) { $0.publishRate = 1; $0.publishBurst = 3 }
+        // One token per 20 s: a slow machine cannot refill the bucket between the four publishes.
+        let harness = try await Harness(backend) { $0.publishRate = 0.05; $0.publishBurst = 3 }
         try await harness.router { client in
             let world = try await harness.world(client)
             for i in 0..<3 { #expect(try await world.publish(client, id: "n\(i)").status == .created) }
