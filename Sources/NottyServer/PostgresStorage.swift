@@ -171,6 +171,11 @@ public final class PostgresStorage: NotificationStorage {
         }
     }
 
+    /// Runs one statement on its own (autocommit).
+    private func execute(_ query: PostgresQuery) async throws {
+        try await run { connection in try await connection.exec(query, logger: self.logger) }
+    }
+
     public func ping() async throws {
         try await run { connection in try await connection.exec("SELECT 1", logger: self.logger) }
     }
@@ -466,11 +471,8 @@ public final class PostgresStorage: NotificationStorage {
     // MARK: - Accounts
 
     public func createUser(_ user: UserRecord) async throws {
-        try await run { connection in
-            try await connection.exec(
-                "INSERT INTO users (id, user_name, display_name, password_hash) VALUES (\(user.id), \(user.userName), \(user.displayName), \(user.passwordHash))",
-                logger: self.logger)
-        }
+        try await execute(
+            "INSERT INTO users (id, user_name, display_name, password_hash) VALUES (\(user.id), \(user.userName), \(user.displayName), \(user.passwordHash))")
     }
 
     public func deleteUser(name: String) async throws -> Bool {
@@ -508,11 +510,8 @@ public final class PostgresStorage: NotificationStorage {
     }
 
     public func createApp(_ app: AppRecord) async throws {
-        try await run { connection in
-            try await connection.exec(
-                "INSERT INTO apps (client_id, host_name, secret_hash) VALUES (\(app.clientId), \(app.hostName), \(app.secretHash))",
-                logger: self.logger)
-        }
+        try await execute(
+            "INSERT INTO apps (client_id, host_name, secret_hash) VALUES (\(app.clientId), \(app.hostName), \(app.secretHash))")
     }
 
     public func deleteApp(hostName: String) async throws -> Bool {
@@ -577,15 +576,12 @@ public final class PostgresStorage: NotificationStorage {
     // MARK: - Subscriptions
 
     public func insertSubscription(_ s: SubscriptionRecord) async throws {
-        try await run { connection in
-            try await connection.exec(
+        try await execute(
                 """
                 INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked)
                 VALUES (\(s.id), \(s.userId), \(s.targetHostName), \(s.deviceId), \(s.deviceName), \(s.platform),
                         \(ISOTime.millis(s.createdAt)), \(ISOTime.millis(s.expiresAt)), \(s.revoked))
-                """,
-                logger: self.logger)
-        }
+                """)
     }
 
     private static let subscriptionColumns = "id, user_id, host_name, device_id, device_name, platform, created, expires, revoked"
