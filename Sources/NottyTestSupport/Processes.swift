@@ -245,3 +245,9 @@ public func spawn(_ path: String, _ arguments: [String], environment: [String: S
     guard result == 0 else { throw SupportError("posix_spawn \(path): \(result)") }
     return pid
 }
+
+/// A figure or finding from a test, on stderr: `swift test` passes that on at once, while a
+/// test's buffered stdout may only appear after the runner's summary.
+public func report(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}

@@ -20,8 +20,8 @@ struct SchemathesisTests {
         #expect(FileManager.default.isExecutableFile(atPath: binary.path), "notty was not built at \(binary.path)")
         let (status, output) = try Repository.run(["bash", "Tests/schemathesis/run.sh", binary.path, "25"])
         let summary = output.split(separator: "\n").filter { $0.contains("generated") || $0.contains("❌") || $0.hasPrefix("==") }
-        // Written now (not buffered until the process exits, after the test runner's summary).
-        FileHandle.standardOutput.write(Data((summary.joined(separator: "\n") + "\n").utf8))
+        // On stderr, which swift test passes on at once (stdout only at the end, after the summary).
+        FileHandle.standardError.write(Data((summary.joined(separator: "\n") + "\n").utf8))
         #expect(status == 0, "schemathesis found problems:\n\(output.suffix(6000))")
     }
 }

@@ -73,7 +73,7 @@ struct EndToEndTests {
         let start = ContinuousClock.now
         #expect(try await eventually(timeout: .seconds(1)) { try bStore.notification(id: third)?.userActionState == .dismissed },
                 "B's store did not show A's dismiss within 1 s")
-        print("dismiss on A → B's store (poll --live): \(ContinuousClock.now - start)")
+        report("dismiss on A → B's store (poll --live): \(ContinuousClock.now - start)")
 
         // A new notification: poll prints it as a JSON line and runs --exec with NOTTY_* set.
         let fourth = try world.publish("服务器告警 🔥")
@@ -150,7 +150,7 @@ struct EndToEndTests {
             partial = left > 0 && left < 2 * count
             if left == 0 { break }
         }
-        print("killed mid-flush: \(partial)")
+        report("killed mid-flush: \(partial)")
         let finish = try world.a.run(["sync"])
         #expect(finish.status == 0, "\(finish.err) \((try? String(contentsOf: world.directory.appendingPathComponent("sync.log"), encoding: .utf8)) ?? "")")
         #expect(try aStore.outboxCount() == 0)

@@ -138,7 +138,7 @@ struct InstancesEndToEndTests {
         }
         let lost = acked.subtracting(stored)
         #expect(lost.isEmpty, "\(lost.count) acknowledged publishes are gone: \(lost.prefix(5))")
-        print("killed mid-burst: \(acked.count) acknowledged, \(stored.count) stored")
+        report("killed mid-burst: \(acked.count) acknowledged, \(stored.count) stored")
     }
 
     private func token(_ server: String, _ form: [String: String]) async throws -> String {

@@ -57,7 +57,7 @@ struct TerminalCenterTests {
         #expect(try world.a.run(["dismiss", first]).status == 0)
         let start = ContinuousClock.now
         #expect(await b.waitFor("Dismissed 1", timeout: .seconds(1)), "B's screen did not show the dismiss within 1 s:\n\(b.screen())")
-        print("A dismiss → B's screen: \(ContinuousClock.now - start)")
+        report("A dismiss → B's screen: \(ContinuousClock.now - start)")
         #expect(!b.screen().contains("Build #4812"))
         #expect(try world.a.run(["read", second]).status == 0)
         #expect(await b.waitFor("Read 1", timeout: .seconds(1)), "B's screen did not show the read within 1 s:\n\(b.screen())")
