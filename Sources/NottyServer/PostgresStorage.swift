@@ -209,24 +209,31 @@ public final class PostgresStorage: NotificationStorage {
     private func run<T: Sendable>(
         timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        let client = client
-        let timeout = timeout ?? self.timeout
         do {
-            let outcome = try await withThrowingTaskGroup(of: Outcome<T>.self) { group in
-                group.addTask { .value(try await client.withConnection { connection in try await body(connection) }) }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return .timedOut
-                }
-                defer { group.cancelAll() }
-                return try await group.next() ?? .timedOut
-            }
-            switch outcome {
-            case .value(let value): return value
-            case .timedOut: throw StorageError.unavailable("PostgreSQL at \(url) did not answer within \(timeout)")
-            }
+            return try await withTimeout(timeout ?? self.timeout, body)
         } catch {
             throw Self.storageError(error, url: url)
+        }
+    }
+
+    /// `body` on a pooled connection, or ``StorageError/unavailable(_:)`` after `timeout`;
+    /// other errors as thrown.
+    private func withTimeout<T: Sendable>(
+        _ timeout: Duration, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let client = client
+        let outcome = try await withThrowingTaskGroup(of: Outcome<T>.self) { group in
+            group.addTask { .value(try await client.withConnection { connection in try await body(connection) }) }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return .timedOut
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? .timedOut
+        }
+        switch outcome {
+        case .value(let value): return value
+        case .timedOut: throw StorageError.unavailable("PostgreSQL at \(url) did not answer within \(timeout)")
         }
     }
 
@@ -260,7 +267,7 @@ public final class PostgresStorage: NotificationStorage {
         var attempt = 0
         while true {
             do {
-                return try await run(timeout: timeout) { connection in
+                return try await withTimeout(timeout ?? self.timeout) { connection in
                     try await connection.exec("BEGIN", logger: self.logger)
                     do {
                         let value = try await body(connection)
@@ -271,8 +278,10 @@ public final class PostgresStorage: NotificationStorage {
                         throw error
                     }
                 }
-            } catch StorageError.unavailable(let detail) where attempt < 3 && (detail.contains("SQLSTATE 40P01") || detail.contains("SQLSTATE 40001")) {
+            } catch let error as PSQLError where attempt < 3 && ["40P01", "40001"].contains(error.serverInfo?[.sqlState] ?? "") {
                 attempt += 1
+            } catch {
+                throw Self.storageError(error, url: url)
             }
         }
     }
@@ -301,16 +310,14 @@ public final class PostgresStorage: NotificationStorage {
         }
     }
 
-    /// A write of feeds whose users are found by a query: locks them, reserves `positions`,
-    /// runs `body`, announces the change and, once committed, tells this instance.
+    /// A write of `users`' feeds in a transaction of its own: locks them, reserves
+    /// `positions`, runs `body`, announces the change and, once committed, tells this instance.
     private func feedWrite<T: Sendable>(
-        users: @escaping @Sendable (PostgresConnection) async throws -> [String], positions: @escaping @Sendable ([String]) -> Int,
-        _ body: @escaping @Sendable (PostgresConnection, WriteContext, [String]) async throws -> T
+        users: [String], positions: Int, _ body: @escaping @Sendable (PostgresConnection, WriteContext) async throws -> T
     ) async throws -> T {
         let (value, changed) = try await transaction { connection in
-            let userIds = try await users(connection)
-            let context = try await self.lockFeeds(of: userIds, positions: positions(userIds), connection)
-            let value = try await body(connection, context, userIds)
+            let context = try await self.lockFeeds(of: users, positions: positions, connection)
+            let value = try await body(connection, context)
             try await self.announce(context, connection)
             return (value, context.changedUsers)
         }
@@ -728,20 +735,24 @@ public final class PostgresStorage: NotificationStorage {
 
     public func expire(now: Date) async throws -> Int {
         let nowMillis = ISOTime.millis(now)
-        return try await feedWrite(
-            users: { connection in
-                try await connection.query(
-                    "SELECT DISTINCT user_id FROM notifications WHERE NOT deleted AND expires <= \(nowMillis) ORDER BY user_id LIMIT 500",
-                    logger: self.logger
-                ).collect(String.self)
-            },
-            positions: { users in users.isEmpty ? 0 : 5000 }
-        ) { connection, context, users in
-            // Only the users locked above; rows of others wait for the next sweep.
-            guard !users.isEmpty else { return 0 }
+        // Whose notifications have expired, and how many (at most 5,000 a sweep).
+        let due = try await run { connection in
+            try await connection.query(
+                """
+                SELECT user_id, count(*) FROM notifications WHERE NOT deleted AND expires <= \(nowMillis)
+                GROUP BY user_id ORDER BY user_id LIMIT 500
+                """,
+                logger: self.logger
+            ).collect((String, Int64).self)
+        }
+        guard !due.isEmpty else { return 0 }
+        let users = due.map(\.0)
+        let limit = Int(min(due.reduce(0) { $0 + $1.1 }, 5000))
+        return try await feedWrite(users: users, positions: limit) { connection, context in
+            // Read again under the lock; no more rows than positions were reserved.
             let rows = try await self.fetchStored(connection, """
                 SELECT \(unescaped: Self.columns) FROM notifications
-                WHERE NOT deleted AND expires <= \(nowMillis) AND user_id = ANY(\(users)) ORDER BY expires LIMIT 5000
+                WHERE NOT deleted AND expires <= \(nowMillis) AND user_id = ANY(\(users)) ORDER BY expires LIMIT \(Int64(limit))
                 """)
             for row in rows {
                 try await self.save(NotificationRules.deleted(row, now: now, seq: context.nextSeq(for: row.userId)), connection)

@@ -19,6 +19,14 @@ public enum TestPostgres {
         return nil
     }()
 
+    /// Whether tests that need PostgreSQL run here: when it is available, and always when it is
+    /// ``required`` (its absence then fails them). Otherwise says loudly, once, that they are skipped.
+    public static let testsRun: Bool = {
+        if unavailableReason == nil || required { return true }
+        FileHandle.standardError.write(Data("⚠️  SKIPPING the PostgreSQL tests: \(unavailableReason ?? "")\n".utf8))
+        return false
+    }()
+
     private static var postgresBinDirectories: [String] {
         let root = "/usr/lib/postgresql"
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []

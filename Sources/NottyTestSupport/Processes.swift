@@ -108,29 +108,29 @@ public final class ServeProcess: @unchecked Sendable {
     public var url: String { "http://127.0.0.1:\(port)" }
 
     /// Creates the user and the app, then starts the service.
-    public init(directory: URL, environment: [String: String] = [:], extraArguments: [String] = []) async throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        admin = NottyCLI(home: directory.appendingPathComponent("server"))
-        log = directory.appendingPathComponent("serve.log")
-        self.environment = environment
+    public convenience init(directory: URL, environment: [String: String] = [:], extraArguments: [String] = []) async throws {
+        let admin = NottyCLI(home: directory.appendingPathComponent("server"))
         let user = try admin.run(["admin", "user", "add", "alice"], input: "pw\n", environment: environment)
         guard user.status == 0 else { throw SupportError("admin user add failed: \(user.err)") }
         let app = try admin.run(["admin", "app", "add", "ci.example.com", "--json"], environment: environment)
         guard let object = try JSONSerialization.jsonObject(with: Data(app.out.utf8)) as? [String: String],
               let id = object["client_id"], let secret = object["client_secret"] else { throw SupportError("admin app add failed: \(app.err)") }
-        clientId = id
-        clientSecret = secret
-        try await start(port: 0, extraArguments: extraArguments)
+        try await self.init(directory: directory, environment: environment, clientId: id, clientSecret: secret, extraArguments: extraArguments)
     }
 
     /// Another instance on `other`'s storage (its `environment` names a shared PostgreSQL).
-    public init(sharingStorageOf other: ServeProcess, directory: URL, extraArguments: [String] = []) async throws {
+    public convenience init(sharingStorageOf other: ServeProcess, directory: URL, extraArguments: [String] = []) async throws {
+        try await self.init(directory: directory, environment: other.environment, clientId: other.clientId, clientSecret: other.clientSecret,
+                            extraArguments: extraArguments)
+    }
+
+    private init(directory: URL, environment: [String: String], clientId: String, clientSecret: String, extraArguments: [String]) async throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         admin = NottyCLI(home: directory.appendingPathComponent("server"))
         log = directory.appendingPathComponent("serve.log")
-        environment = other.environment
-        clientId = other.clientId
-        clientSecret = other.clientSecret
+        self.environment = environment
+        self.clientId = clientId
+        self.clientSecret = clientSecret
         try await start(port: 0, extraArguments: extraArguments)
     }
 
@@ -250,4 +250,14 @@ public func spawn(_ path: String, _ arguments: [String], environment: [String: S
 /// test's buffered stdout may only appear after the runner's summary.
 public func report(_ line: String) {
     FileHandle.standardError.write(Data((line + "\n").utf8))
+}
+
+/// A value shared between tasks behind a lock.
+public final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    public init(_ value: Value) { stored = value }
+    public var value: Value { lock.withLock { stored } }
+    @discardableResult
+    public func update<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&stored) } }
 }

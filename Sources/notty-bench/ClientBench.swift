@@ -53,7 +53,7 @@ struct ClientBench {
     /// service; this device fetches the page and applies it (timed: the apply, one transaction).
     func pageApply(_ store: LocalStore, pages: Int) async throws {
         let ids = try store.ids(view: .unread)
-        guard ids.count >= pages * 1000 else { throw BenchError("not enough unread notifications for \(pages) pages") }
+        guard ids.count >= pages * 1000 else { throw SupportError("not enough unread notifications for \(pages) pages") }
         var samples: [Double] = [], fetching: [Double] = [], decoding: [Double] = []
         for round in 0..<pages {
             let chunk = ids[(round * 1000)..<((round + 1) * 1000)]
@@ -67,10 +67,10 @@ struct ClientBench {
             var decoded: ChangesPage?
             decoding.append(try milliseconds { decoded = try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8)) })
             let page = decoded!
-            guard page.changes.count == 1000 else { throw BenchError("page of \(page.changes.count) changes") }
+            guard page.changes.count == 1000 else { throw SupportError("page of \(page.changes.count) changes") }
             var outcome: PageOutcome?
             samples.append(try milliseconds { outcome = try store.apply(page: page, since: since) })
-            guard case .applied = outcome else { throw BenchError("page not applied: \(String(describing: outcome))") }
+            guard case .applied = outcome else { throw SupportError("page not applied: \(String(describing: outcome))") }
         }
         print("apply a 1,000-change page to the \(device.count)-row store (one transaction, fsync): \(summary(samples))")
         print("  for comparison, the same pages: fetched from the service \(summary(fetching)); decoded \(summary(decoding))")
@@ -100,13 +100,13 @@ struct ClientBench {
         let start = ContinuousClock.now
         let (status, text) = try await service.request(.PATCH, "/v1/me/notifications/\(id)", token: service.userToken,
                                                        body: #"{"userActionState":"Dismissed","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#)
-        guard status == 200 else { throw BenchError("PATCH answered \(status): \(text.prefix(200))") }
+        guard status == 200 else { throw SupportError("PATCH answered \(status): \(text.prefix(200))") }
         while ContinuousClock.now - start < timeout {
             if try store.notification(id: id)?.userActionState == .dismissed {
                 return (ContinuousClock.now - start).seconds * 1000
             }
             usleep(100)
         }
-        throw BenchError("device B's store never showed \(id) dismissed")
+        throw SupportError("device B's store never showed \(id) dismissed")
     }
 }

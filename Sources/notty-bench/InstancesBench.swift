@@ -32,14 +32,8 @@ struct InstancesBench {
         }
         await sqlite.stop()
 
-        var cluster: TestPostgres.Cluster?
-        let server: String
-        if let postgresServer {
-            server = postgresServer
-        } else {
-            cluster = try TestPostgres.Cluster()
-            server = cluster!.url
-        }
+        // A throwaway cluster lives until this process exits.
+        let server = try postgresServer ?? TestPostgres.Cluster().url
         let database = try TestPostgres.createDatabase(on: server)
         let one = try await ServiceBench.start(environment: ["NOTTY_POSTGRES_URL": database])
         let twoDirectory = Repository.temporaryDirectory("notty-bench-two")
@@ -60,7 +54,6 @@ struct InstancesBench {
         two?.stop()
         try? FileManager.default.removeItem(at: twoDirectory)
         await one.stop()
-        _ = cluster
 
         print("")
         print("| storage | publishes/s (64 clients) | publish → doorbell p50 | p99 | doorbell |")

@@ -31,7 +31,7 @@ final class ServiceBench: @unchecked Sendable {
         bench.appToken = try await bench.token("grant_type=client_credentials&client_id=\(serve.clientId)&client_secret=\(serve.clientSecret)")
         let (_, sub) = try await bench.request(.POST, "/v1/me/subscriptions", token: bench.userToken, body: #"{"targetHostName":"ci.example.com"}"#)
         guard case .object(let subObject)? = JSONValue(jsonText: sub), case .string(let uns)? = subObject["userNotificationSubscriptionId"] else {
-            throw BenchError("subscribe answered \(sub)")
+            throw SupportError("subscribe answered \(sub)")
         }
         bench.unsId = uns
         return bench
@@ -60,7 +60,7 @@ final class ServiceBench: @unchecked Sendable {
         request.body = .bytes(ByteBuffer(string: form))
         let response = try await http.execute(request, timeout: .seconds(30))
         let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
-        guard case .object(let object)? = JSONValue(jsonText: text), case .string(let token)? = object["access_token"] else { throw BenchError("token: \(text)") }
+        guard case .object(let object)? = JSONValue(jsonText: text), case .string(let token)? = object["access_token"] else { throw SupportError("token: \(text)") }
         return token
     }
 
@@ -88,7 +88,7 @@ final class ServiceBench: @unchecked Sendable {
     /// (default: this one): acknowledged per second, acknowledged, other answers, elapsed seconds.
     func throughput(seconds: Double, clients: Int = 64, servers: [String]? = nil, tag: String) async throws -> (rate: Double, ok: Int, other: Int, elapsed: Double) {
         let servers = servers ?? [base]
-        let counter = Shared<(ok: Int, other: Int)>((0, 0))
+        let counter = Locked<(ok: Int, other: Int)>((0, 0))
         let start = ContinuousClock.now
         let end = start + .seconds(seconds)
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -153,7 +153,7 @@ final class ServiceBench: @unchecked Sendable {
         // 2. Publish latency at a steady 1,000/s.
         let rate = 1000.0
         let total = Int(rate * (5 * scale + 1))
-        let latencies = Shared<[Double]>([])
+        let latencies = Locked<[Double]>([])
         let paceStart = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<total {
@@ -177,7 +177,7 @@ final class ServiceBench: @unchecked Sendable {
 
         // 4. Conditional polls answered 304.
         let cursor = try await feed().cursor
-        let polls = Shared<(notModified: Int, other: Int)>((0, 0))
+        let polls = Locked<(notModified: Int, other: Int)>((0, 0))
         let pollStart = ContinuousClock.now
         let pollEnd = pollStart + .seconds(5 * scale + 1)
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -198,7 +198,7 @@ final class ServiceBench: @unchecked Sendable {
         // 5. Idle connected devices and the service's memory.
         let idleCount = quick ? 1000 : 10_000
         let before = serverRSS
-        let connected = Shared<Int>(0)
+        let connected = Locked<Int>(0)
         var idle: [Task<Void, any Error>] = []
         for i in 0..<idleCount {
             idle.append(Task {

@@ -2,11 +2,6 @@ import Foundation
 
 // MARK: - Helpers
 
-struct BenchError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
 func percentile(_ values: [Double], _ p: Double) -> Double {
     guard !values.isEmpty else { return .nan }
     let sorted = values.sorted()
@@ -50,10 +45,3 @@ extension Duration {
 }
 
 /// A value shared between concurrent benchmark tasks.
-final class Shared<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    @discardableResult
-    func update<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&value) } }
-}

@@ -30,7 +30,7 @@ struct SyncedDevice {
             try device.run(["sync"])
         }
         let stored = try LocalStore(path: device.storePath).counts().all
-        guard stored == count else { throw BenchError("device B's store holds \(stored) notifications, expected \(count)") }
+        guard stored == count else { throw SupportError("device B's store holds \(stored) notifications, expected \(count)") }
         let size = (try? FileManager.default.attributesOfItem(atPath: device.storePath)[.size] as? Int) ?? 0
         print(String(format: "initial sync of %d notifications into an empty store (`notty sync`, whole process): %.2f s; store %.0f MiB", count, sync / 1000, Double(size) / 1_048_576))
         if let keep = ProcessInfo.processInfo.environment["NOTTY_BENCH_KEEP_STORE"] {
@@ -45,7 +45,7 @@ struct SyncedDevice {
     /// Runs `notty arguments…` as device B; fails unless it exits 0.
     func run(_ arguments: [String], input: String? = nil) throws {
         let result = try cli.run(arguments, input: input)
-        guard result.status == 0 else { throw BenchError("notty \(arguments.joined(separator: " ")) failed: \(result.err)") }
+        guard result.status == 0 else { throw SupportError("notty \(arguments.joined(separator: " ")) failed: \(result.err)") }
     }
 }
 
@@ -53,8 +53,8 @@ extension ServiceBench {
     /// Publishes `count` varied notifications (apps' groups, titles, bodies, priorities) from
     /// 64 concurrent clients.
     func publishHistory(_ count: Int) async throws {
-        let next = Shared<Int>(0)
-        let failures = Shared<Int>(0)
+        let next = Locked<Int>(0)
+        let failures = Locked<Int>(0)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<64 {
                 group.addTask {
@@ -70,7 +70,7 @@ extension ServiceBench {
             try await group.waitForAll()
         }
         let failed = failures.update { $0 }
-        guard failed == 0 else { throw BenchError("\(failed) publishes were not acknowledged") }
+        guard failed == 0 else { throw SupportError("\(failed) publishes were not acknowledged") }
     }
 }
 
@@ -102,7 +102,7 @@ extension ServiceBench {
             let chunk = mutations[start..<min(start + 300, mutations.count)]
             let (status, text) = try await request(.POST, "/v1/me/notifications/batch", token: userToken,
                                                    body: #"{"mutations":[\#(chunk.joined(separator: ","))]}"#)
-            guard status == 200 else { throw BenchError("batch answered \(status): \(text.prefix(300))") }
+            guard status == 200 else { throw SupportError("batch answered \(status): \(text.prefix(300))") }
             start += chunk.count
         }
     }

@@ -15,7 +15,7 @@ struct TUIBench {
     func run(quick: Bool) async throws {
         let store = try LocalStore(path: device.storePath)
         guard let newest = try store.window(view: .unread, limit: 1).first?.payload.visualContent?.title else {
-            throw BenchError("no unread notification to look for")
+            throw SupportError("no unread notification to look for")
         }
         let terminal = try PseudoTerminal(columns: 120, rows: 40)
         let start = ContinuousClock.now
@@ -99,9 +99,9 @@ final class PseudoTerminal {
 
     init(columns: Int, rows: Int) throws {
         master = c_posix_openpt(O_RDWR | O_NOCTTY)
-        guard master >= 0, c_grantpt(master) == 0, c_unlockpt(master) == 0 else { throw BenchError("no pseudo-terminal: errno \(errno)") }
+        guard master >= 0, c_grantpt(master) == 0, c_unlockpt(master) == 0 else { throw SupportError("no pseudo-terminal: errno \(errno)") }
         var name = [CChar](repeating: 0, count: 128)
-        guard c_ptsname_r(master, &name, name.count) == 0 else { throw BenchError("ptsname: errno \(errno)") }
+        guard c_ptsname_r(master, &name, name.count) == 0 else { throw SupportError("ptsname: errno \(errno)") }
         slavePath = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var size = winsize(ws_row: UInt16(rows), ws_col: UInt16(columns), ws_xpixel: 0, ws_ypixel: 0)
         _ = ioctl(master, UInt(TIOCSWINSZ), &size)
@@ -130,7 +130,7 @@ final class PseudoTerminal {
             seen.append(chunk)
             if done(String(decoding: seen, as: UTF8.self)) { return ContinuousClock.now }
         }
-        throw BenchError("the terminal never showed what was expected; it got \(seen.count) bytes")
+        throw SupportError("the terminal never showed what was expected; it got \(seen.count) bytes")
     }
 
     /// Sends `keys` and returns the milliseconds until the last byte of the frame they caused.
@@ -138,8 +138,8 @@ final class PseudoTerminal {
         _ = drain(quiet: .milliseconds(2))
         let start = ContinuousClock.now
         let bytes = Array(keys.utf8)
-        guard bytes.withUnsafeBytes({ Glibc.write(master, $0.baseAddress, $0.count) }) == bytes.count else { throw BenchError("write to the terminal failed") }
-        guard read(waiting: .seconds(2)) != nil else { throw BenchError("no frame within 2 s of \(keys.debugDescription)") }
+        guard bytes.withUnsafeBytes({ Glibc.write(master, $0.baseAddress, $0.count) }) == bytes.count else { throw SupportError("write to the terminal failed") }
+        guard read(waiting: .seconds(2)) != nil else { throw SupportError("no frame within 2 s of \(keys.debugDescription)") }
         let last = drain(quiet: TUIBench.quiet)
         return (last - start).seconds * 1000
     }

@@ -40,7 +40,7 @@ struct PostgresPartsTests {
     }
 }
 
-@Suite("Several instances on one PostgreSQL", .enabled(if: Backend.available.contains(.postgres)))
+@Suite("Several instances on one PostgreSQL", .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
 struct InstancesTests {
     @Test("Patches through two instances at once end by §1's rules, a mutationId applies once across them, and each rings for the other's changes")
     func twoInstances() async throws {
@@ -121,7 +121,7 @@ struct InstancesTests {
     }
 }
 
-@Suite("PostgreSQL going away and coming back", .enabled(if: Backend.available.contains(.postgres)))
+@Suite("PostgreSQL going away and coming back", .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
 struct OutageTests {
     @Test("PostgreSQL down: 503 serviceUnavailable, /healthz fails, nothing half-written; back: the service recovers without a restart")
     func outage() async throws {

@@ -8,6 +8,7 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import NottyCore
+import NottyTestSupport
 import Synchronization
 import Testing
 @testable import NottyServer
@@ -204,14 +205,6 @@ struct LiveTests {
 }
 
 /// A value shared between concurrent test tasks.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Value
-    init(_ value: Value) { stored = value }
-    var value: Value { lock.withLock { stored } }
-    func update(_ change: (inout Value) -> Void) { lock.withLock { change(&stored) } }
-}
-
 /// Requests to a live service over real sockets, counting every status seen.
 struct LoopbackHTTP: Sendable {
     let http: HTTPClient

@@ -20,8 +20,7 @@ struct SchemathesisTests {
         #expect(FileManager.default.isExecutableFile(atPath: binary.path), "notty was not built at \(binary.path)")
         let (status, output) = try Repository.run(["bash", "Tests/schemathesis/run.sh", binary.path, "25"])
         let summary = output.split(separator: "\n").filter { $0.contains("generated") || $0.contains("❌") || $0.hasPrefix("==") }
-        // On stderr, which swift test passes on at once (stdout only at the end, after the summary).
-        FileHandle.standardError.write(Data((summary.joined(separator: "\n") + "\n").utf8))
+        report(summary.joined(separator: "\n"))
         #expect(status == 0, "schemathesis found problems:\n\(output.suffix(6000))")
     }
 }

@@ -17,12 +17,7 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 
     /// SQLite always; PostgreSQL when it can be found or started (and always in CI, where
     /// `NOTTY_REQUIRE_POSTGRES=1` turns its absence into failures instead of a skip).
-    static let available: [Backend] = {
-        if TestPostgres.unavailableReason == nil || TestPostgres.required { return [.sqlite, .postgres] }
-        let warning = "⚠️  SKIPPING the PostgreSQL runs of the service tests: \(TestPostgres.unavailableReason ?? "")\n"
-        FileHandle.standardError.write(Data(warning.utf8))
-        return [.sqlite]
-    }()
+    static let available: [Backend] = TestPostgres.testsRun ? [.sqlite, .postgres] : [.sqlite]
 
     /// A fresh, migrated store of this kind.
     func makeStorage(in directory: URL) async throws -> any NotificationStorage {

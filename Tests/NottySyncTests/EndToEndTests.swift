@@ -6,20 +6,31 @@ import NottySync
 import NottyTestSupport
 import Testing
 
-/// A real `notty serve` and two devices (two `NOTTY_HOME`s) driven through the real `notty`.
+/// A real `notty serve` and two devices (two `NOTTY_HOME`s) driven through the real `notty`;
+/// A publishes and subscribes through `service`, B may be signed in to another instance.
 final class TwoDevices: @unchecked Sendable {
-    let directory = Repository.temporaryDirectory("notty-e2e")
+    let directory: URL
     let service: ServeProcess
+    let serviceB: ServeProcess
     let a: NottyCLI
     let b: NottyCLI
     let uns: String
 
-    init(serveArguments: [String] = []) async throws {
-        service = try await ServeProcess(directory: directory, extraArguments: serveArguments)
+    convenience init(serveArguments: [String] = []) async throws {
+        let directory = Repository.temporaryDirectory("notty-e2e")
+        let service = try await ServeProcess(directory: directory, extraArguments: serveArguments)
+        try self.init(directory: directory, a: service, b: service)
+    }
+
+    /// Device A signed in to `serviceA`, device B to `serviceB`; both are stopped with this.
+    init(directory: URL, a serviceA: ServeProcess, b serviceB: ServeProcess) throws {
+        self.directory = directory
+        service = serviceA
+        self.serviceB = serviceB
         a = NottyCLI(home: directory.appendingPathComponent("a"))
         b = NottyCLI(home: directory.appendingPathComponent("b"))
-        for (device, name) in [(a, "A"), (b, "B")] {
-            let login = try device.run(["login", service.url, "--user", "alice", "--password-stdin", "--device", name], input: "pw\n")
+        for (device, server, name) in [(a, serviceA, "A"), (b, serviceB, "B")] {
+            let login = try device.run(["login", server.url, "--user", "alice", "--password-stdin", "--device", name], input: "pw\n")
             guard login.status == 0 else { throw SupportError("login \(name) failed: \(login.err)") }
         }
         let subscribe = try a.run(["subscribe", "--app", "ci.example.com"])
@@ -39,6 +50,7 @@ final class TwoDevices: @unchecked Sendable {
 
     deinit {
         service.stop()
+        serviceB.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 }
@@ -201,9 +213,14 @@ struct EndToEndTests {
     }
 
     func appToken(_ world: TwoDevices) async throws -> String {
-        let answer = try await ServiceClient.send(
-            .POST, world.service.url + "/oauth2/v2.0/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-            body: Data(FormEncoding.encode(["grant_type": "client_credentials", "client_id": world.service.clientId, "client_secret": world.service.clientSecret]).utf8))
-        return try NottyJSON.decoder.decode(TokenResponse.self, from: answer.body).access_token
+        try await token(world.service.url, ["grant_type": "client_credentials", "client_id": world.service.clientId, "client_secret": world.service.clientSecret])
     }
+}
+
+/// An access token from `server`'s token route for `form`.
+func token(_ server: String, _ form: [String: String]) async throws -> String {
+    let answer = try await ServiceClient.send(
+        .POST, server + "/oauth2/v2.0/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+        body: Data(FormEncoding.encode(form).utf8))
+    return try NottyJSON.decoder.decode(TokenResponse.self, from: answer.body).access_token
 }

@@ -8,33 +8,16 @@ import Testing
 /// Two real `notty serve` processes on one PostgreSQL database; device A signed in to the
 /// first, device B to the second, each running `notty poll --live` (its doorbell).
 @Suite("Two notty serve instances on one PostgreSQL", .serialized,
-       .enabled(if: TestPostgres.unavailableReason == nil || TestPostgres.required, "PostgreSQL is not available here"))
+       .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
 struct InstancesEndToEndTests {
     @Test("A on instance 1, B on instance 2: a publish, a dismiss and a delete reach every device by its doorbell; one instance killed, the other serves; restarted, it rejoins")
     func twoInstances() async throws {
         let directory = Repository.temporaryDirectory("notty-instances")
-        defer { try? FileManager.default.removeItem(at: directory) }
         let environment = ["NOTTY_POSTGRES_URL": try TestPostgres.createDatabase()]
         let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment)
-        defer { one.stop() }
         let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
-        defer { two.stop() }
-
-        let a = NottyCLI(home: directory.appendingPathComponent("a"))
-        let b = NottyCLI(home: directory.appendingPathComponent("b"))
-        for (device, service, name) in [(a, one, "A"), (b, two, "B")] {
-            let login = try device.run(["login", service.url, "--user", "alice", "--password-stdin", "--device", name], input: "pw\n")
-            try #require(login.status == 0, "login \(name): \(login.err)")
-        }
-        let subscribe = try a.run(["subscribe", "--app", "ci.example.com"])
-        try #require(subscribe.status == 0, "\(subscribe.err)")
-        let uns = subscribe.out.trimmingCharacters(in: .whitespacesAndNewlines)
-        func publish(_ title: String) throws -> String {
-            let result = try a.run(["publish", "--server", one.url, "--client-id", one.clientId, "--client-secret=\(one.clientSecret)",
-                                    "--uns-id", uns, "--title", title])
-            try #require(result.status == 0, "publish: \(result.err)")
-            return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
+        let world = try TwoDevices(directory: directory, a: one, b: two)
+        let (a, b) = (world.a, world.b)
 
         let logA = directory.appendingPathComponent("poll-a.log"), logB = directory.appendingPathComponent("poll-b.log")
         let pollA = try a.start(["poll", "--live"], log: logA)
@@ -44,12 +27,12 @@ struct InstancesEndToEndTests {
         }
         func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
         #expect(await eventually(timeout: .seconds(10)) { text(logA).contains("connection: live") && text(logB).contains("connection: live") })
-        let storeA = try LocalStore(path: a.home.appendingPathComponent("store.sqlite").path)
-        let storeB = try LocalStore(path: b.home.appendingPathComponent("store.sqlite").path)
+        let storeA = try world.store(a)
+        let storeB = try world.store(b)
 
         // A publish through instance 1 rings A (on 1) and B (on 2).
-        let first = try publish("Build failed")
-        let second = try publish("Disk 91% full")
+        let first = try world.publish("Build failed")
+        let second = try world.publish("Disk 91% full")
         #expect(try await eventually(timeout: .seconds(2)) { try storeA.notification(id: second) != nil && storeB.notification(id: second) != nil },
                 "the publish through instance 1 did not reach both devices within 2 s")
 
@@ -66,7 +49,7 @@ struct InstancesEndToEndTests {
 
         // Instance 2 killed: instance 1 keeps serving; B cannot sync meanwhile.
         two.sigkill()
-        let third = try publish("Deploy finished")
+        let third = try world.publish("Deploy finished")
         #expect(try await eventually(timeout: .seconds(2)) { try storeA.notification(id: third) != nil })
         #expect(try b.run(["sync"]).status != 0, "instance 2 is down")
 
@@ -74,7 +57,7 @@ struct InstancesEndToEndTests {
         try await two.start()
         #expect(try await eventually(timeout: .seconds(30)) { try storeB.notification(id: third) != nil },
                 "B did not catch up after instance 2 came back")
-        let fourth = try publish("Backup finished")
+        let fourth = try world.publish("Backup finished")
         #expect(try await eventually(timeout: .seconds(5)) { try storeB.notification(id: fourth) != nil })
         #expect(try a.run(["sync"]).status == 0 && b.run(["sync"]).status == 0)
         let listA = try a.run(["list", "--view", "all", "--json"]).out
@@ -98,7 +81,7 @@ struct InstancesEndToEndTests {
         let uns = try device.run(["subscribe", "--app", "ci.example.com"]).out.trimmingCharacters(in: .whitespacesAndNewlines)
         let appToken = try await token(one.url, ["grant_type": "client_credentials", "client_id": one.clientId, "client_secret": one.clientSecret])
 
-        let acknowledged = Acknowledged()
+        let acknowledged = Locked<Set<String>>([])  // the appNotificationIds answered 201
         let url = one.url
         let burst = Task {
             await withTaskGroup(of: Void.self) { group in
@@ -111,16 +94,16 @@ struct InstancesEndToEndTests {
                                 headers: [("Authorization", "Bearer \(appToken)"), ("X-UNS-ID", uns), ("Content-Type", "application/json")],
                                 body: Data(#"{"appNotificationId":"\#(id)","payload":{"rawContent":"x"}}"#.utf8)),
                                   answer.status == 201 else { return }
-                            acknowledged.add(id)
+                            acknowledged.update { _ = $0.insert(id) }
                         }
                     }
                 }
             }
         }
-        #expect(await eventually(timeout: .seconds(20)) { acknowledged.count >= 300 })
+        #expect(await eventually(timeout: .seconds(20)) { acknowledged.value.count >= 300 })
         one.sigkill()
         await burst.value
-        let acked = acknowledged.all
+        let acked = acknowledged.value
         #expect(acked.count >= 300)
 
         // Everything acknowledged is in the feed, read through the other instance.
@@ -140,20 +123,4 @@ struct InstancesEndToEndTests {
         #expect(lost.isEmpty, "\(lost.count) acknowledged publishes are gone: \(lost.prefix(5))")
         report("killed mid-burst: \(acked.count) acknowledged, \(stored.count) stored")
     }
-
-    private func token(_ server: String, _ form: [String: String]) async throws -> String {
-        let answer = try await ServiceClient.send(
-            .POST, server + "/oauth2/v2.0/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-            body: Data(FormEncoding.encode(form).utf8))
-        return try NottyJSON.decoder.decode(TokenResponse.self, from: answer.body).access_token
-    }
-}
-
-/// The appNotificationIds the service answered 201 for.
-private final class Acknowledged: @unchecked Sendable {
-    private let lock = NSLock()
-    private var ids = Set<String>()
-    func add(_ id: String) { lock.withLock { _ = ids.insert(id) } }
-    var count: Int { lock.withLock { ids.count } }
-    var all: Set<String> { lock.withLock { ids } }
 }
