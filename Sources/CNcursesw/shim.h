@@ -30,7 +30,6 @@ static inline int notty_colors(void) { return COLORS; }
 // MARK: - Status codes
 
 static inline int notty_ok(void) { return OK; }
-static inline int notty_err(void) { return ERR; }
 /// What `wget_wch` returns when the value is a KEY_* code rather than a character.
 static inline int notty_key_code_yes(void) { return KEY_CODE_YES; }
 
@@ -41,7 +40,6 @@ static inline attr_t notty_a_bold(void) { return A_BOLD; }
 static inline attr_t notty_a_reverse(void) { return A_REVERSE; }
 static inline attr_t notty_a_dim(void) { return A_DIM; }
 static inline attr_t notty_a_underline(void) { return A_UNDERLINE; }
-static inline attr_t notty_color_pair(int pair) { return (attr_t)COLOR_PAIR(pair); }
 
 // MARK: - Geometry
 
@@ -81,8 +79,5 @@ static inline int notty_put_cell(WINDOW *win, int y, int x, const wchar_t *wch, 
     }
     return mvwadd_wchnstr(win, y, x, &cell, 1);
 }
-
-/// CCHARW_MAX: how many wide characters one cchar_t holds (one spacing + combining ones).
-static inline int notty_cchar_max(void) { return CCHARW_MAX; }
 
 #endif

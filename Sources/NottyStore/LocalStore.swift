@@ -119,7 +119,6 @@ public final class LocalStore: Sendable {
         public var cursor: String?
         public var lastSync: Date?
         public var outbox: Int
-        public var account: String?
     }
 
     public func syncInfo() throws -> SyncInfo {
@@ -127,15 +126,8 @@ public final class LocalStore: Sendable {
             SyncInfo(
                 cursor: try meta(db, "cursor"),
                 lastSync: try meta(db, "last_sync").flatMap(Int64.init).map(ISOTime.date(millis:)),
-                outbox: try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") ?? 0,
-                account: try meta(db, "account"))
+                outbox: try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") ?? 0)
         }
-    }
-
-    /// Which account (`user@server`) the store holds. A store signed in as someone else is
-    /// cleared by ``bind(account:)``.
-    public func account() throws -> String? {
-        try pool.read { db in try meta(db, "account") }
     }
 
     /// Ties the store to `account`; when it held another account's notifications they are
@@ -147,11 +139,6 @@ public final class LocalStore: Sendable {
             }
             try setMeta(db, "account", account)
         }
-    }
-
-    /// Forgets every notification, the outbox and the cursor (`notty logout --purge`).
-    public func purge() throws {
-        try pool.write { db in try db.execute(sql: "DELETE FROM notifications; DELETE FROM outbox; DELETE FROM meta;") }
     }
 
     /// A number that changes whenever any process commits a change to the store (every write

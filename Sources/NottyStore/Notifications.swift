@@ -65,7 +65,7 @@ extension LocalStore {
     public func resolve(_ text: String) throws -> String {
         let text = text.trimmingCharacters(in: .whitespaces).lowercased()
         guard text.count >= 6 else { throw StoreError.tooShort(text) }
-        let escaped = text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
+        let escaped = likeEscaped(text)
         let ids = try pool.read { db in
             try String.fetchAll(db, sql: "SELECT id FROM notifications WHERE hidden = 0 AND (id = ? OR id LIKE ? ESCAPE '\\') LIMIT 2", arguments: [text, escaped + "%"])
         }
@@ -224,7 +224,7 @@ enum ViewFilter {
         }
         let trimmed = query.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty else { return branches }
-        let pattern = "%" + trimmed.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_") + "%"
+        let pattern = "%" + likeEscaped(trimmed) + "%"
         let search = " AND (title LIKE ? ESCAPE '\\' OR body LIKE ? ESCAPE '\\' OR raw_content LIKE ? ESCAPE '\\' OR app LIKE ? ESCAPE '\\' OR group_name LIKE ? ESCAPE '\\')"
         return branches.map { Branch(sql: $0.sql + search, arguments: $0.arguments + [pattern, pattern, pattern, pattern, pattern]) }
     }
@@ -243,4 +243,9 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
         case .ambiguous(let text): "'\(text)' matches several notifications: give more characters"
         }
     }
+}
+
+/// `text` for a `LIKE … ESCAPE '\'` pattern: its `\`, `%` and `_` match themselves.
+func likeEscaped(_ text: String) -> String {
+    text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
 }

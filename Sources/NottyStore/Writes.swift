@@ -58,6 +58,10 @@ extension LocalStore {
     public func record(_ actions: [(id: String, action: LocalAction)], now: Date = Date()) throws -> [ShownState] {
         try pool.write { db in
             var before: [ShownState] = []
+            // One clock read for the whole batch: after the first, each action's clock is the
+            // previous one + 1 (what reading and writing `hlc` each time would give), and `hlc`
+            // is written once at the end.
+            var lastClock: Int64?
             for (id, action) in actions {
                 guard let row = try Row.fetchOne(
                     db.cachedStatement(sql: "SELECT read_state, action_state, snoozed_until FROM notifications WHERE id = ? AND hidden = 0"),
@@ -67,7 +71,8 @@ extension LocalStore {
                     id: id, readState: ReadState(spelling: row["read_state"]) ?? .unread,
                     userActionState: UserActionState(spelling: row["action_state"]) ?? .noInteraction,
                     snoozedUntil: (row["snoozed_until"] as Int64?).map(ISOTime.date(millis:))))
-                let clock = try nextClock(db, now: now)
+                let clock = try lastClock.map { $0 + 1 } ?? nextClock(db, now: now)
+                lastClock = clock
                 var read: String?, state: String?, until: Int64?, op = "patch"
                 switch action {
                 case .patch(let change):
@@ -86,6 +91,7 @@ extension LocalStore {
                     """).execute(arguments: [UUID().uuidString.lowercased(), id, op, read, state, until, clock, ISOTime.millis(now)])
                 try refreshShown(db, id: id)
             }
+            if before.count > 1, let lastClock { try setMeta(db, "hlc", String(lastClock)) }
             if !before.isEmpty { try bumpRevision(db) }
             return before
         }

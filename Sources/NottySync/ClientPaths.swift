@@ -26,7 +26,6 @@ public struct ClientPaths: Sendable, Equatable {
     }
 
     public var credentials: String { configDirectory + "/credentials.json" }
-    public var config: String { configDirectory + "/config.toml" }
     public var store: String { dataDirectory + "/store.sqlite" }
     public var serverDatabase: String { dataDirectory + "/server.sqlite" }
 }

@@ -54,14 +54,6 @@ public actor ServiceClient {
         self.timeout = timeout
     }
 
-    /// Opens the client for the credentials saved in `file`.
-    public static func signedIn(file: CredentialsFile, timeout: TimeAmount = .seconds(15)) throws -> ServiceClient {
-        guard let credentials = try file.load() else {
-            throw SyncError.notSignedIn("not signed in: run notty login URL --user NAME first")
-        }
-        return ServiceClient(file: file, credentials: credentials, timeout: timeout)
-    }
-
     public var current: Credentials { credentials }
 
     // MARK: - Requests

@@ -7,10 +7,10 @@ extension TUIState {
     /// What `a d r s x` act on: the marked rows (in view order), else the notification in the
     /// open detail, else the selected row.
     public var actionTargets: [UserNotification] {
-        if !marked.isEmpty {
-            let loaded = isWindowCurrent ? window.rows.filter { marked.contains($0.id) } : []
+        if !markedRows.isEmpty {
+            let loaded = isWindowCurrent ? window.rows.filter { markedRows[$0.id] != nil } : []
             let loadedIds = Set(loaded.map(\.id))
-            return loaded + marked.subtracting(loadedIds).sorted().compactMap { markedRows[$0] }
+            return loaded + markedRows.keys.filter { !loadedIds.contains($0) }.sorted().compactMap { markedRows[$0] }
         }
         if let shown = detail { return [shown.notification] }
         return selectedRow.map { [$0] } ?? []
@@ -63,12 +63,7 @@ extension TUIState {
     /// Space: mark or unmark the selected row, then move down.
     mutating func toggleMark() -> [TUIEffect] {
         guard let row = selectedRow else { return say(nothingToActOn) }
-        if marked.remove(row.id) == nil {
-            marked.insert(row.id)
-            markedRows[row.id] = row
-        } else {
-            markedRows[row.id] = nil
-        }
+        if markedRows.removeValue(forKey: row.id) == nil { markedRows[row.id] = row }
         return move(1)
     }
 
@@ -141,7 +136,6 @@ extension TUIState {
     }
 
     mutating func clearMarks() {
-        marked = []
         markedRows = [:]
     }
 

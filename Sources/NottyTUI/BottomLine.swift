@@ -58,8 +58,8 @@ enum BottomLine {
         if state.detail != nil, state.layout.isPage {
             return ["Esc back · j k scroll · a d r s x act · ? help", "Esc back · j k scroll · ? help"]
         }
-        if !state.marked.isEmpty {
-            return ["\(state.marked.count) marked · a d r s x act on them · Esc clears", "\(state.marked.count) marked · Esc clears"]
+        if !state.markedRows.isEmpty {
+            return ["\(state.markedRows.count) marked · a d r s x act on them · Esc clears", "\(state.markedRows.count) marked · Esc clears"]
         }
         if !state.query.isEmpty {
             let matches = state.total == 1 ? "1 match" : "\(state.total) matches"

@@ -35,17 +35,16 @@ enum ListView {
 
     /// Column widths for one screen of rows.
     struct Columns {
-        let width: Int
         let showGroup: Bool
         let source: Int
         let title: Int
 
         init(width: Int, rows: [UserNotification]) {
-            self.width = width
             let rest = width - 8
-            showGroup = rest >= 50
-            let cap = max(8, min(28, showGroup ? rest * 2 / 5 : rest / 3))
-            let widest = rows.map { DisplayWidth.width(of: ListView.source(of: $0, withGroup: rest >= 50)) }.max() ?? 0
+            let withGroup = rest >= 50
+            showGroup = withGroup
+            let cap = max(8, min(28, withGroup ? rest * 2 / 5 : rest / 3))
+            let widest = rows.map { DisplayWidth.width(of: ListView.source(of: $0, withGroup: withGroup)) }.max() ?? 0
             source = max(4, min(cap, widest))
             title = max(0, rest - source - 1)
         }
@@ -60,7 +59,7 @@ enum ListView {
     static func spans(for row: UserNotification, state: TUIState, columns: Columns) -> [Span] {
         let unread = row.readState == .unread
         let text = CellStyle(bold: unread)
-        let marked = state.marked.contains(row.id)
+        let marked = state.markedRows[row.id] != nil
         let priority: Span = switch row.priority {
         case .high: Span("!", CellStyle(bold: true, color: .high))
         case .low: Span("↓", CellStyle(color: .low))

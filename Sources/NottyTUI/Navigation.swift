@@ -114,8 +114,7 @@ extension TUIState {
         selection = 0
         selectedId = nil
         top = 0
-        marked = []
-        markedRows = [:]
+        clearMarks()
         detail = nil
         awaitingLoad = true
         return [.load(request(anchor: nil, index: 0))]

@@ -34,10 +34,11 @@ public struct TUIState: Sendable, Equatable {
     public internal(set) var selectedId: String?
     /// The absolute index of the first row on screen.
     public internal(set) var top = 0
-    /// Rows marked with Space; `a d r s x` act on them.
-    public internal(set) var marked: Set<String> = []
-    /// The last known rows of the marked ids (marked rows may scroll out of the window).
+    /// Rows marked with Space, by id, as last seen (marked rows may scroll out of the window);
+    /// `a d r s x` act on them.
     public internal(set) var markedRows: [String: UserNotification] = [:]
+    /// The ids of the marked rows.
+    public var marked: Set<String> { Set(markedRows.keys) }
     /// Whether a reload was asked for and not yet answered.
     public internal(set) var awaitingLoad = false
 

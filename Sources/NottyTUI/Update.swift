@@ -54,10 +54,10 @@ extension TUIState {
     /// and refreshes the copies of marked rows.
     private mutating func refreshMarks() {
         if window.isComplete {
-            marked = marked.filter { id in window.rows.contains(where: { $0.id == id }) }
+            let inView = Set(window.rows.map(\.id))
+            markedRows = markedRows.filter { inView.contains($0.key) }
         }
-        markedRows = markedRows.filter { marked.contains($0.key) }
-        for row in window.rows where marked.contains(row.id) { markedRows[row.id] = row }
+        for row in window.rows where markedRows[row.id] != nil { markedRows[row.id] = row }
     }
 
     private mutating func refreshDetail() {
@@ -146,9 +146,8 @@ extension TUIState {
             return []
         }
         if !query.isEmpty { return applyQuery("") }
-        if !marked.isEmpty {
-            marked = []
-            markedRows = [:]
+        if !markedRows.isEmpty {
+            clearMarks()
             return say("Marks cleared")
         }
         return []

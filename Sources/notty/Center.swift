@@ -152,7 +152,7 @@ final class Center: @unchecked Sendable {
                 lastTick = now
             }
             var index = 0
-            var dirty = !pending.isEmpty
+            let dirty = !pending.isEmpty
             while index < pending.count {
                 let effects = update(&state, pending[index])
                 index += 1
@@ -182,7 +182,6 @@ final class Center: @unchecked Sendable {
             }
             pending.removeAll()
             if dirty { terminal.paint(render(state)) }
-            dirty = false
             guard running else { break }
             switch terminal.readKey(timeoutMilliseconds: 50) {
             case .key(let key)?: pending.append(.key(key))

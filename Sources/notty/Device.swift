@@ -77,7 +77,7 @@ func warn(_ text: String) {
 
 /// One notification as a JSON line (SPEC §1 names).
 func jsonLine(_ notification: UserNotification) -> String {
-    String(decoding: (try? NottyJSON.encoder.encode(notification)) ?? Data("{}".utf8), as: UTF8.self)
+    String(decoding: notification.jsonBytes(), as: UTF8.self)
 }
 
 /// `5m`, `3h`, `2d`: how long ago.

@@ -106,7 +106,7 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
         case let error as CustomStringConvertible: line = error.description
         default: line = String(describing: error)
         }
-        FileHandle.standardError.write(Data("notty: \(line)\n".utf8))
+        warn(line)
         throw ExitCode(1)
     }
 }

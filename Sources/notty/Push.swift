@@ -24,13 +24,7 @@ struct Push: AsyncParsableCommand {
 
     func run() async throws {
         // Nothing touches the store until the payload is known to be ours.
-        let data: Data
-        do {
-            data = try read()
-        } catch let error as CLIError {
-            warn(error.description)
-            throw ExitCode(error.description.contains("too large") ? 3 : 1)
-        }
+        let data = try read()
         let payload: PushPayload
         do {
             payload = try PushPayload.parse(data)
@@ -61,10 +55,14 @@ struct Push: AsyncParsableCommand {
         }
     }
 
+    /// The payload; exit 1 when it cannot be read, 3 when it is too large to be notty's.
     private func read() throws -> Data {
         let handle: FileHandle
         if let file {
-            guard let opened = FileHandle(forReadingAtPath: file) else { throw CLIError("cannot read \(file)") }
+            guard let opened = FileHandle(forReadingAtPath: file) else {
+                warn("cannot read \(file)")
+                throw ExitCode(1)
+            }
             handle = opened
         } else {
             handle = .standardInput
@@ -72,7 +70,10 @@ struct Push: AsyncParsableCommand {
         var data = Data()
         while let chunk = try handle.read(upToCount: 1 << 16), !chunk.isEmpty {
             data.append(chunk)
-            if data.count > Self.maxBytes { throw CLIError("the payload is too large (over \(Self.maxBytes >> 20) MiB): not a notty payload") }
+            if data.count > Self.maxBytes {
+                warn("the payload is too large (over \(Self.maxBytes >> 20) MiB): not a notty payload")
+                throw ExitCode(3)
+            }
         }
         return data
     }
