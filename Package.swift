@@ -111,7 +111,7 @@ let package = Package(
         .testTarget(name: "NottyCoreTests", dependencies: ["NottyCore"]),
         .testTarget(name: "NottyTerminalTests", dependencies: ["NottyTerminal", "NottyTUI", "CNcursesw", "NottyTestSupport"]),
         .testTarget(name: "NottyTUITests", dependencies: ["NottyTUI", "NottyCore"], exclude: ["Golden"]),
-        .testTarget(name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore"]),
+        .testTarget(name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore", "NottyTestSupport"]),
         .testTarget(
             name: "NottySyncTests",
             dependencies: [

@@ -91,6 +91,43 @@ public final class LocalStore: Sendable {
                 CREATE INDEX notifications_expiry ON notifications (expires) WHERE hidden = 0;
                 """)
         }
+        // Positions without stepping over index entries: how many visible rows each bucket has
+        // per block of creation time, at four block sizes, kept exact by triggers (see ViewIndex).
+        migrator.registerMigration("v3 view blocks") { db in
+            try db.execute(sql: """
+                CREATE TABLE view_blocks (
+                    level INTEGER NOT NULL,
+                    block INTEGER NOT NULL,
+                    bucket TEXT NOT NULL,
+                    n INTEGER NOT NULL,
+                    PRIMARY KEY (level, block, bucket)
+                ) WITHOUT ROWID;
+                """)
+            func counted(_ row: String, _ n: String) -> String {
+                ViewIndex.levels.map { "(\($0), \(row).created >> \($0), \(row).bucket, \(n))" }.joined(separator: ", ")
+            }
+            try db.execute(sql: """
+                CREATE TRIGGER view_blocks_insert AFTER INSERT ON notifications WHEN new.hidden = 0 BEGIN
+                    INSERT INTO view_blocks VALUES \(counted("new", "1")) ON CONFLICT DO UPDATE SET n = n + excluded.n;
+                END;
+                CREATE TRIGGER view_blocks_delete AFTER DELETE ON notifications WHEN old.hidden = 0 BEGIN
+                    INSERT INTO view_blocks VALUES \(counted("old", "-1")) ON CONFLICT DO UPDATE SET n = n + excluded.n;
+                END;
+                CREATE TRIGGER view_blocks_update AFTER UPDATE OF bucket, hidden, created ON notifications
+                WHEN old.bucket IS NOT new.bucket OR old.hidden IS NOT new.hidden OR old.created IS NOT new.created BEGIN
+                    INSERT INTO view_blocks SELECT * FROM (VALUES \(counted("old", "-1"))) WHERE old.hidden = 0
+                        ON CONFLICT DO UPDATE SET n = n + excluded.n;
+                    INSERT INTO view_blocks SELECT * FROM (VALUES \(counted("new", "1"))) WHERE new.hidden = 0
+                        ON CONFLICT DO UPDATE SET n = n + excluded.n;
+                END;
+                """)
+            for level in ViewIndex.levels {
+                try db.execute(sql: """
+                    INSERT INTO view_blocks SELECT \(level), created >> \(level), bucket, count(*)
+                    FROM notifications WHERE hidden = 0 GROUP BY 2, 3
+                    """)
+            }
+        }
         return migrator
     }
 

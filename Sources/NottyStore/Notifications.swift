@@ -76,40 +76,48 @@ extension LocalStore {
     }
 
     /// The rows of one view at `now` that match `query` (title, body, app, group; empty: all),
-    /// newest first, `limit` rows from `offset`. The rows' keys come from an index alone (read
-    /// from whichever end of the view is nearer when `total`, the view's length, is given);
-    /// only the returned rows are read from the table.
+    /// newest first, `limit` rows from `offset`. Without a query the first row is found from
+    /// the block counts (``ViewIndex``) wherever it is in the view. With one, the rows' keys
+    /// are stepped over in an index, from whichever end of the matches is nearer when `total`
+    /// (their number) is given. Only the returned rows are read from the table.
     public func window(view: NotificationView, query: String = "", offset: Int = 0, limit: Int, total: Int? = nil, now: Date = Date()) throws -> [UserNotification] {
         guard limit > 0, offset >= 0 else { return [] }
         return try pool.read { db in
             let branches = try self.branches(db, view, now: now, query: query)
+            if ViewFilter.isEmpty(query) {
+                guard let start = try ViewIndex(db, view: view, now: now).start(of: offset) else { return [] }
+                return try Self.rows(db, branches, below: start.below, skip: start.skip, limit: limit, descending: true)
+            }
             // Nearer the end: the same rows, counted from the end in ascending order.
-            var descending = true
-            var skip = offset
-            var wanted = limit
             if let total, offset > total - offset - limit {
                 let end = min(offset + limit, total)
                 guard end > offset else { return [] }
-                descending = false
-                skip = total - end
-                wanted = end - offset
+                return try Self.rows(db, branches, below: nil, skip: total - end, limit: end - offset, descending: false)
             }
-            let direction = descending ? "DESC" : "ASC"
-            let order = "ORDER BY created \(direction), id \(direction)"
-            let keys: String
-            let arguments: StatementArguments
-            if branches.count == 1 {
-                keys = "SELECT rowid AS rid FROM notifications WHERE \(branches[0].sql) \(order) LIMIT ? OFFSET ?"
-                arguments = branches[0].arguments
-            } else {
-                let parts = branches.map { "SELECT * FROM (SELECT rowid AS rid, created, id FROM notifications WHERE \($0.sql) \(order) LIMIT \(skip + wanted))" }
-                keys = "SELECT rid FROM (\(parts.joined(separator: " UNION ALL "))) \(order) LIMIT ? OFFSET ?"
-                arguments = branches.reduce(StatementArguments()) { $0 + $1.arguments }
-            }
-            return try Self.notifications(
-                db.cachedStatement(sql: "SELECT \(Self.columns) FROM notifications WHERE rowid IN (\(keys)) ORDER BY created DESC, id DESC"),
-                arguments: arguments + [wanted, skip])
+            return try Self.rows(db, branches, below: nil, skip: offset, limit: limit, descending: true)
         }
+    }
+
+    /// `limit` rows of `branches` (created before `below`, when given) after skipping `skip`
+    /// of them in the given order, returned newest first. Their keys come from an index alone.
+    static func rows(_ db: Database, _ branches: [ViewFilter.Branch], below: Int64?, skip: Int, limit: Int, descending: Bool) throws -> [UserNotification] {
+        let direction = descending ? "DESC" : "ASC"
+        let order = "ORDER BY created \(direction), id \(direction)"
+        let bound = below == nil ? "" : " AND created < ?"
+        let boundArguments: StatementArguments = below.map { [$0] } ?? []
+        let keys: String
+        let arguments: StatementArguments
+        if branches.count == 1 {
+            keys = "SELECT rowid AS rid FROM notifications WHERE \(branches[0].sql)\(bound) \(order) LIMIT ? OFFSET ?"
+            arguments = branches[0].arguments + boundArguments
+        } else {
+            let parts = branches.map { "SELECT * FROM (SELECT rowid AS rid, created, id FROM notifications WHERE \($0.sql)\(bound) \(order) LIMIT \(skip + limit))" }
+            keys = "SELECT rid FROM (\(parts.joined(separator: " UNION ALL "))) \(order) LIMIT ? OFFSET ?"
+            arguments = branches.reduce(StatementArguments()) { $0 + $1.arguments + boundArguments }
+        }
+        return try notifications(
+            db.cachedStatement(sql: "SELECT \(columns) FROM notifications WHERE rowid IN (\(keys)) ORDER BY created DESC, id DESC"),
+            arguments: arguments + [limit, skip])
     }
 
     /// The index ranges of `view` at `now` matching `query`. Unread and Read take the range of
@@ -127,7 +135,10 @@ extension LocalStore {
 
     /// How many rows of `view` match `query` at `now`.
     public func count(view: NotificationView, query: String = "", now: Date = Date()) throws -> Int {
-        try pool.read { db in try count(db, branches(db, view, now: now, query: query)) }
+        try pool.read { db in
+            if ViewFilter.isEmpty(query) { return try ViewIndex(db, view: view, now: now).total() }
+            return try count(db, branches(db, view, now: now, query: query))
+        }
     }
 
     func count(_ db: Database, _ branches: [ViewFilter.Branch], extra: String = "", extraArguments: StatementArguments = []) throws -> Int {
@@ -148,32 +159,33 @@ extension LocalStore {
             let created: Int64 = row["created"]
             let inView = try count(db, branches, extra: "AND id = ?", extraArguments: [id])
             guard inView == 1 else { return nil }
+            if ViewFilter.isEmpty(query) {
+                return try ViewIndex(db, view: view, now: now).rank(created: created, id: id, branches: branches)
+            }
             return try count(db, branches, extra: "AND (created > ? OR (created = ? AND id > ?))", extraArguments: [created, created, id])
         }
     }
 
-    /// The six counts at `now` (SPEC §1: the first five add up to All): one pass over an index
-    /// in its own order, and the (few) snoozes that have ended moved to Unread or Read.
+    /// The six counts at `now` (SPEC §1: the first five add up to All): the largest block
+    /// counts of each bucket, with expired rows and ended snoozes moved where they belong.
     public func counts(now: Date = Date()) throws -> ViewCounts {
-        let millis = ISOTime.millis(now)
-        return try pool.read { db in
+        try pool.read { db in
             var counts = ViewCounts()
-            let rows = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT bucket, count(*) AS n FROM notifications WHERE hidden = 0 AND expires > ? GROUP BY bucket
-                """), arguments: [millis])
+            let rows = try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT bucket, sum(n) FROM view_blocks WHERE level = ? GROUP BY bucket"),
+                arguments: [ViewIndex.levels[0]])
             for row in rows {
-                let n: Int = row["n"]
-                counts[NotificationView(rawValue: row["bucket"]) ?? .all] += n
+                let n: Int = row[1]
+                counts[NotificationView(rawValue: row[0]) ?? .all] += n
                 counts.all += n
             }
-            let ended = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT read_state, count(*) AS n FROM notifications
-                WHERE bucket = 'snoozed' AND snoozed_until <= ? AND hidden = 0 AND expires > ? GROUP BY read_state
-                """), arguments: [millis, millis])
-            for row in ended {
-                let n: Int = row["n"]
-                counts.snoozed -= n
-                counts[(row["read_state"] as String) == ReadState.read.rawValue ? .read : .unread] += n
+            for exception in try ViewIndex.exceptions(db, now: now) {
+                counts[NotificationView(rawValue: exception.bucket) ?? .all] -= 1
+                counts.all -= 1
+                if let view = exception.view {
+                    counts[view] += 1
+                    counts.all += 1
+                }
             }
             return counts
         }
@@ -204,6 +216,11 @@ enum ViewFilter {
         var arguments: StatementArguments
     }
 
+    /// Whether `query` searches for nothing (every row matches).
+    static func isEmpty(_ query: String) -> Bool {
+        query.trimmingCharacters(in: .whitespaces).isEmpty
+    }
+
     static func branches(_ view: NotificationView, now: Date, query: String) -> [Branch] {
         let millis = ISOTime.millis(now)
         let live = "hidden = 0 AND expires > ?"
@@ -222,8 +239,8 @@ enum ViewFilter {
                 Branch(sql: "bucket = 'snoozed' AND snoozed_until <= ? AND read_state = ? AND \(live)", arguments: [millis, state, millis]),
             ]
         }
+        guard !isEmpty(query) else { return branches }
         let trimmed = query.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty else { return branches }
         let pattern = "%" + likeEscaped(trimmed) + "%"
         let search = " AND (title LIKE ? ESCAPE '\\' OR body LIKE ? ESCAPE '\\' OR raw_content LIKE ? ESCAPE '\\' OR app LIKE ? ESCAPE '\\' OR group_name LIKE ? ESCAPE '\\')"
         return branches.map { Branch(sql: $0.sql + search, arguments: $0.arguments + [pattern, pattern, pattern, pattern, pattern]) }

@@ -3,20 +3,8 @@ import NottyCore
 import NottyServer
 import NottyStore
 import NottySync
+import NottyTestSupport
 import Testing
-
-/// A deterministic random source (SplitMix64), so a failing seed can be replayed.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// The network between the simulated devices and the service: offline periods, lost answers,
 /// duplicated and reordered batches. Owned by the (sequential) simulation.

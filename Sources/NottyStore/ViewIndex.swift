@@ -1,0 +1,145 @@
+import Foundation
+import GRDB
+import NottyCore
+
+/// Positions in a view without stepping over index entries one by one.
+///
+/// `view_blocks` (migration v3, kept by triggers) counts the visible rows of each bucket per
+/// block of creation time at four sizes: 2^31 ms (~25 days), 2^24 ms (~4.7 h), 2^17 ms (~2 min)
+/// and 2^10 ms (~1 s); a block of one size holds 128 of the next. A view is the rows of some
+/// buckets, except for two small sets whose view differs from their bucket: rows that expired
+/// but are not yet removed by a sync (in no view), and snoozes that have ended (in Unread or
+/// Read, though their bucket is `snoozed`). Those are read one by one and counted as
+/// corrections. Finding the `n`th row of a view then reads at most a few hundred block counts
+/// and steps over the rows of one smallest block, wherever `n` is in a view of any length.
+struct ViewIndex {
+    /// Block sizes as right shifts of the creation time in milliseconds, largest first. Fixed
+    /// by migration v3: another set needs a new migration.
+    static let levels: [Int64] = [31, 24, 17, 10]
+    static var finest: Int64 { levels[levels.count - 1] }
+
+    /// A row whose view at `now` is not the one its bucket says.
+    struct Exception {
+        var created: Int64
+        var id: String
+        /// +1: in the view though its bucket is not counted for it; -1: counted but not in it.
+        var delta: Int
+    }
+
+    let db: Database
+    let view: NotificationView
+    let buckets: [String]
+    let exceptions: [Exception]
+
+    init(_ db: Database, view: NotificationView, now: Date) throws {
+        self.db = db
+        self.view = view
+        buckets = view == .all ? ["activated", "dismissed", "read", "snoozed", "unread"] : [view.rawValue]
+        exceptions = try Self.exceptions(db, now: now).compactMap { row in
+            let counted = view == .all || row.bucket == view.rawValue
+            let member = row.view.map { view == .all || $0 == view } ?? false
+            guard counted != member else { return nil }
+            return Exception(created: row.created, id: row.id, delta: member ? 1 : -1)
+        }
+    }
+
+    /// The rows whose view differs from their bucket at `now`, with their view (nil: none).
+    static func exceptions(_ db: Database, now: Date) throws -> [(created: Int64, id: String, bucket: String, view: NotificationView?)] {
+        let millis = ISOTime.millis(now)
+        let expired = try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT created, id, bucket FROM notifications WHERE hidden = 0 AND expires <= ?"),
+            arguments: [millis]
+        ).map { (created: $0[0] as Int64, id: $0[1] as String, bucket: $0[2] as String, view: NotificationView?.none) }
+        let ended = try Row.fetchAll(
+            db.cachedStatement(sql: """
+                SELECT created, id, read_state FROM notifications
+                WHERE bucket = 'snoozed' AND snoozed_until <= ? AND hidden = 0 AND expires > ?
+                """),
+            arguments: [millis, millis]
+        ).map { row in
+            (created: row[0] as Int64, id: row[1] as String, bucket: "snoozed",
+             view: Optional((row[2] as String) == ReadState.read.rawValue ? NotificationView.read : .unread))
+        }
+        return expired + ended
+    }
+
+    // MARK: - Counting
+
+    /// The rows of the view per block of `level` among blocks `from..<below` (nil: unbounded),
+    /// corrections included.
+    func blocks(level: Int64, from: Int64?, below: Int64?) throws -> [Int64: Int] {
+        var sql = "SELECT block, sum(n) FROM view_blocks WHERE level = ?"
+        var arguments: StatementArguments = [level]
+        if let from { sql += " AND block >= ?"; arguments += [from] }
+        if let below { sql += " AND block < ?"; arguments += [below] }
+        sql += " AND bucket IN (\(buckets.map { _ in "?" }.joined(separator: ", "))) GROUP BY block"
+        arguments += StatementArguments(buckets)
+        var counts: [Int64: Int] = [:]
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
+        while let row = try rows.next() { counts[row[0], default: 0] += row[1] as Int }
+        for exception in exceptions {
+            let block = exception.created >> level
+            if from.map({ block >= $0 }) ?? true, below.map({ block < $0 }) ?? true {
+                counts[block, default: 0] += exception.delta
+            }
+        }
+        return counts
+    }
+
+    /// How many rows the view has.
+    func total() throws -> Int {
+        try blocks(level: Self.levels[0], from: nil, below: nil).values.reduce(0, +)
+    }
+
+    /// The range of `level` blocks inside the parent block `parent` of the level above (the
+    /// whole level for the largest blocks).
+    static func children(of parent: Int64?, level index: Int) -> (from: Int64?, below: Int64?) {
+        guard let parent, index > 0 else { return (nil, nil) }
+        let shift = levels[index - 1] - levels[index]
+        return (parent << shift, (parent + 1) << shift)
+    }
+
+    /// How many rows of the view come before (are newer than) the row `created`, `id`; the
+    /// rows of its own smallest block are counted with `branches`, the view's filter.
+    func rank(created: Int64, id: String, branches: [ViewFilter.Branch]) throws -> Int {
+        var rank = 0
+        var parent: Int64?
+        for (index, level) in Self.levels.enumerated() {
+            let block = created >> level
+            let below = Self.children(of: parent, level: index).below
+            rank += try blocks(level: level, from: block + 1, below: below).values.reduce(0, +)
+            parent = block
+        }
+        let end = ((created >> Self.finest) + 1) << Self.finest
+        for branch in branches {
+            rank += try Int.fetchOne(
+                db.cachedStatement(sql: """
+                    SELECT count(*) FROM notifications WHERE \(branch.sql)
+                    AND created < ? AND (created > ? OR (created = ? AND id > ?))
+                    """),
+                arguments: branch.arguments + [end, created, created, id]) ?? 0
+        }
+        return rank
+    }
+
+    /// Where the row at `offset` (newest first) is: it is the `skip`th row (0-based) of the
+    /// view among those created before `below`. Nil when the view is shorter.
+    func start(of offset: Int) throws -> (below: Int64, skip: Int)? {
+        var before = 0
+        var parent: Int64?
+        for (index, level) in Self.levels.enumerated() {
+            let range = Self.children(of: parent, level: index)
+            let counts = try blocks(level: level, from: range.from, below: range.below)
+            var chosen: Int64?
+            for block in counts.keys.sorted(by: >) {
+                let n = counts[block] ?? 0
+                if before + n > offset { chosen = block; break }
+                before += n
+            }
+            guard let chosen else { return nil }
+            parent = chosen
+        }
+        guard let parent else { return nil }
+        return ((parent + 1) << Self.finest, offset - before)
+    }
+}
