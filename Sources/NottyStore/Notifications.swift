@@ -127,7 +127,7 @@ extension LocalStore {
         guard branches.count > 1 else { return branches }
         let state = view == .unread ? ReadState.unread.rawValue : ReadState.read.rawValue
         let ended = try Bool.fetchOne(
-            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications WHERE bucket = 'snoozed' AND snoozed_until <= ? AND read_state = ?)"),
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications INDEXED BY notifications_snoozes WHERE bucket = 'snoozed' AND snoozed_until <= ? AND read_state = ?)"),
             arguments: [ISOTime.millis(now), state]) ?? false
         if !ended { branches.removeLast() }
         return branches
@@ -154,14 +154,21 @@ extension LocalStore {
     /// The index of notification `id` in `view` (newest first) or nil when it is not in it.
     public func position(of id: String, view: NotificationView, query: String = "", now: Date = Date()) throws -> Int? {
         try pool.read { db in
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT created FROM notifications WHERE id = ?"), arguments: [id]) else { return nil }
+            guard let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT created, hidden, bucket, read_state, snoozed_until, expires FROM notifications WHERE id = ?"),
+                arguments: [id])
+            else { return nil }
+            let created: Int64 = row[0]
             let branches = try branches(db, view, now: now, query: query)
-            let created: Int64 = row["created"]
-            let inView = try count(db, branches, extra: "AND id = ?", extraArguments: [id])
-            guard inView == 1 else { return nil }
             if ViewFilter.isEmpty(query) {
+                guard (row[1] as Int) == 0,
+                      let shown = ViewIndex.view(bucket: row[2], readState: row[3], snoozedUntil: row[4], expires: row[5], now: ISOTime.millis(now)),
+                      view == .all || view == shown
+                else { return nil }
                 return try ViewIndex(db, view: view, now: now).rank(created: created, id: id, branches: branches)
             }
+            let inView = try count(db, branches, extra: "AND id = ?", extraArguments: [id])
+            guard inView == 1 else { return nil }
             return try count(db, branches, extra: "AND (created > ? OR (created = ? AND id > ?))", extraArguments: [created, created, id])
         }
     }
@@ -201,7 +208,7 @@ extension LocalStore {
     public func nextTimedChange(after now: Date = Date()) throws -> Date? {
         let millis = ISOTime.millis(now)
         return try pool.read { db in
-            let snooze = try Int64.fetchOne(db, sql: "SELECT min(snoozed_until) FROM notifications WHERE bucket = 'snoozed' AND snoozed_until > ? AND hidden = 0", arguments: [millis])
+            let snooze = try Int64.fetchOne(db, sql: "SELECT min(snoozed_until) FROM notifications INDEXED BY notifications_snoozes WHERE bucket = 'snoozed' AND snoozed_until > ? AND hidden = 0", arguments: [millis])
             let expiry = try Int64.fetchOne(db, sql: "SELECT min(expires) FROM notifications WHERE expires > ? AND hidden = 0", arguments: [millis])
             return [snooze, expiry].compactMap { $0 }.min().map(ISOTime.date(millis:))
         }

@@ -43,24 +43,33 @@ struct ViewIndex {
         }
     }
 
-    /// The rows whose view differs from their bucket at `now`, with their view (nil: none).
+    /// The view among the five partitioning ones that a visible row is in at `now` (in
+    /// milliseconds, as stored), nil when it has expired: its bucket, unless that is a snooze
+    /// that has ended.
+    static func view(bucket: String, readState: String, snoozedUntil: Int64?, expires: Int64, now: Int64) -> NotificationView? {
+        guard expires > now else { return nil }
+        if bucket == "snoozed", (snoozedUntil ?? now) <= now {
+            return readState == ReadState.read.rawValue ? .read : .unread
+        }
+        return NotificationView(rawValue: bucket)
+    }
+
+    /// The rows whose view differs from their bucket at `now`, with their view (nil: none):
+    /// expired ones and ended snoozes.
     static func exceptions(_ db: Database, now: Date) throws -> [(created: Int64, id: String, bucket: String, view: NotificationView?)] {
         let millis = ISOTime.millis(now)
-        let expired = try Row.fetchAll(
-            db.cachedStatement(sql: "SELECT created, id, bucket FROM notifications WHERE hidden = 0 AND expires <= ?"),
-            arguments: [millis]
-        ).map { (created: $0[0] as Int64, id: $0[1] as String, bucket: $0[2] as String, view: NotificationView?.none) }
-        let ended = try Row.fetchAll(
+        let rows = try Row.fetchAll(
             db.cachedStatement(sql: """
-                SELECT created, id, read_state FROM notifications
+                SELECT created, id, bucket, read_state, snoozed_until, expires FROM notifications WHERE hidden = 0 AND expires <= ?
+                UNION ALL
+                SELECT created, id, bucket, read_state, snoozed_until, expires FROM notifications INDEXED BY notifications_snoozes
                 WHERE bucket = 'snoozed' AND snoozed_until <= ? AND hidden = 0 AND expires > ?
                 """),
-            arguments: [millis, millis]
-        ).map { row in
-            (created: row[0] as Int64, id: row[1] as String, bucket: "snoozed",
-             view: Optional((row[2] as String) == ReadState.read.rawValue ? NotificationView.read : .unread))
+            arguments: [millis, millis, millis])
+        return rows.map { row in
+            (created: row[0], id: row[1], bucket: row[2],
+             view: view(bucket: row[2], readState: row[3], snoozedUntil: row[4], expires: row[5], now: millis))
         }
-        return expired + ended
     }
 
     // MARK: - Counting
@@ -115,9 +124,9 @@ struct ViewIndex {
             rank += try Int.fetchOne(
                 db.cachedStatement(sql: """
                     SELECT count(*) FROM notifications WHERE \(branch.sql)
-                    AND created < ? AND (created > ? OR (created = ? AND id > ?))
+                    AND created >= ? AND created < ? AND (created > ? OR id > ?)
                     """),
-                arguments: branch.arguments + [end, created, created, id]) ?? 0
+                arguments: branch.arguments + [created, end, created, id]) ?? 0
         }
         return rank
     }

@@ -12,7 +12,7 @@ struct ClientBench {
     func run(quick: Bool) async throws {
         let store = try LocalStore(path: device.storePath)
         print("")
-        try windows(store, repeats: quick ? 5 : 20)
+        try Self.windows(store, repeats: quick ? 5 : 20)
         print("")
         try await pageApply(store, pages: quick ? 3 : 10)
         print("")
@@ -22,7 +22,7 @@ struct ClientBench {
     /// 200-row windows of every view at the top, the middle and the end, as the terminal
     /// notification center asks for them (`window` alone, and with the view's count and the
     /// selection's position, which a reload also needs).
-    func windows(_ store: LocalStore, repeats: Int) throws {
+    static func windows(_ store: LocalStore, repeats: Int) throws {
         let counts = try store.counts()
         print("window of 200 rows from a \(counts.all)-row store (\(NotificationView.allCases.map { "\($0.rawValue) \(counts[$0])" }.joined(separator: ", ")))")
         var places: [(name: String, samples: [Double])] = [("top", []), ("middle", []), ("end", [])]
@@ -37,6 +37,21 @@ struct ClientBench {
         for (name, samples) in places {
             print("  \(name.padding(toLength: 7, withPad: " ", startingAt: 0)) of each of the six views: \(summary(samples))")
         }
+        // What the terminal notification center reads on a reload with the selection in the
+        // middle of a view: the view's length, the selection's position, the window around it.
+        var reloads: [Double] = []
+        for view in NotificationView.allCases {
+            let total = counts[view]
+            guard let selected = try store.window(view: view, offset: total / 2, limit: 1).first else { continue }
+            for _ in 0..<repeats {
+                reloads.append(try milliseconds {
+                    let length = try store.count(view: view)
+                    let position = try store.position(of: selected.id, view: view) ?? 0
+                    _ = try store.window(view: view, offset: max(0, min(position - 100, length - 200)), limit: 200, total: length)
+                })
+            }
+        }
+        print("  reload in the middle of each view (count, position of the selection, window): \(summary(reloads))")
         var searches: [Double] = []
         for query in ["deploy", "db-3", "flaky", "no such words"] {
             for _ in 0..<repeats {

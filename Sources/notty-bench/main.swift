@@ -1,10 +1,12 @@
 import Foundation
+import NottyStore
 
 // notty-bench: benchmarks that print figures (build with -c release). Usage:
 //   swift run -c release notty-bench service [--quick]
 //   swift run -c release notty-bench client [--quick] [--count N]
 //   swift run -c release notty-bench tui [--quick] [--count N]
 //   swift run -c release notty-bench instances [--quick] [--postgres URL]
+//   swift run -c release notty-bench windows STORE   (client windows of an existing store)
 // (instances compares SQLite with one and two `notty serve` instances on one PostgreSQL.)
 // Each starts the real `notty serve` (the binary built next to this one) on a free loopback
 // port with a fresh SQLite store in a temporary folder, drives it and real `notty` processes
@@ -45,6 +47,8 @@ case "instances":
     } catch {
         print("benchmark failed: \(error)")
     }
+case "windows" where arguments.count > 1:
+    try ClientBench.windows(try LocalStore(path: arguments[1]), repeats: quick ? 5 : 20)
 default:
     print("usage: notty-bench service|client|tui|instances [--quick] [--count N] [--postgres URL]")
     exit(2)
