@@ -12,6 +12,9 @@ public enum DisplayWidth {
 
     /// Cells one character takes (0, 1 or 2).
     public static func width(of character: Character) -> Int {
+        if let ascii = character.asciiValue {  // the common case, without walking scalars
+            return ascii < 0x20 || ascii == 0x7F ? 0 : 1
+        }
         let scalars = character.unicodeScalars
         guard let first = scalars.first else { return 0 }
         if scalars.count > 1 {

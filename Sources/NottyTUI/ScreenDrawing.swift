@@ -81,6 +81,7 @@ extension Screen {
 
     /// Control characters (tabs, newlines, escapes) drawn as a space.
     private static func printable(_ character: Character) -> Character {
+        if let ascii = character.asciiValue { return ascii < 0x20 || ascii == 0x7F ? " " : character }
         guard let first = character.unicodeScalars.first else { return " " }
         return first.value < 0x20 || (0x7F..<0xA0).contains(first.value) ? " " : character
     }

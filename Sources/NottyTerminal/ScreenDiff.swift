@@ -1,4 +1,5 @@
 import NottyTUI
+import Glibc
 
 /// What has to be painted to turn the last painted screen into a new one.
 public enum ScreenChanges: Hashable, Sendable {
@@ -60,7 +61,28 @@ public func screenChanges(from old: Screen?, to new: Screen) -> ScreenChanges {
 /// most `limit` in all. ncurses keeps only the zero-width followers (combining marks,
 /// variation selectors, ZWJ); for a multi-emoji sequence the first emoji is shown.
 func cellScalars(_ character: Character, limit: Int = 5) -> [UInt32] {
-    let scalars = character.unicodeScalars
-    guard let first = scalars.first, isPrintable(first) else { return [0xFFFD] }
-    return [first.value] + scalars.dropFirst().filter(isPrintable).prefix(max(0, limit - 1)).map(\.value)
+    withCellScalars(character, limit: limit) { text in
+        (0..<limit).prefix { text[$0] != 0 }.map { UInt32(bitPattern: text[$0]) }
+    }
+}
+
+/// ``cellScalars(_:limit:)`` written, zero-terminated, into a temporary buffer for `body`
+/// (no allocation: the painter calls this for every cell it writes).
+func withCellScalars<Result>(_ character: Character, limit: Int = 5, _ body: (UnsafePointer<wchar_t>) -> Result) -> Result {
+    withUnsafeTemporaryAllocation(of: wchar_t.self, capacity: limit + 1) { buffer in
+        var count = 0
+        for scalar in character.unicodeScalars {
+            if count == 0 {
+                guard isPrintable(scalar) else { buffer[0] = 0xFFFD; count = 1; break }
+            } else if count == limit {
+                break
+            } else if !isPrintable(scalar) {
+                continue
+            }
+            buffer[count] = wchar_t(bitPattern: scalar.value)
+            count += 1
+        }
+        buffer[count] = 0
+        return body(UnsafePointer(buffer.baseAddress!))
+    }
 }

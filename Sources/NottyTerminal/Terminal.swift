@@ -201,9 +201,9 @@ public final class Terminal: @unchecked Sendable {
                 pair = entry.pair
                 attributes |= entry.extra
             }
-            var text = cellScalars(cell.character).map { wchar_t(bitPattern: $0) }
-            text.append(0)
-            _ = notty_put_cell(win, Int32(run.row), Int32(column), text, attributes, pair)
+            _ = withCellScalars(cell.character) { text in
+                notty_put_cell(win, Int32(run.row), Int32(column), text, attributes, pair)
+            }
         }
     }
 
