@@ -92,41 +92,46 @@ public final class LocalStore: Sendable {
                 """)
         }
         // Positions without stepping over index entries: how many visible rows each bucket has
-        // per block of creation time, at four block sizes, kept exact by triggers (see ViewIndex).
+        // per block of creation time, at four block sizes, kept exact by triggers (see ViewIndex;
+        // a change of state, the common write, updates one row per block size).
         // Counts come from these blocks now, so their index goes (it slowed every state change).
         migrator.registerMigration("v3 view blocks") { db in
+            let buckets = ["unread", "read", "activated", "dismissed", "snoozed"]
+            let levels = [31, 24, 17, 10]  // ViewIndex.levels
             try db.execute(sql: """
                 DROP INDEX notifications_counts;
                 CREATE TABLE view_blocks (
                     level INTEGER NOT NULL,
                     block INTEGER NOT NULL,
-                    bucket TEXT NOT NULL,
-                    n INTEGER NOT NULL,
-                    PRIMARY KEY (level, block, bucket)
+                    \(buckets.map { "\($0) INTEGER NOT NULL" }.joined(separator: ",\n"))
+                    , PRIMARY KEY (level, block)
                 ) WITHOUT ROWID;
                 """)
-            func counted(_ row: String, _ n: String) -> String {
-                ViewIndex.levels.map { "(\($0), \(row).created >> \($0), \(row).bucket, \(n))" }.joined(separator: ", ")
+            // One row per level: the block of `row`'s creation time and each bucket's change.
+            func blocks(_ row: String, _ change: (String) -> String) -> String {
+                levels.map { "(\($0), \(row).created >> \($0), \(buckets.map(change).joined(separator: ", ")))" }.joined(separator: ", ")
             }
+            let added = " ON CONFLICT DO UPDATE SET " + buckets.map { "\($0) = \($0) + excluded.\($0)" }.joined(separator: ", ")
             try db.execute(sql: """
                 CREATE TRIGGER view_blocks_insert AFTER INSERT ON notifications WHEN new.hidden = 0 BEGIN
-                    INSERT INTO view_blocks VALUES \(counted("new", "1")) ON CONFLICT DO UPDATE SET n = n + excluded.n;
+                    INSERT INTO view_blocks VALUES \(blocks("new") { "new.bucket = '\($0)'" })\(added);
                 END;
                 CREATE TRIGGER view_blocks_delete AFTER DELETE ON notifications WHEN old.hidden = 0 BEGIN
-                    INSERT INTO view_blocks VALUES \(counted("old", "-1")) ON CONFLICT DO UPDATE SET n = n + excluded.n;
+                    INSERT INTO view_blocks VALUES \(blocks("old") { "-(old.bucket = '\($0)')" })\(added);
                 END;
-                CREATE TRIGGER view_blocks_update AFTER UPDATE OF bucket, hidden, created ON notifications
-                WHEN old.bucket IS NOT new.bucket OR old.hidden IS NOT new.hidden OR old.created IS NOT new.created BEGIN
-                    INSERT INTO view_blocks SELECT * FROM (VALUES \(counted("old", "-1"))) WHERE old.hidden = 0
-                        ON CONFLICT DO UPDATE SET n = n + excluded.n;
-                    INSERT INTO view_blocks SELECT * FROM (VALUES \(counted("new", "1"))) WHERE new.hidden = 0
-                        ON CONFLICT DO UPDATE SET n = n + excluded.n;
+                CREATE TRIGGER view_blocks_restate AFTER UPDATE OF bucket, hidden ON notifications
+                WHEN old.created = new.created AND (old.bucket IS NOT new.bucket OR old.hidden IS NOT new.hidden) BEGIN
+                    INSERT INTO view_blocks VALUES \(blocks("new") { "(new.hidden = 0 AND new.bucket = '\($0)') - (old.hidden = 0 AND old.bucket = '\($0)')" })\(added);
+                END;
+                CREATE TRIGGER view_blocks_move AFTER UPDATE OF created ON notifications WHEN old.created IS NOT new.created BEGIN
+                    INSERT INTO view_blocks SELECT * FROM (VALUES \(blocks("old") { "-(old.bucket = '\($0)')" })) WHERE old.hidden = 0\(added);
+                    INSERT INTO view_blocks SELECT * FROM (VALUES \(blocks("new") { "new.bucket = '\($0)'" })) WHERE new.hidden = 0\(added);
                 END;
                 """)
-            for level in ViewIndex.levels {
+            for level in levels {
                 try db.execute(sql: """
-                    INSERT INTO view_blocks SELECT \(level), created >> \(level), bucket, count(*)
-                    FROM notifications WHERE hidden = 0 GROUP BY 2, 3
+                    INSERT INTO view_blocks SELECT \(level), created >> \(level), \(buckets.map { "sum(bucket = '\($0)')" }.joined(separator: ", "))
+                    FROM notifications WHERE hidden = 0 GROUP BY 2
                     """)
             }
         }

@@ -178,13 +178,15 @@ extension LocalStore {
     public func counts(now: Date = Date()) throws -> ViewCounts {
         try pool.read { db in
             var counts = ViewCounts()
-            let rows = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT bucket, sum(n) FROM view_blocks WHERE level = ? GROUP BY bucket"),
-                arguments: [ViewIndex.levels[0]])
-            for row in rows {
-                let n: Int = row[1]
-                counts[NotificationView(rawValue: row[0]) ?? .all] += n
-                counts.all += n
+            let views: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
+            if let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT \(views.map { "sum(\($0.rawValue))" }.joined(separator: ", ")) FROM view_blocks WHERE level = ?"),
+                arguments: [ViewIndex.levels[0]]) {
+                for (index, view) in views.enumerated() {
+                    let n = row[index] as Int? ?? 0
+                    counts[view] = n
+                    counts.all += n
+                }
             }
             for exception in try ViewIndex.exceptions(db, now: now) {
                 counts[NotificationView(rawValue: exception.bucket) ?? .all] -= 1

@@ -14,7 +14,8 @@ import NottyCore
 /// and steps over the rows of one smallest block, wherever `n` is in a view of any length.
 struct ViewIndex {
     /// Block sizes as right shifts of the creation time in milliseconds, largest first. Fixed
-    /// by migration v3: another set needs a new migration.
+    /// by migration v3 (another set needs a new migration), which also names the buckets'
+    /// columns.
     static let levels: [Int64] = [31, 24, 17, 10]
     static var finest: Int64 { levels[levels.count - 1] }
 
@@ -28,13 +29,14 @@ struct ViewIndex {
 
     let db: Database
     let view: NotificationView
-    let buckets: [String]
+    /// The `view_blocks` columns that add up to the view.
+    let columns: String
     let exceptions: [Exception]
 
     init(_ db: Database, view: NotificationView, now: Date) throws {
         self.db = db
         self.view = view
-        buckets = view == .all ? ["activated", "dismissed", "read", "snoozed", "unread"] : [view.rawValue]
+        columns = view == .all ? "unread + read + activated + dismissed + snoozed" : view.rawValue
         exceptions = try Self.exceptions(db, now: now).compactMap { row in
             let counted = view == .all || row.bucket == view.rawValue
             let member = row.view.map { view == .all || $0 == view } ?? false
@@ -77,15 +79,13 @@ struct ViewIndex {
     /// The rows of the view per block of `level` among blocks `from..<below` (nil: unbounded),
     /// corrections included.
     func blocks(level: Int64, from: Int64?, below: Int64?) throws -> [Int64: Int] {
-        var sql = "SELECT block, sum(n) FROM view_blocks WHERE level = ?"
+        var sql = "SELECT block, \(columns) FROM view_blocks WHERE level = ?"
         var arguments: StatementArguments = [level]
         if let from { sql += " AND block >= ?"; arguments += [from] }
         if let below { sql += " AND block < ?"; arguments += [below] }
-        sql += " AND bucket IN (\(buckets.map { _ in "?" }.joined(separator: ", "))) GROUP BY block"
-        arguments += StatementArguments(buckets)
         var counts: [Int64: Int] = [:]
         let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
-        while let row = try rows.next() { counts[row[0], default: 0] += row[1] as Int }
+        while let row = try rows.next() { counts[row[0]] = row[1] }
         for exception in exceptions {
             let block = exception.created >> level
             if from.map({ block >= $0 }) ?? true, below.map({ block < $0 }) ?? true {
