@@ -211,7 +211,7 @@ extension LocalStore {
                     try db.cachedStatement(sql: "DELETE FROM notifications WHERE id = ?").execute(arguments: [change.id])
                     try db.cachedStatement(sql: "DELETE FROM outbox WHERE notification_id = ?").execute(arguments: [change.id])
                 } else {
-                    try storeServiceState(db, change, onlyIfNotOlder: false, announce: !firstSync)
+                    try storeServiceState(db, change, onlyIfNotOlder: false, announce: !firstSync, mayExist: since != nil)
                     if pending.contains(change.id) { try refreshShown(db, id: change.id) }
                 }
             }
@@ -244,8 +244,10 @@ extension LocalStore {
     }
 
     /// Writes the service's view of a notification. New notifications and re-published ones
-    /// (a new `createdDateTime`) are marked to be announced by `notty poll`.
-    func storeServiceState(_ db: Database, _ n: UserNotification, onlyIfNotOlder: Bool, announce: Bool = true) throws {
+    /// (a new `createdDateTime`) are marked to be announced by `notty poll`. When the row may
+    /// exist, a change of state alone (the common change) updates only the state columns, so
+    /// that indexes without them are left alone.
+    func storeServiceState(_ db: Database, _ n: UserNotification, onlyIfNotOlder: Bool, announce: Bool = true, mayExist: Bool = true) throws {
         let modified = ISOTime.millis(n.lastModifiedDateTime)
         if onlyIfNotOlder,
            let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT modified FROM notifications WHERE id = ?"), arguments: [n.id]),
@@ -261,6 +263,22 @@ extension LocalStore {
         }
         let read = n.readState.rawValue, action = n.userActionState.rawValue
         let until = n.userActionState == .snoozed ? n.snoozedUntil.map(ISOTime.millis) : nil
+        let bucket = Self.bucket(read: read, action: action)
+        let created = ISOTime.millis(n.createdDateTime), expires = ISOTime.millis(n.expirationDateTime)
+        if mayExist {
+            try db.cachedStatement(sql: """
+                UPDATE notifications SET modified = ?, s_read = ?, s_action = ?, s_snoozed = ?,
+                    read_state = ?, action_state = ?, snoozed_until = ?, bucket = ?, stale = 0
+                WHERE id = ? AND hidden = 0 AND created = ? AND expires = ? AND app_notification_id = ? AND app = ?
+                    AND group_name IS ? AND priority = ? AND title IS ? AND body IS ? AND raw_content IS ? AND ttl IS ? AND policies IS ?
+                """).execute(arguments: [
+                    modified, read, action, until, read, action, until, bucket,
+                    n.id, created, expires, n.appNotificationId, n.targetHostName,
+                    n.groupName, n.priority.rawValue, n.payload.visualContent?.title, n.payload.visualContent?.body,
+                    n.payload.rawContent, n.displayTimeToLive, policies,
+                ])
+            if db.changesCount == 1 { return }
+        }
         try db.cachedStatement(sql: """
             INSERT INTO notifications (id, app_notification_id, app, group_name, priority, title, body, raw_content, ttl, policies,
                 created, expires, modified, s_read, s_action, s_snoozed, read_state, action_state, snoozed_until, bucket, announced, stale)
@@ -277,8 +295,7 @@ extension LocalStore {
             """).execute(arguments: [
                 n.id, n.appNotificationId, n.targetHostName, n.groupName, n.priority.rawValue,
                 n.payload.visualContent?.title, n.payload.visualContent?.body, n.payload.rawContent, n.displayTimeToLive, policies,
-                ISOTime.millis(n.createdDateTime), ISOTime.millis(n.expirationDateTime), modified,
-                read, action, until, read, action, until, Self.bucket(read: read, action: action), announce ? 0 : 1,
+                created, expires, modified, read, action, until, read, action, until, bucket, announce ? 0 : 1,
             ])
     }
 
