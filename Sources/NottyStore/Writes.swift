@@ -204,6 +204,11 @@ extension LocalStore {
             // Only notifications with pending changes need their shown state worked out again;
             // for the others it is the service's, which the upsert writes.
             let pending = Set(try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT notification_id FROM outbox")))
+            // Which rows exist, asked once for the page (an initial sync's pages are all new).
+            let ids = page.changes.map(\.id)
+            let existing = ids.isEmpty ? [] : Set(try String.fetchAll(
+                db, sql: "SELECT id FROM notifications WHERE id IN (\(ids.map { _ in "?" }.joined(separator: ",")))",
+                arguments: StatementArguments(ids)))
             var newest: Int64 = 0
             for change in page.changes {
                 newest = max(newest, ISOTime.millis(change.lastModifiedDateTime))
@@ -211,7 +216,7 @@ extension LocalStore {
                     try db.cachedStatement(sql: "DELETE FROM notifications WHERE id = ?").execute(arguments: [change.id])
                     try db.cachedStatement(sql: "DELETE FROM outbox WHERE notification_id = ?").execute(arguments: [change.id])
                 } else {
-                    try storeServiceState(db, change, onlyIfNotOlder: false, announce: !firstSync, mayExist: since != nil)
+                    try storeServiceState(db, change, onlyIfNotOlder: false, announce: !firstSync, mayExist: existing.contains(change.id))
                     if pending.contains(change.id) { try refreshShown(db, id: change.id) }
                 }
             }
