@@ -59,7 +59,6 @@ let package = Package(
             dependencies: [
                 "NottyCore",
                 "NottyStore",
-                "NottyTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

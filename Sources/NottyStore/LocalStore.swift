@@ -201,12 +201,11 @@ public final class LocalStore: Sendable {
     // MARK: - Hybrid logical clock
 
     /// The next `changedAt` for a change made on this device: the wall clock in milliseconds,
-    /// but always after every clock this device has written or seen.
+    /// but always after every clock this device has written or seen. The caller writes the
+    /// last clock it used back to `hlc`.
     func nextClock(_ db: Database, now: Date) throws -> Int64 {
         let last = try meta(db, "hlc").flatMap(Int64.init) ?? 0
-        let next = max(ISOTime.millis(now), last + 1)
-        try setMeta(db, "hlc", String(next))
-        return next
+        return max(ISOTime.millis(now), last + 1)
     }
 
     /// Moves the clock past a time seen from the service (the receive rule of an HLC).

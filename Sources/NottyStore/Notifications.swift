@@ -83,11 +83,12 @@ extension LocalStore {
     public func window(view: NotificationView, query: String = "", offset: Int = 0, limit: Int, total: Int? = nil, now: Date = Date()) throws -> [UserNotification] {
         guard limit > 0, offset >= 0 else { return [] }
         return try pool.read { db in
-            let branches = try self.branches(db, view, now: now, query: query)
             if ViewFilter.isEmpty(query) {
-                guard let start = try ViewIndex(db, view: view, now: now).start(of: offset) else { return [] }
-                return try Self.rows(db, branches, below: start.below, skip: start.skip, limit: limit, descending: true)
+                let index = try ViewIndex(db, view: view, now: now)
+                guard let start = try index.start(of: offset) else { return [] }
+                return try Self.rows(db, index.branches, below: start.below, skip: start.skip, limit: limit, descending: true)
             }
+            let branches = try self.branches(db, view, now: now, query: query)
             // Nearer the end: the same rows, counted from the end in ascending order.
             if let total, offset > total - offset - limit {
                 let end = min(offset + limit, total)
@@ -155,18 +156,18 @@ extension LocalStore {
     public func position(of id: String, view: NotificationView, query: String = "", now: Date = Date()) throws -> Int? {
         try pool.read { db in
             guard let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT created, hidden, bucket, read_state, snoozed_until, expires FROM notifications WHERE id = ?"),
+                db.cachedStatement(sql: "SELECT created, hidden, read_state, action_state, snoozed_until, expires FROM notifications WHERE id = ?"),
                 arguments: [id])
             else { return nil }
             let created: Int64 = row[0]
-            let branches = try branches(db, view, now: now, query: query)
             if ViewFilter.isEmpty(query) {
                 guard (row[1] as Int) == 0,
-                      let shown = ViewIndex.view(bucket: row[2], readState: row[3], snoozedUntil: row[4], expires: row[5], now: ISOTime.millis(now)),
+                      let shown = ViewIndex.view(readState: row[2], actionState: row[3], snoozedUntil: row[4], expires: row[5], now: ISOTime.millis(now)),
                       view == .all || view == shown
                 else { return nil }
-                return try ViewIndex(db, view: view, now: now).rank(created: created, id: id, branches: branches)
+                return try ViewIndex(db, view: view, now: now).rank(created: created, id: id)
             }
+            let branches = try branches(db, view, now: now, query: query)
             let inView = try count(db, branches, extra: "AND id = ?", extraArguments: [id])
             guard inView == 1 else { return nil }
             return try count(db, branches, extra: "AND (created > ? OR (created = ? AND id > ?))", extraArguments: [created, created, id])
@@ -178,18 +179,17 @@ extension LocalStore {
     public func counts(now: Date = Date()) throws -> ViewCounts {
         try pool.read { db in
             var counts = ViewCounts()
-            let views: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
             if let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT \(views.map { "sum(\($0.rawValue))" }.joined(separator: ", ")) FROM view_blocks WHERE level = ?"),
+                db.cachedStatement(sql: "SELECT \(ViewIndex.buckets.map { "sum(\($0.rawValue))" }.joined(separator: ", ")) FROM view_blocks WHERE level = ?"),
                 arguments: [ViewIndex.levels[0]]) {
-                for (index, view) in views.enumerated() {
+                for (index, view) in ViewIndex.buckets.enumerated() {
                     let n = row[index] as Int? ?? 0
                     counts[view] = n
                     counts.all += n
                 }
             }
             for exception in try ViewIndex.exceptions(db, now: now) {
-                counts[NotificationView(rawValue: exception.bucket) ?? .all] -= 1
+                counts[exception.bucket ?? .all] -= 1
                 counts.all -= 1
                 if let view = exception.view {
                     counts[view] += 1

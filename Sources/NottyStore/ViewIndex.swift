@@ -18,17 +18,19 @@ struct ViewIndex {
     /// columns.
     static let levels: [Int64] = [31, 24, 17, 10]
     static var finest: Int64 { levels[levels.count - 1] }
+    /// The five partitioning views: each is a bucket and a `view_blocks` column (migration v3).
+    static let buckets: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
 
     /// A row whose view at `now` is not the one its bucket says.
     struct Exception {
         var created: Int64
-        var id: String
         /// +1: in the view though its bucket is not counted for it; -1: counted but not in it.
         var delta: Int
     }
 
     let db: Database
     let view: NotificationView
+    let now: Date
     /// The `view_blocks` columns that add up to the view.
     let columns: String
     let exceptions: [Exception]
@@ -36,41 +38,48 @@ struct ViewIndex {
     init(_ db: Database, view: NotificationView, now: Date) throws {
         self.db = db
         self.view = view
-        columns = view == .all ? "unread + read + activated + dismissed + snoozed" : view.rawValue
+        self.now = now
+        columns = (view == .all ? Self.buckets : [view]).map(\.rawValue).joined(separator: " + ")
         exceptions = try Self.exceptions(db, now: now).compactMap { row in
-            let counted = view == .all || row.bucket == view.rawValue
+            let counted = view == .all || row.bucket == view
             let member = row.view.map { view == .all || $0 == view } ?? false
             guard counted != member else { return nil }
-            return Exception(created: row.created, id: row.id, delta: member ? 1 : -1)
+            return Exception(created: row.created, delta: member ? 1 : -1)
         }
     }
 
+    /// The view's index ranges (``ViewFilter``); Unread and Read take the range of ended
+    /// snoozes only while one of theirs has ended (then it is among the exceptions).
+    var branches: [ViewFilter.Branch] {
+        let branches = ViewFilter.branches(view, now: now, query: "")
+        return branches.count > 1 && !exceptions.contains(where: { $0.delta > 0 }) ? Array(branches.dropLast()) : branches
+    }
+
     /// The view among the five partitioning ones that a visible row is in at `now` (in
-    /// milliseconds, as stored), nil when it has expired: its bucket, unless that is a snooze
-    /// that has ended.
-    static func view(bucket: String, readState: String, snoozedUntil: Int64?, expires: Int64, now: Int64) -> NotificationView? {
+    /// milliseconds, as stored; SPEC §1), nil when it has expired.
+    static func view(readState: String, actionState: String, snoozedUntil: Int64?, expires: Int64, now: Int64) -> NotificationView? {
         guard expires > now else { return nil }
-        if bucket == "snoozed", (snoozedUntil ?? now) <= now {
-            return readState == ReadState.read.rawValue ? .read : .unread
-        }
-        return NotificationView(rawValue: bucket)
+        return NotificationView.partition(
+            readState: ReadState(spelling: readState) ?? .unread,
+            userActionState: UserActionState(spelling: actionState) ?? .noInteraction,
+            snoozedUntil: snoozedUntil.map(ISOTime.date(millis:)), now: ISOTime.date(millis: now))
     }
 
     /// The rows whose view differs from their bucket at `now`, with their view (nil: none):
     /// expired ones and ended snoozes.
-    static func exceptions(_ db: Database, now: Date) throws -> [(created: Int64, id: String, bucket: String, view: NotificationView?)] {
+    static func exceptions(_ db: Database, now: Date) throws -> [(created: Int64, bucket: NotificationView?, view: NotificationView?)] {
         let millis = ISOTime.millis(now)
         let rows = try Row.fetchAll(
             db.cachedStatement(sql: """
-                SELECT created, id, bucket, read_state, snoozed_until, expires FROM notifications WHERE hidden = 0 AND expires <= ?
+                SELECT created, bucket, read_state, action_state, snoozed_until, expires FROM notifications WHERE hidden = 0 AND expires <= ?
                 UNION ALL
-                SELECT created, id, bucket, read_state, snoozed_until, expires FROM notifications INDEXED BY notifications_snoozes
+                SELECT created, bucket, read_state, action_state, snoozed_until, expires FROM notifications INDEXED BY notifications_snoozes
                 WHERE bucket = 'snoozed' AND snoozed_until <= ? AND hidden = 0 AND expires > ?
                 """),
             arguments: [millis, millis, millis])
         return rows.map { row in
-            (created: row[0], id: row[1], bucket: row[2],
-             view: view(bucket: row[2], readState: row[3], snoozedUntil: row[4], expires: row[5], now: millis))
+            (created: row[0], bucket: NotificationView(rawValue: row[1]),
+             view: view(readState: row[2], actionState: row[3], snoozedUntil: row[4], expires: row[5], now: millis))
         }
     }
 
@@ -109,8 +118,8 @@ struct ViewIndex {
     }
 
     /// How many rows of the view come before (are newer than) the row `created`, `id`; the
-    /// rows of its own smallest block are counted with `branches`, the view's filter.
-    func rank(created: Int64, id: String, branches: [ViewFilter.Branch]) throws -> Int {
+    /// rows of its own smallest block are counted with the view's filter.
+    func rank(created: Int64, id: String) throws -> Int {
         var rank = 0
         var parent: Int64?
         for (index, level) in Self.levels.enumerated() {

@@ -60,7 +60,7 @@ extension LocalStore {
             var before: [ShownState] = []
             // One clock read for the whole batch: after the first, each action's clock is the
             // previous one + 1 (what reading and writing `hlc` each time would give), and `hlc`
-            // is written once at the end.
+            // is written once, at the end.
             var lastClock: Int64?
             for (id, action) in actions {
                 guard let row = try Row.fetchOne(
@@ -91,7 +91,7 @@ extension LocalStore {
                     """).execute(arguments: [UUID().uuidString.lowercased(), id, op, read, state, until, clock, ISOTime.millis(now)])
                 try refreshShown(db, id: id)
             }
-            if before.count > 1, let lastClock { try setMeta(db, "hlc", String(lastClock)) }
+            if let lastClock { try setMeta(db, "hlc", String(lastClock)) }
             if !before.isEmpty { try bumpRevision(db) }
             return before
         }
