@@ -36,49 +36,6 @@ struct NotificationColumns {
     var fallbackPolicy: String?
     var seq: Int64
 
-    init(
-        id: String, userId: String, hostName: String, appNotificationId: String, groupName: String?, priority: String,
-        rawContent: String?, hasVisual: Bool, title: String?, body: String?, displayTTL: Int64?, expires: Int64, created: Int64,
-        modified: Int64, deleted: Bool, readState: String, readAt: Int64, actionState: String, snoozedUntil: Int64?,
-        actionAt: Int64, targetPolicy: String?, fallbackPolicy: String?, seq: Int64
-    ) {
-        self.id = id
-        self.userId = userId
-        self.hostName = hostName
-        self.appNotificationId = appNotificationId
-        self.groupName = groupName
-        self.priority = priority
-        self.rawContent = rawContent
-        self.hasVisual = hasVisual
-        self.title = title
-        self.body = body
-        self.displayTTL = displayTTL
-        self.expires = expires
-        self.created = created
-        self.modified = modified
-        self.deleted = deleted
-        self.readState = readState
-        self.readAt = readAt
-        self.actionState = actionState
-        self.snoozedUntil = snoozedUntil
-        self.actionAt = actionAt
-        self.targetPolicy = targetPolicy
-        self.fallbackPolicy = fallbackPolicy
-        self.seq = seq
-    }
-
-    init(_ s: StoredNotification) {
-        let n = s.notification
-        self.init(
-            id: n.id, userId: s.userId, hostName: n.targetHostName, appNotificationId: n.appNotificationId, groupName: n.groupName,
-            priority: n.priority.rawValue, rawContent: n.payload.rawContent, hasVisual: n.payload.visualContent != nil,
-            title: n.payload.visualContent?.title, body: n.payload.visualContent?.body, displayTTL: n.displayTimeToLive.map(Int64.init),
-            expires: ISOTime.millis(n.expirationDateTime), created: ISOTime.millis(n.createdDateTime),
-            modified: ISOTime.millis(n.lastModifiedDateTime), deleted: n.status == .deleted, readState: n.readState.rawValue,
-            readAt: s.readChangedAt, actionState: n.userActionState.rawValue, snoozedUntil: n.snoozedUntil.map { ISOTime.millis($0) },
-            actionAt: s.actionChangedAt, targetPolicy: n.targetPolicy?.jsonText, fallbackPolicy: n.fallbackPolicy?.jsonText, seq: s.seq)
-    }
-
     var stored: StoredNotification {
         let notification = UserNotification(
             id: id, appNotificationId: appNotificationId, targetHostName: hostName, groupName: groupName,
@@ -92,5 +49,20 @@ struct NotificationColumns {
             targetPolicy: targetPolicy.flatMap { JSONValue(jsonText: $0) },
             fallbackPolicy: fallbackPolicy.flatMap { JSONValue(jsonText: $0) })
         return StoredNotification(userId: userId, notification: notification, readChangedAt: readAt, actionChangedAt: actionAt, seq: seq)
+    }
+}
+
+// In an extension, so that Swift still writes the memberwise initialiser the backends use.
+extension NotificationColumns {
+    init(_ s: StoredNotification) {
+        let n = s.notification
+        self.init(
+            id: n.id, userId: s.userId, hostName: n.targetHostName, appNotificationId: n.appNotificationId, groupName: n.groupName,
+            priority: n.priority.rawValue, rawContent: n.payload.rawContent, hasVisual: n.payload.visualContent != nil,
+            title: n.payload.visualContent?.title, body: n.payload.visualContent?.body, displayTTL: n.displayTimeToLive.map(Int64.init),
+            expires: ISOTime.millis(n.expirationDateTime), created: ISOTime.millis(n.createdDateTime),
+            modified: ISOTime.millis(n.lastModifiedDateTime), deleted: n.status == .deleted, readState: n.readState.rawValue,
+            readAt: s.readChangedAt, actionState: n.userActionState.rawValue, snoozedUntil: n.snoozedUntil.map { ISOTime.millis($0) },
+            actionAt: s.actionChangedAt, targetPolicy: n.targetPolicy?.jsonText, fallbackPolicy: n.fallbackPolicy?.jsonText, seq: s.seq)
     }
 }

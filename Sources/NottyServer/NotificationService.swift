@@ -29,17 +29,19 @@ public final class NotificationService: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.limiter = RateLimiter(rate: config.publishRate, burst: config.publishBurst)
-        storage.setChangeHandler { [hub, latestCursors] cursors in
+        // A change: what conditional polls compare with, and a frame to every connected device.
+        let changed: @Sendable ([String: Int64]) -> Void = { [hub, latestCursors] cursors in
             latestCursors.advance(cursors)
             hub.ring(cursors)
         }
+        storage.setChangeHandler(changed)
         storage.setResyncHandler { [hub, latestCursors, storage, logger] in
             latestCursors.removeAll()
             let users = hub.connectedUserIds
             Task {
                 for userId in users {
                     do {
-                        hub.ring([userId: try await storage.latestSeq(userId: userId)])
+                        changed([userId: try await storage.latestSeq(userId: userId)])
                     } catch {
                         logger.warning("cannot re-check a connected user after a resync", metadata: ["error": "\(error)"])
                     }

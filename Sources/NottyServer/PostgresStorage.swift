@@ -158,10 +158,8 @@ public final class PostgresStorage: NotificationStorage {
             try await connection.exec(
                 "CREATE TABLE IF NOT EXISTS notty_migrations (name TEXT PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now())",
                 logger: self.logger)
-            var applied = Set<String>()
-            for try await name in try await connection.query("SELECT name FROM notty_migrations", logger: self.logger).decode(String.self) {
-                applied.insert(name)
-            }
+            let names: [String] = try await connection.query("SELECT name FROM notty_migrations", logger: self.logger).collect(String.self)
+            let applied = Set(names)
             for migration in Self.migrations where !applied.contains(migration.name) {
                 for statement in migration.statements {
                     try await connection.exec(PostgresQuery(unsafeSQL: statement), logger: self.logger)
@@ -177,7 +175,7 @@ public final class PostgresStorage: NotificationStorage {
     }
 
     public func ping() async throws {
-        try await run { connection in try await connection.exec("SELECT 1", logger: self.logger) }
+        try await execute("SELECT 1")
     }
 
     public func setChangeHandler(_ handler: @escaping @Sendable ([String: Int64]) -> Void) {
@@ -294,11 +292,9 @@ public final class PostgresStorage: NotificationStorage {
         }
         var reserved: [Int64] = []
         if positions > 0 {
-            for try await seq in try await connection.query(
+            reserved = try await connection.query(
                 "SELECT nextval('notty_seq') FROM generate_series(1, \(positions))", logger: logger
-            ).decode(Int64.self) {
-                reserved.append(seq)
-            }
+            ).collect(Int64.self)
         }
         return WriteContext(reserved: reserved.sorted())
     }
@@ -575,9 +571,7 @@ public final class PostgresStorage: NotificationStorage {
     }
 
     public func revokeTokens(hashes: [String]) async throws {
-        try await run { connection in
-            try await connection.exec("UPDATE tokens SET revoked = true WHERE hash = ANY(\(hashes))", logger: self.logger)
-        }
+        try await execute("UPDATE tokens SET revoked = true WHERE hash = ANY(\(hashes))")
     }
 
     // MARK: - Subscriptions

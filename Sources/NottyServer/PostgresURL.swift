@@ -16,7 +16,7 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     public var host: String
     public var port: Int
     /// A Unix socket directory, when `host` is a path.
-    public var socketDirectory: String?
+    public var socketDirectory: String? { host.hasPrefix("/") ? host : nil }
     public var user: String
     public var password: String?
     public var database: String
@@ -32,7 +32,6 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         for item in components.queryItems ?? [] { query[item.name] = item.value ?? "" }
         let hostParameter = query["host"]
         let host = components.host.flatMap { $0.isEmpty ? nil : $0.removingPercentEncoding } ?? hostParameter ?? "127.0.0.1"
-        self.socketDirectory = host.hasPrefix("/") ? host : nil
         self.host = host
         self.port = components.port ?? query["port"].flatMap { Int($0) } ?? 5432
         guard (1...65535).contains(port) else { throw PostgresURLError("the port in the PostgreSQL URL must be 1…65535") }
@@ -40,7 +39,7 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         self.password = components.password?.removingPercentEncoding ?? query["password"]
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         self.database = path.isEmpty ? (query["dbname"] ?? user) : (path.removingPercentEncoding ?? path)
-        let loopback = socketDirectory != nil || ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host)
+        let loopback = host.hasPrefix("/") || ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host)
         if let mode = query["sslmode"] {
             switch mode {
             case "disable", "allow": tls = .disable

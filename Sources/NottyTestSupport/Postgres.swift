@@ -13,7 +13,7 @@ public enum TestPostgres {
         guard findProgram("initdb", extraDirectories: postgresBinDirectories) != nil else {
             return "PostgreSQL's initdb was not found (apt-get install -y postgresql, or set NOTTY_TEST_POSTGRES_URL)"
         }
-        guard findProgram("psql", extraDirectories: postgresBinDirectories) != nil else {
+        guard psqlPath != nil else {
             return "psql was not found (apt-get install -y postgresql-client, or set NOTTY_TEST_POSTGRES_URL)"
         }
         return nil
@@ -99,9 +99,12 @@ public enum TestPostgres {
         return url(server, database: name)
     }
 
+    /// Where `psql` is, looked up once.
+    static let psqlPath = findProgram("psql", extraDirectories: postgresBinDirectories)
+
     /// Runs SQL with `psql` (stops at the first error).
     public static func psql(_ url: String, _ sql: String) throws {
-        let psql = findProgram("psql", extraDirectories: postgresBinDirectories) ?? "psql"
+        let psql = psqlPath ?? "psql"
         let (status, output) = try Repository.run([psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
         guard status == 0 else { throw SupportError("psql failed (\(sql)): \(output)") }
     }

@@ -59,13 +59,14 @@ public struct NottyCLI: Sendable {
         if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
         try stdin.fileHandleForWriting.close()
         // Read both pipes concurrently so a chatty stderr cannot block the child.
-        let errData = LockedData()
-        let reader = Thread { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+        let errData = Locked<Data?>(nil)
+        let reader = Thread { let data = err.fileHandleForReading.readDataToEndOfFile(); errData.update { $0 = data } }
         reader.start()
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        while !errData.done { usleep(1000) }
-        return Result(status: process.terminationStatus, out: String(decoding: outData, as: UTF8.self), err: String(decoding: errData.value, as: UTF8.self))
+        var errText: Data? = nil
+        while errText == nil { errText = errData.value; if errText == nil { usleep(1000) } }
+        return Result(status: process.terminationStatus, out: String(decoding: outData, as: UTF8.self), err: String(decoding: errText ?? Data(), as: UTF8.self))
     }
 
     /// Starts `notty arguments…` in the background with stdout and stderr going to `log`.
@@ -82,15 +83,6 @@ public struct NottyCLI: Sendable {
         try process.run()
         return process
     }
-}
-
-final class LockedData: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    private var finished = false
-    func set(_ value: Data) { lock.lock(); data = value; finished = true; lock.unlock() }
-    var done: Bool { lock.lock(); defer { lock.unlock() }; return finished }
-    var value: Data { lock.lock(); defer { lock.unlock() }; return data }
 }
 
 /// A real `notty serve` on 127.0.0.1 with a free port, a user `alice` (password `pw`) and an

@@ -106,7 +106,7 @@ final class ServiceBench: @unchecked Sendable {
             try await group.waitForAll()
         }
         let elapsed = (ContinuousClock.now - start).seconds
-        let (ok, other) = counter.update { $0 }
+        let (ok, other) = counter.value
         return (Double(ok) / elapsed, ok, other, elapsed)
     }
 
@@ -168,7 +168,7 @@ final class ServiceBench: @unchecked Sendable {
             }
             try await group.waitForAll()
         }
-        let paced = latencies.update { $0 }
+        let paced = latencies.value
         print(String(format: "publish latency at 1,000/s (%d publishes): p50 %.2f ms, p99 %.2f ms, max %.2f ms", paced.count, percentile(paced, 50), percentile(paced, 99), paced.max() ?? 0))
 
         // 3. Publish → doorbell frame at a connected device.
@@ -192,7 +192,7 @@ final class ServiceBench: @unchecked Sendable {
             try await group.waitForAll()
         }
         let pollElapsed = (ContinuousClock.now - pollStart).seconds
-        let (notModified, pollOther) = polls.update { $0 }
+        let (notModified, pollOther) = polls.value
         print(String(format: "conditional polls, 64 concurrent clients: %.0f 304s/s (%d in %.1f s, %d other)", Double(notModified) / pollElapsed, notModified, pollElapsed, pollOther))
 
         // 5. Idle connected devices and the service's memory.
@@ -215,7 +215,7 @@ final class ServiceBench: @unchecked Sendable {
         while connected.update({ $0 }) < idleCount && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
         try await Task.sleep(for: .seconds(1))
         let during = serverRSS
-        print(String(format: "idle doorbell devices: %d connected; service RSS %.0f MiB (%.0f MiB before connecting)", connected.update { $0 }, Double(during) / 1_048_576, Double(before) / 1_048_576))
+        print(String(format: "idle doorbell devices: %d connected; service RSS %.0f MiB (%.0f MiB before connecting)", connected.value, Double(during) / 1_048_576, Double(before) / 1_048_576))
         idle.forEach { $0.cancel() }
     }
 

@@ -44,4 +44,3 @@ extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
-/// A value shared between concurrent benchmark tasks.

@@ -69,7 +69,7 @@ extension ServiceBench {
             }
             try await group.waitForAll()
         }
-        let failed = failures.update { $0 }
+        let failed = failures.value
         guard failed == 0 else { throw SupportError("\(failed) publishes were not acknowledged") }
     }
 }

@@ -80,7 +80,7 @@ struct TUIBench {
         while ContinuousClock.now - burstStart < .seconds(10) {
             during.append(try terminal.keyToFrame(during.count % 2 == 0 ? "j" : "k"))
             try await Task.sleep(for: .milliseconds(10))
-            if !applied, try store.count(view: .dismissed) >= ids.count, ContinuousClock.now - burstStart > .seconds(2) {
+            if try store.count(view: .dismissed) >= ids.count, ContinuousClock.now - burstStart > .seconds(2) {
                 applied = true
                 break
             }

@@ -204,7 +204,6 @@ struct LiveTests {
     }
 }
 
-/// A value shared between concurrent test tasks.
 /// Requests to a live service over real sockets, counting every status seen.
 struct LoopbackHTTP: Sendable {
     let http: HTTPClient

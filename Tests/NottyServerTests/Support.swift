@@ -37,21 +37,19 @@ struct Harness {
     let clock: ManualClock?
 
     init(_ backend: Backend = .sqlite, clock: ManualClock? = nil, configure: (inout ServiceConfig) -> Void = { _ in }) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = Repository.temporaryDirectory("notty-test")
         try await self.init(storage: backend.makeStorage(in: directory), directory: directory, clock: clock, configure: configure)
     }
 
     /// A second instance of the service on `other`'s PostgreSQL database (its own pool and listener).
-    init(sharingDatabaseOf other: Harness, configure: (inout ServiceConfig) -> Void = { _ in }) async throws {
+    init(sharingDatabaseOf other: Harness) async throws {
         let postgres = try #require(other.storage as? PostgresStorage, "only PostgreSQL is shared between instances")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-test-\(UUID().uuidString)")
-        try await self.init(storage: PostgresStorage.connect(url: postgres.url, logger: .quiet), directory: directory, clock: other.clock, configure: configure)
+        try await self.init(storage: PostgresStorage.connect(url: postgres.url, logger: .quiet), clock: other.clock)
     }
 
     /// A service on a store made elsewhere.
     init(
-        storage: any NotificationStorage, directory: URL = FileManager.default.temporaryDirectory.appendingPathComponent("notty-test-\(UUID().uuidString)"),
+        storage: any NotificationStorage, directory: URL = Repository.temporaryDirectory("notty-test"),
         clock: ManualClock? = nil, logger: Logger = Logger(label: "notty.serve"), configure: (inout ServiceConfig) -> Void = { _ in }
     ) async throws {
         self.directory = directory
@@ -66,16 +64,17 @@ struct Harness {
 
     /// Runs `test` against the in-process router, then removes the store.
     func router<T: Sendable>(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let result = await Result { try await ServerApplication.build(service: service).test(.router) { client in try await test(client) } }
-        try? await storage.close()
-        return try result.get()
+        try await run(.router, test)
     }
 
     /// Runs `test` against a live server on 127.0.0.1 with a free port.
     func live<T: Sendable>(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
+        try await run(.live, test)
+    }
+
+    private func run<T: Sendable>(_ setup: TestingSetup, _ test: @escaping @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
         defer { try? FileManager.default.removeItem(at: directory) }
-        let result = await Result { try await ServerApplication.build(service: service).test(.live) { client in try await test(client) } }
+        let result = await Result { try await ServerApplication.build(service: service).test(setup) { client in try await test(client) } }
         try? await storage.close()
         return try result.get()
     }
