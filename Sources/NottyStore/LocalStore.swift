@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NottyCore
+import Synchronization
 
 /// A device's durable copy of the signed-in user's notifications (SPEC §4 "Files").
 ///
@@ -12,6 +13,8 @@ import NottyCore
 public final class LocalStore: Sendable {
     public let path: String
     let pool: DatabasePool
+    /// The candidates of the last search with few of them (see ``SearchPlan``).
+    let searchPlan = Mutex<SearchPlan?>(nil)
 
     /// Opens (and creates) the store at `path` and migrates it.
     public init(path: String) throws {
@@ -135,6 +138,11 @@ public final class LocalStore: Sendable {
                     """)
             }
         }
+        // Search without reading every row: a trigram index of the searched text, built
+        // after the rows arrive (see SearchIndex).
+        migrator.registerMigration("v4 search index") { db in
+            try SearchIndex.migrate(db)
+        }
         return migrator
     }
 
@@ -179,6 +187,7 @@ public final class LocalStore: Sendable {
     public func bind(account: String) throws {
         try pool.write { db in
             if let current = try meta(db, "account"), current != account {
+                try SearchIndex.reset(db)
                 try db.execute(sql: "DELETE FROM notifications; DELETE FROM outbox; DELETE FROM meta;")
             }
             try setMeta(db, "account", account)

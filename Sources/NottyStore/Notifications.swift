@@ -88,6 +88,11 @@ extension LocalStore {
                 guard let start = try index.start(of: offset) else { return [] }
                 return try Self.rows(db, index.branches, below: start.below, skip: start.skip, limit: limit, descending: true)
             }
+            if let keys = try searchKeys(db, query: query) {
+                let millis = ISOTime.millis(now)
+                let inView = keys.lazy.filter { $0.isIn(view, now: millis) }.dropFirst(offset).prefix(limit)
+                return try Self.rows(db, rowids: inView.map(\.rowid))
+            }
             let branches = try self.branches(db, view, now: now, query: query)
             // Nearer the end: the same rows, counted from the end in ascending order.
             if let total, offset > total - offset - limit {
@@ -138,6 +143,10 @@ extension LocalStore {
     public func count(view: NotificationView, query: String = "", now: Date = Date()) throws -> Int {
         try pool.read { db in
             if ViewFilter.isEmpty(query) { return try ViewIndex(db, view: view, now: now).total() }
+            if let keys = try searchKeys(db, query: query) {
+                let millis = ISOTime.millis(now)
+                return keys.count { $0.isIn(view, now: millis) }
+            }
             return try count(db, branches(db, view, now: now, query: query))
         }
     }
@@ -166,6 +175,11 @@ extension LocalStore {
                       view == .all || view == shown
                 else { return nil }
                 return try ViewIndex(db, view: view, now: now).rank(created: created, id: id)
+            }
+            if let keys = try searchKeys(db, query: query) {
+                let millis = ISOTime.millis(now)
+                let inView = keys.filter { $0.isIn(view, now: millis) }
+                return inView.firstIndex { $0.id == id }
             }
             let branches = try branches(db, view, now: now, query: query)
             let inView = try count(db, branches, extra: "AND id = ?", extraArguments: [id])

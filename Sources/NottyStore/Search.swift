@@ -1,0 +1,167 @@
+import Foundation
+import GRDB
+import NottyCore
+import Synchronization
+
+/// Searching title, body, raw content, app and group (SPEC §4 `/`): a substring match,
+/// case-insensitive for ASCII letters (SQLite's `LIKE`).
+///
+/// A trigram full-text index (`search`, FTS5, migration v4) lists the candidates of a query
+/// of three or more characters without reading every row. It is built after the rows arrive,
+/// not while they are synced (the initial sync would take a third longer): every row whose
+/// rowid is at most `search_progress.indexed` is in it, triggers keep those rows current, and
+/// ``indexForSearch(rows:)`` adds the rest in small transactions. Rows above the mark are
+/// matched with `LIKE`; every candidate is checked with `LIKE`, so the answer is the same
+/// whatever part of the store is indexed.
+///
+/// A query with few candidates (``SearchPlan/candidateLimit``) is answered from their keys,
+/// sorted here. One with many has many matches in most views, and its rows are found by
+/// stepping over the view's index in order until the window is full (``ViewFilter``); how
+/// many there are is then a scan of the view, which a UI counts in the background.
+enum SearchIndex {
+    static func migrate(_ db: Database) throws {
+        let columns = ["title", "body", "raw_content", "app", "group_name"]
+        func values(_ row: String) -> String { columns.map { "\(row).\($0)" }.joined(separator: ", ") }
+        let list = columns.joined(separator: ", ")
+        let indexed = "(SELECT indexed FROM search_progress)"
+        try db.execute(sql: """
+            CREATE TABLE search_progress (indexed INTEGER NOT NULL);
+            INSERT INTO search_progress VALUES (0);
+            CREATE VIRTUAL TABLE search USING fts5(\(list), content = 'notifications', content_rowid = 'rowid', tokenize = 'trigram');
+            CREATE TRIGGER search_insert AFTER INSERT ON notifications WHEN new.rowid <= \(indexed) BEGIN
+                INSERT INTO search (rowid, \(list)) VALUES (new.rowid, \(values("new")));
+            END;
+            CREATE TRIGGER search_delete AFTER DELETE ON notifications WHEN old.rowid <= \(indexed) BEGIN
+                INSERT INTO search (search, rowid, \(list)) VALUES ('delete', old.rowid, \(values("old")));
+            END;
+            CREATE TRIGGER search_update AFTER UPDATE OF \(list) ON notifications
+            WHEN old.rowid <= \(indexed) AND (\(columns.map { "old.\($0) IS NOT new.\($0)" }.joined(separator: " OR "))) BEGIN
+                INSERT INTO search (search, rowid, \(list)) VALUES ('delete', old.rowid, \(values("old")));
+                INSERT INTO search (rowid, \(list)) VALUES (new.rowid, \(values("new")));
+            END;
+            """)
+    }
+
+    /// The highest rowid up to which every row is indexed.
+    static func indexed(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT indexed FROM search_progress")) ?? 0
+    }
+
+    /// The whole index forgotten (every row deleted with it): the next rows arrive unindexed.
+    static func reset(_ db: Database) throws {
+        try db.execute(sql: "INSERT INTO search (search) VALUES ('delete-all'); UPDATE search_progress SET indexed = 0")
+    }
+}
+
+/// What a search needs of a matching row to place it: its order and its view.
+struct SearchKey: Sendable {
+    var rowid: Int64
+    var created: Int64
+    var id: String
+    var hidden: Bool
+    var readState: String
+    var actionState: String
+    var snoozedUntil: Int64?
+    var expires: Int64
+
+    func isIn(_ view: NotificationView, now: Int64) -> Bool {
+        guard !hidden, let shown = ViewIndex.view(readState: readState, actionState: actionState, snoozedUntil: snoozedUntil, expires: expires, now: now) else { return false }
+        return view == .all || view == shown
+    }
+}
+
+/// The matches of the last query with few candidates, kept for the next question about the
+/// same query while the store has not changed (a window load asks for the count, the
+/// position and the rows).
+struct SearchPlan: Sendable {
+    /// At most this many candidates are sorted here; more are found in index order.
+    static let candidateLimit = 1000
+    var query: String
+    var revision: Int64
+    /// Every row matching the query, any view, newest first.
+    var keys: [SearchKey]
+}
+
+extension LocalStore {
+    /// Adds up to `rows` not yet indexed rows to the search index in one transaction; returns
+    /// whether rows remain. The TUI calls it in the background after the store changes.
+    @discardableResult
+    public func indexForSearch(rows: Int = 2000) throws -> Bool {
+        try pool.write { db in
+            let from = try SearchIndex.indexed(db)
+            let last = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT max(rowid) FROM (SELECT rowid FROM notifications WHERE rowid > ? ORDER BY rowid LIMIT ?)"),
+                arguments: [from, rows])
+            guard let last else { return false }
+            try db.cachedStatement(sql: """
+                INSERT INTO search (rowid, title, body, raw_content, app, group_name)
+                SELECT rowid, title, body, raw_content, app, group_name FROM notifications WHERE rowid > ? AND rowid <= ?
+                """).execute(arguments: [from, last])
+            try db.cachedStatement(sql: "UPDATE search_progress SET indexed = ?").execute(arguments: [last])
+            return try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications WHERE rowid > ?)"), arguments: [last]) ?? false
+        }
+    }
+
+    /// How many rows are not in the search index yet.
+    public func rowsToIndexForSearch() throws -> Int {
+        try pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications WHERE rowid > ?", arguments: [try SearchIndex.indexed(db)]) ?? 0
+        }
+    }
+
+    /// How many rows of `view` match `query` at `now` when that is quick to know (no query,
+    /// or few candidates); nil when it takes a scan of the view (``count(view:query:now:)``).
+    public func quickCount(view: NotificationView, query: String, now: Date = Date()) throws -> Int? {
+        try pool.read { db in
+            if ViewFilter.isEmpty(query) { return try ViewIndex(db, view: view, now: now).total() }
+            let millis = ISOTime.millis(now)
+            return try searchKeys(db, query: query)?.count { $0.isIn(view, now: millis) }
+        }
+    }
+
+    /// Every row matching `query` (any view, newest first) when the search index lists at
+    /// most ``SearchPlan/candidateLimit`` candidates; nil when it lists more, or the query is
+    /// shorter than a trigram.
+    func searchKeys(_ db: Database, query: String) throws -> [SearchKey]? {
+        let text = query.trimmingCharacters(in: .whitespaces)
+        guard text.unicodeScalars.count >= 3 else { return nil }
+        let revision = try meta(db, "revision").flatMap(Int64.init) ?? 0
+        if let plan = searchPlan.withLock({ $0 }), plan.query == text, plan.revision == revision {
+            return plan.keys
+        }
+        let phrase = "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        let indexed = try SearchIndex.indexed(db)
+        let candidates = try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT count(*) FROM (SELECT 1 FROM search WHERE search MATCH ? LIMIT ?)"),
+            arguments: [phrase, SearchPlan.candidateLimit + 1]) ?? 0
+        guard candidates <= SearchPlan.candidateLimit else { return nil }
+        let pattern = "%" + likeEscaped(text) + "%"
+        let matches = "(title LIKE ?1 ESCAPE '\\' OR body LIKE ?1 ESCAPE '\\' OR raw_content LIKE ?1 ESCAPE '\\' OR app LIKE ?1 ESCAPE '\\' OR group_name LIKE ?1 ESCAPE '\\')"
+        let keys = "rowid, created, id, hidden, read_state, action_state, snoozed_until, expires"
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(sql: """
+                SELECT \(keys) FROM notifications WHERE rowid IN (SELECT rowid FROM search WHERE search MATCH ?2) AND \(matches)
+                UNION ALL
+                SELECT \(keys) FROM notifications WHERE rowid > ?3 AND \(matches)
+                """),
+            arguments: [pattern, phrase, indexed])
+        var found: [SearchKey] = []
+        while let row = try rows.next() {
+            found.append(SearchKey(
+                rowid: row[0], created: row[1], id: row[2], hidden: row[3], readState: row[4],
+                actionState: row[5], snoozedUntil: row[6], expires: row[7]))
+        }
+        found.sort { ($0.created, $0.id) > ($1.created, $1.id) }
+        searchPlan.withLock { $0 = SearchPlan(query: text, revision: revision, keys: found) }
+        return found
+    }
+
+    /// The rows with these rowids, newest first.
+    static func rows(_ db: Database, rowids: [Int64]) throws -> [UserNotification] {
+        guard !rowids.isEmpty else { return [] }
+        let marks = Array(repeating: "?", count: rowids.count).joined(separator: ", ")
+        return try notifications(
+            db.makeStatement(sql: "SELECT \(columns) FROM notifications WHERE rowid IN (\(marks)) ORDER BY created DESC, id DESC"),
+            arguments: StatementArguments(rowids))
+    }
+}
