@@ -13,12 +13,19 @@ extension TUIState {
     /// The selected row, when it is loaded.
     public var selectedRow: UserNotification? { isWindowCurrent ? window.row(at: selection) : nil }
 
-    /// How many rows to ask the shell for: three screens.
+    /// How many rows to ask the shell for around the selection: three screens (one above
+    /// and one below the visible one, wherever the selection is on it).
     var span: Int { max(30, 3 * listHeight) }
 
     /// A request for the current view and query around the selection.
     func request(anchor: String?, index: Int? = nil) -> WindowRequest {
         WindowRequest(view: view, query: query, anchorId: anchor, index: index ?? selection, span: span)
+    }
+
+    /// A request for the first rows of the current view and query: two screens (nothing
+    /// lies above the first).
+    var requestFromTop: WindowRequest {
+        WindowRequest(view: view, query: query, index: 0, span: max(20, 2 * listHeight))
     }
 }
 
@@ -117,7 +124,7 @@ extension TUIState {
         clearMarks()
         detail = nil
         awaitingLoad = true
-        return [.load(request(anchor: nil, index: 0))]
+        return [.load(requestFromTop)]
     }
 
     /// Sets the message line and returns no effects (for one-line early exits).

@@ -23,6 +23,7 @@ extension TUIState {
     /// `M`: ask before marking the whole view read.
     mutating func askMarkAllRead() -> [TUIEffect] {
         guard total > 0 else { return say(nothingToActOn) }
+        guard window.counted else { return say("Still counting the matches; press M again in a moment") }
         prompt = .confirmMarkAllRead(view: view, query: query, count: total)
         return []
     }

@@ -7,19 +7,24 @@ public struct ViewWindow: Sendable, Equatable {
     public var view: NotificationView
     /// The search text the rows match; `""` for none.
     public var query: String
-    /// How many rows of the view match the query (the length of the whole list).
+    /// How many rows of the view match the query (the length of the whole list); while
+    /// `counted` is false, only how many are known so far (the list ends at the loaded rows).
     public var total: Int
     /// The absolute index of `rows[0]` in the view.
     public var offset: Int
     /// The loaded rows, in view order (newest first).
     public var rows: [UserNotification]
+    /// Whether `total` is the whole list's length. A search with many matches is shown
+    /// before they are counted; the shell loads the window again once they are.
+    public var counted: Bool
 
-    public init(view: NotificationView, query: String = "", total: Int, offset: Int = 0, rows: [UserNotification]) {
+    public init(view: NotificationView, query: String = "", total: Int, offset: Int = 0, rows: [UserNotification], counted: Bool = true) {
         self.view = view
         self.query = query
         self.total = total
         self.offset = offset
         self.rows = rows
+        self.counted = counted
     }
 
     /// An empty window: nothing loaded yet.
@@ -41,7 +46,7 @@ public struct ViewWindow: Sendable, Equatable {
     }
 
     /// Whether every row of the view is loaded.
-    public var isComplete: Bool { offset == 0 && rows.count == total }
+    public var isComplete: Bool { counted && offset == 0 && rows.count == total }
 }
 
 /// What the UI asks the shell to load (`TUIEffect.load`).

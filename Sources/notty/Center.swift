@@ -10,17 +10,42 @@ import Synchronization
 /// Answers the UI's window requests from the store: the view's rows around the selection,
 /// read with indexed, windowed queries (never the whole view). The six counts are read again
 /// only when the store changed or a snooze or expiry came due, not on every key press.
-final class WindowLoader {
+///
+/// A search with many matches is answered before they are counted (counting them is a scan
+/// of the view): the window holds the rows around the selection and says it is not counted,
+/// a background task counts, and `recount` asks the UI to load again, which then takes the
+/// count from here while the store has not changed.
+final class WindowLoader: Sendable {
     let store: LocalStore
-    private var cached: (revision: Int64, validUntil: Date?, counts: ViewCounts)?
+    private let recount: @Sendable () -> Void
+    private let cached = Mutex<(revision: Int64, validUntil: Date?, counts: ViewCounts)?>(nil)
+    private let searchCounts = Mutex<[SearchCount: (count: Int, validUntil: Date?)]>([:])
+    private let counting = Mutex<Set<SearchCount>>([])
 
-    init(store: LocalStore) {
+    /// A search's count as of one revision of the store.
+    struct SearchCount: Hashable {
+        var view: NotificationView
+        var query: String
+        var revision: Int64
+    }
+
+    init(store: LocalStore, recount: @escaping @Sendable () -> Void) {
         self.store = store
+        self.recount = recount
     }
 
     func answer(_ request: WindowRequest, now: Date) throws -> TUIEvent {
-        let counts = try counts(now: now)
-        let total = request.query.isEmpty ? counts[request.view] : try store.count(view: request.view, query: request.query, now: now)
+        let (revision, counts) = try counts(now: now)
+        let total: Int
+        if request.query.isEmpty {
+            total = counts[request.view]
+        } else if let known = searchCount(SearchCount(view: request.view, query: request.query, revision: revision), now: now) {
+            total = known
+        } else if let quick = try store.quickCount(view: request.view, query: request.query, now: now) {
+            total = quick
+        } else {
+            return try answerBeforeCounting(request, revision: revision, counts: counts, now: now)
+        }
         let anchor = try request.anchorId.flatMap { try store.position(of: $0, view: request.view, query: request.query, now: now) }
         let (selection, offset, length) = request.placement(total: total, anchorIndex: anchor)
         let rows = length > 0 ? try store.window(view: request.view, query: request.query, offset: offset, limit: length, total: total, now: now) : []
@@ -28,14 +53,79 @@ final class WindowLoader {
         return .loaded(window, counts: counts, selection: selection)
     }
 
-    private func counts(now: Date) throws -> ViewCounts {
+    /// The rows around the selection of a search whose matches are not counted yet (found by
+    /// stepping over the view from its newest row); counting starts in the background. When
+    /// fewer rows than asked for come back, they end the list and are its count.
+    private func answerBeforeCounting(_ request: WindowRequest, revision: Int64, counts: ViewCounts, now: Date) throws -> TUIEvent {
+        let anchor = try request.anchorId.flatMap { try store.position(of: $0, view: request.view, query: request.query, now: now) }
+        let wanted = max(0, anchor ?? request.index)
+        let span = max(1, request.span)
+        let offset = max(0, wanted - span / 2)
+        var rows = try store.window(view: request.view, query: request.query, offset: offset, limit: span + 1, now: now)
+        let counted = rows.count <= span && (offset == 0 || !rows.isEmpty)
+        if !counted {
+            if rows.isEmpty {  // asked for rows past the end: count now
+                return try answer(WindowRequest(view: request.view, query: request.query, index: 0, span: span), now: now)
+            }
+            rows.removeLast()
+            countInBackground(SearchCount(view: request.view, query: request.query, revision: revision))
+        }
+        let window = ViewWindow(view: request.view, query: request.query, total: offset + rows.count, offset: offset, rows: rows, counted: counted)
+        return .loaded(window, counts: counts, selection: min(wanted, max(0, offset + rows.count - 1)))
+    }
+
+    private func searchCount(_ key: SearchCount, now: Date) -> Int? {
+        guard let known = searchCounts.withLock({ $0[key] }), known.validUntil.map({ now < $0 }) ?? true else { return nil }
+        return known.count
+    }
+
+    private func countInBackground(_ key: SearchCount) {
+        guard counting.withLock({ $0.insert(key).inserted }) else { return }
+        Task.detached { [self] in
+            let now = Date()
+            // The revision is read before counting: a count tagged with it is of that
+            // revision, or of a later one that makes the tag stale anyway.
+            if let revision = try? store.revision(), revision == key.revision,
+               let count = try? store.count(view: key.view, query: key.query, now: now) {
+                let validUntil = try? store.nextTimedChange(after: now)
+                searchCounts.withLock { counts in
+                    counts = counts.filter { $0.key.revision == key.revision }
+                    counts[key] = (count, validUntil)
+                }
+                recount()
+            }
+            counting.withLock { _ = $0.remove(key) }
+        }
+    }
+
+    private func counts(now: Date) throws -> (revision: Int64, counts: ViewCounts) {
         let revision = try store.revision()
-        if let cached, cached.revision == revision, cached.validUntil.map({ now < $0 }) ?? true {
-            return cached.counts
+        if let cached = cached.withLock({ $0 }), cached.revision == revision, cached.validUntil.map({ now < $0 }) ?? true {
+            return (revision, cached.counts)
         }
         let counts = try store.counts(now: now)
-        cached = (revision, try store.nextTimedChange(after: now), counts)
-        return counts
+        let validUntil = try store.nextTimedChange(after: now)
+        self.cached.withLock { $0 = (revision, validUntil, counts) }
+        return (revision, counts)
+    }
+}
+
+/// Adds the rows that are not in the search index yet, a few thousand per transaction, in the
+/// background whenever the store changed; one run at a time.
+final class SearchIndexer: Sendable {
+    let store: LocalStore
+    private let running = Atomic<Bool>(false)
+
+    init(store: LocalStore) {
+        self.store = store
+    }
+
+    func catchUp() {
+        guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        Task.detached(priority: .background) { [self] in
+            while !Task.isCancelled, (try? store.indexForSearch()) == true {}
+            running.store(false, ordering: .releasing)
+        }
     }
 }
 
@@ -70,17 +160,22 @@ final class Center: @unchecked Sendable {
         let signalTask = Task { [weak self] in
             for await _ in signals { self?.quitRequested.store(true, ordering: .relaxed); break }
         }
+        let indexer = SearchIndexer(store: store)
         let watcher = Task { [weak self, store] in
             var revision = (try? store.revision()) ?? 0
             var nextTimed = try? store.nextTimedChange()
+            var first = true
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(200))
+                if first { indexer.catchUp() }  // after the first frame
+                first = false
                 let now = (try? store.revision()) ?? revision
                 if now != revision {
                     revision = now
                     nextTimed = try? store.nextTimedChange()
                     self?.post(.storeChanged)
                     self?.postStatus()
+                    indexer.catchUp()
                 } else if let due = nextTimed, due <= Date() {
                     nextTimed = try? store.nextTimedChange()
                     self?.post(.storeChanged)  // a snooze ended or a notification expired
@@ -138,7 +233,7 @@ final class Center: @unchecked Sendable {
         try terminal.start(useColor: Terminal.colorAllowed())
         defer { terminal.stop() }
         var state = TUIState(size: terminal.size(), now: Date(), timeZone: .current, useColor: Terminal.colorAllowed())
-        let loader = WindowLoader(store: store)
+        let loader = WindowLoader(store: store) { [weak self] in self?.post(.storeChanged) }
         var pending: [TUIEvent] = [.storeChanged]
         postStatus()
         var lastTick = Date()

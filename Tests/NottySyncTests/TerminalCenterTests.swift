@@ -1,4 +1,5 @@
 import Foundation
+import NottyCore
 import NottyStore
 import NottyTestSupport
 import Testing
@@ -98,6 +99,42 @@ struct TerminalCenterTests {
         try b.keys("q")
         #expect(await b.waitFor("[exited 0]"), "q did not exit 0:\n\(b.screen())")
         #expect(!b.screen().contains("Unread"), "the terminal was not restored (alternate screen left on):\n\(b.screen())")
+    }
+
+    @Test("searching a store of 1,500: the index is built in the background; many matches show at once and are counted after, few are counted at once")
+    func search() async throws {
+        let world = try await TwoDevices()
+        _ = try world.publish("Standup in 15 minutes")
+        #expect(try world.b.run(["sync"]).status == 0)
+        // Rows the service does not have, straight into B's store (the TUI reads the store).
+        let store = try world.store(world.b)
+        let cursor = try #require(try store.cursor())
+        let now = Date()
+        let rows = (0..<1500).map { n in
+            UserNotification(
+                id: UUID().uuidString.lowercased(), appNotificationId: "bulk-\(n)", targetHostName: "ci.example.com",
+                priority: .none, payload: NotificationPayload(visualContent: VisualContent(title: n % 500 == 7 ? "needle \(n) deploy" : "deploy \(n) of web")),
+                expirationDateTime: now.addingTimeInterval(86_400), createdDateTime: now.addingTimeInterval(-Double(n)), lastModifiedDateTime: now)
+        }
+        #expect(try store.apply(page: ChangesPage(changes: rows, cursor: cursor, hasMore: false), since: cursor) == .applied(changed: 1500))
+        #expect(try store.rowsToIndexForSearch() == 1501)
+
+        let b = try TmuxSession(command: Repository.nottyBinary.path, environment: ["NOTTY_HOME": world.b.home.path])
+        #expect(await b.waitFor("Unread 1501"), "B's notty did not open:\n\(b.screen())")
+        #expect(await eventually(timeout: .seconds(10)) { (try? store.rowsToIndexForSearch()) == 0 }, "the open notty did not index the store")
+        try b.keys("/", "deploy")
+        try b.keys("Enter")
+        #expect(await b.waitFor("1500 matches"), "the many matches were never counted:\n\(b.screen())")
+        #expect(b.screen().contains("deploy 0 of web"))
+        try b.keys("G")
+        #expect(await b.waitFor("deploy 1499 of web"), "G did not reach the last match:\n\(b.screen())")
+        try b.keys("Escape")
+        try b.keys("/", "NEEDLE")
+        try b.keys("Enter")
+        #expect(await b.waitFor("3 matches"), "the few matches:\n\(b.screen())")
+        #expect(b.screen().contains("needle 1007 deploy") && !b.screen().contains("Standup"))
+        try b.keys("q")
+        #expect(await b.waitFor("[exited 0]"), "q did not exit 0:\n\(b.screen())")
     }
 
     @Test("notty demo starts on a fresh NOTTY_HOME and shows live notifications; SIGTERM restores the terminal")

@@ -349,11 +349,32 @@ struct ActionTests {
         _ = h.send(.key(.backspace))
         #expect(h.state.prompt == .search("deploy"))
         #expect(render(h.state).cursor?.column == 7)
-        #expect(h.send(.key(.enter)) == [.load(WindowRequest(view: .all, query: "deploy", index: 0, span: 63))])
+        #expect(h.send(.key(.enter)) == [.load(WindowRequest(view: .all, query: "deploy", index: 0, span: 42))])
         h.run(.storeChanged)
         #expect(h.state.total == 3, "two from deploy.acme.io, one mentions a deploy")
-        #expect(h.send(.key(.escape)) == [.load(WindowRequest(view: .all, query: "", index: 0, span: 63))])
+        #expect(h.send(.key(.escape)) == [.load(WindowRequest(view: .all, query: "", index: 0, span: 42))])
         #expect(h.state.query == "")
+    }
+
+    @Test("a search answered before its matches are counted ends at the loaded rows, says it is counting, and takes the count on the next load")
+    func searchBeforeCounting() {
+        var h = Harness(view: .all)
+        h.keys(.ch("/"), .ch("d"), .ch("e"), .ch("p"), .ch("l"), .ch("o"), .ch("y"), .enter)
+        let matching = h.store.matching(.all, query: "deploy")
+        #expect(matching.count == 3)
+        let firstTwo = ViewWindow(view: .all, query: "deploy", total: 2, rows: Array(matching.prefix(2)), counted: false)
+        h.run(.loaded(firstTwo, counts: h.store.counts, selection: 0))
+        #expect(h.state.total == 2 && !h.state.window.isComplete)
+        #expect(Golden.text(render(h.state)).contains("/deploy · 2+ matches (counting) · Esc clears"))
+        _ = h.send(.key(.ch("G")))
+        #expect(h.state.selection == 1, "the list ends at the loaded rows until counted")
+        h.keys(.ch("M"))
+        #expect(h.state.prompt == nil && h.state.message?.contains("Still counting") == true)
+        h.state.message = nil
+        h.run(.storeChanged)
+        #expect(h.state.total == 3 && h.state.window.counted)
+        #expect(Golden.text(render(h.state)).contains("/deploy · 3 matches · Esc clears"))
+        #expect(h.state.selectedId == matching[1].id, "the selection stays on its row")
     }
 
     @Test func escInTheSearchLineCancelsAndClears() {
@@ -361,7 +382,7 @@ struct ActionTests {
         h.keys(.ch("/"), .ch("c"), .ch("i"), .enter)
         #expect(h.state.query == "ci")
         h.keys(.ch("/"), .ch("x"))
-        #expect(h.send(.key(.escape)) == [.load(WindowRequest(view: .all, query: "", index: 0, span: 63))])
+        #expect(h.send(.key(.escape)) == [.load(WindowRequest(view: .all, query: "", index: 0, span: 42))])
         #expect(h.state.prompt == nil)
         // With no search applied, Esc only closes the line.
         h.keys(.ch("/"), .ch("x"))

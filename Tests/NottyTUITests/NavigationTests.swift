@@ -81,9 +81,9 @@ struct NavigationTests {
 
     @Test func tabAndShiftTabWrap() {
         var h = Harness(view: .all)
-        #expect(h.send(.key(.tab)) == [.load(WindowRequest(view: .unread, index: 0, span: 63))])
+        #expect(h.send(.key(.tab)) == [.load(WindowRequest(view: .unread, index: 0, span: 42))])
         #expect(h.state.view == .unread)
-        #expect(h.send(.key(.backTab)) == [.load(WindowRequest(view: .all, index: 0, span: 63))])
+        #expect(h.send(.key(.backTab)) == [.load(WindowRequest(view: .all, index: 0, span: 42))])
         #expect(h.state.view == .all)
         _ = h.send(.key(.backTab))
         #expect(h.state.view == .snoozed)
@@ -94,7 +94,7 @@ struct NavigationTests {
         var h = Harness(view: view == .unread ? .all : .unread)
         _ = h.send(.key(.ch("j")))
         let effects = h.send(.key(.ch(Character(String(index + 1)))))
-        #expect(effects == [.load(WindowRequest(view: view, anchorId: nil, index: 0, span: 63))])
+        #expect(effects == [.load(WindowRequest(view: view, anchorId: nil, index: 0, span: 42))])
         #expect(h.state.view == view)
         #expect(h.state.selection == 0)
         h.run(.storeChanged)
