@@ -23,9 +23,10 @@ extension TUIState {
     }
 
     /// A request for the first rows of the current view and query: two screens (nothing
-    /// lies above the first).
+    /// lies above the first), or for a search one screen and a row (the row says whether
+    /// there are more; the shell may have to step over many rows that do not match).
     var requestFromTop: WindowRequest {
-        WindowRequest(view: view, query: query, index: 0, span: max(20, 2 * listHeight))
+        WindowRequest(view: view, query: query, index: 0, span: query.isEmpty ? max(20, 2 * listHeight) : listHeight + 1)
     }
 }
 

@@ -22,6 +22,27 @@ struct ClientBench {
     /// 200-row windows of every view at the top, the middle and the end, as the terminal
     /// notification center asks for them (`window` alone, and with the view's count and the
     /// selection's position, which a reload also needs).
+    /// What the terminal notification center reads when a search is entered in Unread, with
+    /// the search index complete (it is built here first when it is not).
+    static func searches(_ store: LocalStore, repeats: Int) throws {
+        let unindexed = try store.rowsToIndexForSearch()
+        if unindexed > 0 {
+            let time = try milliseconds { while try store.indexForSearch() {} }
+            print(String(format: "  search index: %d rows indexed in %.0f ms", unindexed, time))
+        }
+        for query in ["deploy", "db-3", "flaky", "no such words"] {
+            var quick: [Double] = [], first: [Double] = [], count: [Double] = []
+            var counted: Int?
+            for _ in 0..<repeats {
+                quick.append(try milliseconds { counted = try store.quickCount(view: .unread, query: query) })
+                first.append(try milliseconds { _ = try store.window(view: .unread, query: query, offset: 0, limit: 75) })
+                count.append(try milliseconds { _ = try store.count(view: .unread, query: query) })
+            }
+            print("  search Unread for '\(query)' (\(counted.map { "\($0) matches, counted from the index" } ?? "many candidates")):")
+            print("    quick count \(summary(quick)); first 75 rows \(summary(first)); full count \(summary(count))")
+        }
+    }
+
     static func windows(_ store: LocalStore, repeats: Int) throws {
         let counts = try store.counts()
         print("window of 200 rows from a \(counts.all)-row store (\(NotificationView.allCases.map { "\($0.rawValue) \(counts[$0])" }.joined(separator: ", ")))")
@@ -59,6 +80,7 @@ struct ClientBench {
             }
         }
         print("  search (All, first 200 matches of 'deploy', 'db-3', 'flaky', 'no such words'): \(summary(searches))")
+        try Self.searches(store, repeats: repeats)
         var countSamples: [Double] = []
         for _ in 0..<repeats { countSamples.append(try milliseconds { _ = try store.counts() }) }
         print("  the six counts: \(summary(countSamples))")

@@ -21,6 +21,8 @@ final class WindowLoader: Sendable {
     private let cached = Mutex<(revision: Int64, validUntil: Date?, counts: ViewCounts)?>(nil)
     private let searchCounts = Mutex<[SearchCount: (count: Int, validUntil: Date?)]>([:])
     private let counting = Mutex<Set<SearchCount>>([])
+    /// Counts asked for by answers not yet painted.
+    private let toCount = Mutex<[SearchCount]>([])
 
     /// A search's count as of one revision of the store.
     struct SearchCount: Hashable {
@@ -68,7 +70,7 @@ final class WindowLoader: Sendable {
                 return try answer(WindowRequest(view: request.view, query: request.query, index: 0, span: span), now: now)
             }
             rows.removeLast()
-            countInBackground(SearchCount(view: request.view, query: request.query, revision: revision))
+            toCount.withLock { $0.append(SearchCount(view: request.view, query: request.query, revision: revision)) }
         }
         let window = ViewWindow(view: request.view, query: request.query, total: offset + rows.count, offset: offset, rows: rows, counted: counted)
         return .loaded(window, counts: counts, selection: min(wanted, max(0, offset + rows.count - 1)))
@@ -77,6 +79,14 @@ final class WindowLoader: Sendable {
     private func searchCount(_ key: SearchCount, now: Date) -> Int? {
         guard let known = searchCounts.withLock({ $0[key] }), known.validUntil.map({ now < $0 }) ?? true else { return nil }
         return known.count
+    }
+
+    /// Starts counting what answers left uncounted; called once their frame is painted, so
+    /// that counting does not compete with it for the processor.
+    func startCounting() {
+        for key in toCount.withLock({ keys in defer { keys.removeAll() }; return keys }) {
+            countInBackground(key)
+        }
     }
 
     private func countInBackground(_ key: SearchCount) {
@@ -277,6 +287,7 @@ final class Center: @unchecked Sendable {
             }
             pending.removeAll()
             if dirty { terminal.paint(render(state)) }
+            loader.startCounting()
             guard running else { break }
             switch terminal.readKey(timeoutMilliseconds: 50) {
             case .key(let key)?: pending.append(.key(key))

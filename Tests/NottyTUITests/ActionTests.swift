@@ -349,7 +349,7 @@ struct ActionTests {
         _ = h.send(.key(.backspace))
         #expect(h.state.prompt == .search("deploy"))
         #expect(render(h.state).cursor?.column == 7)
-        #expect(h.send(.key(.enter)) == [.load(WindowRequest(view: .all, query: "deploy", index: 0, span: 42))])
+        #expect(h.send(.key(.enter)) == [.load(WindowRequest(view: .all, query: "deploy", index: 0, span: 22))])
         h.run(.storeChanged)
         #expect(h.state.total == 3, "two from deploy.acme.io, one mentions a deploy")
         #expect(h.send(.key(.escape)) == [.load(WindowRequest(view: .all, query: "", index: 0, span: 42))])
