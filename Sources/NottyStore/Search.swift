@@ -98,7 +98,10 @@ extension LocalStore {
                 SELECT rowid, title, body, raw_content, app, group_name FROM notifications WHERE rowid > ? AND rowid <= ?
                 """).execute(arguments: [from, last])
             try db.cachedStatement(sql: "UPDATE search_progress SET indexed = ?").execute(arguments: [last])
-            return try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications WHERE rowid > ?)"), arguments: [last]) ?? false
+            let more = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications WHERE rowid > ?)"), arguments: [last]) ?? false
+            // Indexing filled this connection's page cache with pages nothing reads again.
+            if !more { db.releaseMemory() }
+            return more
         }
     }
 

@@ -29,6 +29,7 @@ func memory(pid: pid_t) -> (resident: Int, peak: Int) {
         let value = (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
         if line.hasPrefix("VmRSS:") { resident = value }
         if line.hasPrefix("VmHWM:") { peak = value }
+        if ProcessInfo.processInfo.environment["BENCH_MEMORY_DETAIL"] != nil, line.hasPrefix("Rss") { print("    \(line)") }
     }
     return (resident, peak)
 }

@@ -32,6 +32,8 @@ struct TUIBench {
         }
         print("")
         print(String(format: "first full frame (120×40, %d notifications in the store): %.1f ms after the process started", device.count, (first - start).seconds * 1000))
+        let atFirst = memory(pid: process)
+        print(String(format: "resident memory at the first frame: %.1f MiB", Double(atFirst.resident) / 1_048_576))
         try await Task.sleep(for: .seconds(2))  // the doorbell connects, the status line settles
         _ = terminal.drain(quiet: .milliseconds(200))
         // notty builds its search index in the background after the first frame.
@@ -40,8 +42,10 @@ struct TUIBench {
             try await Task.sleep(for: .milliseconds(50))
             unindexed = try store.rowsToIndexForSearch()
         }
-        print(String(format: "search index built in the background: %@ %.1f s after the first frame",
-                     unindexed == 0 ? "complete" : "NOT complete (\(unindexed) rows left)", (ContinuousClock.now - first).seconds))
+        let indexed = memory(pid: process)
+        print(String(format: "search index built in the background: %@ %.1f s after the first frame; resident memory then %.1f MiB",
+                     unindexed == 0 ? "complete" : "NOT complete (\(unindexed) rows left)", (ContinuousClock.now - first).seconds,
+                     Double(indexed.resident) / 1_048_576))
         _ = terminal.drain(quiet: .milliseconds(200))
 
         let repeats = quick ? 20 : 100

@@ -120,6 +120,9 @@ final class WindowLoader: Sendable {
     }
 }
 
+// glibc's, left out of Swift's Glibc module (malloc.h).
+@_silgen_name("malloc_trim") private func c_malloc_trim(_ pad: Int) -> Int32
+
 /// Adds the rows that are not in the search index yet, a few thousand per transaction, in the
 /// background whenever the store changed; one run at a time.
 final class SearchIndexer: Sendable {
@@ -133,7 +136,9 @@ final class SearchIndexer: Sendable {
     func catchUp() {
         guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         Task.detached(priority: .background) { [self] in
-            while !Task.isCancelled, (try? store.indexForSearch()) == true {}
+            var rounds = 0
+            while !Task.isCancelled, (try? store.indexForSearch()) == true { rounds += 1 }
+            if rounds > 0 { _ = c_malloc_trim(0) }  // give the heap the index build used back
             running.store(false, ordering: .releasing)
         }
     }
