@@ -188,7 +188,9 @@ public final class LocalStore: Sendable {
         try pool.write { db in
             if let current = try meta(db, "account"), current != account {
                 try SearchIndex.reset(db)
-                try db.execute(sql: "DELETE FROM notifications; DELETE FROM outbox; DELETE FROM meta;")
+                // The revision goes on counting (readers key caches by it).
+                try db.execute(sql: "DELETE FROM notifications; DELETE FROM outbox; DELETE FROM meta WHERE key <> 'revision';")
+                try bumpRevision(db)
             }
             try setMeta(db, "account", account)
         }

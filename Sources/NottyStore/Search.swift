@@ -123,8 +123,8 @@ extension LocalStore {
     }
 
     /// Every row matching `query` (any view, newest first) when the search index lists at
-    /// most ``SearchPlan/candidateLimit`` candidates; nil when it lists more, or the query is
-    /// shorter than a trigram.
+    /// most ``SearchPlan/candidateLimit`` candidates, counting every row not indexed yet as
+    /// one; nil when there are more, or the query is shorter than a trigram.
     func searchKeys(_ db: Database, query: String) throws -> [SearchKey]? {
         let text = query.trimmingCharacters(in: .whitespaces)
         guard text.unicodeScalars.count >= 3 else { return nil }
@@ -134,10 +134,13 @@ extension LocalStore {
         }
         let phrase = "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
         let indexed = try SearchIndex.indexed(db)
+        // Rows not indexed yet are all candidates (at most this many).
+        let unindexed = max(0, (try Int.fetchOne(db.cachedStatement(sql: "SELECT max(rowid) FROM notifications")) ?? 0) - Int(indexed))
+        guard unindexed <= SearchPlan.candidateLimit else { return nil }
         let candidates = try Int.fetchOne(
             db.cachedStatement(sql: "SELECT count(*) FROM (SELECT 1 FROM search WHERE search MATCH ? LIMIT ?)"),
-            arguments: [phrase, SearchPlan.candidateLimit + 1]) ?? 0
-        guard candidates <= SearchPlan.candidateLimit else { return nil }
+            arguments: [phrase, SearchPlan.candidateLimit + 1 - unindexed]) ?? 0
+        guard candidates + unindexed <= SearchPlan.candidateLimit else { return nil }
         let pattern = "%" + likeEscaped(text) + "%"
         let matches = "(title LIKE ?1 ESCAPE '\\' OR body LIKE ?1 ESCAPE '\\' OR raw_content LIKE ?1 ESCAPE '\\' OR app LIKE ?1 ESCAPE '\\' OR group_name LIKE ?1 ESCAPE '\\')"
         let keys = "rowid, created, id, hidden, read_state, action_state, snoozed_until, expires"

@@ -62,7 +62,7 @@ enum BottomLine {
             return ["\(state.markedRows.count) marked · a d r s x act on them · Esc clears", "\(state.markedRows.count) marked · Esc clears"]
         }
         if !state.query.isEmpty {
-            let matches = !state.window.counted ? "\(state.total)+ matches (counting)" : state.total == 1 ? "1 match" : "\(state.total) matches"
+            let matches = state.isWindowCurrent && !state.window.counted ? "\(state.total)+ matches (counting)" : state.total == 1 ? "1 match" : "\(state.total) matches"
             return ["/\(state.query) · \(matches) · Esc clears"]
         }
         return ["? help · q quit"]

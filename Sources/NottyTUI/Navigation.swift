@@ -98,7 +98,7 @@ extension TUIState {
             return select(index)
         }
         let direction = forward ? "below" : "above"
-        let edge = forward ? window.range.upperBound >= total : window.offset == 0
+        let edge = forward ? window.counted && window.range.upperBound >= total : window.offset == 0
         return say(edge ? "No unread \(direction)" : "No unread \(direction) in the loaded rows")
     }
 }

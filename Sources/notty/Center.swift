@@ -95,16 +95,16 @@ final class WindowLoader: Sendable {
             let now = Date()
             // The revision is read before counting: a count tagged with it is of that
             // revision, or of a later one that makes the tag stale anyway.
-            if let revision = try? store.revision(), revision == key.revision,
-               let count = try? store.count(view: key.view, query: key.query, now: now) {
-                let validUntil = try? store.nextTimedChange(after: now)
-                searchCounts.withLock { counts in
-                    counts = counts.filter { $0.key.revision == key.revision }
-                    counts[key] = (count, validUntil)
-                }
-                recount()
-            }
+            let count = (try? store.revision()) == key.revision ? try? store.count(view: key.view, query: key.query, now: now) : nil
+            let validUntil = try? store.nextTimedChange(after: now)
             counting.withLock { _ = $0.remove(key) }
+            // A count of a store that has changed since is of no use: that change reloads anyway.
+            guard let count, (try? store.revision()) == key.revision else { return }
+            searchCounts.withLock { counts in
+                counts = counts.filter { $0.key.revision == key.revision }
+                counts[key] = (count, validUntil)
+            }
+            recount()
         }
     }
 
@@ -137,9 +137,15 @@ final class SearchIndexer: Sendable {
         guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         Task.detached(priority: .background) { [self] in
             var rounds = 0
-            while !Task.isCancelled, (try? store.indexForSearch()) == true { rounds += 1 }
-            if rounds > 0 { _ = c_malloc_trim(0) }  // give the heap the index build used back
+            var finished = false  // false after an error: the next change tries again
+            while !Task.isCancelled, let more = try? store.indexForSearch() {
+                rounds += 1
+                if !more { finished = true; break }
+            }
+            if rounds > 1 { _ = c_malloc_trim(0) }  // give the heap the index build used back
             running.store(false, ordering: .releasing)
+            // Rows written after the last round but before the flag was cleared.
+            if finished, (try? store.rowsToIndexForSearch()) ?? 0 > 0 { catchUp() }
         }
     }
 }
