@@ -199,7 +199,11 @@ public final class LocalStore: Sendable {
     /// A number that changes whenever any process commits a change to the store (every write
     /// method bumps it in its transaction). Cheap enough to ask several times a second.
     public func revision() throws -> Int64 {
-        try pool.read { db in try meta(db, "revision").flatMap(Int64.init) ?? 0 }
+        try pool.read { db in try revision(db) }
+    }
+
+    func revision(_ db: Database) throws -> Int64 {
+        try meta(db, "revision").flatMap(Int64.init) ?? 0
     }
 
     func bumpRevision(_ db: Database) throws {

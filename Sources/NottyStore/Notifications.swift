@@ -88,10 +88,8 @@ extension LocalStore {
                 guard let start = try index.start(of: offset) else { return [] }
                 return try Self.rows(db, index.branches, below: start.below, skip: start.skip, limit: limit, descending: true)
             }
-            if let keys = try searchKeys(db, query: query) {
-                let millis = ISOTime.millis(now)
-                let inView = keys.lazy.filter { $0.isIn(view, now: millis) }.dropFirst(offset).prefix(limit)
-                return try Self.rows(db, rowids: inView.map(\.rowid))
+            if let keys = try searchKeys(db, query: query, view: view, now: now) {
+                return try Self.rows(db, rowids: keys.dropFirst(offset).prefix(limit).map(\.rowid))
             }
             let branches = try self.branches(db, view, now: now, query: query)
             // Nearer the end: the same rows, counted from the end in ascending order.
@@ -142,12 +140,7 @@ extension LocalStore {
     /// How many rows of `view` match `query` at `now`.
     public func count(view: NotificationView, query: String = "", now: Date = Date()) throws -> Int {
         try pool.read { db in
-            if ViewFilter.isEmpty(query) { return try ViewIndex(db, view: view, now: now).total() }
-            if let keys = try searchKeys(db, query: query) {
-                let millis = ISOTime.millis(now)
-                return keys.count { $0.isIn(view, now: millis) }
-            }
-            return try count(db, branches(db, view, now: now, query: query))
+            try quickCount(db, view: view, query: query, now: now) ?? count(db, branches(db, view, now: now, query: query))
         }
     }
 
@@ -165,21 +158,17 @@ extension LocalStore {
     public func position(of id: String, view: NotificationView, query: String = "", now: Date = Date()) throws -> Int? {
         try pool.read { db in
             guard let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT created, hidden, read_state, action_state, snoozed_until, expires FROM notifications WHERE id = ?"),
+                db.cachedStatement(sql: "SELECT \(SearchKey.columns) FROM notifications WHERE id = ?"),
                 arguments: [id])
             else { return nil }
-            let created: Int64 = row[0]
+            let key = SearchKey(row)
+            let created = key.created
             if ViewFilter.isEmpty(query) {
-                guard (row[1] as Int) == 0,
-                      let shown = ViewIndex.view(readState: row[2], actionState: row[3], snoozedUntil: row[4], expires: row[5], now: ISOTime.millis(now)),
-                      view == .all || view == shown
-                else { return nil }
+                guard key.isIn(view, now: ISOTime.millis(now)) else { return nil }
                 return try ViewIndex(db, view: view, now: now).rank(created: created, id: id)
             }
-            if let keys = try searchKeys(db, query: query) {
-                let millis = ISOTime.millis(now)
-                let inView = keys.filter { $0.isIn(view, now: millis) }
-                return inView.firstIndex { $0.id == id }
+            if let keys = try searchKeys(db, query: query, view: view, now: now) {
+                return keys.firstIndex { $0.id == id }
             }
             let branches = try branches(db, view, now: now, query: query)
             let inView = try count(db, branches, extra: "AND id = ?", extraArguments: [id])
@@ -263,10 +252,22 @@ enum ViewFilter {
             ]
         }
         guard !isEmpty(query) else { return branches }
-        let trimmed = query.trimmingCharacters(in: .whitespaces)
-        let pattern = "%" + likeEscaped(trimmed) + "%"
-        let search = " AND (title LIKE ? ESCAPE '\\' OR body LIKE ? ESCAPE '\\' OR raw_content LIKE ? ESCAPE '\\' OR app LIKE ? ESCAPE '\\' OR group_name LIKE ? ESCAPE '\\')"
-        return branches.map { Branch(sql: $0.sql + search, arguments: $0.arguments + [pattern, pattern, pattern, pattern, pattern]) }
+        let pattern = likePattern(query)
+        return branches.map { Branch(sql: $0.sql + " AND " + matching("?"), arguments: $0.arguments + StatementArguments(Array(repeating: pattern, count: searched.count))) }
+    }
+
+    /// The columns a search matches.
+    static let searched = ["title", "body", "raw_content", "app", "group_name"]
+
+    /// SQL that holds when any searched column contains the `LIKE` pattern `parameter` (a
+    /// `?` is bound once per column, a `?N` once).
+    static func matching(_ parameter: String) -> String {
+        "(" + searched.map { "\($0) LIKE \(parameter) ESCAPE '\\'" }.joined(separator: " OR ") + ")"
+    }
+
+    /// The `LIKE` pattern for a search: the trimmed text anywhere, `%` and `_` as themselves.
+    static func likePattern(_ query: String) -> String {
+        "%" + likeEscaped(query.trimmingCharacters(in: .whitespaces)) + "%"
     }
 }
 

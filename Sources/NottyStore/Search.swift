@@ -20,7 +20,7 @@ import Synchronization
 /// many there are is then a scan of the view, which a UI counts in the background.
 enum SearchIndex {
     static func migrate(_ db: Database) throws {
-        let columns = ["title", "body", "raw_content", "app", "group_name"]
+        let columns = ["title", "body", "raw_content", "app", "group_name"]  // ViewFilter.searched, as of v4
         func values(_ row: String) -> String { columns.map { "\(row).\($0)" }.joined(separator: ", ") }
         let list = columns.joined(separator: ", ")
         let indexed = "(SELECT indexed FROM search_progress)"
@@ -55,6 +55,7 @@ enum SearchIndex {
 
 /// What a search needs of a matching row to place it: its order and its view.
 struct SearchKey: Sendable {
+    static let columns = "rowid, created, id, hidden, read_state, action_state, snoozed_until, expires"
     var rowid: Int64
     var created: Int64
     var id: String
@@ -63,6 +64,12 @@ struct SearchKey: Sendable {
     var actionState: String
     var snoozedUntil: Int64?
     var expires: Int64
+
+    /// A row of ``columns``.
+    init(_ row: Row) {
+        (rowid, created, id, hidden) = (row[0], row[1], row[2], row[3])
+        (readState, actionState, snoozedUntil, expires) = (row[4], row[5], row[6], row[7])
+    }
 
     func isIn(_ view: NotificationView, now: Int64) -> Bool {
         guard !hidden, let shown = ViewIndex.view(readState: readState, actionState: actionState, snoozedUntil: snoozedUntil, expires: expires, now: now) else { return false }
@@ -78,8 +85,9 @@ struct SearchPlan: Sendable {
     static let candidateLimit = 1000
     var query: String
     var revision: Int64
-    /// Every row matching the query, any view, newest first.
-    var keys: [SearchKey]
+    /// Every row matching the query, any view, newest first; nil when there are too many
+    /// candidates to list.
+    var keys: [SearchKey]?
 }
 
 extension LocalStore {
@@ -94,8 +102,8 @@ extension LocalStore {
                 arguments: [from, rows])
             guard let last else { return false }
             try db.cachedStatement(sql: """
-                INSERT INTO search (rowid, title, body, raw_content, app, group_name)
-                SELECT rowid, title, body, raw_content, app, group_name FROM notifications WHERE rowid > ? AND rowid <= ?
+                INSERT INTO search (rowid, \(ViewFilter.searched.joined(separator: ", ")))
+                SELECT rowid, \(ViewFilter.searched.joined(separator: ", ")) FROM notifications WHERE rowid > ? AND rowid <= ?
                 """).execute(arguments: [from, last])
             try db.cachedStatement(sql: "UPDATE search_progress SET indexed = ?").execute(arguments: [last])
             let more = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications WHERE rowid > ?)"), arguments: [last]) ?? false
@@ -115,11 +123,19 @@ extension LocalStore {
     /// How many rows of `view` match `query` at `now` when that is quick to know (no query,
     /// or few candidates); nil when it takes a scan of the view (``count(view:query:now:)``).
     public func quickCount(view: NotificationView, query: String, now: Date = Date()) throws -> Int? {
-        try pool.read { db in
-            if ViewFilter.isEmpty(query) { return try ViewIndex(db, view: view, now: now).total() }
-            let millis = ISOTime.millis(now)
-            return try searchKeys(db, query: query)?.count { $0.isIn(view, now: millis) }
-        }
+        try pool.read { db in try quickCount(db, view: view, query: query, now: now) }
+    }
+
+    func quickCount(_ db: Database, view: NotificationView, query: String, now: Date) throws -> Int? {
+        if ViewFilter.isEmpty(query) { return try ViewIndex(db, view: view, now: now).total() }
+        return try searchKeys(db, query: query, view: view, now: now)?.count
+    }
+
+    /// The rows of `view` at `now` matching `query`, newest first, when ``searchKeys(_:query:)``
+    /// lists them.
+    func searchKeys(_ db: Database, query: String, view: NotificationView, now: Date) throws -> [SearchKey]? {
+        let millis = ISOTime.millis(now)
+        return try searchKeys(db, query: query)?.filter { $0.isIn(view, now: millis) }
     }
 
     /// Every row matching `query` (any view, newest first) when the search index lists at
@@ -128,10 +144,16 @@ extension LocalStore {
     func searchKeys(_ db: Database, query: String) throws -> [SearchKey]? {
         let text = query.trimmingCharacters(in: .whitespaces)
         guard text.unicodeScalars.count >= 3 else { return nil }
-        let revision = try meta(db, "revision").flatMap(Int64.init) ?? 0
+        let revision = try self.revision(db)
         if let plan = searchPlan.withLock({ $0 }), plan.query == text, plan.revision == revision {
             return plan.keys
         }
+        let keys = try listKeys(db, text)
+        searchPlan.withLock { $0 = SearchPlan(query: text, revision: revision, keys: keys) }
+        return keys
+    }
+
+    private func listKeys(_ db: Database, _ text: String) throws -> [SearchKey]? {
         let phrase = "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
         let indexed = try SearchIndex.indexed(db)
         // Rows not indexed yet are all candidates (at most this many).
@@ -141,9 +163,9 @@ extension LocalStore {
             db.cachedStatement(sql: "SELECT count(*) FROM (SELECT 1 FROM search WHERE search MATCH ? LIMIT ?)"),
             arguments: [phrase, SearchPlan.candidateLimit + 1 - unindexed]) ?? 0
         guard candidates + unindexed <= SearchPlan.candidateLimit else { return nil }
-        let pattern = "%" + likeEscaped(text) + "%"
-        let matches = "(title LIKE ?1 ESCAPE '\\' OR body LIKE ?1 ESCAPE '\\' OR raw_content LIKE ?1 ESCAPE '\\' OR app LIKE ?1 ESCAPE '\\' OR group_name LIKE ?1 ESCAPE '\\')"
-        let keys = "rowid, created, id, hidden, read_state, action_state, snoozed_until, expires"
+        let pattern = ViewFilter.likePattern(text)
+        let matches = ViewFilter.matching("?1")
+        let keys = SearchKey.columns
         let rows = try Row.fetchCursor(
             db.cachedStatement(sql: """
                 SELECT \(keys) FROM notifications WHERE rowid IN (SELECT rowid FROM search WHERE search MATCH ?2) AND \(matches)
@@ -152,13 +174,8 @@ extension LocalStore {
                 """),
             arguments: [pattern, phrase, indexed])
         var found: [SearchKey] = []
-        while let row = try rows.next() {
-            found.append(SearchKey(
-                rowid: row[0], created: row[1], id: row[2], hidden: row[3], readState: row[4],
-                actionState: row[5], snoozedUntil: row[6], expires: row[7]))
-        }
+        while let row = try rows.next() { found.append(SearchKey(row)) }
         found.sort { ($0.created, $0.id) > ($1.created, $1.id) }
-        searchPlan.withLock { $0 = SearchPlan(query: text, revision: revision, keys: found) }
         return found
     }
 

@@ -19,9 +19,6 @@ struct ClientBench {
         try await doorbell(store, rounds: quick ? 50 : 300)
     }
 
-    /// 200-row windows of every view at the top, the middle and the end, as the terminal
-    /// notification center asks for them (`window` alone, and with the view's count and the
-    /// selection's position, which a reload also needs).
     /// What the terminal notification center reads when a search is entered in Unread, with
     /// the search index complete (it is built here first when it is not).
     static func searches(_ store: LocalStore, repeats: Int) throws {
@@ -43,6 +40,9 @@ struct ClientBench {
         }
     }
 
+    /// 200-row windows of every view at the top, the middle and the end, as the terminal
+    /// notification center asks for them (`window` alone, and with the view's count and the
+    /// selection's position, which a reload also needs).
     static func windows(_ store: LocalStore, repeats: Int) throws {
         let counts = try store.counts()
         print("window of 200 rows from a \(counts.all)-row store (\(NotificationView.allCases.map { "\($0.rawValue) \(counts[$0])" }.joined(separator: ", ")))")

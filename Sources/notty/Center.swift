@@ -185,11 +185,10 @@ final class Center: @unchecked Sendable {
         let watcher = Task { [weak self, store] in
             var revision = (try? store.revision()) ?? 0
             var nextTimed = try? store.nextTimedChange()
-            var first = true
+            try? await Task.sleep(for: .milliseconds(200))
+            indexer.catchUp()  // after the first frame
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(200))
-                if first { indexer.catchUp() }  // after the first frame
-                first = false
                 let now = (try? store.revision()) ?? revision
                 if now != revision {
                     revision = now
