@@ -32,7 +32,7 @@ struct EnvelopeMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        let requestId = UUID().uuidString.lowercased()
+        let requestId = Identifiers.timeOrdered()
         context.requestId = requestId
         let start = ContinuousClock.now
         var response: Response
@@ -91,9 +91,17 @@ extension Request {
     /// The bearer token from `Authorization`, or `access_token` in the query (WebSocket clients).
     var bearerToken: String? {
         if let header = headers[.authorization] {
-            let parts = header.split(separator: " ", maxSplits: 1)
-            if parts.count == 2, parts[0].lowercased() == "bearer" { return String(parts[1]).trimmingCharacters(in: .whitespaces) }
-            return nil
+            // "Bearer <token>", the scheme in any case (RFC 9110 §11.1). Read on every request,
+            // so it steps over UTF-8 bytes rather than characters.
+            let utf8 = header.utf8
+            guard utf8.count > 7, utf8.prefix(6).elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 }) else { return nil }
+            func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+            var start = utf8.index(utf8.startIndex, offsetBy: 6)
+            guard isBlank(utf8[start]) else { return nil }
+            var end = utf8.endIndex
+            while start < end, isBlank(utf8[start]) { start = utf8.index(after: start) }
+            while end > start, isBlank(utf8[utf8.index(before: end)]) { end = utf8.index(before: end) }
+            return String(header[start..<end])
         }
         return uri.queryParameters.get("access_token")
     }

@@ -20,6 +20,13 @@ final class WriteContext {
         self.reserved = reserved[...]
     }
 
+    /// The position `nextSeq` will hand out next, for a statement that may not take it
+    /// (only without reserved positions).
+    var upcomingSeq: Int64 {
+        precondition(reserved == nil, "positions were reserved")
+        return seq + 1
+    }
+
     /// The next position in the change order.
     func nextSeq(for userId: String) -> Int64 {
         if reserved != nil {

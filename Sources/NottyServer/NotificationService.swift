@@ -183,7 +183,7 @@ public final class NotificationService: Sendable {
             if let subscription { subscriptionsCache.set(unsId, subscription) }
         }
         guard let subscription, !subscription.revoked, subscription.expiresAt > clock.nowMillis(),
-              let host = subscription.targetHostName, host.caseInsensitiveCompare(app.hostName) == .orderedSame
+              let host = subscription.targetHostName, host.equalsIgnoringASCIICase(app.hostName)
         else { throw APIError.forbidden("this X-UNS-ID is unknown, revoked, expired or belongs to another app") }
         return subscription
     }
@@ -202,7 +202,7 @@ public final class NotificationService: Sendable {
         } catch {
             throw APIError.badRequest(error.message)
         }
-        if let host = request.targetHostName, host.caseInsensitiveCompare(app.hostName) != .orderedSame {
+        if let host = request.targetHostName, !host.equalsIgnoringASCIICase(app.hostName) {
             throw APIError.badRequest("targetHostName \(host) is not this subscription's app (\(app.hostName))")
         }
         let expiration: Date

@@ -135,9 +135,9 @@ public final class SQLiteStorage: NotificationStorage {
         }
     }
 
-    private func write<T: Sendable>(_ body: @escaping @Sendable (Database, WriteContext) throws -> T) async throws -> T {
+    private func write<T: Sendable>(savepoint: Bool = true, _ body: @escaping @Sendable (Database, WriteContext) throws -> T) async throws -> T {
         do {
-            return try await writer.write(body)
+            return try await writer.write(savepoint: savepoint, body)
         } catch let error as DatabaseError {
             if error.resultCode == .SQLITE_CONSTRAINT { throw StorageError.conflict(error.message ?? "constraint") }
             throw StorageError.unavailable("SQLite: \(error)")
@@ -300,15 +300,27 @@ public final class SQLiteStorage: NotificationStorage {
         VALUES (\(Array(repeating: "?", count: NotificationColumns.names.count).joined(separator: ", ")))
         """
 
-    /// Writes a row whole (insert or replace by id).
-    private static func save(_ s: StoredNotification, _ db: Database) throws {
+    /// Inserts a new row unless the app already has an active notification with its id.
+    private static let insertNewSQL = """
+        INSERT INTO notifications (\(NotificationColumns.list))
+        VALUES (\(Array(repeating: "?", count: NotificationColumns.names.count).joined(separator: ", ")))
+        ON CONFLICT (user_id, host_name, app_notification_id) WHERE deleted = 0 DO NOTHING
+        """
+
+    /// A row's values in ``NotificationColumns/names`` order, without the last one, `seq`,
+    /// which only the writer knows.
+    private static func valuesBeforeSeq(_ s: StoredNotification) -> [(any DatabaseValueConvertible)?] {
         let c = NotificationColumns(s)
-        let values: [(any DatabaseValueConvertible)?] = [
+        return [
             c.id, c.userId, c.hostName, c.appNotificationId, c.groupName, c.priority, c.rawContent, c.hasVisual, c.title, c.body,
             c.displayTTL, c.expires, c.created, c.modified, c.deleted, c.readState, c.readAt, c.actionState, c.snoozedUntil,
-            c.actionAt, c.targetPolicy, c.fallbackPolicy, c.seq,
+            c.actionAt, c.targetPolicy, c.fallbackPolicy,
         ]
-        try db.cachedStatement(sql: saveSQL).execute(arguments: StatementArguments(values))
+    }
+
+    /// Writes a row whole (insert or replace by id).
+    private static func save(_ s: StoredNotification, _ db: Database) throws {
+        try db.cachedStatement(sql: saveSQL).execute(arguments: StatementArguments(valuesBeforeSeq(s) + [s.seq]))
     }
 
     private static func fetchStored(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> StoredNotification? {
@@ -318,19 +330,41 @@ public final class SQLiteStorage: NotificationStorage {
     // MARK: - Notification writes
 
     public func publish(_ input: PublishInput) async throws -> UserNotification {
-        try await write { db, context in
-            var existing = try Self.fetchStored(
-                db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
-                [input.userId, input.hostName, input.request.appNotificationId])
-            if let old = existing, old.notification.expirationDateTime <= input.now {
-                // It had expired (the sweeper had not run yet): that one is deleted, this is new.
-                try Self.save(NotificationRules.deleted(old, now: input.now, seq: context.nextSeq(for: input.userId)), db)
-                existing = nil
+        // The row a new notification becomes is built here, before the writer's turn, so that
+        // the one thread every write waits for only binds and runs one statement for it.
+        let fresh = NotificationRules.published(input, existing: nil, newId: Identifiers.timeOrdered(now: input.now), seq: 0)
+        let values = StatementArguments(Self.valuesBeforeSeq(fresh))
+        return try await write(savepoint: false) { db, context in
+            let seq = context.upcomingSeq
+            let insert = try db.cachedStatement(sql: Self.insertNewSQL)
+            insert.setUncheckedArguments(values + [seq])  // one value per column, by construction
+            try insert.execute()
+            if db.changesCount == 1 {
+                _ = context.nextSeq(for: input.userId)  // the `seq` just written
+                return fresh.notification
             }
-            let row = NotificationRules.published(input, existing: existing, newId: UUID().uuidString.lowercased(), seq: context.nextSeq(for: input.userId))
-            try Self.save(row, db)
-            return row.notification
+            // The app already has an active notification with this id: a re-publish.
+            var republished: UserNotification?
+            try db.inSavepoint {
+                republished = try Self.republish(input, db, context)
+                return .commit
+            }
+            return republished!
         }
+    }
+
+    private static func republish(_ input: PublishInput, _ db: Database, _ context: WriteContext) throws -> UserNotification {
+        var existing = try fetchStored(
+            db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
+            [input.userId, input.hostName, input.request.appNotificationId])
+        if let old = existing, old.notification.expirationDateTime <= input.now {
+            // It had expired (the sweeper had not run yet): that one is deleted, this is new.
+            try save(NotificationRules.deleted(old, now: input.now, seq: context.nextSeq(for: input.userId)), db)
+            existing = nil
+        }
+        let row = NotificationRules.published(input, existing: existing, newId: Identifiers.timeOrdered(now: input.now), seq: context.nextSeq(for: input.userId))
+        try save(row, db)
+        return row.notification
     }
 
     public func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool {

@@ -38,18 +38,26 @@ final class SQLiteWriter: Sendable {
     }
 
     /// Runs `work` in the next batch transaction and returns its result once committed.
-    func write<T: Sendable>(_ work: @escaping @Sendable (Database, WriteContext) throws -> T) async throws -> T {
+    ///
+    /// `work` runs in a savepoint of its own, so that when it throws, what it wrote is undone
+    /// and the rest of the batch commits. A job that writes with one statement, which SQLite
+    /// applies whole or not at all, may pass `savepoint: false` and save the two statements.
+    func write<T: Sendable>(savepoint: Bool = true, _ work: @escaping @Sendable (Database, WriteContext) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
             let outcome = ResultBox<T>()
             let job = Job(
                 run: { db, context in
                     do {
-                        var value: T?
-                        try db.inSavepoint {
-                            value = try work(db, context)
-                            return .commit
+                        if savepoint {
+                            var value: T?
+                            try db.inSavepoint {
+                                value = try work(db, context)
+                                return .commit
+                            }
+                            outcome.result = .success(value!)
+                        } else {
+                            outcome.result = .success(try work(db, context))
                         }
-                        outcome.result = .success(value!)
                     } catch {
                         outcome.result = .failure(error)
                     }

@@ -84,30 +84,18 @@ final class ServiceBench: @unchecked Sendable {
                           headers: [("X-UNS-ID", unsId)], via: server).0
     }
 
-    /// Publishes from `clients` concurrent clients for `seconds`, spread over `servers`
-    /// (default: this one): acknowledged per second, acknowledged, other answers, elapsed seconds.
+    /// Publishes from `clients` concurrent clients (keep-alive connections of ``HTTPLoad``) for
+    /// `seconds`, spread over `servers` (default: this one): acknowledged per second,
+    /// acknowledged, other answers, elapsed seconds.
     func throughput(seconds: Double, clients: Int = 64, servers: [String]? = nil, tag: String) async throws -> (rate: Double, ok: Int, other: Int, elapsed: Double) {
-        let servers = servers ?? [base]
-        let counter = Locked<(ok: Int, other: Int)>((0, 0))
-        let start = ContinuousClock.now
-        let end = start + .seconds(seconds)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for client in 0..<clients {
-                let server = servers[client % servers.count]
-                group.addTask {
-                    var n = 0
-                    while ContinuousClock.now < end {
-                        let status = try await self.publish("\(tag)\(client)-\(n)", via: server)
-                        counter.update { if status == 201 { $0.ok += 1 } else { $0.other += 1 } }
-                        n += 1
-                    }
-                }
-            }
-            try await group.waitForAll()
+        let (appToken, unsId) = (self.appToken, self.unsId)
+        let result = try await HTTPLoad.run(servers: servers ?? [base], clients: clients, seconds: seconds, expect: 201) { client, n, host in
+            let key = "\(tag)\(client)-\(n)"
+            let body = #"{"appNotificationId":"\#(key)","payload":{"visualContent":{"title":"Build \#(key) failed","body":"3 tests failed on main"}},"groupName":"CI"}"#
+            return "POST /beta/me/notifications HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(appToken)\r\nX-UNS-ID: \(unsId)\r\n"
+                + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
         }
-        let elapsed = (ContinuousClock.now - start).seconds
-        let (ok, other) = counter.value
-        return (Double(ok) / elapsed, ok, other, elapsed)
+        return (result.rate, result.ok, result.other, result.elapsed)
     }
 
     /// Milliseconds from a publish through `server` (default: this one) to the doorbell frame
@@ -177,22 +165,11 @@ final class ServiceBench: @unchecked Sendable {
 
         // 4. Conditional polls answered 304.
         let cursor = try await feed().cursor
-        let polls = Locked<(notModified: Int, other: Int)>((0, 0))
-        let pollStart = ContinuousClock.now
-        let pollEnd = pollStart + .seconds(5 * scale + 1)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<64 {
-                group.addTask {
-                    while ContinuousClock.now < pollEnd {
-                        let (status, _) = try await self.request(.GET, "/v1/me/notifications/changes?since=\(cursor)", token: self.userToken, headers: [("If-None-Match", "\"\(cursor)\"")])
-                        polls.update { if status == 304 { $0.notModified += 1 } else { $0.other += 1 } }
-                    }
-                }
-            }
-            try await group.waitForAll()
+        let userToken = self.userToken
+        let polls = try await HTTPLoad.run(servers: [base], clients: 64, seconds: 5 * scale + 1, expect: 304) { _, _, host in
+            "GET /v1/me/notifications/changes?since=\(cursor) HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(userToken)\r\nIf-None-Match: \"\(cursor)\"\r\n\r\n"
         }
-        let pollElapsed = (ContinuousClock.now - pollStart).seconds
-        let (notModified, pollOther) = polls.value
+        let (notModified, pollOther, pollElapsed) = (polls.ok, polls.other, polls.elapsed)
         print(String(format: "conditional polls, 64 concurrent clients: %.0f 304s/s (%d in %.1f s, %d other)", Double(notModified) / pollElapsed, notModified, pollElapsed, pollOther))
 
         // 5. Idle connected devices and the service's memory.

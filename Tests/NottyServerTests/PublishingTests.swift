@@ -174,6 +174,75 @@ struct PublishingTests {
         }
     }
 
+    @Test("A re-publish over an expired notification the sweeper has not reached deletes it and makes a new one", arguments: Backend.available)
+    func republishOverExpired(backend: Backend) async throws {
+        // At the storage level, where no maintenance service sweeps in between.
+        let harness = try await Harness(backend)
+        defer { try? FileManager.default.removeItem(at: harness.directory) }
+        let user = try await harness.service.addUser(name: "alice", password: "pw")
+        let storage = harness.storage
+        let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970).rounded(.down))
+        func publish(_ title: String, at now: Date) async throws -> UserNotification {
+            let request = try PublishRequest(body: Data(#"{"appNotificationId":"build-7","payload":{"visualContent":{"title":"\#(title)"}}}"#.utf8))
+            return try await storage.publish(PublishInput(userId: user.id, hostName: "ci.example.com", request: request, expiration: start + 60, now: now))
+        }
+        let first = try await publish("started", at: start)
+        let inPlace = try await publish("running", at: start + 1)
+        #expect(inPlace.id == first.id, "a live notification is updated in place")
+        let after = try await publish("failed", at: start + 61)
+        #expect(after.id != first.id, "the expired one is not brought back")
+        let feed = try #require(try await storage.changes(userId: user.id, since: 0, limit: 10))
+        #expect(feed.changes.map(\.id) == [first.id, after.id])
+        #expect(feed.changes.map(\.status) == [.deleted, .active])
+        #expect(feed.changes.last?.payload.visualContent?.title == "failed")
+        #expect(try await storage.latestSeq(userId: user.id) == feed.lastSeq)
+        try await storage.close()
+    }
+
+    @Test("The Authorization scheme is read in any case and around blanks; anything else is 401", arguments: Backend.available)
+    func authorizationHeader(backend: Backend) async throws {
+        let harness = try await Harness(backend)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            var n = 0
+            for header in ["Bearer \(world.appToken)", "bearer  \(world.appToken) ", "BEARER\t\(world.appToken)"] {
+                n += 1
+                let reply = try await client.call(.post, "/beta/me/notifications", json: #"{"appNotificationId":"h\#(n)","payload":{"rawContent":"x"}}"#,
+                                                  headers: ["X-UNS-ID": world.unsId, "Authorization": header])
+                #expect(reply.status == .created, "\(header.debugDescription) answered \(reply.text)")
+            }
+            for header in ["Bearer", "Bearer ", "Bearer  ", "Basic \(world.appToken)", "Bearerx \(world.appToken)", "\(world.appToken)"] {
+                let reply = try await client.call(.post, "/beta/me/notifications", json: #"{"appNotificationId":"bad","payload":{"rawContent":"x"}}"#,
+                                                  headers: ["X-UNS-ID": world.unsId, "Authorization": header])
+                #expect(reply.status == .unauthorized, "\(header.debugDescription) answered \(reply.status)")
+            }
+        }
+    }
+
+    @Test("Notification ids are lowercase version 7 UUIDs, in time order, unique")
+    func identifiers() {
+        let pattern = /[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/
+        let base = Date(timeIntervalSince1970: 1_790_000_000)
+        var previous = ""
+        var seen = Set<String>()
+        for step in 0..<2000 {
+            let id = Identifiers.timeOrdered(now: ISOTime.date(millis: 1_790_000_000_000 + Int64(step)))
+            #expect(id.wholeMatch(of: pattern) != nil, "\(id)")
+            #expect(id > previous, "a later millisecond sorts later")
+            previous = id
+            seen.insert(id)
+            seen.insert(Identifiers.timeOrdered(now: base))
+        }
+        #expect(seen.count == 4000, "ids made in the same millisecond differ")
+        // The first 48 bits are the milliseconds.
+        let id = Identifiers.timeOrdered(now: base)
+        let hex = id.replacingOccurrences(of: "-", with: "").prefix(12)
+        #expect(UInt64(hex, radix: 16) == 1_790_000_000_000)
+        #expect("CI.Example.com".equalsIgnoringASCIICase("ci.example.COM"))
+        #expect(!"ci.example.com".equalsIgnoringASCIICase("ci.example.co"))
+        #expect(!"a@b".equalsIgnoringASCIICase("a`b"), "only letters fold")
+    }
+
     @Test("Publishing is rate limited per app with 429 and Retry-After", arguments: Backend.available)
     func rateLimit(backend: Backend) async throws {
         // One token per 20 s: a slow machine cannot refill the bucket between the four publishes.

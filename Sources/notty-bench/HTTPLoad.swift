@@ -1,0 +1,154 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import NottyTestSupport
+
+/// A lean HTTP/1.1 load generator, in the manner of `wrk`: each client is one keep-alive
+/// connection that sends a request, reads the whole response, and sends the next, until
+/// the time is up. It runs on NIO's event loops with no task per request, so that on a
+/// 2-core machine the client's own work takes little from the service it measures
+/// (AsyncHTTPClient spends about as much CPU per request as the service does).
+enum HTTPLoad {
+    struct Result {
+        /// Responses with the expected status, and all others.
+        var ok = 0, other = 0
+        var elapsed = 0.0
+        var rate: Double { Double(ok) / elapsed }
+    }
+
+    /// Runs `clients` connections for `seconds`, client `i` to `servers[i % servers.count]`
+    /// (`http://host:port`). `request(client, n, hostHeader)` is the n-th request of a client, whole.
+    static func run(
+        servers: [String], clients: Int, seconds: Double, expect: Int,
+        request: @escaping @Sendable (_ client: Int, _ n: Int, _ host: String) -> String
+    ) async throws -> Result {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let start = NIODeadline.now()
+        let end = start + .nanoseconds(Int64(seconds * 1e9))
+        var futures: [EventLoopFuture<(ok: Int, other: Int)>] = []
+        for client in 0..<clients {
+            guard let url = URLComponents(string: servers[client % servers.count]), let host = url.host, let port = url.port else {
+                throw SupportError("not an http://host:port URL: \(servers[client % servers.count])")
+            }
+            let done = group.any().makePromise(of: (ok: Int, other: Int).self)
+            let hostHeader = "\(host):\(port)"
+            let connect = ClientBootstrap(group: group)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(
+                            Connection(client: client, host: hostHeader, end: end, expect: expect, request: request, done: done))
+                    }
+                }
+                .connect(host: host, port: port)
+            connect.whenFailure { done.fail($0) }
+            futures.append(done.futureResult)
+        }
+        var result = Result()
+        for future in futures {
+            let counts = try await future.get()
+            result.ok += counts.ok
+            result.other += counts.other
+        }
+        result.elapsed = Double((NIODeadline.now() - start).nanoseconds) / 1e9
+        return result
+    }
+
+    /// One client's connection: its state lives on its event loop.
+    private final class Connection: ChannelInboundHandler, RemovableChannelHandler {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+
+        let client: Int, host: String, end: NIODeadline, expect: Int
+        let request: @Sendable (Int, Int, String) -> String
+        let done: EventLoopPromise<(ok: Int, other: Int)>
+        var sent = 0, ok = 0, other = 0
+        var received: ByteBuffer?
+        var finished = false
+
+        init(client: Int, host: String, end: NIODeadline, expect: Int,
+             request: @escaping @Sendable (Int, Int, String) -> String, done: EventLoopPromise<(ok: Int, other: Int)>) {
+            self.client = client
+            self.host = host
+            self.end = end
+            self.expect = expect
+            self.request = request
+            self.done = done
+        }
+
+        func channelActive(context: ChannelHandlerContext) {
+            sendNext(context)
+        }
+
+        private func sendNext(_ context: ChannelHandlerContext) {
+            let text = request(client, sent, host)
+            sent += 1
+            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(string: text)), promise: nil)
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            var incoming = unwrapInboundIn(data)
+            if received == nil { received = incoming } else { received!.writeBuffer(&incoming) }
+            do {
+                while let status = try takeResponse() {
+                    if status == expect { ok += 1 } else { other += 1 }
+                    guard NIODeadline.now() < end else {
+                        finish(context, error: nil)
+                        return
+                    }
+                    sendNext(context)
+                }
+            } catch {
+                finish(context, error: error)
+            }
+        }
+
+        /// The status of the next whole response in `received`, which it removes; nil until one is whole.
+        private func takeResponse() throws -> Int? {
+            guard var buffer = received else { return nil }
+            let view = buffer.readableBytesView
+            guard let headerEnd = Self.endOfHeader(view) else { return nil }
+            let head = String(decoding: view[view.startIndex..<headerEnd], as: UTF8.self)
+            let lines = head.split(separator: "\r\n")
+            guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1.1 "), let status = Int(statusLine.dropFirst(9).prefix(3)) else {
+                throw SupportError("not an HTTP/1.1 response: \(head.prefix(80))")
+            }
+            var length = 0
+            for line in lines.dropFirst() {
+                let lower = line.lowercased()
+                if lower.hasPrefix("content-length:") { length = Int(lower.dropFirst(15).trimmingCharacters(in: .whitespaces)) ?? 0 }
+                if lower.hasPrefix("transfer-encoding:") { throw SupportError("chunked responses are not read: \(line)") }
+            }
+            let total = (headerEnd - view.startIndex) + 4 + length
+            guard buffer.readableBytes >= total else { return nil }
+            buffer.moveReaderIndex(forwardBy: total)
+            received = buffer.readableBytes == 0 ? nil : buffer
+            return status
+        }
+
+        /// Where "\r\n\r\n" begins, if it has arrived.
+        private static func endOfHeader(_ view: ByteBufferView) -> Int? {
+            var i = view.startIndex
+            while i + 3 < view.endIndex {
+                if view[i] == 13, view[i + 1] == 10, view[i + 2] == 13, view[i + 3] == 10 { return i }
+                i += 1
+            }
+            return nil
+        }
+
+        private func finish(_ context: ChannelHandlerContext, error: Error?) {
+            guard !finished else { return }
+            finished = true
+            if let error { done.fail(error) } else { done.succeed((ok, other)) }
+            context.close(promise: nil)
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            finish(context, error: SupportError("the service closed a connection after \(ok + other) responses"))
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: Error) {
+            finish(context, error: error)
+        }
+    }
+}
