@@ -14,14 +14,14 @@ public final class SQLiteStorage: NotificationStorage {
         config.busyMode = .timeout(30)
         config.maximumReaderCount = 8
         config.foreignKeysEnabled = true
-        config.prepareDatabase { db in
-            // WAL (DatabasePool's default) with FULL sync: a commit that was acknowledged
-            // survives a crash and a power loss. Group commit keeps this affordable.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         pool = try DatabasePool(path: path, configuration: config)
+        // WAL (DatabasePool's default) with FULL sync: a commit that was acknowledged survives
+        // a crash and a power loss. Group commit keeps this affordable. It is set here, on the
+        // writer, and not in `prepareDatabase`: the pool turns WAL on after that hook and sets
+        // `synchronous = NORMAL` as it does, which would lose the last commits on power loss.
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         try Self.migrator.migrate(pool)
         let seq = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'seq'") ?? 0 }
         writer = SQLiteWriter(pool: pool, committedSeq: seq)
@@ -109,6 +109,11 @@ public final class SQLiteStorage: NotificationStorage {
                 """)
         }
         return migrator
+    }
+
+    /// A pragma's value on the writer's connection (tests check `synchronous`).
+    func writerPragma(_ name: String) throws -> Int? {
+        try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA \(name)") }
     }
 
     public func migrate() async throws {

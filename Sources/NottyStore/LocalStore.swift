@@ -22,13 +22,19 @@ public final class LocalStore: Sendable {
         var config = Configuration()
         config.busyMode = .timeout(30)
         config.maximumReaderCount = 4
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         pool = try DatabasePool(path: path, configuration: config)
+        // A state change the user made survives a power loss too. Set on the writer after
+        // opening: the pool sets `synchronous = NORMAL` when it turns WAL on, after
+        // `prepareDatabase` would have run.
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         try Self.migrator.migrate(pool)
+    }
+
+    /// A pragma's value on the writer's connection (tests check `synchronous`).
+    func writerPragma(_ name: String) throws -> Int? {
+        try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA \(name)") }
     }
 
     // MARK: - Schema (migrations are never edited once shipped)

@@ -199,6 +199,17 @@ struct PublishingTests {
         try await storage.close()
     }
 
+    @Test("SQLite acknowledges a publish only after a commit with synchronous=FULL")
+    func durableCommits() async throws {
+        let harness = try await Harness(.sqlite)
+        defer { try? FileManager.default.removeItem(at: harness.directory) }
+        let storage = try #require(harness.storage as? SQLiteStorage)
+        // GRDB's pool sets NORMAL when it turns WAL on, after `prepareDatabase`; NORMAL may
+        // lose the last commits on a power loss.
+        #expect(try storage.writerPragma("synchronous") == 2)
+        try await storage.close()
+    }
+
     @Test("The Authorization scheme is read in any case and around blanks; anything else is 401", arguments: Backend.available)
     func authorizationHeader(backend: Backend) async throws {
         let harness = try await Harness(backend)

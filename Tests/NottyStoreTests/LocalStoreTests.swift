@@ -1,6 +1,6 @@
 import Foundation
 import NottyCore
-import NottyStore
+@testable import NottyStore
 import Testing
 
 /// A store on a temporary file, removed at the end.
@@ -31,6 +31,12 @@ func notification(_ n: Int, read: ReadState = .unread, action: UserActionState =
 
 @Suite("Local store")
 struct LocalStoreTests {
+    @Test("the writer commits with synchronous=FULL (GRDB's pool would leave NORMAL)")
+    func durableCommits() throws {
+        let temporary = try TemporaryStore()
+        #expect(try temporary.store.writerPragma("synchronous") == 2)
+    }
+
     @Test("views partition the notifications; a snooze ends and an expiry hides by time alone")
     func viewsByTime() throws {
         let t = try TemporaryStore()
