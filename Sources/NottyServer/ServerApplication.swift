@@ -5,6 +5,7 @@ import HummingbirdCore
 import HummingbirdTLS
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 import NIOSSL
 import NottyCore
 import ServiceLifecycle
@@ -12,8 +13,11 @@ import ServiceLifecycle
 /// Builds the whole service: storage, routes, doorbell, maintenance, TLS.
 public enum ServerApplication {
     /// The Hummingbird application for `notty serve` (and for tests, with a port of 0).
+    /// Sockets are read and written on `eventLoopGroup` (NIO's shared group when nil); route
+    /// handlers run on Swift's own thread pool.
     public static func build(
-        service: NotificationService, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        service: NotificationService, eventLoopGroup: (any EventLoopGroup)? = nil,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> some ApplicationProtocol {
         let config = service.config
         let routes = Routes(service: service)
@@ -33,6 +37,7 @@ public enum ServerApplication {
             configuration: .init(address: .hostname(config.host, port: config.port), serverName: "notty"),
             services: [MaintenanceService(service: service)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? config.port) },
+            eventLoopGroupProvider: eventLoopGroup.map { .shared($0) } ?? .singleton,
             logger: service.logger)
     }
 }

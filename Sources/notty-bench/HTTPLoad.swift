@@ -104,36 +104,59 @@ enum HTTPLoad {
         }
 
         /// The status of the next whole response in `received`, which it removes; nil until one is whole.
+        /// Reads bytes, not strings: this runs once per response, on the machine under test.
         private func takeResponse() throws -> Int? {
             guard var buffer = received else { return nil }
-            let view = buffer.readableBytesView
-            guard let headerEnd = Self.endOfHeader(view) else { return nil }
-            let head = String(decoding: view[view.startIndex..<headerEnd], as: UTF8.self)
-            let lines = head.split(separator: "\r\n")
-            guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1.1 "), let status = Int(statusLine.dropFirst(9).prefix(3)) else {
-                throw SupportError("not an HTTP/1.1 response: \(head.prefix(80))")
+            let total: Int? = try buffer.withUnsafeReadableBytes { bytes in
+                guard let headerEnd = Self.find(Self.blankLine, in: bytes, from: 0) else { return nil }
+                var length = 0
+                var lineStart = (Self.find(Self.newline, in: bytes, from: 0) ?? headerEnd) + 2
+                while lineStart < headerEnd {
+                    let lineEnd = Self.find(Self.newline, in: bytes, from: lineStart) ?? headerEnd
+                    if Self.hasPrefix(Self.contentLength, bytes, lineStart) {
+                        length = Self.number(bytes, from: lineStart + Self.contentLength.count, to: lineEnd)
+                    } else if Self.hasPrefix(Self.transferEncoding, bytes, lineStart) {
+                        throw SupportError("chunked responses are not read")
+                    }
+                    lineStart = lineEnd + 2
+                }
+                return headerEnd + 4 + length
             }
-            var length = 0
-            for line in lines.dropFirst() {
-                let lower = line.lowercased()
-                if lower.hasPrefix("content-length:") { length = Int(lower.dropFirst(15).trimmingCharacters(in: .whitespaces)) ?? 0 }
-                if lower.hasPrefix("transfer-encoding:") { throw SupportError("chunked responses are not read: \(line)") }
-            }
-            let total = (headerEnd - view.startIndex) + 4 + length
-            guard buffer.readableBytes >= total else { return nil }
+            guard let total, buffer.readableBytes >= total else { return nil }
+            guard buffer.readableBytes >= 12, buffer.getString(at: buffer.readerIndex, length: 9) == "HTTP/1.1 ",
+                  let status = buffer.getString(at: buffer.readerIndex + 9, length: 3).flatMap({ Int($0) })
+            else { throw SupportError("not an HTTP/1.1 response: \(buffer.getString(at: buffer.readerIndex, length: min(80, buffer.readableBytes)) ?? "")") }
             buffer.moveReaderIndex(forwardBy: total)
             received = buffer.readableBytes == 0 ? nil : buffer
             return status
         }
 
-        /// Where "\r\n\r\n" begins, if it has arrived.
-        private static func endOfHeader(_ view: ByteBufferView) -> Int? {
-            var i = view.startIndex
-            while i + 3 < view.endIndex {
-                if view[i] == 13, view[i + 1] == 10, view[i + 2] == 13, view[i + 3] == 10 { return i }
+        private static let blankLine = Array("\r\n\r\n".utf8), newline = Array("\r\n".utf8)
+        private static let contentLength = Array("content-length:".utf8), transferEncoding = Array("transfer-encoding:".utf8)
+
+        /// Where `needle` first begins in `bytes` at or after `from`.
+        private static func find(_ needle: [UInt8], in bytes: UnsafeRawBufferPointer, from: Int) -> Int? {
+            var i = from
+            while i + needle.count <= bytes.count {
+                if bytes[i] == needle[0], (1..<needle.count).allSatisfy({ bytes[i + $0] == needle[$0] }) { return i }
                 i += 1
             }
             return nil
+        }
+
+        /// Whether the line at `at` begins with `prefix` (lowercase), in any case.
+        private static func hasPrefix(_ prefix: [UInt8], _ bytes: UnsafeRawBufferPointer, _ at: Int) -> Bool {
+            guard at + prefix.count <= bytes.count else { return false }
+            return (0..<prefix.count).allSatisfy { bytes[at + $0] | 0x20 == prefix[$0] | 0x20 }
+        }
+
+        /// The decimal number between `from` and `to`, blanks ignored.
+        private static func number(_ bytes: UnsafeRawBufferPointer, from: Int, to: Int) -> Int {
+            var value = 0
+            for i in from..<to where bytes[i] >= UInt8(ascii: "0") && bytes[i] <= UInt8(ascii: "9") {
+                value = value * 10 + Int(bytes[i] - UInt8(ascii: "0"))
+            }
+            return value
         }
 
         private func finish(_ context: ChannelHandlerContext, error: Error?) {

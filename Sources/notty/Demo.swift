@@ -42,6 +42,7 @@ struct Demo: AsyncParsableCommand {
 
         // The embedded service, quiet (its logs would draw over the terminal UI).
         let clock = DemoClock()
+        LogLines.bootstrap()
         var logger = Logger(label: "notty.demo")
         logger.logLevel = .critical
         var config = ServiceConfig()
