@@ -249,6 +249,9 @@ struct PublishingTests {
         let id = Identifiers.timeOrdered(now: base)
         let hex = id.replacingOccurrences(of: "-", with: "").prefix(12)
         #expect(UInt64(hex, radix: 16) == 1_790_000_000_000)
+        // The generator behind the random bits gives the reference implementation's numbers.
+        var generator = Xoshiro256(state: (1, 2, 3, 4))
+        #expect((0..<4).map { _ in generator.next() } == [11520, 0, 1_509_978_240, 1_215_971_899_390_074_240])
         #expect("CI.Example.com".equalsIgnoringASCIICase("ci.example.COM"))
         #expect(!"ci.example.com".equalsIgnoringASCIICase("ci.example.co"))
         #expect(!"a@b".equalsIgnoringASCIICase("a`b"), "only letters fold")
