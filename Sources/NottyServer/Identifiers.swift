@@ -2,25 +2,35 @@ import Foundation
 import NottyCore
 import Synchronization
 
-/// The ids the service makes: lowercase UUIDs of version 7, which begin with the time in
-/// milliseconds. A new notification's id therefore lands at the end of the id index, on a
-/// page the last write already touched, instead of on a random page that every group
-/// commit would have to write again (version 4).
+/// The ids the service makes, as lowercase UUIDs.
 ///
-/// The 74 other bits come from xoshiro256**, seeded from the system's generator: ids need to
+/// Their random bits come from xoshiro256**, seeded from the system's generator: ids need to
 /// be unique and hard to guess, not secret (every route checks the token and the user), and
 /// the kernel's generator cost two system calls per id, two ids per publish.
 public enum Identifiers {
     private static let hexDigits = Array("0123456789abcdef".utf8)
-    private static let random = Mutex(Xoshiro256())
+    private static let generator = Mutex(Xoshiro256())
 
+    /// A random UUID (version 4), for notifications: `notty list` shows an id's first eight
+    /// characters and takes a unique prefix, so those must differ between notifications.
+    /// (Version 7 would put new rows at the end of the id index, but its first characters are
+    /// the time, the same for everything published within a minute.)
+    public static func random() -> String {
+        let (high, low) = generator.withLock { ($0.next(), $0.next()) }
+        return format(high & ~0xf000 | 0x4000, low)
+    }
+
+    /// A UUID of version 7, which begins with the time in milliseconds: request ids, which
+    /// then sort by when they were made.
     public static func timeOrdered(now: Date = Date()) -> String {
-        let (high, low) = random.withLock { ($0.next(), $0.next()) }
+        let (high, low) = generator.withLock { ($0.next(), $0.next()) }
         let millis = UInt64(max(0, ISOTime.millis(now)))  // the milliseconds createdDateTime shows
-        var bytes: (UInt64, UInt64) = (
-            millis << 16 | 0x7000 | (high & 0x0fff),                               // time, version 7, 12 random bits
-            0x8000_0000_0000_0000 | (low & 0x3fff_ffff_ffff_ffff))                 // variant 10, 62 random bits
-        bytes = (bytes.0.bigEndian, bytes.1.bigEndian)
+        return format(millis << 16 | 0x7000 | (high & 0x0fff), low)
+    }
+
+    /// The 16 bytes `high` then `low` in the 8-4-4-4-12 form, with the variant bits (10).
+    private static func format(_ high: UInt64, _ low: UInt64) -> String {
+        var bytes = (high.bigEndian, (0x8000_0000_0000_0000 | (low & 0x3fff_ffff_ffff_ffff)).bigEndian)
         return withUnsafeBytes(of: &bytes) { raw in
             String(unsafeUninitializedCapacity: 36) { out in
                 var o = 0

@@ -675,7 +675,7 @@ public final class PostgresStorage: NotificationStorage {
                 try await self.save(NotificationRules.deleted(old, now: input.now, seq: context.nextSeq(for: input.userId)), connection)
                 existing = nil
             }
-            let row = NotificationRules.published(input, existing: existing, newId: Identifiers.timeOrdered(now: input.now), seq: context.nextSeq(for: input.userId))
+            let row = NotificationRules.published(input, existing: existing, newId: Identifiers.random(), seq: context.nextSeq(for: input.userId))
             try await self.save(row, connection)
             return row.notification
         }

@@ -337,7 +337,7 @@ public final class SQLiteStorage: NotificationStorage {
     public func publish(_ input: PublishInput) async throws -> UserNotification {
         // The row a new notification becomes is built here, before the writer's turn, so that
         // the one thread every write waits for only binds and runs one statement for it.
-        let fresh = NotificationRules.published(input, existing: nil, newId: Identifiers.timeOrdered(now: input.now), seq: 0)
+        let fresh = NotificationRules.published(input, existing: nil, newId: Identifiers.random(), seq: 0)
         let values = StatementArguments(Self.valuesBeforeSeq(fresh))
         return try await write(savepoint: false) { db, context in
             let seq = context.upcomingSeq
@@ -367,7 +367,7 @@ public final class SQLiteStorage: NotificationStorage {
             try save(NotificationRules.deleted(old, now: input.now, seq: context.nextSeq(for: input.userId)), db)
             existing = nil
         }
-        let row = NotificationRules.published(input, existing: existing, newId: Identifiers.timeOrdered(now: input.now), seq: context.nextSeq(for: input.userId))
+        let row = NotificationRules.published(input, existing: existing, newId: Identifiers.random(), seq: context.nextSeq(for: input.userId))
         try save(row, db)
         return row.notification
     }

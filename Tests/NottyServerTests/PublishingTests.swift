@@ -230,9 +230,12 @@ struct PublishingTests {
         }
     }
 
-    @Test("Notification ids are lowercase version 7 UUIDs, in time order, unique")
+    @Test("Request ids are lowercase version 7 UUIDs in time order; notification ids random version 4; all unique")
     func identifiers() {
         let pattern = /[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/
+        let random = (0..<2000).map { _ in Identifiers.random() }
+        #expect(random.allSatisfy { $0.wholeMatch(of: /[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/) != nil })
+        #expect(Set(random.map { $0.prefix(8) }).count > 1990, "the short ids notty list shows differ")
         let base = Date(timeIntervalSince1970: 1_790_000_000)
         var previous = ""
         var seen = Set<String>()
