@@ -3,27 +3,28 @@ import NottyCore
 import Synchronization
 
 /// The ids the service makes, as lowercase UUIDs.
-///
-/// Their random bits come from xoshiro256**, seeded from the system's generator: ids need to
-/// be unique and hard to guess, not secret (every route checks the token and the user), and
-/// the kernel's generator cost two system calls per id, two ids per publish.
 public enum Identifiers {
     private static let hexDigits = Array("0123456789abcdef".utf8)
-    private static let generator = Mutex(Xoshiro256())
+    /// Request ids only: every response shows one, and a few of them would give away this
+    /// generator's state, so notification ids never come from it.
+    private static let requestIdGenerator = Mutex(Xoshiro256())
 
     /// A random UUID (version 4), for notifications: `notty list` shows an id's first eight
     /// characters and takes a unique prefix, so those must differ between notifications.
     /// (Version 7 would put new rows at the end of the id index, but its first characters are
     /// the time, the same for everything published within a minute.)
     public static func random() -> String {
-        let (high, low) = generator.withLock { ($0.next(), $0.next()) }
+        var system = SystemRandomNumberGenerator()
+        let (high, low): (UInt64, UInt64) = (system.next(), system.next())
         return format(high & ~0xf000 | 0x4000, low)
     }
 
     /// A UUID of version 7, which begins with the time in milliseconds: request ids, which
-    /// then sort by when they were made.
+    /// then sort by the millisecond they were made in. Their other bits come from xoshiro256**
+    /// (seeded by the system's generator), without the two system calls the system's
+    /// generator makes per id: unique, but not unguessable.
     public static func timeOrdered(now: Date = Date()) -> String {
-        let (high, low) = generator.withLock { ($0.next(), $0.next()) }
+        let (high, low) = requestIdGenerator.withLock { ($0.next(), $0.next()) }
         let millis = UInt64(max(0, ISOTime.millis(now)))  // the milliseconds createdDateTime shows
         return format(millis << 16 | 0x7000 | (high & 0x0fff), low)
     }

@@ -33,8 +33,9 @@ public struct LogLines: LogHandler {
             all["error.type"] = "\(String(reflecting: type(of: error)))"
         }
         let pairs = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        let line = "\(Self.timestamp()) \(event.level) \(label):\(pairs) [\(event.source)] \(event.message)\n"
-        Self.output.withLock { _ in FileHandle.standardError.write(Data(line.utf8)) }
+        let line = "\(Self.timestamp()) \(event.level)\(label.isEmpty ? "" : " ")\(label):\(pairs) [\(event.source)] \(event.message)\n"
+        // A failed write (a full disk, a closed pipe) loses the line, not the service.
+        Self.output.withLock { _ in try? FileHandle.standardError.write(contentsOf: Data(line.utf8)) }
     }
 
     /// Makes every `Logger` of this process write through `LogLines` (once; later calls do nothing).

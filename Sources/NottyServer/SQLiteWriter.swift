@@ -5,7 +5,8 @@ import Synchronization
 /// The single writer of a SQLite store, with group commit.
 ///
 /// Every write is a closure queued here. One thread takes everything queued, runs each
-/// closure in its own savepoint inside one `BEGIN IMMEDIATE` transaction, commits once, and
+/// closure in its own savepoint (unless it writes with one statement and opts out) inside one
+/// `BEGIN IMMEDIATE` transaction, commits once, and
 /// only then reports each result. A burst of publishes therefore costs one fsync, not one
 /// each, and since only this thread ever writes, SQLite never answers "database is locked".
 final class SQLiteWriter: Sendable {

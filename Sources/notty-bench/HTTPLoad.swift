@@ -122,7 +122,11 @@ enum HTTPLoad {
                 }
                 return headerEnd + 4 + length
             }
-            guard let total, buffer.readableBytes >= total else { return nil }
+            // 1xx, 204 and 304 have no body whatever Content-Length says (RFC 9110 §6.4.1).
+            let bodyless = buffer.getString(at: buffer.readerIndex + 9, length: 3).map { $0.hasPrefix("1") || $0 == "204" || $0 == "304" } ?? false
+            guard var total else { return nil }
+            if bodyless, let headerEnd = buffer.withUnsafeReadableBytes({ Self.find(Self.blankLine, in: $0, from: 0) }) { total = headerEnd + 4 }
+            guard buffer.readableBytes >= total else { return nil }
             guard buffer.readableBytes >= 12, buffer.getString(at: buffer.readerIndex, length: 9) == "HTTP/1.1 ",
                   let status = buffer.getString(at: buffer.readerIndex + 9, length: 3).flatMap({ Int($0) })
             else { throw SupportError("not an HTTP/1.1 response: \(buffer.getString(at: buffer.readerIndex, length: min(80, buffer.readableBytes)) ?? "")") }
@@ -153,8 +157,11 @@ enum HTTPLoad {
         /// The decimal number between `from` and `to`, blanks ignored.
         private static func number(_ bytes: UnsafeRawBufferPointer, from: Int, to: Int) -> Int {
             var value = 0
-            for i in from..<to where bytes[i] >= UInt8(ascii: "0") && bytes[i] <= UInt8(ascii: "9") {
+            var i = from
+            while i < to, bytes[i] == UInt8(ascii: " ") || bytes[i] == UInt8(ascii: "\t") { i += 1 }
+            while i < to, bytes[i] >= UInt8(ascii: "0"), bytes[i] <= UInt8(ascii: "9"), value < Int.max / 10 - 9 {
                 value = value * 10 + Int(bytes[i] - UInt8(ascii: "0"))
+                i += 1
             }
             return value
         }

@@ -33,7 +33,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("publish-burst"), help: "Publishes per app allowed in a burst (default 1000).") var publishBurst: Double?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
     @Option(name: .customLong("io-threads"), help: ArgumentHelp(
-        "Threads that read and write sockets (default: half the cores, at least 1). Handlers run on Swift's own pool, one thread per core, beside them.",
+        "Threads that read, write and (with --tls-cert) encrypt sockets (default: half the cores, at least 1). Handlers run on Swift's own pool, one thread per core, beside them. With TLS on few cores, try the core count.",
         valueName: "n")) var ioThreads: Int?
 
     func validate() throws {
