@@ -27,6 +27,20 @@ public enum NotificationRules {
         return StoredNotification(userId: input.userId, notification: notification, readChangedAt: stamp, actionChangedAt: stamp, seq: seq)
     }
 
+    /// The rows a publish writes, in order, given the app's active notification with the same
+    /// `appNotificationId`: the published row, after a tombstone for the active one when it had
+    /// expired and the sweeper had not reached it yet (that one is deleted; this one is new).
+    public static func publishRows(_ input: PublishInput, active: StoredNotification?, newId: String, nextSeq: () -> Int64) -> [StoredNotification] {
+        var rows: [StoredNotification] = []
+        var existing = active
+        if let old = active, old.notification.expirationDateTime <= input.now {
+            rows.append(deleted(old, now: input.now, seq: nextSeq()))
+            existing = nil
+        }
+        rows.append(published(input, existing: existing, newId: newId, seq: nextSeq()))
+        return rows
+    }
+
     /// The clock a change is ordered by: the device's, clamped to the service's own.
     public static func clampedClock(_ changedAt: Int64?, now: Date) -> Int64 {
         let nowMillis = ISOTime.millis(now)

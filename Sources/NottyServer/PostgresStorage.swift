@@ -668,16 +668,11 @@ public final class PostgresStorage: NotificationStorage {
 
     public func publish(_ input: PublishInput) async throws -> UserNotification {
         try await groupedFeedWrite(user: input.userId, positions: 2) { connection, context in
-            var existing = try await self.activeRow(
+            let active = try await self.activeRow(
                 connection, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
-            if let old = existing, old.notification.expirationDateTime <= input.now {
-                // It had expired (the sweeper had not run yet): that one is deleted, this is new.
-                try await self.save(NotificationRules.deleted(old, now: input.now, seq: context.nextSeq(for: input.userId)), connection)
-                existing = nil
-            }
-            let row = NotificationRules.published(input, existing: existing, newId: Identifiers.random(), seq: context.nextSeq(for: input.userId))
-            try await self.save(row, connection)
-            return row.notification
+            let rows = NotificationRules.publishRows(input, active: active, newId: Identifiers.random()) { context.nextSeq(for: input.userId) }
+            for row in rows { try await self.save(row, connection) }
+            return rows[rows.count - 1].notification
         }
     }
 

@@ -359,25 +359,22 @@ public final class SQLiteStorage: NotificationStorage {
     }
 
     private static func republish(_ input: PublishInput, _ db: Database, _ context: WriteContext) throws -> UserNotification {
-        var existing = try fetchStored(
+        let active = try activeRow(db, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
+        let rows = NotificationRules.publishRows(input, active: active, newId: Identifiers.random()) { context.nextSeq(for: input.userId) }
+        for row in rows { try save(row, db) }
+        return rows[rows.count - 1].notification
+    }
+
+    /// The app's active notification with this `appNotificationId`, if any.
+    private static func activeRow(_ db: Database, userId: String, hostName: String, appNotificationId: String) throws -> StoredNotification? {
+        try fetchStored(
             db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
-            [input.userId, input.hostName, input.request.appNotificationId])
-        if let old = existing, old.notification.expirationDateTime <= input.now {
-            // It had expired (the sweeper had not run yet): that one is deleted, this is new.
-            try save(NotificationRules.deleted(old, now: input.now, seq: context.nextSeq(for: input.userId)), db)
-            existing = nil
-        }
-        let row = NotificationRules.published(input, existing: existing, newId: Identifiers.random(), seq: context.nextSeq(for: input.userId))
-        try save(row, db)
-        return row.notification
+            [userId, hostName, appNotificationId])
     }
 
     public func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool {
         try await write { db, context in
-            guard let row = try Self.fetchStored(
-                db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
-                [userId, hostName, appNotificationId])
-            else { return false }
+            guard let row = try Self.activeRow(db, userId: userId, hostName: hostName, appNotificationId: appNotificationId) else { return false }
             try Self.save(NotificationRules.deleted(row, now: now, seq: context.nextSeq(for: userId)), db)
             return row.notification.expirationDateTime > now
         }
