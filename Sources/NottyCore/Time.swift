@@ -14,25 +14,22 @@ public enum ISOTime {
         let ms = Int(total - Int64(seconds) * 1000)
         var parts = tm()
         guard gmtime_r(&seconds, &parts) != nil, (0...9999).contains(Int(parts.tm_year) + 1900) else { return withFraction.format(date) }
-        var out = [UInt8]()
-        out.reserveCapacity(24)
-        func put(_ value: Int, _ width: Int) {
-            var digits = [UInt8](repeating: UInt8(ascii: "0"), count: width)
-            var rest = value
-            for i in stride(from: width - 1, through: 0, by: -1) {
-                digits[i] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
+        let fields = [(Int(parts.tm_year) + 1900, 4, "-"), (Int(parts.tm_mon) + 1, 2, "-"), (Int(parts.tm_mday), 2, "T"),
+                      (Int(parts.tm_hour), 2, ":"), (Int(parts.tm_min), 2, ":"), (Int(parts.tm_sec), 2, "."), (ms, 3, "Z")] as [(Int, Int, Unicode.Scalar)]
+        // Written in place, without an array per field.
+        return String(unsafeUninitializedCapacity: 24) { out in
+            var end = 0
+            for (value, width, separator) in fields {
+                var rest = value
+                for i in stride(from: end + width - 1, through: end, by: -1) {
+                    out[i] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+                out[end + width] = UInt8(ascii: separator)
+                end += width + 1
             }
-            out.append(contentsOf: digits)
+            return end
         }
-        put(Int(parts.tm_year) + 1900, 4); out.append(UInt8(ascii: "-"))
-        put(Int(parts.tm_mon) + 1, 2); out.append(UInt8(ascii: "-"))
-        put(Int(parts.tm_mday), 2); out.append(UInt8(ascii: "T"))
-        put(Int(parts.tm_hour), 2); out.append(UInt8(ascii: ":"))
-        put(Int(parts.tm_min), 2); out.append(UInt8(ascii: ":"))
-        put(Int(parts.tm_sec), 2); out.append(UInt8(ascii: "."))
-        put(ms, 3); out.append(UInt8(ascii: "Z"))
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Parses an ISO 8601 time; `nil` when it is not one.

@@ -14,6 +14,9 @@ public final class NotificationService: Sendable {
     public let metrics: ServiceMetrics
     let logger: Logger
     private let limiter: RateLimiter
+    /// Token records by the token as presented, so that a request with a token seen in the
+    /// last seconds skips hashing it. (Only the store keeps tokens hashed; a process that holds
+    /// requests holds their tokens anyway.)
     private let tokens = TTLCache<String, TokenRecord>(ttl: .seconds(5))
     private let apps = TTLCache<String, AppRecord>(ttl: .seconds(5))
     private let subscriptionsCache = TTLCache<String, SubscriptionRecord>(ttl: .seconds(5))
@@ -101,7 +104,7 @@ public final class NotificationService: Sendable {
             guard let record = try await db({ try await storage.token(hash: hash) }), record.kind == .userRefresh else {
                 throw APIError.oauth(.badRequest, "invalid_grant", "unknown refresh token: sign in again")
             }
-            return try await issueUserTokens(userId: record.subject, now: now, replacing: hash)
+            return try await issueUserTokens(userId: record.subject, now: now, replacing: (refresh, hash))
         case nil:
             throw APIError.oauth(.badRequest, "invalid_request", "grant_type is required")
         case let other?:
@@ -113,15 +116,15 @@ public final class NotificationService: Sendable {
         TokenRecord(hash: Secrets.tokenHash(token), kind: kind, subject: subject, expiresAt: now + TimeInterval(config.accessTokenLifetime))
     }
 
-    private func issueUserTokens(userId: String, now: Date, replacing oldHash: String?) async throws -> TokenResponse {
+    private func issueUserTokens(userId: String, now: Date, replacing old: (token: String, hash: String)?) async throws -> TokenResponse {
         let access = Secrets.newToken(), refresh = Secrets.newToken()
         let records = [
             accessRecord(access, kind: .userAccess, subject: userId, now: now),
             TokenRecord(hash: Secrets.tokenHash(refresh), kind: .userRefresh, subject: userId, expiresAt: now + TimeInterval(config.refreshTokenLifetime)),
         ]
-        if let oldHash {
-            let rotated = try await db { try await storage.rotateToken(oldHash: oldHash, replacements: records, now: now) }
-            tokens.remove(oldHash)
+        if let old {
+            let rotated = try await db { try await storage.rotateToken(oldHash: old.hash, replacements: records, now: now) }
+            tokens.remove(old.token)
             guard rotated else { throw APIError.oauth(.badRequest, "invalid_grant", "this refresh token was already used, revoked or has expired: sign in again") }
         } else {
             try await db { try await storage.insertTokens(records) }
@@ -131,9 +134,8 @@ public final class NotificationService: Sendable {
 
     /// Revokes tokens (sign-out).
     public func revoke(tokens raw: [String]) async throws {
-        let hashes = raw.map(Secrets.tokenHash)
-        try await db { try await storage.revokeTokens(hashes: hashes) }
-        for hash in hashes { tokens.remove(hash) }
+        try await db { try await storage.revokeTokens(hashes: raw.map(Secrets.tokenHash)) }
+        for token in raw { tokens.remove(token) }
     }
 
     /// Runs CPU-heavy work (bcrypt) off the request's event loop.
@@ -145,11 +147,11 @@ public final class NotificationService: Sendable {
 
     private func validToken(_ bearer: String?, kinds: Set<TokenRecord.Kind>) async throws -> TokenRecord {
         guard let bearer, !bearer.isEmpty else { throw APIError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
-        let hash = Secrets.tokenHash(bearer)
-        var record = tokens.get(hash)
+        var record = tokens.get(bearer)
         if record == nil {
+            let hash = Secrets.tokenHash(bearer)
             record = try await db { try await storage.token(hash: hash) }
-            if let record { tokens.set(hash, record) }
+            if let record { tokens.set(bearer, record) }
         }
         guard let record, kinds.contains(record.kind) else { throw APIError.unauthenticated("unknown token") }
         guard !record.revoked else { throw APIError.unauthenticated("this token was revoked: sign in again") }

@@ -670,7 +670,7 @@ public final class PostgresStorage: NotificationStorage {
         try await groupedFeedWrite(user: input.userId, positions: 2) { connection, context in
             let active = try await self.activeRow(
                 connection, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
-            let rows = NotificationRules.publishRows(input, active: active, newId: Identifiers.random()) { context.nextSeq(for: input.userId) }
+            let rows = NotificationRules.publishRows(input, active: active, newId: Identifiers.notification()) { context.nextSeq(for: input.userId) }
             for row in rows { try await self.save(row, connection) }
             return rows[rows.count - 1].notification
         }

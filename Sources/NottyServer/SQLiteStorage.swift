@@ -9,7 +9,12 @@ public final class SQLiteStorage: NotificationStorage {
     private let writer: SQLiteWriter
 
     /// Opens (and creates) the store at `path` and migrates it.
-    public init(path: String) throws {
+    public convenience init(path: String) throws {
+        try self.init(path: path, migratingUpTo: nil)
+    }
+
+    /// Migrates only up to `lastMigration` when given: tests make the store an older notty left.
+    init(path: String, migratingUpTo lastMigration: String?) throws {
         var config = Configuration()
         config.busyMode = .timeout(30)
         config.maximumReaderCount = 8
@@ -22,7 +27,7 @@ public final class SQLiteStorage: NotificationStorage {
         // writer, and not in `prepareDatabase`: the pool turns WAL on after that hook and sets
         // `synchronous = NORMAL` as it does, which would lose the last commits on power loss.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-        try Self.migrator.migrate(pool)
+        if let lastMigration { try Self.migrator.migrate(pool, upTo: lastMigration) } else { try Self.migrator.migrate(pool) }
         let seq = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'seq'") ?? 0 }
         writer = SQLiteWriter(pool: pool, committedSeq: seq)
     }
@@ -106,6 +111,49 @@ public final class SQLiteStorage: NotificationStorage {
                     PRIMARY KEY (user_id, mutation_id)
                 );
                 CREATE INDEX mutations_created ON mutations (created);
+                """)
+        }
+        // v2: the id is no longer the table's primary key, whose index put every new random id
+        // on a random page (a written page per publish). The ids' own index is keyed by the id
+        // from its tenth character, then its first eight: the time in a notification id comes
+        // first there (see `Identifiers.notification`). Ids made before this migration keep
+        // working, as random keys. The table is rebuilt: SQLite cannot drop a primary key.
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: """
+                CREATE TABLE notifications_v2 (
+                    id TEXT NOT NULL,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    host_name TEXT NOT NULL COLLATE NOCASE,
+                    app_notification_id TEXT NOT NULL,
+                    group_name TEXT,
+                    priority TEXT NOT NULL,
+                    raw_content TEXT,
+                    has_visual INTEGER NOT NULL,
+                    title TEXT,
+                    body TEXT,
+                    display_ttl INTEGER,
+                    expires INTEGER NOT NULL,
+                    created INTEGER NOT NULL,
+                    modified INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL DEFAULT 0,
+                    read_state TEXT NOT NULL,
+                    read_at INTEGER NOT NULL,
+                    action_state TEXT NOT NULL,
+                    snoozed_until INTEGER,
+                    action_at INTEGER NOT NULL,
+                    target_policy TEXT,
+                    fallback_policy TEXT,
+                    seq INTEGER NOT NULL
+                );
+                INSERT INTO notifications_v2 SELECT * FROM notifications ORDER BY rowid;
+                DROP TABLE notifications;
+                ALTER TABLE notifications_v2 RENAME TO notifications;
+                CREATE UNIQUE INDEX notifications_id ON notifications (substr(id, 10), substr(id, 1, 8));
+                CREATE UNIQUE INDEX notifications_feed ON notifications (user_id, seq);
+                CREATE UNIQUE INDEX notifications_app_id ON notifications (user_id, host_name, app_notification_id) WHERE deleted = 0;
+                CREATE INDEX notifications_view ON notifications (user_id, created DESC, id DESC) WHERE deleted = 0;
+                CREATE INDEX notifications_expiry ON notifications (expires) WHERE deleted = 0;
+                CREATE INDEX notifications_tombstones ON notifications (modified) WHERE deleted = 1;
                 """)
         }
         return migrator
@@ -328,6 +376,12 @@ public final class SQLiteStorage: NotificationStorage {
         try db.cachedStatement(sql: saveSQL).execute(arguments: StatementArguments(valuesBeforeSeq(s) + [s.seq]))
     }
 
+    /// The row whose id is `?1`, found through `notifications_id`: SQLite uses an index on
+    /// expressions only for a condition on the same expressions. The last term makes the
+    /// match exact (the two others ignore the ninth character); its `+` keeps SQLite from
+    /// propagating `id = ?1` into the others, which then no longer match the index.
+    static let idMatches = "substr(id, 10) = substr(?1, 10) AND substr(id, 1, 8) = substr(?1, 1, 8) AND +id = ?1"
+
     private static func fetchStored(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> StoredNotification? {
         try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments).map(stored)
     }
@@ -337,7 +391,7 @@ public final class SQLiteStorage: NotificationStorage {
     public func publish(_ input: PublishInput) async throws -> UserNotification {
         // The row a new notification becomes is built here, before the writer's turn, so that
         // the one thread every write waits for only binds and runs one statement for it.
-        let fresh = NotificationRules.published(input, existing: nil, newId: Identifiers.random(), seq: 0)
+        let fresh = NotificationRules.published(input, existing: nil, newId: Identifiers.notification(), seq: 0)
         let values = StatementArguments(Self.valuesBeforeSeq(fresh))
         return try await write(savepoint: false) { db, context in
             let seq = context.upcomingSeq
@@ -360,7 +414,7 @@ public final class SQLiteStorage: NotificationStorage {
 
     private static func republish(_ input: PublishInput, _ db: Database, _ context: WriteContext) throws -> UserNotification {
         let active = try activeRow(db, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
-        let rows = NotificationRules.publishRows(input, active: active, newId: Identifiers.random()) { context.nextSeq(for: input.userId) }
+        let rows = NotificationRules.publishRows(input, active: active, newId: Identifiers.notification()) { context.nextSeq(for: input.userId) }
         for row in rows { try save(row, db) }
         return rows[rows.count - 1].notification
     }
@@ -419,7 +473,7 @@ public final class SQLiteStorage: NotificationStorage {
 
     public func notification(id: String, userId: String) async throws -> UserNotification? {
         try await read { db in
-            try Self.fetchStored(db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE id = ? AND user_id = ?", [id, userId])?.notification
+            try Self.fetchStored(db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE \(Self.idMatches) AND user_id = ?2", [id, userId])?.notification
         }
     }
 
@@ -505,7 +559,7 @@ public final class SQLiteStorage: NotificationStorage {
         let db: Database
 
         func row(id: String, userId: String) throws -> StoredNotification? {
-            try SQLiteStorage.fetchStored(db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE id = ? AND user_id = ?", [id, userId])
+            try SQLiteStorage.fetchStored(db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE \(SQLiteStorage.idMatches) AND user_id = ?2", [id, userId])
         }
 
         func save(_ row: StoredNotification) throws {

@@ -232,12 +232,20 @@ struct PublishingTests {
         }
     }
 
-    @Test("Request ids are lowercase version 7 UUIDs in time order; notification ids random version 4; all unique")
+    @Test("Request ids are lowercase version 7 UUIDs in time order; notification ids version 8, random first, then in time order; all unique")
     func identifiers() {
         let pattern = /[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/
-        let random = (0..<2000).map { _ in Identifiers.random() }
-        #expect(random.allSatisfy { $0.wholeMatch(of: /[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/) != nil })
-        #expect(Set(random.map { $0.prefix(8) }).count > 1990, "the short ids notty list shows differ")
+        let millis: Int64 = 1_790_000_000_000
+        let notifications = (0..<2000).map { Identifiers.notification(now: ISOTime.date(millis: millis + Int64($0))) }
+        #expect(notifications.allSatisfy { $0.wholeMatch(of: /[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/) != nil })
+        #expect(Set(notifications.map { $0.prefix(8) }).count > 1990, "the short ids notty list shows differ")
+        #expect(Set(notifications).count == 2000)
+        // From the tenth character (the key of SQLite's index of ids) they follow the time,
+        // whose low 28 bits in milliseconds are the 16 + 12 bits around the version digit.
+        #expect(zip(notifications, notifications.dropFirst()).allSatisfy { $0.dropFirst(9) < $1.dropFirst(9) })
+        let first = notifications[0].replacingOccurrences(of: "-", with: "")
+        let timeBits = UInt64(first.dropFirst(8).prefix(4), radix: 16)! << 12 | UInt64(first.dropFirst(13).prefix(3), radix: 16)!
+        #expect(timeBits == UInt64(millis) & 0x0fff_ffff)
         let base = Date(timeIntervalSince1970: 1_790_000_000)
         var previous = ""
         var seen = Set<String>()

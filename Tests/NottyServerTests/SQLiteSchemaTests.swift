@@ -1,0 +1,83 @@
+import Foundation
+import GRDB
+import NottyCore
+import NottyTestSupport
+import Testing
+@testable import NottyServer
+
+@Suite("SQLite schema")
+struct SQLiteSchemaTests {
+    private func publish(_ storage: SQLiteStorage, userId: String, _ appNotificationId: String, title: String, now: Date) async throws -> UserNotification {
+        let request = try PublishRequest(body: Data(#"{"appNotificationId":"\#(appNotificationId)","payload":{"visualContent":{"title":"\#(title)"}}}"#.utf8))
+        return try await storage.publish(PublishInput(userId: userId, hostName: "ci.example.com", request: request, expiration: now + 3600, now: now))
+    }
+
+    @Test("Migration v2 keeps a v1 store's notifications, their order and their ids, old and new")
+    func migrationKeepsNotifications() async throws {
+        let directory = Repository.temporaryDirectory("notty-schema")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("server.sqlite").path
+        let now = Date(timeIntervalSince1970: 1_790_000_000)
+
+        // A store as notty left it before v2: random version 4 ids, a read one, a deleted one.
+        let old = try SQLiteStorage(path: path, migratingUpTo: "v1")
+        let userId = try await NotificationService(storage: old).addUser(name: "alice", password: "pw").id
+        var published: [String] = []
+        for i in 0..<3 { published.append(try await publish(old, userId: userId, "build-\(i)", title: "v1 \(i)", now: now).id) }
+        let made = published
+        try await old.close()
+        let v4Ids = (0..<3).map { _ in UUID().uuidString.lowercased() }
+        let queue = try DatabaseQueue(path: path)
+        try await queue.write { db in
+            for (made, id) in zip(made, v4Ids) { try db.execute(sql: "UPDATE notifications SET id = ? WHERE id = ?", arguments: [id, made]) }
+        }
+        try queue.close()
+        let reopenedOld = try SQLiteStorage(path: path, migratingUpTo: "v1")
+        _ = try await reopenedOld.mutate(userId: userId, mutations: [Mutation(id: v4Ids[0], change: StateChange(readState: .read), changedAt: ISOTime.millis(now) + 1)], now: now + 1)
+        _ = try await reopenedOld.mutate(userId: userId, mutations: [Mutation(id: v4Ids[1], operation: .delete)], now: now + 1)
+        let before = try #require(try await reopenedOld.changes(userId: userId, since: 0, limit: 100))
+        try await reopenedOld.close()
+
+        // Opened by this notty: migrated, and everything is where it was.
+        let storage = try SQLiteStorage(path: path)
+        let after = try #require(try await storage.changes(userId: userId, since: 0, limit: 100))
+        #expect(after.changes == before.changes)
+        #expect(after.lastSeq == before.lastSeq)
+        #expect(try await storage.notification(id: v4Ids[0], userId: userId)?.readState == .read)
+        #expect(try await storage.notification(id: v4Ids[2], userId: userId)?.payload.visualContent?.title == "v1 2")
+        // Only the exact id finds a row: the index's key leaves out the ninth character ("-").
+        let ninthChanged = String(v4Ids[2].prefix(8)) + "x" + String(v4Ids[2].dropFirst(9))
+        #expect(try await storage.notification(id: ninthChanged, userId: userId) == nil)
+        #expect(try await storage.notification(id: String(v4Ids[2].prefix(8)), userId: userId) == nil)
+
+        // Writes keep working on old and new ids: a re-publish updates the old row in place (the
+        // app's unique index is still the conflict target), a new publish gets a version 8 id.
+        let republished = try await publish(storage, userId: userId, "build-2", title: "v2 2", now: now + 2)
+        #expect(republished.id == v4Ids[2])
+        let fresh = try await publish(storage, userId: userId, "build-3", title: "v2 3", now: now + 2)
+        #expect(fresh.id.wholeMatch(of: /[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/) != nil)
+        let results = try await storage.mutate(userId: userId, mutations: [
+            Mutation(id: fresh.id, change: StateChange(userActionState: .dismissed), changedAt: ISOTime.millis(now) + 3),
+            Mutation(id: v4Ids[0], change: StateChange(userActionState: .activated), changedAt: ISOTime.millis(now) + 3),
+        ], now: now + 3)
+        #expect(results.map(\.status) == [200, 200])
+        let list = try await storage.list(userId: userId, view: .all, top: 10, skip: 0, now: now + 4)
+        #expect(Set(list.map(\.id)) == [v4Ids[0], v4Ids[2], fresh.id])
+        try await storage.close()
+    }
+
+    @Test("A notification is found by id through the ids' own index, not by a scan")
+    func lookupsByIdUseTheIndex() async throws {
+        let directory = Repository.temporaryDirectory("notty-schema")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("server.sqlite").path
+        try await SQLiteStorage(path: path).close()
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        let plan = try await queue.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT * FROM notifications WHERE \(SQLiteStorage.idMatches) AND user_id = ?2", arguments: ["a", "b"])
+                .map { $0["detail"] as String }
+        }
+        #expect(plan.count == 1 && plan[0].contains("USING INDEX notifications_id"), "\(plan)")
+    }
+}
