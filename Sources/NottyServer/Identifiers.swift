@@ -10,21 +10,23 @@ public enum Identifiers {
     private static let requestIdGenerator = Mutex(Xoshiro256())
 
     /// A notification's id: a UUID of version 8 (RFC 9562's layout for custom ids) whose
-    /// first 32 bits are random, then 28 bits of the time in milliseconds, then 62 random bits.
+    /// first 32 bits are random, then come 42 bits of the time in milliseconds (16 before the
+    /// version digit, 12 after it, 14 after the variant bits) and 48 random bits.
     ///
     /// - `notty list` shows an id's first eight characters and takes any unique prefix, so
     ///   those are random: they differ between notifications published together.
-    /// - SQLite's index of ids is keyed by the id from its tenth character on, then the first
-    ///   eight (``SQLiteStorage/idKey``): the time comes first there, so a new id lands beside
-    ///   the last one instead of on a random page of the index, one written page per commit
-    ///   rather than one per publish. The 28 bits wrap every 74 hours; a wrap only moves
-    ///   where the appending happens.
-    /// - 94 random bits, from the system's generator: ids are not guessable from each other.
+    /// - SQLite's index of ids is keyed by the id from its tenth character on, then its first
+    ///   eight (``SQLiteStorage/idMatches``): the time comes first there, so a new id lands
+    ///   beside the last one instead of on a random page of the index, one written page per
+    ///   commit rather than one per publish. 42 bits of milliseconds last until 2109.
+    /// - 80 random bits, from the system's generator: ids are not guessable from each other.
     public static func notification(now: Date = Date()) -> String {
         var system = SystemRandomNumberGenerator()
         let (high, low): (UInt64, UInt64) = (system.next(), system.next())
         let millis = UInt64(max(0, ISOTime.millis(now)))
-        return format(high & 0xffff_ffff_0000_0000 | (millis >> 12 & 0xffff) << 16 | 0x8000 | millis & 0x0fff, low)
+        return format(
+            high & 0xffff_ffff_0000_0000 | (millis >> 26 & 0xffff) << 16 | 0x8000 | millis >> 14 & 0x0fff,
+            (millis & 0x3fff) << 48 | low & 0xffff_ffff_ffff)
     }
 
     /// A UUID of version 7, which begins with the time in milliseconds: request ids, which

@@ -14,9 +14,6 @@ public final class NotificationService: Sendable {
     public let metrics: ServiceMetrics
     let logger: Logger
     private let limiter: RateLimiter
-    /// Token records by the token as presented, so that a request with a token seen in the
-    /// last seconds skips hashing it. (Only the store keeps tokens hashed; a process that holds
-    /// requests holds their tokens anyway.)
     private let tokens = TTLCache<String, TokenRecord>(ttl: .seconds(5))
     private let apps = TTLCache<String, AppRecord>(ttl: .seconds(5))
     private let subscriptionsCache = TTLCache<String, SubscriptionRecord>(ttl: .seconds(5))
@@ -104,7 +101,7 @@ public final class NotificationService: Sendable {
             guard let record = try await db({ try await storage.token(hash: hash) }), record.kind == .userRefresh else {
                 throw APIError.oauth(.badRequest, "invalid_grant", "unknown refresh token: sign in again")
             }
-            return try await issueUserTokens(userId: record.subject, now: now, replacing: (refresh, hash))
+            return try await issueUserTokens(userId: record.subject, now: now, replacing: hash)
         case nil:
             throw APIError.oauth(.badRequest, "invalid_request", "grant_type is required")
         case let other?:
@@ -116,15 +113,15 @@ public final class NotificationService: Sendable {
         TokenRecord(hash: Secrets.tokenHash(token), kind: kind, subject: subject, expiresAt: now + TimeInterval(config.accessTokenLifetime))
     }
 
-    private func issueUserTokens(userId: String, now: Date, replacing old: (token: String, hash: String)?) async throws -> TokenResponse {
+    private func issueUserTokens(userId: String, now: Date, replacing oldHash: String?) async throws -> TokenResponse {
         let access = Secrets.newToken(), refresh = Secrets.newToken()
         let records = [
             accessRecord(access, kind: .userAccess, subject: userId, now: now),
             TokenRecord(hash: Secrets.tokenHash(refresh), kind: .userRefresh, subject: userId, expiresAt: now + TimeInterval(config.refreshTokenLifetime)),
         ]
-        if let old {
-            let rotated = try await db { try await storage.rotateToken(oldHash: old.hash, replacements: records, now: now) }
-            tokens.remove(old.token)
+        if let oldHash {
+            let rotated = try await db { try await storage.rotateToken(oldHash: oldHash, replacements: records, now: now) }
+            tokens.remove(oldHash)
             guard rotated else { throw APIError.oauth(.badRequest, "invalid_grant", "this refresh token was already used, revoked or has expired: sign in again") }
         } else {
             try await db { try await storage.insertTokens(records) }
@@ -134,8 +131,9 @@ public final class NotificationService: Sendable {
 
     /// Revokes tokens (sign-out).
     public func revoke(tokens raw: [String]) async throws {
-        try await db { try await storage.revokeTokens(hashes: raw.map(Secrets.tokenHash)) }
-        for token in raw { tokens.remove(token) }
+        let hashes = raw.map(Secrets.tokenHash)
+        try await db { try await storage.revokeTokens(hashes: hashes) }
+        for hash in hashes { tokens.remove(hash) }
     }
 
     /// Runs CPU-heavy work (bcrypt) off the request's event loop.
@@ -147,11 +145,11 @@ public final class NotificationService: Sendable {
 
     private func validToken(_ bearer: String?, kinds: Set<TokenRecord.Kind>) async throws -> TokenRecord {
         guard let bearer, !bearer.isEmpty else { throw APIError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
-        var record = tokens.get(bearer)
+        let hash = Secrets.tokenHash(bearer)
+        var record = tokens.get(hash)
         if record == nil {
-            let hash = Secrets.tokenHash(bearer)
             record = try await db { try await storage.token(hash: hash) }
-            if let record { tokens.set(bearer, record) }
+            if let record { tokens.set(hash, record) }
         }
         guard let record, kinds.contains(record.kind) else { throw APIError.unauthenticated("unknown token") }
         guard !record.revoked else { throw APIError.unauthenticated("this token was revoked: sign in again") }

@@ -240,12 +240,17 @@ struct PublishingTests {
         #expect(notifications.allSatisfy { $0.wholeMatch(of: /[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/) != nil })
         #expect(Set(notifications.map { $0.prefix(8) }).count > 1990, "the short ids notty list shows differ")
         #expect(Set(notifications).count == 2000)
-        // From the tenth character (the key of SQLite's index of ids) they follow the time,
-        // whose low 28 bits in milliseconds are the 16 + 12 bits around the version digit.
+        // From the tenth character (the key of SQLite's index of ids) they follow the time: 42
+        // bits of milliseconds, 16 before the version digit, 12 after it, 14 after the variant.
         #expect(zip(notifications, notifications.dropFirst()).allSatisfy { $0.dropFirst(9) < $1.dropFirst(9) })
-        let first = notifications[0].replacingOccurrences(of: "-", with: "")
-        let timeBits = UInt64(first.dropFirst(8).prefix(4), radix: 16)! << 12 | UInt64(first.dropFirst(13).prefix(3), radix: 16)!
-        #expect(timeBits == UInt64(millis) & 0x0fff_ffff)
+        let years = [0, 1, 40, 80].map { Identifiers.notification(now: ISOTime.date(millis: millis + Int64($0) * 31_557_600_000)) }
+        #expect(zip(years, years.dropFirst()).allSatisfy { $0.dropFirst(9) < $1.dropFirst(9) }, "\(years)")
+        let digits = notifications[0].replacingOccurrences(of: "-", with: "")
+        func field(_ from: Int, _ count: Int) -> UInt64 { UInt64(digits.dropFirst(from).prefix(count), radix: 16)! }
+        #expect(field(8, 4) << 26 | field(13, 3) << 14 | field(16, 4) & 0x3fff == UInt64(millis))
+        // Made in the same millisecond, they differ in their random bits at both ends.
+        let together = (0..<2000).map { _ in Identifiers.notification(now: ISOTime.date(millis: millis)) }
+        #expect(Set(together.map { $0.suffix(12) }).count > 1990 && Set(together.map { $0.prefix(8) }).count > 1990)
         let base = Date(timeIntervalSince1970: 1_790_000_000)
         var previous = ""
         var seen = Set<String>()

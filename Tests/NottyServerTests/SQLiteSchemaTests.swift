@@ -28,6 +28,7 @@ struct SQLiteSchemaTests {
         try await old.close()
         let v4Ids = (0..<3).map { _ in UUID().uuidString.lowercased() }
         let queue = try DatabaseQueue(path: path)
+        let indexesBefore = try await queue.read(Self.notificationIndexes)
         try await queue.write { db in
             for (made, id) in zip(made, v4Ids) { try db.execute(sql: "UPDATE notifications SET id = ? WHERE id = ?", arguments: [id, made]) }
         }
@@ -63,7 +64,29 @@ struct SQLiteSchemaTests {
         #expect(results.map(\.status) == [200, 200])
         let list = try await storage.list(userId: userId, view: .all, top: 10, skip: 0, now: now + 4)
         #expect(Set(list.map(\.id)) == [v4Ids[0], v4Ids[2], fresh.id])
+
+        // A tombstone replaces its row through the ids' index alone (the app's index covers
+        // only live rows): deleting an old and a new id, and expiring the rest, leaves one
+        // row per id.
+        let deletes = try await storage.mutate(userId: userId, mutations: [Mutation(id: v4Ids[0], operation: .delete), Mutation(id: fresh.id, operation: .delete)], now: now + 5)
+        #expect(deletes.map(\.status) == [204, 204])
+        #expect(try await storage.expire(now: now + 7200) == 1)
         try await storage.close()
+        let migrated = try DatabaseQueue(path: path)
+        defer { try? migrated.close() }
+        let rows = try await migrated.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, count(*) AS n, max(deleted) AS deleted FROM notifications GROUP BY id")
+        }
+        #expect(rows.count == 4 && rows.allSatisfy { $0["n"] == 1 && $0["deleted"] == 1 }, "\(rows)")
+        // The other indexes are v1's, unchanged; the ids' index is new.
+        let indexesAfter = try await migrated.read(Self.notificationIndexes)
+        #expect(indexesAfter.filter { !$0.contains("notifications_id") } == indexesBefore)
+        #expect(indexesAfter.contains("CREATE UNIQUE INDEX notifications_id ON notifications (substr(id, 10), substr(id, 1, 8))"))
+    }
+
+    /// The SQL of the `notifications` table's own indexes, by name.
+    private static func notificationIndexes(_ db: Database) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'notifications' AND sql IS NOT NULL ORDER BY name")
     }
 
     @Test("A notification is found by id through the ids' own index, not by a scan")
