@@ -25,6 +25,7 @@ public struct ClientPaths: Sendable, Equatable {
             dataDirectory: (value("XDG_DATA_HOME") ?? home + "/.local/share") + "/notty")
     }
 
+    public var settings: String { configDirectory + "/config.toml" }
     public var credentials: String { configDirectory + "/credentials.json" }
     public var store: String { dataDirectory + "/store.sqlite" }
     public var serverDatabase: String { dataDirectory + "/server.sqlite" }

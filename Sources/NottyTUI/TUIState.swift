@@ -57,13 +57,15 @@ public struct TUIState: Sendable, Equatable {
     /// What `u` undoes.
     public internal(set) var lastAction: UndoEntry?
 
-    /// A fresh state showing the Unread view; send `.storeChanged` to load it.
-    public init(size: Size, now: Date, timeZone: TimeZone = .current, useColor: Bool = true) {
+    /// A fresh state showing `view` (the settings' `view`, Unread by default); send
+    /// `.storeChanged` to load it.
+    public init(size: Size, now: Date, timeZone: TimeZone = .current, useColor: Bool = true, view: NotificationView = .unread) {
         self.size = size
         self.now = now
         self.timeZone = timeZone
         self.useColor = useColor
-        window = .empty(.unread)
+        self.view = view
+        window = .empty(view)
     }
 }
 

@@ -159,16 +159,18 @@ final class Center: @unchecked Sendable {
     let credentials: Credentials
     let client: ServiceClient
     let engine: SyncEngine
+    let settings: ClientSettings
     private let inbox = Mutex<[TUIEvent]>([])
     private let quitRequested = Atomic<Bool>(false)
     private var liveSync: LiveSync?
     private var connection: SyncStatus.Connection = .connecting
 
-    init(store: LocalStore, credentials: Credentials, client: ServiceClient, engine: SyncEngine) {
+    init(store: LocalStore, credentials: Credentials, client: ServiceClient, engine: SyncEngine, settings: ClientSettings) {
         self.store = store
         self.credentials = credentials
         self.client = client
         self.engine = engine
+        self.settings = settings
     }
 
     /// Runs until `q` (or SIGTERM/SIGINT/SIGHUP); the terminal is restored on every path.
@@ -250,9 +252,10 @@ final class Center: @unchecked Sendable {
 
     private func loop() throws {
         let terminal = Terminal()
-        try terminal.start(useColor: Terminal.colorAllowed())
+        let useColor = settings.color && Terminal.colorAllowed()
+        try terminal.start(useColor: useColor)
         defer { terminal.stop() }
-        var state = TUIState(size: terminal.size(), now: Date(), timeZone: .current, useColor: Terminal.colorAllowed())
+        var state = TUIState(size: terminal.size(), now: Date(), timeZone: .current, useColor: useColor, view: settings.view)
         let loader = WindowLoader(store: store) { [weak self] in self?.post(.storeChanged) }
         var pending: [TUIEvent] = [.storeChanged]
         postStatus()
@@ -324,6 +327,8 @@ struct TUI: AsyncParsableCommand {
             s snooze, x delete, Space select, M mark all read, u undo, / search, n/p next or
             previous unread, R sync now, ? help, q quit. Changes from your other devices appear
             by themselves. NO_COLOR=1 turns colour off.
+
+            config.toml sets the view it opens on and colour (see notty --help).
             """)
 
     func run() async throws {
@@ -338,6 +343,7 @@ func openCenter(_ device: Device) async throws {
     guard isatty(STDOUT_FILENO) != 0 else {
         throw CLIError("the notification center needs a terminal; for scripts use notty list, notty poll or notty sync")
     }
+    let settings = try device.settings()
     let (client, store, engine) = try device.session()
-    try await Center(store: store, credentials: await client.current, client: client, engine: engine).run()
+    try await Center(store: store, credentials: await client.current, client: client, engine: engine, settings: settings).run()
 }

@@ -65,7 +65,7 @@ struct List: AsyncParsableCommand {
         abstract: "List one view from the local store (newest first).",
         discussion: "Works offline: it reads the local store. Run notty sync first for the latest.")
 
-    @Option(help: "unread, read, activated, dismissed, snoozed or all.") var view: ViewArgument = ViewArgument(argument: "unread")!
+    @Option(help: "unread, read, activated, dismissed, snoozed or all (default: view in config.toml, else unread).") var view: ViewArgument?
     @Flag(help: "One notification per line as JSON (SPEC §1 names).") var json = false
     @Option(help: "At most this many.") var limit: Int = 50
     @Option(help: "Only those whose title, body, app or group contains this.") var search: String = ""
@@ -76,21 +76,23 @@ struct List: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let store = try Device().store()
+            let device = Device()
+            let view = try self.view?.view ?? device.settings().view
+            let store = try device.store()
             let now = Date()
-            let rows = try store.window(view: view.view, query: search, offset: 0, limit: limit, now: now)
+            let rows = try store.window(view: view, query: search, offset: 0, limit: limit, now: now)
             if json {
                 for row in rows { print(jsonLine(row)) }
                 return
             }
-            if rows.isEmpty { print("nothing in \(view.view.rawValue)"); return }
+            if rows.isEmpty { print("nothing in \(view.rawValue)"); return }
             for row in rows {
                 let mark = row.readState == .unread ? "●" : " "
                 let priority = row.priority == .high ? "!" : row.priority == .low ? "↓" : " "
                 let source = row.groupName.map { "\(row.targetHostName)/\($0)" } ?? row.targetHostName
                 print("\(row.id.prefix(8)) \(mark)\(priority) \(age(row.createdDateTime, now: now).leftPadded(3))  \(source)  \(row.displayTitle)")
             }
-            let total = try store.count(view: view.view, query: search, now: now)
+            let total = try store.count(view: view, query: search, now: now)
             if total > rows.count { print("… \(total - rows.count) more (--limit)") }
         }
     }

@@ -22,6 +22,15 @@ struct Device {
         }
     }
 
+    /// The settings in config.toml (defaults when there is none).
+    func settings() throws -> ClientSettings {
+        do {
+            return try ClientSettings.load(path: paths.settings)
+        } catch {
+            throw CLIError(error.description)
+        }
+    }
+
     func credentials() throws -> Credentials {
         guard let credentials = try credentialsFile.load() else {
             throw CLIError("not signed in on this device: run notty login URL --user NAME first")

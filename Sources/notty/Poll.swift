@@ -18,10 +18,10 @@ struct Poll: AsyncParsableCommand {
               notty poll --once          # one sync, print what is new, exit
             """)
 
-    @Option(help: ArgumentHelp("Seconds between polls (never more often than the service allows).", valueName: "seconds")) var interval: Int?
-    @Option(help: ArgumentHelp("A shell command to run for each new notification.", valueName: "command")) var exec: String?
+    @Option(help: ArgumentHelp("Seconds between polls (never more often than the service allows; default: poll.interval in config.toml).", valueName: "seconds")) var interval: Int?
+    @Option(help: ArgumentHelp("A shell command to run for each new notification (default: poll.exec in config.toml).", valueName: "command")) var exec: String?
     @Flag(help: "Sync once, report, and exit.") var once = false
-    @Flag(help: "Use the doorbell WebSocket (falls back to polling).") var live = false
+    @Flag(help: "Use the doorbell WebSocket (falls back to polling; poll.live = true in config.toml makes it the default).") var live = false
 
     func validate() throws {
         if let interval, interval < 1 { throw ArgumentParser.ValidationError("--interval must be at least 1 second") }
@@ -30,8 +30,10 @@ struct Poll: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let (client, store, engine) = try Device().session()
-            let announcer = Announcer(store: store, command: exec)
+            let device = Device()
+            let settings = try device.settings()
+            let (client, store, engine) = try device.session()
+            let announcer = Announcer(store: store, command: exec ?? settings.pollExec)
             // What the store already holds is not news: report what arrives from now on.
             try store.markAllAnnounced()
             if once {
@@ -39,7 +41,7 @@ struct Poll: AsyncParsableCommand {
                 try announcer.announce()
                 return
             }
-            let mode: LiveSync.Mode = live ? .live : .polling(minimumInterval: interval ?? 1)
+            let mode: LiveSync.Mode = live || settings.pollLive ? .live : .polling(minimumInterval: interval ?? settings.pollInterval ?? 1)
             let liveSync = LiveSync(engine: engine, client: client, mode: mode) { event in
                 switch event {
                 case .connection(let state): warn("connection: \(describe(state))")

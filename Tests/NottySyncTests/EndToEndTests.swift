@@ -101,6 +101,46 @@ struct EndToEndTests {
         #expect(poll.terminationReason == .exit && poll.terminationStatus == 0, "SIGTERM stops notty poll cleanly")
     }
 
+    @Test("config.toml: notty list's default view and notty poll's live and exec come from it; flags win; a broken file is one clear error")
+    func settingsFile() async throws {
+        let world = try await TwoDevices()
+        let first = try world.publish("Build failed")
+        let second = try world.publish("Deploy finished")
+        #expect(try world.a.run(["sync"]).status == 0)
+        #expect(try world.a.run(["dismiss", first]).status == 0)
+        #expect(try world.b.run(["sync"]).status == 0)
+        let config = world.b.home.appendingPathComponent("config.toml")
+        let marker = world.directory.appendingPathComponent("settings-exec.txt")
+        try """
+            view = "dismissed"
+            [poll]
+            live = true
+            exec = 'echo "$NOTTY_TITLE" >> \(marker.path)'
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let listed = try world.b.run(["list", "--json"])
+        #expect(listed.status == 0 && listed.out.contains(first) && !listed.out.contains(second), "\(listed.err)")
+        #expect(try world.b.run(["list", "--view", "unread", "--json"]).out.contains(second), "the flag wins over the file")
+
+        // notty poll with no flags: live and --exec come from the file.
+        let log = world.directory.appendingPathComponent("settings-poll.log")
+        let poll = try world.b.start(["poll"], log: log)
+        defer { if poll.isRunning { poll.terminate() } }
+        #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("connection: live") })
+        _ = try world.publish("Disk 91% full")
+        #expect(await eventually(timeout: .seconds(5)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains("Disk 91% full") })
+        poll.terminate()
+        #expect(await eventually(timeout: .seconds(5)) { !poll.isRunning })
+
+        // A file notty cannot use stops the command with one line that says where and what.
+        try "view = \"inbox\"\n".write(to: config, atomically: true, encoding: .utf8)
+        let wrong = try world.b.run(["list"])
+        #expect(wrong.status == 1 && wrong.err.contains("config.toml: view = \"inbox\" is not a view: use unread"), "\(wrong.err)")
+        try "[poll\n".write(to: config, atomically: true, encoding: .utf8)
+        let broken = try world.b.run(["poll", "--once"])
+        #expect(broken.status == 1 && broken.err.contains("config.toml: line 1"), "\(broken.err)")
+        #expect(broken.err.split(separator: "\n").count == 1)
+    }
+
     @Test("with the service stopped, A's commands succeed and queue; once it is back, B sees them")
     func offline() async throws {
         let world = try await TwoDevices()
