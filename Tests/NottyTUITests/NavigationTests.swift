@@ -5,6 +5,15 @@ import Testing
 
 @Suite("Moving, switching views and loading windows")
 struct NavigationTests {
+    @Test("A state made for another view (config.toml's view) asks for and shows that view first")
+    func startsOnTheGivenView() {
+        var state = TUIState(size: Size(columns: 80, rows: 24), now: Fixtures.now, timeZone: Fixtures.utc, view: .dismissed)
+        #expect(state.view == .dismissed)
+        let effects = update(&state, .storeChanged)
+        guard case .load(let request)? = effects.first else { Issue.record("no load: \(effects)"); return }
+        #expect(request.view == .dismissed)
+    }
+
     // MARK: - Moving within the window
 
     @Test func jkAndArrowsMoveTheSelection() {
