@@ -28,7 +28,7 @@ public struct ClientSettings: Sendable, Equatable {
         color = true      # false: no colour (NO_COLOR=1 also turns it off)
 
         [poll]            # notty poll
-        interval = 60     # seconds between polls (at least the service's)
+        interval = 60     # polling: seconds between polls (at least the service's)
         exec = 'notify-send "$NOTTY_TITLE" "$NOTTY_BODY"'  # per new notification
         live = true       # the doorbell WebSocket, falling back to polling
         """
@@ -39,8 +39,8 @@ public struct ClientSettings: Sendable, Equatable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw SettingsError("\(path): cannot be read; check its permissions")
         }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw SettingsError("\(path): is not UTF-8 text")
+        guard let text = String(data: data, encoding: .utf8), !text.utf8.contains(0) else {
+            throw SettingsError("\(path): is not UTF-8 text (or holds a NUL byte)")
         }
         return try ClientSettings(toml: text, file: path)
     }
@@ -57,12 +57,12 @@ public struct ClientSettings: Sendable, Equatable {
         }
         let reader = Reader(file: file)
         for key in table.keys {
-            let value = table[key]!
+            let value = try reader.value(table, key)
             switch key {
             case "view":
                 let name = try reader.string(value, key)
-                guard let view = NotificationView(rawValue: name.lowercased()) else {
-                    throw SettingsError("\(file): view = \"\(name)\" is not a view: use unread, read, activated, dismissed, snoozed or all")
+                guard let view = NotificationView(name: name) else {
+                    throw SettingsError("\(file): view = \(String(reflecting: name)) is not a view: use unread, read, activated, dismissed, snoozed or all")
                 }
                 self.view = view
             case "color":
@@ -70,7 +70,7 @@ public struct ClientSettings: Sendable, Equatable {
             case "poll":
                 guard let poll = value.table else { throw reader.wrongType(value, "poll", "a table ([poll])") }
                 for pollKey in poll.keys {
-                    let value = poll[pollKey]!
+                    let value = try reader.value(poll, pollKey)
                     switch pollKey {
                     case "interval":
                         guard let seconds = value.int, seconds >= 1 else { throw reader.wrongType(value, "poll.interval", "a whole number of seconds, at least 1") }
@@ -93,6 +93,13 @@ public struct ClientSettings: Sendable, Equatable {
     private struct Reader {
         let file: String
 
+        /// TOMLKit lists keys as C strings: one with a NUL in it (`"a\u0000b"`, valid TOML)
+        /// comes back cut short and finds nothing.
+        func value(_ table: TOMLTable, _ key: String) throws(SettingsError) -> any TOMLValueConvertible {
+            guard let value = table[key] else { throw SettingsError("\(file): a key holds a NUL character (\\u0000); remove it") }
+            return value
+        }
+
         func string(_ value: any TOMLValueConvertible, _ key: String) throws(SettingsError) -> String {
             guard let string = value.string else { throw wrongType(value, key, "a string") }
             return string
@@ -104,12 +111,18 @@ public struct ClientSettings: Sendable, Equatable {
         }
 
         func wrongType(_ value: any TOMLValueConvertible, _ key: String, _ expected: String) -> SettingsError {
-            let found = value.type == .int ? "\(value.int!)" : "a \(value.type)"
-            return SettingsError("\(file): \(key) must be \(expected), not \(found)")
+            let kind = "\(value.type)"
+            let found = value.type == .int ? "\(value.int!)" : ("aeiou".contains(kind.first!) ? "an " : "a ") + kind
+            return SettingsError("\(file): \(Self.shown(key)) must be \(expected), not \(found)")
         }
 
         func unknown(_ key: String) -> SettingsError {
-            SettingsError("\(file): unknown setting \(key) (known: view, color, poll.interval, poll.exec, poll.live)")
+            SettingsError("\(file): unknown setting \(Self.shown(key)) (known: view, color, poll.interval, poll.exec, poll.live)")
+        }
+
+        /// A key as written when it is plain, else quoted with escapes: the error stays one line.
+        static func shown(_ key: String) -> String {
+            key.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value != 0x7f && $0 != "\"" } ? key : String(reflecting: key)
         }
     }
 }

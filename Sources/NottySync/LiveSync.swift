@@ -150,7 +150,9 @@ public actor LiveSync {
             } else if (try? engine.store.outboxCount()) ?? 0 > 0 {
                 kicks?.yield()
             }
-            try? await Task.sleep(for: .seconds(Double(min(wait, 60))))
+            // Polling waits the whole interval asked for (`--interval 300` means 5 minutes);
+            // live, this loop only looks after the outbox, at least once a minute.
+            try? await Task.sleep(for: .seconds(Double(state == .live ? min(wait, 60) : wait)))
         }
     }
 

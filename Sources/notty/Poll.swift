@@ -21,11 +21,12 @@ struct Poll: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds between polls (never more often than the service allows; default: poll.interval in config.toml).", valueName: "seconds")) var interval: Int?
     @Option(help: ArgumentHelp("A shell command to run for each new notification (default: poll.exec in config.toml).", valueName: "command")) var exec: String?
     @Flag(help: "Sync once, report, and exit.") var once = false
-    @Flag(help: "Use the doorbell WebSocket (falls back to polling; poll.live = true in config.toml makes it the default).") var live = false
+    @Flag(inversion: .prefixedNo, help: "Use the doorbell WebSocket, falling back to polling (default: poll.live in config.toml, unless --interval is given).") var live: Bool?
 
     func validate() throws {
         if let interval, interval < 1 { throw ArgumentParser.ValidationError("--interval must be at least 1 second") }
-        if once && live { throw ArgumentParser.ValidationError("--once and --live do not go together") }
+        if once && live == true { throw ArgumentParser.ValidationError("--once and --live do not go together") }
+        if interval != nil && live == true { throw ArgumentParser.ValidationError("--interval is for polling; --live listens on the doorbell instead") }
     }
 
     func run() async throws {
@@ -41,7 +42,9 @@ struct Poll: AsyncParsableCommand {
                 try announcer.announce()
                 return
             }
-            let mode: LiveSync.Mode = live || settings.pollLive ? .live : .polling(minimumInterval: interval ?? settings.pollInterval ?? 1)
+            // A flag wins over the file: --interval (or --no-live) asks for polling.
+            let useLive = live ?? (interval == nil && settings.pollLive)
+            let mode: LiveSync.Mode = useLive ? .live : .polling(minimumInterval: interval ?? settings.pollInterval ?? 1)
             let liveSync = LiveSync(engine: engine, client: client, mode: mode) { event in
                 switch event {
                 case .connection(let state): warn("connection: \(describe(state))")

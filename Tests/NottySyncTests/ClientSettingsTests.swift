@@ -23,6 +23,9 @@ struct ClientSettingsTests {
         #expect(try ClientSettings(toml: "", file: "f") == ClientSettings())
         let settings = try ClientSettings(toml: "view = \"Dismissed\"\ncolor = false\n", file: "f")
         #expect(settings.view == .dismissed && !settings.color && settings.pollInterval == nil && !settings.pollLive)
+        // Dotted keys and inline tables are the same table as [poll].
+        #expect(try ClientSettings(toml: "poll.live = true\npoll.interval = 90", file: "f").pollLive)
+        #expect(try ClientSettings(toml: "poll = { live = true, interval = 90 }", file: "f").pollInterval == 90)
     }
 
     @Test("A file notty cannot use is one error naming the file, the place or key, and what to write", arguments: [
@@ -36,6 +39,11 @@ struct ClientSettingsTests {
         ("[poll]\ninterval = 1.5", "f: poll.interval must be a whole number of seconds, at least 1, not a floating-point number"),
         ("[poll]\nexecute = 'x'", "f: unknown setting poll.execute"),
         ("[poll]\nlive = 1", "f: poll.live must be true or false, not 1"),
+        ("view = [\"all\"]", "f: view must be a string, not an array"),
+        ("[[poll]]\nlive = true", "f: poll must be a table ([poll]), not an array"),
+        ("\"a\\nb\" = 1", #"f: unknown setting "a\nb" (known:"#),
+        ("\"view\\u0000x\" = 1", "f: a key holds a NUL character"),
+        ("[poll]\n\"\\u0000\" = 1", "f: a key holds a NUL character"),
     ])
     func errors(toml: String, message: String) {
         #expect {
@@ -45,13 +53,16 @@ struct ClientSettingsTests {
         }
     }
 
-    @Test("A file that exists but cannot be read, or is not UTF-8, is a clear error too")
-    func unreadable() throws {
+    @Test("A file that is not UTF-8, or holds a NUL byte, is a clear error too")
+    func notText() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-settings-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("config.toml")
         try Data([0x76, 0x69, 0x65, 0x77, 0xff, 0xfe]).write(to: file)
-        #expect(throws: SettingsError("\(file.path): is not UTF-8 text")) { try ClientSettings.load(path: file.path) }
+        #expect(throws: SettingsError("\(file.path): is not UTF-8 text (or holds a NUL byte)")) { try ClientSettings.load(path: file.path) }
+        // toml++ reads a C string: without the check, what follows a NUL would be ignored.
+        try Data("view = \"all\"\n\u{0}colour = 1\n".utf8).write(to: file)
+        #expect(throws: SettingsError("\(file.path): is not UTF-8 text (or holds a NUL byte)")) { try ClientSettings.load(path: file.path) }
     }
 }
