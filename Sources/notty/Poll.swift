@@ -8,11 +8,13 @@ struct Poll: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Keep the local store in sync in the background and report new notifications.",
         discussion: """
-            Prints each notification that arrives while it runs as one JSON line on stdout (SPEC §1 names) and, with
-            --exec, runs a command for each with NOTTY_ID, NOTTY_TITLE, NOTTY_BODY,
-            NOTTY_PRIORITY and NOTTY_APP set. Polls at the service's X-Poll-Interval (or
-            --interval when longer), backing off while the service is away; --live listens on
-            the doorbell instead and falls back to polling. SIGINT or SIGTERM stops it.
+            Prints each notification that arrives while it runs as one JSON line on
+            stdout (SPEC §1 names) and, with --exec, runs a command for each with NOTTY_ID,
+            NOTTY_TITLE, NOTTY_BODY, NOTTY_PRIORITY, NOTTY_APP and NOTTY_GROUP set. Polls
+            at the service's X-Poll-Interval (or --interval when longer), backing off while
+            the service is away; --live listens on the doorbell instead and falls back to
+            polling. Defaults for these come from config.toml (see notty --help). SIGINT or
+            SIGTERM stops it.
 
               notty poll --live --exec 'notify-send "$NOTTY_TITLE" "$NOTTY_BODY"'
               notty poll --once          # one sync, print what is new, exit
