@@ -27,16 +27,12 @@ public struct JSONWriter {
             case 0x0C: raw(#"\f"#)
             case 0..<0x20:
                 raw(#"\u00"#)
-                bytes.append(Self.hexDigit(byte >> 4))
-                bytes.append(Self.hexDigit(byte & 0xF))
+                bytes.append(Hex.digit(byte >> 4))
+                bytes.append(Hex.digit(byte & 0xF))
             default: bytes.append(byte)
             }
         }
         bytes.append(UInt8(ascii: "\""))
-    }
-
-    private static func hexDigit(_ value: UInt8) -> UInt8 {
-        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
 
     mutating func string(_ text: String?) {

@@ -14,12 +14,10 @@ public enum ISOTime {
         let ms = Int(total - Int64(seconds) * 1000)
         var parts = tm()
         guard gmtime_r(&seconds, &parts) != nil, (0...9999).contains(Int(parts.tm_year) + 1900) else { return withFraction.format(date) }
-        let fields = [(Int(parts.tm_year) + 1900, 4, "-"), (Int(parts.tm_mon) + 1, 2, "-"), (Int(parts.tm_mday), 2, "T"),
-                      (Int(parts.tm_hour), 2, ":"), (Int(parts.tm_min), 2, ":"), (Int(parts.tm_sec), 2, "."), (ms, 3, "Z")] as [(Int, Int, Unicode.Scalar)]
         // Written in place, without an array per field.
         return String(unsafeUninitializedCapacity: 24) { out in
             var end = 0
-            for (value, width, separator) in fields {
+            func put(_ value: Int, _ width: Int, _ separator: Unicode.Scalar) {
                 var rest = value
                 for i in stride(from: end + width - 1, through: end, by: -1) {
                     out[i] = UInt8(ascii: "0") + UInt8(rest % 10)
@@ -28,6 +26,13 @@ public enum ISOTime {
                 out[end + width] = UInt8(ascii: separator)
                 end += width + 1
             }
+            put(Int(parts.tm_year) + 1900, 4, "-")
+            put(Int(parts.tm_mon) + 1, 2, "-")
+            put(Int(parts.tm_mday), 2, "T")
+            put(Int(parts.tm_hour), 2, ":")
+            put(Int(parts.tm_min), 2, ":")
+            put(Int(parts.tm_sec), 2, ".")
+            put(ms, 3, "Z")
             return end
         }
     }

@@ -4,7 +4,6 @@ import Synchronization
 
 /// The ids the service makes, as lowercase UUIDs.
 public enum Identifiers {
-    private static let hexDigits = Array("0123456789abcdef".utf8)
     /// Request ids only: every response shows one, and a few of them would give away this
     /// generator's state, so notification ids never come from it.
     private static let requestIdGenerator = Mutex(Xoshiro256())
@@ -47,22 +46,12 @@ public enum Identifiers {
                 var o = 0
                 for (i, byte) in raw.enumerated() {
                     if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
-                    out[o] = hexDigits[Int(byte >> 4)]
-                    out[o + 1] = hexDigits[Int(byte & 0x0f)]
+                    out[o] = Hex.digit(byte >> 4)
+                    out[o + 1] = Hex.digit(byte & 0x0f)
                     o += 2
                 }
                 return o
             }
-        }
-    }
-}
-
-extension StringProtocol {
-    /// Equal when ASCII letters are folded to one case, as SQLite's `NOCASE` compares: the
-    /// rule for app host names, which are ASCII (international names travel as punycode).
-    func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
-        utf8.elementsEqual(other.utf8) { a, b in
-            a == b || (a ^ b == 0x20 && (a | 0x20) >= UInt8(ascii: "a") && (a | 0x20) <= UInt8(ascii: "z"))
         }
     }
 }

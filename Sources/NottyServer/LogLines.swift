@@ -14,9 +14,8 @@ public struct LogLines: LogHandler {
     public var metadataProvider: Logger.MetadataProvider?
     private let label: String
 
-    public init(label: String, metadataProvider: Logger.MetadataProvider? = nil) {
+    public init(label: String) {
         self.label = label
-        self.metadataProvider = metadataProvider
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {

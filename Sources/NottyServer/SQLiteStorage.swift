@@ -348,17 +348,16 @@ public final class SQLiteStorage: NotificationStorage {
         ).stored
     }
 
-    private static let saveSQL = """
-        INSERT OR REPLACE INTO notifications (\(NotificationColumns.list))
+    /// A whole row, one value per column of ``NotificationColumns/names``.
+    private static let intoNotifications = """
+        INTO notifications (\(NotificationColumns.list))
         VALUES (\(Array(repeating: "?", count: NotificationColumns.names.count).joined(separator: ", ")))
         """
 
+    private static let saveSQL = "INSERT OR REPLACE " + intoNotifications
+
     /// Inserts a new row unless the app already has an active notification with its id.
-    private static let insertNewSQL = """
-        INSERT INTO notifications (\(NotificationColumns.list))
-        VALUES (\(Array(repeating: "?", count: NotificationColumns.names.count).joined(separator: ", ")))
-        ON CONFLICT (user_id, host_name, app_notification_id) WHERE deleted = 0 DO NOTHING
-        """
+    private static let insertNewSQL = "INSERT " + intoNotifications + " ON CONFLICT (user_id, host_name, app_notification_id) WHERE deleted = 0 DO NOTHING"
 
     /// A row's values in ``NotificationColumns/names`` order, without the last one, `seq`,
     /// which only the writer knows.
@@ -382,6 +381,9 @@ public final class SQLiteStorage: NotificationStorage {
     /// propagating `id = ?1` into the others, which then no longer match the index.
     static let idMatches = "substr(id, 10) = substr(?1, 10) AND substr(id, 1, 8) = substr(?1, 1, 8) AND +id = ?1"
 
+    /// The notification with id `?1` of user `?2`.
+    static let byIdSQL = "SELECT \(NotificationColumns.list) FROM notifications WHERE \(idMatches) AND user_id = ?2"
+
     private static func fetchStored(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> StoredNotification? {
         try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments).map(stored)
     }
@@ -402,19 +404,15 @@ public final class SQLiteStorage: NotificationStorage {
                 _ = context.nextSeq(for: input.userId)  // the `seq` just written
                 return fresh.notification
             }
-            // The app already has an active notification with this id: a re-publish.
-            var republished: UserNotification?
-            try db.inSavepoint {
-                republished = try Self.republish(input, db, context)
-                return .commit
-            }
-            return republished!
+            // The app already has an active notification with this id: a re-publish (with the
+            // id made above, should the active one have expired).
+            return try db.resultInSavepoint { try Self.republish(input, newId: fresh.notification.id, db, context) }
         }
     }
 
-    private static func republish(_ input: PublishInput, _ db: Database, _ context: WriteContext) throws -> UserNotification {
+    private static func republish(_ input: PublishInput, newId: String, _ db: Database, _ context: WriteContext) throws -> UserNotification {
         let active = try activeRow(db, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
-        let rows = NotificationRules.publishRows(input, active: active, newId: Identifiers.notification()) { context.nextSeq(for: input.userId) }
+        let rows = NotificationRules.publishRows(input, active: active, newId: newId) { context.nextSeq(for: input.userId) }
         for row in rows { try save(row, db) }
         return rows[rows.count - 1].notification
     }
@@ -473,7 +471,7 @@ public final class SQLiteStorage: NotificationStorage {
 
     public func notification(id: String, userId: String) async throws -> UserNotification? {
         try await read { db in
-            try Self.fetchStored(db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE \(Self.idMatches) AND user_id = ?2", [id, userId])?.notification
+            try Self.fetchStored(db, sql: Self.byIdSQL, [id, userId])?.notification
         }
     }
 
@@ -559,7 +557,7 @@ public final class SQLiteStorage: NotificationStorage {
         let db: Database
 
         func row(id: String, userId: String) throws -> StoredNotification? {
-            try SQLiteStorage.fetchStored(db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE \(SQLiteStorage.idMatches) AND user_id = ?2", [id, userId])
+            try SQLiteStorage.fetchStored(db, sql: SQLiteStorage.byIdSQL, [id, userId])
         }
 
         func save(_ row: StoredNotification) throws {

@@ -49,16 +49,7 @@ final class SQLiteWriter: Sendable {
             let job = Job(
                 run: { db, context in
                     do {
-                        if savepoint {
-                            var value: T?
-                            try db.inSavepoint {
-                                value = try work(db, context)
-                                return .commit
-                            }
-                            outcome.result = .success(value!)
-                        } else {
-                            outcome.result = .success(try work(db, context))
-                        }
+                        outcome.result = .success(try savepoint ? db.resultInSavepoint { try work(db, context) } : work(db, context))
                     } catch {
                         outcome.result = .failure(error)
                     }
@@ -138,5 +129,17 @@ final class HandlerSlot<Handler>: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return stored
+    }
+}
+
+extension Database {
+    /// `body`'s result, with what it wrote undone when it throws (the transaction goes on).
+    func resultInSavepoint<T>(_ body: () throws -> T) throws -> T {
+        var value: T?
+        try inSavepoint {
+            value = try body()
+            return .commit
+        }
+        return value!
     }
 }

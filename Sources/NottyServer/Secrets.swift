@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HummingbirdBcrypt
+import NottyCore
 
 /// Random secrets and their stored forms.
 public enum Secrets {
@@ -20,14 +21,7 @@ public enum Secrets {
     /// The stored form of a high-entropy token or client secret: SHA-256, hex.
     /// (Random 256-bit values need no slow hash; passwords do, see ``hashPassword(_:cost:)``.)
     public static func tokenHash(_ token: String) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var hex = [UInt8]()
-        hex.reserveCapacity(64)
-        for byte in SHA256.hash(data: Data(token.utf8)) {
-            hex.append(digits[Int(byte >> 4)])
-            hex.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: hex, as: UTF8.self)
+        Hex.string(SHA256.hash(data: Data(token.utf8)))
     }
 
     /// A salted bcrypt hash of a password.

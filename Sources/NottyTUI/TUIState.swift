@@ -18,7 +18,7 @@ public struct TUIState: Sendable, Equatable {
     // MARK: - What the user asked to see
 
     /// The current view (tab).
-    public internal(set) var view: NotificationView = .unread
+    public internal(set) var view: NotificationView
     /// The applied search text; `""` for none.
     public internal(set) var query = ""
 

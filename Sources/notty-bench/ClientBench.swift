@@ -21,13 +21,16 @@ struct ClientBench {
 
     /// What the terminal notification center reads when a search is entered in Unread, with
     /// the search index complete (it is built here first when it is not).
+    /// What the search figures search for (common, rare, a phrase, nothing), here and in `tui`.
+    static let searchQueries = ["deploy", "db-3", "flaky", "no such words"]
+
     static func searches(_ store: LocalStore, repeats: Int) throws {
         let unindexed = try store.rowsToIndexForSearch()
         if unindexed > 0 {
             let time = try milliseconds { while try store.indexForSearch() {} }
             print(String(format: "  search index: %d rows indexed in %.0f ms", unindexed, time))
         }
-        for query in ["deploy", "db-3", "flaky", "no such words"] {
+        for query in ClientBench.searchQueries {
             var quick: [Double] = [], first: [Double] = [], count: [Double] = []
             var counted: Int?
             for _ in 0..<repeats {
@@ -74,7 +77,7 @@ struct ClientBench {
         }
         print("  reload in the middle of each view (count, position of the selection, window): \(summary(reloads))")
         var searches: [Double] = []
-        for query in ["deploy", "db-3", "flaky", "no such words"] {
+        for query in ClientBench.searchQueries {
             for _ in 0..<repeats {
                 searches.append(try milliseconds { _ = try store.window(view: .all, query: query, offset: 0, limit: 200) })
             }

@@ -107,8 +107,14 @@ enum HTTPLoad {
         /// Reads bytes, not strings: this runs once per response, on the machine under test.
         private func takeResponse() throws -> Int? {
             guard var buffer = received else { return nil }
-            let total: Int? = try buffer.withUnsafeReadableBytes { bytes in
+            let response: (status: Int, length: Int)? = try buffer.withUnsafeReadableBytes { bytes in
                 guard let headerEnd = Self.find(Self.blankLine, in: bytes, from: 0) else { return nil }
+                let status = Self.hasPrefix(Self.version, bytes, 0) ? Self.number(bytes, from: 9, to: 12) : 0
+                guard (100...599).contains(status) else {
+                    throw SupportError("not an HTTP/1.1 response: \(String(decoding: bytes.prefix(80), as: UTF8.self))")
+                }
+                // 1xx, 204 and 304 have no body whatever Content-Length says (RFC 9110 §6.4.1).
+                if status < 200 || status == 204 || status == 304 { return (status, headerEnd + 4) }
                 var length = 0
                 var lineStart = (Self.find(Self.newline, in: bytes, from: 0) ?? headerEnd) + 2
                 while lineStart < headerEnd {
@@ -120,22 +126,15 @@ enum HTTPLoad {
                     }
                     lineStart = lineEnd + 2
                 }
-                return headerEnd + 4 + length
+                return (status, headerEnd + 4 + length)
             }
-            // 1xx, 204 and 304 have no body whatever Content-Length says (RFC 9110 §6.4.1).
-            let bodyless = buffer.getString(at: buffer.readerIndex + 9, length: 3).map { $0.hasPrefix("1") || $0 == "204" || $0 == "304" } ?? false
-            guard var total else { return nil }
-            if bodyless, let headerEnd = buffer.withUnsafeReadableBytes({ Self.find(Self.blankLine, in: $0, from: 0) }) { total = headerEnd + 4 }
-            guard buffer.readableBytes >= total else { return nil }
-            guard buffer.readableBytes >= 12, buffer.getString(at: buffer.readerIndex, length: 9) == "HTTP/1.1 ",
-                  let status = buffer.getString(at: buffer.readerIndex + 9, length: 3).flatMap({ Int($0) })
-            else { throw SupportError("not an HTTP/1.1 response: \(buffer.getString(at: buffer.readerIndex, length: min(80, buffer.readableBytes)) ?? "")") }
-            buffer.moveReaderIndex(forwardBy: total)
+            guard let response, buffer.readableBytes >= response.length else { return nil }
+            buffer.moveReaderIndex(forwardBy: response.length)
             received = buffer.readableBytes == 0 ? nil : buffer
-            return status
+            return response.status
         }
 
-        private static let blankLine = Array("\r\n\r\n".utf8), newline = Array("\r\n".utf8)
+        private static let version = Array("http/1.1 ".utf8), blankLine = Array("\r\n\r\n".utf8), newline = Array("\r\n".utf8)
         private static let contentLength = Array("content-length:".utf8), transferEncoding = Array("transfer-encoding:".utf8)
 
         /// Where `needle` first begins in `bytes` at or after `from`.

@@ -13,7 +13,7 @@ struct InstancesBench {
 
     struct Row {
         var name: String
-        var throughput: (rate: Double, ok: Int, other: Int, elapsed: Double)
+        var throughput: HTTPLoad.Result
         var bell: [Double]
         var bellKind: String
     }

@@ -78,24 +78,24 @@ final class ServiceBench: @unchecked Sendable {
         return (Int(response.status.code), text)
     }
 
+    /// The body the benchmark publishes under `key`.
+    static func publishBody(_ key: String) -> String {
+        #"{"appNotificationId":"\#(key)","payload":{"visualContent":{"title":"Build \#(key) failed","body":"3 tests failed on main"}},"groupName":"CI"}"#
+    }
+
     func publish(_ key: String, via server: String? = nil) async throws -> Int {
-        try await request(.POST, "/beta/me/notifications", token: appToken,
-                          body: #"{"appNotificationId":"\#(key)","payload":{"visualContent":{"title":"Build \#(key) failed","body":"3 tests failed on main"}},"groupName":"CI"}"#,
-                          headers: [("X-UNS-ID", unsId)], via: server).0
+        try await request(.POST, "/beta/me/notifications", token: appToken, body: Self.publishBody(key), headers: [("X-UNS-ID", unsId)], via: server).0
     }
 
     /// Publishes from `clients` concurrent clients (keep-alive connections of ``HTTPLoad``) for
-    /// `seconds`, spread over `servers` (default: this one): acknowledged per second,
-    /// acknowledged, other answers, elapsed seconds.
-    func throughput(seconds: Double, clients: Int = 64, servers: [String]? = nil, tag: String) async throws -> (rate: Double, ok: Int, other: Int, elapsed: Double) {
+    /// `seconds`, spread over `servers` (default: this one).
+    func throughput(seconds: Double, clients: Int = 64, servers: [String]? = nil, tag: String) async throws -> HTTPLoad.Result {
         let (appToken, unsId) = (self.appToken, self.unsId)
-        let result = try await HTTPLoad.run(servers: servers ?? [base], clients: clients, seconds: seconds, expect: 201) { client, n, host in
-            let key = "\(tag)\(client)-\(n)"
-            let body = #"{"appNotificationId":"\#(key)","payload":{"visualContent":{"title":"Build \#(key) failed","body":"3 tests failed on main"}},"groupName":"CI"}"#
+        return try await HTTPLoad.run(servers: servers ?? [base], clients: clients, seconds: seconds, expect: 201) { client, n, host in
+            let body = Self.publishBody("\(tag)\(client)-\(n)")
             return "POST /beta/me/notifications HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(appToken)\r\nX-UNS-ID: \(unsId)\r\n"
                 + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
         }
-        return (result.rate, result.ok, result.other, result.elapsed)
     }
 
     /// Milliseconds from a publish through `server` (default: this one) to the doorbell frame
@@ -171,8 +171,7 @@ final class ServiceBench: @unchecked Sendable {
         let polls = try await HTTPLoad.run(servers: [base], clients: 64, seconds: 5 * scale + 1, expect: 304) { _, _, host in
             "GET /v1/me/notifications/changes?since=\(cursor) HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(userToken)\r\nIf-None-Match: \"\(cursor)\"\r\n\r\n"
         }
-        let (notModified, pollOther, pollElapsed) = (polls.ok, polls.other, polls.elapsed)
-        print(String(format: "conditional polls, 64 concurrent clients: %.0f 304s/s (%d in %.1f s, %d other)", Double(notModified) / pollElapsed, notModified, pollElapsed, pollOther))
+        print(String(format: "conditional polls, 64 concurrent clients: %.0f 304s/s (%d in %.1f s, %d other)", polls.rate, polls.ok, polls.elapsed, polls.other))
 
         // 5. Idle connected devices and the service's memory.
         let idleCount = quick ? 1000 : 10_000

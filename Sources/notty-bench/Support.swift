@@ -25,11 +25,12 @@ func milliseconds(_ body: () throws -> Void) rethrows -> Double {
 func memory(pid: pid_t) -> (resident: Int, peak: Int) {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
     var resident = 0, peak = 0
+    let detail = ProcessInfo.processInfo.environment["BENCH_MEMORY_DETAIL"] != nil
     for line in status.split(separator: "\n") {
         let value = (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
         if line.hasPrefix("VmRSS:") { resident = value }
         if line.hasPrefix("VmHWM:") { peak = value }
-        if ProcessInfo.processInfo.environment["BENCH_MEMORY_DETAIL"] != nil, line.hasPrefix("Rss") { print("    \(line)") }
+        if detail, line.hasPrefix("Rss") { print("    \(line)") }
     }
     return (resident, peak)
 }

@@ -60,7 +60,7 @@ struct TUIBench {
             jumping.append(try terminal.keyToFrame(i % 2 == 0 ? "G" : "g"))
             jumping.append(try terminal.keyToFrame(i % 2 == 0 ? "\u{02}" : "\u{06}"))  // Ctrl-b after G, Ctrl-f after g
         }
-        for (i, query) in ["deploy", "db-3", "flaky", "no such words"].enumerated() where i < (quick ? 2 : 4) {
+        for (i, query) in ClientBench.searchQueries.enumerated() where i < (quick ? 2 : 4) {
             _ = try terminal.keyToFrame("/")
             for character in query {
                 typing.append(try terminal.keyToFrame(String(character)))

@@ -38,6 +38,7 @@ final class WindowLoader: Sendable {
 
     func answer(_ request: WindowRequest, now: Date) throws -> TUIEvent {
         let (revision, counts) = try counts(now: now)
+        let anchor = try request.anchorId.flatMap { try store.position(of: $0, view: request.view, query: request.query, now: now) }
         let total: Int
         if request.query.isEmpty {
             total = counts[request.view]
@@ -46,9 +47,8 @@ final class WindowLoader: Sendable {
         } else if let quick = try store.quickCount(view: request.view, query: request.query, now: now) {
             total = quick
         } else {
-            return try answerBeforeCounting(request, revision: revision, counts: counts, now: now)
+            return try answerBeforeCounting(request, anchor: anchor, revision: revision, counts: counts, now: now)
         }
-        let anchor = try request.anchorId.flatMap { try store.position(of: $0, view: request.view, query: request.query, now: now) }
         let (selection, offset, length) = request.placement(total: total, anchorIndex: anchor)
         let rows = length > 0 ? try store.window(view: request.view, query: request.query, offset: offset, limit: length, total: total, now: now) : []
         let window = ViewWindow(view: request.view, query: request.query, total: total, offset: offset, rows: rows)
@@ -58,15 +58,13 @@ final class WindowLoader: Sendable {
     /// The rows around the selection of a search whose matches are not counted yet (found by
     /// stepping over the view from its newest row); counting starts in the background. When
     /// fewer rows than asked for come back, they end the list and are its count.
-    private func answerBeforeCounting(_ request: WindowRequest, revision: Int64, counts: ViewCounts, now: Date) throws -> TUIEvent {
-        let anchor = try request.anchorId.flatMap { try store.position(of: $0, view: request.view, query: request.query, now: now) }
-        let wanted = max(0, anchor ?? request.index)
-        let span = max(1, request.span)
-        let offset = max(0, wanted - span / 2)
+    private func answerBeforeCounting(_ request: WindowRequest, anchor: Int?, revision: Int64, counts: ViewCounts, now: Date) throws -> TUIEvent {
+        // The placement of a list with no end known.
+        let (wanted, offset, span) = request.placement(total: .max, anchorIndex: anchor)
         var rows = try store.window(view: request.view, query: request.query, offset: offset, limit: span + 1, now: now)
         let counted = rows.count <= span && (offset == 0 || !rows.isEmpty)
         if !counted {
-            if rows.isEmpty {  // asked for rows past the end: count now
+            if rows.isEmpty {  // past the end of a list not counted yet: start again from the top
                 return try answer(WindowRequest(view: request.view, query: request.query, index: 0, span: span), now: now)
             }
             rows.removeLast()
@@ -299,8 +297,10 @@ final class Center: @unchecked Sendable {
                 }
             }
             pending.removeAll()
-            if dirty { terminal.paint(render(state)) }
-            loader.startCounting()
+            if dirty {
+                terminal.paint(render(state))
+                loader.startCounting()  // answers leave counts only while events are handled
+            }
             guard running else { break }
             switch terminal.readKey(timeoutMilliseconds: 50) {
             case .key(let key)?: pending.append(.key(key))

@@ -24,11 +24,7 @@ struct Device {
 
     /// The settings in config.toml (defaults when there is none).
     func settings() throws -> ClientSettings {
-        do {
-            return try ClientSettings.load(path: paths.settings)
-        } catch {
-            throw CLIError(error.description)
-        }
+        try ClientSettings.load(path: paths.settings)
     }
 
     func credentials() throws -> Credentials {

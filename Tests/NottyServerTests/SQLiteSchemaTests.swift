@@ -98,7 +98,7 @@ struct SQLiteSchemaTests {
         let queue = try DatabaseQueue(path: path)
         defer { try? queue.close() }
         let plan = try await queue.read { db in
-            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT * FROM notifications WHERE \(SQLiteStorage.idMatches) AND user_id = ?2", arguments: ["a", "b"])
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN \(SQLiteStorage.byIdSQL)", arguments: ["a", "b"])
                 .map { $0["detail"] as String }
         }
         #expect(plan.count == 1 && plan[0].contains("USING INDEX notifications_id"), "\(plan)")
