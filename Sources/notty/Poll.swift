@@ -28,7 +28,6 @@ struct Poll: AsyncParsableCommand {
     func validate() throws {
         if let interval, interval < 1 { throw ArgumentParser.ValidationError("--interval must be at least 1 second") }
         if once && live == true { throw ArgumentParser.ValidationError("--once and --live do not go together") }
-        if interval != nil && live == true { throw ArgumentParser.ValidationError("--interval is for polling; --live listens on the doorbell instead") }
     }
 
     func run() async throws {

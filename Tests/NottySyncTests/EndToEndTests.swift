@@ -130,11 +130,16 @@ struct EndToEndTests {
         #expect(await eventually(timeout: .seconds(5)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains("Disk 91% full") })
         poll.terminate()
         #expect(await eventually(timeout: .seconds(5)) { !poll.isRunning })
-        // --once is a sync, whatever poll.live says; --interval with --live is refused.
+        // --once is a sync, whatever poll.live says; --no-live polls although the file says live.
         let once = try world.b.run(["poll", "--once"])
         #expect(once.status == 0, "\(once.err)")
-        let both = try world.b.run(["poll", "--live", "--interval", "30"])
-        #expect(both.status != 0 && both.err.contains("--interval is for polling"), "\(both.err)")
+        let pollingLog = world.directory.appendingPathComponent("settings-polling.log")
+        let polling = try world.b.start(["poll", "--no-live"], log: pollingLog)
+        defer { if polling.isRunning { polling.terminate() } }
+        #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: pollingLog, encoding: .utf8)) ?? "").contains("connection: polling every") })
+        #expect(!((try? String(contentsOf: pollingLog, encoding: .utf8)) ?? "").contains("connection: live"))
+        polling.terminate()
+        #expect(await eventually(timeout: .seconds(5)) { !polling.isRunning })
 
         // A file notty cannot use stops the command with one line that says where and what.
         try "view = \"inbox\"\n".write(to: config, atomically: true, encoding: .utf8)
