@@ -2,7 +2,9 @@ import Foundation
 
 /// Writes JSON by hand for the values every answer and page is made of, byte for byte what
 /// ``NottyJSON/encoder`` writes (sorted keys, unescaped slashes, nulls kept) but without the
-/// `Encoder` machinery, which was most of the cost of a 1,000-notification page.
+/// `Encoder` machinery, which was most of the cost of a 1,000-notification page. One
+/// difference: `DEL` and the C1 controls are written as `\u` escapes (JSONEncoder writes them
+/// raw), so no JSON that notty prints can drive a terminal.
 public struct JSONWriter {
     public private(set) var bytes: [UInt8] = []
 
@@ -16,7 +18,18 @@ public struct JSONWriter {
 
     mutating func string(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
+        var afterC2 = false
         for byte in text.utf8 {
+            // C1 controls (U+0080…U+009F, UTF-8 0xC2 0x80…0x9F) are escaped too, like DEL: still
+            // exact JSON, and `--json` printed to a terminal cannot carry an 8-bit CSI or OSC.
+            defer { afterC2 = byte == 0xC2 }
+            if afterC2 && (0x80..<0xA0).contains(byte) {
+                bytes.removeLast()
+                raw(#"\u00"#)
+                bytes.append(Hex.digit(byte >> 4))
+                bytes.append(Hex.digit(byte & 0xF))
+                continue
+            }
             switch byte {
             case UInt8(ascii: "\""): raw(#"\""#)
             case UInt8(ascii: "\\"): raw(#"\\"#)
@@ -25,7 +38,7 @@ public struct JSONWriter {
             case 0x09: raw(#"\t"#)
             case 0x08: raw(#"\b"#)
             case 0x0C: raw(#"\f"#)
-            case 0..<0x20:
+            case 0..<0x20, 0x7F:
                 raw(#"\u00"#)
                 bytes.append(Hex.digit(byte >> 4))
                 bytes.append(Hex.digit(byte & 0xF))

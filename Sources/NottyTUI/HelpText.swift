@@ -1,7 +1,7 @@
 /// The help overlay (`?`): every key. Two columns from 80 columns on; scrolls with j/k when
 /// it does not fit; any other key closes it.
 public enum HelpText {
-    /// Each key and what it does, in the order of SPEC §4.
+    /// Each key and what it does, in the order the README lists them.
     public static let entries: [(keys: String, action: String)] = [
         ("j k ↓ ↑", "move"),
         ("g G Home End", "first / last row"),

@@ -1,3 +1,5 @@
+import NottyCore
+
 /// A run of text in one style: the unit render draws lines from.
 public struct Span: Sendable, Equatable {
     public var text: String
@@ -18,7 +20,7 @@ extension Array where Element == Span {
 
 extension Screen {
     /// Writes text from `column` on `row`, never at or past column `limit`. Control characters
-    /// become spaces, zero-width characters are skipped, and a wide character that would
+    /// become visible placeholders (``TerminalText``), zero-width characters are skipped, and a wide character that would
     /// straddle `limit` becomes a space. Returns the column after the text.
     @discardableResult
     mutating func put(_ text: String, column: Int, row: Int, limit: Int? = nil, style: CellStyle = .plain) -> Int {
@@ -26,7 +28,7 @@ extension Screen {
         let end = min(limit ?? size.columns, size.columns)
         var col = max(0, column)
         for raw in text {
-            let character = Self.printable(raw)
+            let character = TerminalText.safe(raw)
             let w = DisplayWidth.width(of: character)
             if w == 0 { continue }
             if col + w > end {
@@ -77,12 +79,5 @@ extension Screen {
             self[column + 1, row] = Cell(" ", style: self[column + 1, row].style)
         }
         self[column, row] = cell
-    }
-
-    /// Control characters (tabs, newlines, escapes) drawn as a space.
-    private static func printable(_ character: Character) -> Character {
-        if let ascii = character.asciiValue { return ascii < 0x20 || ascii == 0x7F ? " " : character }
-        guard let first = character.unicodeScalars.first else { return " " }
-        return first.value < 0x20 || (0x7F..<0xA0).contains(first.value) ? " " : character
     }
 }

@@ -34,7 +34,7 @@ struct Login: AsyncParsableCommand {
             let deviceName = device ?? ProcessInfo.processInfo.hostName
             let store = try await signInDevice(Device(), server: server, userName: user, password: password, deviceName: deviceName)
             let counts = try store.counts()
-            print("signed in as \(user) at \(server) (device \(deviceName)): \(counts.all) notification(s), \(counts.unread) unread")
+            say("signed in as \(user) at \(server) (device \(deviceName)): \(counts.all) notification(s), \(counts.unread) unread")
         }
     }
 }
@@ -51,7 +51,7 @@ struct Logout: AsyncParsableCommand {
             let local = Device()
             guard let credentials = try local.credentialsFile.load() else {
                 if purge { try removeStore(local) }
-                print("not signed in")
+                say("not signed in")
                 return
             }
             let client = ServiceClient(file: local.credentialsFile, credentials: credentials, timeout: .seconds(5))
@@ -71,7 +71,7 @@ struct Logout: AsyncParsableCommand {
             }
             try local.credentialsFile.remove()
             if purge { try removeStore(local) }
-            print("signed out of \(credentials.account)\(purge ? "; local store deleted" : "")")
+            say("signed out of \(credentials.account)\(purge ? "; local store deleted" : "")")
         }
     }
 
@@ -99,7 +99,7 @@ struct Subscribe: AsyncParsableCommand {
             let (client, _, _) = try Device().session()
             let deviceName = await client.current.deviceName ?? ProcessInfo.processInfo.hostName
             let subscription = try await client.subscribe(deviceName: deviceName, targetHostName: app)
-            print(subscription.userNotificationSubscriptionId)
+            say(subscription.userNotificationSubscriptionId)
         }
     }
 }

@@ -26,7 +26,7 @@ struct Admin: AsyncParsableCommand {
                     guard !password.isEmpty else { throw CLIError("no password given: type it, or pipe it on standard input") }
                     let service = try await storage.service()
                     let user = try await service.addUser(name: name, password: password, displayName: displayName)
-                    print("added user \(user.userName) (id \(user.id))")
+                    say("added user \(user.userName) (id \(user.id))")
                 }
             }
         }
@@ -40,7 +40,7 @@ struct Admin: AsyncParsableCommand {
                 try await reportingErrors {
                     let service = try await storage.service()
                     guard try await service.removeUser(name: name) else { throw CLIError("no user named \(name)") }
-                    print("removed user \(name)")
+                    say("removed user \(name)")
                 }
             }
         }
@@ -64,8 +64,8 @@ struct Admin: AsyncParsableCommand {
                     if json {
                         print(JSONValue.object(["client_id": .string(clientId), "client_secret": .string(secret), "host_name": .string(hostName)]).jsonText)
                     } else {
-                        print("client_id: \(clientId)")
-                        print("client_secret: \(secret)")
+                        say("client_id: \(clientId)")
+                        say("client_secret: \(secret)")
                     }
                 }
             }
@@ -80,7 +80,7 @@ struct Admin: AsyncParsableCommand {
                 try await reportingErrors {
                     let service = try await storage.service()
                     guard try await service.removeApp(hostName: hostName) else { throw CLIError("no app with host name \(hostName)") }
-                    print("removed app \(hostName)")
+                    say("removed app \(hostName)")
                 }
             }
         }

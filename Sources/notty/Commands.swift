@@ -12,7 +12,7 @@ struct Sync: AsyncParsableCommand {
             let (_, store, engine) = try Device().session()
             let summary = try await engine.sync()
             let counts = try store.counts()
-            print("pulled \(summary.pulled) change(s)\(summary.resynced ? " (full resync)" : ""), sent \(summary.sent); \(counts.unread) unread, \(counts.all) in all")
+            say("pulled \(summary.pulled) change(s)\(summary.resynced ? " (full resync)" : ""), sent \(summary.sent); \(counts.unread) unread, \(counts.all) in all")
         }
     }
 }
@@ -49,13 +49,13 @@ struct Status: AsyncParsableCommand {
                 print(JSONValue.object(object).jsonText)
                 return
             }
-            print("account:    \(credentials.account)")
-            print("device:     \(credentials.deviceName ?? "-") (\(credentials.deviceId ?? "not registered"))")
-            print("service:    \(connection)")
-            print("cursor:     \(info.cursor ?? "none (never synced)")")
-            print("outbox:     \(info.outbox) change(s) waiting")
-            print("last sync:  \(lastSync)")
-            print("counts:     " + NotificationView.allCases.map { "\($0.rawValue) \(counts[$0])" }.joined(separator: ", "))
+            say("account:    \(credentials.account)")
+            say("device:     \(credentials.deviceName ?? "-") (\(credentials.deviceId ?? "not registered"))")
+            say("service:    \(connection)")
+            say("cursor:     \(info.cursor ?? "none (never synced)")")
+            say("outbox:     \(info.outbox) change(s) waiting")
+            say("last sync:  \(lastSync)")
+            say("counts:     " + NotificationView.allCases.map { "\($0.rawValue) \(counts[$0])" }.joined(separator: ", "))
         }
     }
 }
@@ -66,7 +66,7 @@ struct List: AsyncParsableCommand {
         discussion: "Works offline: it reads the local store. Run notty sync first for the latest.")
 
     @Option(help: "unread, read, activated, dismissed, snoozed or all (default: view in config.toml, else unread).") var view: ViewArgument?
-    @Flag(help: "One notification per line as JSON (SPEC §1 names).") var json = false
+    @Flag(help: "One notification per line as JSON, with the service's field names (the same object as GET /v1/me/notifications/ID).") var json = false
     @Option(help: "At most this many.") var limit: Int = 50
     @Option(help: "Only those whose title, body, app or group contains this.") var search: String = ""
 
@@ -85,15 +85,15 @@ struct List: AsyncParsableCommand {
                 for row in rows { print(jsonLine(row)) }
                 return
             }
-            if rows.isEmpty { print("nothing in \(view.rawValue)"); return }
+            if rows.isEmpty { say("nothing in \(view.rawValue)"); return }
             for row in rows {
                 let mark = row.readState == .unread ? "●" : " "
                 let priority = row.priority == .high ? "!" : row.priority == .low ? "↓" : " "
                 let source = row.groupName.map { "\(row.targetHostName)/\($0)" } ?? row.targetHostName
-                print("\(row.id.prefix(8)) \(mark)\(priority) \(age(row.createdDateTime, now: now).leftPadded(3))  \(source)  \(row.displayTitle)")
+                say("\(row.id.prefix(8)) \(mark)\(priority) \(age(row.createdDateTime, now: now).leftPadded(3))  \(source)  \(row.displayTitle)")
             }
             let total = try store.count(view: view, query: search, now: now)
-            if total > rows.count { print("… \(total - rows.count) more (--limit)") }
+            if total > rows.count { say("… \(total - rows.count) more (--limit)") }
         }
     }
 }
@@ -109,15 +109,15 @@ struct Show: AsyncParsableCommand {
             let store = try Device().store()
             guard let n = try store.notification(id: try store.resolve(id)) else { throw CLIError("no notification \(id)") }
             if json { print(jsonLine(n)); return }
-            print(n.displayTitle)
-            if let body = n.payload.visualContent?.body { print(""); print(body); print("") }
-            print("id:          \(n.id)")
-            print("app:         \(n.targetHostName)\(n.groupName.map { " (group \($0))" } ?? "")")
-            print("priority:    \(n.priority.rawValue)")
-            print("state:       \(n.readState.rawValue), \(n.userActionState.rawValue)\(n.snoozedUntil.map { " until \(ISOTime.format($0))" } ?? "")")
-            print("created:     \(ISOTime.format(n.createdDateTime)) (\(age(n.createdDateTime)) ago)")
-            print("expires:     \(ISOTime.format(n.expirationDateTime))\(n.isLive(at: Date()) ? "" : " (expired)")")
-            if let raw = n.payload.rawContent { print("raw content: \(raw)") }
+            say(n.displayTitle)
+            if let body = n.payload.visualContent?.body { say(""); say(body, keepingLineBreaks: true); say("") }
+            say("id:          \(n.id)")
+            say("app:         \(n.targetHostName)\(n.groupName.map { " (group \($0))" } ?? "")")
+            say("priority:    \(n.priority.rawValue)")
+            say("state:       \(n.readState.rawValue), \(n.userActionState.rawValue)\(n.snoozedUntil.map { " until \(ISOTime.format($0))" } ?? "")")
+            say("created:     \(ISOTime.format(n.createdDateTime)) (\(age(n.createdDateTime)) ago)")
+            say("expires:     \(ISOTime.format(n.expirationDateTime))\(n.isLive(at: Date()) ? "" : " (expired)")")
+            if let raw = n.payload.rawContent { say("raw content: \(raw)") }
         }
     }
 }
@@ -137,7 +137,7 @@ extension StateCommand {
             let ids = try targets.resolve(in: store)
             let action = try action()
             let changed = try store.record(ids.map { ($0, action) })
-            print("\(verb) \(changed.count) notification(s)")
+            say("\(verb) \(changed.count) notification(s)")
             // Queued durably; now try to deliver. Offline is fine: the next sync sends them.
             do {
                 let (_, _, engine) = try local.session(timeout: 5)

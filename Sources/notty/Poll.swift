@@ -9,8 +9,9 @@ struct Poll: AsyncParsableCommand {
         abstract: "Keep the local store in sync in the background and report new notifications.",
         discussion: """
             Prints each notification that arrives while it runs as one JSON line on
-            stdout (SPEC §1 names) and, with --exec, runs a command for each with NOTTY_ID,
-            NOTTY_TITLE, NOTTY_BODY, NOTTY_PRIORITY, NOTTY_APP and NOTTY_GROUP set. Polls
+            stdout (the service's field names) and, with --exec, runs a command for
+            each with NOTTY_ID, NOTTY_TITLE, NOTTY_BODY, NOTTY_PRIORITY, NOTTY_APP and
+            NOTTY_GROUP set. Polls
             at the service's X-Poll-Interval (or --interval when longer), backing off while
             the service is away; --live listens on the doorbell instead and falls back to
             polling. Defaults for these come from config.toml (see notty --help). SIGINT or

@@ -57,7 +57,7 @@ struct Publish: AsyncParsableCommand {
             guard answer.status == 201, let stored = try? NottyJSON.decoder.decode(UserNotification.self, from: answer.body) else {
                 throw CLIError("the service refused the notification (\(answer.status) \(answer.errorText.code)): \(answer.errorText.message)")
             }
-            print(stored.id)
+            say(stored.id)
         }
     }
 }

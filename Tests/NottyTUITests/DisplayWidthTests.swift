@@ -109,9 +109,9 @@ struct DisplayWidthTests {
         #expect(screen.cells.allSatisfy { !$0.isContinuation })
     }
 
-    @Test func controlCharactersAreDrawnAsSpaces() {
-        var screen = Screen(size: Size(columns: 5, rows: 1))
-        screen.put("a\tb\u{1B}c", column: 0, row: 0)
-        #expect(screen.lines() == ["a b c"])
+    @Test func controlCharactersAreDrawnAsPlaceholders() {
+        var screen = Screen(size: Size(columns: 7, rows: 1))
+        screen.put("a\tb\u{1B}c\u{9B}\n", column: 0, row: 0)
+        #expect(screen.lines() == ["a b␛c�␤"])
     }
 }
