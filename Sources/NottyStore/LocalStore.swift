@@ -149,6 +149,10 @@ public final class LocalStore: Sendable {
         migrator.registerMigration("v4 search index") { db in
             try SearchIndex.migrate(db)
         }
+        // `n`/`p` in the center: the next Unread row of a bucket after a row, in one seek.
+        migrator.registerMigration("v5 unread index") { db in
+            try db.execute(sql: "CREATE INDEX notifications_unread ON notifications (bucket, created DESC, id DESC) WHERE read_state = 'Unread'")
+        }
         return migrator
     }
 

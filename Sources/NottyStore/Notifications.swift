@@ -203,6 +203,51 @@ extension LocalStore {
         }
     }
 
+    /// The id of the next (`forward`: older) or previous Unread notification of `view` matching
+    /// `query` after notification `id`, anywhere in the view; nil when there is none. One seek
+    /// in the Unread rows' index per bucket the view takes rows from (the Read bucket has none).
+    public func nextUnread(view: NotificationView, query: String = "", after id: String, forward: Bool, now: Date = Date()) throws -> String? {
+        try pool.read { db in
+            guard let created = try Int64.fetchOne(db.cachedStatement(sql: "SELECT created FROM notifications WHERE id = ?"), arguments: [id]) else {
+                return nil
+            }
+            var branches: [ViewFilter.Branch]
+            if view == .all {
+                let millis = ISOTime.millis(now)
+                branches = ["unread", "activated", "dismissed", "snoozed"].map {
+                    ViewFilter.Branch(sql: "bucket = '\($0)' AND hidden = 0 AND expires > ?", arguments: [millis])
+                }
+                if !ViewFilter.isEmpty(query) {
+                    let pattern = ViewFilter.likePattern(query)
+                    branches = branches.map {
+                        ViewFilter.Branch(sql: $0.sql + " AND " + ViewFilter.matching("?"),
+                                          arguments: $0.arguments + StatementArguments(Array(repeating: pattern, count: ViewFilter.searched.count)))
+                    }
+                }
+            } else if view == .read {
+                return nil
+            } else {
+                branches = ViewFilter.branches(view, now: now, query: query)
+            }
+            let (comparison, order) = forward ? ("<", "DESC") : (">", "ASC")
+            var best: (created: Int64, id: String)?
+            for branch in branches {
+                guard let row = try Row.fetchOne(
+                    db.cachedStatement(sql: """
+                        SELECT created, id FROM notifications INDEXED BY notifications_unread
+                        WHERE \(branch.sql) AND read_state = 'Unread' AND (created, id) \(comparison) (?, ?)
+                        ORDER BY created \(order), id \(order) LIMIT 1
+                        """),
+                    arguments: branch.arguments + [created, id])
+                else { continue }
+                let found: (created: Int64, id: String) = (row[0], row[1])
+                if let current = best, forward ? found <= current : found >= current { continue }
+                best = found
+            }
+            return best?.id
+        }
+    }
+
     /// Ids of every notification in `view` matching `query` (for `--all --view` and "mark all read").
     public func ids(view: NotificationView, query: String = "", now: Date = Date()) throws -> [String] {
         try window(view: view, query: query, offset: 0, limit: Int(Int32.max), now: now).map(\.id)

@@ -88,7 +88,8 @@ extension TUIState {
         return []
     }
 
-    /// The next (or previous) Unread row among the loaded ones.
+    /// The next (or previous) Unread row: among the loaded ones when one is there, else the
+    /// shell looks in the whole view (`findUnread`) and answers with the window around it.
     mutating func moveToUnread(forward: Bool) -> [TUIEffect] {
         guard total > 0 else { return say("Nothing here") }
         let candidates = forward
@@ -97,9 +98,14 @@ extension TUIState {
         if let index = candidates.first(where: { window.row(at: $0)?.readState == .unread }) {
             return select(index)
         }
-        let direction = forward ? "below" : "above"
         let edge = forward ? window.counted && window.range.upperBound >= total : window.offset == 0
-        return say(edge ? "No unread \(direction)" : "No unread \(direction) in the loaded rows")
+        guard !edge, let selectedId else { return say(Self.noUnread(forward: forward)) }
+        return [.findUnread(request(anchor: selectedId), forward: forward)]
+    }
+
+    /// What `n` and `p` say when the view has no Unread row past the selection.
+    public static func noUnread(forward: Bool) -> String {
+        "No unread \(forward ? "below" : "above")"
     }
 }
 

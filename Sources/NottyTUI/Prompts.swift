@@ -51,7 +51,7 @@ extension TUIState {
             message = "Deleted \(Self.count(ids.count))"
             return [.delete(ids)]
         case (.confirmMarkAllRead(let view, let query, let count), .character("y")):
-            lastAction = .impossible(reason: "Marking all read cannot be undone")
+            lastAction = nil  // the shell answers with the ids it changed (.markedAllRead)
             message = "Marked \(Self.count(count)) read"
             return [.markAllRead(view: view, query: query)]
         default:

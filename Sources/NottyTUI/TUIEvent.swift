@@ -21,6 +21,12 @@ public enum TUIEvent: Sendable, Equatable {
     case status(SyncStatus)
     /// A line for the message row ("synced", an error).
     case message(String)
+    /// The shell's answer to `TUIEffect.findUnread`: like `.loaded`, but the selection moves to
+    /// `selection` (the unread row found) instead of staying on the selected notification.
+    case jumped(ViewWindow, counts: ViewCounts, selection: Int)
+    /// The shell marked these notifications read for `TUIEffect.markAllRead` (the ones that
+    /// were Unread): `u` marks them unread again, as one step.
+    case markedAllRead([String])
 }
 
 /// I/O the shell performs for the UI. After writing a change to the store, the shell sends
@@ -32,8 +38,13 @@ public enum TUIEffect: Sendable, Equatable {
     case mutate([IdChange])
     /// Delete notifications (final; synced like any change).
     case delete([String])
-    /// Mark every notification of the view that matches the query read.
+    /// Mark every notification of the view that matches the query read; answer with
+    /// `TUIEvent.markedAllRead`.
     case markAllRead(view: NotificationView, query: String)
+    /// Find the next (`forward`, older) or previous Unread row of the request's view and query
+    /// after the request's anchor, in the whole view; answer with `TUIEvent.jumped` around it,
+    /// or with a `.message` when there is none.
+    case findUnread(WindowRequest, forward: Bool)
     /// Sync now (pull, then flush the outbox); report with `.status` / `.message`.
     case sync
     /// Leave the program.

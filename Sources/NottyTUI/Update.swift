@@ -28,6 +28,16 @@ public func update(_ state: inout TUIState, _ event: TUIEvent) -> [TUIEffect] {
     case .message(let text):
         state.message = text
         return []
+    case .jumped(let window, let counts, let selection):
+        state.counts = counts
+        guard window.view == state.view, window.query == state.query else { return [] }
+        state.selectedId = nil
+        state.apply(window, selection: selection)
+        return []
+    case .markedAllRead(let ids):
+        state.lastAction = ids.isEmpty ? nil : .restore(
+            label: "mark all read", changes: ids.map { IdChange(id: $0, change: StateChange(readState: .unread)) })
+        return []
     }
 }
 

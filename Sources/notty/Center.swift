@@ -285,10 +285,25 @@ final class Center: @unchecked Sendable {
                         pending.append(.storeChanged)
                         requestSync()
                     case .markAllRead(let view, let query):
-                        let ids = try store.ids(view: view, query: query)
+                        // Only the Unread ones change (and are what `u` restores).
+                        let ids = try store.window(view: view, query: query, offset: 0, limit: Int(Int32.max), now: Date())
+                            .filter { $0.readState == .unread }.map(\.id)
                         try store.record(ids.map { ($0, LocalAction.patch(StateChange(readState: .read))) })
+                        pending.append(.markedAllRead(ids))
                         pending.append(.storeChanged)
                         requestSync()
+                    case .findUnread(let request, let forward):
+                        let now = Date()
+                        if let anchor = request.anchorId,
+                           let found = try store.nextUnread(view: request.view, query: request.query, after: anchor, forward: forward, now: now) {
+                            var jump = request
+                            jump.anchorId = found
+                            if case .loaded(let window, let counts, let selection) = try loader.answer(jump, now: now) {
+                                pending.append(.jumped(window, counts: counts, selection: selection))
+                            }
+                        } else {
+                            pending.append(.message(TUIState.noUnread(forward: forward)))
+                        }
                     case .sync:
                         requestSync()
                     case .quit:

@@ -129,24 +129,22 @@ struct DemoScript: Decodable {
     var initial: [Item]
     var later: [Item]
 
-    /// Looks in `$NOTTY_DEMO_FILE`, next to the executable (`../share/notty/`), then in the
-    /// source checkout's `Resources/`.
+    /// `$NOTTY_DEMO_FILE` when set (to try another script), else the script built into the
+    /// binary (a copy of `Resources/demo-notifications.json`), so no file is needed.
     static func load() throws -> DemoScript {
-        let name = "demo-notifications.json"
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        let installed: String = executable.appendingPathComponent("../share/notty/\(name)").standardized.path
-        let checkout: String = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Resources/\(name)").standardized.path
-        let candidates: [String] = [ProcessInfo.processInfo.environment["NOTTY_DEMO_FILE"], installed, checkout].compactMap { $0 }
-        for path in candidates {
-            if let data = FileManager.default.contents(atPath: path) {
-                do {
-                    return try JSONDecoder().decode(DemoScript.self, from: data)
-                } catch {
-                    throw CLIError("\(path) is not a valid demo script: \(error)")
-                }
+        if let path = ProcessInfo.processInfo.environment["NOTTY_DEMO_FILE"], !path.isEmpty {
+            guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read NOTTY_DEMO_FILE \(path)") }
+            do {
+                return try JSONDecoder().decode(DemoScript.self, from: data)
+            } catch {
+                throw CLIError("\(path) is not a valid demo script: \(error)")
             }
         }
-        throw CLIError("cannot find \(name) (looked in \(candidates.joined(separator: ", "))); set NOTTY_DEMO_FILE")
+        do {
+            return try JSONDecoder().decode(DemoScript.self, from: Data(embeddedDemoScript.utf8))
+        } catch {
+            throw CLIError("the built-in demo script is broken (\(error)): set NOTTY_DEMO_FILE to a copy of Resources/demo-notifications.json")
+        }
     }
 }
 

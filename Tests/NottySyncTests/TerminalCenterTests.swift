@@ -156,4 +156,29 @@ struct TerminalCenterTests {
         _ = try Repository.run(["pkill", "-TERM", "-f", "^\(Repository.nottyBinary.path) demo --data \(home.path)/demo"])
         #expect(await session.waitFor("[exited 0]"), "the demo did not exit 0 on SIGTERM:\n\(session.screen())")
     }
+
+    @Test("notty demo copied out of the build tree runs with the source tree hidden (no path into it); its script equals Resources/")
+    func demoCopiedElsewhere() async throws {
+        let resources = Repository.root.appendingPathComponent("Resources")
+        let embedded = try String(contentsOf: Repository.root.appendingPathComponent("Sources/notty/DemoScriptText.swift"), encoding: .utf8)
+        let json = try String(contentsOf: resources.appendingPathComponent("demo-notifications.json"), encoding: .utf8)
+        #expect(embedded.contains("#\"\"\"\n" + json.trimmingCharacters(in: .newlines) + "\n\"\"\"#"),
+                "Sources/notty/DemoScriptText.swift is not a copy of Resources/demo-notifications.json")
+        let canHide = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")
+        try #require(canHide || !TmuxSession.required, "hiding the source tree needs root and unshare (CI runs as root)")
+        guard canHide else { report("SKIPPED LOUDLY: hiding the source tree needs root and unshare"); return }
+        let home = Repository.temporaryDirectory("notty-demo-copy")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let bin = home.appendingPathComponent("bin"), empty = home.appendingPathComponent("empty")
+        for folder in [bin, empty] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        try FileManager.default.copyItem(at: Repository.nottyBinary, to: bin.appendingPathComponent("notty"))
+        // In a mount namespace of its own, the checkout's Resources/ and Sources/ are empty folders.
+        let hidden = "mount --bind \(empty.path) \(resources.path) && mount --bind \(empty.path) \(Repository.root.path)/Sources"
+            + " && exec \(bin.path)/notty demo --data \(home.path)/demo --every 0"
+        let session = try TmuxSession(command: "unshare --mount --propagation private sh -c '\(hidden)'",
+                                      environment: ["NOTTY_HOME": home.path, "XDG_RUNTIME_DIR": home.path])
+        #expect(await session.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "the copied demo did not start:\n\(session.screen())")
+        try session.keys("q")
+        #expect(await session.waitFor("[exited 0]"), "\(session.screen())")
+    }
 }

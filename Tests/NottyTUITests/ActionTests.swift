@@ -321,11 +321,20 @@ struct ActionTests {
         #expect(h.state.message == "Delete is final: it cannot be undone")
     }
 
-    @Test func markAllReadCannotBeUndone() {
-        var h = Harness()
+    @Test("u undoes M as one step: the notifications that were Unread become Unread again, the others stay Read")
+    func markAllReadIsUndoneAsOneStep() {
+        var h = Harness(view: .all)
+        let wereUnread = h.store.notifications.filter { $0.readState == .unread }.map(\.id)
+        #expect(wereUnread.count > 1 && wereUnread.count < h.store.notifications.count)
         h.keys(.ch("M"), .ch("y"))
+        #expect(h.store.notifications.allSatisfy { $0.readState == .read })
+        let undo = h.run(.key(.ch("u")))
+        #expect(undo.count == 1, "undo is one change, not one per notification")
+        guard case .mutate(let changes)? = undo.first else { Issue.record("undo did not change state: \(undo)"); return }
+        #expect(Set(changes.map(\.id)) == Set(wereUnread) && changes.allSatisfy { $0.change == StateChange(readState: .unread) })
+        #expect(Set(h.store.notifications.filter { $0.readState == .unread }.map(\.id)) == Set(wereUnread))
+        #expect(h.state.message == "Undid mark all read of \(wereUnread.count) notifications")
         #expect(h.send(.key(.ch("u"))) == [])
-        #expect(h.state.message == "Marking all read cannot be undone")
     }
 
     // MARK: - Empty views

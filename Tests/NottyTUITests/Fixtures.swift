@@ -94,6 +94,30 @@ struct FakeStore {
         return .loaded(window, counts: counts, selection: selection)
     }
 
+    /// `findUnread` answered as the real shell does: the window around the next (or previous)
+    /// Unread row after the anchor in the whole view.
+    func findUnread(_ request: WindowRequest, forward: Bool) -> TUIEvent {
+        let rows = matching(request.view, query: request.query)
+        let from = rows.firstIndex { $0.id == request.anchorId } ?? (forward ? -1 : rows.count)
+        let candidates = forward ? Array(rows.indices.filter { $0 > from }) : Array(rows.indices.filter { $0 < from }.reversed())
+        guard let found = candidates.first(where: { rows[$0].readState == .unread }) else { return .message(TUIState.noUnread(forward: forward)) }
+        var jump = request
+        jump.anchorId = rows[found].id
+        let (window, selection) = jump.answer(from: rows)
+        return .jumped(window, counts: counts, selection: selection)
+    }
+
+    /// Applies a store effect; returns the events the shell sends back (`.storeChanged` when
+    /// the store changed).
+    mutating func perform(_ effect: TUIEffect) -> [TUIEvent] {
+        if case .markAllRead(let view, let query) = effect {
+            let ids = matching(view, query: query).filter { $0.readState == .unread }.map(\.id)
+            for i in notifications.indices where ids.contains(notifications[i].id) { notifications[i].readState = .read }
+            return [.markedAllRead(ids), .storeChanged]
+        }
+        return apply(effect) ? [.storeChanged] : []
+    }
+
     /// Applies a store effect; returns whether the store changed.
     mutating func apply(_ effect: TUIEffect) -> Bool {
         switch effect {
@@ -110,11 +134,9 @@ struct FakeStore {
         case .delete(let ids):
             notifications.removeAll { ids.contains($0.id) }
             return true
-        case .markAllRead(let view, let query):
-            let ids = Set(matching(view, query: query).map(\.id))
-            for i in notifications.indices where ids.contains(notifications[i].id) { notifications[i].readState = .read }
-            return true
-        case .load, .sync, .quit:
+        case .markAllRead:
+            return !perform(effect).isEmpty
+        case .load, .findUnread, .sync, .quit:
             return false
         }
     }
@@ -153,9 +175,11 @@ struct Harness {
             for effect in effects {
                 if case .load(let request) = effect {
                     queue.append(store.answer(request))
+                } else if case .findUnread(let request, let forward) = effect {
+                    queue.append(store.findUnread(request, forward: forward))
                 } else {
                     performed.append(effect)
-                    if store.apply(effect) { queue.append(.storeChanged) }
+                    queue += store.perform(effect)
                 }
             }
         }

@@ -205,13 +205,27 @@ struct NavigationTests {
         #expect(h.state.message == "No unread below")
     }
 
-    @Test func nextUnreadSaysWhenOnlyTheLoadedRowsWereSearched() {
-        var rows = Fixtures.many(100)
-        for i in rows.indices { rows[i].readState = .read }
+    @Test("n and p look in the whole view, past the loaded rows, and say so when there is none")
+    func nextUnreadBeyondTheLoadedRows() {
+        var rows = Fixtures.many(500)
+        for i in rows.indices where i != 420 && i != 7 { rows[i].readState = .read }
         var h = Harness(view: .all, notifications: rows)
-        _ = h.send(.key(.ch("n")))
-        #expect(h.state.message == "No unread below in the loaded rows")
-        #expect(h.state.selection == 0)
+        #expect(!h.state.window.range.contains(420), "the test needs row 420 outside the first window")
+        h.keys(.ch("j"), .ch("j"), .ch("j"), .ch("j"), .ch("j"), .ch("j"), .ch("j"), .ch("j"))
+        #expect(h.state.selection == 8)
+        #expect(h.send(.key(.ch("n"))).first.map { if case .findUnread = $0 { true } else { false } } == true)
+        h.keys(.ch("n"))
+        #expect(h.selectedTitle == "Message 421" && h.state.selection == 420)
+        #expect(h.state.window.range.contains(420))
+        h.keys(.ch("n"))
+        #expect(h.state.message == "No unread below" && h.state.selection == 420)
+        h.keys(.ch("G"))
+        h.keys(.ch("p"))
+        #expect(h.selectedTitle == "Message 421")
+        h.keys(.ch("p"))
+        #expect(h.selectedTitle == "Message 8" && h.state.selection == 7)
+        h.keys(.ch("p"))
+        #expect(h.state.message == "No unread above" && h.state.selection == 7)
     }
 
     // MARK: - Resizing
