@@ -344,14 +344,24 @@ public struct SubscriptionInfo: Codable, Sendable, Equatable {
     public var targetHostName: String?
     public var deviceName: String?
     public var platform: String?
-    public init(userNotificationSubscriptionId: String, expirationDateTime: Date, deviceId: String, targetHostName: String?, deviceName: String?, platform: String?) {
+    /// When it was made (absent from services before devices were listed).
+    public var createdDateTime: Date?
+    /// The last request made with the device's tokens, to the minute; `null` before its first.
+    public var lastSeenDateTime: Date?
+    public init(userNotificationSubscriptionId: String, expirationDateTime: Date, deviceId: String, targetHostName: String?, deviceName: String?,
+                platform: String?, createdDateTime: Date? = nil, lastSeenDateTime: Date? = nil) {
         self.userNotificationSubscriptionId = userNotificationSubscriptionId
         self.expirationDateTime = expirationDateTime
         self.deviceId = deviceId
         self.targetHostName = targetHostName
         self.deviceName = deviceName
         self.platform = platform
+        self.createdDateTime = createdDateTime
+        self.lastSeenDateTime = lastSeenDateTime
     }
+
+    /// A device's own registration (no app): what `notty devices` lists as a device.
+    public var isDevice: Bool { targetHostName == nil }
 }
 
 public struct SubscriptionList: Codable, Sendable, Equatable {

@@ -14,9 +14,14 @@ public final class NotificationService: Sendable {
     public let metrics: ServiceMetrics
     let logger: Logger
     private let limiter: RateLimiter
+    /// What every publish looks up: app tokens, apps and subscriptions (user tokens are read
+    /// from storage on every request, so a revoked device or a deleted user is refused at once
+    /// on every instance).
     private let tokens = TTLCache<String, TokenRecord>(ttl: .seconds(5))
     private let apps = TTLCache<String, AppRecord>(ttl: .seconds(5))
     private let subscriptionsCache = TTLCache<String, SubscriptionRecord>(ttl: .seconds(5))
+    /// When each device was last recorded as seen (written at most once a minute per device).
+    private let lastSeenWritten = Mutex<[String: Date]>([:])
     /// Each user's newest cursor, kept current by the storage's change handler (conditional polls).
     private let latestCursors = CursorBook()
     private let timingEqualiser = DummyPasswordHash()
@@ -35,6 +40,11 @@ public final class NotificationService: Sendable {
             hub.ring(cursors)
         }
         storage.setChangeHandler(changed)
+        storage.setCredentialsChangeHandler { [tokens, apps, subscriptionsCache] in
+            tokens.removeAll()
+            apps.removeAll()
+            subscriptionsCache.removeAll()
+        }
         storage.setResyncHandler { [hub, latestCursors, storage, logger] in
             latestCursors.removeAll()
             let users = hub.connectedUserIds
@@ -92,7 +102,8 @@ public final class NotificationService: Sendable {
             let hash = user?.passwordHash ?? timingEqualiser.hash(cost: cost)
             let valid = await Self.offload { Secrets.verifyPassword(password, hash: hash) }
             guard let user, valid else { throw APIError.oauth(.badRequest, "invalid_grant", "wrong user name or password") }
-            return try await issueUserTokens(userId: user.id, now: now, replacing: nil)
+            // Each sign-in is a device: its tokens, and the ones refreshed from them, carry its id.
+            return try await issueUserTokens(userId: user.id, deviceId: UUID().uuidString.lowercased(), now: now, replacing: nil)
         case "refresh_token":
             guard let refresh = form["refresh_token"] else {
                 throw APIError.oauth(.badRequest, "invalid_request", "refresh_token grant needs refresh_token")
@@ -101,7 +112,10 @@ public final class NotificationService: Sendable {
             guard let record = try await db({ try await storage.token(hash: hash) }), record.kind == .userRefresh else {
                 throw APIError.oauth(.badRequest, "invalid_grant", "unknown refresh token: sign in again")
             }
-            return try await issueUserTokens(userId: record.subject, now: now, replacing: hash)
+            guard !record.revoked else {
+                throw APIError.oauth(.badRequest, "invalid_grant", "this refresh token was already used, revoked or has expired: sign in again")
+            }
+            return try await issueUserTokens(userId: record.subject, deviceId: record.deviceId, now: now, replacing: hash)
         case nil:
             throw APIError.oauth(.badRequest, "invalid_request", "grant_type is required")
         case let other?:
@@ -113,11 +127,15 @@ public final class NotificationService: Sendable {
         TokenRecord(hash: Secrets.tokenHash(token), kind: kind, subject: subject, expiresAt: now + TimeInterval(config.accessTokenLifetime))
     }
 
-    private func issueUserTokens(userId: String, now: Date, replacing oldHash: String?) async throws -> TokenResponse {
+    private func issueUserTokens(userId: String, deviceId: String?, now: Date, replacing oldHash: String?) async throws -> TokenResponse {
         let access = Secrets.newToken(), refresh = Secrets.newToken()
+        var accessToken = accessRecord(access, kind: .userAccess, subject: userId, now: now)
+        accessToken.deviceId = deviceId
         let records = [
-            accessRecord(access, kind: .userAccess, subject: userId, now: now),
-            TokenRecord(hash: Secrets.tokenHash(refresh), kind: .userRefresh, subject: userId, expiresAt: now + TimeInterval(config.refreshTokenLifetime)),
+            accessToken,
+            TokenRecord(
+                hash: Secrets.tokenHash(refresh), kind: .userRefresh, subject: userId, expiresAt: now + TimeInterval(config.refreshTokenLifetime),
+                deviceId: deviceId),
         ]
         if let oldHash {
             let rotated = try await db { try await storage.rotateToken(oldHash: oldHash, replacements: records, now: now) }
@@ -146,10 +164,12 @@ public final class NotificationService: Sendable {
     private func validToken(_ bearer: String?, kinds: Set<TokenRecord.Kind>) async throws -> TokenRecord {
         guard let bearer, !bearer.isEmpty else { throw APIError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
         let hash = Secrets.tokenHash(bearer)
-        var record = tokens.get(hash)
+        let cached = kinds == [.appAccess]
+        var record = cached ? tokens.get(hash) : nil
         if record == nil {
+            let generation = tokens.generation
             record = try await db { try await storage.token(hash: hash) }
-            if let record { tokens.set(hash, record) }
+            if cached, let record { tokens.set(hash, record, generation: generation) }
         }
         guard let record, kinds.contains(record.kind) else { throw APIError.unauthenticated("unknown token") }
         guard !record.revoked else { throw APIError.unauthenticated("this token was revoked: sign in again") }
@@ -159,17 +179,45 @@ public final class NotificationService: Sendable {
 
     /// The user id a user access token belongs to.
     public func authenticateUser(bearer: String?) async throws -> String {
-        try await validToken(bearer, kinds: [.userAccess]).subject
+        try await authenticateDevice(bearer: bearer).userId
+    }
+
+    /// The user and the device (when the token was issued to one) behind a user access token.
+    /// Read from storage on every request: a revoked device is refused at once everywhere.
+    /// Records the device as seen, at most once a minute.
+    public func authenticateDevice(bearer: String?) async throws -> (userId: String, deviceId: String?) {
+        let record = try await validToken(bearer, kinds: [.userAccess])
+        if let deviceId = record.deviceId { noteSeen(deviceId: deviceId, userId: record.subject) }
+        return (record.subject, record.deviceId)
+    }
+
+    private func noteSeen(deviceId: String, userId: String) {
+        let now = clock.nowMillis()
+        let due = lastSeenWritten.withLock { written -> Bool in
+            if let last = written[deviceId], now.timeIntervalSince(last) < 60 { return false }
+            if written.count >= 100_000 { written.removeAll(keepingCapacity: true) }
+            written[deviceId] = now
+            return true
+        }
+        guard due else { return }
+        Task { [storage, logger] in
+            do {
+                try await storage.touchDevice(deviceId: deviceId, userId: userId, at: now)
+            } catch {
+                logger.debug("cannot record when a device was last seen", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     /// The app an app access token belongs to.
     public func authenticateApp(bearer: String?) async throws -> AppRecord {
         let record = try await validToken(bearer, kinds: [.appAccess])
         if let app = apps.get(record.subject) { return app }
+        let generation = apps.generation
         guard let app = try await db({ try await storage.app(clientId: record.subject) }) else {
             throw APIError.unauthenticated("this app was removed")
         }
-        apps.set(record.subject, app)
+        apps.set(record.subject, app, generation: generation)
         return app
     }
 
@@ -179,8 +227,9 @@ public final class NotificationService: Sendable {
         guard let unsId, !unsId.isEmpty else { throw APIError.badRequest("the X-UNS-ID header is required: the user's userNotificationSubscriptionId") }
         var subscription = subscriptionsCache.get(unsId)
         if subscription == nil {
+            let generation = subscriptionsCache.generation
             subscription = try await db { try await storage.subscription(id: unsId) }
-            if let subscription { subscriptionsCache.set(unsId, subscription) }
+            if let subscription { subscriptionsCache.set(unsId, subscription, generation: generation) }
         }
         guard let subscription, !subscription.revoked, subscription.expiresAt > clock.nowMillis(),
               let host = subscription.targetHostName, host.equalsIgnoringASCIICase(app.hostName)
@@ -237,7 +286,10 @@ public final class NotificationService: Sendable {
         return Me(id: user.id, userName: user.userName, displayName: user.displayName)
     }
 
-    public func createSubscription(userId: String, body: Data) async throws -> SubscriptionInfo {
+    /// Registers a device (no `targetHostName`) or subscribes the user to an app. The app must
+    /// be registered (else `404`). A device signed in since devices were listed keeps one id:
+    /// the one its tokens carry.
+    public func createSubscription(userId: String, deviceId callerDevice: String? = nil, body: Data) async throws -> SubscriptionInfo {
         let fields: JSONFields
         let host: String?, deviceName: String?, platform: String?
         do {
@@ -251,9 +303,12 @@ public final class NotificationService: Sendable {
         if let platform, !["websocket", "polling"].contains(platform.lowercased()) {
             throw APIError.badRequest("platform must be websocket or polling")
         }
+        if let host, try await db({ try await storage.app(hostName: host) }) == nil {
+            throw APIError.notFound("no app \(host) is registered on this service: check the name, or ask its administrator to run notty admin app add \(host)")
+        }
         let now = clock.nowMillis()
         let record = SubscriptionRecord(
-            id: UUID().uuidString.lowercased(), userId: userId, targetHostName: host, deviceId: UUID().uuidString.lowercased(),
+            id: UUID().uuidString.lowercased(), userId: userId, targetHostName: host, deviceId: callerDevice ?? UUID().uuidString.lowercased(),
             deviceName: deviceName, platform: platform?.lowercased(), createdAt: now, expiresAt: now + TimeInterval(config.subscriptionLifetime))
         try await db { try await storage.insertSubscription(record) }
         return record.info
@@ -266,6 +321,7 @@ public final class NotificationService: Sendable {
     public func revokeSubscription(userId: String, id: String) async throws {
         let revoked = try await db { try await storage.revokeSubscription(id: id, userId: userId) }
         subscriptionsCache.remove(id)
+        tokens.removeAll()
         guard revoked else { throw APIError.notFound("no such subscription") }
     }
 
@@ -340,7 +396,8 @@ public final class NotificationService: Sendable {
     }
 
     public func removeUser(name: String) async throws -> Bool {
-        try await db { try await storage.deleteUser(name: name) }
+        defer { tokens.removeAll(); subscriptionsCache.removeAll() }
+        return try await db { try await storage.deleteUser(name: name) }
     }
 
     /// Registers an app; returns its client id and secret (the secret is not kept).
@@ -357,7 +414,8 @@ public final class NotificationService: Sendable {
     }
 
     public func removeApp(hostName: String) async throws -> Bool {
-        try await db { try await storage.deleteApp(hostName: hostName) }
+        defer { tokens.removeAll(); apps.removeAll() }
+        return try await db { try await storage.deleteApp(hostName: hostName) }
     }
 
     // MARK: - Maintenance

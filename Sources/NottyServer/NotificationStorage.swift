@@ -17,6 +17,9 @@ public protocol NotificationStorage: Sendable {
     /// Called when changes made elsewhere may have gone unannounced (another instance's, while
     /// this one was not listening): the service re-reads what it caches and rings every device.
     func setResyncHandler(_ handler: @escaping @Sendable () -> Void)
+    /// Called when another instance (or `notty admin`) revoked or deleted credentials, or when
+    /// such news may have been missed: the service forgets every credential it caches.
+    func setCredentialsChangeHandler(_ handler: @escaping @Sendable () -> Void)
     func close() async throws
 
     // MARK: Accounts
@@ -41,7 +44,11 @@ public protocol NotificationStorage: Sendable {
     func insertSubscription(_ subscription: SubscriptionRecord) async throws
     func subscription(id: String) async throws -> SubscriptionRecord?
     func subscriptions(userId: String) async throws -> [SubscriptionRecord]
+    /// Revokes one of the user's subscriptions; a device's own registration (no app) takes the
+    /// tokens issued to that device with it, in the same transaction.
     func revokeSubscription(id: String, userId: String) async throws -> Bool
+    /// Records that the device made a request at `at` (its registration's last seen).
+    func touchDevice(deviceId: String, userId: String, at: Date) async throws
 
     // MARK: Notifications (writes)
     /// Publishes or re-publishes (same user, app and `appNotificationId`).
@@ -69,6 +76,8 @@ public protocol NotificationStorage: Sendable {
 extension NotificationStorage {
     /// A backend that only this process writes never misses a change.
     public func setResyncHandler(_ handler: @escaping @Sendable () -> Void) {}
+    /// A backend that only this process writes has no other instance to revoke credentials.
+    public func setCredentialsChangeHandler(_ handler: @escaping @Sendable () -> Void) {}
 }
 
 /// What a publish stores, after the service has checked the app, subscription and limits.

@@ -24,6 +24,7 @@ public final class PostgresStorage: NotificationStorage {
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let onChange = HandlerSlot<@Sendable ([String: Int64]) -> Void>()
     private let onResync = HandlerSlot<@Sendable () -> Void>()
+    private let onCredentialsChange = HandlerSlot<@Sendable () -> Void>()
     /// Tells this instance's own announcements apart from other instances'.
     let instanceId = String(UUID().uuidString.prefix(8)).lowercased()
     /// How long a call may wait for the database before it is reported unavailable.
@@ -148,6 +149,12 @@ public final class PostgresStorage: NotificationStorage {
             """,
             "CREATE INDEX mutations_created ON mutations (created)",
         ]),
+        // Devices: the device a user token was issued to, and when each device was last seen.
+        ("v2", [
+            "ALTER TABLE tokens ADD COLUMN device_id TEXT",
+            "CREATE INDEX tokens_device ON tokens (device_id) WHERE device_id IS NOT NULL",
+            "ALTER TABLE subscriptions ADD COLUMN last_seen BIGINT",
+        ]),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances
@@ -184,6 +191,10 @@ public final class PostgresStorage: NotificationStorage {
 
     public func setResyncHandler(_ handler: @escaping @Sendable () -> Void) {
         onResync.set(handler)
+    }
+
+    public func setCredentialsChangeHandler(_ handler: @escaping @Sendable () -> Void) {
+        onCredentialsChange.set(handler)
     }
 
     public func close() async throws {
@@ -426,6 +437,20 @@ public final class PostgresStorage: NotificationStorage {
         return payloads
     }
 
+    /// What a transaction that revokes or deletes credentials announces: `INSTANCE|credentials`.
+    static func credentialsAnnouncement(from instance: String) -> String { "\(instance)|credentials" }
+
+    /// True for another instance's (or `notty admin`'s) credentials announcement.
+    static func isCredentialsAnnouncement(_ payload: String, ignoring instance: String) -> Bool {
+        payload.hasSuffix("|credentials") && payload != credentialsAnnouncement(from: instance)
+    }
+
+    /// Inside a transaction that revokes or deletes credentials: tells the other instances to
+    /// forget what they cache (delivered only if it commits).
+    private func announceCredentialsChange(_ connection: PostgresConnection) async throws {
+        try await connection.exec("SELECT pg_notify(\(Self.channel), \(Self.credentialsAnnouncement(from: instanceId)))", logger: logger)
+    }
+
     /// The cursors in another instance's announcement; `nil` for this instance's own or a malformed one.
     static func cursors(inAnnouncement payload: String, ignoring instance: String) -> [String: Int64]? {
         guard let bar = payload.firstIndex(of: "|"), payload[..<bar] != instance else { return nil }
@@ -447,14 +472,18 @@ public final class PostgresStorage: NotificationStorage {
                         try await connection.listen(on: Self.channel) { notices in
                             if listenedBefore {
                                 // Announcements made while this instance was not listening are lost:
-                                // have the service re-check every connected user.
+                                // have the service re-check every connected user and forget the
+                                // credentials it caches (a revocation may be among them).
                                 storage.logger.notice("listening to other instances again")
+                                storage.onCredentialsChange.handler?()
                                 storage.onResync.handler?()
                             }
                             listenedBefore = true
                             pause = .milliseconds(200)
                             for try await notice in notices {
-                                if let cursors = Self.cursors(inAnnouncement: notice.payload, ignoring: storage.instanceId) {
+                                if Self.isCredentialsAnnouncement(notice.payload, ignoring: storage.instanceId) {
+                                    storage.onCredentialsChange.handler?()
+                                } else if let cursors = Self.cursors(inAnnouncement: notice.payload, ignoring: storage.instanceId) {
                                     storage.onChange.handler?(cursors)
                                 }
                             }
@@ -492,6 +521,7 @@ public final class PostgresStorage: NotificationStorage {
             guard let id = ids.first else { return false }
             try await connection.exec("DELETE FROM tokens WHERE subject = \(id)", logger: self.logger)
             try await connection.exec("DELETE FROM \(unescaped: table) WHERE \(unescaped: idColumn) = \(id)", logger: self.logger)
+            try await self.announceCredentialsChange(connection)
             return true
         }
     }
@@ -544,16 +574,21 @@ public final class PostgresStorage: NotificationStorage {
     private static func insert(_ tokens: [TokenRecord], _ connection: PostgresConnection, _ logger: Logger) async throws {
         for token in tokens {
             try await connection.exec(
-                "INSERT INTO tokens (hash, kind, subject, expires, revoked) VALUES (\(token.hash), \(token.kind.rawValue), \(token.subject), \(ISOTime.millis(token.expiresAt)), \(token.revoked))",
+                """
+                INSERT INTO tokens (hash, kind, subject, expires, revoked, device_id)
+                VALUES (\(token.hash), \(token.kind.rawValue), \(token.subject), \(ISOTime.millis(token.expiresAt)), \(token.revoked), \(token.deviceId))
+                """,
                 logger: logger)
         }
     }
 
     public func token(hash: String) async throws -> TokenRecord? {
         try await run { connection in
-            try await connection.query("SELECT hash, kind, subject, expires, revoked FROM tokens WHERE hash = \(hash)", logger: self.logger)
-                .collect((String, String, String, Int64, Bool).self).first.map { row in
-                    TokenRecord(hash: row.0, kind: TokenRecord.Kind(rawValue: row.1) ?? .userAccess, subject: row.2, expiresAt: ISOTime.date(millis: row.3), revoked: row.4)
+            try await connection.query("SELECT hash, kind, subject, expires, revoked, device_id FROM tokens WHERE hash = \(hash)", logger: self.logger)
+                .collect((String, String, String, Int64, Bool, String?).self).first.map { row in
+                    TokenRecord(
+                        hash: row.0, kind: TokenRecord.Kind(rawValue: row.1) ?? .userAccess, subject: row.2, expiresAt: ISOTime.date(millis: row.3),
+                        revoked: row.4, deviceId: row.5)
                 }
         }
     }
@@ -571,7 +606,10 @@ public final class PostgresStorage: NotificationStorage {
     }
 
     public func revokeTokens(hashes: [String]) async throws {
-        try await execute("UPDATE tokens SET revoked = true WHERE hash = ANY(\(hashes))")
+        try await transaction { connection in
+            try await connection.exec("UPDATE tokens SET revoked = true WHERE hash = ANY(\(hashes))", logger: self.logger)
+            try await self.announceCredentialsChange(connection)
+        }
     }
 
     // MARK: - Subscriptions
@@ -585,13 +623,13 @@ public final class PostgresStorage: NotificationStorage {
                 """)
     }
 
-    private static let subscriptionColumns = "id, user_id, host_name, device_id, device_name, platform, created, expires, revoked"
-    private typealias SubscriptionRow = (String, String, String?, String, String?, String?, Int64, Int64, Bool)
+    private static let subscriptionColumns = "id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen"
+    private typealias SubscriptionRow = (String, String, String?, String, String?, String?, Int64, Int64, Bool, Int64?)
 
     private static func subscription(_ r: SubscriptionRow) -> SubscriptionRecord {
         SubscriptionRecord(
             id: r.0, userId: r.1, targetHostName: r.2, deviceId: r.3, deviceName: r.4, platform: r.5,
-            createdAt: ISOTime.date(millis: r.6), expiresAt: ISOTime.date(millis: r.7), revoked: r.8)
+            createdAt: ISOTime.date(millis: r.6), expiresAt: ISOTime.date(millis: r.7), revoked: r.8, lastSeen: r.9.map(ISOTime.date(millis:)))
     }
 
     public func subscription(id: String) async throws -> SubscriptionRecord? {
@@ -611,11 +649,24 @@ public final class PostgresStorage: NotificationStorage {
     }
 
     public func revokeSubscription(id: String, userId: String) async throws -> Bool {
-        try await run { connection in
-            try await connection.query(
-                "UPDATE subscriptions SET revoked = true WHERE id = \(id) AND user_id = \(userId) AND NOT revoked RETURNING id", logger: self.logger
-            ).collect(String.self).count == 1
+        try await transaction { connection in
+            let revoked = try await connection.query(
+                "UPDATE subscriptions SET revoked = true WHERE id = \(id) AND user_id = \(userId) AND NOT revoked RETURNING host_name, device_id",
+                logger: self.logger
+            ).collect((String?, String).self)
+            guard let (host, device) = revoked.first else { return false }
+            if host == nil {
+                try await connection.exec(
+                    "UPDATE tokens SET revoked = true WHERE device_id = \(device) AND subject = \(userId) AND NOT revoked", logger: self.logger)
+            }
+            try await self.announceCredentialsChange(connection)
+            return true
         }
+    }
+
+    public func touchDevice(deviceId: String, userId: String, at: Date) async throws {
+        try await execute(
+            "UPDATE subscriptions SET last_seen = \(ISOTime.millis(at)) WHERE device_id = \(deviceId) AND user_id = \(userId) AND host_name IS NULL AND NOT revoked")
     }
 
     // MARK: - Notification rows

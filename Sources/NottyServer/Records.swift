@@ -36,12 +36,16 @@ public struct TokenRecord: Sendable, Equatable {
     public var subject: String
     public var expiresAt: Date
     public var revoked: Bool
-    public init(hash: String, kind: Kind, subject: String, expiresAt: Date, revoked: Bool = false) {
+    /// User tokens: the device they were issued to (one per password grant, carried through
+    /// refreshes). Revoking that device's registration revokes them all.
+    public var deviceId: String?
+    public init(hash: String, kind: Kind, subject: String, expiresAt: Date, revoked: Bool = false, deviceId: String? = nil) {
         self.hash = hash
         self.kind = kind
         self.subject = subject
         self.expiresAt = expiresAt
         self.revoked = revoked
+        self.deviceId = deviceId
     }
 }
 
@@ -56,8 +60,11 @@ public struct SubscriptionRecord: Sendable, Equatable {
     public var createdAt: Date
     public var expiresAt: Date
     public var revoked: Bool
+    /// The last request made with the device's tokens (device registrations only).
+    public var lastSeen: Date?
 
-    public init(id: String, userId: String, targetHostName: String?, deviceId: String, deviceName: String?, platform: String?, createdAt: Date, expiresAt: Date, revoked: Bool = false) {
+    public init(id: String, userId: String, targetHostName: String?, deviceId: String, deviceName: String?, platform: String?, createdAt: Date, expiresAt: Date,
+                revoked: Bool = false, lastSeen: Date? = nil) {
         self.id = id
         self.userId = userId
         self.targetHostName = targetHostName
@@ -67,10 +74,13 @@ public struct SubscriptionRecord: Sendable, Equatable {
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.revoked = revoked
+        self.lastSeen = lastSeen
     }
 
     public var info: SubscriptionInfo {
-        SubscriptionInfo(userNotificationSubscriptionId: id, expirationDateTime: expiresAt, deviceId: deviceId, targetHostName: targetHostName, deviceName: deviceName, platform: platform)
+        SubscriptionInfo(
+            userNotificationSubscriptionId: id, expirationDateTime: expiresAt, deviceId: deviceId, targetHostName: targetHostName,
+            deviceName: deviceName, platform: platform, createdDateTime: createdAt, lastSeenDateTime: lastSeen)
     }
 }
 

@@ -50,10 +50,11 @@ public struct Routes: Sendable {
             return try JSONResponse.make(try await self.service.me(userId: user))
         }
         router.post("/v1/me/subscriptions") { request, _ in
-            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
+            let caller = try await self.service.authenticateDevice(bearer: request.bearerToken)
             var request = request
             let body = try await request.jsonBody(limit: self.limit)
-            return try JSONResponse.make(try await self.service.createSubscription(userId: user, body: body), status: .created)
+            return try JSONResponse.make(
+                try await self.service.createSubscription(userId: caller.userId, deviceId: caller.deviceId, body: body), status: .created)
         }
         router.get("/v1/me/subscriptions") { request, _ in
             let user = try await self.service.authenticateUser(bearer: request.bearerToken)

@@ -156,6 +156,14 @@ public final class SQLiteStorage: NotificationStorage {
                 CREATE INDEX notifications_tombstones ON notifications (modified) WHERE deleted = 1;
                 """)
         }
+        // Devices: the device a user token was issued to, and when each device was last seen.
+        migrator.registerMigration("v3") { db in
+            try db.execute(sql: """
+                ALTER TABLE tokens ADD COLUMN device_id TEXT;
+                CREATE INDEX tokens_device ON tokens (device_id) WHERE device_id IS NOT NULL;
+                ALTER TABLE subscriptions ADD COLUMN last_seen INTEGER;
+                """)
+        }
         return migrator
     }
 
@@ -266,8 +274,8 @@ public final class SQLiteStorage: NotificationStorage {
     private static func insert(_ tokens: [TokenRecord], _ db: Database) throws {
         for token in tokens {
             try db.execute(
-                sql: "INSERT INTO tokens (hash, kind, subject, expires, revoked) VALUES (?, ?, ?, ?, ?)",
-                arguments: [token.hash, token.kind.rawValue, token.subject, ISOTime.millis(token.expiresAt), token.revoked])
+                sql: "INSERT INTO tokens (hash, kind, subject, expires, revoked, device_id) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [token.hash, token.kind.rawValue, token.subject, ISOTime.millis(token.expiresAt), token.revoked, token.deviceId])
         }
     }
 
@@ -276,7 +284,7 @@ public final class SQLiteStorage: NotificationStorage {
             try Row.fetchOne(db, sql: "SELECT * FROM tokens WHERE hash = ?", arguments: [hash]).map { row in
                 TokenRecord(
                     hash: row["hash"], kind: TokenRecord.Kind(rawValue: row["kind"]) ?? .userAccess, subject: row["subject"],
-                    expiresAt: ISOTime.date(millis: row["expires"]), revoked: row["revoked"])
+                    expiresAt: ISOTime.date(millis: row["expires"]), revoked: row["revoked"], deviceId: row["device_id"])
             }
         }
     }
@@ -324,8 +332,24 @@ public final class SQLiteStorage: NotificationStorage {
 
     public func revokeSubscription(id: String, userId: String) async throws -> Bool {
         try await write { db, _ in
-            try db.execute(sql: "UPDATE subscriptions SET revoked = 1 WHERE id = ? AND user_id = ? AND revoked = 0", arguments: [id, userId])
-            return db.changesCount == 1
+            guard let row = try Row.fetchOne(
+                db, sql: "SELECT host_name, device_id FROM subscriptions WHERE id = ? AND user_id = ? AND revoked = 0", arguments: [id, userId])
+            else { return false }
+            try db.execute(sql: "UPDATE subscriptions SET revoked = 1 WHERE id = ?", arguments: [id])
+            if (row["host_name"] as String?) == nil {
+                try db.execute(
+                    sql: "UPDATE tokens SET revoked = 1 WHERE device_id = ? AND subject = ? AND revoked = 0",
+                    arguments: [row["device_id"] as String, userId])
+            }
+            return true
+        }
+    }
+
+    public func touchDevice(deviceId: String, userId: String, at: Date) async throws {
+        try await write { db, _ in
+            try db.execute(
+                sql: "UPDATE subscriptions SET last_seen = ? WHERE device_id = ? AND user_id = ? AND host_name IS NULL AND revoked = 0",
+                arguments: [ISOTime.millis(at), deviceId, userId])
         }
     }
 
@@ -333,7 +357,8 @@ public final class SQLiteStorage: NotificationStorage {
         SubscriptionRecord(
             id: row["id"], userId: row["user_id"], targetHostName: row["host_name"], deviceId: row["device_id"],
             deviceName: row["device_name"], platform: row["platform"], createdAt: ISOTime.date(millis: row["created"]),
-            expiresAt: ISOTime.date(millis: row["expires"]), revoked: row["revoked"])
+            expiresAt: ISOTime.date(millis: row["expires"]), revoked: row["revoked"],
+            lastSeen: (row["last_seen"] as Int64?).map(ISOTime.date(millis:)))
     }
 
     // MARK: - Notification rows

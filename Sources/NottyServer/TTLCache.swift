@@ -3,12 +3,17 @@ import Synchronization
 
 /// A small thread-safe cache whose entries are trusted for `ttl` seconds.
 ///
-/// Used for look-ups on every request (tokens, apps, subscriptions). Changes made through this
-/// process invalidate entries at once; changes made elsewhere (`notty admin` in another
-/// process, another instance) are seen within `ttl`.
+/// Used for the look-ups of every publish (app tokens, apps, subscriptions). Revocations and
+/// deletions through this process remove entries at once, and other instances' (and
+/// `notty admin`'s, on PostgreSQL) empty it through the storage's credentials announcement.
+/// Other changes made elsewhere are seen within `ttl`.
+///
+/// A look-up that missed fills the entry only if nothing was removed meanwhile (``generation``),
+/// so a record read just before a revocation is never cached after it.
 final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Entry { var value: Value; var storedAt: ContinuousClock.Instant }
-    private let entries = Mutex<[Key: Entry]>([:])
+    private struct State { var entries: [Key: Entry] = [:]; var generation = 0 }
+    private let state = Mutex(State())
     private let ttl: Duration
     private let capacity: Int
 
@@ -17,27 +22,42 @@ final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         self.capacity = capacity
     }
 
+    /// Changes whenever something is removed: read it before looking up what to ``set(_:_:generation:)``.
+    var generation: Int { state.withLock { $0.generation } }
+
     func get(_ key: Key) -> Value? {
         let now = ContinuousClock.now
-        return entries.withLock { entries in
-            guard let entry = entries[key] else { return nil }
+        return state.withLock { state in
+            guard let entry = state.entries[key] else { return nil }
             if now - entry.storedAt > ttl {
-                entries[key] = nil
+                state.entries[key] = nil
                 return nil
             }
             return entry.value
         }
     }
 
-    func set(_ key: Key, _ value: Value) {
+    /// Stores `value` unless something was removed since `generation` was read.
+    func set(_ key: Key, _ value: Value, generation: Int) {
         let now = ContinuousClock.now
-        entries.withLock { entries in
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[key] = Entry(value: value, storedAt: now)
+        state.withLock { state in
+            guard state.generation == generation else { return }
+            if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
+            state.entries[key] = Entry(value: value, storedAt: now)
         }
     }
 
     func remove(_ key: Key) {
-        _ = entries.withLock { $0.removeValue(forKey: key) }
+        state.withLock { state in
+            state.entries[key] = nil
+            state.generation &+= 1
+        }
+    }
+
+    func removeAll() {
+        state.withLock { state in
+            state.entries.removeAll(keepingCapacity: true)
+            state.generation &+= 1
+        }
     }
 }

@@ -187,6 +187,25 @@ public actor ServiceClient {
         return subscription
     }
 
+    /// The user's subscriptions: devices and app subscriptions (`GET /v1/me/subscriptions`).
+    public func subscriptions() async throws -> [SubscriptionInfo] {
+        let answer = try await send(.GET, "/v1/me/subscriptions")
+        guard answer.status == 200, let list = try? NottyJSON.decoder.decode(SubscriptionList.self, from: answer.body) else {
+            let error = answer.errorText
+            throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
+        }
+        return list.value
+    }
+
+    /// Revokes one subscription; a device's registration takes the device's tokens with it.
+    public func revokeSubscription(id: String) async throws {
+        let answer = try await send(.DELETE, "/v1/me/subscriptions/\(id)")
+        guard answer.status == 204 else {
+            let error = answer.errorText
+            throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
+        }
+    }
+
     /// Adopts credentials (after login or registering the device) and saves them.
     public func update(_ body: (inout Credentials) -> Void) throws {
         body(&credentials)

@@ -28,11 +28,45 @@ struct Notty: AsyncParsableCommand {
             \(ClientSettings.template.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(2).map { $0.isEmpty ? "" : "  " + $0 }.joined(separator: "\n"))
             """,
         subcommands: [
-            TUI.self, Demo.self, Login.self, Logout.self, Subscribe.self, Sync.self, Status.self, List.self, Show.self,
+            TUI.self, Demo.self, Login.self, Logout.self, Subscribe.self, Devices.self, Sync.self, Status.self, List.self, Show.self,
             Read.self, Unread.self, Activate.self, Dismiss.self, Snooze.self, Delete.self,
             Poll.self, Push.self, Publish.self, Serve.self, Admin.self,
         ],
         defaultSubcommand: TUI.self)
+
+    /// Runs the command; invalid input of any kind (ArgumentParser's own checks included)
+    /// ends with one line on stderr and a non-zero exit, never a usage dump. `--help` and
+    /// `--version` print as usual.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            // Help and version go to stdout; an ExitCode was reported by whoever threw it.
+            if code == .success || error is ExitCode { exit(withError: error) }
+            let text = message(for: error).split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
+            warn("\(text.isEmpty ? "invalid input" : text) (see \(commandPath(CommandLine.arguments.dropFirst())) --help)")
+            Foundation.exit(code.rawValue)
+        }
+    }
+
+    /// `notty admin user` for `admin user add --bad`: the subcommands named on the command line.
+    static func commandPath(_ arguments: ArraySlice<String>) -> String {
+        var path = ["notty"]
+        var commands: [ParsableCommand.Type] = configuration.subcommands
+        for argument in arguments {
+            guard let next = commands.first(where: { $0._commandName == argument }) else { break }
+            path.append(argument)
+            commands = next.configuration.subcommands
+        }
+        return path.joined(separator: " ")
+    }
 }
 
 /// Where the service's SQLite file lives unless `--db` says otherwise:
@@ -114,6 +148,19 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
         }
         warn(line)
         throw ExitCode(1)
+    }
+}
+
+/// Parses `65536`, `64k`, `64KiB`, `1m`, `1MiB` (k and m are 1024 and 1024²) for ArgumentParser.
+struct ByteSizeArgument: ExpressibleByArgument {
+    var bytes: Int
+    init?(argument: String) {
+        let text = argument.lowercased()
+        let units: [(String, Int)] = [("kib", 1 << 10), ("mib", 1 << 20), ("kb", 1 << 10), ("mb", 1 << 20), ("k", 1 << 10), ("m", 1 << 20), ("b", 1), ("", 1)]
+        guard let (suffix, scale) = units.first(where: { text.hasSuffix($0.0) }),
+              let number = Int(text.dropLast(suffix.count)), number > 0, number <= Int(Int32.max) / scale
+        else { return nil }
+        bytes = number * scale
     }
 }
 

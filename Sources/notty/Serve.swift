@@ -14,7 +14,8 @@ struct Serve: AsyncParsableCommand {
             POST /oauth2/v2.0/token and the user's X-UNS-ID); devices sign in with the password
             grant, read /v1/me/notifications/changes and listen on the /v1/me/push doorbell.
             GET /healthz answers 200 while storage answers; GET /metrics is Prometheus text.
-            SIGINT or SIGTERM stops it gracefully. Durations: 90s, 15m, 4h, 7d.
+            SIGINT or SIGTERM stops it gracefully. Durations: 90s, 15m, 4h, 7d. Every limit
+            below has the default shown; the ones not given keep it.
 
             Storage is one SQLite file (--db) unless --postgres URL (or NOTTY_POSTGRES_URL)
             names a PostgreSQL database; several instances may share that one, behind any load
@@ -31,6 +32,13 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-ttl"), help: ArgumentHelp("Furthest expirationDateTime allowed (default 30d).", valueName: "duration")) var maxTTL: DurationArgument?
     @Option(name: .customLong("publish-rate"), help: "Publishes per second per app (default 100).") var publishRate: Double?
     @Option(name: .customLong("publish-burst"), help: "Publishes per app allowed in a burst (default 1000).") var publishBurst: Double?
+    @Option(name: .customLong("max-body"), help: ArgumentHelp("Largest request body: bytes, or with k/KiB or m/MiB (default 64KiB); larger ones get 413.", valueName: "size")) var maxBody: ByteSizeArgument?
+    @Option(name: .customLong("max-app-notification-id"), help: ArgumentHelp("Longest appNotificationId, in characters (default 256).", valueName: "n")) var maxAppNotificationId: Int?
+    @Option(name: .customLong("max-group-name"), help: ArgumentHelp("Longest groupName, in characters (default 256).", valueName: "n")) var maxGroupName: Int?
+    @Option(name: .customLong("max-title"), help: ArgumentHelp("Longest title, in characters (default 1024).", valueName: "n")) var maxTitle: Int?
+    @Option(name: .customLong("history"), help: ArgumentHelp("How long deleted notifications are remembered for devices that were away; older cursors get 410 and resync (default 30d).", valueName: "duration")) var history: DurationArgument?
+    @Option(name: .customLong("access-token-lifetime"), help: ArgumentHelp("Lifetime of access tokens (default 1h).", valueName: "duration")) var accessTokenLifetime: DurationArgument?
+    @Option(name: .customLong("refresh-token-lifetime"), help: ArgumentHelp("Lifetime of a device's refresh token; past it the device signs in again (default 90d).", valueName: "duration")) var refreshTokenLifetime: DurationArgument?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
     @Option(name: .customLong("io-threads"), help: ArgumentHelp(
         "Threads that read, write and (with --tls-cert) encrypt sockets (default: half the cores, at least 1). Handlers run on Swift's own pool, one thread per core, beside them. With TLS on few cores, try the core count.",
@@ -43,6 +51,13 @@ struct Serve: AsyncParsableCommand {
         if let publishRate, publishRate <= 0 { throw ArgumentParser.ValidationError("--publish-rate must be positive") }
         if let publishBurst, publishBurst < 1 { throw ArgumentParser.ValidationError("--publish-burst must be at least 1") }
         if let ioThreads, !(1...256).contains(ioThreads) { throw ArgumentParser.ValidationError("--io-threads must be 1…256") }
+        if let maxBody, !(1024...(64 << 20)).contains(maxBody.bytes) { throw ArgumentParser.ValidationError("--max-body must be 1KiB…64MiB") }
+        for (flag, value) in [("--max-app-notification-id", maxAppNotificationId), ("--max-group-name", maxGroupName), ("--max-title", maxTitle)] {
+            if let value, !(1...65_536).contains(value) { throw ArgumentParser.ValidationError("\(flag) must be 1…65536") }
+        }
+        for (flag, value) in [("--history", history), ("--access-token-lifetime", accessTokenLifetime), ("--refresh-token-lifetime", refreshTokenLifetime)] {
+            if let value, value.seconds < 60 { throw ArgumentParser.ValidationError("\(flag) must be at least 1m") }
+        }
     }
 
     func run() async throws {
@@ -57,7 +72,15 @@ struct Serve: AsyncParsableCommand {
             if let maxTTL { config.maxTTL = maxTTL.seconds }
             if let publishRate { config.publishRate = publishRate }
             if let publishBurst { config.publishBurst = publishBurst }
+            if let maxBody { config.maxBodyBytes = maxBody.bytes }
+            if let maxAppNotificationId { config.limits.appNotificationId = maxAppNotificationId }
+            if let maxGroupName { config.limits.groupName = maxGroupName }
+            if let maxTitle { config.limits.title = maxTitle }
+            if let history { config.historyRetention = history.seconds }
+            if let accessTokenLifetime { config.accessTokenLifetime = accessTokenLifetime.seconds }
+            if let refreshTokenLifetime { config.refreshTokenLifetime = refreshTokenLifetime.seconds }
             if config.defaultTTL > config.maxTTL { throw CLIError("--default-ttl is longer than --max-ttl") }
+            if config.accessTokenLifetime > config.refreshTokenLifetime { throw CLIError("--access-token-lifetime is longer than --refresh-token-lifetime") }
             LogLines.bootstrap()
             var logger = Logger(label: "notty.serve")
             logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info

@@ -66,6 +66,45 @@ struct InstancesEndToEndTests {
         #expect(!listA.contains(second) && !listB.contains(second))
     }
 
+    @Test("A device revoked through instance 1 is refused on its very next request to instance 2; an app subscription revoked through 1 stops publishes through 2; a user removed by notty admin too")
+    func revocationOnEveryInstance() async throws {
+        let directory = Repository.temporaryDirectory("notty-instances-revoke")
+        let environment = ["NOTTY_POSTGRES_URL": try TestPostgres.createDatabase()]
+        let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment)
+        let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
+        let world = try TwoDevices(directory: directory, a: one, b: two)
+        let (a, b) = (world.a, world.b)
+
+        // Instance 2 has B's token and A's app subscription in hand (publishes cache them).
+        #expect(try b.run(["sync"]).status == 0)
+        let publishThroughTwo = { (title: String) throws -> NottyCLI.Result in
+            try a.run(["publish", "--server", two.url, "--client-id", two.clientId, "--client-secret=\(two.clientSecret)",
+                       "--uns-id", world.uns, "--title", title])
+        }
+        #expect(try publishThroughTwo("cached").status == 0)
+
+        let devices = try a.run(["devices", "--json"]).out.split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }
+        func id(_ match: (JSONValue) -> Bool) -> String? {
+            guard case .string(let id)? = devices.first(where: match)?["userNotificationSubscriptionId"] else { return nil }
+            return id
+        }
+        let deviceB = try #require(id { $0["deviceName"] == .string("B") })
+        let appSubscription = try #require(id { $0["targetHostName"] == .string("ci.example.com") })
+
+        #expect(try a.run(["devices", "revoke", deviceB]).status == 0)
+        let refused = try b.run(["sync"])
+        #expect(refused.status == 1 && refused.err.contains("notty login again"), "B still syncs through instance 2: \(refused.err)")
+
+        #expect(try a.run(["devices", "revoke", appSubscription]).status == 0)
+        let stopped = try publishThroughTwo("after revoke")
+        #expect(stopped.status == 1 && stopped.err.contains("403"), "instance 2 still publishes with a revoked X-UNS-ID: \(stopped.out) \(stopped.err)")
+
+        // notty admin (another process) removes the user: A's token is refused at once.
+        #expect(try one.admin.run(["admin", "user", "remove", "alice"], environment: environment).status == 0)
+        let gone = try a.run(["sync"])
+        #expect(gone.status == 1, "a removed user still syncs: \(gone.out)")
+    }
+
     @Test("An instance killed with SIGKILL in the middle of a publishing burst loses no publish it acknowledged; the other instance has them all")
     func killedMidBurst() async throws {
         let directory = Repository.temporaryDirectory("notty-instances-kill")
