@@ -174,7 +174,9 @@ public struct JSONParser {
             while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
             guard index > digits else { return nil }
         }
-        guard let number = Double(String(decoding: bytes[start..<index], as: UTF8.self)) else { return nil }
+        // A number too large for a Double (1e400) is refused: it would be written back as `inf`,
+        // which is not JSON, and every device reading it would fail (found by fuzzing).
+        guard let number = Double(String(decoding: bytes[start..<index], as: UTF8.self)), number.isFinite else { return nil }
         return .number(number)
     }
 }

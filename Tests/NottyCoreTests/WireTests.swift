@@ -81,7 +81,7 @@ struct ParserTests {
     }
 
     @Test("The parser rejects what is not JSON", arguments: [
-        "", "{", "[1,]", "{\"a\":1,}", "01", "1.", "tru", "\"\u{01}\"", "\"\\x\"", "{\"a\" 1}", "[1] 2", String(repeating: "[", count: 100) + String(repeating: "]", count: 100),
+        "", "{", "[1,]", "{\"a\":1,}", "01", "1.", "tru", "1e400", "[-1e999]", "{\"targetPolicy\":{\"x\":1e3004567890}}", "\"\u{01}\"", "\"\\x\"", "{\"a\" 1}", "[1] 2", String(repeating: "[", count: 100) + String(repeating: "]", count: 100),
     ])
     func rejects(_ text: String) {
         #expect(JSONValue(jsonText: text) == nil)
