@@ -309,7 +309,8 @@ public final class NotificationService: Sendable {
         let now = clock.nowMillis()
         let record = SubscriptionRecord(
             id: UUID().uuidString.lowercased(), userId: userId, targetHostName: host, deviceId: callerDevice ?? UUID().uuidString.lowercased(),
-            deviceName: deviceName, platform: platform?.lowercased(), createdAt: now, expiresAt: now + TimeInterval(config.subscriptionLifetime))
+            deviceName: deviceName, platform: platform?.lowercased(), createdAt: now, expiresAt: now + TimeInterval(config.subscriptionLifetime),
+            lastSeen: host == nil ? now : nil)  // a device registering is a device seen
         try await db { try await storage.insertSubscription(record) }
         return record.info
     }

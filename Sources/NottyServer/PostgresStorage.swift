@@ -617,9 +617,9 @@ public final class PostgresStorage: NotificationStorage {
     public func insertSubscription(_ s: SubscriptionRecord) async throws {
         try await execute(
                 """
-                INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked)
+                INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen)
                 VALUES (\(s.id), \(s.userId), \(s.targetHostName), \(s.deviceId), \(s.deviceName), \(s.platform),
-                        \(ISOTime.millis(s.createdAt)), \(ISOTime.millis(s.expiresAt)), \(s.revoked))
+                        \(ISOTime.millis(s.createdAt)), \(ISOTime.millis(s.expiresAt)), \(s.revoked), \(s.lastSeen.map(ISOTime.millis)))
                 """)
     }
 

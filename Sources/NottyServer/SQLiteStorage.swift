@@ -312,11 +312,11 @@ public final class SQLiteStorage: NotificationStorage {
         try await write { db, _ in
             try db.execute(
                 sql: """
-                    INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [s.id, s.userId, s.targetHostName, s.deviceId, s.deviceName, s.platform,
-                            ISOTime.millis(s.createdAt), ISOTime.millis(s.expiresAt), s.revoked])
+                            ISOTime.millis(s.createdAt), ISOTime.millis(s.expiresAt), s.revoked, s.lastSeen.map(ISOTime.millis)])
         }
     }
 

@@ -303,3 +303,52 @@ struct UserAPITests {
         }
     }
 }
+
+@Suite("Devices: registration, listing, revocation (SPEC §7.3)")
+struct DeviceAPITests {
+    @Test("Revoking a device's registration refuses its access and refresh tokens at once; an app subscription's revocation does not; an unknown app is 404; the list says when each was made and seen",
+          arguments: Backend.available)
+    func revokeDevice(backend: Backend) async throws {
+        let clock = ManualClock()
+        let harness = try await Harness(backend, clock: clock)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            // A second sign-in is a second device; it registers and is seen.
+            let login = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice")
+            let laptop = try #require(login.string("access_token")), laptopRefresh = try #require(login.string("refresh_token"))
+            let registered = try await client.call(.post, "/v1/me/subscriptions", token: laptop, json: #"{"deviceName":"laptop","platform":"polling"}"#)
+            #expect(registered.status == .created)
+            let registration = try #require(registered.string("userNotificationSubscriptionId"))
+            let unknownApp = try await client.call(.post, "/v1/me/subscriptions", token: laptop, json: #"{"targetHostName":"typo.example"}"#)
+            #expect(unknownApp.status == .notFound && unknownApp.errorCode == "itemNotFound")
+            let appSub = try await client.call(.post, "/v1/me/subscriptions", token: laptop, json: #"{"targetHostName":"\#(world.host)"}"#)
+            #expect(appSub.status == .created)
+            #expect(appSub.string("deviceId") == registered.string("deviceId"), "a device's app subscriptions carry its device id")
+            let registeredAt = clock.nowMillis()
+            clock.advance(by: 120)  // past the once-a-minute throttle
+            #expect(try await client.call(.get, "/v1/me", token: laptop).status == .ok)
+            let seenAt = clock.nowMillis()
+            var entry: SubscriptionInfo?
+            for _ in 0..<50 {  // last seen is written in the background
+                let list = try await client.call(.get, "/v1/me/subscriptions", token: world.userToken).decode(SubscriptionList.self).value
+                entry = list.first { $0.userNotificationSubscriptionId == registration }
+                if entry?.lastSeenDateTime == seenAt { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(entry?.isDevice == true && entry?.deviceName == "laptop" && entry?.platform == "polling")
+            #expect(entry?.createdDateTime == registeredAt && entry?.lastSeenDateTime == seenAt, "\(String(describing: entry))")
+
+            // Revoking the app subscription leaves the laptop signed in.
+            #expect(try await client.call(.delete, "/v1/me/subscriptions/\(try #require(appSub.string("userNotificationSubscriptionId")))", token: world.userToken).status == .noContent)
+            #expect(try await client.call(.get, "/v1/me", token: laptop).status == .ok)
+            // Revoking the registration (from the other device) signs the laptop out: both tokens.
+            #expect(try await client.call(.delete, "/v1/me/subscriptions/\(registration)", token: world.userToken).status == .noContent)
+            let refused = try await client.call(.get, "/v1/me", token: laptop)
+            #expect(refused.status == .unauthorized, "a revoked device's access token still works")
+            let refresh = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=refresh_token&refresh_token=\(laptopRefresh)")
+            #expect(refresh.status == .badRequest && refresh.string("error") == "invalid_grant")
+            #expect(try await client.call(.get, "/v1/me", token: world.userToken).status == .ok, "the other device was signed out too")
+            #expect(try await client.call(.delete, "/v1/me/subscriptions/\(registration)", token: world.userToken).status == .notFound)
+        }
+    }
+}
