@@ -86,16 +86,33 @@ struct Expected: CustomStringConvertible {
 struct SimulationTests {
     static let ciSeeds: [UInt64] = [1, 2, 3, 42, 1337, 2026]
 
-    /// `NOTTY_SIM_SEEDS=N` runs N more seeds after the fixed ones.
-    static var seeds: [UInt64] {
-        let extra = Int(ProcessInfo.processInfo.environment["NOTTY_SIM_SEEDS"] ?? "") ?? 0
-        return ciSeeds + (0..<UInt64(extra)).map { 10_000 + $0 }
-    }
+    /// `NOTTY_SIM_SEEDS=N` (scripts/simulate N): N more seeds, 10000…, in ``manySeeds``.
+    static let extraSeeds = Int(ProcessInfo.processInfo.environment["NOTTY_SIM_SEEDS"] ?? "") ?? 0
 
-    @Test("3 devices, random offline periods, lost/duplicated/reordered deliveries: every store ends equal to the service", arguments: seeds)
+    @Test("3 devices, random offline periods, lost/duplicated/reordered deliveries: every store ends equal to the service", arguments: ciSeeds)
     func converges(seed: UInt64) async throws {
         let failure = try await Self.simulate(seed: seed, devices: 3, steps: 250)
         #expect(failure == nil, "seed \(seed) (replay with this seed): \(failure ?? "")")
+    }
+
+    @Test("Many seeds (NOTTY_SIM_SEEDS=N), two at a time: every one converges", .enabled(if: extraSeeds > 0))
+    func manySeeds() async throws {
+        let seeds = (0..<UInt64(Self.extraSeeds)).map { 10_000 + $0 }
+        let start = ContinuousClock.now
+        var failures: [String] = []
+        var next = seeds.makeIterator()
+        try await withThrowingTaskGroup(of: String?.self) { group in
+            // Two at a time (one per core): all at once would run out of file descriptors.
+            for _ in 0..<2 {
+                if let seed = next.next() { group.addTask { try await Self.simulate(seed: seed, devices: 3, steps: 250).map { "seed \(seed): \($0)" } } }
+            }
+            while let result = try await group.next() {
+                if let result { failures.append(result) }
+                if let seed = next.next() { group.addTask { try await Self.simulate(seed: seed, devices: 3, steps: 250).map { "seed \(seed): \($0)" } } }
+            }
+        }
+        report("simulation: \(seeds.count) seeds (\(seeds.first!)…\(seeds.last!)), \(failures.count) failed, in \(start.duration(to: .now))")
+        #expect(failures.isEmpty, "\(failures.count) seeds failed (replay with the seed):\n\(failures.prefix(20).joined(separator: "\n"))")
     }
 
     /// Runs one simulation; returns a description of the first difference, or nil.
