@@ -70,6 +70,11 @@ let package = Package(
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
+        // Desktop popups as a pure state machine (events in, D-Bus calls and state changes out).
+        .target(name: "NottyDesktop", dependencies: ["NottyCore"]),
+        // The only code that calls libdbus: freedesktop notifications on the session bus.
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        .target(name: "NottyDBus", dependencies: ["CDBus", "NottyDesktop"]),
         // The terminal UI as a pure core: state, events, update, render to a grid of cells.
         .target(name: "NottyTUI", dependencies: ["NottyCore"]),
         // The only code that calls ncurses: paints a Screen, reads keys, restores the terminal.
@@ -85,6 +90,8 @@ let package = Package(
                 "NottySync",
                 "NottyTUI",
                 "NottyTerminal",
+                "NottyDesktop",
+                "NottyDBus",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -113,6 +120,7 @@ let package = Package(
         // Helpers for tests and benchmarks that run the real notty (not shipped).
         .target(name: "NottyTestSupport"),
         .testTarget(name: "NottyCoreTests", dependencies: ["NottyCore"]),
+        .testTarget(name: "NottyDesktopTests", dependencies: ["NottyDesktop", "NottyCore"]),
         .testTarget(name: "NottyTerminalTests", dependencies: ["NottyTerminal", "NottyTUI", "CNcursesw", "NottyTestSupport"]),
         .testTarget(name: "NottyTUITests", dependencies: ["NottyTUI", "NottyCore"], exclude: ["Golden"]),
         .testTarget(name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore", "NottyTestSupport"]),

@@ -153,6 +153,10 @@ public final class LocalStore: Sendable {
         migrator.registerMigration("v5 unread index") { db in
             try db.execute(sql: "CREATE INDEX notifications_unread ON notifications (bucket, created DESC, id DESC) WHERE read_state = 'Unread'")
         }
+        // `notty poll --desktop`: which notification each desktop popup shows (survives a restart).
+        migrator.registerMigration("v6 popups") { db in
+            try db.execute(sql: "CREATE TABLE popups (notification_id TEXT PRIMARY KEY, popup_id INTEGER, view TEXT NOT NULL) WITHOUT ROWID")
+        }
         return migrator
     }
 
@@ -214,6 +218,40 @@ public final class LocalStore: Sendable {
 
     func revision(_ db: Database) throws -> Int64 {
         try meta(db, "revision").flatMap(Int64.init) ?? 0
+    }
+
+    /// What the store's watchers (the center, `notty poll`) are told.
+    public enum Change: Sendable, Equatable {
+        /// Some process committed a change (``revision()`` moved).
+        case committed
+        /// Time alone changed a view: a snooze ended or a notification expired.
+        case timed
+    }
+
+    /// The one watcher of the store for every process of a device: checks ``revision()``
+    /// every `interval` and yields when it moved (another process, the sync engine, this one)
+    /// or when a snooze ended or a notification expired. Ends when the consumer stops.
+    public func changes(every interval: Duration = .milliseconds(200)) -> AsyncStream<Change> {
+        AsyncStream { continuation in
+            let task = Task { [self] in
+                var revision = (try? revision()) ?? 0
+                var nextTimed = try? nextTimedChange()
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    let now = (try? self.revision()) ?? revision
+                    if now != revision {
+                        revision = now
+                        nextTimed = try? nextTimedChange()
+                        continuation.yield(.committed)
+                    } else if let due = nextTimed, due <= Date() {
+                        nextTimed = try? nextTimedChange()
+                        continuation.yield(.timed)
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
     }
 
     func bumpRevision(_ db: Database) throws {

@@ -336,4 +336,39 @@ extension LocalStore {
     public func noteSynced(now: Date = Date()) throws {
         try pool.write { db in try setMeta(db, "last_sync", String(ISOTime.millis(now))) }
     }
+
+    // MARK: - Desktop popups (`notty poll --desktop`)
+
+    /// One row of the notification ↔ popup mapping.
+    public struct PopupRecord: Sendable, Equatable {
+        public var notificationId: String
+        public var popupId: UInt32?
+        public var view: NotificationView
+        public init(notificationId: String, popupId: UInt32?, view: NotificationView) {
+            self.notificationId = notificationId
+            self.popupId = popupId
+            self.view = view
+        }
+    }
+
+    /// The mapping as `notty poll --desktop` left it.
+    public func popups() throws -> [PopupRecord] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT notification_id, popup_id, view FROM popups").map { row in
+                PopupRecord(notificationId: row[0], popupId: (row[1] as Int64?).map { UInt32(truncatingIfNeeded: $0) },
+                            view: NotificationView(name: row[2]) ?? .unread)
+            }
+        }
+    }
+
+    /// Replaces the mapping, in one transaction (it holds the popups on screen: a few rows).
+    public func savePopups(_ records: [PopupRecord]) throws {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM popups")
+            for record in records {
+                try db.cachedStatement(sql: "INSERT INTO popups (notification_id, popup_id, view) VALUES (?, ?, ?)")
+                    .execute(arguments: [record.notificationId, record.popupId.map { Int64($0) }, record.view.rawValue])
+            }
+        }
+    }
 }

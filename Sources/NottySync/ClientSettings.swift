@@ -17,6 +17,8 @@ public struct ClientSettings: Sendable, Equatable {
     public var pollExec: String?
     /// `notty poll`: use the doorbell WebSocket (`--live`) unless `--once` is given.
     public var pollLive = false
+    /// `notty poll`: desktop popups that follow the universal state (`--desktop`).
+    public var pollDesktop = false
 
     public init() {}
 
@@ -29,8 +31,9 @@ public struct ClientSettings: Sendable, Equatable {
 
         [poll]            # notty poll
         interval = 60     # polling: seconds between polls (at least the service's)
-        exec = 'notify-send "$NOTTY_TITLE" "$NOTTY_BODY"'  # per new notification
+        exec = 'echo "$NOTTY_TITLE" >> ~/notty.log'  # per notification arriving in Unread
         live = true       # the doorbell WebSocket, falling back to polling
+        desktop = true    # desktop popups that close when handled anywhere
         """
 
     /// The settings in the file at `path`; all defaults when there is no such file.
@@ -79,6 +82,8 @@ public struct ClientSettings: Sendable, Equatable {
                         pollExec = try reader.string(value, "poll.exec")
                     case "live":
                         pollLive = try reader.bool(value, "poll.live")
+                    case "desktop":
+                        pollDesktop = try reader.bool(value, "poll.desktop")
                     default:
                         throw reader.unknown("poll.\(pollKey)")
                     }
@@ -117,7 +122,7 @@ public struct ClientSettings: Sendable, Equatable {
         }
 
         func unknown(_ key: String) -> SettingsError {
-            SettingsError("\(file): unknown setting \(Self.shown(key)) (known: view, color, poll.interval, poll.exec, poll.live)")
+            SettingsError("\(file): unknown setting \(Self.shown(key)) (known: view, color, poll.interval, poll.exec, poll.live, poll.desktop)")
         }
 
         /// A key as written when it is plain, else quoted with escapes: the error stays one line.

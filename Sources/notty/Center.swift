@@ -182,23 +182,15 @@ final class Center: @unchecked Sendable {
             for await _ in signals { self?.quitRequested.store(true, ordering: .relaxed); break }
         }
         let indexer = SearchIndexer(store: store)
-        let watcher = Task { [weak self, store] in
-            var revision = (try? store.revision()) ?? 0
-            var nextTimed = try? store.nextTimedChange()
+        let changes = store.changes()
+        let watcher = Task { [weak self] in
             try? await Task.sleep(for: .milliseconds(200))
             indexer.catchUp()  // after the first frame
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(200))
-                let now = (try? store.revision()) ?? revision
-                if now != revision {
-                    revision = now
-                    nextTimed = try? store.nextTimedChange()
-                    self?.post(.storeChanged)
+            for await change in changes {
+                self?.post(.storeChanged)
+                if change == .committed {
                     self?.postStatus()
                     indexer.catchUp()
-                } else if let due = nextTimed, due <= Date() {
-                    nextTimed = try? store.nextTimedChange()
-                    self?.post(.storeChanged)  // a snooze ended or a notification expired
                 }
             }
         }

@@ -1,30 +1,39 @@
 import ArgumentParser
 import Foundation
 import NottyCore
+import NottyDBus
+import NottyDesktop
 import NottyStore
 import NottySync
+import Synchronization
 
 struct Poll: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Keep the local store in sync in the background and report new notifications.",
         discussion: """
-            Prints each notification that arrives while it runs as one JSON line on
-            stdout (the service's field names) and, with --exec, runs a command for
-            each with NOTTY_ID, NOTTY_TITLE, NOTTY_BODY, NOTTY_PRIORITY, NOTTY_APP and
-            NOTTY_GROUP set. Polls
-            at the service's X-Poll-Interval (or --interval when longer), backing off while
-            the service is away; --live listens on the doorbell instead and falls back to
-            polling. Defaults for these come from config.toml (see notty --help). SIGINT or
-            SIGTERM stops it.
+            Prints each notification that arrives in Unread while it runs as one JSON line
+            on stdout (the service's field names); one already read, dismissed or snoozed
+            on another device when it arrives is not reported. --exec runs a command for
+            each (NOTTY_ID, NOTTY_TITLE, NOTTY_BODY, NOTTY_PRIORITY, NOTTY_APP, NOTTY_GROUP
+            set) beside syncing: at most 4 at once, the rest queued in order, each stopped
+            after --exec-timeout. --desktop shows desktop popups that close by themselves
+            when the notification is handled on any device; closing one dismisses it
+            everywhere, clicking it activates it. Polls at the service's X-Poll-Interval
+            (or --interval when longer), backing off while the service is away; --live
+            listens on the doorbell instead and falls back to polling. Defaults come from
+            config.toml (see notty --help). SIGINT or SIGTERM stops it.
 
-              notty poll --live --exec 'notify-send "$NOTTY_TITLE" "$NOTTY_BODY"'
+              notty poll --live --desktop
+              notty poll --live --exec 'echo "$NOTTY_TITLE" >> ~/notty.log'
               notty poll --once          # one sync, print what is new, exit
             """)
 
     @Option(help: ArgumentHelp("Seconds between polls (never more often than the service allows; default: poll.interval in config.toml).", valueName: "seconds")) var interval: Int?
     @Option(help: ArgumentHelp("A shell command to run for each new notification (default: poll.exec in config.toml).", valueName: "command")) var exec: String?
+    @Option(name: .customLong("exec-timeout"), help: ArgumentHelp("Stop an --exec command that runs longer than this (default 60s).", valueName: "duration")) var execTimeout: DurationArgument?
     @Flag(help: "Sync once, report, and exit.") var once = false
     @Flag(inversion: .prefixedNo, help: "Use the doorbell WebSocket, falling back to polling (default: poll.live in config.toml, unless --interval is given).") var live: Bool?
+    @Flag(inversion: .prefixedNo, help: "Desktop popups (org.freedesktop.Notifications on the session D-Bus) that follow every device (default: poll.desktop in config.toml).") var desktop: Bool?
 
     func validate() throws {
         if let interval, interval < 1 { throw ArgumentParser.ValidationError("--interval must be at least 1 second") }
@@ -36,12 +45,14 @@ struct Poll: AsyncParsableCommand {
             let device = Device()
             let settings = try device.settings()
             let (client, store, engine) = try device.session()
-            let announcer = Announcer(store: store, command: exec ?? settings.pollExec)
+            let runner = (exec ?? settings.pollExec).map { CommandRunner(command: $0, timeout: execTimeout?.seconds ?? 60) }
+            let announcer = Announcer(store: store, runner: runner)
             // What the store already holds is not news: report what arrives from now on.
             try store.markAllAnnounced()
             if once {
                 try await engine.sync()
-                try announcer.announce()
+                _ = try announcer.announce()
+                runner?.waitUntilIdle()
                 return
             }
             // A flag wins over the file: --interval (or --no-live) asks for polling.
@@ -51,23 +62,25 @@ struct Poll: AsyncParsableCommand {
                 switch event {
                 case .connection(let state): warn("connection: \(describe(state))")
                 case .failed(let error): warn(error.description)
-                case .synced: try? announcer.announce()
+                case .synced: break  // the store's watcher below reports what arrived
                 }
             }
             let task = Task { await liveSync.run() }
-            // Another process of this device (the terminal UI) may pull first: watch the store too.
+            let popups = (desktop ?? settings.pollDesktop) ? DesktopPopups.start(store: store) { Task { await liveSync.requestSync() } } : nil
+            // The store's one watcher: whatever wrote (this sync, the center, another process).
             let watcher = Task {
-                var revision = (try? store.revision()) ?? 0
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(250))
-                    let now = (try? store.revision()) ?? revision
-                    if now != revision { revision = now; try? announcer.announce() }
+                await popups?.storeChanged()
+                for await _ in store.changes() {
+                    let fresh = (try? announcer.announce()) ?? []
+                    await popups?.arrived(fresh)
+                    await popups?.storeChanged()
                 }
             }
             await waitForTermination()
             watcher.cancel()
             task.cancel()
             await task.value
+            await popups?.stop()
         }
     }
 }
@@ -81,32 +94,73 @@ func describe(_ state: ConnectionState) -> String {
     }
 }
 
-/// Prints (and runs `--exec` for) notifications not yet announced on this device.
+/// The view a notification is in now; nil when it is gone (deleted or expired).
+func currentView(_ notification: UserNotification?, now: Date = Date()) -> NotificationView? {
+    guard let notification, notification.isLive(at: now) else { return nil }
+    return NotificationView.partition(
+        readState: notification.readState, userActionState: notification.userActionState, snoozedUntil: notification.snoozedUntil, now: now)
+}
+
+/// Reports notifications not yet announced on this device: a JSON line and `--exec` for those
+/// in Unread when they arrive (the others were handled elsewhere first: they are only marked).
 final class Announcer: Sendable {
     let store: LocalStore
-    let command: String?
-    private let lock = NSLock()
+    let runner: CommandRunner?
+    private let lock = Mutex(())
 
-    init(store: LocalStore, command: String?) {
+    init(store: LocalStore, runner: CommandRunner?) {
         self.store = store
-        self.command = command
+        self.runner = runner
     }
 
-    func announce() throws {
-        lock.lock()
-        defer { lock.unlock() }
-        let fresh = try store.unannounced()
-        guard !fresh.isEmpty else { return }
-        // Marked first: a crash may skip an announcement but never repeats a command.
-        try store.markAnnounced(fresh.map(\.id))
-        for notification in fresh {
-            print(jsonLine(notification))
-            fflush(nil)
-            if let command { run(command, for: notification) }
+    /// What arrived since the last call, each with its view now.
+    func announce() throws -> [(UserNotification, NotificationView?)] {
+        try lock.withLock { _ in
+            let fresh = try store.unannounced()
+            guard !fresh.isEmpty else { return [] }
+            // Marked first: a crash may skip an announcement but never repeats a command.
+            try store.markAnnounced(fresh.map(\.id))
+            let now = Date()
+            let arrived = fresh.map { ($0, currentView($0, now: now)) }
+            for (notification, view) in arrived where view == .unread {
+                print(jsonLine(notification))
+                fflush(nil)
+                runner?.submit(notification)
+            }
+            return arrived
         }
     }
+}
 
-    private func run(_ command: String, for n: UserNotification) {
+/// Runs `--exec` beside syncing: at most `limit` commands at once, the rest queued in order,
+/// each stopped (SIGTERM, then SIGKILL) after `timeout` seconds.
+final class CommandRunner: Sendable {
+    let command: String
+    let timeout: Int
+    let limit: Int
+    private let state = Mutex<(running: Int, queue: [UserNotification])>((0, []))
+
+    init(command: String, timeout: Int, limit: Int = 4) {
+        self.command = command
+        self.timeout = timeout
+        self.limit = limit
+    }
+
+    func submit(_ notification: UserNotification) {
+        let start = state.withLock { state -> Bool in
+            if state.running < limit { state.running += 1; return true }
+            state.queue.append(notification)
+            return false
+        }
+        if start { launch(notification) }
+    }
+
+    /// Waits for every queued and running command (for `--once`).
+    func waitUntilIdle() {
+        while state.withLock({ $0.running > 0 || !$0.queue.isEmpty }) { usleep(20_000) }
+    }
+
+    private func launch(_ n: UserNotification) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", command]
@@ -118,12 +172,131 @@ final class Announcer: Sendable {
         environment["NOTTY_APP"] = n.targetHostName
         environment["NOTTY_GROUP"] = n.groupName ?? ""
         process.environment = environment
+        process.terminationHandler = { [self] finished in
+            if finished.terminationReason == .exit, finished.terminationStatus != 0 {
+                warn("--exec exited with \(finished.terminationStatus) for \(n.id)")
+            }
+            done()
+        }
         do {
             try process.run()
-            process.waitUntilExit()
-            if process.terminationStatus != 0 { warn("--exec exited with \(process.terminationStatus) for \(n.id)") }
         } catch {
             warn("cannot run --exec: \(error)")
+            done()
+            return
+        }
+        let pid = process.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(timeout)) {
+            guard process.isRunning else { return }
+            warn("--exec ran longer than \(self.timeout)s for \(n.id): stopped")
+            kill(pid, SIGTERM)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) { if process.isRunning { kill(pid, SIGKILL) } }
+        }
+    }
+
+    private func done() {
+        let next = state.withLock { state -> UserNotification? in
+            guard !state.queue.isEmpty else { state.running -= 1; return nil }
+            return state.queue.removeFirst()
+        }
+        if let next { launch(next) }
+    }
+}
+
+/// `notty poll --desktop`: the desktop's popups kept true to the store through ``PopupBridge``
+/// (pure) and ``DesktopBus`` (libdbus). Signals from the daemon and the store's changes are
+/// handled one at a time; the mapping is saved to the store after each.
+actor DesktopPopups {
+    private var bridge: PopupBridge
+    private let bus: DesktopBus
+    private let store: LocalStore
+    private let changed: @Sendable () -> Void
+    private var signals: Task<Void, Never>?
+
+    /// Connects to the session bus; without one (or without a daemon) says so in one line and
+    /// answers nil: polling goes on without popups.
+    static func start(store: LocalStore, changed: @escaping @Sendable () -> Void) -> DesktopPopups? {
+        let (stream, continuation) = AsyncStream.makeStream(of: DesktopBus.Signal.self)
+        let bus: DesktopBus
+        do {
+            bus = try DesktopBus { continuation.yield($0) }
+        } catch {
+            warn(error.description)
+            return nil
+        }
+        let entries = ((try? store.popups()) ?? []).map { ($0.notificationId, PopupBridge.Entry(popupId: $0.popupId, view: $0.view)) }
+        let popups = DesktopPopups(bridge: PopupBridge(entries: Dictionary(entries, uniquingKeysWith: { a, _ in a })), bus: bus, store: store, changed: changed)
+        warn("desktop popups through \(bus.server)")
+        Task { await popups.listen(stream) }
+        return popups
+    }
+
+    private init(bridge: PopupBridge, bus: DesktopBus, store: LocalStore, changed: @escaping @Sendable () -> Void) {
+        self.bridge = bridge
+        self.bus = bus
+        self.store = store
+        self.changed = changed
+    }
+
+    private func listen(_ stream: AsyncStream<DesktopBus.Signal>) {
+        signals = Task {
+            for await signal in stream {
+                switch signal {
+                case .closed(let popupId, let reason): await handle(.closed(popupId: popupId, reason: reason))
+                case .action(let popupId, let key): await handle(.action(popupId: popupId, key: key))
+                }
+            }
+        }
+    }
+
+    func arrived(_ notifications: [(UserNotification, NotificationView?)]) async {
+        for (notification, view) in notifications { await handle(.arrived(notification, view: view)) }
+    }
+
+    /// Reports where every notification with a popup (or a snoozed one that had one) is now.
+    func storeChanged() async {
+        let now = Date()
+        for id in bridge.trackedIds {
+            let notification = try? store.notification(id: id)
+            await handle(.moved(id: id, notification, view: currentView(notification, now: now)))
+        }
+    }
+
+    func stop() {
+        signals?.cancel()
+        bus.stop()
+    }
+
+    private func handle(_ event: PopupBridge.Event) async {
+        var pending = bridge.handle(event)
+        while !pending.isEmpty {
+            let effect = pending.removeFirst()
+            switch effect {
+            case .show(let id, let content, let replacing):
+                do {
+                    let popupId = try await bus.notify(content, replacing: replacing)
+                    pending += bridge.handle(.shown(id: id, popupId: popupId))
+                } catch {
+                    warn("cannot show a popup: \(error)")
+                }
+            case .close(let popupId):
+                bus.close(popupId)
+            case .dismiss(let id):
+                record(id, StateChange(userActionState: .dismissed))
+            case .activate(let id):
+                record(id, StateChange(readState: .read, userActionState: .activated))
+            }
+        }
+        let records = bridge.entries.map { LocalStore.PopupRecord(notificationId: $0.key, popupId: $0.value.popupId, view: $0.value.view) }
+        do { try store.savePopups(records) } catch { warn("cannot save the popups: \(error)") }
+    }
+
+    private func record(_ id: String, _ change: StateChange) {
+        do {
+            try store.record([(id, .patch(change))])
+            changed()
+        } catch {
+            warn("cannot record the popup's change: \(error)")
         }
     }
 }

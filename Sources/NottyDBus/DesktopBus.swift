@@ -1,0 +1,241 @@
+import CDBus
+import Foundation
+import NottyDesktop
+import Synchronization
+
+/// freedesktop Desktop Notifications (`org.freedesktop.Notifications`, spec 1.2) on the session
+/// bus through libdbus-1: the adapter under ``PopupBridge``. One thread owns the connection:
+/// it sends the calls queued by other threads and reads the daemon's `NotificationClosed` and
+/// `ActionInvoked` signals from the same connection, handing them to `onSignal`.
+public final class DesktopBus: @unchecked Sendable {
+    /// Something the daemon said about one of its popups.
+    public enum Signal: Sendable, Equatable {
+        case closed(popupId: UInt32, reason: UInt32)
+        case action(popupId: UInt32, key: String)
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    private let connection: OpaquePointer
+    private let queue = Mutex<[Job]>([])
+    private let running = Atomic<Bool>(true)
+    private let onSignal: @Sendable (Signal) -> Void
+    private var thread: Thread?
+    /// The daemon's name and version (`GetServerInformation`), e.g. "dunst 1.9.0".
+    public let server: String
+
+    private enum Job {
+        case notify(PopupContent, replacing: UInt32, answer: @Sendable (Result<UInt32, Failure>) -> Void)
+        case close(UInt32)
+    }
+
+    private static let service = "org.freedesktop.Notifications"
+    private static let path = "/org/freedesktop/Notifications"
+
+    /// Connects to the session bus and asks the notification daemon who it is. Throws, with a
+    /// sentence for the user, when there is no session bus or no daemon on it.
+    public init(onSignal: @escaping @Sendable (Signal) -> Void) throws(Failure) {
+        var error = notty_dbus_error()
+        guard let connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error) else {
+            let detail = Self.text(error)
+            dbus_error_free(&error)
+            throw Failure(description: "no session D-Bus (\(detail)): is DBUS_SESSION_BUS_ADDRESS set? Desktop popups are off")
+        }
+        dbus_connection_set_exit_on_disconnect(connection, 0)
+        self.connection = connection
+        self.onSignal = onSignal
+        do {
+            server = try Self.serverInformation(connection)
+        } catch {
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            throw error
+        }
+        dbus_bus_add_match(connection, "type='signal',interface='\(Self.service)',path='\(Self.path)'", &error)
+        if dbus_error_is_set(&error) != 0 {
+            let detail = Self.text(error)
+            dbus_error_free(&error)
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            throw Failure(description: "cannot listen to the notification daemon's signals: \(detail)")
+        }
+        dbus_connection_flush(connection)
+        let thread = Thread { [self] in loop() }
+        thread.name = "notty-dbus"
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Shows a popup (replacing popup `replacing` in place when not 0); answers its id.
+    public func notify(_ content: PopupContent, replacing: UInt32 = 0) async throws(Failure) -> UInt32 {
+        let result: Result<UInt32, Failure> = await withCheckedContinuation { continuation in
+            queue.withLock { $0.append(.notify(content, replacing: replacing) { continuation.resume(returning: $0) }) }
+        }
+        return try result.get()
+    }
+
+    /// Closes a popup (`CloseNotification`); the daemon answers with `NotificationClosed`, reason 3.
+    public func close(_ popupId: UInt32) {
+        queue.withLock { $0.append(.close(popupId)) }
+    }
+
+    /// Stops the thread and closes the connection.
+    public func stop() {
+        running.store(false, ordering: .releasing)
+    }
+
+    // MARK: - The connection's thread
+
+    private func loop() {
+        while running.load(ordering: .acquiring) {
+            for job in queue.withLock({ jobs in defer { jobs.removeAll() }; return jobs }) {
+                switch job {
+                case .notify(let content, let replacing, let answer):
+                    answer(Result(catching: { () throws(Failure) -> UInt32 in try send(notify: content, replacing: replacing) }))
+                case .close(let popupId):
+                    sendClose(popupId)
+                }
+            }
+            // Waits up to 20 ms for the daemon; false once the bus is gone.
+            guard dbus_connection_read_write(connection, 20) != 0 else {
+                running.store(false, ordering: .releasing)
+                break
+            }
+            while let message = dbus_connection_pop_message(connection) {
+                if let signal = Self.signal(message) { onSignal(signal) }
+                dbus_message_unref(message)
+            }
+        }
+        // Calls still queued when the bus went away: answer them.
+        for job in queue.withLock({ jobs in defer { jobs.removeAll() }; return jobs }) {
+            if case .notify(_, _, let answer) = job { answer(.failure(Failure(description: "the session D-Bus went away"))) }
+        }
+        dbus_connection_close(connection)
+        dbus_connection_unref(connection)
+    }
+
+    private func send(notify content: PopupContent, replacing: UInt32) throws(Failure) -> UInt32 {
+        guard let message = dbus_message_new_method_call(Self.service, Self.path, Self.service, "Notify") else {
+            throw Failure(description: "out of memory")
+        }
+        defer { dbus_message_unref(message) }
+        var args = DBusMessageIter()
+        dbus_message_iter_init_append(message, &args)
+        Self.append(string: content.appName, to: &args)
+        Self.append(uint32: replacing, to: &args)
+        Self.append(string: "", to: &args)  // app_icon
+        Self.append(string: content.summary, to: &args)
+        Self.append(string: content.body, to: &args)
+        var actions = DBusMessageIter()
+        dbus_message_iter_open_container(&args, Int32(UInt8(ascii: "a")), "s", &actions)
+        for (key, label) in content.actions {
+            Self.append(string: key, to: &actions)
+            Self.append(string: label, to: &actions)
+        }
+        dbus_message_iter_close_container(&args, &actions)
+        var hints = DBusMessageIter()
+        dbus_message_iter_open_container(&args, Int32(UInt8(ascii: "a")), "{sv}", &hints)
+        var entry = DBusMessageIter()
+        dbus_message_iter_open_container(&hints, Int32(UInt8(ascii: "e")), nil, &entry)
+        Self.append(string: "urgency", to: &entry)
+        var variant = DBusMessageIter()
+        dbus_message_iter_open_container(&entry, Int32(UInt8(ascii: "v")), "y", &variant)
+        var urgency = content.urgency.rawValue
+        dbus_message_iter_append_basic(&variant, Int32(UInt8(ascii: "y")), &urgency)
+        dbus_message_iter_close_container(&entry, &variant)
+        dbus_message_iter_close_container(&hints, &entry)
+        dbus_message_iter_close_container(&args, &hints)
+        var timeout = content.expireTimeout
+        dbus_message_iter_append_basic(&args, Int32(UInt8(ascii: "i")), &timeout)
+
+        var error = notty_dbus_error()
+        guard let reply = dbus_connection_send_with_reply_and_block(connection, message, 5000, &error) else {
+            defer { dbus_error_free(&error) }
+            throw Failure(description: "the notification daemon refused a popup: \(Self.text(error))")
+        }
+        defer { dbus_message_unref(reply) }
+        var result = DBusMessageIter()
+        guard dbus_message_iter_init(reply, &result) != 0, dbus_message_iter_get_arg_type(&result) == Int32(UInt8(ascii: "u")) else {
+            throw Failure(description: "the notification daemon answered Notify without an id")
+        }
+        var id: UInt32 = 0
+        dbus_message_iter_get_basic(&result, &id)
+        return id
+    }
+
+    private func sendClose(_ popupId: UInt32) {
+        guard let message = dbus_message_new_method_call(Self.service, Self.path, Self.service, "CloseNotification") else { return }
+        defer { dbus_message_unref(message) }
+        var args = DBusMessageIter()
+        dbus_message_iter_init_append(message, &args)
+        Self.append(uint32: popupId, to: &args)
+        dbus_message_set_no_reply(message, 1)
+        dbus_connection_send(connection, message, nil)
+        dbus_connection_flush(connection)
+    }
+
+    private static func serverInformation(_ connection: OpaquePointer) throws(Failure) -> String {
+        guard let message = dbus_message_new_method_call(service, path, service, "GetServerInformation") else { throw Failure(description: "out of memory") }
+        defer { dbus_message_unref(message) }
+        var error = notty_dbus_error()
+        guard let reply = dbus_connection_send_with_reply_and_block(connection, message, 3000, &error) else {
+            defer { dbus_error_free(&error) }
+            throw Failure(description: "no notification daemon on the session D-Bus (\(text(error))): start one (dunst, mako, your desktop's). Desktop popups are off")
+        }
+        defer { dbus_message_unref(reply) }
+        var iter = DBusMessageIter()
+        var parts: [String] = []
+        if dbus_message_iter_init(reply, &iter) != 0 {
+            repeat {
+                if dbus_message_iter_get_arg_type(&iter) == Int32(UInt8(ascii: "s")) {
+                    var value: UnsafePointer<CChar>?
+                    dbus_message_iter_get_basic(&iter, &value)
+                    if let value { parts.append(String(cString: value)) }
+                }
+            } while dbus_message_iter_next(&iter) != 0
+        }
+        // name, vendor, version, spec version
+        return [parts.first, parts.count > 2 ? parts[2] : nil].compactMap { $0 }.joined(separator: " ")
+    }
+
+    private static func signal(_ message: OpaquePointer) -> Signal? {
+        let closed = dbus_message_is_signal(message, service, "NotificationClosed") != 0
+        let action = dbus_message_is_signal(message, service, "ActionInvoked") != 0
+        guard closed || action else { return nil }
+        var iter = DBusMessageIter()
+        guard dbus_message_iter_init(message, &iter) != 0, dbus_message_iter_get_arg_type(&iter) == Int32(UInt8(ascii: "u")) else { return nil }
+        var popupId: UInt32 = 0
+        dbus_message_iter_get_basic(&iter, &popupId)
+        guard dbus_message_iter_next(&iter) != 0 else { return nil }
+        if closed {
+            guard dbus_message_iter_get_arg_type(&iter) == Int32(UInt8(ascii: "u")) else { return nil }
+            var reason: UInt32 = 0
+            dbus_message_iter_get_basic(&iter, &reason)
+            return .closed(popupId: popupId, reason: reason)
+        }
+        guard dbus_message_iter_get_arg_type(&iter) == Int32(UInt8(ascii: "s")) else { return nil }
+        var key: UnsafePointer<CChar>?
+        dbus_message_iter_get_basic(&iter, &key)
+        return .action(popupId: popupId, key: key.map { String(cString: $0) } ?? "")
+    }
+
+    private static func append(string: String, to iter: inout DBusMessageIter) {
+        // D-Bus strings are valid UTF-8 without NUL: Swift strings are UTF-8; NULs are cut out.
+        let clean = string.contains("\0") ? string.replacingOccurrences(of: "\0", with: "") : string
+        clean.withCString { pointer in
+            var value: UnsafePointer<CChar>? = pointer
+            _ = dbus_message_iter_append_basic(&iter, Int32(UInt8(ascii: "s")), &value)
+        }
+    }
+
+    private static func append(uint32: UInt32, to iter: inout DBusMessageIter) {
+        var value = uint32
+        _ = dbus_message_iter_append_basic(&iter, Int32(UInt8(ascii: "u")), &value)
+    }
+
+    private static func text(_ error: DBusError) -> String {
+        error.message.map { String(cString: $0) } ?? error.name.map { String(cString: $0) } ?? "unknown error"
+    }
+}

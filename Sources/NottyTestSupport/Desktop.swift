@@ -1,0 +1,113 @@
+import Foundation
+
+/// A real desktop for tests: a private session bus (`dbus-daemon --session`), an X server
+/// (`Xvfb`) and the `dunst` notification daemon on them, driven with `dunstctl`. Popups never
+/// expire by themselves here (timeout 0). Everything is stopped by ``stop()`` (and deinit).
+public final class TestDesktop: @unchecked Sendable {
+    public static let available = ["/usr/bin/dbus-daemon", "/usr/bin/Xvfb", "/usr/bin/dunst", "/usr/bin/dunstctl"]
+        .allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
+    /// In CI the desktop tests must run.
+    public static let required = ProcessInfo.processInfo.environment["CI"] == "true"
+
+    public let busAddress: String
+    public let display: String
+    private let directory: URL
+    private var bus: Process?
+    private var xvfb: Process?
+    private var dunst: Process?
+
+    /// What a process needs to reach this desktop.
+    public var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": busAddress, "DISPLAY": display] }
+
+    public init() async throws {
+        directory = Repository.temporaryDirectory("notty-desktop")
+        // The bus, on a socket of its own; ready when the socket is there.
+        let socket = directory.appendingPathComponent("bus").path
+        busAddress = "unix:path=\(socket)"
+        bus = try Self.launch("/usr/bin/dbus-daemon", ["--session", "--nofork", "--nopidfile", "--address=\(busAddress)"],
+                              log: directory.appendingPathComponent("dbus.log"), environment: [:])
+        // An X display nobody else uses.
+        var number = 90 + Int(getpid() % 100)
+        while FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") || FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") { number += 1 }
+        display = ":\(number)"
+        guard await eventually(timeout: .seconds(10), { FileManager.default.fileExists(atPath: socket) }) else {
+            stop()
+            throw SupportError("dbus-daemon did not start")
+        }
+        xvfb = try Self.launch("/usr/bin/Xvfb", [display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"], log: directory.appendingPathComponent("xvfb.log"), environment: [:])
+        guard await eventually(timeout: .seconds(10), { FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") }) else {
+            stop()
+            throw SupportError("Xvfb did not start on \(display)")
+        }
+        let config = directory.appendingPathComponent("dunstrc")
+        try """
+            [global]
+                monitor = 0
+            [urgency_low]
+                timeout = 0
+            [urgency_normal]
+                timeout = 0
+            [urgency_critical]
+                timeout = 0
+            """.write(to: config, atomically: true, encoding: .utf8)
+        dunst = try Self.launch("/usr/bin/dunst", ["-config", config.path], log: directory.appendingPathComponent("dunst.log"), environment: environment)
+        guard await eventually(timeout: .seconds(10), { (try? self.displayed()) != nil }) else {
+            let log = (try? String(contentsOf: directory.appendingPathComponent("dunst.log"), encoding: .utf8)) ?? ""
+            stop()
+            throw SupportError("dunst did not start: \(log)")
+        }
+    }
+
+    /// `dunstctl count displayed`: the popups on screen.
+    public func displayed() throws -> Int {
+        let result = try dunstctl(["count", "displayed"])
+        guard let count = Int(result.trimmingCharacters(in: .whitespacesAndNewlines)) else { throw SupportError("dunstctl count: \(result)") }
+        return count
+    }
+
+    /// `dunstctl close`: closes the topmost popup as the user would (reason 2).
+    public func closeTopmost() throws { _ = try dunstctl(["close"]) }
+
+    /// The summaries in `dunstctl history` (popups closed so far), newest first.
+    public func historySummaries() throws -> [String] {
+        let text = try dunstctl(["history"])
+        guard let root = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+              let data = root["data"] as? [[Any]], let items = data.first as? [[String: Any]] else { return [] }
+        return items.compactMap { ($0["summary"] as? [String: Any])?["data"] as? String }
+    }
+
+    @discardableResult
+    public func dunstctl(_ arguments: [String]) throws -> String {
+        let result = try Repository.run(["dunstctl"] + arguments, environment: environment)
+        guard result.status == 0 else { throw SupportError("dunstctl \(arguments.joined(separator: " ")): \(result.output)") }
+        return result.output
+    }
+
+    public func stop() {
+        // SIGKILL: nothing of theirs needs saving, and dunst may wait on its X connection.
+        for process in [dunst, xvfb, bus].compactMap({ $0 }) where process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        dunst = nil
+        xvfb = nil
+        bus = nil
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    deinit { stop() }
+
+    private static func launch(_ path: String, _ arguments: [String], log: URL, environment: [String: String]) throws -> Process {
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import NottyCore
+import NottyDesktop
+import Testing
+
+/// The popup state machine, like the TUI's update tests: events in, effects out.
+@Suite("Desktop popups: the pure bridge")
+struct PopupBridgeTests {
+    static func note(_ id: String, title: String = "Build failed", body: String? = "3 <tests> & more", priority: Priority = .high) -> UserNotification {
+        UserNotification(
+            id: id, appNotificationId: "a-\(id)", targetHostName: "ci.example.com", priority: priority,
+            payload: NotificationPayload(visualContent: VisualContent(title: title, body: body)),
+            expirationDateTime: Date(timeIntervalSince1970: 2_000_000_000), createdDateTime: Date(timeIntervalSince1970: 1_800_000_000),
+            lastModifiedDateTime: Date(timeIntervalSince1970: 1_800_000_000))
+    }
+
+    /// A bridge with popup 7 open for notification "n1".
+    static func showing() -> PopupBridge {
+        var bridge = PopupBridge()
+        _ = bridge.handle(.arrived(note("n1"), view: .unread))
+        _ = bridge.handle(.shown(id: "n1", popupId: 7))
+        return bridge
+    }
+
+    @Test("a notification that arrives in Unread pops up: title, escaped body, urgency by priority, Open and Dismiss")
+    func arrivesInUnread() {
+        var bridge = PopupBridge()
+        let effects = bridge.handle(.arrived(Self.note("n1", priority: .low), view: .unread))
+        guard case .show(let id, let content, let replacing)? = effects.first, effects.count == 1 else { Issue.record("\(effects)"); return }
+        #expect(id == "n1" && replacing == 0)
+        #expect(content.appName == "notty" && content.summary == "Build failed" && content.body == "3 &lt;tests&gt; &amp; more")
+        #expect(content.urgency == .low && content.actions.map(\.key) == ["default", "dismiss"] && content.actions.last?.label == "Dismiss")
+        #expect(PopupContent(Self.note("n2", priority: .high)).urgency == .normal)
+        #expect(bridge.handle(.shown(id: "n1", popupId: 7)) == [])
+        #expect(bridge.entries["n1"] == PopupBridge.Entry(popupId: 7, view: .unread))
+    }
+
+    @Test("one already read, dismissed, activated, snoozed or deleted elsewhere when it arrives never pops up",
+          arguments: [NotificationView.read, .dismissed, .activated, .snoozed, nil] as [NotificationView?])
+    func handledBeforeItArrives(_ view: NotificationView?) {
+        var bridge = PopupBridge()
+        #expect(bridge.handle(.arrived(Self.note("n1"), view: view)) == [])
+        #expect(bridge.entries.isEmpty)
+    }
+
+    @Test("leaving Unread anywhere closes the popup", arguments: [NotificationView.read, .dismissed, .activated, nil] as [NotificationView?])
+    func leavesUnread(_ view: NotificationView?) {
+        var bridge = Self.showing()
+        #expect(bridge.handle(.moved(id: "n1", view == nil ? nil : Self.note("n1"), view: view)) == [.close(popupId: 7)])
+        #expect(bridge.entries.isEmpty)
+        #expect(bridge.handle(.closed(popupId: 7, reason: 3)) == [], "our own close changes nothing")
+    }
+
+    @Test("the user closing a popup dismisses it everywhere; one that expires by itself changes nothing")
+    func closedByTheUser() {
+        var bridge = Self.showing()
+        #expect(bridge.handle(.closed(popupId: 7, reason: 2)) == [.dismiss(id: "n1")])
+        #expect(bridge.entries.isEmpty)
+        var expired = Self.showing()
+        #expect(expired.handle(.closed(popupId: 7, reason: 1)) == [])
+        #expect(expired.handle(.closed(popupId: 99, reason: 2)) == [], "a popup that is not ours")
+    }
+
+    @Test("a click or Open activates; Dismiss dismisses; the close the daemon sends after an action does not dismiss")
+    func actions() {
+        var click = Self.showing()
+        #expect(click.handle(.action(popupId: 7, key: "default")) == [.activate(id: "n1"), .close(popupId: 7)])
+        #expect(click.handle(.closed(popupId: 7, reason: 2)) == [])
+        var dismiss = Self.showing()
+        #expect(dismiss.handle(.action(popupId: 7, key: "dismiss")) == [.dismiss(id: "n1"), .close(popupId: 7)])
+        var other = Self.showing()
+        #expect(other.handle(.action(popupId: 7, key: "snooze")) == [])
+    }
+
+    @Test("a re-publish replaces the popup in place")
+    func republish() {
+        var bridge = Self.showing()
+        let effects = bridge.handle(.arrived(Self.note("n1", title: "Build fixed"), view: .unread))
+        guard case .show("n1", let content, replacing: 7)? = effects.first else { Issue.record("\(effects)"); return }
+        #expect(content.summary == "Build fixed")
+        #expect(bridge.handle(.shown(id: "n1", popupId: 7)) == [] && bridge.entries["n1"]?.popupId == 7)
+    }
+
+    @Test("snoozed: the popup closes; when the snooze ends it pops up again, once")
+    func snoozeEnds() {
+        var bridge = Self.showing()
+        #expect(bridge.handle(.moved(id: "n1", Self.note("n1"), view: .snoozed)) == [.close(popupId: 7)])
+        #expect(bridge.entries["n1"] == PopupBridge.Entry(popupId: nil, view: .snoozed))
+        #expect(bridge.handle(.moved(id: "n1", Self.note("n1"), view: .snoozed)) == [])
+        let again = bridge.handle(.moved(id: "n1", Self.note("n1"), view: .unread))
+        #expect(again.count == 1 && { if case .show("n1", _, replacing: 0) = again[0] { true } else { false } }())
+        #expect(bridge.handle(.moved(id: "n1", Self.note("n1"), view: .unread)) == [], "no second popup while the first is coming")
+    }
+
+    @Test("restarted from the saved mapping: popups of notifications handled meanwhile close; the others stay; nothing pops twice")
+    func restart() {
+        let saved = PopupBridge(entries: ["n1": .init(popupId: 7, view: .unread), "n2": .init(popupId: 8, view: .unread)])
+        var bridge = saved
+        #expect(bridge.trackedIds == ["n1", "n2"])
+        #expect(bridge.handle(.moved(id: "n1", Self.note("n1"), view: .dismissed)) == [.close(popupId: 7)])
+        #expect(bridge.handle(.moved(id: "n2", Self.note("n2"), view: .unread)) == [])
+        #expect(bridge.entries == ["n2": .init(popupId: 8, view: .unread)])
+    }
+
+    @Test("a popup shown for a notification handled while the daemon answered is closed at once")
+    func handledWhileShowing() {
+        var bridge = PopupBridge()
+        _ = bridge.handle(.arrived(Self.note("n1"), view: .unread))
+        #expect(bridge.handle(.moved(id: "n1", Self.note("n1"), view: .read)) == [])
+        #expect(bridge.handle(.shown(id: "n1", popupId: 9)) == [.close(popupId: 9)])
+    }
+}

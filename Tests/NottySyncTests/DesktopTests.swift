@@ -1,0 +1,95 @@
+import Foundation
+import NottyCore
+import NottyStore
+import NottyTestSupport
+import Testing
+
+@Suite("Desktop popups on a real session bus with dunst", .serialized,
+       .enabled(if: TestDesktop.available || TestDesktop.required,
+                "SKIPPED LOUDLY: dbus-daemon, Xvfb or dunst is missing (apt-get install -y dbus-daemon xvfb dunst); .ci/run installs them"))
+struct DesktopTests {
+    @Test("notty poll --desktop: a publish pops up; a dismiss elsewhere closes it within 1 s; closing it dismisses it on the other device within 1 s; a re-publish replaces it; a restart shows nothing twice and still closes; one handled before it arrives never pops up")
+    func popupsFollowEveryDevice() async throws {
+        let desktop = try await TestDesktop()
+        defer { desktop.stop() }
+        let world = try await TwoDevices()
+        let (a, b) = (world.a, world.b)
+        let logA = world.directory.appendingPathComponent("poll-a.log")
+        let pollA = try a.start(["poll", "--live"], log: logA)
+        defer { if pollA.isRunning { pollA.terminate() } }
+        func startB(_ name: String) throws -> (Process, URL) {
+            let log = world.directory.appendingPathComponent(name)
+            return (try b.start(["poll", "--live", "--desktop"], log: log, environment: desktop.environment), log)
+        }
+        func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+        var (pollB, logB) = try startB("poll-b.log")
+        defer { if pollB.isRunning { pollB.terminate() } }
+        #expect(await eventually(timeout: .seconds(10)) { text(logB).contains("desktop popups through dunst") && text(logB).contains("connection: live") && text(logA).contains("connection: live") },
+                "poll --desktop did not start:\n\(text(logB))")
+        let storeA = try world.store(a)
+
+        // A publish pops up once.
+        let first = try world.publish("Build #1 failed", body: "3 tests <failed>")
+        #expect(await eventually(timeout: .seconds(3)) { (try? desktop.displayed()) == 1 }, "no popup:\n\(text(logB))")
+        // Dismissed on A: B's popup closes within 1 s.
+        #expect(try a.run(["dismiss", first]).status == 0)
+        let dismissStart = ContinuousClock.now
+        #expect(await eventually(timeout: .seconds(1)) { (try? desktop.displayed()) == 0 }, "the popup stayed after a dismiss on A:\n\(text(logB))")
+        report("dismiss on A → popup closed on B: \(dismissStart.duration(to: .now))")
+
+        // The user closes a popup on B: A's store says Dismissed within 1 s.
+        let second = try world.publish("Disk 91% full")
+        #expect(await eventually(timeout: .seconds(3)) { (try? desktop.displayed()) == 1 })
+        try desktop.closeTopmost()
+        #expect(try await eventually(timeout: .seconds(1)) { try storeA.notification(id: second)?.userActionState == .dismissed },
+                "closing the popup did not dismiss it on A within 1 s:\n\(text(logB))")
+
+        // A re-publish replaces the popup in place: still one, with the new title.
+        let publish = { (title: String) throws -> String in
+            let result = try a.run(["publish", "--server", world.service.url, "--client-id", world.service.clientId, "--client-secret=\(world.service.clientSecret)",
+                                    "--uns-id", world.uns, "--title", title, "--app-notification-id", "deploy-7"])
+            guard result.status == 0 else { throw SupportError("publish: \(result.err)") }
+            return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let third = try publish("Deploy started")
+        #expect(await eventually(timeout: .seconds(3)) { (try? desktop.displayed()) == 1 })
+        #expect(try publish("Deploy finished") == third)
+        try await Task.sleep(for: .seconds(1))
+        #expect(try desktop.displayed() == 1, "a re-publish made a second popup")
+
+        // poll restarted: no second popup, and the old one still closes when handled elsewhere.
+        pollB.terminate()
+        pollB.waitUntilExit()
+        (pollB, logB) = try startB("poll-b2.log")
+        #expect(await eventually(timeout: .seconds(10)) { text(logB).contains("connection: live") })
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try desktop.displayed() == 1, "the restarted poll showed a popup twice")
+        #expect(try a.run(["read", third]).status == 0)
+        #expect(await eventually(timeout: .seconds(1)) { (try? desktop.displayed()) == 0 }, "the restarted poll did not close the old popup")
+        #expect(try desktop.historySummaries().contains("Deploy finished"), "the popup did not show the re-published title: \((try? desktop.historySummaries()) ?? [])")
+
+        // Handled before it arrives: B is stopped, A dismisses a new one; B starts and shows nothing.
+        pollB.terminate()
+        pollB.waitUntilExit()
+        let fourth = try world.publish("Backup failed")
+        #expect(try a.run(["sync"]).status == 0 && a.run(["dismiss", fourth]).status == 0)
+        (pollB, logB) = try startB("poll-b3.log")
+        #expect(try await eventually(timeout: .seconds(10)) { try world.store(b).notification(id: fourth)?.userActionState == .dismissed })
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try desktop.displayed() == 0, "a notification dismissed before it arrived popped up")
+        #expect(!text(logB).contains(fourth), "poll reported a notification handled before it arrived:\n\(text(logB))")
+    }
+
+    @Test("no session bus: one line, and poll goes on syncing")
+    func noBus() async throws {
+        let world = try await TwoDevices()
+        let log = world.directory.appendingPathComponent("poll.log")
+        let poll = try world.b.start(["poll", "--live", "--desktop"], log: log, environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
+        defer { if poll.isRunning { poll.terminate() } }
+        let id = try world.publish("Still synced")
+        #expect(try await eventually(timeout: .seconds(10)) { try world.store(world.b).notification(id: id) != nil })
+        func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        #expect(await eventually(timeout: .seconds(2)) { text().contains(id) }, "poll stopped reporting without a bus:\n\(text())")
+        #expect(text().split(separator: "\n").filter { $0.contains("D-Bus") }.count == 1, "\(text())")
+    }
+}
