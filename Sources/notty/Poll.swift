@@ -81,6 +81,7 @@ struct Poll: AsyncParsableCommand {
             task.cancel()
             await task.value
             await popups?.stop()
+            runner?.stop()
         }
     }
 }
@@ -139,6 +140,7 @@ final class CommandRunner: Sendable {
     let timeout: Int
     let limit: Int
     private let state = Mutex<(running: Int, queue: [UserNotification])>((0, []))
+    private let processes = Mutex<[pid_t: Process]>([:])
 
     init(command: String, timeout: Int, limit: Int = 4) {
         self.command = command
@@ -160,6 +162,12 @@ final class CommandRunner: Sendable {
         while state.withLock({ $0.running > 0 || !$0.queue.isEmpty }) { usleep(20_000) }
     }
 
+    /// When `notty poll` stops: the queue is dropped and running commands get SIGTERM.
+    func stop() {
+        state.withLock { $0.queue.removeAll() }
+        for pid in processes.withLock({ Array($0.keys) }) { kill(-pid, SIGTERM) }  // its process group: sh and what it runs
+    }
+
     private func launch(_ n: UserNotification) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -173,6 +181,7 @@ final class CommandRunner: Sendable {
         environment["NOTTY_GROUP"] = n.groupName ?? ""
         process.environment = environment
         process.terminationHandler = { [self] finished in
+            _ = processes.withLock { $0.removeValue(forKey: finished.processIdentifier) }
             if finished.terminationReason == .exit, finished.terminationStatus != 0 {
                 warn("--exec exited with \(finished.terminationStatus) for \(n.id)")
             }
@@ -186,11 +195,12 @@ final class CommandRunner: Sendable {
             return
         }
         let pid = process.processIdentifier
+        processes.withLock { $0[pid] = process }
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(timeout)) {
             guard process.isRunning else { return }
             warn("--exec ran longer than \(self.timeout)s for \(n.id): stopped")
-            kill(pid, SIGTERM)
-            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) { if process.isRunning { kill(pid, SIGKILL) } }
+            kill(-pid, SIGTERM)  // the command's process group (Process starts one per child): sh and what it runs
+            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) { if process.isRunning { kill(-pid, SIGKILL) } }
         }
     }
 

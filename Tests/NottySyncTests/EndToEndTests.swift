@@ -57,6 +57,28 @@ final class TwoDevices: @unchecked Sendable {
 
 @Suite("End to end: notty serve and two devices", .serialized)
 struct EndToEndTests {
+    @Test("a slow --exec (sleep 30) does not hold up syncing: notifications published while it runs are in the store within seconds, and each gets its command")
+    func slowExecRunsBesideSyncing() async throws {
+        let world = try await TwoDevices()
+        let marker = world.directory.appendingPathComponent("exec.txt")
+        let poll = try world.b.start(["poll", "--live", "--exec", "echo \"$NOTTY_ID\" >> \(marker.path); sleep 30", "--exec-timeout", "40s"],
+                                     log: world.directory.appendingPathComponent("poll.log"))
+        defer { if poll.isRunning { poll.terminate() } }
+        let storeB = try world.store(world.b)
+        #expect(await eventually(timeout: .seconds(10)) { (try? String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8))?.contains("connection: live") == true })
+        let first = try world.publish("First")
+        #expect(try await eventually(timeout: .seconds(3)) { try storeB.notification(id: first) != nil })
+        #expect(await eventually(timeout: .seconds(3)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains(first) }, "--exec did not start")
+        // The first command sleeps 30 s; three more arrive meanwhile.
+        let more = try ["Second", "Third", "Fourth"].map { try world.publish($0) }
+        let start = ContinuousClock.now
+        #expect(try await eventually(timeout: .seconds(3)) { try more.allSatisfy { try storeB.notification(id: $0) != nil } },
+                "a sleeping --exec held up syncing")
+        report("three notifications reached the store during a 30 s --exec in \(start.duration(to: .now))")
+        // At most 4 commands at once: all four started (none waits for the first).
+        #expect(await eventually(timeout: .seconds(3)) { let text = (try? String(contentsOf: marker, encoding: .utf8)) ?? ""; return more.allSatisfy { text.contains($0) } })
+    }
+
     @Test("dismiss and read on A reach B after notty sync, and within 1 s with notty poll --live on B")
     func universalDismiss() async throws {
         let world = try await TwoDevices()
