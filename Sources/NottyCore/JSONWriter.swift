@@ -116,6 +116,7 @@ extension UserNotification: JSONWritable {
         w.raw(#","groupName":"#); w.string(groupName)
         w.raw(#","id":"#); w.string(id)
         w.raw(#","lastModifiedDateTime":"#); w.time(lastModifiedDateTime)
+        if let launchUrl { w.raw(#","launchUrl":"#); w.string(launchUrl) }
         w.raw(#","payload":{"#)
         var first = true
         if let rawContent = payload.rawContent {

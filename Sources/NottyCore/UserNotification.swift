@@ -40,6 +40,8 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
     public var snoozedUntil: Date?
     public var targetPolicy: JSONValue?
     public var fallbackPolicy: JSONValue?
+    /// An absolute http(s) URL the notification is about (SPEC §7.1): what "open" opens.
+    public var launchUrl: String?
 
     public init(
         id: String, appNotificationId: String, targetHostName: String, groupName: String? = nil,
@@ -47,7 +49,7 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
         expirationDateTime: Date, createdDateTime: Date, lastModifiedDateTime: Date,
         status: NotificationStatus = .active, readState: ReadState = .unread,
         userActionState: UserActionState = .noInteraction, snoozedUntil: Date? = nil,
-        targetPolicy: JSONValue? = nil, fallbackPolicy: JSONValue? = nil
+        targetPolicy: JSONValue? = nil, fallbackPolicy: JSONValue? = nil, launchUrl: String? = nil
     ) {
         self.id = id
         self.appNotificationId = appNotificationId
@@ -65,12 +67,13 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
         self.snoozedUntil = snoozedUntil
         self.targetPolicy = targetPolicy
         self.fallbackPolicy = fallbackPolicy
+        self.launchUrl = launchUrl
     }
 
     enum CodingKeys: String, CodingKey {
         case id, appNotificationId, targetHostName, groupName, priority, payload, displayTimeToLive
         case expirationDateTime, createdDateTime, lastModifiedDateTime, status, readState
-        case userActionState, snoozedUntil, targetPolicy, fallbackPolicy
+        case userActionState, snoozedUntil, targetPolicy, fallbackPolicy, launchUrl
     }
 
     /// Writes every field, nulls included, so clients see a stable shape.
@@ -92,6 +95,7 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
         try c.encode(snoozedUntil, forKey: .snoozedUntil)
         try c.encodeIfPresent(targetPolicy, forKey: .targetPolicy)
         try c.encodeIfPresent(fallbackPolicy, forKey: .fallbackPolicy)
+        try c.encodeIfPresent(launchUrl, forKey: .launchUrl)  // absent means none, as for the policies
     }
 
     /// The title shown to a person: the visual title, else the raw content, else the app id.

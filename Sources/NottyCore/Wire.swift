@@ -129,11 +129,12 @@ public struct PublishRequest: Sendable, Equatable {
     public var expirationDateTime: Date?
     public var targetPolicy: JSONValue?
     public var fallbackPolicy: JSONValue?
+    public var launchUrl: String?
 
     public init(
         targetHostName: String? = nil, appNotificationId: String, groupName: String? = nil, priority: Priority? = nil,
         payload: NotificationPayload, displayTimeToLive: Int? = nil, expirationDateTime: Date? = nil,
-        targetPolicy: JSONValue? = nil, fallbackPolicy: JSONValue? = nil
+        targetPolicy: JSONValue? = nil, fallbackPolicy: JSONValue? = nil, launchUrl: String? = nil
     ) {
         self.targetHostName = targetHostName
         self.appNotificationId = appNotificationId
@@ -144,6 +145,7 @@ public struct PublishRequest: Sendable, Equatable {
         self.expirationDateTime = expirationDateTime
         self.targetPolicy = targetPolicy
         self.fallbackPolicy = fallbackPolicy
+        self.launchUrl = launchUrl
     }
 
     /// Validates a publish body. Unknown fields are ignored, as Graph did.
@@ -175,6 +177,10 @@ public struct PublishRequest: Sendable, Equatable {
             guard case .object = policy else { throw ValidationError("fallbackPolicy must be a JSON object") }
             fallbackPolicy = policy
         }
+        if let url = try fields.string("launchUrl", max: 2048) {
+            guard LaunchURL.isValid(url) else { throw ValidationError("launchUrl must be an absolute http or https URL") }
+            launchUrl = url
+        }
     }
 
     /// The priority to store: as given, else High with a visual toast, else None.
@@ -198,6 +204,7 @@ public struct PublishRequest: Sendable, Equatable {
             payloadObject["visualContent"] = .object(v)
         }
         object["payload"] = .object(payloadObject)
+        if let launchUrl { object["launchUrl"] = .string(launchUrl) }
         if let targetPolicy { object["targetPolicy"] = targetPolicy }
         if let fallbackPolicy { object["fallbackPolicy"] = fallbackPolicy }
         return Data(JSONValue.object(object).jsonText.utf8)
@@ -417,4 +424,16 @@ public struct DoorbellFrame: Codable, Sendable, Equatable {
 extension Character {
     /// 0–9 only (not other scripts' digits).
     public var isASCIIDigit: Bool { isASCII && isWholeNumber }
+}
+
+/// The rule for `launchUrl` (SPEC §7.1): an absolute `http` or `https` URL with a host, at most
+/// 2,048 characters, nothing a shell or a terminal would read specially (no spaces or controls).
+public enum LaunchURL {
+    public static func isValid(_ text: String) -> Bool {
+        guard text.count <= 2048, !text.unicodeScalars.contains(where: { $0.value <= 0x20 || (0x7F..<0xA0).contains($0.value) }),
+              let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else { return false }
+        return true
+    }
 }

@@ -16,12 +16,15 @@ public struct PopupContent: Sendable, Equatable {
     public var expireTimeout: Int32 = -1
 
     /// The popup of a notification: summary = title, body = body, urgency Low for `Low`
-    /// priority and normal otherwise, a click (`default`) activates, "Dismiss" dismisses.
+    /// priority and normal otherwise, a click (`default`) activates (and opens the link),
+    /// "Open" when there is a link, "Dismiss" dismisses.
     public init(_ notification: UserNotification) {
         summary = notification.displayTitle
         body = Self.escapingMarkup(notification.payload.visualContent?.body ?? "")
         urgency = notification.priority == .low ? .low : .normal
-        actions = [("default", "Open"), ("dismiss", "Dismiss")]
+        // A click (default) activates, and opens the link when there is one; "Open" says so.
+        actions = notification.launchUrl == nil ? [("default", "Activate"), ("dismiss", "Dismiss")]
+            : [("default", "Open"), ("open", "Open"), ("dismiss", "Dismiss")]
     }
 
     public static func escapingMarkup(_ text: String) -> String {

@@ -8,7 +8,7 @@ struct NotificationColumns {
     static let names = [
         "id", "user_id", "host_name", "app_notification_id", "group_name", "priority", "raw_content",
         "has_visual", "title", "body", "display_ttl", "expires", "created", "modified", "deleted", "read_state", "read_at",
-        "action_state", "snoozed_until", "action_at", "target_policy", "fallback_policy", "seq",
+        "action_state", "snoozed_until", "action_at", "target_policy", "fallback_policy", "launch_url", "seq",
     ]
     static let list = names.joined(separator: ", ")
 
@@ -34,6 +34,7 @@ struct NotificationColumns {
     var actionAt: Int64
     var targetPolicy: String?
     var fallbackPolicy: String?
+    var launchUrl: String?
     var seq: Int64
 
     var stored: StoredNotification {
@@ -47,7 +48,7 @@ struct NotificationColumns {
             userActionState: UserActionState(rawValue: actionState) ?? .noInteraction,
             snoozedUntil: snoozedUntil.map { ISOTime.date(millis: $0) },
             targetPolicy: targetPolicy.flatMap { JSONValue(jsonText: $0) },
-            fallbackPolicy: fallbackPolicy.flatMap { JSONValue(jsonText: $0) })
+            fallbackPolicy: fallbackPolicy.flatMap { JSONValue(jsonText: $0) }, launchUrl: launchUrl)
         return StoredNotification(userId: userId, notification: notification, readChangedAt: readAt, actionChangedAt: actionAt, seq: seq)
     }
 }
@@ -63,6 +64,7 @@ extension NotificationColumns {
             expires: ISOTime.millis(n.expirationDateTime), created: ISOTime.millis(n.createdDateTime),
             modified: ISOTime.millis(n.lastModifiedDateTime), deleted: n.status == .deleted, readState: n.readState.rawValue,
             readAt: s.readChangedAt, actionState: n.userActionState.rawValue, snoozedUntil: n.snoozedUntil.map { ISOTime.millis($0) },
-            actionAt: s.actionChangedAt, targetPolicy: n.targetPolicy?.jsonText, fallbackPolicy: n.fallbackPolicy?.jsonText, seq: s.seq)
+            actionAt: s.actionChangedAt, targetPolicy: n.targetPolicy?.jsonText, fallbackPolicy: n.fallbackPolicy?.jsonText,
+            launchUrl: n.launchUrl, seq: s.seq)
     }
 }

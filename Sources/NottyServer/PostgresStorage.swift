@@ -155,6 +155,8 @@ public final class PostgresStorage: NotificationStorage {
             "CREATE INDEX tokens_device ON tokens (device_id) WHERE device_id IS NOT NULL",
             "ALTER TABLE subscriptions ADD COLUMN last_seen BIGINT",
         ]),
+        // Links (SPEC §7.1).
+        ("v3", ["ALTER TABLE notifications ADD COLUMN launch_url TEXT"]),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances
@@ -681,7 +683,7 @@ public final class PostgresStorage: NotificationStorage {
             created: r[12].decode(Int64.self), modified: r[13].decode(Int64.self), deleted: r[14].decode(Bool.self),
             readState: r[15].decode(String.self), readAt: r[16].decode(Int64.self), actionState: r[17].decode(String.self),
             snoozedUntil: r[18].decode(Int64?.self), actionAt: r[19].decode(Int64.self), targetPolicy: r[20].decode(String?.self),
-            fallbackPolicy: r[21].decode(String?.self), seq: r[22].decode(Int64.self)
+            fallbackPolicy: r[21].decode(String?.self), launchUrl: r[22].decode(String?.self), seq: r[23].decode(Int64.self)
         ).stored
     }
 
@@ -702,7 +704,7 @@ public final class PostgresStorage: NotificationStorage {
             INSERT INTO notifications (\(unescaped: Self.columns)) VALUES (\(c.id), \(c.userId), \(c.hostName), \(c.appNotificationId),
                 \(c.groupName), \(c.priority), \(c.rawContent), \(c.hasVisual), \(c.title), \(c.body), \(c.displayTTL), \(c.expires),
                 \(c.created), \(c.modified), \(c.deleted), \(c.readState), \(c.readAt), \(c.actionState), \(c.snoozedUntil),
-                \(c.actionAt), \(c.targetPolicy), \(c.fallbackPolicy), \(c.seq))
+                \(c.actionAt), \(c.targetPolicy), \(c.fallbackPolicy), \(c.launchUrl), \(c.seq))
             ON CONFLICT (id) DO UPDATE SET \(unescaped: Self.updateAll)
             """,
             logger: logger)

@@ -164,6 +164,10 @@ public final class SQLiteStorage: NotificationStorage {
                 ALTER TABLE subscriptions ADD COLUMN last_seen INTEGER;
                 """)
         }
+        // Links (SPEC §7.1).
+        migrator.registerMigration("v4") { db in
+            try db.execute(sql: "ALTER TABLE notifications ADD COLUMN launch_url TEXT")
+        }
         return migrator
     }
 
@@ -369,7 +373,7 @@ public final class SQLiteStorage: NotificationStorage {
             id: row[0], userId: row[1], hostName: row[2], appNotificationId: row[3], groupName: row[4], priority: row[5],
             rawContent: row[6], hasVisual: row[7], title: row[8], body: row[9], displayTTL: row[10], expires: row[11],
             created: row[12], modified: row[13], deleted: row[14], readState: row[15], readAt: row[16], actionState: row[17],
-            snoozedUntil: row[18], actionAt: row[19], targetPolicy: row[20], fallbackPolicy: row[21], seq: row[22]
+            snoozedUntil: row[18], actionAt: row[19], targetPolicy: row[20], fallbackPolicy: row[21], launchUrl: row[22], seq: row[23]
         ).stored
     }
 
@@ -391,7 +395,7 @@ public final class SQLiteStorage: NotificationStorage {
         return [
             c.id, c.userId, c.hostName, c.appNotificationId, c.groupName, c.priority, c.rawContent, c.hasVisual, c.title, c.body,
             c.displayTTL, c.expires, c.created, c.modified, c.deleted, c.readState, c.readAt, c.actionState, c.snoozedUntil,
-            c.actionAt, c.targetPolicy, c.fallbackPolicy,
+            c.actionAt, c.targetPolicy, c.fallbackPolicy, c.launchUrl,
         ]
     }
 

@@ -157,6 +157,10 @@ public final class LocalStore: Sendable {
         migrator.registerMigration("v6 popups") { db in
             try db.execute(sql: "CREATE TABLE popups (notification_id TEXT PRIMARY KEY, popup_id INTEGER, view TEXT NOT NULL) WITHOUT ROWID")
         }
+        // Links (SPEC §7.1).
+        migrator.registerMigration("v7 links") { db in
+            try db.execute(sql: "ALTER TABLE notifications ADD COLUMN launch_url TEXT")
+        }
         return migrator
     }
 

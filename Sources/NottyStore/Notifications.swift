@@ -7,7 +7,7 @@ import NottyCore
 extension LocalStore {
     static let columns = """
         id, app_notification_id, app, group_name, priority, title, body, raw_content, ttl, policies,
-        created, expires, modified, read_state, action_state, snoozed_until
+        created, expires, modified, read_state, action_state, snoozed_until, launch_url
         """
 
     /// Reads rows of ``columns`` by position (a name lookup per column and row costs more
@@ -40,7 +40,7 @@ extension LocalStore {
                 readState: ReadState(spelling: row[13]) ?? .unread,
                 userActionState: UserActionState(spelling: row[14]) ?? .noInteraction,
                 snoozedUntil: (row[15] as Int64?).map(ISOTime.date(millis:)),
-                targetPolicy: targetPolicy, fallbackPolicy: fallbackPolicy)
+                targetPolicy: targetPolicy, fallbackPolicy: fallbackPolicy, launchUrl: row[16])
         }
     }
 

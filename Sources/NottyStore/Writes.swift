@@ -276,22 +276,23 @@ extension LocalStore {
                     read_state = ?, action_state = ?, snoozed_until = ?, bucket = ?, stale = 0
                 WHERE id = ? AND hidden = 0 AND created = ? AND expires = ? AND app_notification_id = ? AND app = ?
                     AND group_name IS ? AND priority = ? AND title IS ? AND body IS ? AND raw_content IS ? AND ttl IS ? AND policies IS ?
+                    AND launch_url IS ?
                 """).execute(arguments: [
                     modified, read, action, until, read, action, until, bucket,
                     n.id, created, expires, n.appNotificationId, n.targetHostName,
                     n.groupName, n.priority.rawValue, n.payload.visualContent?.title, n.payload.visualContent?.body,
-                    n.payload.rawContent, n.displayTimeToLive, policies,
+                    n.payload.rawContent, n.displayTimeToLive, policies, n.launchUrl,
                 ])
             if db.changesCount == 1 { return }
         }
         try db.cachedStatement(sql: """
             INSERT INTO notifications (id, app_notification_id, app, group_name, priority, title, body, raw_content, ttl, policies,
-                created, expires, modified, s_read, s_action, s_snoozed, read_state, action_state, snoozed_until, bucket, announced, stale)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+                created, expires, modified, s_read, s_action, s_snoozed, read_state, action_state, snoozed_until, bucket, announced, stale, launch_url)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)
             ON CONFLICT (id) DO UPDATE SET
                 app_notification_id = excluded.app_notification_id, app = excluded.app, group_name = excluded.group_name,
                 priority = excluded.priority, title = excluded.title, body = excluded.body, raw_content = excluded.raw_content,
-                ttl = excluded.ttl, policies = excluded.policies,
+                ttl = excluded.ttl, policies = excluded.policies, launch_url = excluded.launch_url,
                 announced = CASE WHEN notifications.created = excluded.created THEN notifications.announced ELSE excluded.announced END,
                 created = excluded.created, expires = excluded.expires, modified = excluded.modified,
                 s_read = excluded.s_read, s_action = excluded.s_action, s_snoozed = excluded.s_snoozed,
@@ -300,7 +301,7 @@ extension LocalStore {
             """).execute(arguments: [
                 n.id, n.appNotificationId, n.targetHostName, n.groupName, n.priority.rawValue,
                 n.payload.visualContent?.title, n.payload.visualContent?.body, n.payload.rawContent, n.displayTimeToLive, policies,
-                created, expires, modified, read, action, until, read, action, until, bucket, announce ? 0 : 1,
+                created, expires, modified, read, action, until, read, action, until, bucket, announce ? 0 : 1, n.launchUrl,
             ])
     }
 

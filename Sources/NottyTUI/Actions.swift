@@ -44,6 +44,16 @@ extension TUIState {
         }
     }
 
+    /// `o`: open the link and activate (Activated + Read). Without a link: says so, changes nothing.
+    mutating func openLink() -> [TUIEffect] {
+        guard let target = detail?.notification ?? selectedRow else { return say(nothingToActOn) }
+        guard let url = target.launchUrl else { return say("No link to open") }
+        let effects = perform("Opened the link of", undoLabel: "activate", on: [target], fields: [.read, .action], leavesView: true) { _ in
+            StateChange(readState: .read, userActionState: .activated)
+        }
+        return effects + [.open(url: url)]
+    }
+
     /// `d`: Dismissed.
     mutating func dismiss() -> [TUIEffect] {
         perform("Dismissed", undoLabel: "dismiss", fields: .action, leavesView: true) { _ in

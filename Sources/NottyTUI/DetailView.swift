@@ -49,6 +49,7 @@ enum DetailText {
         var fields: [(String, String, CellStyle)] = [
             ("App", n.targetHostName, .plain),
             ("Group", n.groupName ?? "—", .plain),
+        ] + (n.launchUrl.map { [("Link", $0 + "  (o opens)", CellStyle(color: .muted))] } ?? []) + [
             ("Priority", n.priority.rawValue, n.priority == .high ? CellStyle(bold: true, color: .high) : .plain),
             ("Created", when(n.createdDateTime), .plain),
             ("Expires", when(n.expirationDateTime), .plain),

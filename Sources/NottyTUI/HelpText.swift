@@ -11,6 +11,7 @@ public enum HelpText {
         ("1 … 6", "Unread … Snoozed, All"),
         ("Enter", "open detail, mark read"),
         ("a", "activate (and mark read)"),
+        ("o", "open the link, activate"),
         ("d", "dismiss"),
         ("r", "toggle read / unread"),
         ("s", "snooze (asks how long)"),

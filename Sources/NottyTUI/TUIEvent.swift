@@ -45,6 +45,8 @@ public enum TUIEffect: Sendable, Equatable {
     /// after the request's anchor, in the whole view; answer with `TUIEvent.jumped` around it,
     /// or with a `.message` when there is none.
     case findUnread(WindowRequest, forward: Bool)
+    /// Open a notification's link (`$BROWSER`, else `xdg-open`); a problem comes back as `.message`.
+    case open(url: String)
     /// Sync now (pull, then flush the outbox); report with `.status` / `.message`.
     case sync
     /// Leave the program.

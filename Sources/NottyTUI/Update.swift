@@ -119,6 +119,7 @@ extension TUIState {
             return switchView(to: NotificationView.allCases[Int(String(c))! - 1])
         case .enter: return openDetail()
         case .character("a"): return activate()
+        case .character("o"): return openLink()
         case .character("d"): return dismiss()
         case .character("r"): return toggleRead()
         case .character("s"): return askSnooze()
@@ -183,7 +184,7 @@ extension TUIState {
         case .pageUp, .control("b"): scrollDetail(by: -max(1, layout.body.height - 1))
         case .character("g"), .home: scrollDetail(by: -Int.max / 2)
         case .character("G"), .end: scrollDetail(by: Int.max / 2)
-        case .character("a"), .character("d"), .character("r"), .character("s"), .character("x"),
+        case .character("a"), .character("d"), .character("r"), .character("s"), .character("x"), .character("o"),
              .character("u"), .character("R"), .character("?"):
             return handleListKey(key)
         default:

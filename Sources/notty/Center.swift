@@ -296,6 +296,8 @@ final class Center: @unchecked Sendable {
                         } else {
                             pending.append(.message(TUIState.noUnread(forward: forward)))
                         }
+                    case .open(let url):
+                        if let problem = LinkOpener.open(url) { pending.append(.message(problem)) }
                     case .sync:
                         requestSync()
                     case .quit:

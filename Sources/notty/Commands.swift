@@ -112,6 +112,7 @@ struct Show: AsyncParsableCommand {
             say(n.displayTitle)
             if let body = n.payload.visualContent?.body { say(""); say(body, keepingLineBreaks: true); say("") }
             say("id:          \(n.id)")
+            if let url = n.launchUrl { say("link:        \(url)") }
             say("app:         \(n.targetHostName)\(n.groupName.map { " (group \($0))" } ?? "")")
             say("priority:    \(n.priority.rawValue)")
             say("state:       \(n.readState.rawValue), \(n.userActionState.rawValue)\(n.snoozedUntil.map { " until \(ISOTime.format($0))" } ?? "")")
@@ -188,6 +189,34 @@ struct Snooze: StateCommand {
     var verb: String { "snoozed" }
     func action() throws -> LocalAction {
         .patch(StateChange(userActionState: .snoozed, snoozedUntil: Date().addingTimeInterval(TimeInterval(duration.seconds))))
+    }
+}
+
+struct Open: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Open a notification's link and activate it (Activated and Read), on every device.",
+        discussion: "Runs $BROWSER when set, else xdg-open, with the link as one argument (never through a shell).")
+
+    @Argument(help: "An id or a unique prefix of at least 6 characters.") var id: String
+
+    func run() async throws {
+        try await reportingErrors {
+            let local = Device()
+            let store = try local.store()
+            guard let n = try store.notification(id: try store.resolve(id)) else { throw CLIError("no notification \(id)") }
+            guard let url = n.launchUrl else { throw CLIError("\(n.id.prefix(8)) has no link: nothing changed") }
+            try store.record([(n.id, .patch(StateChange(readState: .read, userActionState: .activated)))])
+            if let problem = LinkOpener.open(url) { warn(problem) }
+            say("opened \(url) and activated 1 notification")
+            do {
+                let (_, _, engine) = try local.session(timeout: 5)
+                try await engine.flush()
+            } catch let error as SyncError where error.isTransient {
+                warn("queued: \(error); the next sync sends it")
+            } catch {
+                warn("queued: \(error)")
+            }
+        }
     }
 }
 

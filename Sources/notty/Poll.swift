@@ -14,8 +14,8 @@ struct Poll: AsyncParsableCommand {
             Prints each notification that arrives in Unread while it runs as one JSON line
             on stdout (the service's field names); one already read, dismissed or snoozed
             on another device when it arrives is not reported. --exec runs a command for
-            each (NOTTY_ID, NOTTY_TITLE, NOTTY_BODY, NOTTY_PRIORITY, NOTTY_APP, NOTTY_GROUP
-            set) beside syncing: at most 4 at once, the rest queued in order, each stopped
+            each (NOTTY_ID, NOTTY_TITLE, NOTTY_BODY, NOTTY_PRIORITY, NOTTY_APP, NOTTY_GROUP,
+            NOTTY_URL set) beside syncing: at most 4 at once, the rest queued in order, each stopped
             after --exec-timeout. --desktop shows desktop popups that close by themselves
             when the notification is handled on any device; closing one dismisses it
             everywhere, clicking it activates it. Polls at the service's X-Poll-Interval
@@ -179,6 +179,7 @@ final class CommandRunner: Sendable {
         environment["NOTTY_PRIORITY"] = n.priority.rawValue
         environment["NOTTY_APP"] = n.targetHostName
         environment["NOTTY_GROUP"] = n.groupName ?? ""
+        environment["NOTTY_URL"] = n.launchUrl ?? ""
         process.environment = environment
         process.terminationHandler = { [self] finished in
             _ = processes.withLock { $0.removeValue(forKey: finished.processIdentifier) }
@@ -294,7 +295,9 @@ actor DesktopPopups {
             case .dismiss(let id):
                 record(id, StateChange(userActionState: .dismissed))
             case .activate(let id):
+                let url = (try? store.notification(id: id))?.launchUrl
                 record(id, StateChange(readState: .read, userActionState: .activated))
+                if let url, let problem = LinkOpener.open(url) { warn(problem) }
             }
         }
         let records = bridge.entries.map { LocalStore.PopupRecord(notificationId: $0.key, popupId: $0.value.popupId, view: $0.value.view) }

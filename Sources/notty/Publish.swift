@@ -24,11 +24,13 @@ struct Publish: AsyncParsableCommand {
     @Option(help: "Raw content for the client.") var raw: String?
     @Option(name: .customLong("app-notification-id"), help: "Your id for it; publishing it again updates it in place (default: a new UUID).") var appNotificationId: String?
     @Option(help: "A group name.") var group: String?
+    @Option(help: ArgumentHelp("A link (http or https) the notification is about: what o, notty open and a popup's click open.", valueName: "url")) var url: String?
     @Option(help: "none, low or high (default high).") var priority: String?
     @Option(help: ArgumentHelp("Lifetime: 90s, 15m, 4h, 7d (default: the service's).", valueName: "duration")) var expires: DurationArgument?
 
     func validate() throws {
         if let priority, Priority(spelling: priority) == nil { throw ArgumentParser.ValidationError("--priority must be none, low or high") }
+        if let url, !LaunchURL.isValid(url) { throw ArgumentParser.ValidationError("--url must be an absolute http or https URL") }
     }
 
     func run() async throws {
@@ -49,7 +51,7 @@ struct Publish: AsyncParsableCommand {
                 appNotificationId: appNotificationId ?? UUID().uuidString.lowercased(), groupName: group,
                 priority: priority.flatMap { Priority(spelling: $0) },
                 payload: NotificationPayload(rawContent: raw, visualContent: VisualContent(title: title, body: body)),
-                expirationDateTime: expires.map { Date().addingTimeInterval(TimeInterval($0.seconds)) })
+                expirationDateTime: expires.map { Date().addingTimeInterval(TimeInterval($0.seconds)) }, launchUrl: url)
             let answer = try await ServiceClient.send(
                 .POST, base + "/beta/me/notifications",
                 headers: [("Authorization", "Bearer \(token.access_token)"), ("X-UNS-ID", unsId), ("Content-Type", "application/json")],

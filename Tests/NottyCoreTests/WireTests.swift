@@ -170,3 +170,38 @@ struct JSONWriterTests {
 
     let awkwardCursor = "c\"/\\"
 }
+
+@Suite("launchUrl (links)")
+struct LaunchURLTests {
+    static func body(_ url: String) -> Data {
+        Data(#"{"appNotificationId":"a","payload":{"rawContent":"x"},"launchUrl":\#(url)}"#.utf8)
+    }
+
+    @Test("an absolute http(s) URL up to 2,048 characters is kept; null is none", arguments: [
+        "https://ci.example.com/acme/web/actions/runs/42", "http://127.0.0.1:8787/x?y=1#z", "HTTPS://EXAMPLE.COM",
+    ])
+    func accepted(_ url: String) throws {
+        let request = try PublishRequest(body: Self.body("\"\(url)\""))
+        #expect(request.launchUrl == url)
+        #expect(try PublishRequest(body: Self.body("null")).launchUrl == nil)
+    }
+
+    @Test("any other scheme, a relative or malformed URL, spaces, controls or more than 2,048 characters is a 400", arguments: [
+        "\"ftp://example.com/x\"", "\"javascript:alert(1)\"", "\"file:///etc/passwd\"", "\"/relative/path\"", "\"https://\"",
+        "\"https://exa mple.com\"", "\"https://example.com/\\u001b]0;x\\u0007\"", "42", "\"https://example.com/\(String(repeating: "a", count: 2048))\"",
+    ])
+    func refused(_ json: String) {
+        #expect(throws: ValidationError.self) { try PublishRequest(body: Self.body(json)) }
+    }
+
+    @Test("carried in a notification's JSON when set, absent when not, the same bytes JSONEncoder writes")
+    func wire() throws {
+        var n = JSONWriterTests.samples[0]
+        #expect(!String(decoding: n.jsonBytes(), as: UTF8.self).contains("launchUrl"))
+        n.launchUrl = "https://ci.example.com/1"
+        let text = String(decoding: n.jsonBytes(), as: UTF8.self)
+        #expect(text.contains(#""launchUrl":"https://ci.example.com/1""#))
+        #expect(text == String(decoding: try NottyJSON.encoder.encode(n), as: UTF8.self))
+        #expect(try NottyJSON.decoder.decode(UserNotification.self, from: Data(text.utf8)).launchUrl == n.launchUrl)
+    }
+}

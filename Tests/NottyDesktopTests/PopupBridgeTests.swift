@@ -30,6 +30,9 @@ struct PopupBridgeTests {
         #expect(id == "n1" && replacing == 0)
         #expect(content.appName == "notty" && content.summary == "Build failed" && content.body == "3 &lt;tests&gt; &amp; more")
         #expect(content.urgency == .low && content.actions.map(\.key) == ["default", "dismiss"] && content.actions.last?.label == "Dismiss")
+        var linked = Self.note("n3")
+        linked.launchUrl = "https://ci.example.com/1"
+        #expect(PopupContent(linked).actions.map(\.key) == ["default", "open", "dismiss"])
         #expect(PopupContent(Self.note("n2", priority: .high)).urgency == .normal)
         #expect(bridge.handle(.shown(id: "n1", popupId: 7)) == [])
         #expect(bridge.entries["n1"] == PopupBridge.Entry(popupId: 7, view: .unread))

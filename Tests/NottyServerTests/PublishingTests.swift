@@ -289,3 +289,25 @@ struct PublishingTests {
         }
     }
 }
+
+@Suite("Links on the service (SPEC §7.1)")
+struct LinkPublishingTests {
+    @Test("launchUrl is validated, stored, echoed, carried in the feed and replaced by a re-publish", arguments: Backend.available)
+    func launchUrl(backend: Backend) async throws {
+        let harness = try await Harness(backend)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let bad = try await world.publish(client, id: "x", extra: #","launchUrl":"ftp://example.com/x""#)
+            #expect(bad.status == .badRequest && bad.errorCode == "badRequest")
+            let first = try await world.publish(client, id: "run-1", extra: #","launchUrl":"https://ci.example.com/runs/1""#)
+            #expect(first.status == .created && first.string("launchUrl") == "https://ci.example.com/runs/1")
+            let again = try await world.publish(client, id: "run-1", extra: #","launchUrl":"https://ci.example.com/runs/2""#)
+            #expect(again.string("id") == first.string("id") && again.string("launchUrl") == "https://ci.example.com/runs/2")
+            let none = try await world.publish(client, id: "plain")
+            #expect(none.status == .created && none.string("launchUrl") == nil)
+            let feed = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
+            #expect(feed.changes.first { $0.appNotificationId == "run-1" }?.launchUrl == "https://ci.example.com/runs/2")
+            #expect(feed.changes.first { $0.appNotificationId == "plain" }?.launchUrl == nil)
+        }
+    }
+}

@@ -57,6 +57,36 @@ final class TwoDevices: @unchecked Sendable {
 
 @Suite("End to end: notty serve and two devices", .serialized)
 struct EndToEndTests {
+    @Test("links: notty publish --url reaches B's list --json and show; notty open runs $BROWSER with the link as one argument and activates it everywhere; no link: one line, nothing changed")
+    func links() async throws {
+        let world = try await TwoDevices()
+        // A shell would split this at & and ; and expand $HOME: the browser must get it whole.
+        let url = "https://ci.example.com/acme/web/actions/runs/42?a=1&b=2;c=$HOME"
+        let published = try world.a.run(["publish", "--server", world.service.url, "--client-id", world.service.clientId, "--client-secret=\(world.service.clientSecret)",
+                                          "--uns-id", world.uns, "--title", "Build failed", "--url", url])
+        #expect(published.status == 0, "\(published.err)")
+        let id = published.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let plain = try world.publish("No link here")
+        #expect(try world.b.run(["sync"]).status == 0)
+        #expect(try world.b.run(["list", "--json"]).out.contains(#""launchUrl":"https:\/\/ci.example.com"#) || world.b.run(["list", "--json"]).out.contains(#""launchUrl":"https://ci.example.com"#))
+        #expect(try world.b.run(["show", String(id.prefix(8))]).out.contains("link:        \(url)"))
+        // $BROWSER: a script that writes each argument on its own line.
+        let browser = world.directory.appendingPathComponent("browser.sh"), seen = world.directory.appendingPathComponent("seen.txt")
+        try "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> \(seen.path); done\n".write(to: browser, atomically: true, encoding: .utf8)
+        chmod(browser.path, 0o755)
+        let opened = try world.b.run(["open", String(id.prefix(8))], environment: ["BROWSER": browser.path])
+        #expect(opened.status == 0, "\(opened.err)")
+        #expect(await eventually(timeout: .seconds(3)) { (try? String(contentsOf: seen, encoding: .utf8)) == url + "\n" },
+                "the browser did not get the link as one argument: \((try? String(contentsOf: seen, encoding: .utf8)) ?? "nothing")")
+        #expect(try world.a.run(["sync"]).status == 0)
+        #expect(try world.store(world.a).notification(id: id)?.userActionState == .activated)
+        let none = try world.b.run(["open", plain], environment: ["BROWSER": browser.path])
+        #expect(none.status == 1 && none.err.contains("has no link") && none.err.split(separator: "\n").count == 1)
+        #expect(try world.store(world.b).notification(id: plain)?.userActionState == .noInteraction)
+        let noBrowser = try world.b.run(["open", String(id.prefix(8))], environment: ["BROWSER": "", "PATH": "/nonexistent"])
+        #expect(noBrowser.status == 0 && noBrowser.err.contains("cannot open the link"), "\(noBrowser.err)")
+    }
+
     @Test("a slow --exec (sleep 30) does not hold up syncing: notifications published while it runs are in the store within seconds, and each gets its command")
     func slowExecRunsBesideSyncing() async throws {
         let world = try await TwoDevices()

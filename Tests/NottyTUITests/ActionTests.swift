@@ -443,3 +443,28 @@ struct ActionTests {
         #expect(h.send(.key(.control("c"))) == [.quit], "Ctrl-c quits from anywhere")
     }
 }
+
+@Suite("o: open the link")
+struct OpenLinkTests {
+    @Test("o opens the selected notification's link and activates it; without a link it says so and changes nothing")
+    func openLink() {
+        var rows = Fixtures.notifications
+        rows[0].launchUrl = "https://ci.acme.io/runs/4812"
+        var h = Harness(view: .all, notifications: rows)
+        let effects = h.send(.key(.ch("o")))
+        #expect(effects == [.mutate([IdChange(id: rows[0].id, change: StateChange(readState: .read, userActionState: .activated))]),
+                            .open(url: "https://ci.acme.io/runs/4812")])
+        var plain = Harness(view: .all, notifications: Fixtures.notifications)
+        #expect(plain.send(.key(.ch("o"))) == [])
+        #expect(plain.state.message == "No link to open")
+    }
+
+    @Test("the detail shows the link")
+    func detailShowsTheLink() {
+        var rows = Fixtures.notifications
+        rows[0].launchUrl = "https://ci.acme.io/runs/4812"
+        var h = Harness(size: Size(columns: 120, rows: 40), view: .all, notifications: rows)
+        h.keys(.enter)
+        #expect(render(h.state).lines().contains { $0.contains("Link") && $0.contains("https://ci.acme.io/runs/4812") })
+    }
+}

@@ -136,7 +136,7 @@ struct FakeStore {
             return true
         case .markAllRead:
             return !perform(effect).isEmpty
-        case .load, .findUnread, .sync, .quit:
+        case .load, .findUnread, .open, .sync, .quit:
             return false
         }
     }
