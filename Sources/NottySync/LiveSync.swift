@@ -128,7 +128,7 @@ public actor LiveSync {
     // MARK: - Polling (and outbox retries)
 
     private func pollLoop() async {
-        var backoff = Backoff()
+        var backoff = PollBackoff()
         while !Task.isCancelled {
             var wait = interval
             if state != .live {
@@ -142,10 +142,10 @@ public actor LiveSync {
                     wait = interval
                 } catch let error as SyncError {
                     failed(error)
-                    wait = backoff.next()
+                    wait = backoff.next(interval: interval)
                 } catch {
                     failed(.unreachable(String(describing: error)))
-                    wait = backoff.next()
+                    wait = backoff.next(interval: interval)
                 }
             } else if (try? engine.store.outboxCount()) ?? 0 > 0 {
                 kicks?.yield()
@@ -226,7 +226,25 @@ public actor LiveSync {
     }
 }
 
-/// Jittered exponential backoff from 1 s to 60 s.
+/// Polling after an error (SPEC §7.4): at least the poll interval, doubling with each error
+/// up to 5 minutes, with up to a quarter more of jitter (but never past 5 minutes).
+public struct PollBackoff {
+    private var attempt = 0
+
+    public init() {}
+
+    public mutating func reset() { attempt = 0 }
+
+    /// Seconds to wait before the next poll, given the poll interval in force.
+    public mutating func next(interval: Int) -> Int {
+        let floor = max(1, interval)
+        let base = max(floor, min(300, floor << min(attempt, 16)))
+        attempt += 1
+        return min(max(300, floor), base + Int.random(in: 0...(base / 4)))
+    }
+}
+
+/// Jittered exponential backoff from 1 s to 60 s (the doorbell's reconnects, SPEC §3).
 struct Backoff {
     private var attempt = 0
 

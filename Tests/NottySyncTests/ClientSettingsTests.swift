@@ -67,3 +67,19 @@ struct ClientSettingsTests {
         #expect(throws: SettingsError("\(file.path): is not UTF-8 text (or holds a NUL byte)")) { try ClientSettings.load(path: file.path) }
     }
 }
+
+@Suite("Polling after errors")
+struct PollBackoffTests {
+    @Test("after an error the next poll waits at least the interval, doubling up to 5 minutes, with jitter", arguments: [1, 30, 60, 300, 600])
+    func doubling(_ interval: Int) {
+        var backoff = PollBackoff()
+        var waits: [Int] = []
+        for _ in 0..<12 { waits.append(backoff.next(interval: interval)) }
+        #expect(waits.allSatisfy { $0 >= interval && $0 <= max(300, interval) }, "\(waits)")
+        #expect(waits.first! <= interval + interval / 4)
+        #expect(waits.last! >= min(300, interval), "it grows to 5 minutes: \(waits)")
+        if interval == 30 { #expect(waits[1] >= 60 && waits[2] >= 120, "it doubles: \(waits)") }
+        backoff.reset()
+        #expect(backoff.next(interval: interval) <= interval + interval / 4)
+    }
+}
