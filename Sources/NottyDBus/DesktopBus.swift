@@ -4,9 +4,10 @@ import NottyDesktop
 import Synchronization
 
 /// freedesktop Desktop Notifications (`org.freedesktop.Notifications`, spec 1.2) on the session
-/// bus through libdbus-1: the adapter under ``PopupBridge``. One thread owns the connection:
-/// it sends the calls queued by other threads and reads the daemon's `NotificationClosed` and
-/// `ActionInvoked` signals from the same connection, handing them to `onSignal`.
+/// bus through libdbus-1: the adapter under ``PopupBridge``. libdbus runs with its thread
+/// support on: calls are sent at once from the caller's thread (a `Notify` waits for its answer
+/// on a Dispatch thread), while one thread of ours reads the daemon's `NotificationClosed` and
+/// `ActionInvoked` signals from the same connection and hands them to `onSignal`.
 public final class DesktopBus: @unchecked Sendable {
     /// Something the daemon said about one of its popups.
     public enum Signal: Sendable, Equatable {
@@ -19,17 +20,13 @@ public final class DesktopBus: @unchecked Sendable {
     }
 
     private let connection: OpaquePointer
-    private let queue = Mutex<[Job]>([])
     private let running = Atomic<Bool>(true)
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
     private let onSignal: @Sendable (Signal) -> Void
     private var thread: Thread?
     /// The daemon's name and version (`GetServerInformation`), e.g. "dunst 1.9.0".
     public let server: String
-
-    private enum Job {
-        case notify(PopupContent, replacing: UInt32, answer: @Sendable (Result<UInt32, Failure>) -> Void)
-        case close(UInt32)
-    }
 
     private static let service = "org.freedesktop.Notifications"
     private static let path = "/org/freedesktop/Notifications"
@@ -37,6 +34,7 @@ public final class DesktopBus: @unchecked Sendable {
     /// Connects to the session bus and asks the notification daemon who it is. Throws, with a
     /// sentence for the user, when there is no session bus or no daemon on it.
     public init(onSignal: @escaping @Sendable (Signal) -> Void) throws(Failure) {
+        dbus_threads_init_default()
         var error = notty_dbus_error()
         guard let connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error) else {
             let detail = Self.text(error)
@@ -44,11 +42,22 @@ public final class DesktopBus: @unchecked Sendable {
             throw Failure(description: "no session D-Bus (\(detail)): is DBUS_SESSION_BUS_ADDRESS set? Desktop popups are off")
         }
         dbus_connection_set_exit_on_disconnect(connection, 0)
+        var pipeEnds: [Int32] = [-1, -1]
+        guard pipe(&pipeEnds) == 0, fcntl(pipeEnds[0], F_SETFL, O_NONBLOCK) == 0, fcntl(pipeEnds[1], F_SETFL, O_NONBLOCK) == 0,
+              fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(pipeEnds[1], F_SETFD, FD_CLOEXEC) == 0 else {
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            throw Failure(description: "cannot make a pipe: \(String(cString: strerror(errno)))")
+        }
+        wakeRead = pipeEnds[0]
+        wakeWrite = pipeEnds[1]
         self.connection = connection
         self.onSignal = onSignal
         do {
             server = try Self.serverInformation(connection)
         } catch {
+            Glibc.close(wakeRead)
+            Glibc.close(wakeWrite)
             dbus_connection_close(connection)
             dbus_connection_unref(connection)
             throw error
@@ -57,10 +66,22 @@ public final class DesktopBus: @unchecked Sendable {
         if dbus_error_is_set(&error) != 0 {
             let detail = Self.text(error)
             dbus_error_free(&error)
+            Glibc.close(wakeRead)
+            Glibc.close(wakeWrite)
             dbus_connection_close(connection)
             dbus_connection_unref(connection)
             throw Failure(description: "cannot listen to the notification daemon's signals: \(detail)")
         }
+        // Signals reach onSignal through a filter as the connection dispatches (replies to our
+        // own calls go to those calls: popping messages by hand would steal them).
+        let filter: DBusHandleMessageFunction = { _, message, context in
+            guard let message, let context else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+            let bus = Unmanaged<DesktopBus>.fromOpaque(context).takeUnretainedValue()
+            guard let signal = DesktopBus.signal(message) else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+            bus.onSignal(signal)
+            return DBUS_HANDLER_RESULT_HANDLED
+        }
+        dbus_connection_add_filter(connection, filter, Unmanaged.passUnretained(self).toOpaque(), nil)
         dbus_connection_flush(connection)
         let thread = Thread { [self] in loop() }
         thread.name = "notty-dbus"
@@ -70,48 +91,62 @@ public final class DesktopBus: @unchecked Sendable {
 
     /// Shows a popup (replacing popup `replacing` in place when not 0); answers its id.
     public func notify(_ content: PopupContent, replacing: UInt32 = 0) async throws(Failure) -> UInt32 {
+        guard running.load(ordering: .acquiring) else { throw Failure(description: "the session D-Bus went away") }
         let result: Result<UInt32, Failure> = await withCheckedContinuation { continuation in
-            queue.withLock { $0.append(.notify(content, replacing: replacing) { continuation.resume(returning: $0) }) }
+            DispatchQueue.global().async { [self] in
+                let result = Result(catching: { () throws(Failure) -> UInt32 in try send(notify: content, replacing: replacing) })
+                wake()  // the call may have read signals off the socket
+                continuation.resume(returning: result)
+            }
         }
         return try result.get()
     }
 
-    /// Closes a popup (`CloseNotification`); the daemon answers with `NotificationClosed`, reason 3.
+    /// Closes a popup (`CloseNotification`), sent at once; the daemon answers with
+    /// `NotificationClosed`, reason 3.
     public func close(_ popupId: UInt32) {
-        queue.withLock { $0.append(.close(popupId)) }
+        guard running.load(ordering: .acquiring) else { return }
+        sendClose(popupId)
+        wake()
     }
 
-    /// Stops the thread and closes the connection.
+    /// Stops reading signals; the connection closes when the last user lets go.
     public func stop() {
         running.store(false, ordering: .releasing)
+        wake()
     }
 
     // MARK: - The connection's thread
 
+    /// Waits in poll(2) on the bus socket and a wake-up pipe, never inside libdbus: libdbus
+    /// lets one thread do I/O at a time, and a thread blocked reading would hold up every
+    /// `CloseNotification` sent from another (by up to its timeout). Messages another thread's
+    /// call read off the socket are dispatched when that call wakes this loop.
     private func loop() {
+        var fd: Int32 = -1
+        guard dbus_connection_get_unix_fd(connection, &fd) != 0 else { return }
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        var drain = [UInt8](repeating: 0, count: 64)
         while running.load(ordering: .acquiring) {
-            for job in queue.withLock({ jobs in defer { jobs.removeAll() }; return jobs }) {
-                switch job {
-                case .notify(let content, let replacing, let answer):
-                    answer(Result(catching: { () throws(Failure) -> UInt32 in try send(notify: content, replacing: replacing) }))
-                case .close(let popupId):
-                    sendClose(popupId)
-                }
-            }
-            // Waits up to 20 ms for the daemon; false once the bus is gone.
-            guard dbus_connection_read_write(connection, 20) != 0 else {
+            _ = poll(&fds, 2, 1000)
+            if fds[1].revents != 0 { _ = read(wakeRead, &drain, drain.count) }
+            guard dbus_connection_read_write_dispatch(connection, 0) != 0 else {
                 running.store(false, ordering: .releasing)
                 break
             }
-            while let message = dbus_connection_pop_message(connection) {
-                if let signal = Self.signal(message) { onSignal(signal) }
-                dbus_message_unref(message)
-            }
+            while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
         }
-        // Calls still queued when the bus went away: answer them.
-        for job in queue.withLock({ jobs in defer { jobs.removeAll() }; return jobs }) {
-            if case .notify(_, _, let answer) = job { answer(.failure(Failure(description: "the session D-Bus went away"))) }
-        }
+    }
+
+    /// Makes the loop dispatch now (after a call that may have read signals, or to stop).
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+    }
+
+    deinit {
+        Glibc.close(wakeRead)
+        Glibc.close(wakeWrite)
         dbus_connection_close(connection)
         dbus_connection_unref(connection)
     }

@@ -5,6 +5,7 @@ import NottyStore
 //   swift run -c release notty-bench service [--quick]
 //   swift run -c release notty-bench client [--quick] [--count N]
 //   swift run -c release notty-bench tui [--quick] [--count N]
+//   swift run -c release notty-bench desktop [--quick] [--count N]   (needs dbus-daemon, Xvfb, dunst)
 //   swift run -c release notty-bench instances [--quick] [--postgres URL]
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
 // (instances compares SQLite with one and two `notty serve` instances on one PostgreSQL.)
@@ -27,12 +28,14 @@ case "service":
         print("benchmark failed: \(error)")
     }
     await bench.stop()
-case "client", "tui":
+case "client", "tui", "desktop":
     let service = try await ServiceBench.start()
     do {
         let device = try await SyncedDevice.prepare(service: service, count: count)
         if arguments.first == "client" {
             try await ClientBench(service: service, device: device).run(quick: quick)
+        } else if arguments.first == "desktop" {
+            try await DesktopBench(service: service, device: device).run(rounds: quick ? 50 : 200)
         } else {
             try await TUIBench(service: service, device: device).run(quick: quick)
         }
@@ -50,6 +53,6 @@ case "instances":
 case "windows" where arguments.count > 1:
     try ClientBench.windows(try LocalStore(path: arguments[1]), repeats: quick ? 5 : 20)
 default:
-    print("usage: notty-bench service|client|tui|instances [--quick] [--count N] [--postgres URL]")
+    print("usage: notty-bench service|client|tui|desktop|instances [--quick] [--count N] [--postgres URL]")
     exit(2)
 }

@@ -58,23 +58,28 @@ struct Poll: AsyncParsableCommand {
             // A flag wins over the file: --interval (or --no-live) asks for polling.
             let useLive = live ?? (interval == nil && settings.pollLive)
             let mode: LiveSync.Mode = useLive ? .live : .polling(minimumInterval: interval ?? settings.pollInterval ?? 1)
+            // A popup's change is sent at once: the sync engine is made below, so it is looked up then.
+            let engineBox = Mutex<LiveSync?>(nil)
+            let popups = (desktop ?? settings.pollDesktop)
+                ? DesktopPopups.start(store: store, changed: { if let sync = engineBox.withLock({ $0 }) { Task { await sync.requestSync() } } }) : nil
+            let report: @Sendable () async -> Void = {
+                let fresh = (try? announcer.announce()) ?? []
+                await popups?.arrived(fresh)
+                await popups?.storeChanged()
+            }
             let liveSync = LiveSync(engine: engine, client: client, mode: mode) { event in
                 switch event {
                 case .connection(let state): warn("connection: \(describe(state))")
                 case .failed(let error): warn(error.description)
-                case .synced: break  // the store's watcher below reports what arrived
+                case .synced: Task { await report() }  // at once: popups close within milliseconds
                 }
             }
+            engineBox.withLock { $0 = liveSync }
             let task = Task { await liveSync.run() }
-            let popups = (desktop ?? settings.pollDesktop) ? DesktopPopups.start(store: store) { Task { await liveSync.requestSync() } } : nil
-            // The store's one watcher: whatever wrote (this sync, the center, another process).
+            // The store's one watcher: whatever else wrote (the center, another process).
             let watcher = Task {
                 await popups?.storeChanged()
-                for await _ in store.changes() {
-                    let fresh = (try? announcer.announce()) ?? []
-                    await popups?.arrived(fresh)
-                    await popups?.storeChanged()
-                }
+                for await _ in store.changes() { await report() }
             }
             await waitForTermination()
             watcher.cancel()
