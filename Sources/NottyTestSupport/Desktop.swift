@@ -24,7 +24,7 @@ public final class TestDesktop: @unchecked Sendable {
         // The bus, on a socket of its own; ready when the socket is there.
         let socket = directory.appendingPathComponent("bus").path
         busAddress = "unix:path=\(socket)"
-        bus = try Self.launch("/usr/bin/dbus-daemon", ["--session", "--nofork", "--nopidfile", "--address=\(busAddress)"],
+        bus = try startLogged("/usr/bin/dbus-daemon", ["--session", "--nofork", "--nopidfile", "--address=\(busAddress)"],
                               log: directory.appendingPathComponent("dbus.log"), environment: [:])
         // An X display nobody else uses.
         var number = 90 + Int(getpid() % 100)
@@ -34,7 +34,7 @@ public final class TestDesktop: @unchecked Sendable {
             stop()
             throw SupportError("dbus-daemon did not start")
         }
-        xvfb = try Self.launch("/usr/bin/Xvfb", [display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"], log: directory.appendingPathComponent("xvfb.log"), environment: [:])
+        xvfb = try startLogged("/usr/bin/Xvfb", [display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"], log: directory.appendingPathComponent("xvfb.log"), environment: [:])
         guard await eventually(timeout: .seconds(10), { FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") }) else {
             stop()
             throw SupportError("Xvfb did not start on \(display)")
@@ -50,7 +50,7 @@ public final class TestDesktop: @unchecked Sendable {
             [urgency_critical]
                 timeout = 0
             """.write(to: config, atomically: true, encoding: .utf8)
-        dunst = try Self.launch("/usr/bin/dunst", ["-config", config.path], log: directory.appendingPathComponent("dunst.log"), environment: environment)
+        dunst = try startLogged("/usr/bin/dunst", ["-config", config.path], log: directory.appendingPathComponent("dunst.log"), environment: environment)
         guard await eventually(timeout: .seconds(10), { (try? self.displayed()) != nil }) else {
             let log = (try? String(contentsOf: directory.appendingPathComponent("dunst.log"), encoding: .utf8)) ?? ""
             stop()
@@ -96,18 +96,4 @@ public final class TestDesktop: @unchecked Sendable {
     }
 
     deinit { stop() }
-
-    private static func launch(_ path: String, _ arguments: [String], log: URL, environment: [String: String]) throws -> Process {
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
 }

@@ -71,18 +71,24 @@ public struct NottyCLI: Sendable {
 
     /// Starts `notty arguments…` in the background with stdout and stderr going to `log`.
     public func start(_ arguments: [String], log: URL, environment: [String: String] = [:]) throws -> Process {
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let process = Process()
-        process.executableURL = Repository.nottyBinary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }.merging(environment) { $1 }
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return process
+        try startLogged(Repository.nottyBinary.path, arguments, log: log, environment: ["NOTTY_HOME": home.path].merging(environment) { $1 })
     }
+}
+
+/// Starts `path arguments…` in the background, stdin empty, stdout and stderr going to `log`
+/// (made anew), with this process's environment plus `environment`.
+public func startLogged(_ path: String, _ arguments: [String], log: URL, environment: [String: String]) throws -> Process {
+    FileManager.default.createFile(atPath: log.path, contents: nil)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let handle = try FileHandle(forWritingTo: log)
+    process.standardOutput = handle
+    process.standardError = handle
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    return process
 }
 
 /// A real `notty serve` on 127.0.0.1 with a free port, a user `alice` (password `pw`) and an

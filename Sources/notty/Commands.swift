@@ -139,16 +139,21 @@ extension StateCommand {
             let action = try action()
             let changed = try store.record(ids.map { ($0, action) })
             say("\(verb) \(changed.count) notification(s)")
-            // Queued durably; now try to deliver. Offline is fine: the next sync sends them.
-            do {
-                let (_, _, engine) = try local.session(timeout: 5)
-                try await engine.flush()
-            } catch let error as SyncError where error.isTransient {
-                warn("queued: \(error); the next sync sends it")
-            } catch {
-                warn("queued: \(error)")
-            }
+            await deliverQueued(local)
         }
+    }
+}
+
+/// After a change was queued durably: tries to send it now. Offline is fine: the next sync
+/// sends it (one line says so).
+func deliverQueued(_ local: Device) async {
+    do {
+        let (_, _, engine) = try local.session(timeout: 5)
+        try await engine.flush()
+    } catch let error as SyncError where error.isTransient {
+        warn("queued: \(error); the next sync sends it")
+    } catch {
+        warn("queued: \(error)")
     }
 }
 
@@ -208,14 +213,7 @@ struct Open: AsyncParsableCommand {
             try store.record([(n.id, .patch(StateChange(readState: .read, userActionState: .activated)))])
             if let problem = LinkOpener.open(url) { warn(problem) }
             say("opened \(url) and activated 1 notification")
-            do {
-                let (_, _, engine) = try local.session(timeout: 5)
-                try await engine.flush()
-            } catch let error as SyncError where error.isTransient {
-                warn("queued: \(error); the next sync sends it")
-            } catch {
-                warn("queued: \(error)")
-            }
+            await deliverQueued(local)
         }
     }
 }
