@@ -12,6 +12,12 @@ struct SQLiteSchemaTests {
         return try await storage.publish(PublishInput(userId: userId, hostName: "ci.example.com", request: request, expiration: now + 3600, now: now))
     }
 
+    private static func alter(_ path: String, _ sql: String) throws {
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in try db.execute(sql: sql) }
+        try queue.close()
+    }
+
     @Test("Migration v2 keeps a v1 store's notifications, their order and their ids, old and new")
     func migrationKeepsNotifications() async throws {
         let directory = Repository.temporaryDirectory("notty-schema")
@@ -21,6 +27,9 @@ struct SQLiteSchemaTests {
 
         // A store as notty left it before v2: random version 4 ids, a read one, a deleted one.
         let old = try SQLiteStorage(path: path, migratingUpTo: "v1")
+        // Today's reads and writes name launch_url (migration v4): the v1 store gets it for the
+        // time it is written here, and loses it again before it is migrated.
+        try Self.alter(path, "ALTER TABLE notifications ADD COLUMN launch_url TEXT")
         let userId = try await NotificationService(storage: old).addUser(name: "alice", password: "pw").id
         var published: [String] = []
         for i in 0..<3 { published.append(try await publish(old, userId: userId, "build-\(i)", title: "v1 \(i)", now: now).id) }
@@ -38,6 +47,7 @@ struct SQLiteSchemaTests {
         _ = try await reopenedOld.mutate(userId: userId, mutations: [Mutation(id: v4Ids[1], operation: .delete)], now: now + 1)
         let before = try #require(try await reopenedOld.changes(userId: userId, since: 0, limit: 100))
         try await reopenedOld.close()
+        try Self.alter(path, "ALTER TABLE notifications DROP COLUMN launch_url")
 
         // Opened by this notty: migrated, and everything is where it was.
         let storage = try SQLiteStorage(path: path)
