@@ -95,6 +95,15 @@ struct SimulationTests {
         #expect(failure == nil, "seed \(seed) (replay with this seed): \(failure ?? "")")
     }
 
+    /// `NOTTY_SIM_SEED=S` replays one seed (as a failure prints it).
+    static let replaySeed = UInt64(ProcessInfo.processInfo.environment["NOTTY_SIM_SEED"] ?? "")
+
+    @Test("One seed replayed (NOTTY_SIM_SEED=S)", .enabled(if: replaySeed != nil))
+    func replay() async throws {
+        let failure = try await Self.simulate(seed: Self.replaySeed!, devices: 3, steps: 250)
+        #expect(failure == nil, "seed \(Self.replaySeed!): \(failure ?? "")")
+    }
+
     @Test("Many seeds (NOTTY_SIM_SEEDS=N), two at a time: every one converges", .enabled(if: extraSeeds > 0))
     func manySeeds() async throws {
         let seeds = (0..<UInt64(Self.extraSeeds)).map { 10_000 + $0 }
