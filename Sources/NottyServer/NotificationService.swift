@@ -20,6 +20,8 @@ public final class NotificationService: Sendable {
     private let tokens = TTLCache<String, TokenRecord>(ttl: .seconds(5))
     private let apps = TTLCache<String, AppRecord>(ttl: .seconds(5))
     private let subscriptionsCache = TTLCache<String, SubscriptionRecord>(ttl: .seconds(5))
+    /// The storage's credentials stamp the caches were filled under.
+    private let cachedUnderStamp = Atomic<Int64>(0)
     /// When each device was last recorded as seen (written at most once a minute per device).
     private let lastSeenWritten = Mutex<[String: Date]>([:])
     /// Each user's newest cursor, kept current by the storage's change handler (conditional polls).
@@ -161,8 +163,18 @@ public final class NotificationService: Sendable {
         }
     }
 
+    /// Empties the caches when another process revoked or deleted credentials (SQLite's stamp).
+    private func forgetCredentialsIfRevokedElsewhere() {
+        let stamp = storage.credentialsStamp()
+        guard cachedUnderStamp.exchange(stamp, ordering: .acquiringAndReleasing) != stamp else { return }
+        tokens.removeAll()
+        apps.removeAll()
+        subscriptionsCache.removeAll()
+    }
+
     private func validToken(_ bearer: String?, kinds: Set<TokenRecord.Kind>) async throws -> TokenRecord {
         guard let bearer, !bearer.isEmpty else { throw APIError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
+        forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(bearer)
         let cached = kinds == [.appAccess]
         var record = cached ? tokens.get(hash) : nil

@@ -20,6 +20,10 @@ public protocol NotificationStorage: Sendable {
     /// Called when another instance (or `notty admin`) revoked or deleted credentials, or when
     /// such news may have been missed: the service forgets every credential it caches.
     func setCredentialsChangeHandler(_ handler: @escaping @Sendable () -> Void)
+    /// A number that changes when any process revoked or deleted credentials in this storage
+    /// and no handler can say so (SQLite: `notty admin` beside `notty serve`). Cheap: asked
+    /// before every use of a cached credential.
+    func credentialsStamp() -> Int64
     func close() async throws
 
     // MARK: Accounts
@@ -78,6 +82,8 @@ extension NotificationStorage {
     public func setResyncHandler(_ handler: @escaping @Sendable () -> Void) {}
     /// A backend that only this process writes has no other instance to revoke credentials.
     public func setCredentialsChangeHandler(_ handler: @escaping @Sendable () -> Void) {}
+    /// A backend whose instances tell each other (``setCredentialsChangeHandler(_:)``) needs no stamp.
+    public func credentialsStamp() -> Int64 { 0 }
 }
 
 /// What a publish stores, after the service has checked the app, subscription and limits.

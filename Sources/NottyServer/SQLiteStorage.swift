@@ -7,6 +7,10 @@ import NottyCore
 public final class SQLiteStorage: NotificationStorage {
     private let pool: DatabasePool
     private let writer: SQLiteWriter
+    /// `PATH-credentials`: touched after every commit that revokes or deletes credentials, so
+    /// that a `notty serve` on this file sees `notty admin`'s removals (another process) on its
+    /// next request: ``credentialsStamp()`` is one stat(2), not a query.
+    private let credentialsMark: String
 
     /// Opens (and creates) the store at `path` and migrates it.
     public convenience init(path: String) throws {
@@ -19,6 +23,7 @@ public final class SQLiteStorage: NotificationStorage {
         config.busyMode = .timeout(30)
         config.maximumReaderCount = 8
         config.foreignKeysEnabled = true
+        credentialsMark = path + "-credentials"
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         pool = try DatabasePool(path: path, configuration: config)
@@ -219,8 +224,22 @@ public final class SQLiteStorage: NotificationStorage {
         }
     }
 
+    /// The credentials mark's modification time in nanoseconds (0 before the first revocation).
+    public func credentialsStamp() -> Int64 {
+        var info = stat()
+        guard stat(credentialsMark, &info) == 0 else { return 0 }
+        return Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+    }
+
+    /// After a commit that revoked or deleted credentials: every process on this file is told.
+    private func markCredentialsChanged() {
+        let text = String(ISOTime.millis(Date())) + " " + String(UInt64.random(in: 0...UInt64.max))
+        FileManager.default.createFile(atPath: credentialsMark, contents: Data(text.utf8))
+    }
+
     public func deleteUser(name: String) async throws -> Bool {
-        try await write { db, _ in
+        defer { markCredentialsChanged() }
+        return try await write { db, _ in
             guard let id = try String.fetchOne(db, sql: "SELECT id FROM users WHERE user_name = ?", arguments: [name]) else { return false }
             try db.execute(sql: "DELETE FROM tokens WHERE subject = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [id])
@@ -249,7 +268,8 @@ public final class SQLiteStorage: NotificationStorage {
     }
 
     public func deleteApp(hostName: String) async throws -> Bool {
-        try await write { db, _ in
+        defer { markCredentialsChanged() }
+        return try await write { db, _ in
             guard let id = try String.fetchOne(db, sql: "SELECT client_id FROM apps WHERE host_name = ?", arguments: [hostName]) else { return false }
             try db.execute(sql: "DELETE FROM tokens WHERE subject = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM apps WHERE client_id = ?", arguments: [id])
@@ -305,6 +325,7 @@ public final class SQLiteStorage: NotificationStorage {
     }
 
     public func revokeTokens(hashes: [String]) async throws {
+        defer { markCredentialsChanged() }
         try await write { db, _ in
             for hash in hashes { try db.execute(sql: "UPDATE tokens SET revoked = 1 WHERE hash = ?", arguments: [hash]) }
         }
@@ -335,7 +356,8 @@ public final class SQLiteStorage: NotificationStorage {
     }
 
     public func revokeSubscription(id: String, userId: String) async throws -> Bool {
-        try await write { db, _ in
+        defer { markCredentialsChanged() }
+        return try await write { db, _ in
             guard let row = try Row.fetchOne(
                 db, sql: "SELECT host_name, device_id FROM subscriptions WHERE id = ? AND user_id = ? AND revoked = 0", arguments: [id, userId])
             else { return false }

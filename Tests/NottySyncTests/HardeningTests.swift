@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottySync
 import NottyTestSupport
 import Testing
 
@@ -213,6 +214,27 @@ struct DeviceTests {
         #expect(!after.contains(" B "), "\(after)")
         let unknown = try world.a.run(["devices", "revoke", "ffffffff"])
         #expect(unknown.status == 1 && unknown.err.split(separator: "\n").count == 1, "\(unknown.err)")
+    }
+}
+
+@Suite("Removals by notty admin reach a running notty serve (SQLite)", .serialized)
+struct AdminRemovalTests {
+    @Test("an app removed by notty admin (another process) is refused on its next publish, though the service had its token cached")
+    func appRemovedBeside() async throws {
+        let world = try await TwoDevices()
+        let appToken = try await token(world.service.url, ["grant_type": "client_credentials", "client_id": world.service.clientId,
+                                                         "client_secret": world.service.clientSecret])
+        func publish(_ id: String) async throws -> Int {
+            try await ServiceClient.send(
+                .POST, world.service.url + "/beta/me/notifications",
+                headers: [("Authorization", "Bearer \(appToken)"), ("X-UNS-ID", world.uns), ("Content-Type", "application/json")],
+                body: Data(#"{"appNotificationId":"\#(id)","payload":{"rawContent":"x"}}"#.utf8)).status
+        }
+        #expect(try await publish("a") == 201)
+        #expect(try await publish("b") == 201)  // the token, the app and the subscription are cached now
+        let removed = try world.service.admin.run(["admin", "app", "remove", "ci.example.com"], environment: world.service.environment)
+        #expect(removed.status == 0, "\(removed.err)")
+        #expect(try await publish("c") == 401, "a removed app's cached token still publishes")
     }
 }
 
