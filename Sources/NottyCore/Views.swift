@@ -27,13 +27,18 @@ public enum NotificationView: String, CaseIterable, Sendable, Codable {
         }
     }
 
+    /// The partitioning view `notification` is in at `now`; nil when it is deleted or expired.
+    public static func current(of notification: UserNotification, now: Date) -> NotificationView? {
+        guard notification.isLive(at: now) else { return nil }
+        return partition(
+            readState: notification.readState, userActionState: notification.userActionState,
+            snoozedUntil: notification.snoozedUntil, now: now)
+    }
+
     /// Whether `notification` is in this view at `now`. Expired or deleted ones are in none.
     public func contains(_ notification: UserNotification, now: Date) -> Bool {
-        guard notification.isLive(at: now) else { return false }
-        if self == .all { return true }
-        return Self.partition(
-            readState: notification.readState, userActionState: notification.userActionState,
-            snoozedUntil: notification.snoozedUntil, now: now) == self
+        guard let view = Self.current(of: notification, now: now) else { return false }
+        return self == .all || view == self
     }
 }
 

@@ -42,11 +42,7 @@ public final class NotificationService: Sendable {
             hub.ring(cursors)
         }
         storage.setChangeHandler(changed)
-        storage.setCredentialsChangeHandler { [tokens, apps, subscriptionsCache] in
-            tokens.removeAll()
-            apps.removeAll()
-            subscriptionsCache.removeAll()
-        }
+        storage.setCredentialsChangeHandler { [weak self] in self?.forgetCachedCredentials() }
         storage.setResyncHandler { [hub, latestCursors, storage, logger] in
             latestCursors.removeAll()
             let users = hub.connectedUserIds
@@ -114,9 +110,7 @@ public final class NotificationService: Sendable {
             guard let record = try await db({ try await storage.token(hash: hash) }), record.kind == .userRefresh else {
                 throw APIError.oauth(.badRequest, "invalid_grant", "unknown refresh token: sign in again")
             }
-            guard !record.revoked else {
-                throw APIError.oauth(.badRequest, "invalid_grant", "this refresh token was already used, revoked or has expired: sign in again")
-            }
+            // A revoked one is refused by the rotation (it only rotates a token not yet revoked).
             return try await issueUserTokens(userId: record.subject, deviceId: record.deviceId, now: now, replacing: hash)
         case nil:
             throw APIError.oauth(.badRequest, "invalid_request", "grant_type is required")
@@ -163,13 +157,18 @@ public final class NotificationService: Sendable {
         }
     }
 
+    /// Empties every credential cache (after a revocation or deletion anywhere).
+    private func forgetCachedCredentials() {
+        tokens.removeAll()
+        apps.removeAll()
+        subscriptionsCache.removeAll()
+    }
+
     /// Empties the caches when another process revoked or deleted credentials (SQLite's stamp).
     private func forgetCredentialsIfRevokedElsewhere() {
         let stamp = storage.credentialsStamp()
         guard cachedUnderStamp.exchange(stamp, ordering: .acquiringAndReleasing) != stamp else { return }
-        tokens.removeAll()
-        apps.removeAll()
-        subscriptionsCache.removeAll()
+        forgetCachedCredentials()
     }
 
     private func validToken(_ bearer: String?, kinds: Set<TokenRecord.Kind>) async throws -> TokenRecord {
@@ -409,7 +408,7 @@ public final class NotificationService: Sendable {
     }
 
     public func removeUser(name: String) async throws -> Bool {
-        defer { tokens.removeAll(); subscriptionsCache.removeAll() }
+        defer { forgetCachedCredentials() }
         return try await db { try await storage.deleteUser(name: name) }
     }
 
@@ -427,7 +426,7 @@ public final class NotificationService: Sendable {
     }
 
     public func removeApp(hostName: String) async throws -> Bool {
-        defer { tokens.removeAll(); apps.removeAll() }
+        defer { forgetCachedCredentials() }
         return try await db { try await storage.deleteApp(hostName: hostName) }
     }
 

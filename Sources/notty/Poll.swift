@@ -100,13 +100,6 @@ func describe(_ state: ConnectionState) -> String {
     }
 }
 
-/// The view a notification is in now; nil when it is gone (deleted or expired).
-func currentView(_ notification: UserNotification?, now: Date = Date()) -> NotificationView? {
-    guard let notification, notification.isLive(at: now) else { return nil }
-    return NotificationView.partition(
-        readState: notification.readState, userActionState: notification.userActionState, snoozedUntil: notification.snoozedUntil, now: now)
-}
-
 /// Reports notifications not yet announced on this device: a JSON line and `--exec` for those
 /// in Unread when they arrive (the others were handled elsewhere first: they are only marked).
 final class Announcer: Sendable {
@@ -127,7 +120,7 @@ final class Announcer: Sendable {
             // Marked first: a crash may skip an announcement but never repeats a command.
             try store.markAnnounced(fresh.map(\.id))
             let now = Date()
-            let arrived = fresh.map { ($0, currentView($0, now: now)) }
+            let arrived = fresh.map { ($0, NotificationView.current(of: $0, now: now)) }
             for (notification, view) in arrived where view == .unread {
                 print(jsonLine(notification))
                 fflush(nil)
@@ -274,7 +267,7 @@ actor DesktopPopups {
         let now = Date()
         for id in bridge.trackedIds {
             let notification = try? store.notification(id: id)
-            await handle(.moved(id: id, notification, view: currentView(notification, now: now)))
+            await handle(.moved(id: id, notification, view: notification.flatMap { NotificationView.current(of: $0, now: now) }))
         }
     }
 
