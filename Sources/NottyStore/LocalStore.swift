@@ -161,6 +161,10 @@ public final class LocalStore: Sendable {
         migrator.registerMigration("v7 links") { db in
             try db.execute(sql: "ALTER TABLE notifications ADD COLUMN launch_url TEXT")
         }
+        // `notty poll --on-change`: a queue of state changes, fed by triggers while it watches.
+        migrator.registerMigration("v8 state changes") { db in
+            try migrateStateChanges(db)
+        }
         return migrator
     }
 
@@ -207,7 +211,8 @@ public final class LocalStore: Sendable {
             if let current = try meta(db, "account"), current != account {
                 try SearchIndex.reset(db)
                 // The revision goes on counting (readers key caches by it).
-                try db.execute(sql: "DELETE FROM notifications; DELETE FROM outbox; DELETE FROM meta WHERE key <> 'revision';")
+                // Meta first: without `watch_states` the deletions are not queued as state changes.
+                try db.execute(sql: "DELETE FROM meta WHERE key <> 'revision'; DELETE FROM notifications; DELETE FROM outbox; DELETE FROM state_changes;")
                 try bumpRevision(db)
             }
             try setMeta(db, "account", account)

@@ -15,6 +15,8 @@ public struct ClientSettings: Sendable, Equatable {
     public var pollInterval: Int?
     /// `notty poll`: a shell command run for each new notification (`--exec`).
     public var pollExec: String?
+    /// `notty poll`: a shell command run when a known notification changes state (`--on-change`).
+    public var pollOnChange: String?
     /// `notty poll`: use the doorbell WebSocket (`--live`) unless `--once` is given.
     public var pollLive = false
     /// `notty poll`: desktop popups that follow the universal state (`--desktop`).
@@ -32,6 +34,7 @@ public struct ClientSettings: Sendable, Equatable {
         [poll]            # notty poll
         interval = 60     # polling: seconds between polls (at least the service's)
         exec = 'echo "$NOTTY_TITLE" >> ~/notty.log'  # per notification arriving in Unread
+        on_change = 'echo "$NOTTY_ID $NOTTY_STATE" >> ~/notty.log'  # per change of state anywhere
         live = true       # the doorbell WebSocket, falling back to polling
         desktop = true    # desktop popups that close when handled anywhere
         """
@@ -80,6 +83,8 @@ public struct ClientSettings: Sendable, Equatable {
                         pollInterval = seconds
                     case "exec":
                         pollExec = try reader.string(value, "poll.exec")
+                    case "on_change":
+                        pollOnChange = try reader.string(value, "poll.on_change")
                     case "live":
                         pollLive = try reader.bool(value, "poll.live")
                     case "desktop":
@@ -122,7 +127,7 @@ public struct ClientSettings: Sendable, Equatable {
         }
 
         func unknown(_ key: String) -> SettingsError {
-            SettingsError("\(file): unknown setting \(Self.shown(key)) (known: view, color, poll.interval, poll.exec, poll.live, poll.desktop)")
+            SettingsError("\(file): unknown setting \(Self.shown(key)) (known: view, color, poll.interval, poll.exec, poll.on_change, poll.live, poll.desktop)")
         }
 
         /// A key as written when it is plain, else quoted with escapes: the error stays one line.

@@ -39,10 +39,19 @@ public final class TestDesktop: @unchecked Sendable {
             stop()
             throw SupportError("Xvfb did not start on \(display)")
         }
+        // dunst's context menu runs `dmenu` with one line per action ("#Label (summary) [id,key]")
+        // and invokes the line it prints: this one prints the first whose label is in `menu-choice`.
+        let dmenu = directory.appendingPathComponent("dmenu")
+        try """
+            #!/bin/sh
+            grep -m1 "^#$(cat '\(directory.appendingPathComponent("menu-choice").path)') ("
+            """.write(to: dmenu, atomically: true, encoding: .utf8)
+        chmod(dmenu.path, 0o755)
         let config = directory.appendingPathComponent("dunstrc")
         try """
             [global]
                 monitor = 0
+                dmenu = \(dmenu.path)
             [urgency_low]
                 timeout = 0
             [urgency_normal]
@@ -67,6 +76,15 @@ public final class TestDesktop: @unchecked Sendable {
 
     /// `dunstctl close`: closes the topmost popup as the user would (reason 2).
     public func closeTopmost() throws { _ = try dunstctl(["close"]) }
+
+    /// `dunstctl action 0`: the default action of the topmost popup (a click on it).
+    public func clickTopmost() throws { _ = try dunstctl(["action", "0"]) }
+
+    /// Chooses the action labelled `label` in dunst's context menu (`dunstctl context`).
+    public func chooseAction(_ label: String) throws {
+        try label.write(to: directory.appendingPathComponent("menu-choice"), atomically: true, encoding: .utf8)
+        _ = try dunstctl(["context"])
+    }
 
     /// The summaries in `dunstctl history` (popups closed so far), newest first.
     public func historySummaries() throws -> [String] {

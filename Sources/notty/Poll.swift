@@ -16,7 +16,9 @@ struct Poll: AsyncParsableCommand {
             on another device when it arrives is not reported. --exec runs a command for
             each (NOTTY_ID, NOTTY_TITLE, NOTTY_BODY, NOTTY_PRIORITY, NOTTY_APP, NOTTY_GROUP,
             NOTTY_URL set) beside syncing: at most 4 at once, the rest queued in order, each stopped
-            after --exec-timeout. --desktop shows desktop popups that close by themselves
+            after --exec-timeout. --on-change runs a command (same variables, and NOTTY_STATE:
+            read, unread, activated, dismissed, snoozed or deleted) when a notification known
+            here changes state on any device, once per notification and round. --desktop shows desktop popups that close by themselves
             when the notification is handled on any device; closing one dismisses it
             everywhere, clicking it activates it. Polls at the service's X-Poll-Interval
             (or --interval when longer), backing off while the service is away; --live
@@ -25,11 +27,13 @@ struct Poll: AsyncParsableCommand {
 
               notty poll --live --desktop
               notty poll --live --exec 'echo "$NOTTY_TITLE" >> ~/notty.log'
+              notty poll --live --on-change 'echo "$NOTTY_ID $NOTTY_STATE" >> ~/notty.log'
               notty poll --once          # one sync, print what is new, exit
             """)
 
     @Option(help: ArgumentHelp("Seconds between polls (never more often than the service allows; default: poll.interval in config.toml).", valueName: "seconds")) var interval: Int?
     @Option(help: ArgumentHelp("A shell command to run for each new notification (default: poll.exec in config.toml).", valueName: "command")) var exec: String?
+    @Option(name: .customLong("on-change"), help: ArgumentHelp("A shell command to run when a notification known here changes state on any device, with NOTTY_STATE set (default: poll.on_change in config.toml).", valueName: "command")) var onChange: String?
     @Option(name: .customLong("exec-timeout"), help: ArgumentHelp("Stop an --exec command that runs longer than this (default 60s).", valueName: "duration")) var execTimeout: DurationArgument?
     @Flag(help: "Sync once, report, and exit.") var once = false
     @Flag(inversion: .prefixedNo, help: "Use the doorbell WebSocket, falling back to polling (default: poll.live in config.toml, unless --interval is given).") var live: Bool?
@@ -45,14 +49,18 @@ struct Poll: AsyncParsableCommand {
             let device = Device()
             let settings = try device.settings()
             let (client, store, engine) = try device.session()
-            let runner = (exec ?? settings.pollExec).map { CommandRunner(command: $0, timeout: execTimeout?.seconds ?? 60) }
-            let announcer = Announcer(store: store, runner: runner)
+            let runner = CommandRunner(timeout: execTimeout?.seconds ?? 60)
+            let announcer = Announcer(store: store, exec: exec ?? settings.pollExec, runner: runner)
+            let onChange = self.onChange ?? settings.pollOnChange
             // What the store already holds is not news: report what arrives from now on.
             try store.markAllAnnounced()
+            try store.watchStates(onChange != nil)
+            defer { try? store.watchStates(false) }
             if once {
                 try await engine.sync()
                 _ = try announcer.announce()
-                runner?.waitUntilIdle()
+                if let onChange { try announcer.reportStateChanges(onChange) }
+                runner.waitUntilIdle()
                 return
             }
             // A flag wins over the file: --interval (or --no-live) asks for polling.
@@ -64,6 +72,9 @@ struct Poll: AsyncParsableCommand {
                 ? DesktopPopups.start(store: store, changed: { if let sync = engineBox.withLock({ $0 }) { Task { await sync.requestSync() } } }) : nil
             let report: @Sendable () async -> Void = {
                 let fresh = (try? announcer.announce()) ?? []
+                if let onChange {
+                    do { try announcer.reportStateChanges(onChange) } catch { warn("cannot read the state changes: \(error)") }
+                }
                 await popups?.arrived(fresh)
                 await popups?.storeChanged()
             }
@@ -86,7 +97,7 @@ struct Poll: AsyncParsableCommand {
             task.cancel()
             await task.value
             await popups?.stop()
-            runner?.stop()
+            runner.stop()
         }
     }
 }
@@ -104,11 +115,13 @@ func describe(_ state: ConnectionState) -> String {
 /// in Unread when they arrive (the others were handled elsewhere first: they are only marked).
 final class Announcer: Sendable {
     let store: LocalStore
-    let runner: CommandRunner?
+    let exec: String?
+    let runner: CommandRunner
     private let lock = Mutex(())
 
-    init(store: LocalStore, runner: CommandRunner?) {
+    init(store: LocalStore, exec: String?, runner: CommandRunner) {
         self.store = store
+        self.exec = exec
         self.runner = runner
     }
 
@@ -124,35 +137,56 @@ final class Announcer: Sendable {
             for (notification, view) in arrived where view == .unread {
                 print(jsonLine(notification))
                 fflush(nil)
-                runner?.submit(notification)
+                if let exec { runner.submit(.init(option: "--exec", command: exec, notification: notification)) }
             }
             return arrived
         }
     }
+
+    /// `--on-change`: runs `command` for each notification known here whose state changed
+    /// (anywhere) since the last call, with `NOTTY_STATE` set.
+    func reportStateChanges(_ command: String) throws {
+        try lock.withLock { _ in
+            while true {
+                let changes = try store.stateChanges()
+                guard !changes.isEmpty else { return }
+                for change in changes {
+                    runner.submit(.init(option: "--on-change", command: command, notification: change.notification, state: change.stateName))
+                }
+            }
+        }
+    }
 }
 
-/// Runs `--exec` beside syncing: at most `limit` commands at once, the rest queued in order,
-/// each stopped (SIGTERM, then SIGKILL) after `timeout` seconds.
+/// Runs `--exec` and `--on-change` commands beside syncing: at most `limit` at once, the rest
+/// queued in order, each stopped (SIGTERM, then SIGKILL) after `timeout` seconds.
 final class CommandRunner: Sendable {
-    let command: String
+    struct Job: Sendable {
+        /// The option the command came from, for messages.
+        let option: String
+        let command: String
+        let notification: UserNotification
+        /// `NOTTY_STATE` (`--on-change`).
+        var state: String?
+    }
+
     let timeout: Int
     let limit: Int
-    private let state = Mutex<(running: Int, queue: [UserNotification])>((0, []))
+    private let state = Mutex<(running: Int, queue: [Job])>((0, []))
     private let processes = Mutex<[pid_t: Process]>([:])
 
-    init(command: String, timeout: Int, limit: Int = 4) {
-        self.command = command
+    init(timeout: Int, limit: Int = 4) {
         self.timeout = timeout
         self.limit = limit
     }
 
-    func submit(_ notification: UserNotification) {
+    func submit(_ job: Job) {
         let start = state.withLock { state -> Bool in
             if state.running < limit { state.running += 1; return true }
-            state.queue.append(notification)
+            state.queue.append(job)
             return false
         }
-        if start { launch(notification) }
+        if start { launch(job) }
     }
 
     /// Waits for every queued and running command (for `--once`).
@@ -166,10 +200,9 @@ final class CommandRunner: Sendable {
         for pid in processes.withLock({ Array($0.keys) }) { kill(-pid, SIGTERM) }  // its process group: sh and what it runs
     }
 
-    private func launch(_ n: UserNotification) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
+    /// The variables a command gets (SPEC §4, §7.1, §7.4).
+    static func environment(_ job: Job) -> [String: String] {
+        let n = job.notification
         var environment = ProcessInfo.processInfo.environment
         environment["NOTTY_ID"] = n.id
         environment["NOTTY_TITLE"] = n.displayTitle
@@ -178,18 +211,27 @@ final class CommandRunner: Sendable {
         environment["NOTTY_APP"] = n.targetHostName
         environment["NOTTY_GROUP"] = n.groupName ?? ""
         environment["NOTTY_URL"] = n.launchUrl ?? ""
-        process.environment = environment
+        environment["NOTTY_STATE"] = job.state
+        return environment
+    }
+
+    private func launch(_ job: Job) {
+        let id = job.notification.id
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", job.command]
+        process.environment = Self.environment(job)
         process.terminationHandler = { [self] finished in
             _ = processes.withLock { $0.removeValue(forKey: finished.processIdentifier) }
             if finished.terminationReason == .exit, finished.terminationStatus != 0 {
-                warn("--exec exited with \(finished.terminationStatus) for \(n.id)")
+                warn("\(job.option) exited with \(finished.terminationStatus) for \(id)")
             }
             done()
         }
         do {
             try process.run()
         } catch {
-            warn("cannot run --exec: \(error)")
+            warn("cannot run \(job.option): \(error)")
             done()
             return
         }
@@ -197,14 +239,14 @@ final class CommandRunner: Sendable {
         processes.withLock { $0[pid] = process }
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(timeout)) {
             guard process.isRunning else { return }
-            warn("--exec ran longer than \(self.timeout)s for \(n.id): stopped")
+            warn("\(job.option) ran longer than \(self.timeout)s for \(id): stopped")
             kill(-pid, SIGTERM)  // the command's process group (Process starts one per child): sh and what it runs
             DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) { if process.isRunning { kill(-pid, SIGKILL) } }
         }
     }
 
     private func done() {
-        let next = state.withLock { state -> UserNotification? in
+        let next = state.withLock { state -> Job? in
             guard !state.queue.isEmpty else { state.running -= 1; return nil }
             return state.queue.removeFirst()
         }

@@ -8,7 +8,7 @@ import Testing
        .enabled(if: TestDesktop.available || TestDesktop.required,
                 "SKIPPED LOUDLY: dbus-daemon, Xvfb or dunst is missing (apt-get install -y dbus-daemon xvfb dunst); .ci/run installs them"))
 struct DesktopTests {
-    @Test("notty poll --desktop: a publish pops up; a dismiss elsewhere closes it within 1 s; closing it dismisses it on the other device within 1 s; a re-publish replaces it; a restart shows nothing twice and still closes; one handled before it arrives never pops up")
+    @Test("notty poll --desktop: a publish pops up; a dismiss elsewhere closes it within 1 s; closing it dismisses it on the other device within 1 s; a click activates it and opens its link, Dismiss in its menu dismisses it; a re-publish replaces it; a restart shows nothing twice and still closes; one handled before it arrives never pops up")
     func popupsFollowEveryDevice() async throws {
         let desktop = try await TestDesktop()
         defer { desktop.stop() }
@@ -17,9 +17,14 @@ struct DesktopTests {
         let logA = world.directory.appendingPathComponent("poll-a.log")
         let pollA = try a.start(["poll", "--live"], log: logA)
         defer { if pollA.isRunning { pollA.terminate() } }
+        // The "browser" B opens links with records them.
+        let opened = world.directory.appendingPathComponent("opened.txt")
+        let browser = world.directory.appendingPathComponent("browser")
+        try "#!/bin/sh\necho \"$1\" >> '\(opened.path)'\n".write(to: browser, atomically: true, encoding: .utf8)
+        chmod(browser.path, 0o755)
         func startB(_ name: String) throws -> (Process, URL) {
             let log = world.directory.appendingPathComponent(name)
-            return (try b.start(["poll", "--live", "--desktop"], log: log, environment: desktop.environment), log)
+            return (try b.start(["poll", "--live", "--desktop"], log: log, environment: desktop.environment.merging(["BROWSER": browser.path]) { $1 }), log)
         }
         func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
         var (pollB, logB) = try startB("poll-b.log")
@@ -43,6 +48,27 @@ struct DesktopTests {
         try desktop.closeTopmost()
         #expect(try await eventually(timeout: .seconds(1)) { try storeA.notification(id: second)?.userActionState == .dismissed },
                 "closing the popup did not dismiss it on A within 1 s:\n\(text(logB))")
+
+        // A click on a popup (its default action) activates it everywhere and opens its link;
+        // "Dismiss" in its menu dismisses it everywhere.
+        let linked = try a.run(["publish", "--server", world.service.url, "--client-id", world.service.clientId, "--client-secret=\(world.service.clientSecret)",
+                                "--uns-id", world.uns, "--title", "PR #7 opened", "--url", "https://example.com/pr/7"])
+        let clicked = linked.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(linked.status == 0, "\(linked.err)")
+        #expect(await eventually(timeout: .seconds(3)) { (try? desktop.displayed()) == 1 })
+        try desktop.clickTopmost()
+        #expect(try await eventually(timeout: .seconds(1)) {
+            let n = try storeA.notification(id: clicked)
+            return n?.userActionState == .activated && n?.readState == .read
+        }, "a click did not activate it on A within 1 s:\n\(text(logB))")
+        #expect(await eventually(timeout: .seconds(2)) { text(opened) == "https://example.com/pr/7\n" }, "the link was not opened: \(text(opened))")
+        #expect(await eventually(timeout: .seconds(1)) { (try? desktop.displayed()) == 0 })
+        let menu = try world.publish("Certificate expires in 7 days")
+        #expect(await eventually(timeout: .seconds(3)) { (try? desktop.displayed()) == 1 })
+        try desktop.chooseAction("Dismiss")
+        #expect(try await eventually(timeout: .seconds(2)) { try storeA.notification(id: menu)?.userActionState == .dismissed },
+                "Dismiss in the popup's menu did not dismiss it on A:\n\(text(logB))")
+        #expect(await eventually(timeout: .seconds(1)) { (try? desktop.displayed()) == 0 })
 
         // A re-publish replaces the popup in place: still one, with the new title.
         let publish = { (title: String) throws -> String in

@@ -109,6 +109,32 @@ struct EndToEndTests {
         #expect(await eventually(timeout: .seconds(3)) { let text = (try? String(contentsOf: marker, encoding: .utf8)) ?? ""; return more.allSatisfy { text.contains($0) } })
     }
 
+    @Test("--on-change runs once per change of a known notification's state, on any device, with NOTTY_STATE; a new one is not a change")
+    func onChange() async throws {
+        let world = try await TwoDevices()
+        let first = try world.publish("Build failed")
+        let second = try world.publish("Disk 91% full")
+        let third = try world.publish("Deploy done")
+        #expect(try world.b.run(["sync"]).status == 0)
+        let marker = world.directory.appendingPathComponent("changes.txt")
+        let log = world.directory.appendingPathComponent("poll.log")
+        let poll = try world.b.start(["poll", "--live", "--on-change", "echo \"$NOTTY_ID $NOTTY_STATE $NOTTY_TITLE\" >> \(marker.path)"], log: log)
+        defer { if poll.isRunning { poll.terminate() } }
+        #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("connection: live") })
+        func lines() -> [String] { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init).sorted() }
+        // Another device dismisses one and deletes one; this device reads one; one arrives.
+        #expect(try world.a.run(["sync"]).status == 0)
+        #expect(try world.a.run(["dismiss", first]).status == 0)
+        #expect(try world.a.run(["delete", second]).status == 0)
+        #expect(try world.b.run(["read", third]).status == 0)
+        let fourth = try world.publish("New one")
+        let expected = ["\(first) dismissed Build failed", "\(second) deleted Disk 91% full", "\(third) read Deploy done"].sorted()
+        #expect(await eventually(timeout: .seconds(5)) { lines() == expected }, "\(lines())\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        #expect(try await eventually(timeout: .seconds(5)) { try world.store(world.b).notification(id: fourth) != nil })
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(lines() == expected, "a new notification or a repeat ran --on-change: \(lines())")
+    }
+
     @Test("dismiss and read on A reach B after notty sync, and within 1 s with notty poll --live on B")
     func universalDismiss() async throws {
         let world = try await TwoDevices()
