@@ -33,6 +33,7 @@ let package = Package(
             name: "NottyServer",
             dependencies: [
                 "NottyCore",
+                "NottyWebhooks",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -49,6 +50,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
+        // Webhook senders (GitHub, GitLab, Alertmanager/Grafana, JSON, text) as pure parsers.
+        .target(name: "NottyWebhooks", dependencies: ["NottyCore"]),
         // The client's durable store: notifications, outbox, cursor (GRDB/SQLite, WAL).
         .target(
             name: "NottyStore",
@@ -123,6 +126,7 @@ let package = Package(
         .testTarget(name: "NottyDesktopTests", dependencies: ["NottyDesktop", "NottyCore"]),
         .testTarget(name: "NottyTerminalTests", dependencies: ["NottyTerminal", "NottyTUI", "CNcursesw", "NottyTestSupport"]),
         .testTarget(name: "NottyTUITests", dependencies: ["NottyTUI", "NottyCore"], exclude: ["Golden"]),
+        .testTarget(name: "NottyWebhooksTests", dependencies: ["NottyWebhooks", "NottyCore"], exclude: ["Fixtures"]),
         .testTarget(name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore", "NottyTestSupport"]),
         .testTarget(
             name: "NottySyncTests",
