@@ -355,8 +355,12 @@ public struct SubscriptionInfo: Codable, Sendable, Equatable {
     public var createdDateTime: Date?
     /// The last request made with the device's tokens, to the minute; `null` before its first.
     public var lastSeenDateTime: Date?
+    /// A webhook's URL (SPEC §7.2): only in the answer that made it (the service keeps a hash).
+    public var webhookUrl: String?
+    /// Whether a webhook checks a secret (webhooks only).
+    public var hasSecret: Bool?
     public init(userNotificationSubscriptionId: String, expirationDateTime: Date, deviceId: String, targetHostName: String?, deviceName: String?,
-                platform: String?, createdDateTime: Date? = nil, lastSeenDateTime: Date? = nil) {
+                platform: String?, createdDateTime: Date? = nil, lastSeenDateTime: Date? = nil, webhookUrl: String? = nil, hasSecret: Bool? = nil) {
         self.userNotificationSubscriptionId = userNotificationSubscriptionId
         self.expirationDateTime = expirationDateTime
         self.deviceId = deviceId
@@ -365,10 +369,20 @@ public struct SubscriptionInfo: Codable, Sendable, Equatable {
         self.platform = platform
         self.createdDateTime = createdDateTime
         self.lastSeenDateTime = lastSeenDateTime
+        self.webhookUrl = webhookUrl
+        self.hasSecret = hasSecret
     }
 
     /// A device's own registration (no app): what `notty devices` lists as a device.
     public var isDevice: Bool { targetHostName == nil }
+    /// A webhook (SPEC §7.2).
+    public var isWebhook: Bool { platform == "webhook" }
+}
+
+/// `POST /v1/hooks/{token}`'s answer: the notifications created or updated, in order.
+public struct WebhookAnswer: Codable, Sendable, Equatable {
+    public var ids: [String]
+    public init(ids: [String]) { self.ids = ids }
 }
 
 public struct SubscriptionList: Codable, Sendable, Equatable {

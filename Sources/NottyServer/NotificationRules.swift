@@ -25,7 +25,14 @@ public enum NotificationRules {
         // A re-publish resets both fields with the service's own clock, so that state changes
         // made before it (older clocks) lose, and changes made after it win.
         let stamp = max(nowMillis, existing.map { max($0.readChangedAt, $0.actionChangedAt) } ?? 0)
-        return StoredNotification(userId: input.userId, notification: notification, readChangedAt: stamp, actionChangedAt: stamp, seq: seq)
+        var row = StoredNotification(userId: input.userId, notification: notification, readChangedAt: stamp, actionChangedAt: stamp, seq: seq)
+        if input.resolved {
+            // Handled by the sender (SPEC §7.2): Dismissed with the same clock, so a later user change still wins.
+            var state = row.userState
+            _ = state.apply(StateChange(userActionState: .dismissed), changedAt: stamp)
+            row.userState = state
+        }
+        return row
     }
 
     /// The rows a publish writes, in order, given the app's active notification with the same

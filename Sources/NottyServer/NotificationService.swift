@@ -13,13 +13,13 @@ public final class NotificationService: Sendable {
     public let hub = DoorbellHub()
     public let metrics: ServiceMetrics
     let logger: Logger
-    private let limiter: RateLimiter
+    let limiter: RateLimiter
     /// What every publish looks up: app tokens, apps and subscriptions (user tokens are read
     /// from storage on every request, so a revoked device or a deleted user is refused at once
     /// on every instance).
     private let tokens = TTLCache<String, TokenRecord>(ttl: .seconds(5))
     private let apps = TTLCache<String, AppRecord>(ttl: .seconds(5))
-    private let subscriptionsCache = TTLCache<String, SubscriptionRecord>(ttl: .seconds(5))
+    let subscriptionsCache = TTLCache<String, SubscriptionRecord>(ttl: .seconds(5))
     /// The storage's credentials stamp the caches were filled under.
     private let cachedUnderStamp = Atomic<Int64>(0)
     /// When each device was last recorded as seen (written at most once a minute per device).
@@ -165,7 +165,7 @@ public final class NotificationService: Sendable {
     }
 
     /// Empties the caches when another process revoked or deleted credentials (SQLite's stamp).
-    private func forgetCredentialsIfRevokedElsewhere() {
+    func forgetCredentialsIfRevokedElsewhere() {
         let stamp = storage.credentialsStamp()
         guard cachedUnderStamp.exchange(stamp, ordering: .acquiringAndReleasing) != stamp else { return }
         forgetCachedCredentials()
@@ -265,20 +265,22 @@ public final class NotificationService: Sendable {
         if let host = request.targetHostName, !host.equalsIgnoringASCIICase(app.hostName) {
             throw APIError.badRequest("targetHostName \(host) is not this subscription's app (\(app.hostName))")
         }
-        let expiration: Date
-        if let given = request.expirationDateTime {
-            guard given > now else { throw APIError.badRequest("expirationDateTime must be in the future") }
-            guard given <= now + TimeInterval(config.maxTTL) else {
-                throw APIError.badRequest("expirationDateTime is more than the service's maximum of \(config.maxTTL / 86_400) days ahead")
-            }
-            expiration = given
-        } else {
-            expiration = now + TimeInterval(config.defaultTTL)
-        }
-        let input = PublishInput(userId: subscription.userId, hostName: app.hostName, request: request, expiration: expiration, now: now)
+        let input = PublishInput(userId: subscription.userId, hostName: app.hostName, request: request,
+                                 expiration: try expiration(request.expirationDateTime, now: now), now: now)
         let stored = try await db { try await storage.publish(input) }
         metrics.publishes.increment()
         return stored
+    }
+
+    /// When a notification published at `now` expires: as asked (in the future, within the
+    /// service's maximum), else after the default lifetime.
+    func expiration(_ requested: Date?, now: Date) throws -> Date {
+        guard let requested else { return now + TimeInterval(config.defaultTTL) }
+        guard requested > now else { throw APIError.badRequest("expirationDateTime must be in the future") }
+        guard requested <= now + TimeInterval(config.maxTTL) else {
+            throw APIError.badRequest("expirationDateTime is more than the service's maximum of \(config.maxTTL / 86_400) days ahead")
+        }
+        return requested
     }
 
     /// The app-side delete extension.
@@ -297,10 +299,11 @@ public final class NotificationService: Sendable {
         return Me(id: user.id, userName: user.userName, displayName: user.displayName)
     }
 
-    /// Registers a device (no `targetHostName`) or subscribes the user to an app. The app must
-    /// be registered (else `404`). A device signed in since devices were listed keeps one id:
+    /// Registers a device (no `targetHostName`), subscribes the user to an app, or makes a
+    /// webhook (`platform` `webhook`: its URL, under `baseURL`, is in the answer this once).
+    /// The app must be registered (else `404`). A device signed in since devices were listed keeps one id:
     /// the one its tokens carry.
-    public func createSubscription(userId: String, deviceId callerDevice: String? = nil, body: Data) async throws -> SubscriptionInfo {
+    public func createSubscription(userId: String, deviceId callerDevice: String? = nil, body: Data, baseURL: String? = nil) async throws -> SubscriptionInfo {
         let fields: JSONFields
         let host: String?, deviceName: String?, platform: String?
         do {
@@ -311,19 +314,34 @@ public final class NotificationService: Sendable {
         } catch {
             throw APIError.badRequest(error.message)
         }
-        if let platform, !["websocket", "polling"].contains(platform.lowercased()) {
-            throw APIError.badRequest("platform must be websocket or polling")
+        if let platform, !["websocket", "polling", "webhook"].contains(platform.lowercased()) {
+            throw APIError.badRequest("platform must be websocket, polling or webhook")
         }
+        let webhook = platform?.lowercased() == "webhook"
+        let secret: String?
+        do {
+            secret = try fields.string("secret", max: 256)
+        } catch {
+            throw APIError.badRequest(error.message)
+        }
+        if webhook && host == nil { throw APIError.badRequest("a webhook needs targetHostName: the registered app it publishes as") }
+        if secret != nil && !webhook { throw APIError.badRequest("secret is for webhooks (platform webhook)") }
         if let host, try await db({ try await storage.app(hostName: host) }) == nil {
             throw APIError.notFound("no app \(host) is registered on this service: check the name, or ask its administrator to run notty admin app add \(host)")
         }
         let now = clock.nowMillis()
+        let token = webhook ? Secrets.newToken() : nil
         let record = SubscriptionRecord(
             id: UUID().uuidString.lowercased(), userId: userId, targetHostName: host, deviceId: callerDevice ?? UUID().uuidString.lowercased(),
-            deviceName: deviceName, platform: platform?.lowercased(), createdAt: now, expiresAt: now + TimeInterval(config.subscriptionLifetime),
-            lastSeen: host == nil ? now : nil)  // a device registering is a device seen
+            deviceName: deviceName, platform: platform?.lowercased(), createdAt: now,
+            // A webhook's URL lives until it is revoked: the tools it is pasted into do not renew it.
+            expiresAt: webhook ? Self.never : now + TimeInterval(config.subscriptionLifetime),
+            lastSeen: host == nil ? now : nil,  // a device registering is a device seen
+            webhookHash: token.map(Secrets.tokenHash), webhookSecret: secret)
         try await db { try await storage.insertSubscription(record) }
-        return record.info
+        var info = record.info
+        if let token { info.webhookUrl = "\(baseURL ?? "")/v1/hooks/\(token)" }
+        return info
     }
 
     public func subscriptions(userId: String) async throws -> [SubscriptionInfo] {
@@ -332,8 +350,7 @@ public final class NotificationService: Sendable {
 
     public func revokeSubscription(userId: String, id: String) async throws {
         let revoked = try await db { try await storage.revokeSubscription(id: id, userId: userId) }
-        subscriptionsCache.remove(id)
-        tokens.removeAll()
+        forgetCachedCredentials()  // a webhook's URL is cached by its hash, not by this id
         guard revoked else { throw APIError.notFound("no such subscription") }
     }
 

@@ -47,6 +47,8 @@ public protocol NotificationStorage: Sendable {
     // MARK: Subscriptions
     func insertSubscription(_ subscription: SubscriptionRecord) async throws
     func subscription(id: String) async throws -> SubscriptionRecord?
+    /// The subscription (live or not) whose webhook URL token hashes to `hash`.
+    func subscription(webhookHash hash: String) async throws -> SubscriptionRecord?
     func subscriptions(userId: String) async throws -> [SubscriptionRecord]
     /// Revokes one of the user's subscriptions; a device's own registration (no app) takes the
     /// tokens issued to that device with it, in the same transaction.
@@ -57,6 +59,9 @@ public protocol NotificationStorage: Sendable {
     // MARK: Notifications (writes)
     /// Publishes or re-publishes (same user, app and `appNotificationId`).
     func publish(_ input: PublishInput) async throws -> UserNotification
+    /// Publishes several notifications of one user in one transaction (a webhook request):
+    /// all or none.
+    func publish(batch inputs: [PublishInput]) async throws -> [UserNotification]
     /// The app-side delete; `false` when there is no such active notification.
     func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool
     /// Applies device mutations (PATCH, DELETE, batch) with idempotence by `mutationId`.
@@ -93,11 +98,15 @@ public struct PublishInput: Sendable {
     public var request: PublishRequest
     public var expiration: Date
     public var now: Date
-    public init(userId: String, hostName: String, request: PublishRequest, expiration: Date, now: Date) {
+    /// The sender says the matter is over (a webhook's resolved alert): the published
+    /// notification is Dismissed, stamped with the service's clock (SPEC §7.2).
+    public var resolved: Bool
+    public init(userId: String, hostName: String, request: PublishRequest, expiration: Date, now: Date, resolved: Bool = false) {
         self.userId = userId
         self.hostName = hostName
         self.request = request
         self.expiration = expiration
         self.now = now
+        self.resolved = resolved
     }
 }

@@ -157,6 +157,12 @@ public final class PostgresStorage: NotificationStorage {
         ]),
         // Links (SPEC §7.1).
         ("v3", ["ALTER TABLE notifications ADD COLUMN launch_url TEXT"]),
+        // Webhooks (SPEC §7.2): the URL token's hash and the optional secret.
+        ("v4", [
+            "ALTER TABLE subscriptions ADD COLUMN webhook_hash TEXT",
+            "ALTER TABLE subscriptions ADD COLUMN webhook_secret TEXT",
+            "CREATE UNIQUE INDEX subscriptions_webhook ON subscriptions (webhook_hash) WHERE webhook_hash IS NOT NULL",
+        ]),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances
@@ -619,24 +625,34 @@ public final class PostgresStorage: NotificationStorage {
     public func insertSubscription(_ s: SubscriptionRecord) async throws {
         try await execute(
                 """
-                INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen)
+                INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen,
+                                           webhook_hash, webhook_secret)
                 VALUES (\(s.id), \(s.userId), \(s.targetHostName), \(s.deviceId), \(s.deviceName), \(s.platform),
-                        \(ISOTime.millis(s.createdAt)), \(ISOTime.millis(s.expiresAt)), \(s.revoked), \(s.lastSeen.map(ISOTime.millis)))
+                        \(ISOTime.millis(s.createdAt)), \(ISOTime.millis(s.expiresAt)), \(s.revoked), \(s.lastSeen.map(ISOTime.millis)),
+                        \(s.webhookHash), \(s.webhookSecret))
                 """)
     }
 
-    private static let subscriptionColumns = "id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen"
-    private typealias SubscriptionRow = (String, String, String?, String, String?, String?, Int64, Int64, Bool, Int64?)
+    private static let subscriptionColumns = "id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen, webhook_hash, webhook_secret"
+    private typealias SubscriptionRow = (String, String, String?, String, String?, String?, Int64, Int64, Bool, Int64?, String?, String?)
 
     private static func subscription(_ r: SubscriptionRow) -> SubscriptionRecord {
         SubscriptionRecord(
             id: r.0, userId: r.1, targetHostName: r.2, deviceId: r.3, deviceName: r.4, platform: r.5,
-            createdAt: ISOTime.date(millis: r.6), expiresAt: ISOTime.date(millis: r.7), revoked: r.8, lastSeen: r.9.map(ISOTime.date(millis:)))
+            createdAt: ISOTime.date(millis: r.6), expiresAt: ISOTime.date(millis: r.7), revoked: r.8, lastSeen: r.9.map(ISOTime.date(millis:)),
+            webhookHash: r.10, webhookSecret: r.11)
     }
 
     public func subscription(id: String) async throws -> SubscriptionRecord? {
         try await run { connection in
             try await connection.query("SELECT \(unescaped: Self.subscriptionColumns) FROM subscriptions WHERE id = \(id)", logger: self.logger)
+                .collect(SubscriptionRow.self).first.map(Self.subscription)
+        }
+    }
+
+    public func subscription(webhookHash hash: String) async throws -> SubscriptionRecord? {
+        try await run { connection in
+            try await connection.query("SELECT \(unescaped: Self.subscriptionColumns) FROM subscriptions WHERE webhook_hash = \(hash)", logger: self.logger)
                 .collect(SubscriptionRow.self).first.map(Self.subscription)
         }
     }
@@ -720,12 +736,21 @@ public final class PostgresStorage: NotificationStorage {
     // MARK: - Notification writes
 
     public func publish(_ input: PublishInput) async throws -> UserNotification {
-        try await groupedFeedWrite(user: input.userId, positions: 2) { connection, context in
-            let active = try await self.activeRow(
-                connection, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
-            let rows = NotificationRules.publishRows(input, active: active, newId: Identifiers.notification()) { context.nextSeq(for: input.userId) }
-            for row in rows { try await self.save(row, connection) }
-            return rows[rows.count - 1].notification
+        try await publish(batch: [input])[0]
+    }
+
+    public func publish(batch inputs: [PublishInput]) async throws -> [UserNotification] {
+        guard let user = inputs.first?.userId else { return [] }
+        return try await groupedFeedWrite(user: user, positions: 2 * inputs.count) { connection, context in
+            var published: [UserNotification] = []
+            for input in inputs {
+                let active = try await self.activeRow(
+                    connection, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
+                let rows = NotificationRules.publishRows(input, active: active, newId: Identifiers.notification()) { context.nextSeq(for: input.userId) }
+                for row in rows { try await self.save(row, connection) }
+                published.append(rows[rows.count - 1].notification)
+            }
+            return published
         }
     }
 

@@ -13,20 +13,22 @@ public final class RateLimiter: Sendable {
         self.burst = max(burst, 1)
     }
 
-    /// Takes one token for `key`; returns `nil` when allowed, else the seconds to wait.
-    public func take(_ key: String, now: Date) -> Int? {
-        buckets.withLock { buckets in
+    /// Takes `count` tokens for `key` (at most a burst's worth: a webhook's group of alerts);
+    /// returns `nil` when allowed, else the seconds to wait.
+    public func take(_ key: String, count: Int = 1, now: Date) -> Int? {
+        let wanted = min(Double(max(count, 1)), burst)
+        return buckets.withLock { buckets -> Int? in
             var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
             let elapsed = max(0, now.timeIntervalSince(bucket.updated))
             bucket.tokens = min(burst, bucket.tokens + elapsed * rate)
             bucket.updated = now
-            if bucket.tokens >= 1 {
-                bucket.tokens -= 1
+            if bucket.tokens >= wanted {
+                bucket.tokens -= wanted
                 buckets[key] = bucket
                 return nil
             }
             buckets[key] = bucket
-            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+            return max(1, Int(((wanted - bucket.tokens) / rate).rounded(.up)))
         }
     }
 }

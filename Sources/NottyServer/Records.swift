@@ -62,9 +62,13 @@ public struct SubscriptionRecord: Sendable, Equatable {
     public var revoked: Bool
     /// The last request made with the device's tokens (device registrations only).
     public var lastSeen: Date?
+    /// A webhook's URL token, hashed (SPEC §7.2): the URL itself is shown once.
+    public var webhookHash: String?
+    /// A webhook's secret: the key of GitHub's signature, GitLab's token, or a bearer token.
+    public var webhookSecret: String?
 
     public init(id: String, userId: String, targetHostName: String?, deviceId: String, deviceName: String?, platform: String?, createdAt: Date, expiresAt: Date,
-                revoked: Bool = false, lastSeen: Date? = nil) {
+                revoked: Bool = false, lastSeen: Date? = nil, webhookHash: String? = nil, webhookSecret: String? = nil) {
         self.id = id
         self.userId = userId
         self.targetHostName = targetHostName
@@ -75,12 +79,14 @@ public struct SubscriptionRecord: Sendable, Equatable {
         self.expiresAt = expiresAt
         self.revoked = revoked
         self.lastSeen = lastSeen
+        self.webhookHash = webhookHash
+        self.webhookSecret = webhookSecret
     }
 
     public var info: SubscriptionInfo {
         SubscriptionInfo(
             userNotificationSubscriptionId: id, expirationDateTime: expiresAt, deviceId: deviceId, targetHostName: targetHostName,
-            deviceName: deviceName, platform: platform, createdDateTime: createdAt, lastSeenDateTime: lastSeen)
+            deviceName: deviceName, platform: platform, createdDateTime: createdAt, lastSeenDateTime: lastSeen, hasSecret: webhookHash == nil ? nil : webhookSecret != nil)
     }
 }
 

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdWebSocket
 import NIOCore
 import NottyCore
+import NottyWebhooks
 
 /// Every HTTP route of SPEC §2 on a Hummingbird router.
 public struct Routes: Sendable {
@@ -54,7 +55,8 @@ public struct Routes: Sendable {
             var request = request
             let body = try await request.jsonBody(limit: self.limit)
             return try JSONResponse.make(
-                try await self.service.createSubscription(userId: caller.userId, deviceId: caller.deviceId, body: body), status: .created)
+                try await self.service.createSubscription(userId: caller.userId, deviceId: caller.deviceId, body: body, baseURL: self.baseURL(request)),
+                status: .created)
         }
         router.get("/v1/me/subscriptions") { request, _ in
             let user = try await self.service.authenticateUser(bearer: request.bearerToken)
@@ -86,6 +88,8 @@ public struct Routes: Sendable {
             guard result.status == 204 else { throw APIError.notFound() }
             return JSONResponse.empty(.noContent)
         }
+        // §7.2 webhooks: the URL is the credential.
+        router.post("/v1/hooks/:token") { request, context in try await self.webhook(request, token: context.pathParameter("token")) }
         // A plain GET of the doorbell (no upgrade): authenticate, then say how to connect.
         router.get("/v1/me/push") { request, _ -> Response in
             _ = try await self.service.authenticateUser(bearer: request.bearerToken)
@@ -104,6 +108,7 @@ public struct Routes: Sendable {
         ("/v1/me", [.get]), ("/v1/me/subscriptions", [.get, .post]), ("/v1/me/subscriptions/:id", [.delete]),
         ("/v1/me/notifications", [.get]), ("/v1/me/notifications/changes", [.get]), ("/v1/me/notifications/counts", [.get]),
         ("/v1/me/notifications/batch", [.post]), ("/v1/me/notifications/:id", [.get, .patch, .delete]), ("/v1/me/push", [.get]),
+        ("/v1/hooks/:token", [.post]),
     ]
 
     private static func answerOtherMethods(on router: Router<NottyRequestContext>) {
@@ -174,6 +179,26 @@ public struct Routes: Sendable {
         let base = request.uri.path.hasPrefix("/v1.0") ? "/v1.0" : "/beta"
         headers[.location] = "\(base)/me/notifications/\(notification.id)"
         return try JSONResponse.make(notification, status: .created, headers: headers)
+    }
+
+    private func webhook(_ request: Request, token: String) async throws -> Response {
+        var request = request
+        let body = try await request.rawBody(limit: service.config.maxWebhookBodyBytes)
+        var headers: [String: String] = [:]
+        for field in request.headers { headers[field.name.canonicalName] = field.value }
+        var query: [String: String] = [:]
+        for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
+        let ids = try await service.webhook(token: token, WebhookRequest(body: body, headers: headers, query: query))
+        return try JSONResponse.make(WebhookAnswer(ids: ids))
+    }
+
+    /// Where this service is reached, for URLs it hands out: `--public-url`, else the request's
+    /// `Host` (with `https` when it came over TLS).
+    private func baseURL(_ request: Request) -> String {
+        if let url = service.config.publicURL { return url }
+        let scheme = service.config.tlsCertPath == nil ? "http" : "https"
+        let host = request.head.authority ?? "\(service.config.host):\(service.config.port)"
+        return "\(scheme)://\(host)"
     }
 
     private func deleteByApp(_ request: Request, appNotificationId: String) async throws -> Response {

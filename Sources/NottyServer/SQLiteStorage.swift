@@ -173,6 +173,14 @@ public final class SQLiteStorage: NotificationStorage {
         migrator.registerMigration("v4") { db in
             try db.execute(sql: "ALTER TABLE notifications ADD COLUMN launch_url TEXT")
         }
+        // Webhooks (SPEC §7.2): the URL token's hash and the optional secret.
+        migrator.registerMigration("v5") { db in
+            try db.execute(sql: """
+                ALTER TABLE subscriptions ADD COLUMN webhook_hash TEXT;
+                ALTER TABLE subscriptions ADD COLUMN webhook_secret TEXT;
+                CREATE UNIQUE INDEX subscriptions_webhook ON subscriptions (webhook_hash) WHERE webhook_hash IS NOT NULL;
+                """)
+        }
         return migrator
     }
 
@@ -337,16 +345,22 @@ public final class SQLiteStorage: NotificationStorage {
         try await write { db, _ in
             try db.execute(
                 sql: """
-                    INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen,
+                                               webhook_hash, webhook_secret)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [s.id, s.userId, s.targetHostName, s.deviceId, s.deviceName, s.platform,
-                            ISOTime.millis(s.createdAt), ISOTime.millis(s.expiresAt), s.revoked, s.lastSeen.map(ISOTime.millis)])
+                            ISOTime.millis(s.createdAt), ISOTime.millis(s.expiresAt), s.revoked, s.lastSeen.map(ISOTime.millis),
+                            s.webhookHash, s.webhookSecret])
         }
     }
 
     public func subscription(id: String) async throws -> SubscriptionRecord? {
         try await read { db in try Row.fetchOne(db, sql: "SELECT * FROM subscriptions WHERE id = ?", arguments: [id]).map(Self.subscription) }
+    }
+
+    public func subscription(webhookHash hash: String) async throws -> SubscriptionRecord? {
+        try await read { db in try Row.fetchOne(db, sql: "SELECT * FROM subscriptions WHERE webhook_hash = ?", arguments: [hash]).map(Self.subscription) }
     }
 
     public func subscriptions(userId: String) async throws -> [SubscriptionRecord] {
@@ -384,7 +398,7 @@ public final class SQLiteStorage: NotificationStorage {
             id: row["id"], userId: row["user_id"], targetHostName: row["host_name"], deviceId: row["device_id"],
             deviceName: row["device_name"], platform: row["platform"], createdAt: ISOTime.date(millis: row["created"]),
             expiresAt: ISOTime.date(millis: row["expires"]), revoked: row["revoked"],
-            lastSeen: (row["last_seen"] as Int64?).map(ISOTime.date(millis:)))
+            lastSeen: (row["last_seen"] as Int64?).map(ISOTime.date(millis:)), webhookHash: row["webhook_hash"], webhookSecret: row["webhook_secret"])
     }
 
     // MARK: - Notification rows
@@ -457,11 +471,18 @@ public final class SQLiteStorage: NotificationStorage {
             }
             // The app already has an active notification with this id: a re-publish (with the
             // id made above, should the active one have expired).
-            return try db.resultInSavepoint { try Self.republish(input, newId: fresh.notification.id, db, context) }
+            return try db.resultInSavepoint { try Self.publishRows(input, newId: fresh.notification.id, db, context) }
         }
     }
 
-    private static func republish(_ input: PublishInput, newId: String, _ db: Database, _ context: WriteContext) throws -> UserNotification {
+    public func publish(batch inputs: [PublishInput]) async throws -> [UserNotification] {
+        try await write { db, context in
+            try inputs.map { try Self.publishRows($0, newId: Identifiers.notification(), db, context) }
+        }
+    }
+
+    /// Publishes over the app's active notification with the same id, if any.
+    private static func publishRows(_ input: PublishInput, newId: String, _ db: Database, _ context: WriteContext) throws -> UserNotification {
         let active = try activeRow(db, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
         let rows = NotificationRules.publishRows(input, active: active, newId: newId) { context.nextSeq(for: input.userId) }
         for row in rows { try save(row, db) }

@@ -17,6 +17,11 @@ public struct ServiceConfig: Sendable {
     public var publishRate = 100.0
     public var publishBurst = 1000.0
     public var maxBodyBytes = 64 * 1024
+    /// Largest webhook body (`POST /v1/hooks/{token}`, SPEC §7.2).
+    public var maxWebhookBodyBytes = 1 << 20
+    /// The service's address as the world reaches it (behind a proxy), for webhook URLs;
+    /// without it they are made from the request's `Host`.
+    public var publicURL: String?
     public var accessTokenLifetime = 3600
     public var refreshTokenLifetime = 90 * 86_400
     /// Seconds tombstones (and so cursors) are kept; older cursors get `410 cursorExpired`.

@@ -176,9 +176,12 @@ public actor ServiceClient {
 
     /// Registers a subscription (`POST /v1/me/subscriptions`): this device, or with
     /// `targetHostName` an id to give that app server.
-    public func subscribe(deviceName: String, targetHostName: String? = nil) async throws -> SubscriptionInfo {
-        var body: [String: JSONValue] = ["deviceName": .string(deviceName), "platform": .string("websocket")]
+    /// Registers this device, subscribes it to an app, or (`webhook`) makes a webhook URL for
+    /// the app, optionally checked with `secret` (SPEC §7.2).
+    public func subscribe(deviceName: String, targetHostName: String? = nil, webhook: Bool = false, secret: String? = nil) async throws -> SubscriptionInfo {
+        var body: [String: JSONValue] = ["deviceName": .string(deviceName), "platform": .string(webhook ? "webhook" : "websocket")]
         if let targetHostName { body["targetHostName"] = .string(targetHostName) }
+        if let secret { body["secret"] = .string(secret) }
         let answer = try await send(.POST, "/v1/me/subscriptions", json: Data(JSONValue.object(body).jsonText.utf8))
         guard answer.status == 201, let subscription = try? NottyJSON.decoder.decode(SubscriptionInfo.self, from: answer.body) else {
             let error = answer.errorText

@@ -84,22 +84,42 @@ struct Logout: AsyncParsableCommand {
 
 struct Subscribe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print a userNotificationSubscriptionId for an app server.",
+        abstract: "Print a userNotificationSubscriptionId for an app server, or a webhook URL.",
         discussion: """
             Give the printed id to the app server: it publishes to you with it in the X-UNS-ID
             header. The app must be registered on the service (notty admin app add HOSTNAME).
 
+            --webhook prints a URL instead, for tools that cannot sign in (Alertmanager, Grafana,
+            GitHub, GitLab, curl): whatever is POSTed to it becomes notifications from the app
+            (see README, "Webhooks"). It is shown this once; notty devices lists it and notty
+            devices revoke ID kills it. With --secret, GitHub must sign with it, GitLab send it
+            as its secret token, and others as Authorization: Bearer SECRET.
+
               notty subscribe --app ci.example.com
+              notty subscribe --app alerts.example.com --webhook
+              curl -d 'Backup failed' "$(notty subscribe --app backup.example.com --webhook)"
             """)
 
     @Option(help: ArgumentHelp("The app's host name (its targetHostName).", valueName: "hostname")) var app: String
+    @Flag(help: "Make a webhook URL for the app instead of a subscription id.") var webhook = false
+    @Option(help: ArgumentHelp("A secret the webhook's sender must prove (with --webhook).", valueName: "secret")) var secret: String?
+
+    func validate() throws {
+        if secret != nil && !webhook { throw ArgumentParser.ValidationError("--secret goes with --webhook") }
+        if let secret, secret.isEmpty || secret.count > 256 { throw ArgumentParser.ValidationError("--secret must be 1…256 characters") }
+    }
 
     func run() async throws {
         try await reportingErrors {
             let (client, _, _) = try Device().session()
             let deviceName = await client.current.deviceName ?? ProcessInfo.processInfo.hostName
-            let subscription = try await client.subscribe(deviceName: deviceName, targetHostName: app)
-            say(subscription.userNotificationSubscriptionId)
+            let subscription = try await client.subscribe(deviceName: deviceName, targetHostName: app, webhook: webhook, secret: secret)
+            if webhook {
+                guard let url = subscription.webhookUrl else { throw CLIError("the service answered without a webhook URL: is it older than notty's webhooks?") }
+                say(url)
+            } else {
+                say(subscription.userNotificationSubscriptionId)
+            }
         }
     }
 }

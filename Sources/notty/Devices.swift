@@ -5,12 +5,14 @@ import NottySync
 
 struct Devices: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List your devices and app subscriptions, or revoke one.",
+        abstract: "List your devices, app subscriptions and webhooks, or revoke one.",
         discussion: """
             Devices are the places you signed in (name, how it listens, when it was last seen;
             this one is marked). App subscriptions are the ids you gave app servers
-            (notty subscribe). Revoking a device signs it out at once: its tokens stop
-            working on the next request. Revoking an app subscription stops that id.
+            (notty subscribe), webhooks the URLs you gave tools (notty subscribe --webhook).
+            Revoking a device signs it out at once: its tokens stop working on the next
+            request. Revoking an app subscription stops that id; revoking a webhook makes its
+            URL answer 404.
 
               notty devices
               notty devices revoke 3f2a9c
@@ -20,7 +22,7 @@ struct Devices: AsyncParsableCommand {
 }
 
 struct DeviceList: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List your devices and app subscriptions.")
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List your devices, app subscriptions and webhooks.")
 
     @Flag(help: "One JSON object per line: the service's subscription object plus thisDevice.") var json = false
 
@@ -33,7 +35,7 @@ struct DeviceList: AsyncParsableCommand {
                 for item in all {
                     var object: [String: JSONValue] = [
                         "userNotificationSubscriptionId": .string(item.userNotificationSubscriptionId), "deviceId": .string(item.deviceId),
-                        "kind": .string(item.isDevice ? "device" : "app"), "thisDevice": .bool(item.userNotificationSubscriptionId == mine),
+                        "kind": .string(item.isDevice ? "device" : item.isWebhook ? "webhook" : "app"), "thisDevice": .bool(item.userNotificationSubscriptionId == mine),
                         "expirationDateTime": .string(ISOTime.format(item.expirationDateTime)),
                     ]
                     object["deviceName"] = item.deviceName.map(JSONValue.string) ?? .null
@@ -41,12 +43,13 @@ struct DeviceList: AsyncParsableCommand {
                     object["targetHostName"] = item.targetHostName.map(JSONValue.string) ?? .null
                     object["createdDateTime"] = item.createdDateTime.map { .string(ISOTime.format($0)) } ?? .null
                     object["lastSeenDateTime"] = item.lastSeenDateTime.map { .string(ISOTime.format($0)) } ?? .null
+                    if item.isWebhook { object["hasSecret"] = .bool(item.hasSecret ?? false) }
                     print(JSONValue.object(object).jsonText)
                 }
                 return
             }
             let now = Date()
-            let devices = all.filter(\.isDevice), apps = all.filter { !$0.isDevice }
+            let devices = all.filter(\.isDevice), apps = all.filter { !$0.isDevice && !$0.isWebhook }, hooks = all.filter(\.isWebhook)
             let names = Dictionary(devices.map { ($0.deviceId, $0.deviceName ?? "-") }, uniquingKeysWith: { first, _ in first })
             say("devices")
             if devices.isEmpty { say("  none") }
@@ -62,6 +65,13 @@ struct DeviceList: AsyncParsableCommand {
                 let by = names[item.deviceId].map { "  from \($0)" } ?? ""
                 say("  \(item.userNotificationSubscriptionId.prefix(8))  \(item.targetHostName ?? "-")  \(created)\(by)")
             }
+            say("webhooks")
+            if hooks.isEmpty { say("  none (notty subscribe --app HOSTNAME --webhook makes one)") }
+            for item in hooks {
+                let created = item.createdDateTime.map { "created " + ago($0, now: now) } ?? ""
+                let secret = item.hasSecret == true ? "  with a secret" : ""
+                say("  \(item.userNotificationSubscriptionId.prefix(8))  \(item.targetHostName ?? "-")  \(created)\(secret)")
+            }
         }
     }
 
@@ -74,7 +84,7 @@ struct DeviceList: AsyncParsableCommand {
 struct DeviceRevoke: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revoke",
-        abstract: "Revoke a device (it is signed out at once) or an app subscription.")
+        abstract: "Revoke a device (it is signed out at once), an app subscription or a webhook.")
 
     @Argument(help: "An id from notty devices, or a unique prefix of at least 6 characters.") var id: String
 
@@ -91,7 +101,9 @@ struct DeviceRevoke: AsyncParsableCommand {
             guard matches.count == 1 else { throw CLIError("\(id) matches \(matches.count) ids: give more characters") }
             try await client.revokeSubscription(id: target.userNotificationSubscriptionId)
             let short = target.userNotificationSubscriptionId.prefix(8)
-            if !target.isDevice {
+            if target.isWebhook {
+                say("revoked the webhook for \(target.targetHostName ?? "-") (\(short)): its URL answers 404")
+            } else if !target.isDevice {
                 say("revoked the subscription for \(target.targetHostName ?? "-") (\(short)): app servers using it are refused")
             } else if target.userNotificationSubscriptionId == (await client.current.subscriptionId) {
                 say("revoked this device (\(target.deviceName ?? "-"), \(short)): it is signed out; notty login signs it in again")

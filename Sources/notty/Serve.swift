@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+import NottyCore
 import NottyServer
 
 struct Serve: AsyncParsableCommand {
@@ -33,6 +34,8 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("publish-rate"), help: "Publishes per second per app (default 100).") var publishRate: Double?
     @Option(name: .customLong("publish-burst"), help: "Publishes per app allowed in a burst (default 1000).") var publishBurst: Double?
     @Option(name: .customLong("max-body"), help: ArgumentHelp("Largest request body: bytes, or with k/KiB or m/MiB (default 64KiB); larger ones get 413.", valueName: "size")) var maxBody: ByteSizeArgument?
+    @Option(name: .customLong("max-webhook-body"), help: ArgumentHelp("Largest webhook body (POST /v1/hooks/…), as --max-body (default 1MiB).", valueName: "size")) var maxWebhookBody: ByteSizeArgument?
+    @Option(name: .customLong("public-url"), help: ArgumentHelp("The service's address as others reach it (e.g. behind a proxy), for the webhook URLs it hands out (default: the request's Host).", valueName: "url")) var publicURL: String?
     @Option(name: .customLong("max-app-notification-id"), help: ArgumentHelp("Longest appNotificationId, in characters (default 256).", valueName: "n")) var maxAppNotificationId: Int?
     @Option(name: .customLong("max-group-name"), help: ArgumentHelp("Longest groupName, in characters (default 256).", valueName: "n")) var maxGroupName: Int?
     @Option(name: .customLong("max-title"), help: ArgumentHelp("Longest title, in characters (default 1024).", valueName: "n")) var maxTitle: Int?
@@ -52,6 +55,10 @@ struct Serve: AsyncParsableCommand {
         if let publishBurst, publishBurst < 1 { throw ArgumentParser.ValidationError("--publish-burst must be at least 1") }
         if let ioThreads, !(1...256).contains(ioThreads) { throw ArgumentParser.ValidationError("--io-threads must be 1…256") }
         if let maxBody, !(1024...(64 << 20)).contains(maxBody.bytes) { throw ArgumentParser.ValidationError("--max-body must be 1KiB…64MiB") }
+        if let maxWebhookBody, !(1024...(64 << 20)).contains(maxWebhookBody.bytes) { throw ArgumentParser.ValidationError("--max-webhook-body must be 1KiB…64MiB") }
+        if let publicURL, !LaunchURL.isValid(publicURL) || publicURL.hasSuffix("/") || publicURL.contains("?") {
+            throw ArgumentParser.ValidationError("--public-url must be an http or https URL without a trailing / or a query, e.g. https://notty.example.com")
+        }
         for (flag, value) in [("--max-app-notification-id", maxAppNotificationId), ("--max-group-name", maxGroupName), ("--max-title", maxTitle)] {
             if let value, !(1...65_536).contains(value) { throw ArgumentParser.ValidationError("\(flag) must be 1…65536") }
         }
@@ -73,6 +80,8 @@ struct Serve: AsyncParsableCommand {
             if let publishRate { config.publishRate = publishRate }
             if let publishBurst { config.publishBurst = publishBurst }
             if let maxBody { config.maxBodyBytes = maxBody.bytes }
+            if let maxWebhookBody { config.maxWebhookBodyBytes = maxWebhookBody.bytes }
+            config.publicURL = publicURL
             if let maxAppNotificationId { config.limits.appNotificationId = maxAppNotificationId }
             if let maxGroupName { config.limits.groupName = maxGroupName }
             if let maxTitle { config.limits.title = maxTitle }

@@ -1,0 +1,98 @@
+import Crypto
+import Foundation
+import NottyCore
+import NottyWebhooks
+
+// MARK: - Webhooks (SPEC §7.2)
+
+extension NotificationService {
+    /// A webhook URL that lives until it is revoked.
+    static let never = Date(timeIntervalSince1970: 253_402_300_799)  // 9999-12-31T23:59:59Z
+
+    /// Answers `POST /v1/hooks/{token}`: checks the URL, the secret and the app's rate, parses
+    /// the body with the kind that recognises it (``Webhooks``), and publishes what it becomes
+    /// in one transaction. Returns the ids published (created or updated), in order.
+    public func webhook(token: String, _ request: WebhookRequest) async throws -> [String] {
+        forgetCredentialsIfRevokedElsewhere()
+        let hash = Secrets.tokenHash(token)
+        let key = "hook:" + hash
+        var subscription = subscriptionsCache.get(key)
+        if subscription == nil {
+            let generation = subscriptionsCache.generation
+            subscription = try await db { try await storage.subscription(webhookHash: hash) }
+            if let subscription { subscriptionsCache.set(key, subscription, generation: generation) }
+        }
+        guard let subscription, !subscription.revoked, let host = subscription.targetHostName,
+              let app = try await db({ try await storage.app(hostName: host) })
+        else { throw APIError.notFound("no such webhook: it was revoked, or the URL is mistyped") }
+
+        let kind = Webhooks.kind(of: request)
+        if let secret = subscription.webhookSecret { try Self.check(kind.credential(request), secret: secret, body: request.body, kind: kind.name) }
+        let parsed: [WebhookNotification]
+        do {
+            parsed = try kind.notifications(request)
+        } catch {
+            throw APIError.badRequest("\(kind.name) webhook: \(error.message)")
+        }
+        guard !parsed.isEmpty else { return [] }
+        let now = clock.nowMillis()
+        if let wait = limiter.take(app.clientId, count: parsed.count, now: now) {
+            metrics.rateLimited.increment()
+            throw APIError.tooManyRequests(retryAfter: wait)
+        }
+        // Every notification is checked before anything is written: one bad alert refuses the request.
+        let inputs = try parsed.enumerated().map { index, item in
+            try publishInput(item, index: index, count: parsed.count, userId: subscription.userId, hostName: app.hostName, now: now)
+        }
+        let published = try await db { try await storage.publish(batch: inputs) }
+        metrics.publishes.increment(by: Int64(published.count))
+        return published.map(\.id)
+    }
+
+    /// Whether a request proves it knows the webhook's secret, in constant time (`401` if not).
+    static func check(_ credential: WebhookCredential, secret: String, body: Data, kind: String) throws {
+        switch credential {
+        case .hmacSHA256(let given):
+            let expected = Hex.string(HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Data(secret.utf8))))
+            guard let given, Secrets.constantTimeEqual(given, expected) else {
+                throw APIError.unauthenticated("\(kind) webhook: X-Hub-Signature-256 does not match this webhook's secret")
+            }
+        case .token(let given):
+            // Hashed first: equal-length strings to compare, whatever was sent.
+            guard let given, Secrets.constantTimeEqual(Secrets.tokenHash(given), Secrets.tokenHash(secret)) else {
+                throw APIError.unauthenticated(
+                    kind == "gitlab" ? "gitlab webhook: X-Gitlab-Token is not this webhook's secret"
+                        : "\(kind) webhook: this webhook has a secret: send it as Authorization: Bearer SECRET")
+            }
+        }
+    }
+
+    /// A parsed notification as a publish, within the service's limits (`400` when not).
+    private func publishInput(_ item: WebhookNotification, index: Int, count: Int, userId: String, hostName: String, now: Date) throws -> PublishInput {
+        let what = count > 1 ? "notification \(index + 1) of \(count): " : ""
+        let limits = config.limits
+        let id = item.appNotificationId ?? "hook-\(Identifiers.timeOrdered())"
+        guard !id.isEmpty, id.unicodeScalars.count <= limits.appNotificationId else {
+            throw APIError.badRequest("\(what)the id must be 1 to \(limits.appNotificationId) characters")
+        }
+        if let group = item.groupName, group.unicodeScalars.count > limits.groupName {
+            throw APIError.badRequest("\(what)the group is longer than \(limits.groupName) characters")
+        }
+        let title = item.title.unicodeScalars.count > limits.title ? String(String.UnicodeScalarView(item.title.unicodeScalars.prefix(limits.title))) : item.title
+        let requested: Date? = switch item.expiration {
+        case .at(let date): date
+        case .after(let seconds): now + TimeInterval(seconds)
+        case nil: nil
+        }
+        let expiration: Date
+        do {
+            expiration = try self.expiration(requested, now: now)
+        } catch let error as APIError {
+            throw APIError.badRequest(what + error.message.replacingOccurrences(of: "expirationDateTime", with: "expires"))
+        }
+        let request = PublishRequest(
+            appNotificationId: id, groupName: item.groupName, priority: item.priority,
+            payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: title, body: item.body)), launchUrl: item.launchUrl)
+        return PublishInput(userId: userId, hostName: hostName, request: request, expiration: expiration, now: now, resolved: item.resolved)
+    }
+}
