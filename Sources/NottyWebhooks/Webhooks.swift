@@ -114,7 +114,8 @@ public struct WebhookNotification: Sendable, Equatable {
     public init(appNotificationId: String?, title: String, body: String? = nil, priority: Priority = .none, groupName: String? = nil,
                 launchUrl: String? = nil, expiration: Expiration? = nil, resolved: Bool = false) {
         self.appNotificationId = appNotificationId
-        self.title = Text.title(title)
+        let shaped = Text.title(title)
+        self.title = shaped.isEmpty ? "(untitled)" : shaped
         self.body = body.flatMap { $0.isEmpty ? nil : $0 }
         self.priority = priority
         self.groupName = groupName

@@ -7,6 +7,7 @@ import Foundation
 import NottyCore
 import NottyTUI
 import NottyTerminal
+import NottyWebhooks
 
 enum Target: String, CaseIterable {
     /// The JSON parser: never traps; what it accepts is written back and parsed to the same value.
@@ -19,7 +20,18 @@ enum Target: String, CaseIterable {
     case keys
     /// TerminalText: nothing it returns holds a control character.
     case terminalText = "terminal-text"
+    /// Webhook bodies (`POST /v1/hooks/…`) of every kind: never traps; what a kind accepts has a
+    /// one-line title within the limit and a valid link or none. The first byte picks the sender.
+    case webhooks
 }
+
+/// The senders a webhook input claims to come from (its first byte picks one).
+let senders: [[String: String]] = [
+    [:],
+    ["X-GitHub-Event": "workflow_run"], ["X-GitHub-Event": "pull_request"], ["X-GitHub-Event": "issue_comment"],
+    ["X-GitHub-Event": "release"], ["X-GitHub-Event": "push"], ["X-GitHub-Event": "ping"],
+    ["X-Gitlab-Event": "Pipeline Hook"], ["X-Gitlab-Event": "Note Hook"],
+]
 
 let target: Target = {
     let name = ProcessInfo.processInfo.environment["NOTTY_FUZZ_TARGET"] ?? ""
@@ -53,6 +65,17 @@ public func fuzz(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
                 precondition(c.unicodeScalars.allSatisfy { $0.value >= 0x20 && !(0x7F..<0xA0).contains($0.value) }, "a control code decoded as text: \(value)")
             }
             index += 5
+        }
+    case .webhooks:
+        guard let first = data.first else { break }
+        let request = WebhookRequest(body: data.dropFirst(), headers: senders[Int(first) % senders.count],
+                                     query: first & 0x80 == 0 ? [:] : ["title": "t", "priority": "3", "url": "https://example.com/x"])
+        _ = Webhooks.kind(of: request).credential(request)
+        if let notifications = try? Webhooks.parse(request) {
+            for n in notifications {
+                precondition(!n.title.isEmpty && n.title.count <= Webhooks.maxTitle && !n.title.contains(where: \.isNewline), "bad title: \(n.title.debugDescription)")
+                precondition(n.launchUrl.map(LaunchURL.isValid) ?? true, "bad link: \(n.launchUrl ?? "")")
+            }
         }
     case .terminalText:
         let text = String(decoding: data, as: UTF8.self)
