@@ -100,7 +100,9 @@ final class ServiceBench: @unchecked Sendable {
 
     /// Milliseconds from a publish through `server` (default: this one) to the doorbell frame
     /// at a device connected to `devicePort` (default: this one), `count` times one after another.
-    func doorbellLatencies(count: Int, publishVia server: String? = nil, devicePort: Int? = nil, tag: String) async throws -> [Double] {
+    /// `send(key)` publishes another way (a webhook) and answers its status.
+    func doorbellLatencies(count: Int, publishVia server: String? = nil, devicePort: Int? = nil, tag: String,
+                           send: (@Sendable (String) async throws -> Int)? = nil) async throws -> [Double] {
         let frames = AsyncStream<String>.makeStream()
         let device = Task {
             var headers = HTTPFields()
@@ -117,7 +119,8 @@ final class ServiceBench: @unchecked Sendable {
         var bell: [Double] = []
         for i in 0..<count {
             let t0 = ContinuousClock.now
-            async let status = publish("\(tag)-\(i)", via: server)
+            let key = "\(tag)-\(i)"
+            async let status = send == nil ? publish(key, via: server) : send!(key)
             guard await iterator.next() != nil else { break }
             bell.append((ContinuousClock.now - t0).seconds * 1000)
             _ = try await status

@@ -6,6 +6,7 @@ import NottyStore
 //   swift run -c release notty-bench client [--quick] [--count N]
 //   swift run -c release notty-bench tui [--quick] [--count N]
 //   swift run -c release notty-bench desktop [--quick] [--count N]   (needs dbus-daemon, Xvfb, dunst)
+//   swift run -c release notty-bench webhooks [--quick]
 //   swift run -c release notty-bench instances [--quick] [--postgres URL]
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
 // (instances compares SQLite with one and two `notty serve` instances on one PostgreSQL.)
@@ -43,6 +44,14 @@ case "client", "tui", "desktop":
         print("benchmark failed: \(error)")
     }
     await service.stop()
+case "webhooks":
+    let bench = try await ServiceBench.start()
+    do {
+        try await WebhookBench(service: bench).run(quick: quick)
+    } catch {
+        print("benchmark failed: \(error)")
+    }
+    await bench.stop()
 case "instances":
     let postgres = arguments.firstIndex(of: "--postgres").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
     do {
@@ -53,6 +62,6 @@ case "instances":
 case "windows" where arguments.count > 1:
     try ClientBench.windows(try LocalStore(path: arguments[1]), repeats: quick ? 5 : 20)
 default:
-    print("usage: notty-bench service|client|tui|desktop|instances [--quick] [--count N] [--postgres URL]")
+    print("usage: notty-bench service|client|tui|desktop|webhooks|instances [--quick] [--count N] [--postgres URL]")
     exit(2)
 }
