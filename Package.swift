@@ -1,9 +1,10 @@
 // swift-tools-version:6.2
+// Linux only: the terminal links ncursesw and Glibc, the desktop libdbus-1, the center calls
+// glibc's malloc_trim. (No macOS platform is declared because none is supported.)
 import PackageDescription
 
 let package = Package(
     name: "notty",
-    platforms: [.macOS(.v14)],
     products: [
         .executable(name: "notty", targets: ["notty"]),
         .executable(name: "notty-bench", targets: ["notty-bench"]),

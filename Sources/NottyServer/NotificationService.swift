@@ -18,7 +18,7 @@ public final class NotificationService: Sendable {
     /// from storage on every request, so a revoked device or a deleted user is refused at once
     /// on every instance).
     private let tokens = TTLCache<String, TokenRecord>(ttl: .seconds(5))
-    private let apps = TTLCache<String, AppRecord>(ttl: .seconds(5))
+    let apps = TTLCache<String, AppRecord>(ttl: .seconds(5))
     let subscriptionsCache = TTLCache<String, SubscriptionRecord>(ttl: .seconds(5))
     /// The storage's credentials stamp the caches were filled under.
     private let cachedUnderStamp = Atomic<Int64>(0)

@@ -456,28 +456,32 @@ public final class SQLiteStorage: NotificationStorage {
     // MARK: - Notification writes
 
     public func publish(_ input: PublishInput) async throws -> UserNotification {
-        // The row a new notification becomes is built here, before the writer's turn, so that
-        // the one thread every write waits for only binds and runs one statement for it.
-        let fresh = NotificationRules.published(input, existing: nil, newId: Identifiers.notification(), seq: 0)
-        let values = StatementArguments(Self.valuesBeforeSeq(fresh))
-        return try await write(savepoint: false) { db, context in
-            let seq = context.upcomingSeq
-            let insert = try db.cachedStatement(sql: Self.insertNewSQL)
-            insert.setUncheckedArguments(values + [seq])  // one value per column, by construction
-            try insert.execute()
-            if db.changesCount == 1 {
-                _ = context.nextSeq(for: input.userId)  // the `seq` just written
-                return fresh.notification
-            }
-            // The app already has an active notification with this id: a re-publish (with the
-            // id made above, should the active one have expired).
-            return try db.resultInSavepoint { try Self.publishRows(input, newId: fresh.notification.id, db, context) }
-        }
+        try await publish(batch: [input])[0]
     }
 
     public func publish(batch inputs: [PublishInput]) async throws -> [UserNotification] {
-        try await write { db, context in
-            try inputs.map { try Self.publishRows($0, newId: Identifiers.notification(), db, context) }
+        // The rows new notifications become are built here, before the writer's turn, so that
+        // the one thread every write waits for only binds and runs one statement for each.
+        let fresh = inputs.map { NotificationRules.published($0, existing: nil, newId: Identifiers.notification(), seq: 0) }
+        let values = fresh.map { StatementArguments(Self.valuesBeforeSeq($0)) }
+        // One INSERT is atomic by itself; a batch is all or nothing in the job's savepoint.
+        return try await write(savepoint: inputs.count > 1) { db, context in
+            var published: [UserNotification] = []
+            published.reserveCapacity(inputs.count)
+            for (index, input) in inputs.enumerated() {
+                let insert = try db.cachedStatement(sql: Self.insertNewSQL)
+                insert.setUncheckedArguments(values[index] + [context.upcomingSeq])  // one value per column, by construction
+                try insert.execute()
+                if db.changesCount == 1 {
+                    _ = context.nextSeq(for: input.userId)  // the `seq` just written
+                    published.append(fresh[index].notification)
+                } else {
+                    // The app already has an active notification with this id: a re-publish (with
+                    // the id made above, should the active one have expired).
+                    published.append(try db.resultInSavepoint { try Self.publishRows(input, newId: fresh[index].notification.id, db, context) })
+                }
+            }
+            return published
         }
     }
 

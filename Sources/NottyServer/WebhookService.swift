@@ -23,7 +23,7 @@ extension NotificationService {
             if let subscription { subscriptionsCache.set(key, subscription, generation: generation) }
         }
         guard let subscription, !subscription.revoked, let host = subscription.targetHostName,
-              let app = try await db({ try await storage.app(hostName: host) })
+              let app = try await app(hostName: host)
         else { throw APIError.notFound("no such webhook: it was revoked, or the URL is mistyped") }
 
         let kind = Webhooks.kind(of: request)
@@ -47,6 +47,16 @@ extension NotificationService {
         let published = try await db { try await storage.publish(batch: inputs) }
         metrics.publishes.increment(by: Int64(published.count))
         return published.map(\.id)
+    }
+
+    /// The registered app `hostName`, through the credentials cache (emptied when an app is removed).
+    private func app(hostName: String) async throws -> AppRecord? {
+        let key = "host:" + hostName.lowercased()
+        if let app = apps.get(key) { return app }
+        let generation = apps.generation
+        guard let app = try await db({ try await storage.app(hostName: hostName) }) else { return nil }
+        apps.set(key, app, generation: generation)
+        return app
     }
 
     /// Whether a request proves it knows the webhook's secret, in constant time (`401` if not).

@@ -1,4 +1,5 @@
 import Foundation
+import NottyCore
 
 /// `alice@http://127.0.0.1:8787 · live · outbox 3 · synced 2m ago`, reversed.
 enum StatusLine {

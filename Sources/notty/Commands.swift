@@ -37,7 +37,7 @@ struct Status: AsyncParsableCommand {
             } catch {
                 connection = "unreachable: \(error)"
             }
-            let lastSync = info.lastSync.map { "\(ISOTime.format($0)) (\(age($0) == "now" ? "just now" : age($0) + " ago"))" } ?? "never"
+            let lastSync = info.lastSync.map { "\(ISOTime.format($0)) (\(TimeText.relative($0, now: Date())))" } ?? "never"
             if json {
                 let object: [String: JSONValue] = [
                     "account": .string(credentials.account), "server": .string(credentials.server), "user": .string(credentials.userName),
@@ -90,7 +90,7 @@ struct List: AsyncParsableCommand {
                 let mark = row.readState == .unread ? "●" : " "
                 let priority = row.priority == .high ? "!" : row.priority == .low ? "↓" : " "
                 let source = row.groupName.map { "\(row.targetHostName)/\($0)" } ?? row.targetHostName
-                say("\(row.id.prefix(8)) \(mark)\(priority) \(age(row.createdDateTime, now: now).leftPadded(3))  \(source)  \(row.displayTitle)")
+                say("\(row.id.prefix(8)) \(mark)\(priority) \(TimeText.age(of: row.createdDateTime, now: now).leftPadded(3))  \(source)  \(row.displayTitle)")
             }
             let total = try store.count(view: view, query: search, now: now)
             if total > rows.count { say("… \(total - rows.count) more (--limit)") }
@@ -116,7 +116,7 @@ struct Show: AsyncParsableCommand {
             say("app:         \(n.targetHostName)\(n.groupName.map { " (group \($0))" } ?? "")")
             say("priority:    \(n.priority.rawValue)")
             say("state:       \(n.readState.rawValue), \(n.userActionState.rawValue)\(n.snoozedUntil.map { " until \(ISOTime.format($0))" } ?? "")")
-            say("created:     \(ISOTime.format(n.createdDateTime)) (\(age(n.createdDateTime)) ago)")
+            say("created:     \(ISOTime.format(n.createdDateTime)) (\(TimeText.relative(n.createdDateTime, now: Date())))")
             say("expires:     \(ISOTime.format(n.expirationDateTime))\(n.isLive(at: Date()) ? "" : " (expired)")")
             if let raw = n.payload.rawContent { say("raw content: \(raw)") }
         }

@@ -93,14 +93,3 @@ func jsonLine(_ notification: UserNotification) -> String {
     String(decoding: notification.jsonBytes(), as: UTF8.self)
 }
 
-/// `5m`, `3h`, `2d`: how long ago.
-func age(_ date: Date, now: Date = Date()) -> String {
-    let seconds = max(0, Int(now.timeIntervalSince(date)))
-    switch seconds {
-    case ..<60: return "now"
-    case ..<3600: return "\(seconds / 60)m"
-    case ..<86400: return "\(seconds / 3600)h"
-    case ..<(86400 * 14): return "\(seconds / 86400)d"
-    default: return "\(seconds / (86400 * 7))w"
-    }
-}

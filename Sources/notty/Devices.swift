@@ -75,10 +75,7 @@ struct DeviceList: AsyncParsableCommand {
         }
     }
 
-    private func ago(_ date: Date, now: Date) -> String {
-        let text = age(date, now: now)
-        return text == "now" ? "just now" : text + " ago"
-    }
+    private func ago(_ date: Date, now: Date) -> String { TimeText.relative(date, now: now) }
 }
 
 struct DeviceRevoke: AsyncParsableCommand {

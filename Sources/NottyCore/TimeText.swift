@@ -1,6 +1,7 @@
 import Foundation
 
-/// Times as the UI writes them, independent of the locale.
+/// Times as the center and the commands write them, independent of the locale: the one
+/// formatter of ages and relative times.
 public enum TimeText {
     /// A compact age of at most 3 cells: `now`, `5m`, `3h`, `2d`, `4w`, `1y`.
     public static func age(of date: Date, now: Date) -> String {
