@@ -59,6 +59,14 @@ public actor ServiceClient {
     // MARK: - Requests
 
     /// Sends one request without a user token (tokens, app publishing).
+    /// POSTs a form (`application/x-www-form-urlencoded`): the token and revoke routes.
+    public static func postForm(
+        _ url: String, _ fields: [String: String], http: HTTPClient = NottyHTTP.client, timeout: TimeAmount = .seconds(15)
+    ) async throws -> HTTPAnswer {
+        try await send(.POST, url, headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                       body: Data(FormEncoding.encode(fields).utf8), http: http, timeout: timeout)
+    }
+
     public static func send(
         _ method: HTTPMethod, _ url: String, headers: [(String, String)] = [], body: Data? = nil,
         http: HTTPClient = NottyHTTP.client, timeout: TimeAmount = .seconds(15)
@@ -132,10 +140,8 @@ public actor ServiceClient {
                 guard let refreshToken = credentials.refreshToken else {
                     throw SyncError.signInAgain("this device's sign-in has expired: run notty login again (queued changes are kept)")
                 }
-                let answer = try await Self.send(
-                    .POST, credentials.server + "/oauth2/v2.0/token",
-                    headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                    body: Data(FormEncoding.encode(["grant_type": "refresh_token", "refresh_token": refreshToken]).utf8),
+                let answer = try await Self.postForm(
+                    credentials.server + "/oauth2/v2.0/token", ["grant_type": "refresh_token", "refresh_token": refreshToken],
                     http: http, timeout: timeout)
                 guard answer.status == 200 else {
                     if answer.status >= 500 || answer.status == 429 {
@@ -160,9 +166,7 @@ public actor ServiceClient {
 
     /// Signs in with the password grant and returns fresh credentials (not yet saved).
     public static func signIn(server: String, userName: String, password: String, http: HTTPClient = NottyHTTP.client) async throws -> Credentials {
-        let answer = try await send(
-            .POST, server + "/oauth2/v2.0/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-            body: Data(FormEncoding.encode(["grant_type": "password", "username": userName, "password": password]).utf8), http: http)
+        let answer = try await postForm(server + "/oauth2/v2.0/token", ["grant_type": "password", "username": userName, "password": password], http: http)
         guard answer.status == 200 else {
             let error = answer.errorText
             if error.code == "invalid_grant" { throw SyncError.refused(status: answer.status, code: error.code, message: "wrong user name or password") }
@@ -174,8 +178,6 @@ public actor ServiceClient {
             accessTokenExpires: Date().addingTimeInterval(TimeInterval(token.expires_in)))
     }
 
-    /// Registers a subscription (`POST /v1/me/subscriptions`): this device, or with
-    /// `targetHostName` an id to give that app server.
     /// Registers this device, subscribes it to an app, or (`webhook`) makes a webhook URL for
     /// the app, optionally checked with `secret` (SPEC §7.2).
     public func subscribe(deviceName: String, targetHostName: String? = nil, webhook: Bool = false, secret: String? = nil) async throws -> SubscriptionInfo {

@@ -32,7 +32,7 @@ public enum Webhooks {
 
 /// One kind of sender: how it is recognised, how it proves it knows the secret, and what its
 /// requests become.
-public protocol WebhookKind {
+public protocol WebhookKind: Sendable {
     /// Its name in answers and logs.
     static var name: String { get }
     /// Whether this kind claims the request (kinds are tried in ``Webhooks/kinds`` order).

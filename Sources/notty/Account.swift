@@ -62,9 +62,7 @@ struct Logout: AsyncParsableCommand {
                 let current = await client.current
                 let tokens = [current.accessToken, current.refreshToken].compactMap { $0 }
                 for token in tokens {
-                    _ = try await ServiceClient.send(
-                        .POST, credentials.server + "/oauth2/v2.0/revoke", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                        body: Data(FormEncoding.encode(["token": token]).utf8))
+                    _ = try await ServiceClient.postForm(credentials.server + "/oauth2/v2.0/revoke", ["token": token])
                 }
             } catch {
                 warn("could not tell the service (\(error)); forgetting the tokens here anyway")

@@ -41,9 +41,9 @@ struct Publish: AsyncParsableCommand {
             guard let clientId = clientId ?? env["NOTTY_CLIENT_ID"], let secret = clientSecret ?? env["NOTTY_CLIENT_SECRET"] else {
                 throw CLIError("give --client-id and --client-secret (or set NOTTY_CLIENT_ID and NOTTY_CLIENT_SECRET); notty admin app add HOSTNAME prints them")
             }
-            let tokenAnswer = try await ServiceClient.send(
-                .POST, base + "/oauth2/v2.0/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                body: Data(FormEncoding.encode(["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret, "scope": "https://graph.microsoft.com/.default"]).utf8))
+            let tokenAnswer = try await ServiceClient.postForm(
+                base + "/oauth2/v2.0/token",
+                ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret, "scope": "https://graph.microsoft.com/.default"])
             guard tokenAnswer.status == 200, let token = try? NottyJSON.decoder.decode(TokenResponse.self, from: tokenAnswer.body) else {
                 throw CLIError("the service refused the app credentials (\(tokenAnswer.status) \(tokenAnswer.errorText.code)): check --client-id and --client-secret")
             }

@@ -24,7 +24,7 @@ private func watchedSession(_ script: String, columns: Int = 200, rows: Int = 60
 }
 
 private extension TmuxSession {
-    var paneTitle: String { ((try? tmux(["display-message", "-p", "-t", name, "#{pane_title}"])) ?? "").trimmingCharacters(in: .newlines) }
+    var paneTitle: String { (try? query("#{pane_title}")) ?? "" }
     var buffers: String { (try? tmux(["list-buffers"])) ?? "" }
 }
 
@@ -45,7 +45,7 @@ private func script(in directory: URL, _ name: String, _ command: String) throws
 }
 
 @Suite("Nothing from the network reaches a terminal raw (tmux)", .serialized,
-       .enabled(if: TmuxSession.tmux != nil || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
+       .enabled(if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
 struct TerminalSafetyTests {
     /// Each path where text from the network or the store reaches a terminal.
     static let paths: [(name: String, command: String)] = [

@@ -4,42 +4,8 @@ import NottyStore
 import NottyTestSupport
 import Testing
 
-/// A tmux session running a command, for driving the real `notty` in a real terminal.
-final class TmuxSession: @unchecked Sendable {
-    static let tmux: String? = Tmux.path
-    static let required = ProcessInfo.processInfo.environment["CI"] == "true"
-    let name = "notty-test-\(UUID().uuidString.prefix(8))"
-    let socket: String
-
-    init(command: String, columns: Int = 100, rows: Int = 30, environment: [String: String]) throws {
-        socket = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).sock").path
-        let exports = environment.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
-        try tmux(["-f", "/dev/null", "new-session", "-d", "-s", name, "-x", String(columns), "-y", String(rows),
-                  "env \(exports) TERM=screen-256color \(command); echo \"[exited $?]\"; sleep 60"])
-    }
-
-    @discardableResult
-    func tmux(_ arguments: [String]) throws -> String {
-        try Tmux.run(socket: socket, arguments)
-    }
-
-    func screen() -> String { (try? tmux(["capture-pane", "-p", "-t", name])) ?? "" }
-    func keys(_ keys: String...) throws { try tmux(["send-keys", "-t", name] + keys) }
-    func resize(columns: Int, rows: Int) throws { try tmux(["resize-window", "-t", name, "-x", String(columns), "-y", String(rows)]) }
-
-    /// Waits until the screen contains `text`.
-    func waitFor(_ text: String, timeout: Duration = .seconds(10)) async -> Bool {
-        await eventually(timeout: timeout) { screen().contains(text) }
-    }
-
-    deinit {
-        _ = try? tmux(["kill-server"])
-        try? FileManager.default.removeItem(atPath: socket)
-    }
-}
-
 @Suite("The notification center in a real terminal (tmux)", .serialized,
-       .enabled(if: TmuxSession.tmux != nil || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
+       .enabled(if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
 struct TerminalCenterTests {
     @Test("B's open notty shows A's dismiss and read within 1 s with no key press; B's keys reach A; resize; q exits 0")
     func liveAcrossDevices() async throws {

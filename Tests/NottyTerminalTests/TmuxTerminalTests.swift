@@ -4,8 +4,6 @@ import NottyTestSupport
 import Testing
 @testable import NottyTerminal
 
-private let tmuxPath: String? = Tmux.path
-
 /// The process has one curses screen and one "restore" switch: every test that starts, stops
 /// or restores it runs inside this suite, one at a time (a restore from a parallel test once
 /// ended the tmux test's screen halfway through on a busy CI machine).
@@ -29,7 +27,7 @@ extension CursesScreenTests {
 /// Real ncurses against a real terminal emulator: a detached tmux pane whose only process
 /// sleeps, while this test process opens the pane's tty and paints and reads on it.
 extension CursesScreenTests {
-    @Suite("Real ncurses in a tmux pane", .enabled(if: tmuxPath != nil || ProcessInfo.processInfo.environment["CI"] == "true", "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
+    @Suite("Real ncurses in a tmux pane", .enabled(if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
     struct TmuxTerminalTests {
         @Test func paintsDiffsPlacesTheCursorReadsKeysAndRestores() throws {
             let pane = try TmuxPane(columns: 80, rows: 24)
@@ -84,12 +82,9 @@ extension CursesScreenTests {
     }
 }
 
-/// A detached tmux pane on a private server (its own socket, no config); `tty` is the pane's
-/// terminal device.
+/// The pane a test paints on: a ``TmuxSession`` that only sleeps, and its tty.
 private struct TmuxPane {
-    let directory: URL
-    /// The server's socket lives in `directory`, so nothing is left behind.
-    var socket: String { directory.appendingPathComponent("socket").path }
+    let session: TmuxSession
     let tty: String
 
     struct Capture {
@@ -97,42 +92,13 @@ private struct TmuxPane {
     }
 
     init(columns: Int, rows: Int) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-tmux-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let ttyFile = directory.appendingPathComponent("tty").path
-        let socket = directory.appendingPathComponent("socket").path
-        _ = try Self.run(socket, ["-f", "/dev/null", "new-session", "-d", "-x", "\(columns)", "-y", "\(rows)",
-                                  "tty > '\(ttyFile)'; exec sleep 300"])
-        var found: String?
-        for _ in 0..<100 {
-            if let text = try? String(contentsOfFile: ttyFile, encoding: .utf8),
-               text.hasPrefix("/dev/") {
-                found = text.trimmingCharacters(in: .whitespacesAndNewlines)
-                break
-            }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        guard let found else { throw TmuxFailure(message: "the pane never reported its tty") }
-        tty = found
+        (session, tty) = try TmuxSession.paneTTY(columns: columns, rows: rows)
     }
 
-    func close() {
-        _ = try? Self.run(socket, ["kill-server"])
-        try? FileManager.default.removeItem(at: directory)
-    }
-
-    func capture(escapes: Bool = false) throws -> Capture {
-        let output = try Self.run(socket, ["capture-pane", "-p"] + (escapes ? ["-e"] : []))
-        return Capture(lines: output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
-    }
-
-    func query(_ format: String) throws -> String {
-        try Self.run(socket, ["display-message", "-p", format]).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    func sendKeys(_ keys: [String]) throws {
-        _ = try Self.run(socket, ["send-keys"] + keys)
-    }
+    func close() { session.close() }
+    func capture(escapes: Bool = false) throws -> Capture { Capture(lines: try session.lines(escapes: escapes)) }
+    func query(_ format: String) throws -> String { try session.query(format) }
+    func sendKeys(_ keys: [String]) throws { try session.keys(keys) }
 
     /// Polls the pane for up to 5 seconds.
     func waitFor(_ condition: (Capture) throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -144,13 +110,4 @@ private struct TmuxPane {
         }
         Issue.record("pane never matched; it shows:\n\(last.lines.joined(separator: "\n"))", sourceLocation: sourceLocation)
     }
-
-    private static func run(_ socket: String, _ arguments: [String]) throws -> String {
-        try Tmux.run(socket: socket, arguments)
-    }
-}
-
-private struct TmuxFailure: Error, CustomStringConvertible {
-    let message: String
-    var description: String { message }
 }
