@@ -5,6 +5,7 @@ import NottyDBus
 import NottyDesktop
 import NottyStore
 import NottySync
+import NottyTerminal
 import Synchronization
 
 struct Poll: AsyncParsableCommand {
@@ -354,17 +355,8 @@ actor DesktopPopups {
     }
 }
 
-/// Returns when SIGINT or SIGTERM arrives.
+/// Returns when SIGINT or SIGTERM arrives (through the one signal helper, `Terminal.terminationSignals`;
+/// a second signal after that has its default action again).
 func waitForTermination() async {
-    signal(SIGINT, SIG_IGN)
-    signal(SIGTERM, SIG_IGN)
-    let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
-    let sources = [SIGINT, SIGTERM].map { number in
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler { continuation.yield(number) }
-        source.resume()
-        return source
-    }
-    for await _ in stream { break }
-    sources.forEach { $0.cancel() }
+    for await _ in Terminal.terminationSignals([SIGINT, SIGTERM]) { break }
 }
