@@ -84,6 +84,9 @@ let package = Package(
         // The only code that calls ncurses: paints a Screen, reads keys, restores the terminal.
         .systemLibrary(name: "CNcursesw", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
         .target(name: "NottyTerminal", dependencies: ["CNcursesw", "NottyTUI"]),
+        // The device's programs: the notification center's loop and its store access
+        // (windows, counts, the search index), and opening links.
+        .target(name: "NottyCenter", dependencies: ["NottyCore", "NottyStore", "NottySync", "NottyTUI", "NottyTerminal"]),
         // The one executable: argument parsing and wiring only.
         .executableTarget(
             name: "notty",
@@ -94,6 +97,7 @@ let package = Package(
                 "NottySync",
                 "NottyTUI",
                 "NottyTerminal",
+                "NottyCenter",
                 "NottyDesktop",
                 "NottyDBus",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -128,6 +132,7 @@ let package = Package(
         .testTarget(name: "NottyTerminalTests", dependencies: ["NottyTerminal", "NottyTUI", "CNcursesw", "NottyTestSupport"]),
         .testTarget(name: "NottyTUITests", dependencies: ["NottyTUI", "NottyCore"], exclude: ["Golden"]),
         .testTarget(name: "NottyWebhooksTests", dependencies: ["NottyWebhooks", "NottyCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "NottyCenterTests", dependencies: ["NottyCenter", "NottyStore", "NottyTUI", "NottyCore", "NottyTestSupport"]),
         .testTarget(name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore", "NottyTestSupport"]),
         .testTarget(
             name: "NottySyncTests",

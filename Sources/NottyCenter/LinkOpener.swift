@@ -3,8 +3,8 @@ import Foundation
 /// Opens a notification's link (SPEC §7.1): `$BROWSER` when set (a program and its words,
 /// split on spaces; the first of a `:`-separated list), else `xdg-open`, with the URL as one
 /// argument and never through a shell. Answers nil when it started, else one line saying why not.
-enum LinkOpener {
-    static func open(_ url: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+public enum LinkOpener {
+    public static func open(_ url: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
         var command: [String] = []
         if let browser = environment["BROWSER"], !browser.isEmpty {
             let first = browser.split(separator: ":").first.map(String.init) ?? browser

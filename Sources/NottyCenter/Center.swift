@@ -1,0 +1,188 @@
+import Foundation
+import NottyCore
+import NottyStore
+import NottySync
+import NottyTUI
+import NottyTerminal
+import Synchronization
+
+/// The terminal notification center: one thread owns ncurses and runs the loop; key presses,
+/// resizes, store changes (from any process), sync status and ticks all become `TUIEvent`s for
+/// the pure `update`, whose effects are performed here, and `render` output is painted (only
+/// the cells that changed).
+public final class Center: Sendable {
+    let store: LocalStore
+    let credentials: Credentials
+    let client: ServiceClient
+    let engine: SyncEngine
+    let settings: ClientSettings
+    private let inbox = Mutex<[TUIEvent]>([])
+    private let quitRequested = Atomic<Bool>(false)
+    /// Set once `run` starts it; read by the loop's thread and the sync's callbacks.
+    private let liveSync = Mutex<LiveSync?>(nil)
+    /// Written by the sync's callbacks, read when the status line is built.
+    private let connection = Mutex<SyncStatus.Connection>(.connecting)
+
+    public init(store: LocalStore, credentials: Credentials, client: ServiceClient, engine: SyncEngine, settings: ClientSettings) {
+        self.store = store
+        self.credentials = credentials
+        self.client = client
+        self.engine = engine
+        self.settings = settings
+    }
+
+    /// Runs until `q` (or SIGTERM/SIGINT/SIGHUP); the terminal is restored on every path.
+    public func run() async throws {
+        Terminal.installCrashHandlers()
+        let signals = Terminal.terminationSignals()
+        let liveSync = LiveSync(engine: engine, client: client, mode: .live) { [weak self] event in self?.syncEvent(event) }
+        self.liveSync.withLock { $0 = liveSync }
+        let syncTask = Task { await liveSync.run() }
+        let signalTask = Task { [weak self] in
+            for await _ in signals { self?.quitRequested.store(true, ordering: .relaxed); break }
+        }
+        let indexer = SearchIndexer(store: store)
+        let changes = store.changes()
+        let watcher = Task { [weak self] in
+            try? await Task.sleep(for: .milliseconds(200))
+            indexer.catchUp()  // after the first frame
+            for await change in changes {
+                self?.post(.storeChanged)
+                if change == .committed {
+                    self?.postStatus()
+                    indexer.catchUp()
+                }
+            }
+        }
+        defer {
+            watcher.cancel()
+            signalTask.cancel()
+            syncTask.cancel()
+        }
+        let exit: Result<Void, any Error> = await withCheckedContinuation { continuation in
+            let thread = Thread { [self] in
+                continuation.resume(returning: Result { try self.loop() })
+            }
+            thread.stackSize = 8 << 20
+            thread.start()
+        }
+        try exit.get()
+    }
+
+    public func post(_ event: TUIEvent) {
+        inbox.withLock { $0.append(event) }
+    }
+
+    private func postStatus() {
+        let info = try? store.syncInfo()
+        post(.status(SyncStatus(
+            user: credentials.userName, server: credentials.server, connection: connection.withLock { $0 },
+            outbox: info?.outbox ?? 0, lastSync: info?.lastSync)))
+    }
+
+    private func syncEvent(_ event: LiveSyncEvent) {
+        switch event {
+        case .connection(let state):
+            let shown: SyncStatus.Connection = switch state {
+            case .connecting: .connecting
+            case .live: .live
+            case .polling(let every): .polling(everySeconds: every)
+            case .offline(let since): .offline(since: since)
+            }
+            connection.withLock { $0 = shown }
+            postStatus()
+        case .synced:
+            postStatus()
+        case .failed(let error):
+            postStatus()
+            if !error.isTransient { post(.message(error.description)) }
+        }
+    }
+
+    // MARK: - The loop (one thread: the only one that touches ncurses)
+
+    private func loop() throws {
+        let terminal = Terminal()
+        let useColor = settings.color && Terminal.colorAllowed()
+        try terminal.start(useColor: useColor)
+        defer { terminal.stop() }
+        var state = TUIState(size: terminal.size(), now: Date(), timeZone: .current, useColor: useColor, view: settings.view)
+        let loader = WindowLoader(store: store) { [weak self] in self?.post(.storeChanged) }
+        var pending: [TUIEvent] = [.storeChanged]
+        postStatus()
+        var lastTick = Date()
+        var running = true
+        while running {
+            if quitRequested.load(ordering: .relaxed) { break }
+            pending += inbox.withLock { events in defer { events.removeAll() }; return events }
+            let now = Date()
+            if now.timeIntervalSince(lastTick) >= 1 {
+                pending.append(.tick(now))
+                lastTick = now
+            }
+            var index = 0
+            let dirty = !pending.isEmpty
+            while index < pending.count {
+                let effects = update(&state, pending[index])
+                index += 1
+                for effect in effects {
+                    switch effect {
+                    case .load(let request):
+                        pending.append(try loader.answer(request, now: Date()))
+                    case .mutate(let changes):
+                        try store.record(changes.map { ($0.id, LocalAction.patch($0.change)) })
+                        pending.append(.storeChanged)
+                        requestSync()
+                    case .delete(let ids):
+                        try store.record(ids.map { ($0, LocalAction.delete) })
+                        pending.append(.storeChanged)
+                        requestSync()
+                    case .markAllRead(let view, let query):
+                        // Only the Unread ones change (and are what `u` restores).
+                        let ids = try store.window(view: view, query: query, offset: 0, limit: Int(Int32.max), now: Date())
+                            .filter { $0.readState == .unread }.map(\.id)
+                        try store.record(ids.map { ($0, LocalAction.patch(StateChange(readState: .read))) })
+                        pending.append(.markedAllRead(ids))
+                        pending.append(.storeChanged)
+                        requestSync()
+                    case .findUnread(let request, let forward):
+                        let now = Date()
+                        if let anchor = request.anchorId,
+                           let found = try store.nextUnread(view: request.view, query: request.query, after: anchor, forward: forward, now: now) {
+                            var jump = request
+                            jump.anchorId = found
+                            if case .loaded(let window, let counts, let selection) = try loader.answer(jump, now: now) {
+                                pending.append(.jumped(window, counts: counts, selection: selection))
+                            }
+                        } else {
+                            pending.append(.message(TUIState.noUnread(forward: forward)))
+                        }
+                    case .open(let url):
+                        if let problem = LinkOpener.open(url) { pending.append(.message(problem)) }
+                    case .sync:
+                        requestSync()
+                    case .quit:
+                        running = false
+                    }
+                }
+            }
+            pending.removeAll()
+            if dirty {
+                terminal.paint(render(state))
+                loader.startCounting()  // answers leave counts only while events are handled
+            }
+            guard running else { break }
+            switch terminal.readKey(timeoutMilliseconds: 50) {
+            case .key(let key)?: pending.append(.key(key))
+            case .resize(let size)?: pending.append(.resize(size))
+            case .closed?: running = false
+            case nil: break
+            }
+        }
+    }
+
+    private func requestSync() {
+        guard let liveSync = liveSync.withLock({ $0 }) else { return }
+        Task { await liveSync.requestSync() }
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+import NottyStore
+import Synchronization
+
+// glibc's, left out of Swift's Glibc module (malloc.h).
+@_silgen_name("malloc_trim") private func c_malloc_trim(_ pad: Int) -> Int32
+
+/// Adds the rows that are not in the search index yet, a few thousand per transaction, in the
+/// background whenever the store changed; one run at a time.
+public final class SearchIndexer: Sendable {
+    public let store: LocalStore
+    private let running = Atomic<Bool>(false)
+
+    public init(store: LocalStore) {
+        self.store = store
+    }
+
+    public func catchUp() {
+        guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        Task.detached(priority: .background) { [self] in
+            var rounds = 0
+            var finished = false  // false after an error: the next change tries again
+            while !Task.isCancelled, let more = try? store.indexForSearch() {
+                rounds += 1
+                if !more { finished = true; break }
+            }
+            if rounds > 1 { _ = c_malloc_trim(0) }  // give the heap the index build used back
+            running.store(false, ordering: .releasing)
+            // Rows written after the last round but before the flag was cleared.
+            if finished, (try? store.rowsToIndexForSearch()) ?? 0 > 0 { catchUp() }
+        }
+    }
+}

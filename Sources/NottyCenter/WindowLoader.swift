@@ -1,0 +1,116 @@
+import Foundation
+import NottyCore
+import NottyStore
+import NottyTUI
+import Synchronization
+
+/// Answers the UI's window requests from the store: the view's rows around the selection,
+/// read with indexed, windowed queries (never the whole view). The six counts are read again
+/// only when the store changed or a snooze or expiry came due, not on every key press.
+///
+/// A search with many matches is answered before they are counted (counting them is a scan
+/// of the view): the window holds the rows around the selection and says it is not counted,
+/// a background task counts, and `recount` asks the UI to load again, which then takes the
+/// count from here while the store has not changed.
+public final class WindowLoader: Sendable {
+    public let store: LocalStore
+    private let recount: @Sendable () -> Void
+    private let cached = Mutex<(revision: Int64, validUntil: Date?, counts: ViewCounts)?>(nil)
+    private let searchCounts = Mutex<[SearchCount: (count: Int, validUntil: Date?)]>([:])
+    private let counting = Mutex<Set<SearchCount>>([])
+    /// Counts asked for by answers not yet painted.
+    private let toCount = Mutex<[SearchCount]>([])
+
+    /// A search's count as of one revision of the store.
+    struct SearchCount: Hashable {
+        var view: NotificationView
+        var query: String
+        var revision: Int64
+    }
+
+    public init(store: LocalStore, recount: @escaping @Sendable () -> Void) {
+        self.store = store
+        self.recount = recount
+    }
+
+    public func answer(_ request: WindowRequest, now: Date) throws -> TUIEvent {
+        let (revision, counts) = try counts(now: now)
+        let anchor = try request.anchorId.flatMap { try store.position(of: $0, view: request.view, query: request.query, now: now) }
+        let total: Int
+        if request.query.isEmpty {
+            total = counts[request.view]
+        } else if let known = searchCount(SearchCount(view: request.view, query: request.query, revision: revision), now: now) {
+            total = known
+        } else if let quick = try store.quickCount(view: request.view, query: request.query, now: now) {
+            total = quick
+        } else {
+            return try answerBeforeCounting(request, anchor: anchor, revision: revision, counts: counts, now: now)
+        }
+        let (selection, offset, length) = request.placement(total: total, anchorIndex: anchor)
+        let rows = length > 0 ? try store.window(view: request.view, query: request.query, offset: offset, limit: length, total: total, now: now) : []
+        let window = ViewWindow(view: request.view, query: request.query, total: total, offset: offset, rows: rows)
+        return .loaded(window, counts: counts, selection: selection)
+    }
+
+    /// The rows around the selection of a search whose matches are not counted yet (found by
+    /// stepping over the view from its newest row); counting starts in the background. When
+    /// fewer rows than asked for come back, they end the list and are its count.
+    private func answerBeforeCounting(_ request: WindowRequest, anchor: Int?, revision: Int64, counts: ViewCounts, now: Date) throws -> TUIEvent {
+        // The placement of a list with no end known.
+        let (wanted, offset, span) = request.placement(total: .max, anchorIndex: anchor)
+        var rows = try store.window(view: request.view, query: request.query, offset: offset, limit: span + 1, now: now)
+        let counted = rows.count <= span && (offset == 0 || !rows.isEmpty)
+        if !counted {
+            if rows.isEmpty {  // past the end of a list not counted yet: start again from the top
+                return try answer(WindowRequest(view: request.view, query: request.query, index: 0, span: span), now: now)
+            }
+            rows.removeLast()
+            toCount.withLock { $0.append(SearchCount(view: request.view, query: request.query, revision: revision)) }
+        }
+        let window = ViewWindow(view: request.view, query: request.query, total: offset + rows.count, offset: offset, rows: rows, counted: counted)
+        return .loaded(window, counts: counts, selection: min(wanted, max(0, offset + rows.count - 1)))
+    }
+
+    private func searchCount(_ key: SearchCount, now: Date) -> Int? {
+        guard let known = searchCounts.withLock({ $0[key] }), known.validUntil.map({ now < $0 }) ?? true else { return nil }
+        return known.count
+    }
+
+    /// Starts counting what answers left uncounted; called once their frame is painted, so
+    /// that counting does not compete with it for the processor.
+    public func startCounting() {
+        for key in toCount.withLock({ keys in defer { keys.removeAll() }; return keys }) {
+            countInBackground(key)
+        }
+    }
+
+    private func countInBackground(_ key: SearchCount) {
+        guard counting.withLock({ $0.insert(key).inserted }) else { return }
+        Task.detached { [self] in
+            let now = Date()
+            // The revision is read before counting: a count tagged with it is of that
+            // revision, or of a later one that makes the tag stale anyway.
+            let count = (try? store.revision()) == key.revision ? try? store.count(view: key.view, query: key.query, now: now) : nil
+            let validUntil = try? store.nextTimedChange(after: now)
+            counting.withLock { _ = $0.remove(key) }
+            // A count of a store that has changed since is of no use: that change reloads anyway.
+            guard let count, (try? store.revision()) == key.revision else { return }
+            searchCounts.withLock { counts in
+                counts = counts.filter { $0.key.revision == key.revision }
+                counts[key] = (count, validUntil)
+            }
+            recount()
+        }
+    }
+
+    private func counts(now: Date) throws -> (revision: Int64, counts: ViewCounts) {
+        let revision = try store.revision()
+        if let cached = cached.withLock({ $0 }), cached.revision == revision, cached.validUntil.map({ now < $0 }) ?? true {
+            return (revision, cached.counts)
+        }
+        let counts = try store.counts(now: now)
+        let validUntil = try store.nextTimedChange(after: now)
+        self.cached.withLock { $0 = (revision, validUntil, counts) }
+        return (revision, counts)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import NottyCenter
+import NottyCore
+import NottyStore
+import NottyTUI
+import NottyTestSupport
+import Synchronization
+import Testing
+
+/// A store of `count` notifications (every third read), created a second apart.
+func filledStore(_ count: Int, in directory: URL) throws -> (LocalStore, [UserNotification]) {
+    let store = try LocalStore(path: directory.appendingPathComponent("store.sqlite").path)
+    let base = Date(timeIntervalSince1970: 1_800_000_000)
+    let notifications = (0..<count).map { n in
+        UserNotification(
+            id: String(format: "%08x-0000-4000-8000-000000000000", n), appNotificationId: "a\(n)", targetHostName: "ci.example.com",
+            groupName: nil, priority: .none, payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "Build \(n) failed", body: nil)),
+            expirationDateTime: base.addingTimeInterval(86_400 * 30), createdDateTime: base.addingTimeInterval(Double(n)),
+            lastModifiedDateTime: base.addingTimeInterval(Double(n)), readState: n % 3 == 0 ? .read : .unread)
+    }
+    _ = try store.apply(page: ChangesPage(changes: notifications, cursor: "1", hasMore: false), since: nil)
+    return (store, notifications)
+}
+
+@Suite("The center's store access (WindowLoader, SearchIndexer)")
+struct WindowLoaderTests {
+    let now = Date(timeIntervalSince1970: 1_800_000_000 + 86_400)
+
+    @Test("a window is the rows around the selection, newest first, with the six counts; an anchor keeps its row selected")
+    func windows() throws {
+        let directory = Repository.temporaryDirectory("notty-center")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (store, all) = try filledStore(3000, in: directory)
+        let loader = WindowLoader(store: store) {}
+        guard case .loaded(let top, let counts, let selection) = try loader.answer(WindowRequest(view: .all, span: 40), now: now) else {
+            Issue.record("not a window"); return
+        }
+        #expect(counts.all == 3000 && counts.read == 1000 && counts.unread == 2000)
+        #expect(top.total == 3000 && top.offset == 0 && selection == 0 && top.rows.count >= 40)
+        #expect(top.rows.first?.id == all.last?.id && top.rows.map(\.createdDateTime) == top.rows.map(\.createdDateTime).sorted(by: >))
+        // Anchored on a row in the middle of Unread: that row is selected, its neighbours around it.
+        let anchor = all[1501]  // unread (1501 % 3 != 0)
+        guard case .loaded(let middle, _, let selected) = try loader.answer(WindowRequest(view: .unread, anchorId: anchor.id, span: 40), now: now) else {
+            Issue.record("not a window"); return
+        }
+        #expect(middle.total == 2000)
+        #expect(middle.rows[selected - middle.offset].id == anchor.id, "selection \(selected), offset \(middle.offset)")
+    }
+
+    @Test("a search with many matches answers before counting, then counts in the background and asks to load again")
+    func searchCountsInTheBackground() async throws {
+        let directory = Repository.temporaryDirectory("notty-center")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (store, _) = try filledStore(3000, in: directory)
+        SearchIndexer(store: store).catchUp()
+        #expect(await eventually(timeout: .seconds(10)) { (try? store.rowsToIndexForSearch()) == 0 }, "the search index was not built")
+        let recounted = Atomic<Int>(0)
+        let loader = WindowLoader(store: store) { recounted.add(1, ordering: .relaxed) }
+        let request = WindowRequest(view: .all, query: "failed", span: 40)
+        guard case .loaded(let first, _, _) = try loader.answer(request, now: now) else { Issue.record("not a window"); return }
+        #expect(!first.counted && first.rows.count >= 40, "3,000 matches are not counted before the first answer")
+        loader.startCounting()
+        #expect(await eventually(timeout: .seconds(10)) { recounted.load(ordering: .relaxed) == 1 }, "no recount")
+        guard case .loaded(let again, _, _) = try loader.answer(request, now: now) else { Issue.record("not a window"); return }
+        #expect(again.counted && again.total == 3000)
+    }
+}
