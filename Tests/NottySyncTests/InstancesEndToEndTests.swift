@@ -139,11 +139,13 @@ struct InstancesEndToEndTests {
                 }
             }
         }
-        #expect(await eventually(timeout: .seconds(20)) { acknowledged.value.count >= 300 })
+        // Killed once a hundred publishes were acknowledged, however long that takes on a loaded
+        // machine (the bound only keeps a broken service from hanging the run; no rate is asked).
+        #expect(await eventually(timeout: .seconds(120)) { acknowledged.value.count >= 100 })
         one.sigkill()
         await burst.value
         let acked = acknowledged.value
-        #expect(acked.count >= 300)
+        #expect(acked.count >= 100)
 
         // Everything acknowledged is in the feed, read through the other instance.
         let userToken = try await token(two.url, ["grant_type": "password", "username": "alice", "password": "pw"])
