@@ -12,6 +12,10 @@ public struct NottyRequestContext: RequestContext, WebSocketRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let webSocket: WebSocketHandlerReference<Self>
     public var requestId: String = ""
+    /// The caller, set by the authentication middleware of the route's audience.
+    public var user: String?
+    public var deviceId: String?
+    public var app: AppRecord?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

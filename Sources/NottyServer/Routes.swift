@@ -19,99 +19,128 @@ public struct Routes: Sendable {
         return fields
     }
 
+    /// Who a route is for: each audience has one authentication middleware, so a handler
+    /// finds its caller in the context (`context.user`, `context.app`) and never checks a token.
+    enum Audience {
+        /// No authentication (health, metrics, the token routes).
+        case anyone
+        /// An app access token (SPEC §2.2).
+        case app
+        /// A user access token (SPEC §2.3).
+        case user
+        /// The URL itself is the credential (SPEC §7.2): checked by the service.
+        case webhook
+    }
+
+    /// One route: a method, a path, who may call it and what answers it.
+    struct Route: Sendable {
+        let method: HTTPRequest.Method
+        let path: String
+        let audience: Audience
+        let handle: @Sendable (Request, NottyRequestContext) async throws -> Response
+    }
+
+    /// Every route of the plain HTTP router, once: the router and the `405` answers (with
+    /// `Allow`) are both made from it.
+    var table: [Route] {
+        var routes: [Route] = [
+            // §2.4 operations
+            Route(method: .get, path: "/healthz", audience: .anyone) { _, _ in try await self.health() },
+            Route(method: .get, path: "/metrics", audience: .anyone) { _, _ in self.metrics() },
+            // §2.1 tokens
+            Route(method: .post, path: "/oauth2/v2.0/token", audience: .anyone) { request, _ in try await self.token(request) },
+            Route(method: .post, path: "/:tenant/oauth2/v2.0/token", audience: .anyone) { request, _ in try await self.token(request) },
+            Route(method: .post, path: "/oauth2/v2.0/revoke", audience: .anyone) { request, _ in try await self.revoke(request) },
+        ]
+        // §2.2 publishing, on Graph's two paths
+        for prefix in ["/beta/me/notifications", "/v1.0/me/notifications"] {
+            routes += [
+                Route(method: .post, path: prefix, audience: .app) { request, context in try await self.publish(request, app: context.requireApp()) },
+                Route(method: .delete, path: prefix + "/:appNotificationId", audience: .app) { request, context in
+                    try await self.deleteByApp(request, app: context.requireApp(), appNotificationId: context.pathParameter("appNotificationId"))
+                },
+            ]
+        }
+        // §2.3 the signed-in user
+        routes += [
+            Route(method: .get, path: "/v1/me", audience: .user) { _, context in
+                try JSONResponse.make(try await self.service.me(userId: context.requireUser()))
+            },
+            Route(method: .post, path: "/v1/me/subscriptions", audience: .user) { request, context in
+                var request = request
+                let body = try await request.jsonBody(limit: self.limit)
+                return try JSONResponse.make(
+                    try await self.service.createSubscription(userId: context.requireUser(), deviceId: context.deviceId, body: body, baseURL: self.baseURL(request)),
+                    status: .created)
+            },
+            Route(method: .get, path: "/v1/me/subscriptions", audience: .user) { _, context in
+                try JSONResponse.make(SubscriptionList(value: try await self.service.subscriptions(userId: context.requireUser())))
+            },
+            Route(method: .delete, path: "/v1/me/subscriptions/:id", audience: .user) { _, context in
+                try await self.service.revokeSubscription(userId: context.requireUser(), id: context.pathParameter("id"))
+                return JSONResponse.empty(.noContent)
+            },
+            Route(method: .get, path: "/v1/me/notifications/changes", audience: .user) { request, context in try await self.changes(request, user: context.requireUser()) },
+            Route(method: .get, path: "/v1/me/notifications/counts", audience: .user) { _, context in
+                try JSONResponse.make(try await self.service.counts(userId: context.requireUser()), headers: self.pollHeader)
+            },
+            Route(method: .get, path: "/v1/me/notifications", audience: .user) { request, context in try await self.list(request, user: context.requireUser()) },
+            Route(method: .post, path: "/v1/me/notifications/batch", audience: .user) { request, context in try await self.batch(request, user: context.requireUser()) },
+            Route(method: .get, path: "/v1/me/notifications/:id", audience: .user) { _, context in
+                try JSONResponse.make(try await self.service.notification(userId: context.requireUser(), id: context.pathParameter("id")))
+            },
+            Route(method: .patch, path: "/v1/me/notifications/:id", audience: .user) { request, context in
+                try await self.patch(request, user: context.requireUser(), id: context.pathParameter("id"))
+            },
+            Route(method: .delete, path: "/v1/me/notifications/:id", audience: .user) { _, context in
+                let result = try await self.service.mutate(userId: context.requireUser(), [Mutation(id: try context.pathParameter("id"), operation: .delete)])[0]
+                guard result.status == 204 else { throw APIError.notFound() }
+                return JSONResponse.empty(.noContent)
+            },
+            // A plain GET of the doorbell (no upgrade): authenticated, then told how to connect.
+            Route(method: .get, path: "/v1/me/push", audience: .user) { _, _ in
+                throw APIError(.upgradeRequired, "upgradeRequired", "connect with a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)")
+            },
+            // §7.2 webhooks
+            Route(method: .post, path: "/v1/hooks/:token", audience: .webhook) { request, context in try await self.webhook(request, token: context.pathParameter("token")) },
+        ]
+        return routes
+    }
+
     /// The router for plain HTTP requests.
     public func router() -> Router<NottyRequestContext> {
         let router = Router(context: NottyRequestContext.self)
         router.add(middleware: EnvelopeMiddleware(metrics: service.metrics, clock: service.clock, maxBodyBytes: service.config.maxBodyBytes))
-
-        router.get("/healthz") { _, _ in try await self.health() }
-        router.get("/metrics") { _, _ in
-            var headers = HTTPFields()
-            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-            self.service.metrics.doorbellConnections.record(Int64(self.service.hub.connectionCount))
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: self.service.metrics.render())))
-        }
-
-        // §2.1 tokens
-        router.post("/oauth2/v2.0/token") { request, _ in try await self.token(request) }
-        router.post("/:tenant/oauth2/v2.0/token") { request, _ in try await self.token(request) }
-        router.post("/oauth2/v2.0/revoke") { request, _ in try await self.revoke(request) }
-
-        // §2.2 publishing
-        for prefix in ["/beta/me/notifications", "/v1.0/me/notifications"] {
-            router.post(RouterPath(prefix)) { request, _ in try await self.publish(request) }
-            router.delete(RouterPath(prefix + "/:appNotificationId")) { request, context in
-                try await self.deleteByApp(request, appNotificationId: context.pathParameter("appNotificationId"))
+        let anyone = router.group()
+        let apps = router.group().add(middleware: AppAuthentication(service: service))
+        let users = router.group().add(middleware: UserAuthentication(service: service))
+        for route in table {
+            let group = switch route.audience {
+            case .anyone, .webhook: anyone
+            case .app: apps
+            case .user: users
             }
+            group.on(RouterPath(route.path), method: route.method, use: route.handle)
         }
-
-        // §2.3 the signed-in user
-        router.get("/v1/me") { request, _ in
-            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
-            return try JSONResponse.make(try await self.service.me(userId: user))
-        }
-        router.post("/v1/me/subscriptions") { request, _ in
-            let caller = try await self.service.authenticateDevice(bearer: request.bearerToken)
-            var request = request
-            let body = try await request.jsonBody(limit: self.limit)
-            return try JSONResponse.make(
-                try await self.service.createSubscription(userId: caller.userId, deviceId: caller.deviceId, body: body, baseURL: self.baseURL(request)),
-                status: .created)
-        }
-        router.get("/v1/me/subscriptions") { request, _ in
-            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
-            return try JSONResponse.make(SubscriptionList(value: try await self.service.subscriptions(userId: user)))
-        }
-        router.delete("/v1/me/subscriptions/:id") { request, context in
-            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
-            try await self.service.revokeSubscription(userId: user, id: context.pathParameter("id"))
-            return JSONResponse.empty(.noContent)
-        }
-        router.get("/v1/me/notifications/changes") { request, _ in try await self.changes(request) }
-        router.get("/v1/me/notifications/counts") { request, _ in
-            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
-            return try JSONResponse.make(try await self.service.counts(userId: user), headers: self.pollHeader)
-        }
-        router.get("/v1/me/notifications") { request, _ in try await self.list(request) }
-        router.post("/v1/me/notifications/batch") { request, _ in try await self.batch(request) }
-        router.get("/v1/me/notifications/:id") { request, context in
-            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
-            return try JSONResponse.make(try await self.service.notification(userId: user, id: context.pathParameter("id")))
-        }
-        router.patch("/v1/me/notifications/:id") { request, context in
-            try await self.patch(request, id: context.pathParameter("id"))
-        }
-        router.delete("/v1/me/notifications/:id") { request, context in
-            let user = try await self.service.authenticateUser(bearer: request.bearerToken)
-            let id = try context.pathParameter("id")
-            let result = try await self.service.mutate(userId: user, [Mutation(id: id, operation: .delete)])[0]
-            guard result.status == 204 else { throw APIError.notFound() }
-            return JSONResponse.empty(.noContent)
-        }
-        // §7.2 webhooks: the URL is the credential.
-        router.post("/v1/hooks/:token") { request, context in try await self.webhook(request, token: context.pathParameter("token")) }
-        // A plain GET of the doorbell (no upgrade): authenticate, then say how to connect.
-        router.get("/v1/me/push") { request, _ -> Response in
-            _ = try await self.service.authenticateUser(bearer: request.bearerToken)
-            throw APIError(.upgradeRequired, "upgradeRequired", "connect with a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)")
-        }
-        Self.answerOtherMethods(on: router)
+        Self.answerOtherMethods(on: router, methodsByPath: methodsByPath)
         return router
     }
 
-    /// Every path and the methods it serves; any other method gets `405` with `Allow`.
-    static let methodsByPath: [(String, [HTTPRequest.Method])] = [
-        ("/healthz", [.get]), ("/metrics", [.get]),
-        ("/oauth2/v2.0/token", [.post]), ("/:tenant/oauth2/v2.0/token", [.post]), ("/oauth2/v2.0/revoke", [.post]),
-        ("/beta/me/notifications", [.post]), ("/v1.0/me/notifications", [.post]),
-        ("/beta/me/notifications/:appNotificationId", [.delete]), ("/v1.0/me/notifications/:appNotificationId", [.delete]),
-        ("/v1/me", [.get]), ("/v1/me/subscriptions", [.get, .post]), ("/v1/me/subscriptions/:id", [.delete]),
-        ("/v1/me/notifications", [.get]), ("/v1/me/notifications/changes", [.get]), ("/v1/me/notifications/counts", [.get]),
-        ("/v1/me/notifications/batch", [.post]), ("/v1/me/notifications/:id", [.get, .patch, .delete]), ("/v1/me/push", [.get]),
-        ("/v1/hooks/:token", [.post]),
-    ]
+    /// Every path and the methods it serves, in the table's order; any other method gets `405`
+    /// with `Allow` (before authentication: the method is wrong whoever asks).
+    var methodsByPath: [(String, [HTTPRequest.Method])] {
+        var result: [(String, [HTTPRequest.Method])] = []
+        for route in table {
+            if let index = result.firstIndex(where: { $0.0 == route.path }) {
+                result[index].1.append(route.method)
+            } else {
+                result.append((route.path, [route.method]))
+            }
+        }
+        return result
+    }
 
-    private static func answerOtherMethods(on router: Router<NottyRequestContext>) {
+    private static func answerOtherMethods(on router: Router<NottyRequestContext>, methodsByPath: [(String, [HTTPRequest.Method])]) {
         let every: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options, .trace, HTTPRequest.Method("QUERY")!]
         for (path, allowed) in methodsByPath {
             let allow = allowed.map(\.rawValue).joined(separator: ", ")
@@ -123,6 +152,13 @@ public struct Routes: Sendable {
                 }
             }
         }
+    }
+
+    private func metrics() -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+        service.metrics.doorbellConnections.record(Int64(service.hub.connectionCount))
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: service.metrics.render())))
     }
 
     /// The router that decides WebSocket upgrades (the doorbell, SPEC §3).
@@ -170,8 +206,7 @@ public struct Routes: Sendable {
         return JSONResponse.empty(.ok)
     }
 
-    private func publish(_ request: Request) async throws -> Response {
-        let app = try await service.authenticateApp(bearer: request.bearerToken)
+    private func publish(_ request: Request, app: AppRecord) async throws -> Response {
         var request = request
         let body = try await request.jsonBody(limit: limit)
         let notification = try await service.publish(app: app, unsId: request.headers[HTTPField.Name("X-UNS-ID")!], body: body)
@@ -201,14 +236,12 @@ public struct Routes: Sendable {
         return "\(scheme)://\(host)"
     }
 
-    private func deleteByApp(_ request: Request, appNotificationId: String) async throws -> Response {
-        let app = try await service.authenticateApp(bearer: request.bearerToken)
+    private func deleteByApp(_ request: Request, app: AppRecord, appNotificationId: String) async throws -> Response {
         try await service.deleteByApp(app: app, unsId: request.headers[HTTPField.Name("X-UNS-ID")!], appNotificationId: appNotificationId)
         return JSONResponse.empty(.noContent)
     }
 
-    private func changes(_ request: Request) async throws -> Response {
-        let user = try await service.authenticateUser(bearer: request.bearerToken)
+    private func changes(_ request: Request, user: String) async throws -> Response {
         let query = request.uri.queryParameters
         let since = try service.parseCursor(query.get("since"))
         let limit = try Self.integer(query.get("limit"), name: "limit", default: 500, range: 1...5000)
@@ -226,8 +259,7 @@ public struct Routes: Sendable {
         return try JSONResponse.make(page, headers: headers)
     }
 
-    private func list(_ request: Request) async throws -> Response {
-        let user = try await service.authenticateUser(bearer: request.bearerToken)
+    private func list(_ request: Request, user: String) async throws -> Response {
         let query = request.uri.queryParameters
         var view = NotificationView.all
         if let name = query.get("view") {
@@ -242,8 +274,7 @@ public struct Routes: Sendable {
         return try JSONResponse.make(NotificationList(value: items), headers: pollHeader)
     }
 
-    private func patch(_ request: Request, id: String) async throws -> Response {
-        let user = try await service.authenticateUser(bearer: request.bearerToken)
+    private func patch(_ request: Request, user: String, id: String) async throws -> Response {
         var request = request
         let body = try await request.jsonBody(limit: limit)
         let mutation: Mutation
@@ -260,8 +291,7 @@ public struct Routes: Sendable {
         return try JSONResponse.make(notification)
     }
 
-    private func batch(_ request: Request) async throws -> Response {
-        let user = try await service.authenticateUser(bearer: request.bearerToken)
+    private func batch(_ request: Request, user: String) async throws -> Response {
         var request = request
         let body = try await request.jsonBody(limit: limit)
         let items: [JSONValue]
@@ -299,7 +329,45 @@ public struct Routes: Sendable {
     }
 }
 
+/// Authenticates app routes: the app behind the bearer token goes into the context.
+struct AppAuthentication: RouterMiddleware {
+    typealias Context = NottyRequestContext
+    let service: NotificationService
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        context.app = try await service.authenticateApp(bearer: request.bearerToken)
+        return try await next(request, context)
+    }
+}
+
+/// Authenticates user routes: the user (and the device the token was issued to) go into the context.
+struct UserAuthentication: RouterMiddleware {
+    typealias Context = NottyRequestContext
+    let service: NotificationService
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        let caller = try await service.authenticateDevice(bearer: request.bearerToken)
+        context.user = caller.userId
+        context.deviceId = caller.deviceId
+        return try await next(request, context)
+    }
+}
+
 extension NottyRequestContext {
+    /// The caller of a user route (set by ``UserAuthentication``).
+    func requireUser() throws -> String {
+        guard let user else { throw APIError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
+        return user
+    }
+
+    /// The caller of an app route (set by ``AppAuthentication``).
+    func requireApp() throws -> AppRecord {
+        guard let app else { throw APIError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
+        return app
+    }
+
     /// A path parameter, percent-decoded (`%C2%AE` is `®`).
     func pathParameter(_ name: String) throws -> String {
         let raw = try parameters.require(name)
