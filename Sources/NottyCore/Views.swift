@@ -27,6 +27,29 @@ public enum NotificationView: String, CaseIterable, Sendable, Codable {
         }
     }
 
+    /// ``partition(readState:userActionState:snoozedUntil:now:)`` as an SQL condition over the
+    /// columns `read_state`, `action_state` and `snoozed_until` (the states' spellings, times in
+    /// milliseconds), `now` being the SQL expression of the current time in milliseconds. Written
+    /// for both SQLite and PostgreSQL; the storage tests check it against the Swift rule for every
+    /// combination of states.
+    public func sqlCondition(now: String) -> String {
+        let snoozeOver = "(action_state = '\(UserActionState.noInteraction.rawValue)' OR (action_state = '\(UserActionState.snoozed.rawValue)' AND snoozed_until <= \(now)))"
+        switch self {
+        case .unread: return "(read_state = '\(ReadState.unread.rawValue)' AND \(snoozeOver))"
+        case .read: return "(read_state = '\(ReadState.read.rawValue)' AND \(snoozeOver))"
+        case .activated: return "(action_state = '\(UserActionState.activated.rawValue)')"
+        case .dismissed: return "(action_state = '\(UserActionState.dismissed.rawValue)')"
+        case .snoozed: return "(action_state = '\(UserActionState.snoozed.rawValue)' AND snoozed_until > \(now))"
+        case .all: return "(1 = 1)"
+        }
+    }
+
+    /// The view a notification is in until a snooze ends: its partition with every snooze still
+    /// running (the device store's `bucket`, which its queries split by `snoozed_until`).
+    public static func bucket(readState: ReadState, userActionState: UserActionState) -> NotificationView {
+        partition(readState: readState, userActionState: userActionState, snoozedUntil: .distantFuture, now: .distantPast)
+    }
+
     /// The partitioning view `notification` is in at `now`; nil when it is deleted or expired.
     public static func current(of notification: UserNotification, now: Date) -> NotificationView? {
         guard notification.isLive(at: now) else { return nil }

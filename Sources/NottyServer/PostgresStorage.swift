@@ -885,19 +885,6 @@ public final class PostgresStorage: NotificationStorage {
         }
     }
 
-    /// SPEC §1's view rules; `$2` is now.
-    static func viewCondition(_ view: NotificationView) -> String {
-        let snoozeOver = "(action_state = 'NoInteraction' OR (action_state = 'Snoozed' AND snoozed_until <= $2))"
-        switch view {
-        case .unread: return "read_state = 'Unread' AND \(snoozeOver)"
-        case .read: return "read_state = 'Read' AND \(snoozeOver)"
-        case .activated: return "action_state = 'Activated'"
-        case .dismissed: return "action_state = 'Dismissed'"
-        case .snoozed: return "action_state = 'Snoozed' AND snoozed_until > $2"
-        case .all: return "true"
-        }
-    }
-
     public func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification] {
         var binds = PostgresBindings()
         binds.append(userId)
@@ -905,7 +892,7 @@ public final class PostgresStorage: NotificationStorage {
         binds.append(Int64(top))
         binds.append(Int64(skip))
         let query = PostgresQuery(unsafeSQL: """
-            SELECT \(Self.columns) FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2 AND \(Self.viewCondition(view))
+            SELECT \(Self.columns) FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2 AND \(view.sqlCondition(now: "$2"))
             ORDER BY created DESC, id DESC LIMIT $3 OFFSET $4
             """, binds: binds)
         return try await run { connection in try await self.fetchStored(connection, query).map(\.notification) }
@@ -914,25 +901,20 @@ public final class PostgresStorage: NotificationStorage {
     public func counts(userId: String, now: Date) async throws -> ViewCounts {
         let nowMillis = ISOTime.millis(now)
         return try await run { connection in
-            let row: (Int64, Int64, Int64, Int64, Int64) = try await connection.query(
-                """
-                SELECT count(*),
-                       count(*) FILTER (WHERE action_state = 'Activated'),
-                       count(*) FILTER (WHERE action_state = 'Dismissed'),
-                       count(*) FILTER (WHERE action_state = 'Snoozed' AND snoozed_until > \(nowMillis)),
-                       count(*) FILTER (WHERE read_state = 'Unread' AND (action_state = 'NoInteraction'
-                                        OR (action_state = 'Snoozed' AND snoozed_until <= \(nowMillis))))
-                FROM notifications WHERE user_id = \(userId) AND NOT deleted AND expires > \(nowMillis)
-                """,
-                logger: self.logger
-            ).collect((Int64, Int64, Int64, Int64, Int64).self).first ?? (0, 0, 0, 0, 0)
+            // Each view's count with the one SQL form of the view rule ($2 is now).
+            let views: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
+            var binds = PostgresBindings()
+            binds.append(userId)
+            binds.append(nowMillis)
+            let query = PostgresQuery(unsafeSQL: """
+                SELECT count(*), \(views.map { "count(*) FILTER (WHERE \($0.sqlCondition(now: "$2")))" }.joined(separator: ", "))
+                FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2
+                """, binds: binds)
+            let row: (Int64, Int64, Int64, Int64, Int64, Int64) = try await connection.query(query, logger: self.logger)
+                .collect((Int64, Int64, Int64, Int64, Int64, Int64).self).first ?? (0, 0, 0, 0, 0, 0)
             var counts = ViewCounts()
-            counts.all = Int(row.0)
-            counts.activated = Int(row.1)
-            counts.dismissed = Int(row.2)
-            counts.snoozed = Int(row.3)
-            counts.unread = Int(row.4)
-            counts.read = counts.all - counts.activated - counts.dismissed - counts.snoozed - counts.unread
+            (counts.all, counts.unread, counts.read, counts.activated, counts.dismissed, counts.snoozed) =
+                (Int(row.0), Int(row.1), Int(row.2), Int(row.3), Int(row.4), Int(row.5))
             return counts
         }
     }

@@ -578,30 +578,19 @@ public final class SQLiteStorage: NotificationStorage {
 
     public func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification] {
         try await read { db in
-            let nowMillis = ISOTime.millis(now)
-            let (condition, arguments) = Self.viewCondition(view, now: nowMillis)
-            return try Row.fetchAll(
-                db, sql: """
-                    SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND deleted = 0 AND expires > ? AND \(condition)
-                    ORDER BY created DESC, id DESC LIMIT ? OFFSET ?
-                    """,
-                arguments: [userId, nowMillis] + arguments + [top, skip]
+            try Row.fetchAll(
+                db.cachedStatement(sql: """
+                    SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))
+                    ORDER BY created DESC, id DESC LIMIT ?3 OFFSET ?4
+                    """),
+                arguments: [userId, ISOTime.millis(now), top, skip]
             ).map { Self.stored($0).notification }
         }
     }
 
-    /// SQL for SPEC §1's view rules.
-    static func viewCondition(_ view: NotificationView, now: Int64) -> (String, StatementArguments) {
-        let snoozeOver = "(action_state = 'NoInteraction' OR (action_state = 'Snoozed' AND snoozed_until <= ?))"
-        switch view {
-        case .unread: return ("read_state = 'Unread' AND \(snoozeOver)", [now])
-        case .read: return ("read_state = 'Read' AND \(snoozeOver)", [now])
-        case .activated: return ("action_state = 'Activated'", [])
-        case .dismissed: return ("action_state = 'Dismissed'", [])
-        case .snoozed: return ("action_state = 'Snoozed' AND snoozed_until > ?", [now])
-        case .all: return ("1", [])
-        }
-    }
+
+    /// The views counted one by one (All is the rows' count).
+    static let countedViews: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
 
     public func counts(userId: String, now: Date) async throws -> ViewCounts {
         try await read { db in
@@ -610,19 +599,12 @@ public final class SQLiteStorage: NotificationStorage {
                 db, sql: """
                     SELECT
                       count(*) AS total,
-                      sum(action_state = 'Activated') AS activated,
-                      sum(action_state = 'Dismissed') AS dismissed,
-                      sum(action_state = 'Snoozed' AND snoozed_until > ?1) AS snoozed,
-                      sum(read_state = 'Unread' AND (action_state = 'NoInteraction' OR (action_state = 'Snoozed' AND snoozed_until <= ?1))) AS unread
+                      \(Self.countedViews.map { "sum(CASE WHEN \($0.sqlCondition(now: "?1")) THEN 1 ELSE 0 END) AS \($0.rawValue)" }.joined(separator: ",\n"))
                     FROM notifications WHERE user_id = ?2 AND deleted = 0 AND expires > ?1
                     """, arguments: [nowMillis, userId])
             var counts = ViewCounts()
             counts.all = row?["total"] ?? 0
-            counts.activated = row?["activated"] ?? 0
-            counts.dismissed = row?["dismissed"] ?? 0
-            counts.snoozed = row?["snoozed"] ?? 0
-            counts.unread = row?["unread"] ?? 0
-            counts.read = counts.all - counts.activated - counts.dismissed - counts.snoozed - counts.unread
+            for view in Self.countedViews { counts[view] = row?[view.rawValue] ?? 0 }
             return counts
         }
     }

@@ -121,12 +121,7 @@ extension LocalStore {
     }
 
     static func bucket(read: String, action: String) -> String {
-        switch action {
-        case UserActionState.activated.rawValue: "activated"
-        case UserActionState.dismissed.rawValue: "dismissed"
-        case UserActionState.snoozed.rawValue: "snoozed"
-        default: read == ReadState.read.rawValue ? "read" : "unread"
-        }
+        NotificationView.bucket(readState: ReadState(spelling: read) ?? .unread, userActionState: UserActionState(spelling: action) ?? .noInteraction).rawValue
     }
 
     // MARK: - The outbox
