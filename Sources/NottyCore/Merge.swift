@@ -34,15 +34,13 @@ public struct UserState: Sendable, Equatable, Codable {
     @discardableResult
     public mutating func apply(_ change: StateChange, changedAt: Int64) -> Bool {
         let before = self
-        if let read = change.readState, changedAt >= readChangedAt {
-            readState = read
-            readChangedAt = changedAt
-        }
-        if let action = change.userActionState, changedAt >= actionChangedAt {
-            userActionState = action
-            snoozedUntil = action == .snoozed ? change.snoozedUntil : nil
-            actionChangedAt = changedAt
-        }
+        // Only the fields whose clock this change wins take it.
+        let wins = StateChange(
+            readState: changedAt >= readChangedAt ? change.readState : nil,
+            userActionState: changedAt >= actionChangedAt ? change.userActionState : nil, snoozedUntil: change.snoozedUntil)
+        (readState, userActionState, snoozedUntil) = wins.applied(to: (readState, userActionState, snoozedUntil))
+        if wins.readState != nil { readChangedAt = changedAt }
+        if wins.userActionState != nil { actionChangedAt = changedAt }
         return before.readState != readState || before.userActionState != userActionState
             || before.snoozedUntil != snoozedUntil
     }
@@ -50,6 +48,22 @@ public struct UserState: Sendable, Equatable, Codable {
 
 /// The state fields a device may change (PATCH body without its bookkeeping).
 public struct StateChange: Sendable, Equatable, Codable {
+    /// SPEC §1's state-change rule, the one definition: a given `readState` replaces the read
+    /// state; a given `userActionState` replaces the action and brings its `snoozedUntil`
+    /// (cleared unless Snoozed). The service (``UserState/apply(_:changedAt:)``, under its clocks),
+    /// the device store (pending changes over the service's state) and the center (its
+    /// detail's copy) all apply changes with it.
+    public func applied(to state: (readState: ReadState, userActionState: UserActionState, snoozedUntil: Date?))
+        -> (readState: ReadState, userActionState: UserActionState, snoozedUntil: Date?) {
+        var result = state
+        if let readState { result.readState = readState }
+        if let userActionState {
+            result.userActionState = userActionState
+            result.snoozedUntil = userActionState == .snoozed ? snoozedUntil : nil
+        }
+        return result
+    }
+
     public var readState: ReadState?
     public var userActionState: UserActionState?
     public var snoozedUntil: Date?

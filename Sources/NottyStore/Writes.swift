@@ -101,23 +101,23 @@ extension LocalStore {
     /// for it applied in order.
     func refreshShown(_ db: Database, id: String) throws {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT s_read, s_action, s_snoozed FROM notifications WHERE id = ?"), arguments: [id]) else { return }
-        var read: String = row["s_read"]
-        var action: String = row["s_action"]
-        var until: Int64? = row["s_snoozed"]
+        var shown = (readState: ReadState(spelling: row["s_read"]) ?? .unread, userActionState: UserActionState(spelling: row["s_action"]) ?? .noInteraction,
+                     snoozedUntil: (row["s_snoozed"] as Int64?).map(ISOTime.date(millis:)))
         var hidden = false
         let pending = try Row.fetchAll(
             db.cachedStatement(sql: "SELECT op, read_state, action_state, snoozed_until FROM outbox WHERE notification_id = ? ORDER BY seq"),
             arguments: [id])
         for entry in pending {
             if (entry["op"] as String) == "delete" { hidden = true; continue }
-            if let value: String = entry["read_state"] { read = value }
-            if let value: String = entry["action_state"] {
-                action = value
-                until = value == UserActionState.snoozed.rawValue ? entry["snoozed_until"] : nil
-            }
+            let change = StateChange(
+                readState: (entry["read_state"] as String?).flatMap(ReadState.init(spelling:)),
+                userActionState: (entry["action_state"] as String?).flatMap(UserActionState.init(spelling:)),
+                snoozedUntil: (entry["snoozed_until"] as Int64?).map(ISOTime.date(millis:)))
+            shown = change.applied(to: shown)
         }
+        let (read, action) = (shown.readState.rawValue, shown.userActionState.rawValue)
         try db.cachedStatement(sql: "UPDATE notifications SET read_state = ?, action_state = ?, snoozed_until = ?, bucket = ?, hidden = ? WHERE id = ?")
-            .execute(arguments: [read, action, until, Self.bucket(read: read, action: action), hidden, id])
+            .execute(arguments: [read, action, shown.snoozedUntil.map(ISOTime.millis), Self.bucket(read: read, action: action), hidden, id])
     }
 
     static func bucket(read: String, action: String) -> String {

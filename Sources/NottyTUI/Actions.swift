@@ -137,11 +137,8 @@ extension TUIState {
     /// Shows a change on the detail's copy at once (the list waits for the store).
     private mutating func patchDetail(with changes: [IdChange]) {
         guard var shown = detail, let change = changes.first(where: { $0.id == shown.notification.id })?.change else { return }
-        if let read = change.readState { shown.notification.readState = read }
-        if let action = change.userActionState {
-            shown.notification.userActionState = action
-            shown.notification.snoozedUntil = action == .snoozed ? change.snoozedUntil : nil
-        }
+        (shown.notification.readState, shown.notification.userActionState, shown.notification.snoozedUntil) =
+            change.applied(to: (shown.notification.readState, shown.notification.userActionState, shown.notification.snoozedUntil))
         detail = shown
     }
 
