@@ -1,0 +1,468 @@
+import Foundation
+import Logging
+import NottyCore
+import PostgresNIO
+import Synchronization
+
+/// The storage protocol's queries: accounts, tokens, subscriptions, notification rows.
+extension PostgresStorage {
+    // MARK: - Accounts
+
+    public func createUser(_ user: UserRecord) async throws {
+        try await execute(
+            "INSERT INTO users (id, user_name, display_name, password_hash) VALUES (\(user.id), \(user.userName), \(user.displayName), \(user.passwordHash))")
+    }
+
+    public func deleteUser(name: String) async throws -> Bool {
+        try await deleteAccount(table: "users", idColumn: "id", nameColumn: "user_name", name: name)
+    }
+
+    /// Deletes a user or an app found by its (case-insensitive) name, with its tokens.
+    func deleteAccount(table: String, idColumn: String, nameColumn: String, name: String) async throws -> Bool {
+        try await transaction { connection in
+            let ids = try await connection.query(
+                "SELECT \(unescaped: idColumn) FROM \(unescaped: table) WHERE lower(\(unescaped: nameColumn)) = lower(\(name)) FOR UPDATE",
+                logger: self.logger
+            ).collect(String.self)
+            guard let id = ids.first else { return false }
+            try await connection.exec("DELETE FROM tokens WHERE subject = \(id)", logger: self.logger)
+            try await connection.exec("DELETE FROM \(unescaped: table) WHERE \(unescaped: idColumn) = \(id)", logger: self.logger)
+            try await self.announceCredentialsChange(connection)
+            return true
+        }
+    }
+
+    static let userColumns = "id, user_name, display_name, password_hash"
+
+    public func user(name: String) async throws -> UserRecord? {
+        try await run { connection in
+            try await connection.query("SELECT \(unescaped: Self.userColumns) FROM users WHERE lower(user_name) = lower(\(name))", logger: self.logger)
+                .collect((String, String, String, String).self).first.map(UserRecord.init)
+        }
+    }
+
+    public func user(id: String) async throws -> UserRecord? {
+        try await run { connection in
+            try await connection.query("SELECT \(unescaped: Self.userColumns) FROM users WHERE id = \(id)", logger: self.logger)
+                .collect((String, String, String, String).self).first.map(UserRecord.init)
+        }
+    }
+
+    public func createApp(_ app: AppRecord) async throws {
+        try await execute(
+            "INSERT INTO apps (client_id, host_name, secret_hash) VALUES (\(app.clientId), \(app.hostName), \(app.secretHash))")
+    }
+
+    public func deleteApp(hostName: String) async throws -> Bool {
+        try await deleteAccount(table: "apps", idColumn: "client_id", nameColumn: "host_name", name: hostName)
+    }
+
+    public func app(clientId: String) async throws -> AppRecord? {
+        try await run { connection in
+            try await connection.query("SELECT client_id, host_name, secret_hash FROM apps WHERE client_id = \(clientId)", logger: self.logger)
+                .collect((String, String, String).self).first.map(AppRecord.init)
+        }
+    }
+
+    public func app(hostName: String) async throws -> AppRecord? {
+        try await run { connection in
+            try await connection.query("SELECT client_id, host_name, secret_hash FROM apps WHERE lower(host_name) = lower(\(hostName))", logger: self.logger)
+                .collect((String, String, String).self).first.map(AppRecord.init)
+        }
+    }
+
+    // MARK: - Tokens
+
+    public func insertTokens(_ tokens: [TokenRecord]) async throws {
+        try await transaction { connection in try await Self.insert(tokens, connection, self.logger) }
+    }
+
+    static func insert(_ tokens: [TokenRecord], _ connection: PostgresConnection, _ logger: Logger) async throws {
+        for token in tokens {
+            try await connection.exec(
+                """
+                INSERT INTO tokens (hash, kind, subject, expires, revoked, device_id)
+                VALUES (\(token.hash), \(token.kind.rawValue), \(token.subject), \(ISOTime.millis(token.expiresAt)), \(token.revoked), \(token.deviceId))
+                """,
+                logger: logger)
+        }
+    }
+
+    public func token(hash: String) async throws -> TokenRecord? {
+        try await run { connection in
+            try await connection.query("SELECT hash, kind, subject, expires, revoked, device_id FROM tokens WHERE hash = \(hash)", logger: self.logger)
+                .collect((String, String, String, Int64, Bool, String?).self).first.map { row in
+                    TokenRecord(
+                        hash: row.0, kind: TokenRecord.Kind(rawValue: row.1) ?? .userAccess, subject: row.2, expiresAt: ISOTime.date(millis: row.3),
+                        revoked: row.4, deviceId: row.5)
+                }
+        }
+    }
+
+    public func rotateToken(oldHash: String, replacements: [TokenRecord], now: Date) async throws -> Bool {
+        try await transaction { connection in
+            let revoked = try await connection.query(
+                "UPDATE tokens SET revoked = true WHERE hash = \(oldHash) AND NOT revoked AND expires > \(ISOTime.millis(now)) RETURNING hash",
+                logger: self.logger
+            ).collect(String.self)
+            guard revoked.count == 1 else { return false }
+            try await Self.insert(replacements, connection, self.logger)
+            return true
+        }
+    }
+
+    public func revokeTokens(hashes: [String]) async throws {
+        try await transaction { connection in
+            try await connection.exec("UPDATE tokens SET revoked = true WHERE hash = ANY(\(hashes))", logger: self.logger)
+            try await self.announceCredentialsChange(connection)
+        }
+    }
+
+    // MARK: - Subscriptions
+
+    public func insertSubscription(_ s: SubscriptionRecord) async throws {
+        try await execute(
+                """
+                INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen,
+                                           webhook_hash, webhook_secret)
+                VALUES (\(s.id), \(s.userId), \(s.targetHostName), \(s.deviceId), \(s.deviceName), \(s.platform),
+                        \(ISOTime.millis(s.createdAt)), \(ISOTime.millis(s.expiresAt)), \(s.revoked), \(s.lastSeen.map(ISOTime.millis)),
+                        \(s.webhookHash), \(s.webhookSecret))
+                """)
+    }
+
+    static let subscriptionColumns = "id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen, webhook_hash, webhook_secret"
+    typealias SubscriptionRow = (String, String, String?, String, String?, String?, Int64, Int64, Bool, Int64?, String?, String?)
+
+    static func subscription(_ r: SubscriptionRow) -> SubscriptionRecord {
+        SubscriptionRecord(
+            id: r.0, userId: r.1, targetHostName: r.2, deviceId: r.3, deviceName: r.4, platform: r.5,
+            createdAt: ISOTime.date(millis: r.6), expiresAt: ISOTime.date(millis: r.7), revoked: r.8, lastSeen: r.9.map(ISOTime.date(millis:)),
+            webhookHash: r.10, webhookSecret: r.11)
+    }
+
+    public func subscription(id: String) async throws -> SubscriptionRecord? {
+        try await run { connection in
+            try await connection.query("SELECT \(unescaped: Self.subscriptionColumns) FROM subscriptions WHERE id = \(id)", logger: self.logger)
+                .collect(SubscriptionRow.self).first.map(Self.subscription)
+        }
+    }
+
+    public func subscription(webhookHash hash: String) async throws -> SubscriptionRecord? {
+        try await run { connection in
+            try await connection.query("SELECT \(unescaped: Self.subscriptionColumns) FROM subscriptions WHERE webhook_hash = \(hash)", logger: self.logger)
+                .collect(SubscriptionRow.self).first.map(Self.subscription)
+        }
+    }
+
+    public func subscriptions(userId: String) async throws -> [SubscriptionRecord] {
+        try await run { connection in
+            try await connection.query(
+                "SELECT \(unescaped: Self.subscriptionColumns) FROM subscriptions WHERE user_id = \(userId) AND NOT revoked ORDER BY created",
+                logger: self.logger
+            ).collect(SubscriptionRow.self).map(Self.subscription)
+        }
+    }
+
+    public func revokeSubscription(id: String, userId: String) async throws -> Bool {
+        try await transaction { connection in
+            let revoked = try await connection.query(
+                "UPDATE subscriptions SET revoked = true WHERE id = \(id) AND user_id = \(userId) AND NOT revoked RETURNING host_name, device_id",
+                logger: self.logger
+            ).collect((String?, String).self)
+            guard let (host, device) = revoked.first else { return false }
+            if host == nil {
+                try await connection.exec(
+                    "UPDATE tokens SET revoked = true WHERE device_id = \(device) AND subject = \(userId) AND NOT revoked", logger: self.logger)
+            }
+            try await self.announceCredentialsChange(connection)
+            return true
+        }
+    }
+
+    public func touchDevice(deviceId: String, userId: String, at: Date) async throws {
+        try await execute(
+            "UPDATE subscriptions SET last_seen = \(ISOTime.millis(at)) WHERE device_id = \(deviceId) AND user_id = \(userId) AND host_name IS NULL AND NOT revoked")
+    }
+
+    // MARK: - Notification rows
+
+    static func stored(_ row: PostgresRow) throws -> StoredNotification {
+        let r = row.makeRandomAccess()
+        return try NotificationColumns(
+            id: r[0].decode(String.self), userId: r[1].decode(String.self), hostName: r[2].decode(String.self),
+            appNotificationId: r[3].decode(String.self), groupName: r[4].decode(String?.self), priority: r[5].decode(String.self),
+            rawContent: r[6].decode(String?.self), hasVisual: r[7].decode(Bool.self), title: r[8].decode(String?.self),
+            body: r[9].decode(String?.self), displayTTL: r[10].decode(Int64?.self), expires: r[11].decode(Int64.self),
+            created: r[12].decode(Int64.self), modified: r[13].decode(Int64.self), deleted: r[14].decode(Bool.self),
+            readState: r[15].decode(String.self), readAt: r[16].decode(Int64.self), actionState: r[17].decode(String.self),
+            snoozedUntil: r[18].decode(Int64?.self), actionAt: r[19].decode(Int64.self), targetPolicy: r[20].decode(String?.self),
+            fallbackPolicy: r[21].decode(String?.self), launchUrl: r[22].decode(String?.self), seq: r[23].decode(Int64.self)
+        ).stored
+    }
+
+    func fetchStored(_ connection: PostgresConnection, _ query: PostgresQuery) async throws -> [StoredNotification] {
+        var rows: [StoredNotification] = []
+        for try await row in try await connection.query(query, logger: logger) { rows.append(try Self.stored(row)) }
+        return rows
+    }
+
+    static let columns = NotificationColumns.list
+    static let updateAll = NotificationColumns.names.dropFirst().map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+
+    /// Writes a row whole (insert, or replace by id).
+    func save(_ s: StoredNotification, _ connection: PostgresConnection) async throws {
+        let c = NotificationColumns(s)
+        try await connection.exec(
+            """
+            INSERT INTO notifications (\(unescaped: Self.columns)) VALUES (\(c.id), \(c.userId), \(c.hostName), \(c.appNotificationId),
+                \(c.groupName), \(c.priority), \(c.rawContent), \(c.hasVisual), \(c.title), \(c.body), \(c.displayTTL), \(c.expires),
+                \(c.created), \(c.modified), \(c.deleted), \(c.readState), \(c.readAt), \(c.actionState), \(c.snoozedUntil),
+                \(c.actionAt), \(c.targetPolicy), \(c.fallbackPolicy), \(c.launchUrl), \(c.seq))
+            ON CONFLICT (id) DO UPDATE SET \(unescaped: Self.updateAll)
+            """,
+            logger: logger)
+    }
+
+    func activeRow(_ connection: PostgresConnection, userId: String, hostName: String, appNotificationId: String) async throws -> StoredNotification? {
+        try await fetchStored(connection, """
+            SELECT \(unescaped: Self.columns) FROM notifications
+            WHERE user_id = \(userId) AND lower(host_name) = lower(\(hostName)) AND app_notification_id = \(appNotificationId) AND NOT deleted
+            """).first
+    }
+
+    // MARK: - Notification writes
+
+    public func publish(_ input: PublishInput) async throws -> UserNotification {
+        try await publish(batch: [input])[0]
+    }
+
+    public func publish(batch inputs: [PublishInput]) async throws -> [UserNotification] {
+        guard let user = inputs.first?.userId else { return [] }
+        return try await groupedFeedWrite(user: user, positions: 2 * inputs.count) { connection, context in
+            var published: [UserNotification] = []
+            for input in inputs {
+                let active = try await self.activeRow(
+                    connection, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
+                let rows = NotificationRules.publishRows(input, active: active, newId: Identifiers.notification()) { context.nextSeq(for: input.userId) }
+                for row in rows { try await self.save(row, connection) }
+                published.append(rows[rows.count - 1].notification)
+            }
+            return published
+        }
+    }
+
+    public func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool {
+        try await groupedFeedWrite(user: userId, positions: 1) { connection, context in
+            guard let row = try await self.activeRow(connection, userId: userId, hostName: hostName, appNotificationId: appNotificationId) else {
+                return false
+            }
+            try await self.save(NotificationRules.deleted(row, now: now, seq: context.nextSeq(for: userId)), connection)
+            return row.notification.expirationDateTime > now
+        }
+    }
+
+    public func mutate(userId: String, mutations: [Mutation], now: Date) async throws -> [MutationResult] {
+        try await groupedFeedWrite(user: userId, positions: mutations.count) { connection, context in
+            let ids = Array(Set(mutations.map(\.id)))
+            let mutationIds = mutations.compactMap(\.mutationId)
+            var rows: [String: StoredNotification] = [:]
+            for row in try await self.fetchStored(connection, """
+                SELECT \(unescaped: Self.columns) FROM notifications WHERE user_id = \(userId) AND id = ANY(\(ids)) FOR UPDATE
+                """) {
+                rows[row.notification.id] = row
+            }
+            var prior: [String: Int] = [:]
+            if !mutationIds.isEmpty {
+                for (mutationId, status) in try await connection.query(
+                    "SELECT mutation_id, status FROM mutations WHERE user_id = \(userId) AND mutation_id = ANY(\(mutationIds))", logger: self.logger
+                ).collect((String, Int32).self) {
+                    prior[mutationId] = Int(status)
+                }
+            }
+            let buffer = BufferedRowStore(rows: rows, priorMutations: prior)
+            let results = try mutations.map { mutation in
+                try MutationApplier.apply(mutation, userId: userId, now: now, context: context, store: buffer)
+            }
+            for id in buffer.savedOrder { if let row = buffer.rows[id] { try await self.save(row, connection) } }
+            for record in buffer.recorded {
+                try await connection.exec(
+                    """
+                    INSERT INTO mutations (user_id, mutation_id, notification_id, status, created)
+                    VALUES (\(userId), \(record.mutationId), \(record.notificationId), \(Int32(record.status)), \(ISOTime.millis(now)))
+                    ON CONFLICT DO NOTHING
+                    """,
+                    logger: self.logger)
+            }
+            return results
+        }
+    }
+
+    public func expire(now: Date) async throws -> Int {
+        let nowMillis = ISOTime.millis(now)
+        // Whose notifications have expired, and how many (at most 5,000 a sweep).
+        let due = try await run { connection in
+            try await connection.query(
+                """
+                SELECT user_id, count(*) FROM notifications WHERE NOT deleted AND expires <= \(nowMillis)
+                GROUP BY user_id ORDER BY user_id LIMIT 500
+                """,
+                logger: self.logger
+            ).collect((String, Int64).self)
+        }
+        guard !due.isEmpty else { return 0 }
+        let users = due.map(\.0)
+        let limit = Int(min(due.reduce(0) { $0 + $1.1 }, 5000))
+        return try await feedWrite(users: users, positions: limit) { connection, context in
+            // Read again under the lock; no more rows than positions were reserved.
+            let rows = try await self.fetchStored(connection, """
+                SELECT \(unescaped: Self.columns) FROM notifications
+                WHERE NOT deleted AND expires <= \(nowMillis) AND user_id = ANY(\(users)) ORDER BY expires LIMIT \(Int64(limit))
+                """)
+            for row in rows {
+                try await self.save(NotificationRules.deleted(row, now: now, seq: context.nextSeq(for: row.userId)), connection)
+            }
+            return rows.count
+        }
+    }
+
+    public func purgeHistory(before: Date) async throws {
+        let cutoff = ISOTime.millis(before)
+        try await transaction { connection in
+            try await connection.exec(
+                """
+                UPDATE users SET purged_through = greatest(purged_through, gone.newest)
+                FROM (SELECT user_id, max(seq) AS newest FROM notifications WHERE deleted AND modified < \(cutoff) GROUP BY user_id) AS gone
+                WHERE users.id = gone.user_id
+                """,
+                logger: self.logger)
+            try await connection.exec("DELETE FROM notifications WHERE deleted AND modified < \(cutoff)", logger: self.logger)
+            try await connection.exec("DELETE FROM mutations WHERE created < \(cutoff)", logger: self.logger)
+            try await connection.exec("DELETE FROM tokens WHERE expires < \(cutoff)", logger: self.logger)
+        }
+    }
+
+    // MARK: - Notification reads
+
+    public func notification(id: String, userId: String) async throws -> UserNotification? {
+        try await run { connection in
+            try await self.fetchStored(connection, "SELECT \(unescaped: Self.columns) FROM notifications WHERE id = \(id) AND user_id = \(userId)")
+                .first?.notification
+        }
+    }
+
+    public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage? {
+        try await run { connection in
+            let purged: Int64 = try await connection.query("SELECT purged_through FROM users WHERE id = \(userId)", logger: self.logger)
+                .collect(Int64.self).first ?? 0
+            if since > 0 && since < purged { return nil }
+            let rows = try await self.fetchStored(connection, """
+                SELECT \(unescaped: Self.columns) FROM notifications WHERE user_id = \(userId) AND seq > \(since) ORDER BY seq LIMIT \(Int64(limit + 1))
+                """)
+            let page = rows.prefix(limit)
+            return ChangeFeedPage(changes: page.map(\.notification), lastSeq: page.last?.seq ?? max(since, purged), hasMore: rows.count > limit)
+        }
+    }
+
+    public func latestSeq(userId: String) async throws -> Int64 {
+        try await run { connection in
+            try await connection.query(
+                """
+                SELECT greatest(coalesce((SELECT max(seq) FROM notifications WHERE user_id = \(userId)), 0),
+                                coalesce((SELECT purged_through FROM users WHERE id = \(userId)), 0))
+                """,
+                logger: self.logger
+            ).collect(Int64.self).first ?? 0
+        }
+    }
+
+    public func highestSeq() async throws -> Int64 {
+        try await run { connection in
+            try await connection.query("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM notty_seq", logger: self.logger)
+                .collect(Int64.self).first ?? 0
+        }
+    }
+
+    public func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification] {
+        var binds = PostgresBindings()
+        binds.append(userId)
+        binds.append(ISOTime.millis(now))
+        binds.append(Int64(top))
+        binds.append(Int64(skip))
+        let query = PostgresQuery(unsafeSQL: """
+            SELECT \(Self.columns) FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2 AND \(view.sqlCondition(now: "$2"))
+            ORDER BY created DESC, id DESC LIMIT $3 OFFSET $4
+            """, binds: binds)
+        return try await run { connection in try await self.fetchStored(connection, query).map(\.notification) }
+    }
+
+    public func counts(userId: String, now: Date) async throws -> ViewCounts {
+        let nowMillis = ISOTime.millis(now)
+        return try await run { connection in
+            // Each view's count with the one SQL form of the view rule ($2 is now).
+            let views: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
+            var binds = PostgresBindings()
+            binds.append(userId)
+            binds.append(nowMillis)
+            let query = PostgresQuery(unsafeSQL: """
+                SELECT count(*), \(views.map { "count(*) FILTER (WHERE \($0.sqlCondition(now: "$2")))" }.joined(separator: ", "))
+                FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2
+                """, binds: binds)
+            let row: (Int64, Int64, Int64, Int64, Int64, Int64) = try await connection.query(query, logger: self.logger)
+                .collect((Int64, Int64, Int64, Int64, Int64, Int64).self).first ?? (0, 0, 0, 0, 0, 0)
+            var counts = ViewCounts()
+            (counts.all, counts.unread, counts.read, counts.activated, counts.dismissed, counts.snoozed) =
+                (Int(row.0), Int(row.1), Int(row.2), Int(row.3), Int(row.4), Int(row.5))
+            return counts
+        }
+    }
+}
+
+/// The rows of one mutation batch, read up front, for ``MutationApplier`` (which is synchronous);
+/// what it saves and records is written back afterwards.
+final class BufferedRowStore: MutationRowStore {
+    private(set) var rows: [String: StoredNotification]
+    var priorMutations: [String: Int]
+    private(set) var savedOrder: [String] = []
+    private(set) var recorded: [(mutationId: String, notificationId: String, status: Int)] = []
+
+    init(rows: [String: StoredNotification], priorMutations: [String: Int]) {
+        self.rows = rows
+        self.priorMutations = priorMutations
+    }
+
+    func row(id: String, userId: String) throws -> StoredNotification? {
+        rows[id].flatMap { $0.userId == userId ? $0 : nil }
+    }
+
+    func save(_ row: StoredNotification) throws {
+        if !savedOrder.contains(row.notification.id) { savedOrder.append(row.notification.id) }
+        rows[row.notification.id] = row
+    }
+
+    func priorMutation(userId: String, mutationId: String) throws -> Int? {
+        priorMutations[mutationId]
+    }
+
+    func recordMutation(userId: String, mutationId: String, notificationId: String, status: Int, now: Date) throws {
+        guard priorMutations[mutationId] == nil else { return }
+        priorMutations[mutationId] = status
+        recorded.append((mutationId, notificationId, status))
+    }
+}
+
+extension PostgresConnection {
+    /// Runs a statement whose rows (if any) are not wanted, and reads them to the end.
+    func exec(_ query: PostgresQuery, logger: Logger) async throws {
+        for try await _ in try await self.query(query, logger: logger) {}
+    }
+}
+
+extension PostgresRowSequence {
+    /// Every row decoded as the given column type, or tuple of them.
+    func collect<each Column: PostgresDecodable & Sendable>(_ types: (repeat each Column).Type) async throws -> [(repeat each Column)] {
+        var values: [(repeat each Column)] = []
+        for try await value in decode(types) { values.append(value) }
+        return values
+    }
+}

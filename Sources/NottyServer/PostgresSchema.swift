@@ -1,0 +1,132 @@
+import Foundation
+import Logging
+import NottyCore
+import PostgresNIO
+import Synchronization
+
+/// The schema: migrations, applied once per database under an advisory lock.
+extension PostgresStorage {
+    // MARK: - Schema (migrations are never edited once shipped)
+
+    /// Each migration is a list of statements (the extended protocol runs one at a time).
+    static let migrations: [(name: String, statements: [String])] = [
+        ("v1", [
+            "CREATE SEQUENCE notty_seq",
+            """
+            CREATE TABLE users (
+                id TEXT PRIMARY KEY,
+                user_name TEXT NOT NULL,
+                display_name TEXT NOT NULL,
+                password_hash TEXT NOT NULL,
+                purged_through BIGINT NOT NULL DEFAULT 0
+            )
+            """,
+            "CREATE UNIQUE INDEX users_name ON users (lower(user_name))",
+            "CREATE TABLE apps (client_id TEXT PRIMARY KEY, host_name TEXT NOT NULL, secret_hash TEXT NOT NULL)",
+            "CREATE UNIQUE INDEX apps_host ON apps (lower(host_name))",
+            """
+            CREATE TABLE tokens (
+                hash TEXT PRIMARY KEY,
+                kind TEXT NOT NULL,
+                subject TEXT NOT NULL,
+                expires BIGINT NOT NULL,
+                revoked BOOLEAN NOT NULL DEFAULT false
+            )
+            """,
+            "CREATE INDEX tokens_subject ON tokens (subject)",
+            "CREATE INDEX tokens_expires ON tokens (expires)",
+            """
+            CREATE TABLE subscriptions (
+                id TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                host_name TEXT,
+                device_id TEXT NOT NULL,
+                device_name TEXT,
+                platform TEXT,
+                created BIGINT NOT NULL,
+                expires BIGINT NOT NULL,
+                revoked BOOLEAN NOT NULL DEFAULT false
+            )
+            """,
+            "CREATE INDEX subscriptions_user ON subscriptions (user_id)",
+            """
+            CREATE TABLE notifications (
+                id TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                host_name TEXT NOT NULL,
+                app_notification_id TEXT NOT NULL,
+                group_name TEXT,
+                priority TEXT NOT NULL,
+                raw_content TEXT,
+                has_visual BOOLEAN NOT NULL,
+                title TEXT,
+                body TEXT,
+                display_ttl BIGINT,
+                expires BIGINT NOT NULL,
+                created BIGINT NOT NULL,
+                modified BIGINT NOT NULL,
+                deleted BOOLEAN NOT NULL DEFAULT false,
+                read_state TEXT NOT NULL,
+                read_at BIGINT NOT NULL,
+                action_state TEXT NOT NULL,
+                snoozed_until BIGINT,
+                action_at BIGINT NOT NULL,
+                target_policy TEXT,
+                fallback_policy TEXT,
+                seq BIGINT NOT NULL
+            )
+            """,
+            "CREATE UNIQUE INDEX notifications_feed ON notifications (user_id, seq)",
+            "CREATE UNIQUE INDEX notifications_app_id ON notifications (user_id, lower(host_name), app_notification_id) WHERE NOT deleted",
+            "CREATE INDEX notifications_view ON notifications (user_id, created DESC, id DESC) WHERE NOT deleted",
+            "CREATE INDEX notifications_expiry ON notifications (expires) WHERE NOT deleted",
+            "CREATE INDEX notifications_tombstones ON notifications (modified) WHERE deleted",
+            """
+            CREATE TABLE mutations (
+                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                mutation_id TEXT NOT NULL,
+                notification_id TEXT NOT NULL,
+                status INTEGER NOT NULL,
+                created BIGINT NOT NULL,
+                PRIMARY KEY (user_id, mutation_id)
+            )
+            """,
+            "CREATE INDEX mutations_created ON mutations (created)",
+        ]),
+        // Devices: the device a user token was issued to, and when each device was last seen.
+        ("v2", [
+            "ALTER TABLE tokens ADD COLUMN device_id TEXT",
+            "CREATE INDEX tokens_device ON tokens (device_id) WHERE device_id IS NOT NULL",
+            "ALTER TABLE subscriptions ADD COLUMN last_seen BIGINT",
+        ]),
+        // Links (SPEC §7.1).
+        ("v3", ["ALTER TABLE notifications ADD COLUMN launch_url TEXT"]),
+        // Webhooks (SPEC §7.2): the URL token's hash and the optional secret.
+        ("v4", [
+            "ALTER TABLE subscriptions ADD COLUMN webhook_hash TEXT",
+            "ALTER TABLE subscriptions ADD COLUMN webhook_secret TEXT",
+            "CREATE UNIQUE INDEX subscriptions_webhook ON subscriptions (webhook_hash) WHERE webhook_hash IS NOT NULL",
+        ]),
+    ]
+
+    /// Applies the migrations not yet applied, under an advisory lock so that instances
+    /// starting together do not race (given a minute: the first connection, perhaps a busy server).
+    public func migrate() async throws {
+        try await transaction(timeout: .seconds(60)) { connection in
+            try await connection.exec("SELECT pg_advisory_xact_lock(7262031)", logger: self.logger)
+            try await connection.exec(
+                "CREATE TABLE IF NOT EXISTS notty_migrations (name TEXT PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now())",
+                logger: self.logger)
+            let names: [String] = try await connection.query("SELECT name FROM notty_migrations", logger: self.logger).collect(String.self)
+            let applied = Set(names)
+            for migration in Self.migrations where !applied.contains(migration.name) {
+                for statement in migration.statements {
+                    try await connection.exec(PostgresQuery(unsafeSQL: statement), logger: self.logger)
+                }
+                try await connection.exec("INSERT INTO notty_migrations (name) VALUES (\(migration.name))", logger: self.logger)
+            }
+        }
+    }
+
+    /// Runs one statement on its own (autocommit).
+}
