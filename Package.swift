@@ -134,6 +134,15 @@ let package = Package(
         .testTarget(name: "NottyWebhooksTests", dependencies: ["NottyWebhooks", "NottyCore"], exclude: ["Fixtures"]),
         .testTarget(name: "NottyCenterTests", dependencies: ["NottyCenter", "NottyStore", "NottyTUI", "NottyCore", "NottyTestSupport"]),
         .testTarget(name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore", "NottyTestSupport"]),
+        // Tests of the real executables: notty serve, notty on devices, in tmux, on a session
+        // bus, behind Alertmanager, against schemathesis (they need `notty` built).
+        .testTarget(
+            name: "NottyEndToEndTests",
+            dependencies: [
+                "NottyCore", "NottyStore", "NottySync", "NottyTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .testTarget(
             name: "NottySyncTests",
             dependencies: [
