@@ -71,7 +71,9 @@ struct Demo: AsyncParsableCommand {
 
         // Tell `notty demo --join` how to join, then sign this terminal in as the first device.
         let state = JSONValue.object(["url": .string(url), "user": .string("demo"), "password": .string(password), "dir": .string(directory), "pid": .number(Double(getpid()))])
-        FileManager.default.createFile(atPath: Self.stateFile, contents: Data(state.jsonText.utf8), attributes: [.posixPermissions: 0o600])
+        if !FileManager.default.createFile(atPath: Self.stateFile, contents: Data(state.jsonText.utf8), attributes: [.posixPermissions: 0o600]) {
+            warn("cannot write \(Self.stateFile): notty demo --join will not find this demo")
+        }
         defer { try? FileManager.default.removeItem(atPath: Self.stateFile) }
         let device = try await signIn(url: url, password: password, home: directory + "/device-1", name: "demo device 1")
 

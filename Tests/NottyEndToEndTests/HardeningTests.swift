@@ -65,7 +65,7 @@ struct TerminalSafetyTests {
         try Data((Hostile.title + "\n").utf8).write(to: raw)
         let session = try watchedSession(try script(in: directory, "raw", "cat \(raw.path)").path)
         let titleBefore = session.paneTitle
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("go-raw").path, contents: nil)
+        #expect(FileManager.default.createFile(atPath: directory.appendingPathComponent("go-raw").path, contents: nil))
         #expect(await session.waitFor("DONE-MARKER"), "\(session.screen())")
         #expect(session.paneTitle != titleBefore && session.paneTitle.contains("PWNED-TITLE"))
         #expect(session.buffers.contains("PWNED"), "OSC 52 did not reach tmux's clipboard: \(session.buffers)")
@@ -93,7 +93,7 @@ struct TerminalSafetyTests {
         let tag = name.replacingOccurrences(of: " ", with: "-")
         let session = try watchedSession(try script(in: directory, tag, exports + "\n" + command).path)
         let titleBefore = session.paneTitle
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("go-\(tag)").path, contents: nil)
+        #expect(FileManager.default.createFile(atPath: directory.appendingPathComponent("go-\(tag)").path, contents: nil))
         #expect(await session.waitFor("DONE-MARKER"), "\(name) did not finish:\n\(session.screen())")
         let screen = session.screen()
         #expect(session.paneTitle == titleBefore, "\(name) retitled the pane: \(session.paneTitle)")

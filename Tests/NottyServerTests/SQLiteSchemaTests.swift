@@ -84,7 +84,7 @@ struct SQLiteSchemaTests {
         try await storage.close()
         let migrated = try DatabaseQueue(path: path)
         defer { try? migrated.close() }
-        let rows = try await migrated.read { db in
+        let rows = try migrated.read { db in
             try Row.fetchAll(db, sql: "SELECT id, count(*) AS n, max(deleted) AS deleted FROM notifications GROUP BY id")
         }
         #expect(rows.count == 4 && rows.allSatisfy { $0["n"] == 1 && $0["deleted"] == 1 }, "\(rows)")
