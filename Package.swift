@@ -85,8 +85,9 @@ let package = Package(
         .systemLibrary(name: "CNcursesw", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
         .target(name: "NottyTerminal", dependencies: ["CNcursesw", "NottyTUI"]),
         // The device's programs: the notification center's loop and its store access
-        // (windows, counts, the search index), and opening links.
-        .target(name: "NottyCenter", dependencies: ["NottyCore", "NottyStore", "NottySync", "NottyTUI", "NottyTerminal"]),
+        // (windows, counts, the search index), notty poll's background work (announcing,
+        // commands, desktop popups), opening links, and lines for a person (TerminalText).
+        .target(name: "NottyCenter", dependencies: ["NottyCore", "NottyStore", "NottySync", "NottyTUI", "NottyTerminal", "NottyDesktop", "NottyDBus"]),
         // The one executable: argument parsing and wiring only.
         .executableTarget(
             name: "notty",

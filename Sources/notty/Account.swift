@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NottyCenter
 import NottyCore
 import NottyStore
 import NottySync

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NottyCenter
 import NottyCore
 import NottyServer
 import NottyStore

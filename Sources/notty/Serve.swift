@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+import NottyCenter
 import NottyCore
 import NottyServer
 
