@@ -85,14 +85,16 @@ struct Subscribe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a userNotificationSubscriptionId for an app server, or a webhook URL.",
         discussion: """
-            Give the printed id to the app server: it publishes to you with it in the X-UNS-ID
-            header. The app must be registered on the service (notty admin app add HOSTNAME).
+            Give the printed id to the app server: it publishes to you with it in the
+            X-UNS-ID header. The app must be registered on the service (notty admin app
+            add HOSTNAME).
 
-            --webhook prints a URL instead, for tools that cannot sign in (Alertmanager, Grafana,
-            GitHub, GitLab, curl): whatever is POSTed to it becomes notifications from the app
-            (see README, "Webhooks"). It is shown this once; notty devices lists it and notty
-            devices revoke ID kills it. With --secret, GitHub must sign with it, GitLab send it
-            as its secret token, and others as Authorization: Bearer SECRET.
+            --webhook prints a URL instead, for tools that cannot sign in (Alertmanager,
+            Grafana, GitHub, GitLab, curl): whatever is POSTed to it becomes notifications
+            from the app (see README, "Webhooks"). It is shown this once; notty devices
+            lists it and notty devices revoke ID kills it. With --secret, GitHub must sign
+            with it, GitLab send it as its secret token, and others as Authorization:
+            Bearer SECRET.
 
               notty subscribe --app ci.example.com
               notty subscribe --app alerts.example.com --webhook

@@ -14,16 +14,17 @@ struct Poll: AsyncParsableCommand {
             Prints each notification that arrives in Unread while it runs as one JSON line
             on stdout (the service's field names); one already read, dismissed or snoozed
             on another device when it arrives is not reported. --exec runs a command for
-            each (NOTTY_ID, NOTTY_TITLE, NOTTY_BODY, NOTTY_PRIORITY, NOTTY_APP, NOTTY_GROUP,
-            NOTTY_URL set) beside syncing: at most 4 at once, the rest queued in order, each stopped
-            after --exec-timeout. --on-change runs a command (same variables, and NOTTY_STATE:
-            read, unread, activated, dismissed, snoozed or deleted) when a notification known
-            here changes state on any device, once per notification and round. --desktop shows desktop popups that close by themselves
-            when the notification is handled on any device; closing one dismisses it
-            everywhere, clicking it activates it. Polls at the service's X-Poll-Interval
-            (or --interval when longer), backing off while the service is away; --live
-            listens on the doorbell instead and falls back to polling. Defaults come from
-            config.toml (see notty --help). SIGINT or SIGTERM stops it.
+            each (NOTTY_ID, NOTTY_TITLE, NOTTY_BODY, NOTTY_PRIORITY, NOTTY_APP,
+            NOTTY_GROUP, NOTTY_URL set) beside syncing: at most 4 at once, the rest queued
+            in order, each stopped after --exec-timeout. --on-change runs a command (same
+            variables, and NOTTY_STATE: read, unread, activated, dismissed, snoozed or
+            deleted) when a notification known here changes state on any device, once per
+            notification and round. --desktop shows desktop popups that close by
+            themselves when the notification is handled on any device; closing one
+            dismisses it everywhere, clicking it activates it. Polls at the service's
+            X-Poll-Interval (or --interval when longer), backing off while the service is
+            away; --live listens on the doorbell instead and falls back to polling.
+            Defaults come from config.toml (see notty --help). SIGINT or SIGTERM stops it.
 
               notty poll --live --desktop
               notty poll --live --exec 'echo "$NOTTY_TITLE" >> ~/notty.log'
