@@ -67,7 +67,7 @@ final class ServiceBench: @unchecked Sendable {
     func request(_ method: HTTPMethod, _ path: String, token: String, body: String? = nil, headers: [(String, String)] = [], via server: String? = nil) async throws -> (Int, String) {
         var request = HTTPClientRequest(url: (server ?? base) + path)
         request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        if !token.isEmpty { request.headers.add(name: "Authorization", value: "Bearer \(token)") }  // "": none (a webhook)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
