@@ -223,12 +223,9 @@ public final class NotificationService: Sendable {
     /// The app an app access token belongs to.
     public func authenticateApp(bearer: String?) async throws -> AppRecord {
         let record = try await validToken(bearer, kinds: [.appAccess])
-        if let app = apps.get(record.subject) { return app }
-        let generation = apps.generation
-        guard let app = try await db({ try await storage.app(clientId: record.subject) }) else {
+        guard let app = try await apps.value(record.subject, load: { try await db { try await storage.app(clientId: record.subject) } }) else {
             throw APIError.unauthenticated("this app was removed")
         }
-        apps.set(record.subject, app, generation: generation)
         return app
     }
 
@@ -236,12 +233,7 @@ public final class NotificationService: Sendable {
 
     private func subscription(for app: AppRecord, unsId: String?) async throws -> SubscriptionRecord {
         guard let unsId, !unsId.isEmpty else { throw APIError.badRequest("the X-UNS-ID header is required: the user's userNotificationSubscriptionId") }
-        var subscription = subscriptionsCache.get(unsId)
-        if subscription == nil {
-            let generation = subscriptionsCache.generation
-            subscription = try await db { try await storage.subscription(id: unsId) }
-            if let subscription { subscriptionsCache.set(unsId, subscription, generation: generation) }
-        }
+        let subscription = try await subscriptionsCache.value(unsId) { try await db { try await storage.subscription(id: unsId) } }
         guard let subscription, !subscription.revoked, subscription.expiresAt > clock.nowMillis(),
               let host = subscription.targetHostName, host.equalsIgnoringASCIICase(app.hostName)
         else { throw APIError.forbidden("this X-UNS-ID is unknown, revoked, expired or belongs to another app") }

@@ -47,6 +47,16 @@ final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
+    /// The cached value for `key`, else what `load` reads, cached unless something was removed
+    /// meanwhile (nothing found is not cached).
+    func value(_ key: Key, load: () async throws -> Value?) async rethrows -> Value? {
+        if let value = get(key) { return value }
+        let generation = self.generation
+        guard let value = try await load() else { return nil }
+        set(key, value, generation: generation)
+        return value
+    }
+
     func remove(_ key: Key) {
         state.withLock { state in
             state.entries[key] = nil

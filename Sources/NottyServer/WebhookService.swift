@@ -15,13 +15,7 @@ extension NotificationService {
     public func webhook(token: String, _ request: WebhookRequest) async throws -> [String] {
         forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
-        let key = "hook:" + hash
-        var subscription = subscriptionsCache.get(key)
-        if subscription == nil {
-            let generation = subscriptionsCache.generation
-            subscription = try await db { try await storage.subscription(webhookHash: hash) }
-            if let subscription { subscriptionsCache.set(key, subscription, generation: generation) }
-        }
+        let subscription = try await subscriptionsCache.value("hook:" + hash) { try await db { try await storage.subscription(webhookHash: hash) } }
         guard let subscription, !subscription.revoked, let host = subscription.targetHostName,
               let app = try await app(hostName: host)
         else { throw APIError.notFound("no such webhook: it was revoked, or the URL is mistyped") }
@@ -51,12 +45,7 @@ extension NotificationService {
 
     /// The registered app `hostName`, through the credentials cache (emptied when an app is removed).
     private func app(hostName: String) async throws -> AppRecord? {
-        let key = "host:" + hostName.lowercased()
-        if let app = apps.get(key) { return app }
-        let generation = apps.generation
-        guard let app = try await db({ try await storage.app(hostName: hostName) }) else { return nil }
-        apps.set(key, app, generation: generation)
-        return app
+        try await apps.value("host:" + hostName.lowercased()) { try await db { try await storage.app(hostName: hostName) } }
     }
 
     /// Whether a request proves it knows the webhook's secret, in constant time (`401` if not).

@@ -79,14 +79,15 @@ public enum GitHubHook: WebhookKind {
         let body = [run, json.text("workflow_run.display_title") ?? json.text("workflow_run.head_commit.message"), json.text("workflow_run.actor.login").map { "by \($0)" }]
             .compactMap { $0 }.joined(separator: "\n")
         let url = json.link("workflow_run.html_url")
+        let said = conclusion.replacingOccurrences(of: "_", with: " ")
         return switch conclusion {
         case "success":
             WebhookNotification(appNotificationId: id, title: "✓ \(place)", body: body, groupName: repository, launchUrl: url, resolved: true)
         case "failure", "timed_out", "startup_failure":
-            WebhookNotification(appNotificationId: id, title: "✗ \(place) (\(conclusion.replacingOccurrences(of: "_", with: " ")))", body: body,
+            WebhookNotification(appNotificationId: id, title: "✗ \(place) (\(said))", body: body,
                                 priority: .high, groupName: repository, launchUrl: url)
         default:  // cancelled, skipped, neutral, action_required, stale: news, not an alarm
-            WebhookNotification(appNotificationId: id, title: "– \(place) (\(conclusion.replacingOccurrences(of: "_", with: " ")))", body: body,
+            WebhookNotification(appNotificationId: id, title: "– \(place) (\(said))", body: body,
                                 priority: .low, groupName: repository, launchUrl: url)
         }
     }
