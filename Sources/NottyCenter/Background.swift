@@ -140,7 +140,8 @@ public final class CommandRunner: Sendable {
             return
         }
         let pid = process.processIdentifier
-        processes.withLock { $0[pid] = process }
+        // Kept only while running: a command that already ended has been through its handler.
+        processes.withLock { if process.isRunning { $0[pid] = process } }
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(timeout)) {
             guard process.isRunning else { return }
             warn("\(job.option) ran longer than \(self.timeout)s for \(id): stopped")

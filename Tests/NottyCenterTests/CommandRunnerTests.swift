@@ -18,24 +18,41 @@ struct CommandRunnerTests {
         let directory = Repository.temporaryDirectory("notty-runner")
         defer { try? FileManager.default.removeItem(at: directory) }
         let log = directory.appendingPathComponent("log").path
-        // Each command logs its start, holds a slot until its release file exists, logs its end.
-        let command = #"echo "start $NOTTY_ID $NOTTY_PRIORITY $NOTTY_GROUP $NOTTY_URL $NOTTY_STATE" >> "# + log
-            + #"; while [ ! -e "# + directory.path + #"/release-$NOTTY_ID ]; do sleep 0.02; done; echo "end $NOTTY_ID" >> "# + log
+        let errors = directory.appendingPathComponent("stderr").path
+        // Each command logs its start, holds its slot until a line arrives on its own FIFO and
+        // logs its end. Reading a FIFO is a shell builtin: no process is forked while it waits
+        // (a loop of `sleep` would fork all the time, and a busy machine may refuse a fork).
+        func fifo(_ n: Int) -> String { directory.appendingPathComponent("release-id-\(n)").path }
+        for n in 0..<6 { #expect(mkfifo(fifo(n), 0o600) == 0) }
+        let command = #"exec 2>>"# + errors + #"; echo "start $NOTTY_ID $NOTTY_PRIORITY $NOTTY_GROUP $NOTTY_URL $NOTTY_STATE" >> "# + log
+            + #"; read line < "# + directory.path + #"/release-$NOTTY_ID; echo "end $NOTTY_ID" >> "# + log
+        func lines() -> [String] { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+        func stderr() -> String { (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "" }
+        /// Lets command `n` end: a line into its FIFO once it has opened it for reading.
+        func release(_ n: Int) async -> Bool {
+            await eventually(timeout: .seconds(10)) {
+                let descriptor = open(fifo(n), O_WRONLY | O_NONBLOCK)  // ENXIO while no reader
+                guard descriptor >= 0 else { return false }
+                defer { close(descriptor) }
+                return write(descriptor, "\n", 1) == 1
+            }
+        }
         let runner = CommandRunner(timeout: 30)
         for n in 0..<6 { runner.submit(.init(option: "--exec", command: command, notification: notification(n), state: n == 5 ? "dismissed" : nil)) }
-        func lines() -> [String] { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
-        #expect(await eventually(timeout: .seconds(5)) { lines().count == 4 })
+        #expect(await eventually(timeout: .seconds(5)) { lines().count == 4 }, "\(lines()) \(stderr())")
         try await Task.sleep(for: .milliseconds(300))
-        #expect(lines().count == 4 && lines().allSatisfy { $0.hasPrefix("start id-") }, "a fifth started while four ran: \(lines())")
+        #expect(lines().count == 4 && lines().allSatisfy { $0.hasPrefix("start id-") }, "a fifth started while four ran: \(lines()) \(stderr())")
         #expect(Set(lines()) == Set((0..<4).map { "start id-\($0) High builds https://ci.example.com/\($0) " }))
-        // Release the second: the fifth starts (the queue is in order).
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("release-id-1").path, contents: nil)
-        #expect(await eventually(timeout: .seconds(5)) { lines().contains("start id-4 High builds https://ci.example.com/4 ") })
-        #expect(!lines().contains { $0.hasPrefix("start id-5") })
-        for n in [0, 2, 3, 4, 5] { FileManager.default.createFile(atPath: directory.appendingPathComponent("release-id-\(n)").path, contents: nil) }
+        // Release the second: the fifth starts (the queue is in order), the sixth still waits.
+        #expect(await release(1))
+        #expect(await eventually(timeout: .seconds(5)) { lines().contains("start id-4 High builds https://ci.example.com/4 ") }, "\(lines()) \(stderr())")
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(!lines().contains { $0.hasPrefix("start id-5") }, "\(lines()) \(stderr())")
+        for n in [0, 2, 3, 4, 5] { #expect(await release(n), "command \(n) never waited for its release: \(lines()) \(stderr())") }
+        #expect(await eventually(timeout: .seconds(10)) { lines().filter { $0.hasPrefix("end ") }.count == 6 }, "\(lines()) \(stderr())")
         runner.waitUntilIdle()
         #expect(lines().contains("start id-5 High builds https://ci.example.com/5 dismissed"))
-        #expect(lines().filter { $0.hasPrefix("end ") }.count == 6)
+        #expect(stderr() == "")
     }
 
     @Test("a command past the timeout is stopped with what it started, and its slot goes to the next")
