@@ -3,7 +3,7 @@ import NottyTestSupport
 import Testing
 
 /// The real `notty` executable: `admin` commands and `serve` with TLS and a graceful stop.
-@Suite("The notty command", .serialized)
+@Suite("The notty command", .timeLimit(.minutes(5)), .serialized)
 struct CLITests {
     let home = FileManager.default.temporaryDirectory.appendingPathComponent("notty-cli-\(UUID().uuidString)")
 

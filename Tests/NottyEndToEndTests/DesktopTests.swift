@@ -4,7 +4,7 @@ import NottyStore
 import NottyTestSupport
 import Testing
 
-@Suite("Desktop popups on a real session bus with dunst", .serialized,
+@Suite("Desktop popups on a real session bus with dunst", .timeLimit(.minutes(5)), .serialized,
        .enabled(if: TestDesktop.available || TestDesktop.required,
                 "SKIPPED LOUDLY: dbus-daemon, Xvfb or dunst is missing (apt-get install -y dbus-daemon xvfb dunst); .ci/run installs them"))
 struct DesktopTests {

@@ -55,7 +55,7 @@ final class TwoDevices: @unchecked Sendable {
     }
 }
 
-@Suite("End to end: notty serve and two devices", .serialized)
+@Suite("End to end: notty serve and two devices", .timeLimit(.minutes(5)), .serialized)
 struct EndToEndTests {
     @Test("links: notty publish --url reaches B's list --json and show; notty open runs $BROWSER with the link as one argument and activates it everywhere; no link: one line, nothing changed")
     func links() async throws {

@@ -44,7 +44,7 @@ private func script(in directory: URL, _ name: String, _ command: String) throws
     return url
 }
 
-@Suite("Nothing from the network reaches a terminal raw (tmux)", .serialized,
+@Suite("Nothing from the network reaches a terminal raw (tmux)", .timeLimit(.minutes(5)), .serialized,
        .enabled(if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
 struct TerminalSafetyTests {
     /// Each path where text from the network or the store reaches a terminal.
@@ -128,7 +128,7 @@ struct TerminalSafetyTests {
     }
 }
 
-@Suite("Invalid input: one line on stderr and a non-zero exit", .serialized)
+@Suite("Invalid input: one line on stderr and a non-zero exit", .timeLimit(.minutes(5)), .serialized)
 struct OneLineErrorTests {
     let home = Repository.temporaryDirectory("notty-errors")
 
@@ -182,7 +182,7 @@ struct OneLineErrorTests {
     }
 }
 
-@Suite("Devices and subscriptions", .serialized)
+@Suite("Devices and subscriptions", .timeLimit(.minutes(5)), .serialized)
 struct DeviceTests {
     @Test("subscribe to an unknown app: one line (404) and no id; devices lists both devices, this one marked; revoke signs the other out at once")
     func devicesAndRevoke() async throws {
@@ -217,7 +217,7 @@ struct DeviceTests {
     }
 }
 
-@Suite("Removals by notty admin reach a running notty serve (SQLite)", .serialized)
+@Suite("Removals by notty admin reach a running notty serve (SQLite)", .timeLimit(.minutes(5)), .serialized)
 struct AdminRemovalTests {
     @Test("an app removed by notty admin (another process) is refused on its next publish, though the service had its token cached")
     func appRemovedBeside() async throws {

@@ -7,7 +7,7 @@ import Testing
 
 /// Two real `notty serve` processes on one PostgreSQL database; device A signed in to the
 /// first, device B to the second, each running `notty poll --live` (its doorbell).
-@Suite("Two notty serve instances on one PostgreSQL", .serialized,
+@Suite("Two notty serve instances on one PostgreSQL", .timeLimit(.minutes(5)), .serialized,
        .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
 struct InstancesEndToEndTests {
     @Test("A on instance 1, B on instance 2: a publish, a dismiss and a delete reach every device by its doorbell; one instance killed, the other serves; restarted, it rejoins")

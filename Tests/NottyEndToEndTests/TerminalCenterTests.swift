@@ -4,7 +4,7 @@ import NottyStore
 import NottyTestSupport
 import Testing
 
-@Suite("The notification center in a real terminal (tmux)", .serialized,
+@Suite("The notification center in a real terminal (tmux)", .timeLimit(.minutes(5)), .serialized,
        .enabled(if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
 struct TerminalCenterTests {
     @Test("B's open notty shows A's dismiss and read within 1 s with no key press; B's keys reach A; resize; q exits 0")

@@ -3,7 +3,7 @@ import NottyCore
 import NottyTestSupport
 import Testing
 
-@Suite("Webhooks end to end: a real Alertmanager, notty serve and two devices", .serialized,
+@Suite("Webhooks end to end: a real Alertmanager, notty serve and two devices", .timeLimit(.minutes(5)), .serialized,
        .enabled(if: TestAlertmanager.available || TestAlertmanager.required,
                 "SKIPPED LOUDLY: prometheus-alertmanager or amtool is missing (apt-get install -y prometheus-alertmanager); .ci/run installs it"))
 struct WebhookEndToEndTests {

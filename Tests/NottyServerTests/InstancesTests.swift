@@ -5,7 +5,7 @@ import NottyTestSupport
 import Testing
 @testable import NottyServer
 
-@Suite("PostgreSQL: URLs and the announcements between instances")
+@Suite("PostgreSQL: URLs and the announcements between instances", .timeLimit(.minutes(5)))
 struct PostgresPartsTests {
     @Test("postgres:// URLs: defaults, passwords, sockets, TLS modes and clear errors")
     func urls() throws {
@@ -40,7 +40,7 @@ struct PostgresPartsTests {
     }
 }
 
-@Suite("Several instances on one PostgreSQL", .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
+@Suite("Several instances on one PostgreSQL", .timeLimit(.minutes(5)), .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
 struct InstancesTests {
     @Test("Patches through two instances at once end by §1's rules, a mutationId applies once across them, and each rings for the other's changes")
     func twoInstances() async throws {
@@ -121,7 +121,7 @@ struct InstancesTests {
     }
 }
 
-@Suite("PostgreSQL going away and coming back", .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
+@Suite("PostgreSQL going away and coming back", .timeLimit(.minutes(5)), .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
 struct OutageTests {
     @Test("PostgreSQL down: 503 serviceUnavailable, /healthz fails, nothing half-written; back: the service recovers without a restart")
     func outage() async throws {

@@ -57,7 +57,7 @@ func waitForConnections(_ service: NotificationService, _ count: Int) async thro
     }
 }
 
-@Suite("Live service over real sockets", .serialized)
+@Suite("Live service over real sockets", .timeLimit(.minutes(5)), .serialized)
 struct LiveTests {
     @Test("The doorbell rings every connected device of the user on every change, and nobody else", arguments: Backend.available)
     func doorbell(backend: Backend) async throws {

@@ -4,7 +4,7 @@ import NottyCore
 import Testing
 @testable import NottyServer
 
-@Suite("Publishing (SPEC §2.2)")
+@Suite("Publishing (SPEC §2.2)", .timeLimit(.minutes(5)))
 struct PublishingTests {
     @Test("Graph's two documented sample bodies are accepted as they are", arguments: Backend.available)
     func graphSamples(backend: Backend) async throws {
@@ -290,7 +290,7 @@ struct PublishingTests {
     }
 }
 
-@Suite("Links on the service (SPEC §7.1)")
+@Suite("Links on the service (SPEC §7.1)", .timeLimit(.minutes(5)))
 struct LinkPublishingTests {
     @Test("launchUrl is validated, stored, echoed, carried in the feed and replaced by a re-publish", arguments: Backend.available)
     func launchUrl(backend: Backend) async throws {

@@ -5,7 +5,7 @@ import NottyTestSupport
 import Testing
 @testable import NottyServer
 
-@Suite("SQLite schema")
+@Suite("SQLite schema", .timeLimit(.minutes(5)))
 struct SQLiteSchemaTests {
     private func publish(_ storage: SQLiteStorage, userId: String, _ appNotificationId: String, title: String, now: Date) async throws -> UserNotification {
         let request = try PublishRequest(body: Data(#"{"appNotificationId":"\#(appNotificationId)","payload":{"visualContent":{"title":"\#(title)"}}}"#.utf8))

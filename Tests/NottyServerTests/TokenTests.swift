@@ -4,7 +4,7 @@ import NottyCore
 import Testing
 @testable import NottyServer
 
-@Suite("Tokens (SPEC §2.1)")
+@Suite("Tokens (SPEC §2.1)", .timeLimit(.minutes(5)))
 struct TokenTests {
     @Test("Refresh rotates: the new pair works, the old refresh token stops working", arguments: Backend.available)
     func refreshRotation(backend: Backend) async throws {

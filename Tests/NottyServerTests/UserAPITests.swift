@@ -4,7 +4,7 @@ import NottyCore
 import Testing
 @testable import NottyServer
 
-@Suite("The signed-in user's API (SPEC §2.3)")
+@Suite("The signed-in user's API (SPEC §2.3)", .timeLimit(.minutes(5)))
 struct UserAPITests {
     @Test("Change feed: pages, cursors, hasMore, tombstones, 304, X-Poll-Interval, ETag", arguments: Backend.available)
     func changeFeed(backend: Backend) async throws {
@@ -304,7 +304,7 @@ struct UserAPITests {
     }
 }
 
-@Suite("Devices: registration, listing, revocation (SPEC §7.3)")
+@Suite("Devices: registration, listing, revocation (SPEC §7.3)", .timeLimit(.minutes(5)))
 struct DeviceAPITests {
     @Test("Revoking a device's registration refuses its access and refresh tokens at once; an app subscription's revocation does not; an unknown app is 404; the list says when each was made and seen",
           arguments: Backend.available)
