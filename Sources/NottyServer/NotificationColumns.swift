@@ -53,8 +53,53 @@ struct NotificationColumns {
     }
 }
 
-// In an extension, so that Swift still writes the memberwise initialiser the backends use.
+/// One selected row, read by column position: each backend's row type conforms, so that the
+/// order of ``NotificationColumns/names`` is decoded in one place.
+protocol ColumnReader {
+    func text(_ index: Int) throws -> String
+    func optionalText(_ index: Int) throws -> String?
+    func integer(_ index: Int) throws -> Int64
+    func optionalInteger(_ index: Int) throws -> Int64?
+    func flag(_ index: Int) throws -> Bool
+}
+
+/// Takes a row's values in column order: each backend's statement arguments conform, so that
+/// the order of ``NotificationColumns/names`` is encoded in one place.
+protocol ColumnWriter {
+    mutating func text(_ value: String?)
+    mutating func integer(_ value: Int64?)
+    mutating func flag(_ value: Bool)
+}
+
+// In an extension, so that Swift still writes the memberwise initialiser.
 extension NotificationColumns {
+    /// A row selected with ``list``.
+    init(_ r: some ColumnReader) throws {
+        self.init(
+            id: try r.text(0), userId: try r.text(1), hostName: try r.text(2), appNotificationId: try r.text(3),
+            groupName: try r.optionalText(4), priority: try r.text(5), rawContent: try r.optionalText(6), hasVisual: try r.flag(7),
+            title: try r.optionalText(8), body: try r.optionalText(9), displayTTL: try r.optionalInteger(10), expires: try r.integer(11),
+            created: try r.integer(12), modified: try r.integer(13), deleted: try r.flag(14), readState: try r.text(15),
+            readAt: try r.integer(16), actionState: try r.text(17), snoozedUntil: try r.optionalInteger(18), actionAt: try r.integer(19),
+            targetPolicy: try r.optionalText(20), fallbackPolicy: try r.optionalText(21), launchUrl: try r.optionalText(22),
+            seq: try r.integer(23))
+    }
+
+    /// Hands `writer` every value, in ``names`` order.
+    func write(to writer: inout some ColumnWriter) {
+        for value in [id, userId, hostName, appNotificationId, groupName, priority, rawContent] { writer.text(value) }
+        writer.flag(hasVisual)
+        for value in [title, body] { writer.text(value) }
+        for value in [displayTTL, expires, created, modified] { writer.integer(value) }
+        writer.flag(deleted)
+        writer.text(readState)
+        writer.integer(readAt)
+        writer.text(actionState)
+        for value in [snoozedUntil, actionAt] { writer.integer(value) }
+        for value in [targetPolicy, fallbackPolicy, launchUrl] { writer.text(value) }
+        writer.integer(seq)
+    }
+
     init(_ s: StoredNotification) {
         let n = s.notification
         self.init(

@@ -188,17 +188,7 @@ extension PostgresStorage {
     // MARK: - Notification rows
 
     static func stored(_ row: PostgresRow) throws -> StoredNotification {
-        let r = row.makeRandomAccess()
-        return try NotificationColumns(
-            id: r[0].decode(String.self), userId: r[1].decode(String.self), hostName: r[2].decode(String.self),
-            appNotificationId: r[3].decode(String.self), groupName: r[4].decode(String?.self), priority: r[5].decode(String.self),
-            rawContent: r[6].decode(String?.self), hasVisual: r[7].decode(Bool.self), title: r[8].decode(String?.self),
-            body: r[9].decode(String?.self), displayTTL: r[10].decode(Int64?.self), expires: r[11].decode(Int64.self),
-            created: r[12].decode(Int64.self), modified: r[13].decode(Int64.self), deleted: r[14].decode(Bool.self),
-            readState: r[15].decode(String.self), readAt: r[16].decode(Int64.self), actionState: r[17].decode(String.self),
-            snoozedUntil: r[18].decode(Int64?.self), actionAt: r[19].decode(Int64.self), targetPolicy: r[20].decode(String?.self),
-            fallbackPolicy: r[21].decode(String?.self), launchUrl: r[22].decode(String?.self), seq: r[23].decode(Int64.self)
-        ).stored
+        try NotificationColumns(PostgresColumns(row: row.makeRandomAccess())).stored
     }
 
     func fetchStored(_ connection: PostgresConnection, _ query: PostgresQuery) async throws -> [StoredNotification] {
@@ -212,17 +202,15 @@ extension PostgresStorage {
 
     /// Writes a row whole (insert, or replace by id).
     func save(_ s: StoredNotification, _ connection: PostgresConnection) async throws {
-        let c = NotificationColumns(s)
-        try await connection.exec(
-            """
-            INSERT INTO notifications (\(unescaped: Self.columns)) VALUES (\(c.id), \(c.userId), \(c.hostName), \(c.appNotificationId),
-                \(c.groupName), \(c.priority), \(c.rawContent), \(c.hasVisual), \(c.title), \(c.body), \(c.displayTTL), \(c.expires),
-                \(c.created), \(c.modified), \(c.deleted), \(c.readState), \(c.readAt), \(c.actionState), \(c.snoozedUntil),
-                \(c.actionAt), \(c.targetPolicy), \(c.fallbackPolicy), \(c.launchUrl), \(c.seq))
-            ON CONFLICT (id) DO UPDATE SET \(unescaped: Self.updateAll)
-            """,
-            logger: logger)
+        var values = PostgresValues()
+        NotificationColumns(s).write(to: &values)
+        try await connection.exec(PostgresQuery(unsafeSQL: Self.saveSQL, binds: values.binds), logger: logger)
     }
+
+    static let saveSQL = """
+        INSERT INTO notifications (\(columns)) VALUES (\((1...NotificationColumns.names.count).map { "$\($0)" }.joined(separator: ", ")))
+        ON CONFLICT (id) DO UPDATE SET \(updateAll)
+        """
 
     func activeRow(_ connection: PostgresConnection, userId: String, hostName: String, appNotificationId: String) async throws -> StoredNotification? {
         try await fetchStored(connection, """
@@ -465,4 +453,22 @@ extension PostgresRowSequence {
         for try await value in decode(types) { values.append(value) }
         return values
     }
+}
+
+/// A PostgreSQL row read by position.
+private struct PostgresColumns: ColumnReader {
+    let row: PostgresRandomAccessRow
+    func text(_ index: Int) throws -> String { try row[index].decode(String.self) }
+    func optionalText(_ index: Int) throws -> String? { try row[index].decode(String?.self) }
+    func integer(_ index: Int) throws -> Int64 { try row[index].decode(Int64.self) }
+    func optionalInteger(_ index: Int) throws -> Int64? { try row[index].decode(Int64?.self) }
+    func flag(_ index: Int) throws -> Bool { try row[index].decode(Bool.self) }
+}
+
+/// A row's values as PostgreSQL binds them.
+private struct PostgresValues: ColumnWriter {
+    var binds = PostgresBindings(capacity: NotificationColumns.names.count)
+    mutating func text(_ value: String?) { binds.append(value) }
+    mutating func integer(_ value: Int64?) { binds.append(value) }
+    mutating func flag(_ value: Bool) { binds.append(value) }
 }

@@ -184,5 +184,5 @@ public final class PostgresStorage: NotificationStorage {
     /// deadlock) and reserves `positions` change positions after the lock.
 
     /// The group-commit queue of feed writes (see PostgresWrites.swift).
-    let queue = Mutex<(jobs: [FeedJob], draining: Bool)>(([], false))
+    let queue = GroupCommitQueue<FeedJob>(maxBatch: 500)
 }

@@ -61,7 +61,7 @@ extension PostgresStorage {
     func groupedFeedWrite<T: Sendable>(
         user: String, positions: Int, _ body: @escaping @Sendable (PostgresConnection, WriteContext) async throws -> T
     ) async throws -> T {
-        let outcome = Mutex<Result<T, any Error>?>(nil)
+        let outcome = JobOutcome<T>()
         let logger = logger
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let job = FeedJob(
@@ -71,44 +71,25 @@ extension PostgresStorage {
                         try await connection.exec("SAVEPOINT feed_write", logger: logger)
                         let value = try await body(connection, context)
                         try await connection.exec("RELEASE SAVEPOINT feed_write", logger: logger)
-                        outcome.withLock { $0 = .success(value) }
+                        outcome.set(.success(value))
                     } catch {
                         // If even this fails the connection is gone, and so is the whole batch.
                         try? await connection.exec("ROLLBACK TO SAVEPOINT feed_write", logger: logger)
-                        outcome.withLock { $0 = .failure(error) }
+                        outcome.set(.failure(error))
                     }
                 },
                 finish: { error in
                     if let error { continuation.resume(throwing: error) } else { continuation.resume() }
                 })
-            let startDraining = queue.withLock { queue -> Bool in
-                queue.jobs.append(job)
-                if queue.draining { return false }
-                queue.draining = true
-                return true
-            }
-            if startDraining { Task { await self.drain() } }
+            if queue.append(job) { Task { await self.drain() } }
         }
-        switch outcome.withLock({ $0 }) {
-        case .success(let value)?: return value
-        case .failure(let error)?: throw Self.storageError(error, url: url)
-        case nil: throw StorageError.unavailable("a write did not run")
-        }
+        return try outcome.result(missing: StorageError.unavailable("a write did not run"))
+            .mapError { Self.storageError($0, url: url) }.get()
     }
-
-    static let maxBatch = 500
 
     func drain() async {
         while true {
-            let jobs = queue.withLock { queue -> [FeedJob] in
-                if queue.jobs.isEmpty {
-                    queue.draining = false
-                    return []
-                }
-                let batch = Array(queue.jobs.prefix(Self.maxBatch))
-                queue.jobs.removeFirst(batch.count)
-                return batch
-            }
+            let jobs = queue.nextBatch()
             if jobs.isEmpty { return }
             var failure: (any Error)?
             var changed: [String: Int64] = [:]

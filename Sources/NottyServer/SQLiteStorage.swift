@@ -406,14 +406,9 @@ public final class SQLiteStorage: NotificationStorage {
 
     // MARK: - Notification rows
 
-    /// A row selected with ``NotificationColumns/list``, read by position.
-    private static func stored(_ row: Row) -> StoredNotification {
-        NotificationColumns(
-            id: row[0], userId: row[1], hostName: row[2], appNotificationId: row[3], groupName: row[4], priority: row[5],
-            rawContent: row[6], hasVisual: row[7], title: row[8], body: row[9], displayTTL: row[10], expires: row[11],
-            created: row[12], modified: row[13], deleted: row[14], readState: row[15], readAt: row[16], actionState: row[17],
-            snoozedUntil: row[18], actionAt: row[19], targetPolicy: row[20], fallbackPolicy: row[21], launchUrl: row[22], seq: row[23]
-        ).stored
+    /// A row selected with ``NotificationColumns/list``.
+    private static func stored(_ row: Row) throws -> StoredNotification {
+        try NotificationColumns(SQLiteColumns(row: row)).stored
     }
 
     /// A whole row, one value per column of ``NotificationColumns/names``.
@@ -430,12 +425,9 @@ public final class SQLiteStorage: NotificationStorage {
     /// A row's values in ``NotificationColumns/names`` order, without the last one, `seq`,
     /// which only the writer knows.
     private static func valuesBeforeSeq(_ s: StoredNotification) -> [(any DatabaseValueConvertible)?] {
-        let c = NotificationColumns(s)
-        return [
-            c.id, c.userId, c.hostName, c.appNotificationId, c.groupName, c.priority, c.rawContent, c.hasVisual, c.title, c.body,
-            c.displayTTL, c.expires, c.created, c.modified, c.deleted, c.readState, c.readAt, c.actionState, c.snoozedUntil,
-            c.actionAt, c.targetPolicy, c.fallbackPolicy, c.launchUrl,
-        ]
+        var values = SQLiteValues()
+        NotificationColumns(s).write(to: &values)
+        return values.values.dropLast()
     }
 
     /// Writes a row whole (insert or replace by id).
@@ -453,7 +445,7 @@ public final class SQLiteStorage: NotificationStorage {
     static let byIdSQL = "SELECT \(NotificationColumns.list) FROM notifications WHERE \(idMatches) AND user_id = ?2"
 
     private static func fetchStored(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> StoredNotification? {
-        try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments).map(stored)
+        try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments).map { try stored($0) }
     }
 
     // MARK: - Notification writes
@@ -524,7 +516,7 @@ public final class SQLiteStorage: NotificationStorage {
             let rows = try Row.fetchAll(
                 db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE deleted = 0 AND expires <= ? ORDER BY expires LIMIT 5000",
                 arguments: [ISOTime.millis(now)]
-            ).map(Self.stored)
+            ).map { try Self.stored($0) }
             for row in rows {
                 try Self.save(NotificationRules.deleted(row, now: now, seq: context.nextSeq(for: row.userId)), db)
             }
@@ -561,7 +553,7 @@ public final class SQLiteStorage: NotificationStorage {
             let rows = try Row.fetchAll(
                 db.cachedStatement(sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
                 arguments: [userId, since, limit + 1]
-            ).map(Self.stored)
+            ).map { try Self.stored($0) }
             let page = rows.prefix(limit)
             return ChangeFeedPage(changes: page.map(\.notification), lastSeq: page.last?.seq ?? max(since, purged), hasMore: rows.count > limit)
         }
@@ -587,7 +579,7 @@ public final class SQLiteStorage: NotificationStorage {
                     ORDER BY created DESC, id DESC LIMIT ?3 OFFSET ?4
                     """),
                 arguments: [userId, ISOTime.millis(now), top, skip]
-            ).map { Self.stored($0).notification }
+            ).map { try Self.stored($0).notification }
         }
     }
 
@@ -634,4 +626,22 @@ public final class SQLiteStorage: NotificationStorage {
                 .execute(arguments: [userId, mutationId, notificationId, status, ISOTime.millis(now)])
         }
     }
+}
+
+/// A GRDB row read by position.
+private struct SQLiteColumns: ColumnReader {
+    let row: Row
+    func text(_ index: Int) -> String { row[index] }
+    func optionalText(_ index: Int) -> String? { row[index] }
+    func integer(_ index: Int) -> Int64 { row[index] }
+    func optionalInteger(_ index: Int) -> Int64? { row[index] }
+    func flag(_ index: Int) -> Bool { row[index] }
+}
+
+/// A row's values as GRDB binds them.
+private struct SQLiteValues: ColumnWriter {
+    var values: [(any DatabaseValueConvertible)?] = []
+    mutating func text(_ value: String?) { values.append(value) }
+    mutating func integer(_ value: Int64?) { values.append(value) }
+    mutating func flag(_ value: Bool) { values.append(value) }
 }

@@ -15,24 +15,19 @@ final class SQLiteWriter: Sendable {
         let finish: (Error?) -> Void
     }
 
-    private struct State {
-        var pending: [Job] = []
-        var draining = false
-        var committedSeq: Int64 = 0
-    }
-
     private let pool: DatabasePool
-    private let state: Mutex<State>
-    private let queue = DispatchQueue(label: "notty.sqlite.writer", qos: .userInitiated)
+    private let queue = GroupCommitQueue<Job>(maxBatch: 2000)
+    private let committed: Mutex<Int64>
+    private let dispatch = DispatchQueue(label: "notty.sqlite.writer", qos: .userInitiated)
     private let onCommit = HandlerSlot<@Sendable ([String: Int64]) -> Void>()
-    static let maxBatch = 2000
 
     init(pool: DatabasePool, committedSeq: Int64) {
         self.pool = pool
-        self.state = Mutex(State(committedSeq: committedSeq))
+        self.committed = Mutex(committedSeq)
     }
 
-    var committedSeq: Int64 { state.withLock { $0.committedSeq } }
+    /// The last change-feed position committed (only the drainer moves it).
+    var committedSeq: Int64 { committed.withLock { $0 } }
 
     func setChangeHandler(_ handler: @escaping @Sendable ([String: Int64]) -> Void) {
         onCommit.set(handler)
@@ -44,46 +39,25 @@ final class SQLiteWriter: Sendable {
     /// and the rest of the batch commits. A job that writes with one statement, which SQLite
     /// applies whole or not at all, may pass `savepoint: false` and save the two statements.
     func write<T: Sendable>(savepoint: Bool = true, _ work: @escaping @Sendable (Database, WriteContext) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
-            let outcome = ResultBox<T>()
+        let outcome = JobOutcome<T>()
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
             let job = Job(
                 run: { db, context in
-                    do {
-                        outcome.result = .success(try savepoint ? db.resultInSavepoint { try work(db, context) } : work(db, context))
-                    } catch {
-                        outcome.result = .failure(error)
-                    }
+                    outcome.set(Result { try savepoint ? db.resultInSavepoint { try work(db, context) } : work(db, context) })
                 },
                 finish: { commitError in
-                    if let commitError {
-                        continuation.resume(throwing: commitError)
-                    } else {
-                        continuation.resume(with: outcome.result ?? .failure(StorageError.unavailable("write did not run")))
-                    }
+                    if let commitError { continuation.resume(throwing: commitError) } else { continuation.resume() }
                 })
-            let startDrain = state.withLock { state -> Bool in
-                state.pending.append(job)
-                if state.draining { return false }
-                state.draining = true
-                return true
-            }
-            if startDrain { queue.async { self.drain() } }
+            if queue.append(job) { dispatch.async { self.drain() } }
         }
+        return try outcome.result(missing: StorageError.unavailable("write did not run")).get()
     }
 
     private func drain() {
         while true {
-            let (jobs, startSeq) = state.withLock { state -> ([Job], Int64) in
-                if state.pending.isEmpty {
-                    state.draining = false
-                    return ([], state.committedSeq)
-                }
-                let count = min(state.pending.count, Self.maxBatch)
-                let jobs = Array(state.pending.prefix(count))
-                state.pending.removeFirst(count)
-                return (jobs, state.committedSeq)
-            }
+            let jobs = queue.nextBatch()
             if jobs.isEmpty { return }
+            let startSeq = committedSeq
             let context = WriteContext(seq: startSeq)
             var commitError: Error?
             do {
@@ -100,7 +74,7 @@ final class SQLiteWriter: Sendable {
                 commitError = StorageError.unavailable("SQLite: \(error)")
             }
             if commitError == nil {
-                state.withLock { $0.committedSeq = context.seq }
+                committed.withLock { $0 = context.seq }
             }
             for job in jobs { job.finish(commitError) }
             if commitError == nil, !context.changedUsers.isEmpty, let handler = onCommit.handler {
@@ -108,10 +82,6 @@ final class SQLiteWriter: Sendable {
             }
         }
     }
-}
-
-private final class ResultBox<T>: @unchecked Sendable {
-    var result: Result<T, Error>?
 }
 
 /// Holds a callback set after start-up. (Not a `Mutex<closure?>`: reading a closure through

@@ -1,0 +1,60 @@
+import Synchronization
+
+/// The queue of a group-committing writer, the same for both backends.
+///
+/// Writers queue jobs from any task. The one that queues into an idle queue is told to start
+/// the single drainer; the drainer takes batches (at most `maxBatch` jobs, in the order they
+/// were queued), writes each batch in one transaction, and stops when a take finds nothing.
+/// So at most one transaction per backend writes users' feeds at a time, and a burst of
+/// writes costs one commit per batch instead of one each.
+final class GroupCommitQueue<Job: Sendable>: Sendable {
+    private struct State: ~Copyable {
+        var jobs: [Job] = []
+        var draining = false
+    }
+
+    let maxBatch: Int
+    private let state = Mutex(State())
+
+    init(maxBatch: Int) {
+        self.maxBatch = maxBatch
+    }
+
+    /// Queues `job`; `true` when the caller must start the drainer (nobody is draining).
+    func append(_ job: Job) -> Bool {
+        state.withLock { state in
+            state.jobs.append(job)
+            if state.draining { return false }
+            state.draining = true
+            return true
+        }
+    }
+
+    /// The drainer's next batch, oldest first; empty when the queue is empty, and then the
+    /// drainer has stopped (the next `append` starts another).
+    func nextBatch() -> [Job] {
+        state.withLock { state in
+            if state.jobs.isEmpty {
+                state.draining = false
+                return []
+            }
+            let batch = Array(state.jobs.prefix(maxBatch))
+            state.jobs.removeFirst(batch.count)
+            return batch
+        }
+    }
+}
+
+/// What a queued job produced, set by the drainer and read by the caller after the commit.
+final class JobOutcome<T: Sendable>: Sendable {
+    private let stored = Mutex<Result<T, any Error>?>(nil)
+
+    func set(_ result: Result<T, any Error>) {
+        stored.withLock { $0 = result }
+    }
+
+    /// The result, or `missing` when the job never ran.
+    func result(missing: @autoclosure () -> any Error) -> Result<T, any Error> {
+        stored.withLock { $0 } ?? .failure(missing())
+    }
+}
