@@ -30,26 +30,28 @@ struct CommandRunnerTests {
         func stderr() -> String { (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "" }
         /// Lets command `n` end: a line into its FIFO once it has opened it for reading.
         func release(_ n: Int) async -> Bool {
-            await eventually(timeout: .seconds(10)) {
+            await eventually(timeout: .seconds(60)) {
                 let descriptor = open(fifo(n), O_WRONLY | O_NONBLOCK)  // ENXIO while no reader
                 guard descriptor >= 0 else { return false }
                 defer { close(descriptor) }
                 return write(descriptor, "\n", 1) == 1
             }
         }
-        let runner = CommandRunner(timeout: 30)
+        // The runner's own timeout is not under test here: it is far beyond every wait below, so
+        // a machine slow enough to take half a minute over this test cannot kill a command.
+        let runner = CommandRunner(timeout: 600)
         for n in 0..<6 { runner.submit(.init(option: "--exec", command: command, notification: notification(n), state: n == 5 ? "dismissed" : nil)) }
-        #expect(await eventually(timeout: .seconds(5)) { lines().count == 4 }, "\(lines()) \(stderr())")
+        #expect(await eventually(timeout: .seconds(60)) { lines().count == 4 }, "\(lines()) \(stderr())")
         try await Task.sleep(for: .milliseconds(300))
         #expect(lines().count == 4 && lines().allSatisfy { $0.hasPrefix("start id-") }, "a fifth started while four ran: \(lines()) \(stderr())")
         #expect(Set(lines()) == Set((0..<4).map { "start id-\($0) High builds https://ci.example.com/\($0) " }))
         // Release the second: the fifth starts (the queue is in order), the sixth still waits.
         #expect(await release(1))
-        #expect(await eventually(timeout: .seconds(5)) { lines().contains("start id-4 High builds https://ci.example.com/4 ") }, "\(lines()) \(stderr())")
+        #expect(await eventually(timeout: .seconds(60)) { lines().contains("start id-4 High builds https://ci.example.com/4 ") }, "\(lines()) \(stderr())")
         try await Task.sleep(for: .milliseconds(100))
         #expect(!lines().contains { $0.hasPrefix("start id-5") }, "\(lines()) \(stderr())")
         for n in [0, 2, 3, 4, 5] { #expect(await release(n), "command \(n) never waited for its release: \(lines()) \(stderr())") }
-        #expect(await eventually(timeout: .seconds(10)) { lines().filter { $0.hasPrefix("end ") }.count == 6 }, "\(lines()) \(stderr())")
+        #expect(await eventually(timeout: .seconds(60)) { lines().filter { $0.hasPrefix("end ") }.count == 6 }, "\(lines()) \(stderr())")
         runner.waitUntilIdle()
         #expect(lines().contains("start id-5 High builds https://ci.example.com/5 dismissed"))
         #expect(stderr() == "")
@@ -63,7 +65,7 @@ struct CommandRunnerTests {
         let runner = CommandRunner(timeout: 1, limit: 1)
         runner.submit(.init(option: "--exec", command: "sleep 30; touch \(marker)", notification: notification(1)))
         runner.submit(.init(option: "--exec", command: "touch \(marker)-next", notification: notification(2)))
-        #expect(await eventually(timeout: .seconds(10)) { FileManager.default.fileExists(atPath: marker + "-next") }, "the queued command never ran")
+        #expect(await eventually(timeout: .seconds(60)) { FileManager.default.fileExists(atPath: marker + "-next") }, "the queued command never ran")
         try await Task.sleep(for: .milliseconds(200))
         #expect(!FileManager.default.fileExists(atPath: marker), "the stopped command went on")
     }
