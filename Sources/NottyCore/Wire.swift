@@ -50,6 +50,8 @@ public struct JSONFields {
         guard case .string(let text) = value else { throw ValidationError("\(key) must be a string") }
         if !allowEmpty && text.isEmpty { throw ValidationError("\(key) must not be empty") }
         if let max, text.unicodeScalars.count > max { throw ValidationError("\(key) is longer than \(max) characters") }
+        // Neither store keeps it whole: PostgreSQL's text refuses it, SQLite's cuts the text there.
+        if text.unicodeScalars.contains("\0") { throw ValidationError("\(key) must not contain the character U+0000 (NUL)") }
         return text
     }
 

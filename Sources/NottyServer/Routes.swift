@@ -368,9 +368,13 @@ extension NottyRequestContext {
         return app
     }
 
-    /// A path parameter, percent-decoded (`%C2%AE` is `®`).
+    /// A path parameter, percent-decoded (`%C2%AE` is `®`). No id, token or key holds U+0000
+    /// (publishing refuses it, and PostgreSQL's text cannot store it), so `%00` is a `404` here
+    /// rather than a query that PostgreSQL would refuse.
     func pathParameter(_ name: String) throws -> String {
         let raw = try parameters.require(name)
-        return raw.removingPercentEncoding ?? raw
+        let decoded = raw.removingPercentEncoding ?? raw
+        guard !decoded.unicodeScalars.contains("\u{0}") else { throw APIError.notFound("no \(name) contains U+0000 (NUL)") }
+        return decoded
     }
 }

@@ -55,6 +55,63 @@ struct PublishingTests {
         }
     }
 
+    @Test("U+0000 in any text is a 400 on both backends (PostgreSQL's text cannot hold it), never a 5xx", arguments: Backend.available)
+    func nulCharacter(backend: Backend) async throws {
+        let harness = try await Harness(backend)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            for body in [
+                #"{"appNotificationId":"a\u0000b","payload":{"visualContent":{"title":"t"}}}"#,
+                #"{"appNotificationId":"n","groupName":"g\u0000","payload":{"visualContent":{"title":"t"}}}"#,
+                #"{"appNotificationId":"n","payload":{"visualContent":{"title":"t\u0000"}}}"#,
+                #"{"appNotificationId":"n","payload":{"visualContent":{"title":"t","body":"\u0000"}}}"#,
+                #"{"appNotificationId":"n","payload":{"rawContent":"\u0000"}}"#,
+                #"{"appNotificationId":"n","launchUrl":"https://example.com/\u0000","payload":{"visualContent":{"title":"t"}}}"#,
+            ] {
+                let reply = try await world.publish(client, body)
+                #expect(reply.status == .badRequest && reply.errorCode == "badRequest", "\(body): \(reply.status) \(reply.text)")
+            }
+            let page = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
+            #expect(page.changes.isEmpty)
+            // In a path: an id or token that cannot exist.
+            for (method, path) in [(HTTPRequest.Method.get, "/v1/me/notifications/a%00b"), (.patch, "/v1/me/notifications/a%00b"),
+                                   (.delete, "/v1/me/notifications/a%00b"), (.post, "/v1/hooks/a%00b")] {
+                let reply = try await client.call(method, path, token: method == .post ? nil : world.userToken, json: #"{"readState":"Read"}"#)
+                #expect(reply.status == .notFound, "\(method) \(path): \(reply.status) \(reply.text)")
+            }
+            let appDelete = try await client.call(.delete, "/beta/me/notifications/a%00b", token: world.appToken, headers: ["X-UNS-ID": world.unsId])
+            #expect(appDelete.status.code < 500, "\(appDelete.status) \(appDelete.text)")
+        }
+    }
+
+    @Test("A batch of concurrent publishes with one row PostgreSQL refuses: the others are stored, only that one fails", arguments: Backend.available)
+    func badRowInABatch(backend: Backend) async throws {
+        let harness = try await Harness(backend)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let user = try #require(try await harness.storage.user(name: "alice")).id
+            // Past the service's validation, straight to storage: a title PostgreSQL cannot store.
+            let results = await withTaskGroup(of: (Int, Bool).self) { group in
+                for n in 0..<40 {
+                    group.addTask {
+                        let request = PublishRequest(
+                            appNotificationId: "n\(n)", payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: n == 17 ? "bad\u{0}" : "good", body: nil)))
+                        let input = PublishInput(userId: user, hostName: world.host, request: request, expiration: Date().addingTimeInterval(3600), now: Date())
+                        return (n, (try? await harness.storage.publish(input)) != nil)
+                    }
+                }
+                return await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
+            }
+            let stored = try await harness.storage.changes(userId: user, since: 0, limit: 100)?.changes.map(\.appNotificationId) ?? []
+            if backend == .postgres {
+                #expect(results.filter { !$0.value }.map(\.key) == [17])
+                #expect(Set(stored) == Set((0..<40).filter { $0 != 17 }.map { "n\($0)" }))
+            } else {
+                #expect(results.values.allSatisfy { $0 } && stored.count == 40)
+            }
+        }
+    }
+
     @Test("Default priority is High with a visual toast and None for raw content", arguments: Backend.available)
     func defaultPriority(backend: Backend) async throws {
         let harness = try await Harness(backend)
