@@ -227,12 +227,20 @@ extension PostgresStorage {
 
     public func publish(batch inputs: [PublishInput]) async throws -> [UserNotification] {
         guard let user = inputs.first?.userId else { return [] }
-        return try await groupedFeedWrite(user: user, positions: 2 * inputs.count) { connection, context in
+        // Each input's new row is built here and inserted by the batch's one statement unless
+        // the app has an active notification with its id; only then is it a re-publish here.
+        // Positions: one for the new row, two for a re-publish (a tombstone, then the row).
+        let fresh = inputs.map { NotificationRules.published($0, existing: nil, newId: Identifiers.notification(), seq: 0) }
+        return try await groupedFeedWrite(user: user, positions: 3 * inputs.count, fresh: fresh) { connection, context, inserted in
             var published: [UserNotification] = []
-            for input in inputs {
+            for (input, new) in zip(inputs, fresh) {
+                if inserted[new.notification.id] != nil {
+                    published.append(new.notification)
+                    continue
+                }
                 let active = try await self.activeRow(
                     connection, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
-                let rows = NotificationRules.publishRows(input, active: active, newId: Identifiers.notification()) { context.nextSeq(for: input.userId) }
+                let rows = NotificationRules.publishRows(input, active: active, newId: new.notification.id) { context.nextSeq(for: input.userId) }
                 for row in rows { try await self.save(row, connection) }
                 published.append(rows[rows.count - 1].notification)
             }
@@ -466,7 +474,7 @@ private struct PostgresColumns: ColumnReader {
 }
 
 /// A row's values as PostgreSQL binds them.
-private struct PostgresValues: ColumnWriter {
+struct PostgresValues: ColumnWriter {
     var binds = PostgresBindings(capacity: NotificationColumns.names.count)
     mutating func text(_ value: String?) { binds.append(value) }
     mutating func integer(_ value: Int64?) { binds.append(value) }

@@ -7,12 +7,22 @@ import Synchronization
 /// Writes to users' change feeds: row locks in id order, positions from one sequence, the
 /// notices of what committed, and the group commit that batches concurrent writes.
 extension PostgresStorage {
+    /// Locks the rows of `users` (in id order, so writers never deadlock) and reserves
+    /// `positions` change positions after the lock, in one statement when there are both: the
+    /// locking subquery is an InitPlan, run once before the first position is drawn.
     func lockFeeds(of users: [String], positions: Int, _ connection: PostgresConnection) async throws -> WriteContext {
-        if !users.isEmpty {
-            try await connection.exec("SELECT id FROM users WHERE id = ANY(\(users.sorted())) ORDER BY id FOR NO KEY UPDATE", logger: logger)
-        }
+        let users = users.sorted()
         var reserved: [Int64] = []
-        if positions > 0 {
+        if !users.isEmpty && positions > 0 {
+            reserved = try await connection.query(
+                """
+                SELECT nextval('notty_seq') FROM generate_series(1, \(positions))
+                WHERE (SELECT count(*) FROM (SELECT id FROM users WHERE id = ANY(\(users)) ORDER BY id FOR NO KEY UPDATE) AS locked) >= 0
+                """, logger: logger
+            ).collect(Int64.self)
+        } else if !users.isEmpty {
+            try await connection.exec("SELECT id FROM users WHERE id = ANY(\(users)) ORDER BY id FOR NO KEY UPDATE", logger: logger)
+        } else if positions > 0 {
             reserved = try await connection.query(
                 "SELECT nextval('notty_seq') FROM generate_series(1, \(positions))", logger: logger
             ).collect(Int64.self)
@@ -20,11 +30,12 @@ extension PostgresStorage {
         return WriteContext(reserved: reserved.sorted())
     }
 
-    /// Inside the transaction, before its commit: tells the other instances what moved.
+    /// Inside the transaction, before its commit: tells the other instances what moved, with
+    /// one statement however many payloads.
     func announce(_ context: WriteContext, _ connection: PostgresConnection) async throws {
-        for payload in Self.announcements(context.changedUsers, from: instanceId) {
-            try await connection.exec("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
-        }
+        let payloads = Self.announcements(context.changedUsers, from: instanceId)
+        guard !payloads.isEmpty else { return }
+        try await connection.exec("SELECT pg_notify(\(Self.channel), payload) FROM unnest(\(payloads)::text[]) AS payload", logger: logger)
     }
 
     /// A write of `users`' feeds in a transaction of its own: locks them, reserves
@@ -48,33 +59,52 @@ extension PostgresStorage {
     struct FeedJob: Sendable {
         let user: String
         let positions: Int
-        /// Runs the write in its own savepoint and keeps its outcome.
-        let run: @Sendable (PostgresConnection, WriteContext) async -> Void
+        /// New notifications the job publishes, each to be inserted unless the app already has
+        /// an active one with its id: the batch inserts those of all its jobs with one statement.
+        let fresh: [StoredNotification]
+        /// Runs the write (given the rows of `fresh` the batch statement inserted, id → position)
+        /// and keeps its outcome; in its own savepoint unless that statement did all of it.
+        let run: @Sendable (PostgresConnection, WriteContext, [String: Int64]) async -> Void
         /// Called once the batch committed (`nil`) or failed.
         let finish: @Sendable ((any Error)?) -> Void
     }
 
     /// Writes of users' feeds are queued and run in batches: one transaction locks every user
-    /// of the batch once, runs each write in its own savepoint (a failing one is rolled back
-    /// alone), announces, and commits once. Concurrent publishes for one user then cost one
-    /// lock and one commit per batch, not each (the lock is held through the commit's fsync).
+    /// of the batch once and reserves its positions (one statement), inserts the new
+    /// notifications of all its publishes (one statement), runs what is left of each write in
+    /// its own savepoint (a failing one is rolled back alone), announces (one statement), and
+    /// commits once. A batch of new publishes is five round trips whatever its size.
     func groupedFeedWrite<T: Sendable>(
-        user: String, positions: Int, _ body: @escaping @Sendable (PostgresConnection, WriteContext) async throws -> T
+        user: String, positions: Int, fresh: [StoredNotification] = [],
+        _ body: @escaping @Sendable (PostgresConnection, WriteContext, [String: Int64]) async throws -> T
     ) async throws -> T {
         let outcome = JobOutcome<T>()
         let logger = logger
+        let freshIds = Set(fresh.map(\.notification.id))
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let job = FeedJob(
-                user: user, positions: positions,
-                run: { connection, context in
+                user: user, positions: positions, fresh: fresh,
+                run: { connection, context, inserted in
+                    if !freshIds.isEmpty && freshIds.isSubset(of: inserted.keys) {
+                        // Written already: `body` only answers.
+                        do { outcome.set(.success(try await body(connection, context, inserted))) } catch { outcome.set(.failure(error)) }
+                        return
+                    }
                     do {
                         try await connection.exec("SAVEPOINT feed_write", logger: logger)
-                        let value = try await body(connection, context)
+                        let value = try await body(connection, context, inserted)
                         try await connection.exec("RELEASE SAVEPOINT feed_write", logger: logger)
                         outcome.set(.success(value))
                     } catch {
                         // If even this fails the connection is gone, and so is the whole batch.
                         try? await connection.exec("ROLLBACK TO SAVEPOINT feed_write", logger: logger)
+                        // Nothing of a failed job stays: not the rows the batch statement wrote
+                        // for it either (unless a later write of the batch has moved them on).
+                        let written = inserted.filter { freshIds.contains($0.key) }
+                        if !written.isEmpty {
+                            try? await connection.exec(
+                                "DELETE FROM notifications WHERE id = ANY(\(Array(written.keys))) AND seq = ANY(\(Array(written.values)))", logger: logger)
+                        }
                         outcome.set(.failure(error))
                     }
                 },
@@ -87,19 +117,32 @@ extension PostgresStorage {
             .mapError { Self.storageError($0, url: url) }.get()
     }
 
+    /// A write of one user's feed that has no new notifications to insert.
+    func groupedFeedWrite<T: Sendable>(
+        user: String, positions: Int, _ body: @escaping @Sendable (PostgresConnection, WriteContext) async throws -> T
+    ) async throws -> T {
+        try await groupedFeedWrite(user: user, positions: positions, fresh: []) { connection, context, _ in try await body(connection, context) }
+    }
+
     func drain() async {
         while true {
             let jobs = queue.nextBatch()
             if jobs.isEmpty { return }
             var failure: (any Error)?
             var changed: [String: Int64] = [:]
+            let insertFailed = Mutex(false)
             do {
-                changed = try await transaction { connection in
-                    let context = try await self.lockFeeds(
-                        of: Array(Set(jobs.map(\.user))), positions: jobs.reduce(0) { $0 + $1.positions }, connection)
-                    for job in jobs { await job.run(connection, context) }
-                    try await self.announce(context, connection)
-                    return context.changedUsers
+                do {
+                    changed = try await transaction { connection in
+                        try await self.writeBatch(jobs, together: true, insertFailed: insertFailed, connection)
+                    }
+                } catch where insertFailed.withLock({ $0 }) {
+                    // The insert of all the batch's new rows failed (and PostgreSQL rolled the
+                    // transaction back): once more, each publish on its own, so that a bad row
+                    // fails only its own job.
+                    changed = try await transaction { connection in
+                        try await self.writeBatch(jobs, together: false, insertFailed: insertFailed, connection)
+                    }
                 }
             } catch {
                 failure = error
@@ -108,4 +151,52 @@ extension PostgresStorage {
             if failure == nil, !changed.isEmpty { onChange.handler?(changed) }
         }
     }
+
+    /// One batch in its transaction; `together`: the new rows of its publishes in one statement.
+    private func writeBatch(
+        _ jobs: [FeedJob], together: Bool, insertFailed: borrowing Mutex<Bool>, _ connection: PostgresConnection
+    ) async throws -> [String: Int64] {
+        let context = try await lockFeeds(of: Array(Set(jobs.map(\.user))), positions: jobs.reduce(0) { $0 + $1.positions }, connection)
+        var inserted: [String: Int64] = [:]
+        if together {
+            do {
+                inserted = try await insertFresh(jobs.flatMap(\.fresh), context, connection)
+            } catch {
+                insertFailed.withLock { $0 = true }
+                throw error
+            }
+        }
+        for job in jobs { await job.run(connection, context, inserted) }
+        try await announce(context, connection)
+        return context.changedUsers
+    }
+
+    /// Inserts `rows` (each at the next position) unless the app already has an active
+    /// notification with the same id; the rows inserted, id → position.
+    private func insertFresh(_ rows: [StoredNotification], _ context: WriteContext, _ connection: PostgresConnection) async throws -> [String: Int64] {
+        var inserted: [String: Int64] = [:]
+        let columns = NotificationColumns.names.count
+        var start = 0
+        while start < rows.count {
+            let chunk = rows[start..<min(rows.count, start + Self.maxRowsPerInsert)]
+            start = chunk.endIndex
+            var values = PostgresValues()
+            for var row in chunk {
+                row.seq = context.nextSeq(for: row.userId)
+                NotificationColumns(row).write(to: &values)
+            }
+            let tuples = (0..<chunk.count).map { r in "(" + (1...columns).map { "$\(r * columns + $0)" }.joined(separator: ", ") + ")" }
+            let sql = """
+                INSERT INTO notifications (\(Self.columns)) VALUES \(tuples.joined(separator: ", "))
+                ON CONFLICT (user_id, lower(host_name), app_notification_id) WHERE NOT deleted DO NOTHING RETURNING id, seq
+                """
+            for (id, seq) in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger).collect((String, Int64).self) {
+                inserted[id] = seq
+            }
+        }
+        return inserted
+    }
+
+    /// PostgreSQL takes at most 65,535 parameters in a statement.
+    static let maxRowsPerInsert = 65_535 / NotificationColumns.names.count
 }
