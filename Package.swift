@@ -115,6 +115,7 @@ let package = Package(
             name: "notty-bench",
             dependencies: [
                 "NottyCore",
+                "NottyServer",  // `instances` adds its many users straight into the storage
                 "NottyStore",
                 "NottyTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -13,7 +13,15 @@ enum HTTPLoad {
         /// Responses with the expected status, and all others.
         var ok = 0, other = 0
         var elapsed = 0.0
+        /// Milliseconds from sending each request to its whole response, expected status only.
+        var latencies: [Double] = []
         var rate: Double { Double(ok) / elapsed }
+    }
+
+    /// One connection's tally.
+    struct Counts {
+        var ok = 0, other = 0
+        var latencies: [Double] = []
     }
 
     /// Runs `clients` connections for `seconds`, client `i` to `servers[i % servers.count]`
@@ -25,12 +33,12 @@ enum HTTPLoad {
         let group = MultiThreadedEventLoopGroup.singleton
         let start = NIODeadline.now()
         let end = start + .nanoseconds(Int64(seconds * 1e9))
-        var futures: [EventLoopFuture<(ok: Int, other: Int)>] = []
+        var futures: [EventLoopFuture<Counts>] = []
         for client in 0..<clients {
             guard let url = URLComponents(string: servers[client % servers.count]), let host = url.host, let port = url.port else {
                 throw SupportError("not an http://host:port URL: \(servers[client % servers.count])")
             }
-            let done = group.any().makePromise(of: (ok: Int, other: Int).self)
+            let done = group.any().makePromise(of: Counts.self)
             let hostHeader = "\(host):\(port)"
             let connect = ClientBootstrap(group: group)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -49,6 +57,7 @@ enum HTTPLoad {
             let counts = try await future.get()
             result.ok += counts.ok
             result.other += counts.other
+            result.latencies += counts.latencies
         }
         result.elapsed = Double((NIODeadline.now() - start).nanoseconds) / 1e9
         return result
@@ -61,13 +70,15 @@ enum HTTPLoad {
 
         let client: Int, host: String, end: NIODeadline, expect: Int
         let request: @Sendable (Int, Int, String) -> String
-        let done: EventLoopPromise<(ok: Int, other: Int)>
-        var sent = 0, ok = 0, other = 0
+        let done: EventLoopPromise<Counts>
+        var sent = 0
+        var counts = Counts()
+        var sentAt = NIODeadline.now()
         var received: ByteBuffer?
         var finished = false
 
         init(client: Int, host: String, end: NIODeadline, expect: Int,
-             request: @escaping @Sendable (Int, Int, String) -> String, done: EventLoopPromise<(ok: Int, other: Int)>) {
+             request: @escaping @Sendable (Int, Int, String) -> String, done: EventLoopPromise<Counts>) {
             self.client = client
             self.host = host
             self.end = end
@@ -83,6 +94,7 @@ enum HTTPLoad {
         private func sendNext(_ context: ChannelHandlerContext) {
             let text = request(client, sent, host)
             sent += 1
+            sentAt = .now()
             context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(string: text)), promise: nil)
         }
 
@@ -91,8 +103,14 @@ enum HTTPLoad {
             if received == nil { received = incoming } else { received!.writeBuffer(&incoming) }
             do {
                 while let status = try takeResponse() {
-                    if status == expect { ok += 1 } else { other += 1 }
-                    guard NIODeadline.now() < end else {
+                    let now = NIODeadline.now()
+                    if status == expect {
+                        counts.ok += 1
+                        counts.latencies.append(Double((now - sentAt).nanoseconds) / 1e6)
+                    } else {
+                        counts.other += 1
+                    }
+                    guard now < end else {
                         finish(context, error: nil)
                         return
                     }
@@ -168,12 +186,12 @@ enum HTTPLoad {
         private func finish(_ context: ChannelHandlerContext, error: Error?) {
             guard !finished else { return }
             finished = true
-            if let error { done.fail(error) } else { done.succeed((ok, other)) }
+            if let error { done.fail(error) } else { done.succeed(counts) }
             context.close(promise: nil)
         }
 
         func channelInactive(context: ChannelHandlerContext) {
-            finish(context, error: SupportError("the service closed a connection after \(ok + other) responses"))
+            finish(context, error: SupportError("the service closed a connection after \(counts.ok + counts.other) responses"))
         }
 
         func errorCaught(context: ChannelHandlerContext, error: Error) {

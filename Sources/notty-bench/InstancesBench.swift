@@ -1,67 +1,157 @@
 import Foundation
+import NottyServer
 import NottyTestSupport
 
-/// `notty-bench instances`: publish throughput with one SQLite instance, one PostgreSQL
-/// instance and two PostgreSQL instances sharing one database, and the publish → doorbell
-/// latency within an instance and across instances, side by side.
+/// `notty-bench instances`: SQLite (one instance) against PostgreSQL (one and two instances
+/// sharing one database), in one run, two ways:
+///
+/// - **many users**: 1,000 users, each subscribed to the app, and 64 clients publishing to
+///   users picked at random, while a device of another user measures publish → doorbell
+///   (across instances when there are two); with the CPU each publish cost the service and
+///   PostgreSQL;
+/// - **one user** (the hot path of earlier rounds): 64 clients publishing to one user, then
+///   publish → doorbell one at a time with no other load.
 ///
 /// PostgreSQL is `--postgres URL` (an empty database is created on that server), else a
 /// throwaway cluster started with `.ci/postgres-server` (fsync on, synchronous commit).
 struct InstancesBench {
     var quick: Bool
     var postgresServer: String?
+    var users = 1000
 
     struct Row {
         var name: String
         var throughput: HTTPLoad.Result
         var bell: [Double]
         var bellKind: String
+        /// CPU seconds of the `notty serve` processes and of PostgreSQL's, over the run.
+        var serviceCPU = 0.0
+        var postgresCPU: Double?
     }
 
     func run() async throws {
-        let seconds = quick ? 2.0 : 6.0
+        let seconds = quick ? 3.0 : 8.0
         let bells = quick ? 200 : 1000
         print("notty-bench instances — real `notty serve` processes on 127.0.0.1, \(ProcessInfo.processInfo.activeProcessorCount) cores; 64 concurrent publishing clients for \(Int(seconds)) s each")
-        var rows: [Row] = []
+        var many: [Row] = [], one: [Row] = []
 
         let sqlite = try await ServiceBench.start()
         do {
+            let subscriptions = try await addUsers(to: sqlite)
+            _ = try await sqlite.throughput(seconds: 1, subscriptions: subscriptions, tag: "w")  // warm-up, not counted
+            many.append(try await underLoad(sqlite, name: "SQLite, 1 instance", servers: [sqlite.base], subscriptions: subscriptions,
+                                            devicePort: sqlite.port, bellKind: "same instance", seconds: seconds, postgres: false, tag: "m"))
             let burst = try await sqlite.throughput(seconds: seconds, tag: "s")
             let bell = try await sqlite.doorbellLatencies(count: bells, tag: "sbell")
-            rows.append(Row(name: "SQLite, 1 instance", throughput: burst, bell: bell, bellKind: "same instance"))
+            one.append(Row(name: "SQLite, 1 instance", throughput: burst, bell: bell, bellKind: "same instance"))
+        } catch {
+            print("benchmark failed (SQLite): \(error)")
         }
         await sqlite.stop()
 
         // A throwaway cluster lives until this process exits.
         let server = try postgresServer ?? TestPostgres.Cluster().url
         let database = try TestPostgres.createDatabase(on: server)
-        let one = try await ServiceBench.start(environment: ["NOTTY_POSTGRES_URL": database])
+        let first = try await ServiceBench.start(environment: ["NOTTY_POSTGRES_URL": database])
         let twoDirectory = Repository.temporaryDirectory("notty-bench-two")
         var two: ServeProcess?
         do {
-            let burst = try await one.throughput(seconds: seconds, tag: "p")
-            let bell = try await one.doorbellLatencies(count: bells, tag: "pbell")
-            rows.append(Row(name: "PostgreSQL, 1 instance", throughput: burst, bell: bell, bellKind: "same instance"))
+            let subscriptions = try await addUsers(to: first)
+            _ = try await first.throughput(seconds: 1, subscriptions: subscriptions, tag: "w")
+            many.append(try await underLoad(first, name: "PostgreSQL, 1 instance", servers: [first.base], subscriptions: subscriptions,
+                                            devicePort: first.port, bellKind: "same instance", seconds: seconds, postgres: true, tag: "p"))
+            let burst = try await first.throughput(seconds: seconds, tag: "ps")
+            let bell = try await first.doorbellLatencies(count: bells, tag: "pbell")
+            one.append(Row(name: "PostgreSQL, 1 instance", throughput: burst, bell: bell, bellKind: "same instance"))
 
-            let second = try await ServeProcess(sharingStorageOf: one.serve, directory: twoDirectory, extraArguments: ServiceBench.unlimited)
+            let second = try await ServeProcess(sharingStorageOf: first.serve, directory: twoDirectory, extraArguments: ServiceBench.unlimited)
             two = second
-            let shared = try await one.throughput(seconds: seconds, servers: [one.base, second.url], tag: "q")
-            let across = try await one.doorbellLatencies(count: bells, publishVia: one.base, devicePort: second.port, tag: "xbell")
-            rows.append(Row(name: "PostgreSQL, 2 instances", throughput: shared, bell: across, bellKind: "across instances"))
+            many.append(try await underLoad(first, name: "PostgreSQL, 2 instances", servers: [first.base, second.url], subscriptions: subscriptions,
+                                            devicePort: second.port, bellKind: "across instances", seconds: seconds, postgres: true,
+                                            otherService: second.process?.processIdentifier, tag: "q"))
+            let shared = try await first.throughput(seconds: seconds, servers: [first.base, second.url], tag: "qs")
+            let across = try await first.doorbellLatencies(count: bells, publishVia: first.base, devicePort: second.port, tag: "xbell")
+            one.append(Row(name: "PostgreSQL, 2 instances", throughput: shared, bell: across, bellKind: "across instances"))
         } catch {
-            print("benchmark failed: \(error)")
+            print("benchmark failed (PostgreSQL): \(error)")
         }
         two?.stop()
         try? FileManager.default.removeItem(at: twoDirectory)
-        await one.stop()
+        await first.stop()
 
         print("")
-        print("| storage | publishes/s (64 clients) | publish → doorbell p50 | p99 | doorbell |")
-        print("|---|---|---|---|---|")
-        for row in rows {
-            print(String(format: "| %@ | %.0f (%d in %.1f s, %d non-201) | %.2f ms | %.2f ms | %@ |",
+        print("Many users: \(users) users, 64 clients publishing to users at random for \(Int(seconds)) s; publish → doorbell measured meanwhile")
+        print("")
+        print("| storage | publishes/s | publish p50 | publish p99 | publish → doorbell p50 | p99 | doorbell | CPU per publish: service | PostgreSQL |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for row in many {
+            let published = Double(row.throughput.ok + row.bell.count)
+            let postgres = row.postgresCPU.map { String(format: "%.0f µs", $0 / published * 1e6) } ?? "—"
+            print(String(format: "| %@ | %.0f (%d in %.1f s, %d non-201) | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %@ (%d) | %.0f µs | %@ |",
                          row.name, row.throughput.rate, row.throughput.ok, row.throughput.elapsed, row.throughput.other,
+                         percentile(row.throughput.latencies, 50), percentile(row.throughput.latencies, 99),
+                         percentile(row.bell, 50), percentile(row.bell, 99), row.bellKind, row.bell.count,
+                         row.serviceCPU / published * 1e6, postgres))
+        }
+        print("")
+        print("One user: 64 clients publishing to one user for \(Int(seconds)) s; then publish → doorbell one at a time, no other load")
+        print("")
+        print("| storage | publishes/s | publish p50 | publish p99 | publish → doorbell p50 | p99 | doorbell |")
+        print("|---|---|---|---|---|---|---|")
+        for row in one {
+            print(String(format: "| %@ | %.0f (%d in %.1f s, %d non-201) | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %@ |",
+                         row.name, row.throughput.rate, row.throughput.ok, row.throughput.elapsed, row.throughput.other,
+                         percentile(row.throughput.latencies, 50), percentile(row.throughput.latencies, 99),
                          percentile(row.bell, 50), percentile(row.bell, 99), row.bellKind))
         }
+    }
+
+    /// 64 clients publishing to `subscriptions` at random through `servers` for `seconds`, while
+    /// the bench's own user's device on `devicePort` times publish → doorbell, one at a time,
+    /// published through the first server. CPU is read from /proc before and after.
+    func underLoad(_ bench: ServiceBench, name: String, servers: [String], subscriptions: [String], devicePort: Int, bellKind: String,
+                   seconds: Double, postgres: Bool, otherService: pid_t? = nil, tag: String) async throws -> Row {
+        let services = [bench.serve.process?.processIdentifier, otherService].compactMap { $0 }
+        let serviceBefore = services.map(cpuSeconds(pid:)).reduce(0, +)
+        let postgresBefore = cpuSeconds(processesNamed: "postgres")
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        async let load = bench.throughput(seconds: seconds, servers: servers, subscriptions: subscriptions, tag: tag)
+        let bell = try await bench.doorbellLatencies(count: .max, deadline: deadline, publishVia: servers[0], devicePort: devicePort, tag: tag + "bell")
+        let result = try await load
+        let serviceCPU = services.map(cpuSeconds(pid:)).reduce(0, +) - serviceBefore
+        let postgresAfter = cpuSeconds(processesNamed: "postgres")
+        return Row(name: name, throughput: result, bell: bell, bellKind: bellKind, serviceCPU: serviceCPU,
+                   postgresCPU: postgres && postgresAfter.processes > 0 ? postgresAfter.seconds - postgresBefore.seconds : nil)
+    }
+
+    /// `users` users, each with a subscription to the bench's app, written straight into the
+    /// service's storage (through the storage API, as `notty admin` does): signing 1,000 users
+    /// in would spend minutes in bcrypt and measure nothing of interest. Their subscription ids.
+    func addUsers(to bench: ServiceBench) async throws -> [String] {
+        let storage: any NotificationStorage
+        if let url = bench.serve.environment["NOTTY_POSTGRES_URL"] {
+            storage = try await PostgresStorage.connect(url: PostgresURL(url))
+        } else {
+            storage = try SQLiteStorage(path: bench.directory.appendingPathComponent("server/server.sqlite").path)
+        }
+        let hash = Secrets.hashPassword("pw", cost: 4)  // nobody signs in with it
+        let now = Date()
+        var subscriptions: [String] = []
+        do {
+            for n in 0..<users {
+                let user = UserRecord(id: UUID().uuidString.lowercased(), userName: "bench-user-\(n)", displayName: "Bench user \(n)", passwordHash: hash)
+                try await storage.createUser(user)
+                let subscription = SubscriptionRecord(
+                    id: UUID().uuidString.lowercased(), userId: user.id, targetHostName: "ci.example.com", deviceId: UUID().uuidString.lowercased(),
+                    deviceName: nil, platform: nil, createdAt: now, expiresAt: now.addingTimeInterval(86_400))
+                try await storage.insertSubscription(subscription)
+                subscriptions.append(subscription.id)
+            }
+        } catch {
+            try? await storage.close()
+            throw error
+        }
+        try await storage.close()
+        return subscriptions
     }
 }

@@ -88,20 +88,22 @@ final class ServiceBench: @unchecked Sendable {
     }
 
     /// Publishes from `clients` concurrent clients (keep-alive connections of ``HTTPLoad``) for
-    /// `seconds`, spread over `servers` (default: this one).
-    func throughput(seconds: Double, clients: Int = 64, servers: [String]? = nil, tag: String) async throws -> HTTPLoad.Result {
-        let (appToken, unsId) = (self.appToken, self.unsId)
+    /// `seconds`, spread over `servers` (default: this one), each to this bench's user or, given
+    /// `subscriptions`, to one of them picked at random.
+    func throughput(seconds: Double, clients: Int = 64, servers: [String]? = nil, subscriptions: [String]? = nil, tag: String) async throws -> HTTPLoad.Result {
+        let (appToken, unsIds) = (self.appToken, subscriptions ?? [self.unsId])
         return try await HTTPLoad.run(servers: servers ?? [base], clients: clients, seconds: seconds, expect: 201) { client, n, host in
             let body = Self.publishBody("\(tag)\(client)-\(n)")
+            let unsId = unsIds.count == 1 ? unsIds[0] : unsIds.randomElement()!
             return "POST /beta/me/notifications HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(appToken)\r\nX-UNS-ID: \(unsId)\r\n"
                 + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
         }
     }
 
     /// Milliseconds from a publish through `server` (default: this one) to the doorbell frame
-    /// at a device connected to `devicePort` (default: this one), `count` times one after another.
-    /// `send(key)` publishes another way (a webhook) and answers its status.
-    func doorbellLatencies(count: Int, publishVia server: String? = nil, devicePort: Int? = nil, tag: String,
+    /// at a device connected to `devicePort` (default: this one), `count` times one after another
+    /// (and not after `deadline`). `send(key)` publishes another way (a webhook) and answers its status.
+    func doorbellLatencies(count: Int, deadline: ContinuousClock.Instant? = nil, publishVia server: String? = nil, devicePort: Int? = nil, tag: String,
                            send: (@Sendable (String) async throws -> Int)? = nil) async throws -> [Double] {
         let frames = AsyncStream<String>.makeStream()
         let device = Task {
@@ -118,6 +120,7 @@ final class ServiceBench: @unchecked Sendable {
         var iterator = frames.stream.makeAsyncIterator()
         var bell: [Double] = []
         for i in 0..<count {
+            if let deadline, ContinuousClock.now >= deadline { break }
             let t0 = ContinuousClock.now
             let key = "\(tag)-\(i)"
             async let status = send == nil ? publish(key, via: server) : send!(key)

@@ -35,6 +35,30 @@ func memory(pid: pid_t) -> (resident: Int, peak: Int) {
     return (resident, peak)
 }
 
+/// CPU time (user + system) a process has used so far, in seconds; 0 when it is gone.
+func cpuSeconds(pid: pid_t) -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return 0 }
+    // After "pid (comm)": state is field 3, utime field 14 and stime field 15.
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// CPU time used so far by every process on this machine named `name` (e.g. all of
+/// PostgreSQL's: the postmaster and its backends), and how many there are.
+func cpuSeconds(processesNamed name: String) -> (seconds: Double, processes: Int) {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    var total = 0.0, count = 0
+    for entry in entries {
+        guard let pid = pid_t(entry),
+              let comm = try? String(contentsOfFile: "/proc/\(entry)/comm", encoding: .utf8),
+              comm.trimmingCharacters(in: .whitespacesAndNewlines) == name else { continue }
+        total += cpuSeconds(pid: pid)
+        count += 1
+    }
+    return (total, count)
+}
+
 func raiseFileLimit() {
     var limit = rlimit()
     getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
