@@ -100,7 +100,7 @@ public enum TestPostgres {
     }
 
     /// Where `psql` is, looked up once.
-    static let psqlPath = findProgram("psql", extraDirectories: postgresBinDirectories)
+    public static let psqlPath = findProgram("psql", extraDirectories: postgresBinDirectories)
 
     /// Runs SQL with `psql` (stops at the first error).
     public static func psql(_ url: String, _ sql: String) throws {

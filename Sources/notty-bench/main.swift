@@ -8,8 +8,11 @@ import NottyStore
 //   swift run -c release notty-bench desktop [--quick] [--count N]   (needs dbus-daemon, Xvfb, dunst)
 //   swift run -c release notty-bench webhooks [--quick]
 //   swift run -c release notty-bench instances [--quick] [--postgres URL]
+//   swift run -c release notty-bench explain
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
-// (instances compares SQLite with one and two `notty serve` instances on one PostgreSQL.)
+// (instances compares SQLite with one and two `notty serve` instances on one PostgreSQL, with
+// many users and with one; explain prints the plans of the service's hot PostgreSQL queries on a
+// 1,000,000-row table.)
 // Each starts the real `notty serve` (the binary built next to this one) on a free loopback
 // port with a fresh SQLite store in a temporary folder, drives it and real `notty` processes
 // over real sockets and terminals, prints figures, and always stops what it started.
@@ -59,9 +62,15 @@ case "instances":
     } catch {
         print("benchmark failed: \(error)")
     }
+case "explain":
+    do {
+        try await ExplainBench().run()
+    } catch {
+        print("benchmark failed: \(error)")
+    }
 case "windows" where arguments.count > 1:
     try ClientBench.windows(try LocalStore(path: arguments[1]), repeats: quick ? 5 : 20)
 default:
-    print("usage: notty-bench service|client|tui|desktop|webhooks|instances [--quick] [--count N] [--postgres URL]")
+    print("usage: notty-bench service|client|tui|desktop|webhooks|instances|explain [--quick] [--count N] [--postgres URL]")
     exit(2)
 }
