@@ -200,17 +200,32 @@ extension PostgresStorage {
     static let columns = NotificationColumns.list
     static let updateAll = NotificationColumns.names.dropFirst().map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
 
-    /// Writes a row whole (insert, or replace by id).
-    func save(_ s: StoredNotification, _ connection: PostgresConnection) async throws {
-        var values = PostgresValues()
-        NotificationColumns(s).write(to: &values)
-        try await connection.exec(PostgresQuery(unsafeSQL: Self.saveSQL, binds: values.binds), logger: logger)
+    /// Writes rows whole (insert, or replace by id), one statement for up to
+    /// ``maxRowsPerInsert`` of them. Each id at most once (one statement cannot change a row twice).
+    func save(_ rows: [StoredNotification], _ connection: PostgresConnection) async throws {
+        var start = 0
+        while start < rows.count {
+            let chunk = rows[start..<min(rows.count, start + Self.maxRowsPerInsert)]
+            start = chunk.endIndex
+            var values = PostgresValues()
+            for row in chunk { NotificationColumns(row).write(to: &values) }
+            let sql = "INSERT INTO notifications (\(Self.columns)) VALUES \(Self.valueTuples(chunk.count)) ON CONFLICT (id) DO UPDATE SET \(Self.updateAll)"
+            try await connection.exec(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
+        }
     }
 
-    static let saveSQL = """
-        INSERT INTO notifications (\(columns)) VALUES (\((1...NotificationColumns.names.count).map { "$\($0)" }.joined(separator: ", ")))
-        ON CONFLICT (id) DO UPDATE SET \(updateAll)
-        """
+    func save(_ row: StoredNotification, _ connection: PostgresConnection) async throws {
+        try await save([row], connection)
+    }
+
+    /// "($1, …, $24), ($25, …)": the placeholders of `rows` whole rows.
+    static func valueTuples(_ rows: Int) -> String {
+        let columns = NotificationColumns.names.count
+        return (0..<rows).map { r in "(" + (1...columns).map { "$\(r * columns + $0)" }.joined(separator: ", ") + ")" }.joined(separator: ", ")
+    }
+
+    /// PostgreSQL takes at most 65,535 parameters in a statement.
+    static let maxRowsPerInsert = 65_535 / NotificationColumns.names.count
 
     func activeRow(_ connection: PostgresConnection, userId: String, hostName: String, appNotificationId: String) async throws -> StoredNotification? {
         try await fetchStored(connection, """
@@ -241,7 +256,7 @@ extension PostgresStorage {
                 let active = try await self.activeRow(
                     connection, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
                 let rows = NotificationRules.publishRows(input, active: active, newId: new.notification.id) { context.nextSeq(for: input.userId) }
-                for row in rows { try await self.save(row, connection) }
+                try await self.save(rows, connection)
                 published.append(rows[rows.count - 1].notification)
             }
             return published
@@ -280,12 +295,15 @@ extension PostgresStorage {
             let results = try mutations.map { mutation in
                 try MutationApplier.apply(mutation, userId: userId, now: now, context: context, store: buffer)
             }
-            for id in buffer.savedOrder { if let row = buffer.rows[id] { try await self.save(row, connection) } }
-            for record in buffer.recorded {
+            // What changed, one statement; what each mutationId did, one more.
+            try await self.save(buffer.savedOrder.compactMap { buffer.rows[$0] }, connection)
+            if !buffer.recorded.isEmpty {
                 try await connection.exec(
                     """
                     INSERT INTO mutations (user_id, mutation_id, notification_id, status, created)
-                    VALUES (\(userId), \(record.mutationId), \(record.notificationId), \(Int32(record.status)), \(ISOTime.millis(now)))
+                    SELECT \(userId), mutation_id, notification_id, status, \(ISOTime.millis(now))
+                    FROM unnest(\(buffer.recorded.map(\.mutationId))::text[], \(buffer.recorded.map(\.notificationId))::text[],
+                                \(buffer.recorded.map { Int32($0.status) })::integer[]) AS r (mutation_id, notification_id, status)
                     ON CONFLICT DO NOTHING
                     """,
                     logger: self.logger)
@@ -315,9 +333,7 @@ extension PostgresStorage {
                 SELECT \(unescaped: Self.columns) FROM notifications
                 WHERE NOT deleted AND expires <= \(nowMillis) AND user_id = ANY(\(users)) ORDER BY expires LIMIT \(Int64(limit))
                 """)
-            for row in rows {
-                try await self.save(NotificationRules.deleted(row, now: now, seq: context.nextSeq(for: row.userId)), connection)
-            }
+            try await self.save(rows.map { NotificationRules.deleted($0, now: now, seq: context.nextSeq(for: $0.userId)) }, connection)
             return rows.count
         }
     }

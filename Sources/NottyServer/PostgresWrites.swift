@@ -175,7 +175,6 @@ extension PostgresStorage {
     /// notification with the same id; the rows inserted, id → position.
     private func insertFresh(_ rows: [StoredNotification], _ context: WriteContext, _ connection: PostgresConnection) async throws -> [String: Int64] {
         var inserted: [String: Int64] = [:]
-        let columns = NotificationColumns.names.count
         var start = 0
         while start < rows.count {
             let chunk = rows[start..<min(rows.count, start + Self.maxRowsPerInsert)]
@@ -185,9 +184,8 @@ extension PostgresStorage {
                 row.seq = context.nextSeq(for: row.userId)
                 NotificationColumns(row).write(to: &values)
             }
-            let tuples = (0..<chunk.count).map { r in "(" + (1...columns).map { "$\(r * columns + $0)" }.joined(separator: ", ") + ")" }
             let sql = """
-                INSERT INTO notifications (\(Self.columns)) VALUES \(tuples.joined(separator: ", "))
+                INSERT INTO notifications (\(Self.columns)) VALUES \(Self.valueTuples(chunk.count))
                 ON CONFLICT (user_id, lower(host_name), app_notification_id) WHERE NOT deleted DO NOTHING RETURNING id, seq
                 """
             for (id, seq) in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger).collect((String, Int64).self) {
@@ -196,7 +194,4 @@ extension PostgresStorage {
         }
         return inserted
     }
-
-    /// PostgreSQL takes at most 65,535 parameters in a statement.
-    static let maxRowsPerInsert = 65_535 / NotificationColumns.names.count
 }
