@@ -274,41 +274,54 @@ extension PostgresStorage {
     }
 
     public func mutate(userId: String, mutations: [Mutation], now: Date) async throws -> [MutationResult] {
-        try await groupedFeedWrite(user: userId, positions: mutations.count) { connection, context in
-            let ids = Array(Set(mutations.map(\.id)))
-            let mutationIds = mutations.compactMap(\.mutationId)
-            var rows: [String: StoredNotification] = [:]
-            for row in try await self.fetchStored(connection, """
-                SELECT \(unescaped: Self.columns) FROM notifications WHERE user_id = \(userId) AND id = ANY(\(ids)) FOR UPDATE
-                """) {
-                rows[row.notification.id] = row
+        try await groupedMutations(user: userId, mutations: mutations, now: now)
+    }
+
+    /// Applies the mutations of several jobs (of one or many users, whose feeds are locked) with
+    /// a fixed number of statements: their rows and their earlier `mutationId`s read with one
+    /// statement each, every job applied in order on those rows in memory (a job that fails
+    /// leaves them as they were and fails alone), then the rows written with one upsert and
+    /// the new `mutationId` records with one insert.
+    func applyMutations(_ jobs: [(user: String, work: BatchedMutations)], _ context: WriteContext, _ connection: PostgresConnection) async throws {
+        guard !jobs.isEmpty else { return }
+        let users = Array(Set(jobs.map(\.user)))
+        let ids = Array(Set(jobs.flatMap { $0.work.list.map(\.id) }))
+        let mutationIds = Array(Set(jobs.flatMap { $0.work.list.compactMap(\.mutationId) }))
+        var rows: [String: StoredNotification] = [:]
+        for row in try await fetchStored(connection, """
+            SELECT \(unescaped: Self.columns) FROM notifications WHERE id = ANY(\(ids)) AND user_id = ANY(\(users)) FOR UPDATE
+            """) {
+            rows[row.notification.id] = row
+        }
+        var prior: [BufferedRowStore.Key: Int] = [:]
+        if !mutationIds.isEmpty {
+            for (user, mutationId, status) in try await connection.query(
+                "SELECT user_id, mutation_id, status FROM mutations WHERE user_id = ANY(\(users)) AND mutation_id = ANY(\(mutationIds))", logger: logger
+            ).collect((String, String, Int32).self) {
+                prior[.init(user: user, mutationId: mutationId)] = Int(status)
             }
-            var prior: [String: Int] = [:]
-            if !mutationIds.isEmpty {
-                for (mutationId, status) in try await connection.query(
-                    "SELECT mutation_id, status FROM mutations WHERE user_id = \(userId) AND mutation_id = ANY(\(mutationIds))", logger: self.logger
-                ).collect((String, Int32).self) {
-                    prior[mutationId] = Int(status)
-                }
+        }
+        let buffer = BufferedRowStore(rows: rows, priorMutations: prior)
+        for (user, work) in jobs {
+            let before = buffer.state
+            do {
+                work.complete(.success(try work.list.map { try MutationApplier.apply($0, userId: user, now: work.now, context: context, store: buffer) }))
+            } catch {
+                buffer.state = before
+                work.complete(.failure(error))
             }
-            let buffer = BufferedRowStore(rows: rows, priorMutations: prior)
-            let results = try mutations.map { mutation in
-                try MutationApplier.apply(mutation, userId: userId, now: now, context: context, store: buffer)
-            }
-            // What changed, one statement; what each mutationId did, one more.
-            try await self.save(buffer.savedOrder.compactMap { buffer.rows[$0] }, connection)
-            if !buffer.recorded.isEmpty {
-                try await connection.exec(
-                    """
-                    INSERT INTO mutations (user_id, mutation_id, notification_id, status, created)
-                    SELECT \(userId), mutation_id, notification_id, status, \(ISOTime.millis(now))
-                    FROM unnest(\(buffer.recorded.map(\.mutationId))::text[], \(buffer.recorded.map(\.notificationId))::text[],
-                                \(buffer.recorded.map { Int32($0.status) })::integer[]) AS r (mutation_id, notification_id, status)
-                    ON CONFLICT DO NOTHING
-                    """,
-                    logger: self.logger)
-            }
-            return results
+        }
+        try await save(buffer.state.savedOrder.compactMap { buffer.state.rows[$0] }, connection)
+        let recorded = buffer.state.recorded
+        if !recorded.isEmpty {
+            try await connection.exec(
+                """
+                INSERT INTO mutations (user_id, mutation_id, notification_id, status, created)
+                SELECT * FROM unnest(\(recorded.map(\.userId))::text[], \(recorded.map(\.mutationId))::text[], \(recorded.map(\.notificationId))::text[],
+                                     \(recorded.map { Int32($0.status) })::integer[], \(recorded.map(\.created))::bigint[])
+                ON CONFLICT DO NOTHING
+                """,
+                logger: logger)
         }
     }
 
@@ -430,36 +443,47 @@ extension PostgresStorage {
     }
 }
 
-/// The rows of one mutation batch, read up front, for ``MutationApplier`` (which is synchronous);
-/// what it saves and records is written back afterwards.
+/// The rows of a batch of mutations (of one or many users), read up front, for
+/// ``MutationApplier`` (which is synchronous); what it saves and records is written back
+/// afterwards. Its whole ``state`` is a value: kept before a job, put back if the job fails.
 final class BufferedRowStore: MutationRowStore {
-    private(set) var rows: [String: StoredNotification]
-    var priorMutations: [String: Int]
-    private(set) var savedOrder: [String] = []
-    private(set) var recorded: [(mutationId: String, notificationId: String, status: Int)] = []
+    struct Key: Hashable {
+        let user: String, mutationId: String
+    }
 
-    init(rows: [String: StoredNotification], priorMutations: [String: Int]) {
-        self.rows = rows
-        self.priorMutations = priorMutations
+    struct State {
+        var rows: [String: StoredNotification]
+        var priorMutations: [Key: Int]
+        /// Ids of the rows to write, in the order first saved.
+        var savedOrder: [String] = []
+        var saved: Set<String> = []
+        var recorded: [(userId: String, mutationId: String, notificationId: String, status: Int, created: Int64)] = []
+    }
+
+    var state: State
+
+    init(rows: [String: StoredNotification], priorMutations: [Key: Int]) {
+        state = State(rows: rows, priorMutations: priorMutations)
     }
 
     func row(id: String, userId: String) throws -> StoredNotification? {
-        rows[id].flatMap { $0.userId == userId ? $0 : nil }
+        state.rows[id].flatMap { $0.userId == userId ? $0 : nil }
     }
 
     func save(_ row: StoredNotification) throws {
-        if !savedOrder.contains(row.notification.id) { savedOrder.append(row.notification.id) }
-        rows[row.notification.id] = row
+        if state.saved.insert(row.notification.id).inserted { state.savedOrder.append(row.notification.id) }
+        state.rows[row.notification.id] = row
     }
 
     func priorMutation(userId: String, mutationId: String) throws -> Int? {
-        priorMutations[mutationId]
+        state.priorMutations[Key(user: userId, mutationId: mutationId)]
     }
 
     func recordMutation(userId: String, mutationId: String, notificationId: String, status: Int, now: Date) throws {
-        guard priorMutations[mutationId] == nil else { return }
-        priorMutations[mutationId] = status
-        recorded.append((mutationId, notificationId, status))
+        let key = Key(user: userId, mutationId: mutationId)
+        guard state.priorMutations[key] == nil else { return }
+        state.priorMutations[key] = status
+        state.recorded.append((userId, mutationId, notificationId, status, ISOTime.millis(now)))
     }
 }
 

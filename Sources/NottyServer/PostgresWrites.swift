@@ -55,6 +55,13 @@ extension PostgresStorage {
 
     // MARK: - Group commit of one user's writes
 
+    /// A device's mutations queued for a batch, and where their results go.
+    struct BatchedMutations: Sendable {
+        let list: [Mutation]
+        let now: Date
+        let complete: @Sendable (Result<[MutationResult], any Error>) -> Void
+    }
+
     /// A queued write of one user's feed.
     struct FeedJob: Sendable {
         let user: String
@@ -62,6 +69,9 @@ extension PostgresStorage {
         /// New notifications the job publishes, each to be inserted unless the app already has
         /// an active one with its id: the batch inserts those of all its jobs with one statement.
         let fresh: [StoredNotification]
+        /// A device's mutations: applied with those of the batch's other such jobs, by a fixed
+        /// number of statements, when the batch runs together.
+        var mutations: BatchedMutations? = nil
         /// Runs the write (given the rows of `fresh` the batch statement inserted, id → position)
         /// and keeps its outcome; in its own savepoint unless that statement did all of it.
         let run: @Sendable (PostgresConnection, WriteContext, [String: Int64]) async -> Void
@@ -71,9 +81,10 @@ extension PostgresStorage {
 
     /// Writes of users' feeds are queued and run in batches: one transaction locks every user
     /// of the batch once and reserves its positions (one statement), inserts the new
-    /// notifications of all its publishes (one statement), runs what is left of each write in
-    /// its own savepoint (a failing one is rolled back alone), announces (one statement), and
-    /// commits once. A batch of new publishes is five round trips whatever its size.
+    /// notifications of all its publishes (one statement), applies the mutations of all its
+    /// devices' changes (four statements), runs what is left of each write in its own savepoint
+    /// (a failing one is rolled back alone), announces (one statement), and commits once. A
+    /// batch of new publishes and state changes is nine round trips whatever its size.
     func groupedFeedWrite<T: Sendable>(
         user: String, positions: Int, fresh: [StoredNotification] = [],
         _ body: @escaping @Sendable (PostgresConnection, WriteContext, [String: Int64]) async throws -> T
@@ -81,8 +92,8 @@ extension PostgresStorage {
         let outcome = JobOutcome<T>()
         let logger = logger
         let freshIds = Set(fresh.map(\.notification.id))
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let job = FeedJob(
+        try await submit { finish in
+            FeedJob(
                 user: user, positions: positions, fresh: fresh,
                 run: { connection, context, inserted in
                     if !freshIds.isEmpty && freshIds.isSubset(of: inserted.keys) {
@@ -108,13 +119,46 @@ extension PostgresStorage {
                         outcome.set(.failure(error))
                     }
                 },
-                finish: { error in
-                    if let error { continuation.resume(throwing: error) } else { continuation.resume() }
-                })
-            if queue.append(job) { Task { await self.drain() } }
+                finish: finish)
         }
         return try outcome.result(missing: StorageError.unavailable("a write did not run"))
             .mapError { Self.storageError($0, url: url) }.get()
+    }
+
+    /// A device's mutations of `user`'s notifications, as a queued write: with the other such
+    /// writes of its batch when the batch runs together, else alone in its savepoint.
+    func groupedMutations(user: String, mutations: [Mutation], now: Date) async throws -> [MutationResult] {
+        let outcome = JobOutcome<[MutationResult]>()
+        let logger = logger
+        let work = BatchedMutations(list: mutations, now: now) { outcome.set($0) }
+        try await submit { finish in
+            FeedJob(
+                user: user, positions: mutations.count, fresh: [], mutations: work,
+                run: { connection, context, _ in
+                    do {
+                        try await connection.exec("SAVEPOINT feed_write", logger: logger)
+                        try await self.applyMutations([(user, work)], context, connection)
+                        try await connection.exec("RELEASE SAVEPOINT feed_write", logger: logger)
+                    } catch {
+                        try? await connection.exec("ROLLBACK TO SAVEPOINT feed_write", logger: logger)
+                        outcome.set(.failure(error))
+                    }
+                },
+                finish: finish)
+        }
+        return try outcome.result(missing: StorageError.unavailable("a write did not run"))
+            .mapError { Self.storageError($0, url: url) }.get()
+    }
+
+    /// Queues the job `make` builds around its `finish` and waits until its batch committed
+    /// (or failed: then this throws).
+    private func submit(_ make: (@escaping @Sendable ((any Error)?) -> Void) -> FeedJob) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let job = make { error in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+            }
+            if queue.append(job) { Task { await self.drain() } }
+        }
     }
 
     /// A write of one user's feed that has no new notifications to insert.
@@ -130,18 +174,18 @@ extension PostgresStorage {
             if jobs.isEmpty { return }
             var failure: (any Error)?
             var changed: [String: Int64] = [:]
-            let insertFailed = Mutex(false)
+            let togetherFailed = Mutex(false)
             do {
                 do {
                     changed = try await transaction { connection in
-                        try await self.writeBatch(jobs, together: true, insertFailed: insertFailed, connection)
+                        try await self.writeBatch(jobs, together: true, togetherFailed: togetherFailed, connection)
                     }
-                } catch where insertFailed.withLock({ $0 }) {
-                    // The insert of all the batch's new rows failed (and PostgreSQL rolled the
-                    // transaction back): once more, each publish on its own, so that a bad row
-                    // fails only its own job.
+                } catch where togetherFailed.withLock({ $0 }) {
+                    // A statement written for all the batch's jobs at once failed (and PostgreSQL
+                    // rolled the transaction back): once more, each job on its own, so that a bad
+                    // row fails only its own job.
                     changed = try await transaction { connection in
-                        try await self.writeBatch(jobs, together: false, insertFailed: insertFailed, connection)
+                        try await self.writeBatch(jobs, together: false, togetherFailed: togetherFailed, connection)
                     }
                 }
             } catch {
@@ -152,21 +196,23 @@ extension PostgresStorage {
         }
     }
 
-    /// One batch in its transaction; `together`: the new rows of its publishes in one statement.
+    /// One batch in its transaction; `together`: the new rows of its publishes in one statement
+    /// and its mutations in four, else each job in its own savepoint.
     private func writeBatch(
-        _ jobs: [FeedJob], together: Bool, insertFailed: borrowing Mutex<Bool>, _ connection: PostgresConnection
+        _ jobs: [FeedJob], together: Bool, togetherFailed: borrowing Mutex<Bool>, _ connection: PostgresConnection
     ) async throws -> [String: Int64] {
         let context = try await lockFeeds(of: Array(Set(jobs.map(\.user))), positions: jobs.reduce(0) { $0 + $1.positions }, connection)
         var inserted: [String: Int64] = [:]
         if together {
             do {
                 inserted = try await insertFresh(jobs.flatMap(\.fresh), context, connection)
+                try await applyMutations(jobs.compactMap { job in job.mutations.map { (job.user, $0) } }, context, connection)
             } catch {
-                insertFailed.withLock { $0 = true }
+                togetherFailed.withLock { $0 = true }
                 throw error
             }
         }
-        for job in jobs { await job.run(connection, context, inserted) }
+        for job in jobs where !(together && job.mutations != nil) { await job.run(connection, context, inserted) }
         try await announce(context, connection)
         return context.changedUsers
     }

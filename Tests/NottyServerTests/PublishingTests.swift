@@ -112,6 +112,64 @@ struct PublishingTests {
         }
     }
 
+    @Test("Two users' devices changing at once (one batch on PostgreSQL): each change lands on its own user's notification, a mutationId is per user and applies once, another user's id is 404",
+          arguments: Backend.available)
+    func concurrentMutations(backend: Backend) async throws {
+        let harness = try await Harness(backend)
+        try await harness.router { client in
+            let alice = try await harness.world(client)
+            _ = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
+            let storage = harness.storage
+            var published: [String: [String]] = [:]  // user id → notification ids
+            for name in ["alice", "bob"] {
+                let user = try #require(try await storage.user(name: name)).id
+                for n in 0..<10 {
+                    let request = PublishRequest(appNotificationId: "n\(n)", payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "t\(n)", body: nil)))
+                    published[user, default: []].append(try await storage.publish(
+                        PublishInput(userId: user, hostName: alice.host, request: request, expiration: Date().addingTimeInterval(3600), now: Date())).id)
+                }
+            }
+            let notifications = published
+            let (aliceId, bobId) = (try #require(try await storage.user(name: "alice")).id, try #require(try await storage.user(name: "bob")).id)
+            // Even: read; odd: dismissed. Each mutation twice at once, with the same mutationId
+            // ("m0"… for both users: a mutationId is the user's own).
+            func change(_ n: Int) -> StateChange { n % 2 == 0 ? StateChange(readState: .read) : StateChange(userActionState: .dismissed) }
+            let results = await withTaskGroup(of: (String, MutationResult?).self) { group in
+                for (user, ids) in notifications {
+                    for (n, id) in ids.enumerated() {
+                        for _ in 0..<2 {
+                            group.addTask {
+                                let result = try? await storage.mutate(userId: user, mutations: [Mutation(id: id, change: change(n), mutationId: "m\(n)")], now: Date())
+                                return (user == aliceId ? "alice" : "bob", result?.first)
+                            }
+                        }
+                    }
+                }
+                group.addTask {
+                    let stolen = Mutation(id: notifications[bobId]![0], change: StateChange(userActionState: .dismissed), mutationId: "x")
+                    return ("alice→bob", try? await storage.mutate(userId: aliceId, mutations: [stolen], now: Date()).first)
+                }
+                return await group.reduce(into: [(String, MutationResult?)]()) { $0.append($1) }
+            }
+            #expect(results.count == 41)
+            #expect(results.filter { $0.0 != "alice→bob" }.allSatisfy { $0.1?.status == 200 }, "\(results.map { "\($0.0) \($0.1?.status ?? -1)" })")
+            #expect(results.first { $0.0 == "alice→bob" }?.1?.status == 404)
+            for (user, ids) in notifications {
+                for (n, id) in ids.enumerated() {
+                    let stored = try #require(try await storage.notification(id: id, userId: user))
+                    #expect(stored.readState == (n % 2 == 0 ? .read : .unread) && stored.userActionState == (n % 2 == 0 ? .noInteraction : .dismissed),
+                            "\(user) n\(n): \(stored.readState) \(stored.userActionState)")
+                }
+            }
+            // Sent again with another change, each user's m1 is a replay: not applied.
+            for user in [aliceId, bobId] {
+                let replay = try await storage.mutate(userId: user, mutations: [Mutation(id: notifications[user]![1], change: StateChange(userActionState: .activated), mutationId: "m1")], now: Date())
+                #expect(replay.first?.status == 200)
+                #expect(try await storage.notification(id: notifications[user]![1], userId: user)?.userActionState == .dismissed)
+            }
+        }
+    }
+
     @Test("Default priority is High with a visual toast and None for raw content", arguments: Backend.available)
     func defaultPriority(backend: Backend) async throws {
         let harness = try await Harness(backend)
