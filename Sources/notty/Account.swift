@@ -7,6 +7,7 @@ import NottySync
 
 struct Login: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "login",
         abstract: "Sign this device in to a notty service.",
         discussion: """
             Stores the tokens in credentials.json (mode 0600), registers this device with the
@@ -42,6 +43,7 @@ struct Login: AsyncParsableCommand {
 
 struct Logout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "logout",
         abstract: "Sign this device out.",
         discussion: "Revokes the tokens and this device's registration, and forgets them. The local store stays (to sign in again quickly) unless --purge is given. Changes still queued are lost only with --purge.")
 
@@ -83,6 +85,7 @@ struct Logout: AsyncParsableCommand {
 
 struct Subscribe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "subscribe",
         abstract: "Print a userNotificationSubscriptionId for an app server, or a webhook URL.",
         discussion: """
             Give the printed id to the app server: it publishes to you with it in the

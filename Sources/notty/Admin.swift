@@ -6,15 +6,17 @@ import NottyServer
 
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "admin",
         abstract: "Manage users and apps in the service's storage (on the service's machine).",
         discussion: "Use the same --db as notty serve; it may be running at the same time.",
         subcommands: [User.self, App.self])
 
     struct User: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Add or remove users.", subcommands: [Add.self, Remove.self])
+        static let configuration = CommandConfiguration(commandName: "user", abstract: "Add or remove users.", subcommands: [Add.self, Remove.self])
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "add",
                 abstract: "Add a user. The password is read from standard input.",
                 discussion: "Example: printf '%s\\n' 's3cret' | notty admin user add alice")
             @OptionGroup var storage: StorageOptions
@@ -33,7 +35,7 @@ struct Admin: AsyncParsableCommand {
         }
 
         struct Remove: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Remove a user with their notifications, devices and tokens.")
+            static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a user with their notifications, devices and tokens.")
             @OptionGroup var storage: StorageOptions
             @Argument(help: "The user name.") var name: String
 
@@ -48,10 +50,11 @@ struct Admin: AsyncParsableCommand {
     }
 
     struct App: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Register or remove app servers.", subcommands: [Add.self, Remove.self])
+        static let configuration = CommandConfiguration(commandName: "app", abstract: "Register or remove app servers.", subcommands: [Add.self, Remove.self])
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "add",
                 abstract: "Register an app server by its host name; prints its client id and secret.",
                 discussion: "The secret is shown only this once; the service keeps only its hash.")
             @OptionGroup var storage: StorageOptions
@@ -73,7 +76,7 @@ struct Admin: AsyncParsableCommand {
         }
 
         struct Remove: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Remove an app; its tokens stop working.")
+            static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove an app; its tokens stop working.")
             @OptionGroup var storage: StorageOptions
             @Argument(help: "The app's host name.") var hostName: String
 

@@ -6,7 +6,7 @@ import NottyStore
 import NottySync
 
 struct Sync: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Sync now: pull what changed, then send queued changes.")
+    static let configuration = CommandConfiguration(commandName: "sync", abstract: "Sync now: pull what changed, then send queued changes.")
 
     func run() async throws {
         try await reportingErrors {
@@ -19,7 +19,7 @@ struct Sync: AsyncParsableCommand {
 }
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the account, the service, the connection, the cursor, the outbox, the last sync and the counts.")
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show the account, the service, the connection, the cursor, the outbox, the last sync and the counts.")
 
     @Flag(help: "Print one JSON object.") var json = false
 
@@ -63,6 +63,7 @@ struct Status: AsyncParsableCommand {
 
 struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "List one view from the local store (newest first).",
         discussion: "Works offline: it reads the local store. Run notty sync first for the latest.")
 
@@ -100,7 +101,7 @@ struct List: AsyncParsableCommand {
 }
 
 struct Show: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show one notification in full.")
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "Show one notification in full.")
 
     @Argument(help: "An id or a unique prefix of at least 6 characters.") var id: String
     @Flag(help: "Print it as JSON.") var json = false
@@ -159,28 +160,28 @@ func deliverQueued(_ local: Device) async {
 }
 
 struct Read: StateCommand {
-    static let configuration = CommandConfiguration(abstract: "Mark notifications read.")
+    static let configuration = CommandConfiguration(commandName: "read", abstract: "Mark notifications read.")
     @OptionGroup var targets: Targets
     var verb: String { "read" }
     func action() throws -> LocalAction { .patch(StateChange(readState: .read)) }
 }
 
 struct Unread: StateCommand {
-    static let configuration = CommandConfiguration(abstract: "Mark notifications unread.")
+    static let configuration = CommandConfiguration(commandName: "unread", abstract: "Mark notifications unread.")
     @OptionGroup var targets: Targets
     var verb: String { "unread" }
     func action() throws -> LocalAction { .patch(StateChange(readState: .unread)) }
 }
 
 struct Activate: StateCommand {
-    static let configuration = CommandConfiguration(abstract: "Activate notifications (Activated and Read), as clicking them would.")
+    static let configuration = CommandConfiguration(commandName: "activate", abstract: "Activate notifications (Activated and Read), as clicking them would.")
     @OptionGroup var targets: Targets
     var verb: String { "activated" }
     func action() throws -> LocalAction { .patch(StateChange(readState: .read, userActionState: .activated)) }
 }
 
 struct Dismiss: StateCommand {
-    static let configuration = CommandConfiguration(abstract: "Dismiss notifications, on every device.")
+    static let configuration = CommandConfiguration(commandName: "dismiss", abstract: "Dismiss notifications, on every device.")
     @OptionGroup var targets: Targets
     var verb: String { "dismissed" }
     func action() throws -> LocalAction { .patch(StateChange(userActionState: .dismissed)) }
@@ -188,6 +189,7 @@ struct Dismiss: StateCommand {
 
 struct Snooze: StateCommand {
     static let configuration = CommandConfiguration(
+        commandName: "snooze",
         abstract: "Snooze notifications for a while; they come back by themselves.",
         discussion: "notty snooze 3f2a9c --for 1h")
     @OptionGroup var targets: Targets
@@ -200,6 +202,7 @@ struct Snooze: StateCommand {
 
 struct Open: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "open",
         abstract: "Open a notification's link and activate it (Activated and Read), on every device.",
         discussion: "Runs $BROWSER when set, else xdg-open, with the link as one argument (never through a shell).")
 
@@ -220,7 +223,7 @@ struct Open: AsyncParsableCommand {
 }
 
 struct Delete: StateCommand {
-    static let configuration = CommandConfiguration(abstract: "Delete notifications on every device. Final.")
+    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete notifications on every device. Final.")
     @OptionGroup var targets: Targets
     var verb: String { "deleted" }
     func action() throws -> LocalAction { .delete }

@@ -11,6 +11,7 @@ import Synchronization
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "demo",
         abstract: "Try notty with no setup: an embedded service, a demo user and live notifications.",
         discussion: """
             Starts a service on 127.0.0.1 with a SQLite store in a temporary folder (or --data),

@@ -6,6 +6,7 @@ import NottySync
 
 struct Devices: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "devices",
         abstract: "List your devices, app subscriptions and webhooks, or revoke one.",
         discussion: """
             Devices are the places you signed in (name, how it listens, when it was last

@@ -28,12 +28,16 @@ struct Notty: AsyncParsableCommand {
 
             \(ClientSettings.template.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(2).map { $0.isEmpty ? "" : "  " + $0 }.joined(separator: "\n"))
             """,
+        version: Notty.version,
         subcommands: [
             TUI.self, Demo.self, Login.self, Logout.self, Subscribe.self, Devices.self, Sync.self, Status.self, List.self, Show.self,
             Read.self, Unread.self, Activate.self, Dismiss.self, Snooze.self, Delete.self, Open.self,
             Poll.self, Push.self, Publish.self, Serve.self, Admin.self,
         ],
         defaultSubcommand: TUI.self)
+
+    /// What `notty --version` prints.
+    static let version = "0.1.0"
 
     /// Runs the command; invalid input of any kind (ArgumentParser's own checks included)
     /// ends with one line on stderr and a non-zero exit, never a usage dump. `--help` and

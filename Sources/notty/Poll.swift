@@ -9,6 +9,7 @@ import Synchronization
 
 struct Poll: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "poll",
         abstract: "Keep the local store in sync in the background and report new notifications.",
         discussion: """
             Prints each notification that arrives in Unread while it runs as one JSON line

@@ -6,6 +6,7 @@ import NottySync
 
 struct Publish: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "publish",
         abstract: "Publish a notification as an app server would (Graph contract).",
         discussion: """
             Gets an app token (client_credentials) and POSTs /beta/me/notifications with the

@@ -7,6 +7,7 @@ import NottySync
 
 struct Push: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "push",
         abstract: "Process a push payload that reached this device some other way.",
         discussion: """
             Reads one JSON payload from FILE (or standard input): notty's own

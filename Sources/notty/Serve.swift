@@ -10,6 +10,7 @@ import NottyServer
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Run the notty service.",
         discussion: """
             App servers publish with POST /beta/me/notifications (an app token from
