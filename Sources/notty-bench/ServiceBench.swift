@@ -146,6 +146,14 @@ final class ServiceBench: @unchecked Sendable {
         let burst = try await throughput(seconds: 5.0 * scale + 1, tag: "t")
         print(String(format: "publish throughput, 64 concurrent clients: %.0f publishes/s (%d acknowledged in %.1f s after 1 s of warm-up, %d non-201)", burst.rate, burst.ok, burst.elapsed, burst.other))
 
+        // 1b. The same server's floor: a request it answers 404 at once (no auth, no body, no
+        // storage) from the same 64 clients for as long; publishes are shown as a share of it.
+        let floor = try await HTTPLoad.run(servers: [base], clients: 64, seconds: 5.0 * scale + 1, expect: 404) { _, _, host in
+            "GET /no-such-route HTTP/1.1\r\nHost: \(host)\r\n\r\n"
+        }
+        print(String(format: "the same server's 404 floor, 64 concurrent clients: %.0f requests/s (%d non-404); publishes are %.1f%% of it",
+                     floor.rate, floor.other, floor.rate > 0 ? 100 * burst.rate / floor.rate : 0))
+
         // 2. Publish latency at a steady 1,000/s.
         let rate = 1000.0
         let total = Int(rate * (5 * scale + 1))
