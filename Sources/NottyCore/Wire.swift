@@ -51,7 +51,7 @@ public struct JSONFields {
         if !allowEmpty && text.isEmpty { throw ValidationError("\(key) must not be empty") }
         if let max, text.unicodeScalars.count > max { throw ValidationError("\(key) is longer than \(max) characters") }
         // Neither store keeps it whole: PostgreSQL's text refuses it, SQLite's cuts the text there.
-        if text.unicodeScalars.contains("\0") { throw ValidationError("\(key) must not contain the character U+0000 (NUL)") }
+        if text.containsNUL { throw ValidationError("\(key) must not contain the character U+0000 (NUL)") }
         return text
     }
 
@@ -452,4 +452,10 @@ public enum LaunchURL {
         else { return false }
         return true
     }
+}
+
+extension String {
+    /// Whether the text holds U+0000, which neither store keeps whole (PostgreSQL's text
+    /// refuses it, SQLite's cuts the text there): publishing and ids refuse it.
+    public var containsNUL: Bool { unicodeScalars.contains("\0") }
 }

@@ -374,7 +374,7 @@ extension NottyRequestContext {
     func pathParameter(_ name: String) throws -> String {
         let raw = try parameters.require(name)
         let decoded = raw.removingPercentEncoding ?? raw
-        guard !decoded.unicodeScalars.contains("\u{0}") else { throw APIError.notFound("no \(name) contains U+0000 (NUL)") }
+        guard !decoded.containsNUL else { throw APIError.notFound("no \(name) contains U+0000 (NUL)") }
         return decoded
     }
 }

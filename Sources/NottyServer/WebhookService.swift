@@ -77,8 +77,7 @@ extension NotificationService {
         if let group = item.groupName, group.unicodeScalars.count > limits.groupName {
             throw APIError.badRequest("\(what)the group is longer than \(limits.groupName) characters")
         }
-        for text in [id, item.groupName, item.title, item.body, item.launchUrl].compactMap({ $0 }) where text.unicodeScalars.contains("\0") {
-            // Neither store keeps it whole (see JSONFields.string).
+        for text in [id, item.groupName, item.title, item.body, item.launchUrl].compactMap({ $0 }) where text.containsNUL {
             throw APIError.badRequest("\(what)the text contains the character U+0000 (NUL): remove it")
         }
         let title = item.title.unicodeScalars.count > limits.title ? String(String.UnicodeScalarView(item.title.unicodeScalars.prefix(limits.title))) : item.title
