@@ -21,6 +21,44 @@ struct ViewIndex {
     /// The five partitioning views: each is a bucket and a `view_blocks` column (migration v3).
     static let buckets: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
 
+    // MARK: - Keeping the blocks (migrations v3 and v9, a first sync's pages)
+
+    /// `VALUES` rows for `view_blocks`, one per level: the block of `row`'s creation time and
+    /// each bucket's change, `change(bucket)` being an SQL expression over `row`.
+    static func blockRows(_ row: String, _ change: (String) -> String) -> String {
+        levels.map { "(\($0), \(row).created >> \($0), \(buckets.map { change($0.rawValue) }.joined(separator: ", ")))" }
+            .joined(separator: ", ")
+    }
+
+    /// The upsert clause that adds a row's changes to a block's counts.
+    static var addedToBlocks: String {
+        " ON CONFLICT DO UPDATE SET " + buckets.map { "\($0.rawValue) = \($0.rawValue) + excluded.\($0.rawValue)" }.joined(separator: ", ")
+    }
+
+    /// The trigger that counts an inserted row, when `condition` holds.
+    static func insertTrigger(when condition: String) -> String {
+        """
+        CREATE TRIGGER view_blocks_insert AFTER INSERT ON notifications WHEN \(condition) BEGIN
+            INSERT INTO view_blocks VALUES \(blockRows("new") { "new.bucket = '\($0)'" })\(addedToBlocks);
+        END;
+        """
+    }
+
+    /// The `meta` key under which a transaction inserts rows without the insert trigger and
+    /// then counts them with ``countRows(_:after:)`` (it is never committed).
+    static let bulkKey = "bulk_insert"
+
+    /// Adds the visible rows whose rowid is above `rowid` (all rows when nil) to the blocks,
+    /// grouped: a few hundred upserts for any number of rows.
+    static func countRows(_ db: Database, after rowid: Int64?) throws {
+        for level in levels {
+            try db.execute(sql: """
+                INSERT INTO view_blocks SELECT \(level), created >> \(level), \(buckets.map { "sum(bucket = '\($0.rawValue)')" }.joined(separator: ", "))
+                FROM notifications WHERE hidden = 0 AND rowid > ? GROUP BY 2 ORDER BY 2\(addedToBlocks)
+                """, arguments: [rowid ?? Int64.min])
+        }
+    }
+
     /// A row whose view at `now` is not the one its bucket says.
     struct Exception {
         var created: Int64

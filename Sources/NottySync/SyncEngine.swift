@@ -37,12 +37,18 @@ public actor SyncEngine {
     public let store: LocalStore
     public let transport: any SyncTransport
     let pageSize: Int
+    /// Pages of a pull from the start (a first sync, a resync): the service's largest, so that
+    /// a long history is fetched, decoded and written in fewer, larger transactions.
+    let initialPageSize: Int
     let batchSize: Int
 
-    public init(store: LocalStore, transport: any SyncTransport, pageSize: Int = 1000, batchSize: Int = 500) {
+    /// `pageSize` is the limit of pages after the store's cursor; a pull from the start uses
+    /// `initialPageSize` (the service's maximum, 5000, unless given).
+    public init(store: LocalStore, transport: any SyncTransport, pageSize: Int = 1000, initialPageSize: Int? = nil, batchSize: Int = 500) {
         self.store = store
         self.transport = transport
         self.pageSize = pageSize
+        self.initialPageSize = initialPageSize ?? max(pageSize, 5000)
         self.batchSize = batchSize
     }
 
@@ -62,17 +68,19 @@ public actor SyncEngine {
         var rounds = 0
         var prefetched: (since: String, page: Task<ChangesPage, any Error>)?
         defer { prefetched?.page.cancel() }
+        var limit = pageSize
         while true {
             rounds += 1
             if rounds > 1_000_000 { break }
             let since = try store.cursor()
+            if since == nil { limit = initialPageSize }  // from the start: large pages to the end
             let page: ChangesPage
             do {
                 if let next = prefetched, next.since == since {
                     page = try await next.page.value
                 } else {
                     prefetched?.page.cancel()
-                    page = try await transport.changes(since: since, limit: pageSize)
+                    page = try await transport.changes(since: since, limit: limit)
                 }
                 prefetched = nil
             } catch SyncError.cursorExpired {
@@ -83,8 +91,8 @@ public actor SyncEngine {
                 continue
             }
             if page.hasMore {
-                let transport = transport, cursor = page.cursor, limit = pageSize
-                prefetched = (cursor, Task { try await transport.changes(since: cursor, limit: limit) })
+                let transport = transport, cursor = page.cursor, size = limit
+                prefetched = (cursor, Task { try await transport.changes(since: cursor, limit: size) })
             }
             switch try store.apply(page: page, since: since) {
             case .cursorMoved:

@@ -35,8 +35,14 @@ public enum Repository {
 /// The real `notty` run as one device (its own `NOTTY_HOME`).
 public struct NottyCLI: Sendable {
     public let home: URL
+    /// The `notty` to run: the one built beside the running program unless given (benchmarks
+    /// alternate two builds).
+    public let binary: URL
 
-    public init(home: URL) { self.home = home }
+    public init(home: URL, binary: URL = Repository.nottyBinary) {
+        self.home = home
+        self.binary = binary
+    }
 
     public struct Result: Sendable {
         public var status: Int32
@@ -48,7 +54,7 @@ public struct NottyCLI: Sendable {
     @discardableResult
     public func run(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> Result {
         let process = Process()
-        process.executableURL = Repository.nottyBinary
+        process.executableURL = binary
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }.merging(environment) { $1 }
         let out = Pipe(), err = Pipe(), stdin = Pipe()
@@ -71,7 +77,7 @@ public struct NottyCLI: Sendable {
 
     /// Starts `notty arguments…` in the background with stdout and stderr going to `log`.
     public func start(_ arguments: [String], log: URL, environment: [String: String] = [:]) throws -> Process {
-        try startLogged(Repository.nottyBinary.path, arguments, log: log, environment: ["NOTTY_HOME": home.path].merging(environment) { $1 })
+        try startLogged(binary.path, arguments, log: log, environment: ["NOTTY_HOME": home.path].merging(environment) { $1 })
     }
 }
 

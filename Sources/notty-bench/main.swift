@@ -1,11 +1,13 @@
 import Foundation
 import NottyStore
+import NottyTestSupport
 
 // notty-bench: benchmarks that print figures (build with -c release). Usage:
 //   swift run -c release notty-bench service [--quick]
 //   swift run -c release notty-bench client [--quick] [--count N]
 //   swift run -c release notty-bench tui [--quick] [--count N]
 //   swift run -c release notty-bench desktop [--quick] [--count N]   (needs dbus-daemon, Xvfb, dunst)
+//   swift run -c release notty-bench sync [--count N] [--rounds R] [--baseline PATH]
 //   swift run -c release notty-bench webhooks [--quick]
 //   swift run -c release notty-bench instances [--quick] [--postgres URL]
 //   swift run -c release notty-bench explain
@@ -47,6 +49,19 @@ case "client", "tui", "desktop":
         print("benchmark failed: \(error)")
     }
     await service.stop()
+case "sync":
+    let rounds = arguments.firstIndex(of: "--rounds").flatMap { arguments.indices.contains($0 + 1) ? Int(arguments[$0 + 1]) : nil } ?? 3
+    var builds = [(name: "this build", binary: Repository.nottyBinary)]
+    if let baseline = arguments.firstIndex(of: "--baseline").flatMap({ arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }) {
+        builds.insert((name: "baseline", binary: URL(fileURLWithPath: baseline)), at: 0)
+    }
+    let service = try await ServiceBench.start()
+    do {
+        try await SyncBench(service: service, count: count, rounds: rounds, builds: builds).run()
+    } catch {
+        print("benchmark failed: \(error)")
+    }
+    await service.stop()
 case "webhooks":
     let bench = try await ServiceBench.start()
     do {
@@ -71,6 +86,6 @@ case "explain":
 case "windows" where arguments.count > 1:
     try ClientBench.windows(try LocalStore(path: arguments[1]), repeats: quick ? 5 : 20)
 default:
-    print("usage: notty-bench service|client|tui|desktop|webhooks|instances|explain [--quick] [--count N] [--postgres URL]")
+    print("usage: notty-bench service|client|tui|desktop|sync|webhooks|instances|explain [--quick] [--count N] [--postgres URL]")
     exit(2)
 }

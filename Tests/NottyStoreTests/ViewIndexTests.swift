@@ -106,8 +106,11 @@ struct ViewIndexTests {
             }
             try t.store.acknowledge(acknowledged)
             // From the service: new ones, re-published ones (new creation time), tombstones.
-            var changes = Self.history(15, from: next, random: &random)
-            next += 15
+            // Every other round has enough new ones for the bulk count of a first sync's pages
+            // (LocalStore.bulkInsertRows), mixed with the updates and deletions.
+            let fresh = round % 2 == 0 ? 15 : 40
+            var changes = Self.history(fresh, from: next, random: &random)
+            next += fresh
             ids += changes.map(\.id)
             for _ in 0..<6 {
                 guard let id = ids.randomElement(using: &random), var again = try t.store.notification(id: id) else { continue }

@@ -146,7 +146,7 @@ struct SimulationTests {
         let devices = try (0..<deviceCount).map { index in
             let store = try LocalStore(path: directory.appendingPathComponent("device\(index).sqlite").path)
             return SimulatedDevice(index: index, store: store, engine: SyncEngine(
-                store: store, transport: SimulatedTransport(service: service, userId: user.id, device: index, network: network), pageSize: 7, batchSize: 5))
+                store: store, transport: SimulatedTransport(service: service, userId: user.id, device: index, network: network), pageSize: 7, initialPageSize: 11, batchSize: 5))
         }
         var appIds: [String] = []
         var frames: [DoorbellFrame] = []
