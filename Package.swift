@@ -135,7 +135,7 @@ let package = Package(
         .testTarget(name: "NottyTUITests", dependencies: ["NottyTUI", "NottyCore"], exclude: ["Golden"]),
         .testTarget(name: "NottyWebhooksTests", dependencies: ["NottyWebhooks", "NottyCore"], exclude: ["Fixtures"]),
         .testTarget(name: "NottyCenterTests", dependencies: ["NottyCenter", "NottyStore", "NottyTUI", "NottyCore", "NottyTestSupport"]),
-        .testTarget(name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore", "NottyTestSupport"]),
+        .testTarget(name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore", "NottyTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         // Tests of the real executables: notty serve, notty on devices, in tmux, on a session
         // bus, behind Alertmanager, against schemathesis (they need `notty` built).
         .testTarget(

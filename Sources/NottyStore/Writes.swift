@@ -234,6 +234,53 @@ extension LocalStore {
         }
     }
 
+    // MARK: - A first sync's indexes
+
+    /// The `meta` keys that keep a dropped index's definition until it is made again.
+    static let deferredIndexPrefix = "deferred_index "
+    /// Indexes that queries name with `INDEXED BY` (which fails without them): never deferred.
+    static let indexesNamedByQueries: Set<String> = ["notifications_snoozes", "notifications_unread"]
+
+    /// Before a first sync into an empty store: drops the secondary indexes of
+    /// `notifications`, keeping each one's definition in `meta`, so that its rows go in without
+    /// them (inserting 100,000 rows took 1.1 s instead of 2.0 s here, making the indexes after
+    /// 0.4 s). ``buildDeferredIndexes()`` makes them again at the end of the pull, or of the
+    /// next one if this process dies first: until then the store is complete and correct, only
+    /// slower to read. Returns whether it dropped any.
+    @discardableResult
+    public func deferIndexesIfEmpty() throws -> Bool {
+        try pool.write { db in
+            guard try meta(db, "cursor") == nil,
+                  try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM notifications)")! else { return false }
+            let indexes = try Row.fetchAll(db, sql: """
+                SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'notifications' AND sql IS NOT NULL
+                """)
+            for index in indexes where !Self.indexesNamedByQueries.contains(index["name"]) {
+                let name: String = index["name"], sql: String = index["sql"]
+                try setMeta(db, Self.deferredIndexPrefix + name, sql)
+                try db.execute(sql: "DROP INDEX \(name.quotedDatabaseIdentifier)")
+            }
+            return indexes.contains { !Self.indexesNamedByQueries.contains($0["name"]) }
+        }
+    }
+
+    /// Makes the indexes ``deferIndexesIfEmpty()`` dropped, if any (one sorted pass each).
+    public func buildDeferredIndexes() throws {
+        let pattern = Self.deferredIndexPrefix + "%"
+        let deferred = "SELECT key, value FROM meta WHERE key LIKE ?"
+        guard try pool.read({ db in try Row.fetchOne(db, sql: deferred, arguments: [pattern]) }) != nil else { return }
+        try pool.write { db in
+            for row in try Row.fetchAll(db, sql: deferred, arguments: [pattern]) {
+                let key: String = row["key"], sql: String = row["value"]
+                let name = String(key.dropFirst(Self.deferredIndexPrefix.count))
+                if try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?)", arguments: [name])! {
+                    try db.execute(sql: sql)
+                }
+                try setMeta(db, key, nil)
+            }
+        }
+    }
+
     /// From how many new rows on a page's are counted into `view_blocks` in one go.
     static let bulkInsertRows = 32
 

@@ -61,9 +61,23 @@ public actor SyncEngine {
     }
 
     /// Pulls every change after the store's cursor. The next page is fetched while the
-    /// current one is being applied.
+    /// current one is being applied. Into an empty store, the rows go in without the store's
+    /// secondary indexes, which are made once at the end (or at the end of the next pull, if
+    /// this one fails or the process dies).
     @discardableResult
     public func pull() async throws -> SyncSummary {
+        if try store.cursor() == nil { try store.deferIndexesIfEmpty() }
+        do {
+            let summary = try await pullPages()
+            try store.buildDeferredIndexes()
+            return summary
+        } catch {
+            try? store.buildDeferredIndexes()
+            throw error
+        }
+    }
+
+    private func pullPages() async throws -> SyncSummary {
         var summary = SyncSummary()
         var rounds = 0
         var prefetched: (since: String, page: Task<ChangesPage, any Error>)?
@@ -179,7 +193,7 @@ public struct HTTPTransport: SyncTransport {
         switch answer.status {
         case 200:
             do {
-                return try NottyJSON.decoder.decode(ChangesPage.self, from: answer.body)
+                return try ChangesPage(wire: answer.body)
             } catch {
                 throw SyncError.unreachable("the service sent a change page notty cannot read: \(error)")
             }

@@ -159,6 +159,57 @@ struct JSONWriterTests {
         }
     }
 
+    @Test("A change page reads back the same through the hand-written reader as through JSONDecoder, for every shape of notification")
+    func pageReader() throws {
+        var random = SystemRandomNumberGenerator()
+        var changes = Self.samples
+        for i in 0..<300 {
+            func maybe<T>(_ value: @autoclosure () -> T) -> T? { Bool.random(using: &random) ? value() : nil }
+            let time = { Date(timeIntervalSince1970: Double(Int64.random(in: -1_000_000_000_000...4_000_000_000_000, using: &random)) / 1000) }
+            changes.append(UserNotification(
+                id: UUID().uuidString.lowercased(), appNotificationId: "a\(i)\(Self.awkward.prefix(i % 20))", targetHostName: "h\(i)",
+                groupName: maybe("g\(i)"), priority: Priority.allCases.randomElement(using: &random)!,
+                payload: NotificationPayload(rawContent: maybe("raw \(i)"), visualContent: maybe(VisualContent(title: "t\(i)", body: maybe("b")))),
+                displayTimeToLive: maybe(Int.random(in: 0...2_147_483_647, using: &random)),
+                expirationDateTime: time(), createdDateTime: time(), lastModifiedDateTime: time(),
+                status: NotificationStatus.allCases.randomElement(using: &random)!, readState: ReadState.allCases.randomElement(using: &random)!,
+                userActionState: UserActionState.allCases.randomElement(using: &random)!, snoozedUntil: maybe(time()),
+                targetPolicy: maybe(.object(["k": .array([.number(Double(i)), .null])])), fallbackPolicy: maybe(.string("x")),
+                launchUrl: maybe("https://example.com/\(i)")))
+        }
+        let page = ChangesPage(changes: changes, cursor: awkwardCursor, hasMore: true)
+        let body = Data(page.jsonBytes())
+        let read = try ChangesPage(wire: body)
+        #expect(read == page)
+        #expect(read == (try NottyJSON.decoder.decode(ChangesPage.self, from: body)))
+        // Graph's spellings in any case, as the Decodable conformance reads them.
+        let lower = String(decoding: ChangesPage(changes: [Self.samples[0]], cursor: "1", hasMore: false).jsonBytes(), as: UTF8.self)
+            .replacingOccurrences(of: "\"High\"", with: "\"high\"").replacingOccurrences(of: "\"NoInteraction\"", with: "\"nointeraction\"")
+        #expect(try ChangesPage(wire: Data(lower.utf8)).changes == [Self.samples[0]])
+
+        // What either reader refuses, this one refuses with a message naming the field.
+        let one = String(decoding: Self.samples[2].jsonBytes(), as: UTF8.self)
+        let broken: [(String, String)] = [
+            ("[]", "must be a JSON object"), (#"{"changes":{},"cursor":"1","hasMore":true}"#, "changes of the page"),
+            (#"{"changes":[],"cursor":1,"hasMore":true}"#, "cursor of the page must be a string"),
+            (#"{"changes":[],"cursor":"1"}"#, "hasMore of the page is required"),
+            (#"{"changes":[\#(one.replacingOccurrences(of: #""priority":"None""#, with: #""priority":"Urgent""#))],"cursor":"1","hasMore":true}"#, "priority of a notification"),
+            (#"{"changes":[\#(one.replacingOccurrences(of: #""id":"n3","#, with: ""))],"cursor":"1","hasMore":true}"#, "id of a notification is required"),
+            (#"{"changes":[\#(one.replacingOccurrences(of: #""createdDateTime":""#, with: #""createdDateTime":"yesterday"#))],"cursor":"1","hasMore":true}"#, "createdDateTime"),
+            (#"{"changes":[\#(one.replacingOccurrences(of: #""payload":{"#, with: #""payload":{"visualContent":{"body":"no title"},"#))],"cursor":"1","hasMore":true}"#, "title of visualContent of payload of a notification is required"),
+            (#"{"changes":[1],"cursor":"1","hasMore":true}"#, "a notification must be a JSON object"), ("{", "not valid JSON"),
+        ]
+        for (text, message) in broken {
+            #expect(throws: (any Error).self, "\(text)") { try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8)) }
+            do {
+                _ = try ChangesPage(wire: Data(text.utf8))
+                Issue.record("read \(text)")
+            } catch {
+                #expect(error.message.contains(message), "\(error.message)")
+            }
+        }
+    }
+
     /// What JSONEncoder writes, with DEL and the C1 controls as `\u` escapes, as JSONWriter
     /// writes them (JSONEncoder leaves them raw; inside a JSON string they only occur there).
     static func encoded(_ value: some Encodable) -> String {
