@@ -180,3 +180,64 @@ public struct JSONParser {
         return .number(number)
     }
 }
+
+// MARK: - Reading member by member
+
+extension JSONParser {
+    /// A parser over `data` for reading it member by member (``readObject(_:)``), without a
+    /// dictionary per object: how change pages of thousands of notifications are read.
+    public init(data: Data) { self.init(bytes: [UInt8](data)) }
+
+    /// Reads an object, handing each key to `member`, which must read its value (with
+    /// ``readValue()``, ``readObject(_:)`` or ``readArray(_:)``). Nil when the input is not an
+    /// object here or is malformed.
+    public mutating func readObject(_ member: (String, inout JSONParser) -> Bool) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return false }
+        index += 1
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return true }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let key = string() else { return false }
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return false }
+            index += 1
+            guard member(key, &self) else { return false }
+            skipWhitespace()
+            guard index < bytes.count else { return false }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return true }
+            return false
+        }
+    }
+
+    /// Reads an array, handing each element to `element`, which must read it.
+    public mutating func readArray(_ element: (inout JSONParser) -> Bool) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "[") else { return false }
+        index += 1
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return true }
+        while true {
+            guard element(&self) else { return false }
+            skipWhitespace()
+            guard index < bytes.count else { return false }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "]") { index += 1; return true }
+            return false
+        }
+    }
+
+    /// Reads the next value whole.
+    public mutating func readValue() -> JSONValue? { value(depth: 1) }
+
+    /// Whether `data` is one JSON value (with whitespace around it).
+    public static func isValid(_ data: Data) -> Bool { parse(data) != nil }
+
+    /// Whether only whitespace is left.
+    public mutating func atEnd() -> Bool {
+        skipWhitespace()
+        return index == bytes.count
+    }
+}

@@ -94,7 +94,7 @@ struct ClientBench {
     func pageApply(_ store: LocalStore, pages: Int) async throws {
         let ids = try store.ids(view: .unread)
         guard ids.count >= pages * 1000 else { throw SupportError("not enough unread notifications for \(pages) pages") }
-        var samples: [Double] = [], fetching: [Double] = [], decoding: [Double] = []
+        var samples: [Double] = [], fetching: [Double] = [], decoding: [Double] = [], foundation: [Double] = []
         for round in 0..<pages {
             let chunk = ids[(round * 1000)..<((round + 1) * 1000)]
             try await service.sendBatches(chunk.map {
@@ -105,7 +105,9 @@ struct ClientBench {
             let (_, text) = try await service.request(.GET, "/v1/me/notifications/changes?limit=1000" + (since.map { "&since=\($0)" } ?? ""), token: service.userToken)
             fetching.append((ContinuousClock.now - fetchStart).seconds * 1000)
             var decoded: ChangesPage?
-            decoding.append(try milliseconds { decoded = try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8)) })
+            let body = Data(text.utf8)
+            decoding.append(try milliseconds { decoded = try ChangesPage(wire: body) })
+            foundation.append(try milliseconds { _ = try NottyJSON.decoder.decode(ChangesPage.self, from: body) })
             let page = decoded!
             guard page.changes.count == 1000 else { throw SupportError("page of \(page.changes.count) changes") }
             var outcome: PageOutcome?
@@ -113,7 +115,7 @@ struct ClientBench {
             guard case .applied = outcome else { throw SupportError("page not applied: \(String(describing: outcome))") }
         }
         print("apply a 1,000-change page to the \(device.count)-row store (one transaction, fsync): \(summary(samples))")
-        print("  for comparison, the same pages: fetched from the service \(summary(fetching)); decoded \(summary(decoding))")
+        print("  for comparison, the same pages: fetched from the service \(summary(fetching)); read as notty does (JSONParser) \(summary(decoding)), with JSONDecoder \(summary(foundation))")
     }
 
     /// `notty poll --live` runs on device B; another device dismisses through the service
