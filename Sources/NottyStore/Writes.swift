@@ -208,20 +208,29 @@ extension LocalStore {
             // grouped, instead of four upserts per row in the insert trigger. Only when each id
             // is on the page once, so that no row inserted here is also updated or deleted here.
             let inserted = page.changes.lazy.filter { $0.status != .deleted && !existing.contains($0.id) }.count
-            let bulk = inserted >= Self.bulkInsertRows && Set(ids).count == ids.count
+            let unique = Set(ids).count == ids.count
+            let bulk = inserted >= Self.bulkInsertRows && unique
             let rowidBefore = bulk ? try Int64.fetchOne(db, sql: "SELECT max(rowid) FROM notifications") ?? 0 : 0
             if bulk { try setMeta(db, ViewIndex.bulkKey, "1") }
             var newest: Int64 = 0
+            // With each id on the page once, the order between ids does not matter: tombstones go
+            // last, so that no row of this page can take the rowid of one deleted before it
+            // (SQLite gives max(rowid) + 1) and be missed by the count after `rowidBefore`.
+            var tombstones: [String] = []
+            func delete(_ id: String) throws {
+                try db.cachedStatement(sql: "DELETE FROM notifications WHERE id = ?").execute(arguments: [id])
+                try db.cachedStatement(sql: "DELETE FROM outbox WHERE notification_id = ?").execute(arguments: [id])
+            }
             for change in page.changes {
                 newest = max(newest, ISOTime.millis(change.lastModifiedDateTime))
                 if change.status == .deleted {
-                    try db.cachedStatement(sql: "DELETE FROM notifications WHERE id = ?").execute(arguments: [change.id])
-                    try db.cachedStatement(sql: "DELETE FROM outbox WHERE notification_id = ?").execute(arguments: [change.id])
+                    if unique { tombstones.append(change.id) } else { try delete(change.id) }
                 } else {
                     try storeServiceState(db, change, onlyIfNotOlder: false, announce: !firstSync, mayExist: existing.contains(change.id))
                     if pending.contains(change.id) { try refreshShown(db, id: change.id) }
                 }
             }
+            for id in tombstones { try delete(id) }
             if bulk {
                 try setMeta(db, ViewIndex.bulkKey, nil)
                 try ViewIndex.countRows(db, after: rowidBefore)

@@ -332,6 +332,19 @@ struct DeferredIndexTests {
         #expect(try reopened.window(view: .read, limit: 3, now: base).map(\.appNotificationId) == ["a39", "a36", "a33"])
     }
 
+    @Test("a page that deletes the newest row before 40 new ones counts every new one (none takes the deleted rowid unseen)")
+    func tombstoneBeforeNewRows() throws {
+        let t = try TemporaryStore()
+        _ = try t.store.apply(page: ChangesPage(changes: (1...3).map { notification($0) }, cursor: "1", hasMore: false), since: nil, now: base)
+        var gone = notification(3)
+        gone.status = .deleted
+        let page = [gone] + (10..<50).map { notification($0) }
+        _ = try t.store.apply(page: ChangesPage(changes: page, cursor: "2", hasMore: false), since: "1", now: base)
+        let counts = try t.store.counts(now: base)
+        #expect(counts.all == 42 && counts.unread == 42, "\(counts)")
+        #expect(try t.store.window(view: .unread, offset: 41, limit: 5, now: base).count == 1)
+    }
+
     @Test("a store with notifications, or one being resynced, keeps its indexes")
     func onlyWhenEmpty() throws {
         let t = try TemporaryStore()
