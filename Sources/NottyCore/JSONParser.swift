@@ -46,40 +46,23 @@ public struct JSONParser {
     }
 
     private mutating func object(depth: Int) -> JSONValue? {
-        index += 1
         var result: [String: JSONValue] = [:]
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(result) }
-        while true {
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let key = string() else { return nil }
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
-            index += 1
-            guard let item = value(depth: depth + 1) else { return nil }
+        let read = readObject { key, parser in
+            guard let item = parser.value(depth: depth + 1) else { return false }
             result[key] = item
-            skipWhitespace()
-            guard index < bytes.count else { return nil }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(result) }
-            return nil
+            return true
         }
+        return read ? .object(result) : nil
     }
 
     private mutating func array(depth: Int) -> JSONValue? {
-        index += 1
         var result: [JSONValue] = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(result) }
-        while true {
-            guard let item = value(depth: depth + 1) else { return nil }
+        let read = readArray { parser in
+            guard let item = parser.value(depth: depth + 1) else { return false }
             result.append(item)
-            skipWhitespace()
-            guard index < bytes.count else { return nil }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(result) }
-            return nil
+            return true
         }
+        return read ? .array(result) : nil
     }
 
     private mutating func string() -> String? {

@@ -12,6 +12,10 @@ import NottyWebhooks
 enum Target: String, CaseIterable {
     /// The JSON parser: never traps; what it accepts is written back and parsed to the same value.
     case json
+    /// Change pages (`ChangesPage(wire:)`, read member by member): never traps; what it reads is
+    /// JSON, and once written back it reads to the same page again and again (the first writing
+    /// may round times to milliseconds).
+    case changes
     /// Push payloads (`notty push`): never traps; a payload is accepted or rejected.
     case push
     /// Request bodies the service parses: publish and device mutations.
@@ -50,6 +54,13 @@ public func fuzz(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
         if let value = JSONParser.parse(data) {
             let again = JSONParser.parse(Data(value.jsonText.utf8))
             precondition(again == value, "JSON round trip changed the value: \(value) → \(String(describing: again))")
+        }
+    case .changes:
+        if let page = try? ChangesPage(wire: data) {
+            precondition(JSONParser.parse(data) != nil, "a change page read from text that is not JSON")
+            guard let once = try? ChangesPage(wire: Data(page.jsonBytes())) else { preconditionFailure("a change page written back is unreadable: \(page)") }
+            let twice = try? ChangesPage(wire: Data(once.jsonBytes()))
+            precondition(twice == once, "a change page written back read differently: \(once) → \(String(describing: twice))")
         }
     case .push:
         _ = try? PushPayload.parse(data)
