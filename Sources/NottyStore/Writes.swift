@@ -290,7 +290,7 @@ extension LocalStore {
         }
     }
 
-    /// From how many new rows on a page's are counted into `view_blocks` in one go.
+    /// How many new rows a page needs for them to be counted into `view_blocks` in one go.
     static let bulkInsertRows = 32
 
     /// Starts a full resync (after `410 cursorExpired`): forgets the cursor and marks every
