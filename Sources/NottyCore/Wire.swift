@@ -584,6 +584,7 @@ extension ChangesPage {
             switch key {
             case "changes":
                 sawChanges = true
+                changes.removeAll()  // given twice, the last one counts, as in JSONParser's objects
                 return parser.readArray { parser in
                     do throws(ValidationError) {
                         changes.append(try UserNotification(wire: try WireObject(reading: &parser, "a notification")))

@@ -124,6 +124,8 @@ public actor SyncEngine {
     /// the service's poll interval, if it said one.
     public func poll() async throws -> (summary: SyncSummary, pollInterval: Int?) {
         let since = try store.cursor()
+        // From the start, a whole pull: large pages, an empty store's indexes made at the end.
+        if since == nil { return (try await pull(), nil) }
         let answer: (page: ChangesPage?, pollInterval: Int?)
         do {
             answer = try await transport.changesIfChanged(since: since, limit: pageSize)

@@ -187,6 +187,11 @@ struct JSONWriterTests {
             .replacingOccurrences(of: "\"High\"", with: "\"high\"").replacingOccurrences(of: "\"NoInteraction\"", with: "\"nointeraction\"")
         #expect(try ChangesPage(wire: Data(lower.utf8)).changes == [Self.samples[0]])
 
+        // A key given twice: the last one counts, as in JSONParser's objects (JSONDecoder keeps
+        // the first; the service never sends either).
+        let twice = Data(#"{"changes":[\#(String(decoding: Self.samples[2].jsonBytes(), as: UTF8.self))],"changes":[],"cursor":"1","hasMore":false}"#.utf8)
+        #expect(try ChangesPage(wire: twice).changes.isEmpty)
+
         // What either reader refuses, this one refuses with a message naming the field.
         let one = String(decoding: Self.samples[2].jsonBytes(), as: UTF8.self)
         let broken: [(String, String)] = [

@@ -243,3 +243,50 @@ struct SimulationTests {
         return nil
     }
 }
+
+/// A transport that notes the limit of every page asked for.
+struct CountingTransport: SyncTransport {
+    let inner: SimulatedTransport
+    let limits = Locked<[Int]>([])
+    func changes(since: String?, limit: Int) async throws -> ChangesPage {
+        limits.update { $0.append(limit) }
+        return try await inner.changes(since: since, limit: limit)
+    }
+    func batch(_ mutations: [Mutation]) async throws -> [MutationResult] { try await inner.batch(mutations) }
+}
+
+@Suite("A first sync through the engine")
+struct FirstSyncTests {
+    @Test("poll and pull into an empty store both take the whole history in large pages and leave no index put off")
+    func pollFromTheStart() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-first-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var config = ServiceConfig()
+        config.bcryptCost = 4
+        config.publishBurst = 100_000
+        let service = NotificationService(storage: try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path), config: config)
+        let user = try await service.addUser(name: "alice", password: "pw")
+        let (clientId, secret) = try await service.addApp(hostName: "ci.example.com")
+        let appToken = try await service.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret]).access_token
+        let app = try await service.authenticateApp(bearer: appToken)
+        let uns = try await service.createSubscription(userId: user.id, body: Data(#"{"targetHostName":"ci.example.com"}"#.utf8)).userNotificationSubscriptionId
+        for n in 0..<120 {
+            _ = try await service.publish(app: app, unsId: uns, body: Data(#"{"appNotificationId":"n\#(n)","payload":{"rawContent":"x"}}"#.utf8))
+        }
+        let network = SimulatedNetwork(seed: 1)
+        network.faults = false
+        for (index, name) in ["poll", "pull"].enumerated() {
+            let store = try LocalStore(path: directory.appendingPathComponent("\(name).sqlite").path)
+            let transport = CountingTransport(inner: SimulatedTransport(service: service, userId: user.id, device: index, network: network))
+            let engine = SyncEngine(store: store, transport: transport, pageSize: 7, initialPageSize: 50)
+            let pulled = name == "poll" ? try await engine.poll().summary.pulled : try await engine.pull().pulled
+            #expect(pulled == 120, "\(name)")
+            #expect(transport.limits.value == [50, 50, 50], "\(name): pages of the initial size from the start")
+            #expect(try store.counts().unread == 120, "\(name)")
+            #expect(try store.deferIndexesIfEmpty() == false, "\(name): the store has rows and a cursor")
+            try store.buildDeferredIndexes()  // nothing left to make: a no-op
+            #expect(try store.counts().unread == 120, "\(name)")
+        }
+    }
+}
