@@ -473,10 +473,14 @@ private struct WireObject {
     let members: [(key: String, value: JSONValue)]
     let what: String
 
+    init(members: [(key: String, value: JSONValue)], _ what: String) {
+        self.members = members
+        self.what = what
+    }
+
     init(_ value: JSONValue?, _ what: String) throws(ValidationError) {
         guard case .object(let object)? = value else { throw ValidationError("\(what) must be a JSON object") }
-        self.members = object.map { (key: $0.key, value: $0.value) }
-        self.what = what
+        self.init(members: object.map { (key: $0.key, value: $0.value) }, what)
     }
 
     /// Reads the object at the parser's position member by member.
@@ -488,8 +492,7 @@ private struct WireObject {
             members.append((key, value))
             return true
         }) else { throw ValidationError("\(what) must be a JSON object") }
-        self.members = members
-        self.what = what
+        self.init(members: members, what)
     }
 
     private func present(_ key: String) -> JSONValue? {
@@ -546,11 +549,7 @@ private struct WireObject {
 }
 
 extension UserNotification {
-    /// Reads a notification from its JSON (SPEC §1), as the service writes it.
-    public init(wire value: JSONValue) throws(ValidationError) {
-        try self.init(wire: try WireObject(value, "a notification"))
-    }
-
+    /// Reads a notification from its JSON object (SPEC §1), as the service writes it.
     fileprivate init(wire f: WireObject) throws(ValidationError) {
         let payload = try f.required("payload") { key throws(ValidationError) in try f.nested(key) }
         let visual = try payload.nested("visualContent")
@@ -578,7 +577,8 @@ extension ChangesPage {
     public init(wire body: Data) throws(ValidationError) {
         var parser = JSONParser(data: body)
         var changes: [UserNotification] = []
-        var cursor: JSONValue?, hasMore: JSONValue?, sawChanges = false
+        var others: [(key: String, value: JSONValue)] = []  // cursor, hasMore
+        var sawChanges = false
         var failure: ValidationError?
         let read = parser.readObject { key, parser in
             switch key {
@@ -594,20 +594,19 @@ extension ChangesPage {
                         return false
                     }
                 }
-            case "cursor": cursor = parser.readValue(); return cursor != nil
-            case "hasMore": hasMore = parser.readValue(); return hasMore != nil
-            default: return parser.readValue() != nil
+            default:
+                guard let value = parser.readValue() else { return false }
+                others.append((key, value))
+                return true
             }
         }
         if let failure { throw failure }
         guard read, parser.atEnd() else {
-            if sawChanges || !JSONParser.isValid(body) {
-                throw ValidationError(JSONParser.isValid(body) ? "changes of the page must be a JSON array" : "the page is not valid JSON")
-            }
-            throw ValidationError("the page must be a JSON object")
+            guard JSONParser.isValid(body) else { throw ValidationError("the page is not valid JSON") }
+            throw ValidationError(sawChanges ? "changes of the page must be a JSON array" : "the page must be a JSON object")
         }
         guard sawChanges else { throw ValidationError("changes of the page is required") }
-        let f = try WireObject(.object(["cursor": cursor ?? .null, "hasMore": hasMore ?? .null]), "the page")
+        let f = WireObject(members: others, "the page")
         self.init(changes: changes, cursor: try f.required("cursor", f.string), hasMore: try f.required("hasMore", f.bool))
     }
 }

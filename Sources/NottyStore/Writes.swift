@@ -263,13 +263,13 @@ extension LocalStore {
                   try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM notifications)")! else { return false }
             let indexes = try Row.fetchAll(db, sql: """
                 SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'notifications' AND sql IS NOT NULL
-                """)
-            for index in indexes where !Self.indexesNamedByQueries.contains(index["name"]) {
+                """).filter { !Self.indexesNamedByQueries.contains($0["name"]) }
+            for index in indexes {
                 let name: String = index["name"], sql: String = index["sql"]
                 try setMeta(db, Self.deferredIndexPrefix + name, sql)
                 try db.execute(sql: "DROP INDEX \(name.quotedDatabaseIdentifier)")
             }
-            return indexes.contains { !Self.indexesNamedByQueries.contains($0["name"]) }
+            return !indexes.isEmpty
         }
     }
 

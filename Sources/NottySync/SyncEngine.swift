@@ -41,6 +41,10 @@ public actor SyncEngine {
     /// a long history is fetched, decoded and written in fewer, larger transactions.
     let initialPageSize: Int
     let batchSize: Int
+    /// Whether the store may hold indexes put off by a first sync: true until this engine's
+    /// first pull has looked (one a process killed mid-sync left), then only after it put some
+    /// off itself, so that later pulls (every doorbell) do not ask the store again.
+    private var indexesMayBeDeferred = true
 
     /// `pageSize` is the limit of pages after the store's cursor; a pull from the start uses
     /// `initialPageSize` (the service's maximum, 5000, unless given).
@@ -66,15 +70,21 @@ public actor SyncEngine {
     /// this one fails or the process dies).
     @discardableResult
     public func pull() async throws -> SyncSummary {
-        if try store.cursor() == nil { try store.deferIndexesIfEmpty() }
+        if try store.cursor() == nil, try store.deferIndexesIfEmpty() { indexesMayBeDeferred = true }
         do {
             let summary = try await pullPages()
-            try store.buildDeferredIndexes()
+            try buildDeferredIndexes()
             return summary
         } catch {
-            try? store.buildDeferredIndexes()
+            try? buildDeferredIndexes()
             throw error
         }
+    }
+
+    private func buildDeferredIndexes() throws {
+        guard indexesMayBeDeferred else { return }
+        try store.buildDeferredIndexes()
+        indexesMayBeDeferred = false
     }
 
     private func pullPages() async throws -> SyncSummary {

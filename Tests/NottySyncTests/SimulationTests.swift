@@ -51,6 +51,22 @@ struct SimulatedTransport: SyncTransport {
     }
 }
 
+/// An in-process service on SQLite in `directory`, with user alice, the app ci.example.com
+/// (signed in) and alice's subscription to it.
+func inProcessService(in directory: URL, clock: ManualClock) async throws
+    -> (service: NotificationService, user: UserRecord, app: AppRecord, uns: String) {
+    var config = ServiceConfig()
+    config.bcryptCost = 4
+    config.publishBurst = 100_000
+    let service = NotificationService(storage: try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path), config: config, clock: clock)
+    let user = try await service.addUser(name: "alice", password: "pw")
+    let (clientId, secret) = try await service.addApp(hostName: "ci.example.com")
+    let appToken = try await service.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret]).access_token
+    let app = try await service.authenticateApp(bearer: appToken)
+    let uns = try await service.createSubscription(userId: user.id, body: Data(#"{"targetHostName":"ci.example.com"}"#.utf8)).userNotificationSubscriptionId
+    return (service, user, app, uns)
+}
+
 /// One simulated device: its own store and sync engine.
 struct SimulatedDevice {
     let index: Int
@@ -129,18 +145,10 @@ struct SimulationTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-sim-\(seed)-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        var config = ServiceConfig()
-        config.bcryptCost = 4
-        config.publishBurst = 100_000
         // One clock for everyone, one second per step: every change has its own time, so the
         // state §1's rules give is known exactly (the `expected` model below).
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
-        let service = NotificationService(storage: try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path), config: config, clock: clock)
-        let user = try await service.addUser(name: "alice", password: "pw")
-        let (clientId, secret) = try await service.addApp(hostName: "ci.example.com")
-        let appToken = try await service.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret]).access_token
-        let app = try await service.authenticateApp(bearer: appToken)
-        let uns = try await service.createSubscription(userId: user.id, body: Data(#"{"targetHostName":"ci.example.com"}"#.utf8)).userNotificationSubscriptionId
+        let (service, user, app, uns) = try await inProcessService(in: directory, clock: clock)
 
         let network = SimulatedNetwork(seed: seed)
         let devices = try (0..<deviceCount).map { index in
@@ -262,15 +270,7 @@ struct FirstSyncTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-first-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        var config = ServiceConfig()
-        config.bcryptCost = 4
-        config.publishBurst = 100_000
-        let service = NotificationService(storage: try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path), config: config)
-        let user = try await service.addUser(name: "alice", password: "pw")
-        let (clientId, secret) = try await service.addApp(hostName: "ci.example.com")
-        let appToken = try await service.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret]).access_token
-        let app = try await service.authenticateApp(bearer: appToken)
-        let uns = try await service.createSubscription(userId: user.id, body: Data(#"{"targetHostName":"ci.example.com"}"#.utf8)).userNotificationSubscriptionId
+        let (service, user, app, uns) = try await inProcessService(in: directory, clock: ManualClock(Date(timeIntervalSince1970: 1_800_000_000)))
         for n in 0..<120 {
             _ = try await service.publish(app: app, unsId: uns, body: Data(#"{"appNotificationId":"n\#(n)","payload":{"rawContent":"x"}}"#.utf8))
         }
