@@ -7,6 +7,7 @@ let package = Package(
     name: "notty",
     products: [
         .executable(name: "notty", targets: ["notty"]),
+        .executable(name: "notty-server", targets: ["notty-server"]),
         .executable(name: "notty-bench", targets: ["notty-bench"]),
     ],
     dependencies: [
@@ -88,22 +89,33 @@ let package = Package(
         // (windows, counts, the search index), notty poll's background work (announcing,
         // commands, desktop popups), opening links, and lines for a person (TerminalText).
         .target(name: "NottyCenter", dependencies: ["NottyCore", "NottyStore", "NottySync", "NottyTUI", "NottyTerminal", "NottyDesktop", "NottyDBus"]),
-        // The one executable: argument parsing and wiring only.
+        // What both programs share: one-line errors, the root command's run, durations, passwords.
+        .target(name: "NottyCommandLine", dependencies: ["NottyCore", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        // `notty`, the device's program (argument parsing and wiring only): the center, sync,
+        // poll and every scriptable command, without the service's libraries. `notty serve`,
+        // `notty admin` and the demo's service run `notty-server`, which is built with it
+        // (an executable target as a dependency is built beside, not linked in).
         .executableTarget(
             name: "notty",
             dependencies: [
                 "NottyCore",
-                "NottyServer",
+                "NottyCommandLine",
                 "NottyStore",
                 "NottySync",
-                "NottyTUI",
                 "NottyTerminal",
                 "NottyCenter",
-                "NottyDesktop",
-                "NottyDBus",
+                "notty-server",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // `notty-server`: `notty serve`, `notty admin` and `notty demo`'s embedded service.
+        .executableTarget(
+            name: "notty-server",
+            dependencies: [
+                "NottyCore",
+                "NottyCommandLine",
+                "NottyServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -64,3 +64,8 @@ public enum StorageError: Error, Sendable, Equatable {
     /// The database could not be reached or written; nothing was half-written.
     case unavailable(String)
 }
+
+/// A person reads the message (`notty admin …` prints it as its one line of error).
+extension APIError: CustomStringConvertible {
+    public var description: String { message }
+}

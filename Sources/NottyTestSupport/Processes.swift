@@ -1,11 +1,16 @@
 import Foundation
 
-/// Paths of the repository and of the built `notty` next to the running test bundle.
+/// Paths of the repository and of the built `notty` (and `notty-server`) next to the running test bundle.
 public enum Repository {
     public static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     public static var nottyBinary: URL {
         URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("notty")
+    }
+
+    /// The built `notty-server` (what `notty serve`, `notty admin` and `notty demo` run).
+    public static var nottyServerBinary: URL {
+        nottyBinary.deletingLastPathComponent().appendingPathComponent("notty-server")
     }
 
     /// Runs a command to completion, returning status and output (stdout and stderr together).

@@ -8,6 +8,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench tui [--quick] [--count N]
 //   swift run -c release notty-bench desktop [--quick] [--count N]   (needs dbus-daemon, Xvfb, dunst)
 //   swift run -c release notty-bench sync [--count N] [--rounds R] [--baseline PATH]
+//   swift run -c release notty-bench startup [--count N] [--rounds R] [--baseline PATH]
 //   swift run -c release notty-bench webhooks [--quick]
 //   swift run -c release notty-bench instances [--quick] [--postgres URL]
 //   swift run -c release notty-bench explain
@@ -24,6 +25,12 @@ let quick = arguments.contains("--quick")
 let count = arguments.firstIndex(of: "--count").flatMap { arguments.indices.contains($0 + 1) ? Int(arguments[$0 + 1]) : nil }
     ?? (quick ? 20_000 : 100_000)
 raiseFileLimit()
+let rounds = arguments.firstIndex(of: "--rounds").flatMap { arguments.indices.contains($0 + 1) ? Int(arguments[$0 + 1]) : nil } ?? 3
+/// This build's `notty`, and with `--baseline PATH` another one first, alternated round by round.
+var builds = [(name: "this build", binary: Repository.nottyBinary)]
+if let baseline = arguments.firstIndex(of: "--baseline").flatMap({ arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }) {
+    builds.insert((name: "baseline", binary: URL(fileURLWithPath: baseline)), at: 0)
+}
 
 switch arguments.first {
 case "service":
@@ -49,12 +56,16 @@ case "client", "tui", "desktop":
         print("benchmark failed: \(error)")
     }
     await service.stop()
-case "sync":
-    let rounds = arguments.firstIndex(of: "--rounds").flatMap { arguments.indices.contains($0 + 1) ? Int(arguments[$0 + 1]) : nil } ?? 3
-    var builds = [(name: "this build", binary: Repository.nottyBinary)]
-    if let baseline = arguments.firstIndex(of: "--baseline").flatMap({ arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }) {
-        builds.insert((name: "baseline", binary: URL(fileURLWithPath: baseline)), at: 0)
+case "startup":
+    let service = try await ServiceBench.start()
+    do {
+        let device = try await SyncedDevice.prepare(service: service, count: count)
+        try await StartupBench(service: service, device: device, builds: builds, rounds: rounds).run()
+    } catch {
+        print("benchmark failed: \(error)")
     }
+    await service.stop()
+case "sync":
     let service = try await ServiceBench.start()
     do {
         try await SyncBench(service: service, count: count, rounds: rounds, builds: builds).run()
@@ -86,6 +97,6 @@ case "explain":
 case "windows" where arguments.count > 1:
     try ClientBench.windows(try LocalStore(path: arguments[1]), repeats: quick ? 5 : 20)
 default:
-    print("usage: notty-bench service|client|tui|desktop|sync|webhooks|instances|explain [--quick] [--count N] [--postgres URL]")
+    print("usage: notty-bench service|client|tui|desktop|sync|startup|webhooks|instances|explain [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]")
     exit(2)
 }

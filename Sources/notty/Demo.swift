@@ -1,10 +1,8 @@
 import ArgumentParser
 import Foundation
-import Hummingbird
-import Logging
 import NottyCenter
 import NottyCore
-import NottyServer
+import NottyCommandLine
 import NottyStore
 import NottySync
 import Synchronization
@@ -37,59 +35,22 @@ struct Demo: AsyncParsableCommand {
     }
 
     private func runDemo() async throws {
-        let script = try DemoScript.load()
         let directory = data ?? (NSTemporaryDirectory() as NSString).appendingPathComponent("notty-demo-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { if data == nil { try? FileManager.default.removeItem(atPath: directory) } }
 
-        // The embedded service, quiet (its logs would draw over the terminal UI).
-        let clock = DemoClock()
-        LogLines.bootstrap()
-        var logger = Logger(label: "notty.demo")
-        logger.logLevel = .critical
-        var config = ServiceConfig()
-        config.port = 0
-        config.bcryptCost = 8
-        config.pollInterval = 5
-        let service = NotificationService(
-            storage: try SQLiteStorage(path: directory + "/server.sqlite"), config: config, clock: clock, logger: logger)
-        let portBox = Mutex<Int?>(nil)
-        let app = try ServerApplication.build(service: service) { port in portBox.withLock { $0 = port } }
-        let server = Task { try await app.runService(gracefulShutdownSignals: []) }
-        defer { server.cancel() }
-        var port: Int?
-        for _ in 0..<200 where port == nil {
-            try await Task.sleep(for: .milliseconds(25))
-            port = portBox.withLock { $0 }
-        }
-        guard let port else { throw CLIError("the demo service did not start") }
-        let url = "http://127.0.0.1:\(port)"
-
-        // The demo user, apps and history.
-        let password = UUID().uuidString
-        let user = try await service.addUser(name: "demo", password: password, displayName: "Demo User")
-        let publisher = try await DemoPublisher(service: service, userId: user.id, apps: script.apps, clock: clock)
-        for item in script.initial.reversed() { try await publisher.publish(item) }
+        // The embedded service (notty-server, which holds the service's code), quiet: its
+        // logs would draw over the terminal UI.
+        let service = try await DemoServiceProcess.start(directory: directory, every: every)
+        defer { service.stop() }
 
         // Tell `notty demo --join` how to join, then sign this terminal in as the first device.
-        let state = JSONValue.object(["url": .string(url), "user": .string("demo"), "password": .string(password), "dir": .string(directory), "pid": .number(Double(getpid()))])
+        let state = JSONValue.object(["url": .string(service.url), "user": .string("demo"), "password": .string(service.password), "dir": .string(directory), "pid": .number(Double(getpid()))])
         if !FileManager.default.createFile(atPath: Self.stateFile, contents: Data(state.jsonText.utf8), attributes: [.posixPermissions: 0o600]) {
             warn("cannot write \(Self.stateFile): notty demo --join will not find this demo")
         }
         defer { try? FileManager.default.removeItem(atPath: Self.stateFile) }
-        let device = try await signIn(url: url, password: password, home: directory + "/device-1", name: "demo device 1")
-
-        let ticker = Task {
-            guard every > 0 else { return }
-            var index = 0
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(Double(every)))
-                guard !Task.isCancelled, !script.later.isEmpty else { break }
-                try? await publisher.publish(script.later[index % script.later.count])
-                index += 1
-            }
-        }
-        defer { ticker.cancel() }
+        let device = try await signIn(url: service.url, password: service.password, home: directory + "/device-1", name: "demo device 1")
         try await openCenter(device)
     }
 
@@ -116,105 +77,63 @@ struct Demo: AsyncParsableCommand {
     }
 }
 
-/// `Resources/demo-notifications.json`: the apps, the initial history and what arrives later.
-struct DemoScript: Decodable {
-    struct Item: Decodable {
-        var app: String
-        var group: String?
-        var priority: String
-        var title: String
-        var body: String?
-        var minutesAgo: Double?
-        var expiresInMinutes: Double?
-        var state: String?
+/// `notty-server demo-service`, the demo's service, as a child of `notty demo`: it runs until
+/// ``stop()`` or until this process ends (its standard input is a pipe from here).
+final class DemoServiceProcess {
+    let url: String
+    let password: String
+    private let process: Process
+    private let input: Pipe
+
+    private init(url: String, password: String, process: Process, input: Pipe) {
+        self.url = url
+        self.password = password
+        self.process = process
+        self.input = input
     }
 
-    var apps: [String]
-    var initial: [Item]
-    var later: [Item]
-
-    /// `$NOTTY_DEMO_FILE` when set (to try another script), else the script built into the
-    /// binary (a copy of `Resources/demo-notifications.json`), so no file is needed.
-    static func load() throws -> DemoScript {
-        if let path = ProcessInfo.processInfo.environment["NOTTY_DEMO_FILE"], !path.isEmpty {
-            guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read NOTTY_DEMO_FILE \(path)") }
-            do {
-                return try JSONDecoder().decode(DemoScript.self, from: data)
-            } catch {
-                throw CLIError("\(path) is not a valid demo script: \(error)")
-            }
+    /// Starts the service and waits (30 s at most) for its line saying where it listens.
+    static func start(directory: String, every: Int) async throws -> DemoServiceProcess {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try ServerProgram.path())
+        process.arguments = ["demo-service", "--data", directory, "--every", String(every)]
+        let input = Pipe(), output = Pipe()
+        let logPath = directory + "/service.log"
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle(forWritingAtPath: logPath)
+        do { try process.run() } catch { throw CLIError("cannot start the demo's service: \(error)") }
+        let line = await Task.detached { readLine(from: output.fileHandleForReading.fileDescriptor, seconds: 30) }.value
+        guard let line, case .object(let ready)? = JSONParser.parse(Data(line.utf8)),
+              case .string(let url)? = ready["url"], case .string(let password)? = ready["password"]
+        else {
+            process.terminate()
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            throw CLIError("the demo's service did not start\(log.isEmpty ? "" : ": " + log)")
         }
-        do {
-            return try JSONDecoder().decode(DemoScript.self, from: Data(embeddedDemoScript.utf8))
-        } catch {
-            throw CLIError("the built-in demo script is broken (\(error)): set NOTTY_DEMO_FILE to a copy of Resources/demo-notifications.json")
-        }
+        return DemoServiceProcess(url: url, password: password, process: process, input: input)
     }
-}
 
-/// The service's clock, which the demo can set back while it publishes its history, so that
-/// notifications have realistic ages.
-final class DemoClock: ServiceClock {
-    private let offset = Mutex<TimeInterval>(0)
-    func now() -> Date { Date().addingTimeInterval(offset.withLock { $0 }) }
-    func backdated<T>(by seconds: TimeInterval, _ body: () async throws -> T) async rethrows -> T {
-        offset.withLock { $0 = -seconds }
-        defer { offset.withLock { $0 = 0 } }
-        return try await body()
+    /// Ends the service (closing its standard input) and waits for it.
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
     }
 }
 
-/// Publishes demo notifications through the service's own publishing path (apps, tokens,
-/// subscriptions, validation), then applies their scripted state as the user would.
-struct DemoPublisher: Sendable {
-    let service: NotificationService
-    let userId: String
-    let clock: DemoClock
-    let apps: [String: (app: AppRecord, uns: String)]
-
-    init(service: NotificationService, userId: String, apps names: [String], clock: DemoClock) async throws {
-        self.service = service
-        self.userId = userId
-        self.clock = clock
-        var apps: [String: (AppRecord, String)] = [:]
-        for name in names {
-            let (clientId, secret) = try await service.addApp(hostName: name)
-            let token = try await service.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret])
-            let app = try await service.authenticateApp(bearer: token.access_token)
-            let body = JSONValue.object(["targetHostName": .string(name), "deviceName": .string("demo app server")]).jsonText
-            let uns = try await service.createSubscription(userId: userId, body: Data(body.utf8)).userNotificationSubscriptionId
-            apps[name] = (app, uns)
-        }
-        self.apps = apps
+/// One line from `fd` (without its newline), or nil at its end or after `seconds`.
+private func readLine(from fd: Int32, seconds: Double) -> String? {
+    var bytes: [UInt8] = []
+    let deadline = Date().addingTimeInterval(seconds)
+    var byte: UInt8 = 0
+    while Date() < deadline {
+        var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, 100) >= 0 || errno == EINTR else { return nil }
+        guard ready.revents != 0 else { continue }
+        guard read(fd, &byte, 1) == 1 else { return nil }
+        if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+        bytes.append(byte)
     }
-
-    func publish(_ item: DemoScript.Item) async throws {
-        guard let (app, uns) = apps[item.app] else { return }
-        let ago = (item.minutesAgo ?? 0) * 60
-        var visual: [String: JSONValue] = ["title": .string(item.title)]
-        if let body = item.body { visual["body"] = .string(body) }
-        var object: [String: JSONValue] = [
-            "appNotificationId": .string(UUID().uuidString.lowercased()),
-            "priority": .string(item.priority),
-            "payload": .object(["visualContent": .object(visual)]),
-        ]
-        if let group = item.group { object["groupName"] = .string(group) }
-        if let minutes = item.expiresInMinutes {
-            object["expirationDateTime"] = .string(ISOTime.format(Date().addingTimeInterval(minutes * 60)))
-        }
-        try await clock.backdated(by: ago) {
-            let stored = try await service.publish(app: app, unsId: uns, body: Data(JSONValue.object(object).jsonText.utf8))
-            let change: StateChange?
-            switch item.state {
-            case "read": change = StateChange(readState: .read)
-            case "activated": change = StateChange(readState: .read, userActionState: .activated)
-            case "dismissed": change = StateChange(userActionState: .dismissed)
-            case "snoozed": change = StateChange(userActionState: .snoozed, snoozedUntil: Date().addingTimeInterval(3 * 3600))
-            default: change = nil
-            }
-            if let change {
-                _ = try await service.mutate(userId: userId, [Mutation(id: stored.id, change: change)])
-            }
-        }
-    }
+    return nil
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NottyCommandLine
 import NottyCenter
 import NottyCore
 import NottyStore

@@ -74,4 +74,34 @@ struct CLITests {
         #expect(!process.isRunning, "serve did not stop within 10 s of SIGTERM")
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
     }
+
+    @Test("notty hands serve and admin to notty-server beside it (same process); without it, one line says what to install")
+    func serverProgram() throws {
+        defer { try? FileManager.default.removeItem(at: home) }
+        let help = try notty(["--help"])
+        #expect(help.out.contains("serve") && help.out.contains("admin") && help.out.contains("demo"), "\(help.out)")
+        let adminHelp = try notty(["admin", "user", "--help"])
+        #expect(adminHelp.status == 0 && adminHelp.out.contains("USAGE: notty admin user"), "\(adminHelp.out)\(adminHelp.err)")
+        let helpServe = try notty(["help", "serve"])
+        #expect(helpServe.out.contains("--publish-rate"), "\(helpServe.out)")
+        let bad = try notty(["admin", "user", "add"])
+        #expect(bad.status != 0 && bad.err.hasPrefix("notty: ") && bad.err.contains("(see notty admin user add --help)"), "\(bad.err)")
+        // The process that serve runs is notty-server itself: its command line says so.
+        let shell = try Repository.run(["sh", "-c", "NOTTY_HOME=\(home.path) exec \(Repository.nottyBinary.path) serve --port 0 & pid=$!; sleep 1; tr '\\0' ' ' < /proc/$pid/cmdline; kill $pid; wait $pid"])
+        #expect(shell.output.contains("notty-server serve --port 0"), "\(shell.output)")
+
+        // A notty copied alone, with no notty-server on PATH: one line, the rest of notty works.
+        let bin = home.appendingPathComponent("alone")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: Repository.nottyBinary, to: bin.appendingPathComponent("notty"))
+        let alone = NottyCLI(home: home, binary: bin.appendingPathComponent("notty"))
+        for command in [["serve"], ["admin", "user", "add", "x"]] {
+            let result = try alone.run(command, environment: ["PATH": "/usr/bin:/bin"])
+            #expect(result.status == 1 && result.out.isEmpty, "\(command)")
+            #expect(result.err.hasPrefix("notty: notty serve, notty admin and notty demo run notty-server")
+                    && result.err.contains("install it beside notty") && result.err.split(separator: "\n").count == 1, "\(result.err)")
+        }
+        let version = try alone.run(["--version"], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(version.status == 0 && !version.out.isEmpty)
+    }
 }

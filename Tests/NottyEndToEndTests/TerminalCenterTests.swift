@@ -125,13 +125,13 @@ struct TerminalCenterTests {
         #expect(await session.waitFor("[exited 0]"), "the demo did not exit 0 on SIGTERM:\n\(session.screen())")
     }
 
-    @Test("notty demo copied out of the build tree runs with the source tree hidden (no path into it); its script equals Resources/")
+    @Test("notty demo copied out of the build tree (notty and notty-server) runs with the source tree hidden (no path into it); its script equals Resources/")
     func demoCopiedElsewhere() async throws {
         let resources = Repository.root.appendingPathComponent("Resources")
-        let embedded = try String(contentsOf: Repository.root.appendingPathComponent("Sources/notty/DemoScriptText.swift"), encoding: .utf8)
+        let embedded = try String(contentsOf: Repository.root.appendingPathComponent("Sources/notty-server/DemoScriptText.swift"), encoding: .utf8)
         let json = try String(contentsOf: resources.appendingPathComponent("demo-notifications.json"), encoding: .utf8)
         #expect(embedded.contains("#\"\"\"\n" + json.trimmingCharacters(in: .newlines) + "\n\"\"\"#"),
-                "Sources/notty/DemoScriptText.swift is not a copy of Resources/demo-notifications.json")
+                "Sources/notty-server/DemoScriptText.swift is not a copy of Resources/demo-notifications.json")
         let canHide = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")
         try #require(canHide || !TmuxSession.required, "hiding the source tree needs root and unshare (CI runs as root)")
         guard canHide else { report("SKIPPED LOUDLY: hiding the source tree needs root and unshare"); return }
@@ -140,6 +140,7 @@ struct TerminalCenterTests {
         let bin = home.appendingPathComponent("bin"), empty = home.appendingPathComponent("empty")
         for folder in [bin, empty] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
         try FileManager.default.copyItem(at: Repository.nottyBinary, to: bin.appendingPathComponent("notty"))
+        try FileManager.default.copyItem(at: Repository.nottyServerBinary, to: bin.appendingPathComponent("notty-server"))
         // In a mount namespace of its own, the checkout's Resources/ and Sources/ are empty folders.
         let hidden = "mount --bind \(empty.path) \(resources.path) && mount --bind \(empty.path) \(Repository.root.path)/Sources"
             + " && exec \(bin.path)/notty demo --data \(home.path)/demo --every 0"

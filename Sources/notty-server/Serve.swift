@@ -4,14 +4,14 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
-import NottyCenter
+import NottyCommandLine
 import NottyCore
 import NottyServer
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Run the notty service.",
+        abstract: ServerCommand.serveAbstract,
         discussion: """
             App servers publish with POST /beta/me/notifications (an app token from
             POST /oauth2/v2.0/token and the user's X-UNS-ID); devices sign in with the password

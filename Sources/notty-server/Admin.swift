@@ -1,13 +1,13 @@
 import ArgumentParser
 import Foundation
-import NottyCenter
+import NottyCommandLine
 import NottyCore
 import NottyServer
 
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "admin",
-        abstract: "Manage users and apps in the service's storage (on the service's machine).",
+        abstract: ServerCommand.adminAbstract,
         discussion: "Use the same --db as notty serve; it may be running at the same time.",
         subcommands: [User.self, App.self])
 
@@ -89,12 +89,4 @@ struct Admin: AsyncParsableCommand {
             }
         }
     }
-}
-
-/// Reads a password: without echo from a terminal, else the first line of standard input.
-func readPassword(prompt: String) -> String {
-    if isatty(STDIN_FILENO) != 0, let pointer = getpass(prompt) {
-        return String(cString: pointer)
-    }
-    return readLine(strippingNewline: true) ?? ""
 }

@@ -1,0 +1,94 @@
+import Foundation
+import NottyCore
+import NottyStore
+import NottyTestSupport
+
+/// Start-up and memory of the device's program (issues 20 and 16) for one build of `notty` or
+/// two alternated round by round (`--baseline PATH`): `notty --version` (wall time and maximum
+/// resident memory, 20 runs a round), the center's first full frame with the whole history and
+/// its resident memory then, and the resident memory of `notty poll --live --desktop` once its
+/// first popup is up (on a real session bus with dunst when they are installed, else
+/// `notty poll --live`).
+struct StartupBench {
+    let service: ServiceBench
+    let device: SyncedDevice
+    let builds: [(name: String, binary: URL)]
+    let rounds: Int
+
+    func run() async throws {
+        let desktop = TestDesktop.available ? try await TestDesktop() : nil
+        defer { desktop?.stop() }
+        if desktop == nil { print("startup: no dbus-daemon, Xvfb or dunst: poll runs without --desktop") }
+        let store = try LocalStore(path: device.storePath)
+        guard let newest = try store.window(view: .unread, limit: 1).first?.payload.visualContent?.title else {
+            throw SupportError("no unread notification to look for")
+        }
+        var figures: [String: [String: [Double]]] = [:]
+        func add(_ build: String, _ what: String, _ value: Double) { figures[build, default: [:]][what, default: []].append(value) }
+
+        for round in 0..<rounds {
+            for build in builds {
+                for _ in 0..<20 {
+                    let (ms, resident) = try runToEnd(build.binary.path, ["--version"])
+                    add(build.name, "version ms", ms)
+                    add(build.name, "version MiB", Double(resident) / 1_048_576)
+                }
+
+                let terminal = try PseudoTerminal(columns: 120, rows: 40)
+                let start = ContinuousClock.now
+                let center = try terminal.spawn(build.binary.path, ["tui"], environment: ["NOTTY_HOME": device.home.path, "TERM": "xterm-256color"])
+                let first = try terminal.readUntil(timeout: .seconds(10)) { $0.contains(newest) && $0.contains("alice@") }
+                add(build.name, "frame ms", (first - start).seconds * 1000)
+                add(build.name, "frame MiB", Double(memory(pid: center).resident) / 1_048_576)
+                kill(center, SIGTERM)
+                var status: Int32 = 0
+                waitpid(center, &status, 0)
+
+                let cli = NottyCLI(home: device.home, binary: build.binary)
+                let log = device.home.appendingPathComponent("startup-poll.log")
+                let poll = try cli.start(["poll", "--live"] + (desktop == nil ? [] : ["--desktop"]), log: log, environment: desktop?.environment ?? [:])
+                defer {
+                    poll.terminate()
+                    poll.waitUntilExit()
+                }
+                let (published, text) = try await service.request(.POST, "/beta/me/notifications", token: service.appToken,
+                    body: #"{"appNotificationId":"startup-\#(round)-\#(build.name)","payload":{"visualContent":{"title":"Start-up \#(round)"}}}"#,
+                    headers: [("X-UNS-ID", service.unsId)])
+                guard published == 201, case .object(let object)? = JSONValue(jsonText: text), case .string(let id)? = object["id"] else {
+                    throw SupportError("publish answered \(published): \(text.prefix(200))")
+                }
+                let deadline = ContinuousClock.now + .seconds(20)
+                while ContinuousClock.now < deadline {
+                    if desktop == nil ? (try store.notification(id: id) != nil) : (try store.popups().contains { $0.notificationId == id }) { break }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                try await Task.sleep(for: .milliseconds(500))
+                add(build.name, "poll MiB", Double(memory(pid: poll.processIdentifier).resident) / 1_048_576)
+            }
+        }
+
+        print("")
+        print("start-up and memory, \(rounds) round(s) alternated, \(device.count) notifications in the store:")
+        for build in builds {
+            let f = figures[build.name] ?? [:]
+            func median(_ key: String) -> Double { percentile(f[key] ?? [], 50) }
+            func list(_ key: String) -> String { (f[key] ?? []).map { String(format: "%.1f", $0) }.joined(separator: ", ") }
+            print(String(format: "  %@ (%@): notty --version median %.2f ms, max resident %.1f MiB; first full frame %@ ms, resident %@ MiB; poll --live%@ resident %@ MiB",
+                         build.name, build.binary.path, median("version ms"), median("version MiB"), list("frame ms"), list("frame MiB"),
+                         desktop == nil ? "" : " --desktop", list("poll MiB")))
+        }
+    }
+
+    /// Runs a command to its end with its output thrown away; its wall time and maximum
+    /// resident memory (`wait4`).
+    private func runToEnd(_ path: String, _ arguments: [String]) throws -> (milliseconds: Double, resident: Int) {
+        let start = ContinuousClock.now
+        let pid = try NottyTestSupport.spawn(path, arguments, environment: ProcessInfo.processInfo.environment) { actions in
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        var status: Int32 = 0
+        var usage = rusage()
+        wait4(pid, &status, 0, &usage)
+        return ((ContinuousClock.now - start).seconds * 1000, usage.ru_maxrss * 1024)
+    }
+}

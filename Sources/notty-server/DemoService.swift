@@ -1,0 +1,190 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import NottyCommandLine
+import NottyCore
+import NottyServer
+import Synchronization
+
+/// The service of `notty demo`, which `notty demo` starts as its child: a service on
+/// 127.0.0.1 with a SQLite store in `--data`, a demo user with a realistic history, and a new
+/// notification every `--every` seconds. When it is ready it prints one JSON line on stdout,
+/// `{"url": …, "password": …}`; it stops when its standard input ends (when `notty demo`
+/// exits, however it exits).
+struct DemoService: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo-service",
+        abstract: "The embedded service of notty demo (notty demo runs it).",
+        shouldDisplay: false)
+
+    @Option(help: ArgumentHelp("The demo's folder (the service keeps server.sqlite there).", valueName: "dir")) var data: String
+    @Option(help: ArgumentHelp("Seconds between new notifications (0: none).", valueName: "seconds")) var every: Int = 20
+
+    func run() async throws {
+        try await reportingErrors {
+            let script = try DemoScript.load()
+            // Quiet: notty demo keeps this program's stderr in a file and shows it only if
+            // the service does not start.
+            let clock = DemoClock()
+            LogLines.bootstrap()
+            var logger = Logger(label: "notty.demo")
+            logger.logLevel = .critical
+            var config = ServiceConfig()
+            config.port = 0
+            config.bcryptCost = 8
+            config.pollInterval = 5
+            let service = NotificationService(
+                storage: try SQLiteStorage(path: data + "/server.sqlite"), config: config, clock: clock, logger: logger)
+            let portBox = Mutex<Int?>(nil)
+            let app = try ServerApplication.build(service: service) { port in portBox.withLock { $0 = port } }
+            let server = Task { try await app.runService(gracefulShutdownSignals: []) }
+            defer { server.cancel() }
+            var port: Int?
+            for _ in 0..<200 where port == nil {
+                try await Task.sleep(for: .milliseconds(25))
+                port = portBox.withLock { $0 }
+            }
+            guard let port else { throw CLIError("the demo service did not start") }
+
+            // The demo user, apps and history.
+            let password = UUID().uuidString
+            let user = try await service.addUser(name: "demo", password: password, displayName: "Demo User")
+            let publisher = try await DemoPublisher(service: service, userId: user.id, apps: script.apps, clock: clock)
+            for item in script.initial.reversed() { try await publisher.publish(item) }
+            let ready = JSONValue.object(["url": .string("http://127.0.0.1:\(port)"), "password": .string(password)]).jsonText
+            FileHandle.standardOutput.write(Data((ready + "\n").utf8))
+
+            let ticker = Task {
+                guard every > 0 else { return }
+                var index = 0
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(Double(every)))
+                    guard !Task.isCancelled, !script.later.isEmpty else { break }
+                    try? await publisher.publish(script.later[index % script.later.count])
+                    index += 1
+                }
+            }
+            defer { ticker.cancel() }
+            await standardInputEnds()
+        }
+    }
+}
+
+/// Returns when standard input reaches its end: `notty demo` holds the other end of the pipe,
+/// so the kernel closes it when that process ends, even by SIGKILL.
+private func standardInputEnds() async {
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 256)
+            while true {
+                let count = read(STDIN_FILENO, &buffer, buffer.count)
+                if count == 0 || (count < 0 && errno != EINTR) { break }
+            }
+            done.resume()
+        }
+    }
+}
+
+/// `Resources/demo-notifications.json`: the apps, the initial history and what arrives later.
+struct DemoScript: Decodable {
+    struct Item: Decodable {
+        var app: String
+        var group: String?
+        var priority: String
+        var title: String
+        var body: String?
+        var minutesAgo: Double?
+        var expiresInMinutes: Double?
+        var state: String?
+    }
+
+    var apps: [String]
+    var initial: [Item]
+    var later: [Item]
+
+    /// `$NOTTY_DEMO_FILE` when set (to try another script), else the script built into the
+    /// binary (a copy of `Resources/demo-notifications.json`), so no file is needed.
+    static func load() throws -> DemoScript {
+        if let path = ProcessInfo.processInfo.environment["NOTTY_DEMO_FILE"], !path.isEmpty {
+            guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read NOTTY_DEMO_FILE \(path)") }
+            do {
+                return try JSONDecoder().decode(DemoScript.self, from: data)
+            } catch {
+                throw CLIError("\(path) is not a valid demo script: \(error)")
+            }
+        }
+        do {
+            return try JSONDecoder().decode(DemoScript.self, from: Data(embeddedDemoScript.utf8))
+        } catch {
+            throw CLIError("the built-in demo script is broken (\(error)): set NOTTY_DEMO_FILE to a copy of Resources/demo-notifications.json")
+        }
+    }
+}
+
+/// The service's clock, which the demo can set back while it publishes its history, so that
+/// notifications have realistic ages.
+final class DemoClock: ServiceClock {
+    private let offset = Mutex<TimeInterval>(0)
+    func now() -> Date { Date().addingTimeInterval(offset.withLock { $0 }) }
+    func backdated<T>(by seconds: TimeInterval, _ body: () async throws -> T) async rethrows -> T {
+        offset.withLock { $0 = -seconds }
+        defer { offset.withLock { $0 = 0 } }
+        return try await body()
+    }
+}
+
+/// Publishes demo notifications through the service's own publishing path (apps, tokens,
+/// subscriptions, validation), then applies their scripted state as the user would.
+struct DemoPublisher: Sendable {
+    let service: NotificationService
+    let userId: String
+    let clock: DemoClock
+    let apps: [String: (app: AppRecord, uns: String)]
+
+    init(service: NotificationService, userId: String, apps names: [String], clock: DemoClock) async throws {
+        self.service = service
+        self.userId = userId
+        self.clock = clock
+        var apps: [String: (AppRecord, String)] = [:]
+        for name in names {
+            let (clientId, secret) = try await service.addApp(hostName: name)
+            let token = try await service.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret])
+            let app = try await service.authenticateApp(bearer: token.access_token)
+            let body = JSONValue.object(["targetHostName": .string(name), "deviceName": .string("demo app server")]).jsonText
+            let uns = try await service.createSubscription(userId: userId, body: Data(body.utf8)).userNotificationSubscriptionId
+            apps[name] = (app, uns)
+        }
+        self.apps = apps
+    }
+
+    func publish(_ item: DemoScript.Item) async throws {
+        guard let (app, uns) = apps[item.app] else { return }
+        let ago = (item.minutesAgo ?? 0) * 60
+        var visual: [String: JSONValue] = ["title": .string(item.title)]
+        if let body = item.body { visual["body"] = .string(body) }
+        var object: [String: JSONValue] = [
+            "appNotificationId": .string(UUID().uuidString.lowercased()),
+            "priority": .string(item.priority),
+            "payload": .object(["visualContent": .object(visual)]),
+        ]
+        if let group = item.group { object["groupName"] = .string(group) }
+        if let minutes = item.expiresInMinutes {
+            object["expirationDateTime"] = .string(ISOTime.format(Date().addingTimeInterval(minutes * 60)))
+        }
+        try await clock.backdated(by: ago) {
+            let stored = try await service.publish(app: app, unsId: uns, body: Data(JSONValue.object(object).jsonText.utf8))
+            let change: StateChange?
+            switch item.state {
+            case "read": change = StateChange(readState: .read)
+            case "activated": change = StateChange(readState: .read, userActionState: .activated)
+            case "dismissed": change = StateChange(userActionState: .dismissed)
+            case "snoozed": change = StateChange(userActionState: .snoozed, snoozedUntil: Date().addingTimeInterval(3 * 3600))
+            default: change = nil
+            }
+            if let change {
+                _ = try await service.mutate(userId: userId, [Mutation(id: stored.id, change: change)])
+            }
+        }
+    }
+}
