@@ -104,7 +104,6 @@ let package = Package(
                 "NottySync",
                 "NottyTerminal",
                 "NottyCenter",
-                "notty-server",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

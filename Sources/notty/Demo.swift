@@ -99,7 +99,7 @@ final class DemoServiceProcess {
         process.arguments = ["demo-service", "--data", directory, "--every", String(every)]
         let input = Pipe(), output = Pipe()
         let logPath = directory + "/service.log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle(forWritingAtPath: logPath)

@@ -85,7 +85,12 @@ struct Poll: AsyncParsableCommand {
                 switch event {
                 case .connection(let state): warn("connection: \(describe(state))")
                 case .failed(let error): warn(error.description)
-                case .synced: Task { await report() }  // at once: popups close within milliseconds
+                case .synced:
+                    Task {
+                        await report()  // at once: popups close within milliseconds
+                        // Started and synced once: the code only start-up needed is given back.
+                        ResidentMemory.releaseStartupCodeOnce()
+                    }
                 }
             }
             engineBox.withLock { $0 = liveSync }

@@ -16,7 +16,36 @@ enum ServerProgram {
             candidates.append(String(directory) + "/notty-server")
         }
         if let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) { return found }
+        if let built = try buildInSourceTree(folder) { return built }
         throw CLIError("notty serve, notty admin and notty demo run notty-server, which is neither in \(folder) nor on PATH: install it beside notty (README, Installing)")
+    }
+
+    /// In a source checkout, `swift run notty demo` (or `serve`) builds `notty` alone, since
+    /// nothing that `notty` links needs `notty-server`: build it beside `notty` once, with
+    /// SwiftPM's output on stderr. Nil when `folder` is not SwiftPM's
+    /// `PACKAGE/.build…/TRIPLE/debug|release`.
+    private static func buildInSourceTree(_ folder: String) throws -> String? {
+        let configuration = (folder as NSString).lastPathComponent
+        let scratch = ((folder as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent
+        let package = (scratch as NSString).deletingLastPathComponent
+        guard ["debug", "release"].contains(configuration), (scratch as NSString).lastPathComponent.hasPrefix(".build"),
+              FileManager.default.fileExists(atPath: package + "/Package.swift") else { return nil }
+        warn("building notty-server (the service's program) beside notty, once: a few minutes the first time")
+        let build = Process()
+        build.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        build.arguments = ["swift", "build", "--package-path", package, "--scratch-path", scratch, "-c", configuration, "--product", "notty-server"]
+        build.standardOutput = FileHandle.standardError
+        do {
+            try build.run()
+            build.waitUntilExit()
+        } catch {
+            throw CLIError("cannot run swift build for notty-server: \(error)")
+        }
+        let built = (folder as NSString).appendingPathComponent("notty-server")
+        guard build.terminationStatus == 0, FileManager.default.isExecutableFile(atPath: built) else {
+            throw CLIError("swift build --product notty-server failed (its output is above)")
+        }
+        return built
     }
 
     /// Replaces this process with `notty-server arguments…` (same process id, signals, files).

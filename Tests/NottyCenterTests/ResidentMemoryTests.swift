@@ -1,0 +1,50 @@
+import Foundation
+@testable import NottyCenter
+import Testing
+
+@Suite("Resident memory: the program's own code pages given back after start-up")
+struct ResidentMemoryTests {
+    @Test("smaps is read mapping by mapping: bounds, permissions, a path with spaces, Rss, Anonymous")
+    func parsesSmaps() {
+        let smaps = """
+            55663f243000-556641ac2000 r-xp 00000000 fe:00 5374586                    /opt/my apps/notty
+            Size:              41468 kB
+            Rss:               23444 kB
+            Private_Dirty:       100 kB
+            Anonymous:             0 kB
+            VmFlags: rd ex mr mw me
+            556641ac2000-556641ac4000 rw-p 0287b000 fe:00 5374586                    /opt/my apps/notty
+            Rss:                   8 kB
+            Anonymous:             4 kB
+            7ffd1000-7ffd2000 rw-p 00000000 00:00 0
+            Rss:                   4 kB
+            """
+        let mappings = ResidentMemory.Mapping.read(smaps)
+        #expect(mappings.count == 3)
+        #expect(mappings[0].start == 0x55663f243000 && mappings[0].end == 0x556641ac2000)
+        #expect(mappings[0].permissions == "r-xp" && mappings[0].path == "/opt/my apps/notty")
+        #expect(mappings[0].resident == 23444 * 1024 && mappings[0].written == 0)
+        #expect(mappings[1].written == 4096 && mappings[1].resident == 8192)
+        #expect(mappings[2].path == "" && mappings[2].resident == 4096)
+    }
+
+    @Test("this test program's code mapping is unmapped and mapped again on use: the resident set shrinks, the code still runs")
+    func releasesAndRunsOn() throws {
+        func codeResident() throws -> Int {
+            let program = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+            let data = try #require(FileHandle(forReadingAtPath: "/proc/self/smaps")?.readDataToEndOfFile())
+            return ResidentMemory.Mapping.read(String(decoding: data, as: UTF8.self))
+                .filter { $0.permissions == "r-xp" && $0.path == program }.map(\.resident).reduce(0, +)
+        }
+        let before = try codeResident()
+        try #require(before > 0, "no code mapping of this program found in /proc/self/smaps")
+        let released = ResidentMemory.releaseStartupCode()
+        #expect(released >= before / 2, "released \(released) of \(before) resident bytes")
+        // Code runs again from the same file (a JSON round trip, sorting, string work).
+        let words = (0..<1000).map { "word \($0 * 7919 % 1000)" }.sorted()
+        let json = try JSONSerialization.data(withJSONObject: ["words": words])
+        let back = try JSONSerialization.jsonObject(with: json) as? [String: [String]]
+        #expect(back?["words"] == words)
+        #expect(try codeResident() < before, "the resident code did not shrink")
+    }
+}
