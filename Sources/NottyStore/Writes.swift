@@ -395,7 +395,17 @@ extension LocalStore {
 
     /// Marks everything in the store as announced (what `notty poll` does when it starts).
     public func markAllAnnounced() throws {
-        try pool.write { db in try db.execute(sql: "UPDATE notifications SET announced = 1 WHERE announced = 0") }
+        // One transaction in statements of 5,000 rows: each statement's journal (kept in memory)
+        // holds the pages of its own rows only, not those of the whole store (a store filled by
+        // a first `notty sync` has every row still to mark: 100,000 in one statement took
+        // about 30 MiB for a moment).
+        try pool.write { db in
+            let statement = try db.cachedStatement(sql: """
+                UPDATE notifications SET announced = 1
+                WHERE rowid IN (SELECT rowid FROM notifications WHERE announced = 0 LIMIT 5000)
+                """)
+            repeat { try statement.execute() } while db.changesCount > 0
+        }
     }
 
     /// Records the time of a successful exchange with the service.

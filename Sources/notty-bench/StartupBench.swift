@@ -5,7 +5,7 @@ import NottyTestSupport
 
 /// Start-up and memory of the device's program (issues 20 and 16) for one build of `notty` or
 /// two alternated round by round (`--baseline PATH`): `notty --version` (wall time and maximum
-/// resident memory, 20 runs a round), the center's first full frame with the whole history and
+/// resident memory, 20 runs a round; /usr/bin/time from Debian's `time`), the center's first full frame with the whole history and
 /// its resident memory then, and the resident memory of `notty poll --live --desktop` once its
 /// first popup is up (on a real session bus with dunst when they are installed, else
 /// `notty poll --live`).
@@ -79,16 +79,23 @@ struct StartupBench {
         }
     }
 
-    /// Runs a command to its end with its output thrown away; its wall time and maximum
-    /// resident memory (`wait4`).
+    /// Runs a command to its end with its output thrown away: its wall time, and its maximum
+    /// resident memory as GNU time reports it (the `wait4` of a child spawned from here would
+    /// count this process's memory too: `posix_spawn` runs the child in it until `exec`).
     private func runToEnd(_ path: String, _ arguments: [String]) throws -> (milliseconds: Double, resident: Int) {
-        let start = ContinuousClock.now
-        let pid = try NottyTestSupport.spawn(path, arguments, environment: ProcessInfo.processInfo.environment) { actions in
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        func run(_ path: String, _ arguments: [String]) throws {
+            let pid = try NottyTestSupport.spawn(path, arguments, environment: ProcessInfo.processInfo.environment) { actions in
+                posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            }
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
         }
-        var status: Int32 = 0
-        var usage = rusage()
-        wait4(pid, &status, 0, &usage)
-        return ((ContinuousClock.now - start).seconds * 1000, usage.ru_maxrss * 1024)
+        let start = ContinuousClock.now
+        try run(path, arguments)
+        let elapsed = (ContinuousClock.now - start).seconds * 1000
+        let report = device.home.appendingPathComponent("time.txt").path
+        try run("/usr/bin/time", ["-f", "%M", "-o", report, path] + arguments)
+        let kib = (try? String(contentsOfFile: report, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+        return (elapsed, kib * 1024)
     }
 }

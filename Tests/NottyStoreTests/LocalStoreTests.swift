@@ -64,6 +64,19 @@ struct LocalStoreTests {
         }
     }
 
+    @Test("markAllAnnounced marks every row, more than one 5,000-row statement of them, and new ones are announced after")
+    func markAllAnnounced() throws {
+        let t = try TemporaryStore()
+        // (A first sync into an empty store announces nothing: the rows come after one.)
+        _ = try t.store.apply(page: ChangesPage(changes: [notification(1)], cursor: "1", hasMore: false), since: nil)
+        _ = try t.store.apply(page: ChangesPage(changes: (2...12_002).map { notification($0) }, cursor: "2", hasMore: false), since: "1")
+        #expect(try t.store.unannounced(now: base).count >= 12_001)
+        try t.store.markAllAnnounced()
+        #expect(try t.store.unannounced(now: base).isEmpty)
+        _ = try t.store.apply(page: ChangesPage(changes: [notification(20_000)], cursor: "3", hasMore: false), since: "2")
+        #expect(try t.store.unannounced(now: base).map(\.appNotificationId) == ["a20000"])
+    }
+
     @Test("windows are newest first, offset/limit, search over title, body, app and group; positions")
     func windowsAndSearch() throws {
         let t = try TemporaryStore()
