@@ -30,8 +30,7 @@ public func reportingErrors(_ body: () async throws -> Void) async throws {
     } catch let error as ExitCode {
         throw error
     } catch {
-        let line = (error as? CustomStringConvertible)?.description ?? String(describing: error)
-        warn(line)
+        warn(String(describing: error))  // its description where it has one (CLIError, APIError, …)
         throw ExitCode(1)
     }
 }

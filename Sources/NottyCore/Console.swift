@@ -1,5 +1,4 @@
 import Foundation
-import NottyCore
 
 // What notty's commands and background work write for a person: every line through
 // ``TerminalText``, so nothing from the network drives the terminal.
