@@ -20,6 +20,8 @@ public final class Center: Sendable {
     private let quitRequested = Atomic<Bool>(false)
     /// Set once `run` starts it; read by the loop's thread and the sync's callbacks.
     private let liveSync = Mutex<LiveSync?>(nil)
+    /// Told once the first frame is painted (then nil).
+    private let firstPaint = Mutex<AsyncStream<Void>.Continuation?>(nil)
     /// Written by the sync's callbacks, read when the status line is built.
     private let connection = Mutex<SyncStatus.Connection>(.connecting)
 
@@ -37,7 +39,15 @@ public final class Center: Sendable {
         let signals = Terminal.terminationSignals()
         let liveSync = LiveSync(engine: engine, client: client, mode: .live) { [weak self] event in self?.syncEvent(event) }
         self.liveSync.withLock { $0 = liveSync }
-        let syncTask = Task { await liveSync.run() }
+        // Syncing starts once the first frame is painted: on two cores its start (NIO's threads,
+        // TLS, the doorbell's connection) would otherwise compete with the first frame.
+        let (painted, paintedContinuation) = AsyncStream.makeStream(of: Void.self)
+        firstPaint.withLock { $0 = paintedContinuation }
+        let syncTask = Task {
+            for await _ in painted { break }
+            guard !Task.isCancelled else { return }  // the loop ended before it painted
+            await liveSync.run()
+        }
         let signalTask = Task { [weak self] in
             for await _ in signals { self?.quitRequested.store(true, ordering: .relaxed); break }
         }
@@ -170,6 +180,10 @@ public final class Center: Sendable {
             if dirty {
                 terminal.paint(render(state))
                 loader.startCounting()  // answers leave counts only while events are handled
+                if let told = firstPaint.withLock({ continuation in defer { continuation = nil }; return continuation }) {
+                    told.yield()
+                    told.finish()
+                }
             }
             guard running else { break }
             switch terminal.readKey(timeoutMilliseconds: 50) {

@@ -44,13 +44,16 @@ public actor ServiceClient {
     public let file: CredentialsFile
     private var credentials: Credentials
     private var refreshing: Task<Credentials, any Error>?
-    let http: HTTPClient
+    private let givenHTTP: HTTPClient?
     let timeout: TimeAmount
+    /// The HTTP client, made on the first request (``NottyHTTP/client`` starts NIO's threads):
+    /// the center paints its first frame before any of that runs.
+    var http: HTTPClient { givenHTTP ?? NottyHTTP.client }
 
-    public init(file: CredentialsFile, credentials: Credentials, http: HTTPClient = NottyHTTP.client, timeout: TimeAmount = .seconds(15)) {
+    public init(file: CredentialsFile, credentials: Credentials, http: HTTPClient? = nil, timeout: TimeAmount = .seconds(15)) {
         self.file = file
         self.credentials = credentials
-        self.http = http
+        self.givenHTTP = http
         self.timeout = timeout
     }
 
