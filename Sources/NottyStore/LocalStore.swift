@@ -205,6 +205,9 @@ public final class LocalStore: Sendable {
     /// Ties the store to `account`; when it held another account's notifications they are
     /// forgotten (with their outbox) so users never mix.
     public func bind(account: String) throws {
+        // Every command binds at its start: the store already bound to this account (the usual
+        // case) is read, not written (a write commits and waits for the disk).
+        if try pool.read({ db in try meta(db, "account") }) == account { return }
         try pool.write { db in
             if let current = try meta(db, "account"), current != account {
                 try SearchIndex.reset(db)

@@ -93,7 +93,9 @@ struct CLITests {
         // A notty copied alone, with no notty-server on PATH: one line, the rest of notty works.
         let bin = home.appendingPathComponent("alone")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: Repository.nottyBinary, to: bin.appendingPathComponent("notty"))
+        // Copied by cp: a file this test process opened for writing could be inherited by a
+        // process another test spawns meanwhile, and running it would fail (ETXTBSY).
+        #expect(try Repository.run(["cp", Repository.nottyBinary.path, bin.appendingPathComponent("notty").path]).status == 0)
         let alone = NottyCLI(home: home, binary: bin.appendingPathComponent("notty"))
         for command in [["serve"], ["admin", "user", "add", "x"]] {
             let result = try alone.run(command, environment: ["PATH": "/usr/bin:/bin"])

@@ -139,8 +139,9 @@ struct TerminalCenterTests {
         defer { try? FileManager.default.removeItem(at: home) }
         let bin = home.appendingPathComponent("bin"), empty = home.appendingPathComponent("empty")
         for folder in [bin, empty] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
-        try FileManager.default.copyItem(at: Repository.nottyBinary, to: bin.appendingPathComponent("notty"))
-        try FileManager.default.copyItem(at: Repository.nottyServerBinary, to: bin.appendingPathComponent("notty-server"))
+        // Copied by cp (not by this process, whose open files a process spawned meanwhile would
+        // inherit: running the copy would then fail with ETXTBSY).
+        #expect(try Repository.run(["cp", Repository.nottyBinary.path, Repository.nottyServerBinary.path, bin.path]).status == 0)
         // In a mount namespace of its own, the checkout's Resources/ and Sources/ are empty folders.
         let hidden = "mount --bind \(empty.path) \(resources.path) && mount --bind \(empty.path) \(Repository.root.path)/Sources"
             + " && exec \(bin.path)/notty demo --data \(home.path)/demo --every 0"
