@@ -88,9 +88,14 @@ public enum ISOTime {
 
     /// Milliseconds since 1970, the unit notty stores times in.
     public static func millis(_ date: Date) -> Int64 {
-        // Through whole microseconds first, so 1700000000.123 (stored as …0.12299999) is 123 ms.
-        let micros = (date.timeIntervalSince1970 * 1_000_000).rounded()
-        return Int64((micros / 1000).rounded(.down))
+        // Cut to the millisecond, except that a time within the Double's own error of a whole
+        // millisecond is that millisecond: 1700000000.123 (stored as …0.12299999) is 123 ms,
+        // and so is a time read from `…:00.123Z` in the year 2526, where `Date` (seconds since
+        // 2001) carries some microseconds of error and going through 1970 adds as many.
+        let ms = date.timeIntervalSince1970 * 1000
+        let nearest = ms.rounded()
+        if (ms - nearest).magnitude <= max(0.0005, ms.magnitude.ulp * 8) { return Int64(nearest) }
+        return Int64(ms.rounded(.down))
     }
 
     /// `date` cut to whole milliseconds, the precision notty stores and writes.
