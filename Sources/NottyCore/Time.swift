@@ -37,13 +37,18 @@ public enum ISOTime {
         }
     }
 
-    /// Parses an ISO 8601 time; `nil` when it is not one.
+    /// Parses an ISO 8601 time; `nil` when it is not one, or when it is outside the years
+    /// 1…9999 (Foundation's lenient parser takes `202611-2-4T…`; that far out a `Date` cannot
+    /// hold a millisecond, so such a time would change each time it is written and read).
     public static func parse(_ text: String) -> Date? {
         if let millis = parseUTC(text) { return date(millis: millis) }
-        if let date = try? withFraction.parse(text) { return truncated(date) }
-        if let date = try? withoutFraction.parse(text) { return truncated(date) }
-        return nil
+        guard let date = (try? withFraction.parse(text)) ?? (try? withoutFraction.parse(text)),
+              (firstMillis...lastMillis).contains(millis(date)) else { return nil }
+        return truncated(date)
     }
+
+    /// 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z.
+    static let firstMillis: Int64 = -62_135_596_800_000, lastMillis: Int64 = 253_402_300_799_999
 
     /// notty's own spelling, `yyyy-MM-ddTHH:mm:ss[.SSS]Z`, read by hand (every time in every
     /// page a client pulls goes through here; `ISO8601FormatStyle` is many times slower).

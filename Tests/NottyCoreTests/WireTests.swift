@@ -115,6 +115,15 @@ struct ParserTests {
         }
     }
 
+    @Test("Times outside the years 1…9999 are not times (the fuzzer found a year 202611 drifting a millisecond a round)")
+    func timesOutOfRange() {
+        #expect(ISOTime.parseUTC("0001-01-01T00:00:00.000Z") == ISOTime.firstMillis)
+        #expect(ISOTime.parseUTC("9999-12-31T23:59:59.999Z") == ISOTime.lastMillis)
+        #expect(ISOTime.parse("202611-2-4T08:00:00.008Z") == nil)
+        #expect(ISOTime.parse("+10000-01-01T00:00:00Z") == nil)
+        #expect(ISOTime.parse("9999-12-31T23:59:59Z") != nil)
+    }
+
     @Test("The hand-written reader of notty's own spelling agrees with Foundation's ISO 8601 parser")
     func fastTimes() throws {
         var generator = SystemRandomNumberGenerator()
