@@ -58,7 +58,7 @@ public func runRoot<Root: ParsableCommand>(_ root: Root.Type) async {
 }
 
 /// `notty admin user` for `admin user add --bad`: the subcommands named on the command line.
-public func commandPath(_ root: ParsableCommand.Type, _ arguments: ArraySlice<String>) -> String {
+func commandPath(_ root: ParsableCommand.Type, _ arguments: ArraySlice<String>) -> String {
     var path = ["notty"]
     var commands: [ParsableCommand.Type] = root.configuration.subcommands
     for argument in arguments {

@@ -396,9 +396,9 @@ extension LocalStore {
     /// Marks everything in the store as announced (what `notty poll` does when it starts).
     public func markAllAnnounced() throws {
         // One transaction in statements of 5,000 rows: each statement's journal (kept in memory)
-        // holds the pages of its own rows only, not those of the whole store (a store filled by
-        // a first `notty sync` has every row still to mark: 100,000 in one statement took
-        // about 30 MiB for a moment).
+        // holds the pages of its own rows only, not those of the whole store (60,000 rows pulled
+        // by `notty sync` into a store in use, all still to mark, took about 20 MiB in one
+        // statement, for a moment).
         try pool.write { db in
             let statement = try db.cachedStatement(sql: """
                 UPDATE notifications SET announced = 1

@@ -3,9 +3,6 @@ import Foundation
 import NottyCenter
 import NottyCore
 import NottyCommandLine
-import NottyStore
-import NottySync
-import Synchronization
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,9 +1,7 @@
 import ArgumentParser
 import Foundation
-import NottyCenter
 import NottyCore
 import NottyCommandLine
-import NottyStore
 import NottySync
 
 @main
