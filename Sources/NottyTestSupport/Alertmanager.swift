@@ -40,7 +40,7 @@ public final class TestAlertmanager: @unchecked Sendable {
             "--web.listen-address=127.0.0.1:\(port)", "--cluster.listen-address=", "--log.level=debug",
         ], log: directory.appendingPathComponent("alertmanager.log"), environment: [:])
         let ready = await eventually(timeout: .seconds(20)) { [url] in
-            (try? Repository.run(["curl", "-sf", "\(url)/-/ready"]))?.status == 0
+            (try? await Repository.run(["curl", "-sf", "\(url)/-/ready"]))?.status == 0
         }
         guard ready else {
             let log = self.log
@@ -53,17 +53,17 @@ public final class TestAlertmanager: @unchecked Sendable {
     public var log: String { (try? String(contentsOf: directory.appendingPathComponent("alertmanager.log"), encoding: .utf8)) ?? "" }
 
     /// Posts alerts to `POST /api/v2/alerts` (a JSON array in Alertmanager's API format).
-    public func post(_ alertsJSON: String) throws {
+    public func post(_ alertsJSON: String) async throws {
         let file = directory.appendingPathComponent("alerts-\(UUID().uuidString).json")
         try alertsJSON.write(to: file, atomically: true, encoding: .utf8)
-        let result = try Repository.run(["curl", "-sS", "-f", "-H", "Content-Type: application/json", "--data-binary", "@\(file.path)", "\(url)/api/v2/alerts"])
+        let result = try await Repository.run(["curl", "-sS", "-f", "-H", "Content-Type: application/json", "--data-binary", "@\(file.path)", "\(url)/api/v2/alerts"])
         guard result.status == 0 else { throw SupportError("posting alerts to Alertmanager: \(result.output)") }
     }
 
     /// `amtool` against this Alertmanager.
     @discardableResult
-    public func amtool(_ arguments: [String]) throws -> String {
-        let result = try Repository.run(["amtool", "--alertmanager.url=\(url)"] + arguments)
+    public func amtool(_ arguments: [String]) async throws -> String {
+        let result = try await Repository.run(["amtool", "--alertmanager.url=\(url)"] + arguments)
         guard result.status == 0 else { throw SupportError("amtool \(arguments.joined(separator: " ")): \(result.output)") }
         return result.output
     }

@@ -60,7 +60,7 @@ public final class TestDesktop: @unchecked Sendable {
                 timeout = 0
             """.write(to: config, atomically: true, encoding: .utf8)
         dunst = try startLogged("/usr/bin/dunst", ["-config", config.path], log: directory.appendingPathComponent("dunst.log"), environment: environment)
-        guard await eventually(timeout: .seconds(10), { (try? self.displayed()) != nil }) else {
+        guard await eventually(timeout: .seconds(10), { (try? await self.displayed()) != nil }) else {
             let log = (try? String(contentsOf: directory.appendingPathComponent("dunst.log"), encoding: .utf8)) ?? ""
             stop()
             throw SupportError("dunst did not start: \(log)")
@@ -68,35 +68,35 @@ public final class TestDesktop: @unchecked Sendable {
     }
 
     /// `dunstctl count displayed`: the popups on screen.
-    public func displayed() throws -> Int {
-        let result = try dunstctl(["count", "displayed"])
+    public func displayed() async throws -> Int {
+        let result = try await dunstctl(["count", "displayed"])
         guard let count = Int(result.trimmingCharacters(in: .whitespacesAndNewlines)) else { throw SupportError("dunstctl count: \(result)") }
         return count
     }
 
     /// `dunstctl close`: closes the topmost popup as the user would (reason 2).
-    public func closeTopmost() throws { _ = try dunstctl(["close"]) }
+    public func closeTopmost() async throws { _ = try await dunstctl(["close"]) }
 
     /// `dunstctl action 0`: the default action of the topmost popup (a click on it).
-    public func clickTopmost() throws { _ = try dunstctl(["action", "0"]) }
+    public func clickTopmost() async throws { _ = try await dunstctl(["action", "0"]) }
 
     /// Chooses the action labelled `label` in dunst's context menu (`dunstctl context`).
-    public func chooseAction(_ label: String) throws {
+    public func chooseAction(_ label: String) async throws {
         try label.write(to: directory.appendingPathComponent("menu-choice"), atomically: true, encoding: .utf8)
-        _ = try dunstctl(["context"])
+        _ = try await dunstctl(["context"])
     }
 
     /// The summaries in `dunstctl history` (popups closed so far), newest first.
-    public func historySummaries() throws -> [String] {
-        let text = try dunstctl(["history"])
+    public func historySummaries() async throws -> [String] {
+        let text = try await dunstctl(["history"])
         guard let root = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
               let data = root["data"] as? [[Any]], let items = data.first as? [[String: Any]] else { return [] }
         return items.compactMap { ($0["summary"] as? [String: Any])?["data"] as? String }
     }
 
     @discardableResult
-    public func dunstctl(_ arguments: [String]) throws -> String {
-        let result = try Repository.run(["dunstctl"] + arguments, environment: environment)
+    public func dunstctl(_ arguments: [String]) async throws -> String {
+        let result = try await Repository.run(["dunstctl"] + arguments, environment: environment)
         guard result.status == 0 else { throw SupportError("dunstctl \(arguments.joined(separator: " ")): \(result.output)") }
         return result.output
     }

@@ -38,22 +38,15 @@ public enum TestPostgres {
         return (path + extraDirectories).map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var started: Result<String, any Error>?
+    /// The shared cluster, started (off the cooperative pool) by the first test that asks.
+    private static let started = Task<String, any Error> {
+        if let url = ProcessInfo.processInfo.environment["NOTTY_TEST_POSTGRES_URL"], !url.isEmpty { return url }
+        return try await Cluster.start(fast: true).url
+    }
 
     /// The server's URL (its `postgres` database), starting the cluster on first use.
-    public static func serverURL() throws -> String {
-        lock.lock()
-        defer { lock.unlock() }
-        if let started { return try started.get() }
-        let result: Result<String, any Error>
-        if let url = ProcessInfo.processInfo.environment["NOTTY_TEST_POSTGRES_URL"], !url.isEmpty {
-            result = .success(url)
-        } else {
-            result = Result(catching: { try Cluster().url })
-        }
-        started = result
-        return try result.get()
+    public static func serverURL() async throws -> String {
+        try await started.value
     }
 
     /// A cluster of its own (for tests that stop and start PostgreSQL), removed when the process exits.
@@ -61,12 +54,21 @@ public enum TestPostgres {
         public let url: String
         public let directory: String
 
-        public init() throws {
+        /// Creates and starts a cluster, waiting for `initdb` and `pg_ctl` on a thread of their
+        /// own. `fast`: without fsync (`POSTGRES_SERVER_FAST=1` of `.ci/postgres-server`), for
+        /// tests that never kill PostgreSQL itself; benchmarks keep it durable.
+        public static func start(fast: Bool = false) async throws -> Cluster {
+            try await offThePool { try Cluster(fast: fast) }
+        }
+
+        /// Creates and starts a cluster, holding the calling thread (``start(fast:)`` in tests).
+        public init(fast: Bool = false) throws {
             if let reason = unavailableReason { throw SupportError("PostgreSQL is not available: \(reason)") }
             let directory = "/tmp/notty-pg-\(getpid())-\(UUID().uuidString.prefix(6))"
             var lastError = ""
             for _ in 0..<3 {
-                let (status, output) = try Repository.run([".ci/postgres-server", directory, String(freePort()), String(getpid())])
+                let (status, output) = try Repository.runWaiting([".ci/postgres-server", directory, String(freePort()), String(getpid())],
+                                                                 environment: fast ? ["POSTGRES_SERVER_FAST": "1"] : [:])
                 if status == 0, let url = output.split(separator: "\n").last(where: { $0.hasPrefix("postgres://") }) {
                     self.url = String(url)
                     self.directory = directory
@@ -79,23 +81,23 @@ public enum TestPostgres {
         }
 
         /// Stops the server (a fast shutdown: connections are cut).
-        public func stop() throws {
-            let (status, output) = try Repository.run([".ci/postgres-server", "--stop", directory])
+        public func stop() async throws {
+            let (status, output) = try await Repository.run([".ci/postgres-server", "--stop", directory])
             guard status == 0 else { throw SupportError("stopping PostgreSQL failed: \(output)") }
         }
 
         /// Starts it again on the same port.
-        public func start() throws {
-            let (status, output) = try Repository.run([".ci/postgres-server", "--start", directory])
+        public func start() async throws {
+            let (status, output) = try await Repository.run([".ci/postgres-server", "--start", directory])
             guard status == 0 else { throw SupportError("starting PostgreSQL failed: \(output)") }
         }
     }
 
     /// A new, empty database on `server` (default: the shared one); its URL.
-    public static func createDatabase(on server: String? = nil) throws -> String {
-        let server = try server ?? serverURL()
+    public static func createDatabase(on server: String? = nil) async throws -> String {
+        let server = if let server { server } else { try await serverURL() }
         let name = "notty_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
-        try psql(server, "CREATE DATABASE \(name)")
+        try await psql(server, "CREATE DATABASE \(name)")
         return url(server, database: name)
     }
 
@@ -103,9 +105,9 @@ public enum TestPostgres {
     public static let psqlPath = findProgram("psql", extraDirectories: postgresBinDirectories)
 
     /// Runs SQL with `psql` (stops at the first error).
-    public static func psql(_ url: String, _ sql: String) throws {
+    public static func psql(_ url: String, _ sql: String) async throws {
         let psql = psqlPath ?? "psql"
-        let (status, output) = try Repository.run([psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
+        let (status, output) = try await Repository.run([psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
         guard status == 0 else { throw SupportError("psql failed (\(sql)): \(output)") }
     }
 

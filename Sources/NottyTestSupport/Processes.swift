@@ -14,7 +14,14 @@ public enum Repository {
     }
 
     /// Runs a command to completion, returning status and output (stdout and stderr together).
-    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    /// The waiting happens on a thread of its own (``offThePool(_:)``).
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
+        try await offThePool { try runWaiting(arguments, environment: environment) }
+    }
+
+    /// ``run(_:environment:)`` holding the calling thread until the command ends: for code
+    /// that is not a test task (a benchmark's timed block, a set-up already off the pool).
+    public static func runWaiting(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
@@ -55,9 +62,17 @@ public struct NottyCLI: Sendable {
         public var err: String
     }
 
-    /// Runs `notty arguments…` to completion with `input` on stdin.
+    /// Runs `notty arguments…` to completion with `input` on stdin, waiting on a thread of its
+    /// own (``offThePool(_:)``).
     @discardableResult
-    public func run(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> Result {
+    public func run(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) async throws -> Result {
+        try await offThePool { try runWaiting(arguments, input: input, environment: environment) }
+    }
+
+    /// ``run(_:input:environment:)`` holding the calling thread until `notty` ends: for a
+    /// benchmark's timed block.
+    @discardableResult
+    public func runWaiting(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
@@ -119,9 +134,9 @@ public final class ServeProcess: @unchecked Sendable {
     /// Creates the user and the app, then starts the service.
     public convenience init(directory: URL, environment: [String: String] = [:], extraArguments: [String] = []) async throws {
         let admin = NottyCLI(home: directory.appendingPathComponent("server"))
-        let user = try admin.run(["admin", "user", "add", "alice"], input: "pw\n", environment: environment)
+        let user = try await admin.run(["admin", "user", "add", "alice"], input: "pw\n", environment: environment)
         guard user.status == 0 else { throw SupportError("admin user add failed: \(user.err)") }
-        let app = try admin.run(["admin", "app", "add", "ci.example.com", "--json"], environment: environment)
+        let app = try await admin.run(["admin", "app", "add", "ci.example.com", "--json"], environment: environment)
         guard let object = try JSONSerialization.jsonObject(with: Data(app.out.utf8)) as? [String: String],
               let id = object["client_id"], let secret = object["client_secret"] else { throw SupportError("admin app add failed: \(app.err)") }
         try await self.init(directory: directory, environment: environment, clientId: id, clientSecret: secret, extraArguments: extraArguments)
@@ -187,13 +202,29 @@ public struct SupportError: Error, CustomStringConvertible {
 }
 
 /// Polls `condition` every 20 ms until it holds or `timeout` passes.
-public func eventually(timeout: Duration = .seconds(5), _ condition: () throws -> Bool) async rethrows -> Bool {
+public func eventually(timeout: Duration = .seconds(5), _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
-        if try condition() { return true }
+        if try await condition() { return true }
         try? await Task.sleep(for: .milliseconds(20))
     }
-    return try condition()
+    return try await condition()
+}
+
+/// Runs `body`, which blocks (waits for a process, reads its pipes to the end), on a thread
+/// of its own and awaits its result.
+///
+/// Tests run as tasks on Swift's cooperative pool, which has one thread per core: 2 here and
+/// in CI. Waiting for a child process on a pool thread takes that thread from every other test
+/// of the process; with dozens of tests starting together a fresh CI run stalled for a minute,
+/// and PostgreSQL set-ups timed out (stop 26). Every helper here that waits for a process
+/// therefore waits off the pool.
+public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
 }
 
 /// tmux for tests that drive a real terminal.

@@ -52,7 +52,7 @@ struct DesktopBench {
             throw SupportError("\(error); notty poll said:\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         }
         try await Task.sleep(for: .milliseconds(300))
-        print("dismiss on device A → popup closed on B's desktop (`notty poll --live --desktop`, dunst): \(summary(samples)); popups left on screen: \(try desktop.displayed())")
+        print("dismiss on device A → popup closed on B's desktop (`notty poll --live --desktop`, dunst): \(summary(samples)); popups left on screen: \(try await desktop.displayed())")
         let (resident, peak) = memory(pid: poll.processIdentifier)
         print(String(format: "`notty poll --live --desktop` with %d notifications in its store: resident %.1f MiB, peak %.1f MiB",
                      device.count, Double(resident) / 1_048_576, Double(peak) / 1_048_576))

@@ -16,22 +16,22 @@ struct ExplainBench {
     var rowsPerUser = 900
 
     func run() async throws {
-        let cluster = try TestPostgres.Cluster()
-        let database = try TestPostgres.createDatabase(on: cluster.url)
+        let cluster = try await TestPostgres.Cluster.start()
+        let database = try await TestPostgres.createDatabase(on: cluster.url)
         let bench = try await ServiceBench.start(environment: ["NOTTY_POSTGRES_URL": database])
-        defer { try? cluster.stop() }
+        // The cluster is stopped and removed by its watcher when this process exits.
         bench.serve.stop()
 
         let total = heavyRows + users * rowsPerUser
         print("notty-bench explain — PostgreSQL, \(total) notifications: alice \(heavyRows), \(users) other users \(rowsPerUser) each")
-        let fill = try duration {
-            try TestPostgres.psql(database, fillSQL)
+        let fill = try await duration {
+            try await TestPostgres.psql(database, fillSQL)
         }
         // What autovacuum does to a table after such an insert (index-only scans need it).
-        let vacuum = try duration { try TestPostgres.psql(database, "VACUUM ANALYZE notifications") }
+        let vacuum = try await duration { try await TestPostgres.psql(database, "VACUUM ANALYZE notifications") }
         print(String(format: "filled in %.1f s (one INSERT … SELECT, then ANALYZE); VACUUM %.1f s", fill, vacuum))
         let name = String(database.split(separator: "/").last!.split(separator: "?").first!)
-        try TestPostgres.psql(database, """
+        try await TestPostgres.psql(database, """
             ALTER DATABASE \(name) SET session_preload_libraries = 'auto_explain';
             ALTER DATABASE \(name) SET auto_explain.log_min_duration = 0;
             ALTER DATABASE \(name) SET auto_explain.log_analyze = on;
@@ -72,7 +72,7 @@ struct ExplainBench {
         sections.append(("a publish (new notification): POST /beta/me/notifications", try newPlans()))
 
         // What the index of migration v5 buys: the same requests without it, in the same run.
-        try TestPostgres.psql(database, "DROP INDEX notifications_state")
+        try await TestPostgres.psql(database, "DROP INDEX notifications_state")
         var without: [(String, [Plan])] = []
         for (label, path) in requests where label.contains("Snoozed") || label.contains("counts") {
             for _ in 0..<2 {
@@ -100,7 +100,7 @@ struct ExplainBench {
 
     /// One value from `psql`.
     static func scalar(_ url: String, _ sql: String) throws -> String {
-        let (status, output) = try Repository.run([TestPostgres.psqlPath ?? "psql", "-X", "-At", url, "-c", sql])
+        let (status, output) = try Repository.runWaiting([TestPostgres.psqlPath ?? "psql", "-X", "-At", url, "-c", sql])
         guard status == 0 else { throw SupportError("psql failed (\(sql)): \(output)") }
         return output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -152,7 +152,9 @@ struct ExplainBench {
         return plans
     }
 
-    private func duration(_ body: () throws -> Void) rethrows -> Double {
-        try milliseconds(body) / 1000
+    private func duration(_ body: () async throws -> Void) async rethrows -> Double {
+        let start = ContinuousClock.now
+        try await body()
+        return (ContinuousClock.now - start) / .seconds(1)
     }
 }

@@ -50,8 +50,8 @@ struct InstancesBench {
         await sqlite.stop()
 
         // A throwaway cluster lives until this process exits.
-        let server = try postgresServer ?? TestPostgres.Cluster().url
-        let database = try TestPostgres.createDatabase(on: server)
+        let server = if let postgresServer { postgresServer } else { try await TestPostgres.Cluster.start().url }
+        let database = try await TestPostgres.createDatabase(on: server)
         let first = try await ServiceBench.start(environment: ["NOTTY_POSTGRES_URL": database])
         let twoDirectory = Repository.temporaryDirectory("notty-bench-two")
         var two: ServeProcess?

@@ -24,12 +24,12 @@ struct SyncBench {
                 let cli = NottyCLI(home: home, binary: build.binary)
                 let store = home.appendingPathComponent("store.sqlite").path
                 login[build.name, default: []].append(try milliseconds {
-                    try check(cli.run(["login", service.base, "--user", "alice", "--password-stdin", "--device", "sync-\(build.name)-\(round)"], input: "pw\n"), "login")
+                    try check(cli.runWaiting(["login", service.base, "--user", "alice", "--password-stdin", "--device", "sync-\(build.name)-\(round)"], input: "pw\n"), "login")
                 })
                 try verify(store)
                 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store + suffix) }
                 sync[build.name, default: []].append(try milliseconds {
-                    try check(cli.run(["sync"]), "sync")
+                    try check(cli.runWaiting(["sync"]), "sync")
                 })
                 try verify(store)
                 try? FileManager.default.removeItem(at: home)

@@ -42,9 +42,9 @@ struct SyncedDevice {
         return device
     }
 
-    /// Runs `notty arguments…` as device B; fails unless it exits 0.
+    /// Runs `notty arguments…` as device B (holding this thread: benchmarks time it); fails unless it exits 0.
     func run(_ arguments: [String], input: String? = nil) throws {
-        let result = try cli.run(arguments, input: input)
+        let result = try cli.runWaiting(arguments, input: input)
         guard result.status == 0 else { throw SupportError("notty \(arguments.joined(separator: " ")) failed: \(result.err)") }
     }
 }

@@ -7,33 +7,33 @@ import Testing
 struct CLITests {
     let home = FileManager.default.temporaryDirectory.appendingPathComponent("notty-cli-\(UUID().uuidString)")
 
-    func notty(_ arguments: [String], input: String? = nil) throws -> NottyCLI.Result {
-        try NottyCLI(home: home).run(arguments, input: input)
+    func notty(_ arguments: [String], input: String? = nil) async throws -> NottyCLI.Result {
+        try await NottyCLI(home: home).run(arguments, input: input)
     }
 
     @Test("admin user and app: add, duplicate, JSON, remove — with one clear line on errors")
-    func admin() throws {
+    func admin() async throws {
         defer { try? FileManager.default.removeItem(at: home) }
-        let added = try notty(["admin", "user", "add", "alice"], input: "pw\n")
+        let added = try await notty(["admin", "user", "add", "alice"], input: "pw\n")
         #expect(added.status == 0, "\(added.err)")
         #expect(added.out.hasPrefix("added user alice"))
-        let duplicate = try notty(["admin", "user", "add", "alice"], input: "pw\n")
+        let duplicate = try await notty(["admin", "user", "add", "alice"], input: "pw\n")
         #expect(duplicate.status == 1)
         #expect(duplicate.err == "notty: a user named alice already exists\n")
-        let noPassword = try notty(["admin", "user", "add", "bob"], input: "")
+        let noPassword = try await notty(["admin", "user", "add", "bob"], input: "")
         #expect(noPassword.status == 1 && noPassword.err.hasPrefix("notty: no password given"))
-        let app = try notty(["admin", "app", "add", "ci.example.com"])
+        let app = try await notty(["admin", "app", "add", "ci.example.com"])
         let lines = app.out.split(separator: "\n")
         #expect(lines.count == 2 && lines[0].hasPrefix("client_id: ") && lines[1].hasPrefix("client_secret: "))
-        let json = try notty(["admin", "app", "add", "mon.example.com", "--json"])
+        let json = try await notty(["admin", "app", "add", "mon.example.com", "--json"])
         let object = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: String]
         #expect(object?["client_id"] != nil && object?["client_secret"] != nil)
-        #expect(try notty(["admin", "app", "remove", "ci.example.com"]).status == 0)
-        let gone = try notty(["admin", "app", "remove", "ci.example.com"])
+        #expect(try await notty(["admin", "app", "remove", "ci.example.com"]).status == 0)
+        let gone = try await notty(["admin", "app", "remove", "ci.example.com"])
         #expect(gone.status == 1 && gone.err == "notty: no app with host name ci.example.com\n")
-        #expect(try notty(["admin", "user", "remove", "alice"]).status == 0)
-        #expect(try notty(["serve", "--tls-cert", "x"]).status != 0)
-        let help = try notty(["serve", "--help"])
+        #expect(try await notty(["admin", "user", "remove", "alice"]).status == 0)
+        #expect(try await notty(["serve", "--tls-cert", "x"]).status != 0)
+        let help = try await notty(["serve", "--help"])
         #expect(help.out.contains("--publish-rate") && help.out.contains("--tls-key"))
     }
 
@@ -42,7 +42,7 @@ struct CLITests {
         defer { try? FileManager.default.removeItem(at: home) }
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         let cert = home.appendingPathComponent("cert.pem").path, key = home.appendingPathComponent("key.pem").path
-        let openssl = try Repository.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1"])
+        let openssl = try await Repository.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1"])
         try #require(openssl.status == 0, "openssl failed: \(openssl.output)")
         let log = home.appendingPathComponent("serve.log")
         #expect(FileManager.default.createFile(atPath: log.path, contents: nil))
@@ -64,9 +64,9 @@ struct CLITests {
             }
         }
         try #require(!port.isEmpty, "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
-        let health = try Repository.run(["curl", "-sk", "https://127.0.0.1:\(port)/healthz"])
+        let health = try await Repository.run(["curl", "-sk", "https://127.0.0.1:\(port)/healthz"])
         #expect(health.output == #"{"status":"ok"}"#)
-        let plain = try Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/healthz"])
+        let plain = try await Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/healthz"])
         #expect(plain.output != "200", "plain HTTP must not be served on a TLS port")
         process.terminate()  // SIGTERM
         let deadline = ContinuousClock.now + .seconds(10)
@@ -76,18 +76,18 @@ struct CLITests {
     }
 
     @Test("notty hands serve and admin to notty-server beside it (same process); without it, one line says what to install")
-    func serverProgram() throws {
+    func serverProgram() async throws {
         defer { try? FileManager.default.removeItem(at: home) }
-        let help = try notty(["--help"])
+        let help = try await notty(["--help"])
         #expect(help.out.contains("serve") && help.out.contains("admin") && help.out.contains("demo"), "\(help.out)")
-        let adminHelp = try notty(["admin", "user", "--help"])
+        let adminHelp = try await notty(["admin", "user", "--help"])
         #expect(adminHelp.status == 0 && adminHelp.out.contains("USAGE: notty admin user"), "\(adminHelp.out)\(adminHelp.err)")
-        let helpServe = try notty(["help", "serve"])
+        let helpServe = try await notty(["help", "serve"])
         #expect(helpServe.out.contains("--publish-rate"), "\(helpServe.out)")
-        let bad = try notty(["admin", "user", "add"])
+        let bad = try await notty(["admin", "user", "add"])
         #expect(bad.status != 0 && bad.err.hasPrefix("notty: ") && bad.err.contains("(see notty admin user add --help)"), "\(bad.err)")
         // The process that serve runs is notty-server itself: its command line says so.
-        let shell = try Repository.run(["sh", "-c", "NOTTY_HOME=\(home.path) exec \(Repository.nottyBinary.path) serve --port 0 & pid=$!; sleep 1; tr '\\0' ' ' < /proc/$pid/cmdline; kill $pid; wait $pid"])
+        let shell = try await Repository.run(["sh", "-c", "NOTTY_HOME=\(home.path) exec \(Repository.nottyBinary.path) serve --port 0 & pid=$!; sleep 1; tr '\\0' ' ' < /proc/$pid/cmdline; kill $pid; wait $pid"])
         #expect(shell.output.contains("notty-server serve --port 0"), "\(shell.output)")
 
         // A notty copied alone, with no notty-server on PATH: one line, the rest of notty works.
@@ -95,15 +95,15 @@ struct CLITests {
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
         // Copied by cp: a file this test process opened for writing could be inherited by a
         // process another test spawns meanwhile, and running it would fail (ETXTBSY).
-        #expect(try Repository.run(["cp", Repository.nottyBinary.path, bin.appendingPathComponent("notty").path]).status == 0)
+        #expect(try await Repository.run(["cp", Repository.nottyBinary.path, bin.appendingPathComponent("notty").path]).status == 0)
         let alone = NottyCLI(home: home, binary: bin.appendingPathComponent("notty"))
         for command in [["serve"], ["admin", "user", "add", "x"]] {
-            let result = try alone.run(command, environment: ["PATH": "/usr/bin:/bin"])
+            let result = try await alone.run(command, environment: ["PATH": "/usr/bin:/bin"])
             #expect(result.status == 1 && result.out.isEmpty, "\(command)")
             #expect(result.err.hasPrefix("notty: notty serve, notty admin and notty demo run notty-server")
                     && result.err.contains("install it beside notty") && result.err.split(separator: "\n").count == 1, "\(result.err)")
         }
-        let version = try alone.run(["--version"], environment: ["PATH": "/usr/bin:/bin"])
+        let version = try await alone.run(["--version"], environment: ["PATH": "/usr/bin:/bin"])
         #expect(version.status == 0 && !version.out.isEmpty)
     }
 }

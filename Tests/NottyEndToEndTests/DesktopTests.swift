@@ -34,54 +34,54 @@ struct DesktopTests {
         let storeA = try world.store(a)
 
         // A publish pops up once.
-        let first = try world.publish("Build #1 failed", body: "3 tests <failed>")
-        #expect(await eventually(timeout: .seconds(3)) { (try? desktop.displayed()) == 1 }, "no popup:\n\(text(logB))")
+        let first = try await world.publish("Build #1 failed", body: "3 tests <failed>")
+        #expect(await eventually(timeout: .seconds(3)) { (try? await desktop.displayed()) == 1 }, "no popup:\n\(text(logB))")
         // Dismissed on A: B's popup closes within 1 s.
-        #expect(try a.run(["dismiss", first]).status == 0)
+        #expect(try await a.run(["dismiss", first]).status == 0)
         let dismissStart = ContinuousClock.now
-        #expect(await eventually(timeout: .seconds(1)) { (try? desktop.displayed()) == 0 }, "the popup stayed after a dismiss on A:\n\(text(logB))")
+        #expect(await eventually(timeout: .seconds(1)) { (try? await desktop.displayed()) == 0 }, "the popup stayed after a dismiss on A:\n\(text(logB))")
         report("dismiss on A → popup closed on B: \(dismissStart.duration(to: .now))")
 
         // The user closes a popup on B: A's store says Dismissed within 1 s.
-        let second = try world.publish("Disk 91% full")
-        #expect(await eventually(timeout: .seconds(3)) { (try? desktop.displayed()) == 1 })
-        try desktop.closeTopmost()
+        let second = try await world.publish("Disk 91% full")
+        #expect(await eventually(timeout: .seconds(3)) { (try? await desktop.displayed()) == 1 })
+        try await desktop.closeTopmost()
         #expect(try await eventually(timeout: .seconds(1)) { try storeA.notification(id: second)?.userActionState == .dismissed },
                 "closing the popup did not dismiss it on A within 1 s:\n\(text(logB))")
 
         // A click on a popup (its default action) activates it everywhere and opens its link;
         // "Dismiss" in its menu dismisses it everywhere.
-        let linked = try a.run(["publish", "--server", world.service.url, "--client-id", world.service.clientId, "--client-secret=\(world.service.clientSecret)",
+        let linked = try await a.run(["publish", "--server", world.service.url, "--client-id", world.service.clientId, "--client-secret=\(world.service.clientSecret)",
                                 "--uns-id", world.uns, "--title", "PR #7 opened", "--url", "https://example.com/pr/7"])
         let clicked = linked.out.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(linked.status == 0, "\(linked.err)")
-        #expect(await eventually(timeout: .seconds(3)) { (try? desktop.displayed()) == 1 })
-        try desktop.clickTopmost()
+        #expect(await eventually(timeout: .seconds(3)) { (try? await desktop.displayed()) == 1 })
+        try await desktop.clickTopmost()
         #expect(try await eventually(timeout: .seconds(1)) {
             let n = try storeA.notification(id: clicked)
             return n?.userActionState == .activated && n?.readState == .read
         }, "a click did not activate it on A within 1 s:\n\(text(logB))")
         #expect(await eventually(timeout: .seconds(2)) { text(opened) == "https://example.com/pr/7\n" }, "the link was not opened: \(text(opened))")
-        #expect(await eventually(timeout: .seconds(1)) { (try? desktop.displayed()) == 0 })
-        let menu = try world.publish("Certificate expires in 7 days")
-        #expect(await eventually(timeout: .seconds(3)) { (try? desktop.displayed()) == 1 })
-        try desktop.chooseAction("Dismiss")
+        #expect(await eventually(timeout: .seconds(1)) { (try? await desktop.displayed()) == 0 })
+        let menu = try await world.publish("Certificate expires in 7 days")
+        #expect(await eventually(timeout: .seconds(3)) { (try? await desktop.displayed()) == 1 })
+        try await desktop.chooseAction("Dismiss")
         #expect(try await eventually(timeout: .seconds(2)) { try storeA.notification(id: menu)?.userActionState == .dismissed },
                 "Dismiss in the popup's menu did not dismiss it on A:\n\(text(logB))")
-        #expect(await eventually(timeout: .seconds(1)) { (try? desktop.displayed()) == 0 })
+        #expect(await eventually(timeout: .seconds(1)) { (try? await desktop.displayed()) == 0 })
 
         // A re-publish replaces the popup in place: still one, with the new title.
-        let publish = { (title: String) throws -> String in
-            let result = try a.run(["publish", "--server", world.service.url, "--client-id", world.service.clientId, "--client-secret=\(world.service.clientSecret)",
+        let publish = { (title: String) async throws -> String in
+            let result = try await a.run(["publish", "--server", world.service.url, "--client-id", world.service.clientId, "--client-secret=\(world.service.clientSecret)",
                                     "--uns-id", world.uns, "--title", title, "--app-notification-id", "deploy-7"])
             guard result.status == 0 else { throw SupportError("publish: \(result.err)") }
             return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        let third = try publish("Deploy started")
-        #expect(await eventually(timeout: .seconds(3)) { (try? desktop.displayed()) == 1 })
-        #expect(try publish("Deploy finished") == third)
+        let third = try await publish("Deploy started")
+        #expect(await eventually(timeout: .seconds(3)) { (try? await desktop.displayed()) == 1 })
+        #expect(try await publish("Deploy finished") == third)
         try await Task.sleep(for: .seconds(1))
-        #expect(try desktop.displayed() == 1, "a re-publish made a second popup")
+        #expect(try await desktop.displayed() == 1, "a re-publish made a second popup")
 
         // poll restarted: no second popup, and the old one still closes when handled elsewhere.
         pollB.terminate()
@@ -89,20 +89,22 @@ struct DesktopTests {
         (pollB, logB) = try startB("poll-b2.log")
         #expect(await eventually(timeout: .seconds(10)) { text(logB).contains("connection: live") })
         try await Task.sleep(for: .milliseconds(500))
-        #expect(try desktop.displayed() == 1, "the restarted poll showed a popup twice")
-        #expect(try a.run(["read", third]).status == 0)
-        #expect(await eventually(timeout: .seconds(1)) { (try? desktop.displayed()) == 0 }, "the restarted poll did not close the old popup")
-        #expect(try desktop.historySummaries().contains("Deploy finished"), "the popup did not show the re-published title: \((try? desktop.historySummaries()) ?? [])")
+        #expect(try await desktop.displayed() == 1, "the restarted poll showed a popup twice")
+        #expect(try await a.run(["read", third]).status == 0)
+        #expect(await eventually(timeout: .seconds(1)) { (try? await desktop.displayed()) == 0 }, "the restarted poll did not close the old popup")
+        let summaries = try await desktop.historySummaries()
+        #expect(summaries.contains("Deploy finished"), "the popup did not show the re-published title: \(summaries)")
 
         // Handled before it arrives: B is stopped, A dismisses a new one; B starts and shows nothing.
         pollB.terminate()
         pollB.waitUntilExit()
-        let fourth = try world.publish("Backup failed")
-        #expect(try a.run(["sync"]).status == 0 && a.run(["dismiss", fourth]).status == 0)
+        let fourth = try await world.publish("Backup failed")
+        #expect(try await a.run(["sync"]).status == 0)
+        #expect(try await a.run(["dismiss", fourth]).status == 0)
         (pollB, logB) = try startB("poll-b3.log")
         #expect(try await eventually(timeout: .seconds(10)) { try world.store(b).notification(id: fourth)?.userActionState == .dismissed })
         try await Task.sleep(for: .milliseconds(500))
-        #expect(try desktop.displayed() == 0, "a notification dismissed before it arrived popped up")
+        #expect(try await desktop.displayed() == 0, "a notification dismissed before it arrived popped up")
         #expect(!text(logB).contains(fourth), "poll reported a notification handled before it arrived:\n\(text(logB))")
     }
 
@@ -112,7 +114,7 @@ struct DesktopTests {
         let log = world.directory.appendingPathComponent("poll.log")
         let poll = try world.b.start(["poll", "--live", "--desktop"], log: log, environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
         defer { if poll.isRunning { poll.terminate() } }
-        let id = try world.publish("Still synced")
+        let id = try await world.publish("Still synced")
         #expect(try await eventually(timeout: .seconds(10)) { try world.store(world.b).notification(id: id) != nil })
         func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         #expect(await eventually(timeout: .seconds(2)) { text().contains(id) }, "poll stopped reporting without a bus:\n\(text())")

@@ -19,28 +19,28 @@ final class TwoDevices: @unchecked Sendable {
     convenience init(serveArguments: [String] = []) async throws {
         let directory = Repository.temporaryDirectory("notty-e2e")
         let service = try await ServeProcess(directory: directory, extraArguments: serveArguments)
-        try self.init(directory: directory, a: service, b: service)
+        try await self.init(directory: directory, a: service, b: service)
     }
 
     /// Device A signed in to `serviceA`, device B to `serviceB`; both are stopped with this.
-    init(directory: URL, a serviceA: ServeProcess, b serviceB: ServeProcess) throws {
+    init(directory: URL, a serviceA: ServeProcess, b serviceB: ServeProcess) async throws {
         self.directory = directory
         service = serviceA
         self.serviceB = serviceB
         a = NottyCLI(home: directory.appendingPathComponent("a"))
         b = NottyCLI(home: directory.appendingPathComponent("b"))
         for (device, server, name) in [(a, serviceA, "A"), (b, serviceB, "B")] {
-            let login = try device.run(["login", server.url, "--user", "alice", "--password-stdin", "--device", name], input: "pw\n")
+            let login = try await device.run(["login", server.url, "--user", "alice", "--password-stdin", "--device", name], input: "pw\n")
             guard login.status == 0 else { throw SupportError("login \(name) failed: \(login.err)") }
         }
-        let subscribe = try a.run(["subscribe", "--app", "ci.example.com"])
+        let subscribe = try await a.run(["subscribe", "--app", "ci.example.com"])
         guard subscribe.status == 0 else { throw SupportError("subscribe failed: \(subscribe.err)") }
         uns = subscribe.out.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Publishes through the real `notty publish`; returns the new id.
-    func publish(_ title: String, body: String = "") throws -> String {
-        let result = try a.run(["publish", "--server", service.url, "--client-id", service.clientId, "--client-secret=\(service.clientSecret)",
+    func publish(_ title: String, body: String = "") async throws -> String {
+        let result = try await a.run(["publish", "--server", service.url, "--client-id", service.clientId, "--client-secret=\(service.clientSecret)",
                                 "--uns-id", uns, "--title", title, "--body", body])
         guard result.status == 0 else { throw SupportError("publish failed: \(result.err)") }
         return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -62,28 +62,29 @@ struct EndToEndTests {
         let world = try await TwoDevices()
         // A shell would split this at & and ; and expand $HOME: the browser must get it whole.
         let url = "https://ci.example.com/acme/web/actions/runs/42?a=1&b=2;c=$HOME"
-        let published = try world.a.run(["publish", "--server", world.service.url, "--client-id", world.service.clientId, "--client-secret=\(world.service.clientSecret)",
+        let published = try await world.a.run(["publish", "--server", world.service.url, "--client-id", world.service.clientId, "--client-secret=\(world.service.clientSecret)",
                                           "--uns-id", world.uns, "--title", "Build failed", "--url", url])
         #expect(published.status == 0, "\(published.err)")
         let id = published.out.trimmingCharacters(in: .whitespacesAndNewlines)
-        let plain = try world.publish("No link here")
-        #expect(try world.b.run(["sync"]).status == 0)
-        #expect(try world.b.run(["list", "--json"]).out.contains(#""launchUrl":"https:\/\/ci.example.com"#) || world.b.run(["list", "--json"]).out.contains(#""launchUrl":"https://ci.example.com"#))
-        #expect(try world.b.run(["show", String(id.prefix(8))]).out.contains("link:        \(url)"))
+        let plain = try await world.publish("No link here")
+        #expect(try await world.b.run(["sync"]).status == 0)
+        let listed = try await world.b.run(["list", "--json"]).out
+        #expect(listed.contains(#""launchUrl":"https:\/\/ci.example.com"#) || listed.contains(#""launchUrl":"https://ci.example.com"#))
+        #expect(try await world.b.run(["show", String(id.prefix(8))]).out.contains("link:        \(url)"))
         // $BROWSER: a script that writes each argument on its own line.
         let browser = world.directory.appendingPathComponent("browser.sh"), seen = world.directory.appendingPathComponent("seen.txt")
         try "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> \(seen.path); done\n".write(to: browser, atomically: true, encoding: .utf8)
         chmod(browser.path, 0o755)
-        let opened = try world.b.run(["open", String(id.prefix(8))], environment: ["BROWSER": browser.path])
+        let opened = try await world.b.run(["open", String(id.prefix(8))], environment: ["BROWSER": browser.path])
         #expect(opened.status == 0, "\(opened.err)")
         #expect(await eventually(timeout: .seconds(3)) { (try? String(contentsOf: seen, encoding: .utf8)) == url + "\n" },
                 "the browser did not get the link as one argument: \((try? String(contentsOf: seen, encoding: .utf8)) ?? "nothing")")
-        #expect(try world.a.run(["sync"]).status == 0)
+        #expect(try await world.a.run(["sync"]).status == 0)
         #expect(try world.store(world.a).notification(id: id)?.userActionState == .activated)
-        let none = try world.b.run(["open", plain], environment: ["BROWSER": browser.path])
+        let none = try await world.b.run(["open", plain], environment: ["BROWSER": browser.path])
         #expect(none.status == 1 && none.err.contains("has no link") && none.err.split(separator: "\n").count == 1)
         #expect(try world.store(world.b).notification(id: plain)?.userActionState == .noInteraction)
-        let noBrowser = try world.b.run(["open", String(id.prefix(8))], environment: ["BROWSER": "", "PATH": "/nonexistent"])
+        let noBrowser = try await world.b.run(["open", String(id.prefix(8))], environment: ["BROWSER": "", "PATH": "/nonexistent"])
         #expect(noBrowser.status == 0 && noBrowser.err.contains("cannot open the link"), "\(noBrowser.err)")
     }
 
@@ -96,11 +97,12 @@ struct EndToEndTests {
         defer { if poll.isRunning { poll.terminate() } }
         let storeB = try world.store(world.b)
         #expect(await eventually(timeout: .seconds(10)) { (try? String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8))?.contains("connection: live") == true })
-        let first = try world.publish("First")
+        let first = try await world.publish("First")
         #expect(try await eventually(timeout: .seconds(3)) { try storeB.notification(id: first) != nil })
         #expect(await eventually(timeout: .seconds(3)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains(first) }, "--exec did not start")
         // The first command sleeps 30 s; three more arrive meanwhile.
-        let more = try ["Second", "Third", "Fourth"].map { try world.publish($0) }
+        var more: [String] = []
+        for title in ["Second", "Third", "Fourth"] { more.append(try await world.publish(title)) }
         let start = ContinuousClock.now
         #expect(try await eventually(timeout: .seconds(3)) { try more.allSatisfy { try storeB.notification(id: $0) != nil } },
                 "a sleeping --exec held up syncing")
@@ -112,10 +114,10 @@ struct EndToEndTests {
     @Test("--on-change runs once per change of a known notification's state, on any device, with NOTTY_STATE; a new one is not a change")
     func onChange() async throws {
         let world = try await TwoDevices()
-        let first = try world.publish("Build failed")
-        let second = try world.publish("Disk 91% full")
-        let third = try world.publish("Deploy done")
-        #expect(try world.b.run(["sync"]).status == 0)
+        let first = try await world.publish("Build failed")
+        let second = try await world.publish("Disk 91% full")
+        let third = try await world.publish("Deploy done")
+        #expect(try await world.b.run(["sync"]).status == 0)
         let marker = world.directory.appendingPathComponent("changes.txt")
         let log = world.directory.appendingPathComponent("poll.log")
         let poll = try world.b.start(["poll", "--live", "--on-change", "echo \"$NOTTY_ID $NOTTY_STATE $NOTTY_TITLE\" >> \(marker.path)"], log: log)
@@ -123,11 +125,11 @@ struct EndToEndTests {
         #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("connection: live") })
         func lines() -> [String] { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init).sorted() }
         // Another device dismisses one and deletes one; this device reads one; one arrives.
-        #expect(try world.a.run(["sync"]).status == 0)
-        #expect(try world.a.run(["dismiss", first]).status == 0)
-        #expect(try world.a.run(["delete", second]).status == 0)
-        #expect(try world.b.run(["read", third]).status == 0)
-        let fourth = try world.publish("New one")
+        #expect(try await world.a.run(["sync"]).status == 0)
+        #expect(try await world.a.run(["dismiss", first]).status == 0)
+        #expect(try await world.a.run(["delete", second]).status == 0)
+        #expect(try await world.b.run(["read", third]).status == 0)
+        let fourth = try await world.publish("New one")
         let expected = ["\(first) dismissed Build failed", "\(second) deleted Disk 91% full", "\(third) read Deploy done"].sorted()
         #expect(await eventually(timeout: .seconds(5)) { lines() == expected }, "\(lines())\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         #expect(try await eventually(timeout: .seconds(5)) { try world.store(world.b).notification(id: fourth) != nil })
@@ -138,18 +140,18 @@ struct EndToEndTests {
     @Test("dismiss and read on A reach B after notty sync, and within 1 s with notty poll --live on B")
     func universalDismiss() async throws {
         let world = try await TwoDevices()
-        let first = try world.publish("Build failed", body: "main: 3 tests failed")
-        let second = try world.publish("Deploy finished")
-        let third = try world.publish("Disk 91% full")
-        #expect(try world.a.run(["sync"]).status == 0)
-        #expect(try world.b.run(["sync"]).status == 0)
-        let dismiss = try world.a.run(["dismiss", String(first.prefix(8))])
+        let first = try await world.publish("Build failed", body: "main: 3 tests failed")
+        let second = try await world.publish("Deploy finished")
+        let third = try await world.publish("Disk 91% full")
+        #expect(try await world.a.run(["sync"]).status == 0)
+        #expect(try await world.b.run(["sync"]).status == 0)
+        let dismiss = try await world.a.run(["dismiss", String(first.prefix(8))])
         #expect(dismiss.status == 0 && dismiss.out == "dismissed 1 notification(s)\n", "\(dismiss.err)")
-        #expect(try world.a.run(["read", second]).status == 0)
-        #expect(try world.b.run(["sync"]).status == 0)
-        let dismissed = try world.b.run(["list", "--view", "dismissed", "--json"])
+        #expect(try await world.a.run(["read", second]).status == 0)
+        #expect(try await world.b.run(["sync"]).status == 0)
+        let dismissed = try await world.b.run(["list", "--view", "dismissed", "--json"])
         #expect(dismissed.out.contains(first) && !dismissed.out.contains(second))
-        let read = try world.b.run(["list", "--view", "read", "--json"]).out
+        let read = try await world.b.run(["list", "--view", "read", "--json"]).out
         #expect(read.contains(second) && read.contains(#""readState":"Read""#))
 
         // B runs notty poll --live; A dismisses: B's store has it within 1 s, no sync asked for.
@@ -159,14 +161,14 @@ struct EndToEndTests {
         defer { if poll.isRunning { poll.terminate() } }
         let bStore = try world.store(world.b)
         #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8)) ?? "").contains("connection: live") })
-        #expect(try world.a.run(["dismiss", third]).status == 0)
+        #expect(try await world.a.run(["dismiss", third]).status == 0)
         let start = ContinuousClock.now
         #expect(try await eventually(timeout: .seconds(1)) { try bStore.notification(id: third)?.userActionState == .dismissed },
                 "B's store did not show A's dismiss within 1 s")
         report("dismiss on A → B's store (poll --live): \(ContinuousClock.now - start)")
 
         // A new notification: poll prints it as a JSON line and runs --exec with NOTTY_* set.
-        let fourth = try world.publish("服务器告警 🔥")
+        let fourth = try await world.publish("服务器告警 🔥")
         #expect(await eventually(timeout: .seconds(5)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains("服务器告警 🔥|ci.example.com|High") })
         let log = try String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8)
         let line = try #require(log.split(separator: "\n").first { $0.contains(fourth) })
@@ -182,11 +184,11 @@ struct EndToEndTests {
     @Test("config.toml: notty list's default view and notty poll's live and exec come from it; flags win; a broken file is one clear error")
     func settingsFile() async throws {
         let world = try await TwoDevices()
-        let first = try world.publish("Build failed")
-        let second = try world.publish("Deploy finished")
-        #expect(try world.a.run(["sync"]).status == 0)
-        #expect(try world.a.run(["dismiss", first]).status == 0)
-        #expect(try world.b.run(["sync"]).status == 0)
+        let first = try await world.publish("Build failed")
+        let second = try await world.publish("Deploy finished")
+        #expect(try await world.a.run(["sync"]).status == 0)
+        #expect(try await world.a.run(["dismiss", first]).status == 0)
+        #expect(try await world.b.run(["sync"]).status == 0)
         let config = world.b.home.appendingPathComponent("config.toml")
         let marker = world.directory.appendingPathComponent("settings-exec.txt")
         try """
@@ -195,21 +197,21 @@ struct EndToEndTests {
             live = true
             exec = 'echo "$NOTTY_TITLE" >> \(marker.path)'
             """.write(to: config, atomically: true, encoding: .utf8)
-        let listed = try world.b.run(["list", "--json"])
+        let listed = try await world.b.run(["list", "--json"])
         #expect(listed.status == 0 && listed.out.contains(first) && !listed.out.contains(second), "\(listed.err)")
-        #expect(try world.b.run(["list", "--view", "unread", "--json"]).out.contains(second), "the flag wins over the file")
+        #expect(try await world.b.run(["list", "--view", "unread", "--json"]).out.contains(second), "the flag wins over the file")
 
         // notty poll with no flags: live and --exec come from the file.
         let log = world.directory.appendingPathComponent("settings-poll.log")
         let poll = try world.b.start(["poll"], log: log)
         defer { if poll.isRunning { poll.terminate() } }
         #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("connection: live") })
-        _ = try world.publish("Disk 91% full")
+        _ = try await world.publish("Disk 91% full")
         #expect(await eventually(timeout: .seconds(5)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains("Disk 91% full") })
         poll.terminate()
         #expect(await eventually(timeout: .seconds(5)) { !poll.isRunning })
         // --once is a sync, whatever poll.live says; --no-live polls although the file says live.
-        let once = try world.b.run(["poll", "--once"])
+        let once = try await world.b.run(["poll", "--once"])
         #expect(once.status == 0, "\(once.err)")
         let pollingLog = world.directory.appendingPathComponent("settings-polling.log")
         let polling = try world.b.start(["poll", "--no-live"], log: pollingLog)
@@ -221,10 +223,10 @@ struct EndToEndTests {
 
         // A file notty cannot use stops the command with one line that says where and what.
         try "view = \"inbox\"\n".write(to: config, atomically: true, encoding: .utf8)
-        let wrong = try world.b.run(["list"])
+        let wrong = try await world.b.run(["list"])
         #expect(wrong.status == 1 && wrong.err.contains("config.toml: view = \"inbox\" is not a view: use unread"), "\(wrong.err)")
         try "[poll\n".write(to: config, atomically: true, encoding: .utf8)
-        let broken = try world.b.run(["poll", "--once"])
+        let broken = try await world.b.run(["poll", "--once"])
         #expect(broken.status == 1 && broken.err.contains("config.toml: line 1"), "\(broken.err)")
         #expect(broken.err.split(separator: "\n").count == 1)
     }
@@ -232,24 +234,24 @@ struct EndToEndTests {
     @Test("with the service stopped, A's commands succeed and queue; once it is back, B sees them")
     func offline() async throws {
         let world = try await TwoDevices()
-        let first = try world.publish("Backup finished")
-        let second = try world.publish("Certificate expires in 7 days")
-        #expect(try world.a.run(["sync"]).status == 0)
+        let first = try await world.publish("Backup finished")
+        let second = try await world.publish("Certificate expires in 7 days")
+        #expect(try await world.a.run(["sync"]).status == 0)
         world.service.stop()
-        let read = try world.a.run(["read", first])
+        let read = try await world.a.run(["read", first])
         #expect(read.status == 0 && read.err.contains("queued"), "\(read.err)")
-        #expect(try world.a.run(["dismiss", second]).status == 0)
-        #expect(try world.a.run(["list", "--view", "dismissed"]).out.contains(String(second.prefix(8))), "the store shows it at once, offline")
-        let status = try world.a.run(["status"])
+        #expect(try await world.a.run(["dismiss", second]).status == 0)
+        #expect(try await world.a.run(["list", "--view", "dismissed"]).out.contains(String(second.prefix(8))), "the store shows it at once, offline")
+        let status = try await world.a.run(["status"])
         #expect(status.out.contains("outbox:     2") && status.out.contains("unreachable"), "\(status.out)")
-        let failedSync = try world.a.run(["sync"])
+        let failedSync = try await world.a.run(["sync"])
         #expect(failedSync.status == 1 && failedSync.err.contains("cannot reach"), "\(failedSync.err)")
         try await world.service.start()
-        let sync = try world.a.run(["sync"])
+        let sync = try await world.a.run(["sync"])
         #expect(sync.out.contains("sent 2"), "\(sync.out)\(sync.err)")
-        #expect(try world.b.run(["sync"]).status == 0)
-        #expect(try world.b.run(["list", "--view", "dismissed", "--json"]).out.contains(second))
-        #expect(try world.b.run(["show", first, "--json"]).out.contains(#""readState":"Read""#))
+        #expect(try await world.b.run(["sync"]).status == 0)
+        #expect(try await world.b.run(["list", "--view", "dismissed", "--json"]).out.contains(second))
+        #expect(try await world.b.run(["show", first, "--json"]).out.contains(#""readState":"Read""#))
     }
 
     @Test("notty killed with SIGKILL while flushing a large outbox: after a restart every change reached the service exactly once")
@@ -257,10 +259,10 @@ struct EndToEndTests {
         let world = try await TwoDevices(serveArguments: ["--publish-rate", "100000", "--publish-burst", "100000"])
         let count = 1200
         try await publishMany(world, count: count, prefix: "bulk")
-        #expect(try world.a.run(["sync"]).status == 0)
+        #expect(try await world.a.run(["sync"]).status == 0)
         world.service.stop()
-        #expect(try world.a.run(["dismiss", "--all", "--view", "unread"]).out == "dismissed \(count) notification(s)\n")
-        #expect(try world.a.run(["read", "--all", "--view", "dismissed"]).out == "read \(count) notification(s)\n")
+        #expect(try await world.a.run(["dismiss", "--all", "--view", "unread"]).out == "dismissed \(count) notification(s)\n")
+        #expect(try await world.a.run(["read", "--all", "--view", "dismissed"]).out == "read \(count) notification(s)\n")
         let aStore = try world.store(world.a)
         #expect(try aStore.outboxCount() == 2 * count)
         try await world.service.start()
@@ -277,7 +279,7 @@ struct EndToEndTests {
             if left == 0 { break }
         }
         report("killed mid-flush: \(partial)")
-        let finish = try world.a.run(["sync"])
+        let finish = try await world.a.run(["sync"])
         #expect(finish.status == 0, "\(finish.err) \((try? String(contentsOf: world.directory.appendingPathComponent("sync.log"), encoding: .utf8)) ?? "")")
         #expect(try aStore.outboxCount() == 0)
 
@@ -285,7 +287,7 @@ struct EndToEndTests {
         let server = try DatabaseQueue(path: world.service.admin.home.appendingPathComponent("server.sqlite").path)
         let recorded = try await server.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM mutations") ?? 0 }
         #expect(recorded == 2 * count, "the service applied \(recorded) changes, expected \(2 * count)")
-        #expect(try world.b.run(["sync"]).status == 0)
+        #expect(try await world.b.run(["sync"]).status == 0)
         let bStore = try world.store(world.b)
         #expect(try bStore.count(view: .dismissed) == count)
         #expect(try bStore.window(view: .dismissed, limit: count).allSatisfy { $0.readState == .read })
@@ -342,7 +344,7 @@ struct EndToEndTests {
             partial = rows > 0 && rows < count && deferred > 0
         }
         #expect(partial, "notty sync was never caught between its first page and its indexes")
-        let finish = try world.b.run(["sync"])
+        let finish = try await world.b.run(["sync"])
         #expect(finish.status == 0, "\(finish.err)")
         let store = try world.store(world.b)
         #expect(try store.count(view: .unread) == count)
@@ -357,7 +359,7 @@ struct EndToEndTests {
     @Test("notty push: each form, and foreign or broken payloads leave the store byte-for-byte unchanged")
     func push() async throws {
         let world = try await TwoDevices()
-        let id = try world.publish("Payment received")
+        let id = try await world.publish("Payment received")
         let storePath = world.b.home.appendingPathComponent("store.sqlite").path
         func bytes() throws -> Data { try Data(contentsOf: URL(fileURLWithPath: storePath)) }
         let before = try bytes()
@@ -367,25 +369,25 @@ struct EndToEndTests {
             (#"{"notty":{"v":1,"server":"\#(world.service.url)","user":"bob","type":"changed","cursor":"1"}}"#, 4),
         ]
         for (payload, status) in refused {
-            let result = try world.b.run(["push"], input: payload)
+            let result = try await world.b.run(["push"], input: payload)
             #expect(result.status == status, "\(payload.prefix(60)) → \(result.status) \(result.err)")
             #expect(!result.err.isEmpty && !result.err.contains("Fatal"))
         }
         let huge = world.directory.appendingPathComponent("huge.json")
         try Data(repeating: UInt8(ascii: " "), count: 9 << 20).write(to: huge)
-        #expect(try world.b.run(["push", huge.path]).status == 3)
+        #expect(try await world.b.run(["push", huge.path]).status == 3)
         #expect(try bytes() == before, "refused payloads changed the store")
 
         let own = #"{"notty":{"v":1,"server":"\#(world.service.url)","user":"alice","type":"changed","cursor":"1"}}"#
         let fcm = String(decoding: try JSONSerialization.data(withJSONObject: ["message": ["data": ["notty": own]]]), as: UTF8.self)
-        #expect(try world.b.run(["push"], input: fcm).status == 0)
-        #expect(try world.b.run(["show", id]).status == 0, "a push makes the device pull")
+        #expect(try await world.b.run(["push"], input: fcm).status == 0)
+        #expect(try await world.b.run(["show", id]).status == 0, "a push makes the device pull")
         for form in [own, #"{"type":"changed","cursor":"1"}"#, #"{"aps":{},"notty":{"v":1,"type":"changed","cursor":"1"}}"#,
                      String(decoding: try JSONSerialization.data(withJSONObject: ["event": "message", "message": own]), as: UTF8.self)] {
-            #expect(try world.b.run(["push"], input: form).status == 0, "\(form)")
+            #expect(try await world.b.run(["push"], input: form).status == 0, "\(form)")
         }
         world.service.stop()
-        let offline = try world.b.run(["push"], input: #"{"type":"changed","cursor":"99"}"#)
+        let offline = try await world.b.run(["push"], input: #"{"type":"changed","cursor":"99"}"#)
         #expect(offline.status == 1 && offline.err.contains("next sync"), "\(offline.err)")
     }
 

@@ -77,11 +77,11 @@ struct TerminalSafetyTests {
     func commandLinePath(_ name: String) async throws {
         let world = try await TwoDevices()
         let directory = world.directory
-        let id = try world.publish(Hostile.title, body: Hostile.body)
-        #expect(try world.a.run(["sync"]).status == 0)
+        let id = try await world.publish(Hostile.title, body: Hostile.body)
+        #expect(try await world.a.run(["sync"]).status == 0)
         // B's device name is hostile too: A lists it, B's status shows it.
         let hostileB = NottyCLI(home: directory.appendingPathComponent("hostile-b"))
-        let login = try hostileB.run(["login", world.service.url, "--user", "alice", "--password-stdin", "--device", Hostile.name], input: "pw\n")
+        let login = try await hostileB.run(["login", world.service.url, "--user", "alice", "--password-stdin", "--device", Hostile.name], input: "pw\n")
         try #require(login.status == 0, "\(login.err)")
         let command = Self.paths.first { $0.name == name }!.command
         let environment = [
@@ -109,8 +109,8 @@ struct TerminalSafetyTests {
     @Test("the center shows the hostile title and body as placeholders: the pane title, the clipboard and the tab bar stay")
     func center() async throws {
         let world = try await TwoDevices()
-        _ = try world.publish(Hostile.title, body: Hostile.body)
-        #expect(try world.a.run(["sync"]).status == 0)
+        _ = try await world.publish(Hostile.title, body: Hostile.body)
+        #expect(try await world.a.run(["sync"]).status == 0)
         let session = try TmuxSession(command: Repository.nottyBinary.path, columns: 160, rows: 30, environment: ["NOTTY_HOME": world.a.home.path])
         try session.tmux(["set-option", "-g", "set-clipboard", "on"])
         let titleBefore = session.paneTitle
@@ -154,10 +154,10 @@ struct OneLineErrorTests {
     ]
 
     @Test("exit status and exactly one stderr line, never a usage dump", arguments: Self.cases.indices)
-    func oneLine(_ index: Int) throws {
+    func oneLine(_ index: Int) async throws {
         defer { try? FileManager.default.removeItem(at: home) }
         let (arguments, says) = Self.cases[index]
-        let result = try NottyCLI(home: home).run(arguments)
+        let result = try await NottyCLI(home: home).run(arguments)
         #expect(result.status != 0, "\(arguments) exited 0")
         let lines = result.err.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         #expect(lines.count == 1, "\(arguments) wrote \(lines.count) lines:\n\(result.err)")
@@ -167,14 +167,14 @@ struct OneLineErrorTests {
     }
 
     @Test("--help still prints the whole help on stdout and exits 0, and never mentions SPEC")
-    func help() throws {
+    func help() async throws {
         defer { try? FileManager.default.removeItem(at: home) }
         for arguments in [["--help"], ["list", "--help"], ["poll", "--help"], ["serve", "--help"], ["devices", "--help"], ["help", "devices"]] {
-            let result = try NottyCLI(home: home).run(arguments)
+            let result = try await NottyCLI(home: home).run(arguments)
             #expect(result.status == 0 && result.out.contains("USAGE"), "\(arguments): \(result.err)")
             #expect(!result.out.contains("SPEC"), "\(arguments) mentions SPEC")
         }
-        let serve = try NottyCLI(home: home).run(["serve", "--help"]).out
+        let serve = try await NottyCLI(home: home).run(["serve", "--help"]).out
         for flag in ["--max-body", "--max-app-notification-id", "--max-group-name", "--max-title", "--history", "--access-token-lifetime",
                      "--refresh-token-lifetime", "--default-ttl", "--max-ttl", "--poll-interval", "--publish-rate", "--publish-burst"] {
             #expect(serve.contains(flag), "serve --help does not list \(flag)")
@@ -187,32 +187,32 @@ struct DeviceTests {
     @Test("subscribe to an unknown app: one line (404) and no id; devices lists both devices, this one marked; revoke signs the other out at once")
     func devicesAndRevoke() async throws {
         let world = try await TwoDevices()
-        let typo = try world.a.run(["subscribe", "--app", "typo.example"])
+        let typo = try await world.a.run(["subscribe", "--app", "typo.example"])
         #expect(typo.status == 1 && typo.out.isEmpty, "\(typo.out)")
         #expect(typo.err.split(separator: "\n").count == 1 && typo.err.contains("404") && typo.err.contains("typo.example"), "\(typo.err)")
 
-        let listed = try world.a.run(["devices"])
+        let listed = try await world.a.run(["devices"])
         #expect(listed.status == 0, "\(listed.err)")
         let lines = listed.out.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.contains(" A ") && $0.contains("(this device)") && $0.contains("seen") }, "\(listed.out)")
         #expect(lines.contains { $0.contains(" B ") && !$0.contains("(this device)") }, "\(listed.out)")
         #expect(lines.contains { $0.contains("ci.example.com") && $0.contains("from A") }, "\(listed.out)")
-        let json = try world.a.run(["devices", "--json"]).out.split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }
+        let json = try await world.a.run(["devices", "--json"]).out.split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }
         #expect(json.count == 3)
         let deviceB = json.first { $0["deviceName"] == .string("B") }
         #expect(deviceB?["kind"] == .string("device") && deviceB?["thisDevice"] == .bool(false))
         guard case .string(let idB)? = deviceB?["userNotificationSubscriptionId"] else { Issue.record("no id for B"); return }
 
         // B works, then A revokes B: B's very next request is refused (no cache window).
-        #expect(try world.b.run(["sync"]).status == 0)
-        let revoke = try world.a.run(["devices", "revoke", String(idB.prefix(8))])
+        #expect(try await world.b.run(["sync"]).status == 0)
+        let revoke = try await world.a.run(["devices", "revoke", String(idB.prefix(8))])
         #expect(revoke.status == 0 && revoke.out.contains("revoked device B"), "\(revoke.err)")
-        let refused = try world.b.run(["sync"])
+        let refused = try await world.b.run(["sync"])
         #expect(refused.status == 1 && refused.err.contains("notty login again"), "B still syncs after its revocation: \(refused.out) \(refused.err)")
-        #expect(try world.a.run(["sync"]).status == 0, "A was signed out with B")
-        let after = try world.a.run(["devices"]).out
+        #expect(try await world.a.run(["sync"]).status == 0, "A was signed out with B")
+        let after = try await world.a.run(["devices"]).out
         #expect(!after.contains(" B "), "\(after)")
-        let unknown = try world.a.run(["devices", "revoke", "ffffffff"])
+        let unknown = try await world.a.run(["devices", "revoke", "ffffffff"])
         #expect(unknown.status == 1 && unknown.err.split(separator: "\n").count == 1, "\(unknown.err)")
     }
 }
@@ -232,7 +232,7 @@ struct AdminRemovalTests {
         }
         #expect(try await publish("a") == 201)
         #expect(try await publish("b") == 201)  // the token, the app and the subscription are cached now
-        let removed = try world.service.admin.run(["admin", "app", "remove", "ci.example.com"], environment: world.service.environment)
+        let removed = try await world.service.admin.run(["admin", "app", "remove", "ci.example.com"], environment: world.service.environment)
         #expect(removed.status == 0, "\(removed.err)")
         #expect(try await publish("c") == 401, "a removed app's cached token still publishes")
     }

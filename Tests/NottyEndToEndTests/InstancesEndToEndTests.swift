@@ -13,10 +13,10 @@ struct InstancesEndToEndTests {
     @Test("A on instance 1, B on instance 2: a publish, a dismiss and a delete reach every device by its doorbell; one instance killed, the other serves; restarted, it rejoins")
     func twoInstances() async throws {
         let directory = Repository.temporaryDirectory("notty-instances")
-        let environment = ["NOTTY_POSTGRES_URL": try TestPostgres.createDatabase()]
+        let environment = ["NOTTY_POSTGRES_URL": try await TestPostgres.createDatabase()]
         let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment)
         let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
-        let world = try TwoDevices(directory: directory, a: one, b: two)
+        let world = try await TwoDevices(directory: directory, a: one, b: two)
         let (a, b) = (world.a, world.b)
 
         let logA = directory.appendingPathComponent("poll-a.log"), logB = directory.appendingPathComponent("poll-b.log")
@@ -31,37 +31,38 @@ struct InstancesEndToEndTests {
         let storeB = try world.store(b)
 
         // A publish through instance 1 rings A (on 1) and B (on 2).
-        let first = try world.publish("Build failed")
-        let second = try world.publish("Disk 91% full")
+        let first = try await world.publish("Build failed")
+        let second = try await world.publish("Disk 91% full")
         #expect(try await eventually(timeout: .seconds(2)) { try storeA.notification(id: second) != nil && storeB.notification(id: second) != nil },
                 "the publish through instance 1 did not reach both devices within 2 s")
 
         // A dismiss through instance 2 (B's) reaches A on instance 1.
-        let dismiss = try b.run(["dismiss", first])
+        let dismiss = try await b.run(["dismiss", first])
         #expect(dismiss.status == 0, "\(dismiss.err)")
         #expect(try await eventually(timeout: .seconds(2)) { try storeA.notification(id: first)?.userActionState == .dismissed },
                 "B's dismiss through instance 2 did not reach A within 2 s")
 
         // A delete through instance 1 (A's) reaches B on instance 2.
-        #expect(try a.run(["delete", second]).status == 0)
+        #expect(try await a.run(["delete", second]).status == 0)
         #expect(try await eventually(timeout: .seconds(2)) { try storeB.notification(id: second) == nil },
                 "A's delete through instance 1 did not reach B within 2 s")
 
         // Instance 2 killed: instance 1 keeps serving; B cannot sync meanwhile.
         two.sigkill()
-        let third = try world.publish("Deploy finished")
+        let third = try await world.publish("Deploy finished")
         #expect(try await eventually(timeout: .seconds(2)) { try storeA.notification(id: third) != nil })
-        #expect(try b.run(["sync"]).status != 0, "instance 2 is down")
+        #expect(try await b.run(["sync"]).status != 0, "instance 2 is down")
 
         // Restarted on its port, instance 2 rejoins: B reconnects, catches up and is rung again.
         try await two.start()
         #expect(try await eventually(timeout: .seconds(30)) { try storeB.notification(id: third) != nil },
                 "B did not catch up after instance 2 came back")
-        let fourth = try world.publish("Backup finished")
+        let fourth = try await world.publish("Backup finished")
         #expect(try await eventually(timeout: .seconds(5)) { try storeB.notification(id: fourth) != nil })
-        #expect(try a.run(["sync"]).status == 0 && b.run(["sync"]).status == 0)
-        let listA = try a.run(["list", "--view", "all", "--json"]).out
-        let listB = try b.run(["list", "--view", "all", "--json"]).out
+        #expect(try await a.run(["sync"]).status == 0)
+        #expect(try await b.run(["sync"]).status == 0)
+        let listA = try await a.run(["list", "--view", "all", "--json"]).out
+        let listB = try await b.run(["list", "--view", "all", "--json"]).out
         for id in [first, third, fourth] { #expect(listA.contains(id) && listB.contains(id)) }
         #expect(!listA.contains(second) && !listB.contains(second))
     }
@@ -69,21 +70,21 @@ struct InstancesEndToEndTests {
     @Test("A device revoked through instance 1 is refused on its very next request to instance 2; an app subscription revoked through 1 stops publishes through 2; a user removed by notty admin too")
     func revocationOnEveryInstance() async throws {
         let directory = Repository.temporaryDirectory("notty-instances-revoke")
-        let environment = ["NOTTY_POSTGRES_URL": try TestPostgres.createDatabase()]
+        let environment = ["NOTTY_POSTGRES_URL": try await TestPostgres.createDatabase()]
         let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment)
         let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
-        let world = try TwoDevices(directory: directory, a: one, b: two)
+        let world = try await TwoDevices(directory: directory, a: one, b: two)
         let (a, b) = (world.a, world.b)
 
         // Instance 2 has B's token and A's app subscription in hand (publishes cache them).
-        #expect(try b.run(["sync"]).status == 0)
-        let publishThroughTwo = { (title: String) throws -> NottyCLI.Result in
-            try a.run(["publish", "--server", two.url, "--client-id", two.clientId, "--client-secret=\(two.clientSecret)",
+        #expect(try await b.run(["sync"]).status == 0)
+        let publishThroughTwo = { (title: String) async throws -> NottyCLI.Result in
+            try await a.run(["publish", "--server", two.url, "--client-id", two.clientId, "--client-secret=\(two.clientSecret)",
                        "--uns-id", world.uns, "--title", title])
         }
-        #expect(try publishThroughTwo("cached").status == 0)
+        #expect(try await publishThroughTwo("cached").status == 0)
 
-        let devices = try a.run(["devices", "--json"]).out.split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }
+        let devices = try await a.run(["devices", "--json"]).out.split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }
         func id(_ match: (JSONValue) -> Bool) -> String? {
             guard case .string(let id)? = devices.first(where: match)?["userNotificationSubscriptionId"] else { return nil }
             return id
@@ -91,17 +92,17 @@ struct InstancesEndToEndTests {
         let deviceB = try #require(id { $0["deviceName"] == .string("B") })
         let appSubscription = try #require(id { $0["targetHostName"] == .string("ci.example.com") })
 
-        #expect(try a.run(["devices", "revoke", deviceB]).status == 0)
-        let refused = try b.run(["sync"])
+        #expect(try await a.run(["devices", "revoke", deviceB]).status == 0)
+        let refused = try await b.run(["sync"])
         #expect(refused.status == 1 && refused.err.contains("notty login again"), "B still syncs through instance 2: \(refused.err)")
 
-        #expect(try a.run(["devices", "revoke", appSubscription]).status == 0)
-        let stopped = try publishThroughTwo("after revoke")
+        #expect(try await a.run(["devices", "revoke", appSubscription]).status == 0)
+        let stopped = try await publishThroughTwo("after revoke")
         #expect(stopped.status == 1 && stopped.err.contains("403"), "instance 2 still publishes with a revoked X-UNS-ID: \(stopped.out) \(stopped.err)")
 
         // notty admin (another process) removes the user: A's token is refused at once.
-        #expect(try one.admin.run(["admin", "user", "remove", "alice"], environment: environment).status == 0)
-        let gone = try a.run(["sync"])
+        #expect(try await one.admin.run(["admin", "user", "remove", "alice"], environment: environment).status == 0)
+        let gone = try await a.run(["sync"])
         #expect(gone.status == 1, "a removed user still syncs: \(gone.out)")
     }
 
@@ -109,15 +110,15 @@ struct InstancesEndToEndTests {
     func killedMidBurst() async throws {
         let directory = Repository.temporaryDirectory("notty-instances-kill")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let environment = ["NOTTY_POSTGRES_URL": try TestPostgres.createDatabase()]
+        let environment = ["NOTTY_POSTGRES_URL": try await TestPostgres.createDatabase()]
         let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment,
                                          extraArguments: ["--publish-rate", "100000", "--publish-burst", "100000"])
         defer { one.stop() }
         let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
         defer { two.stop() }
         let device = NottyCLI(home: directory.appendingPathComponent("device"))
-        try #require(try device.run(["login", two.url, "--user", "alice", "--password-stdin"], input: "pw\n").status == 0)
-        let uns = try device.run(["subscribe", "--app", "ci.example.com"]).out.trimmingCharacters(in: .whitespacesAndNewlines)
+        try #require(try await device.run(["login", two.url, "--user", "alice", "--password-stdin"], input: "pw\n").status == 0)
+        let uns = try await device.run(["subscribe", "--app", "ci.example.com"]).out.trimmingCharacters(in: .whitespacesAndNewlines)
         let appToken = try await token(one.url, ["grant_type": "client_credentials", "client_id": one.clientId, "client_secret": one.clientSecret])
 
         let acknowledged = Locked<Set<String>>([])  // the appNotificationIds answered 201

@@ -3,7 +3,7 @@ import NottyTestSupport
 import Testing
 
 enum Schemathesis {
-    static let available: Bool = (try? Repository.run(["python3", "-c", "import schemathesis"]).status) == 0
+    static let available: Bool = (try? Repository.runWaiting(["python3", "-c", "import schemathesis"]).status) == 0
     static let required = ProcessInfo.processInfo.environment["CI"] == "true"
 }
 
@@ -14,11 +14,11 @@ struct SchemathesisTests {
         .enabled(if: Schemathesis.available || Schemathesis.required,
                  "SKIPPED LOUDLY: schemathesis is not installed (python3 -m pip install 'schemathesis>=4,<5'); .ci/run installs it"),
         .timeLimit(.minutes(10)))
-    func schemathesis() throws {
+    func schemathesis() async throws {
         #expect(Schemathesis.available, "schemathesis must be installed in CI")
         let binary = Repository.nottyBinary
         #expect(FileManager.default.isExecutableFile(atPath: binary.path), "notty was not built at \(binary.path)")
-        let (status, output) = try Repository.run(["bash", "Tests/schemathesis/run.sh", binary.path, "25"])
+        let (status, output) = try await Repository.run(["bash", "Tests/schemathesis/run.sh", binary.path, "25"])
         let summary = output.split(separator: "\n").filter { $0.contains("generated") || $0.contains("❌") || $0.hasPrefix("==") }
         report(summary.joined(separator: "\n"))
         #expect(status == 0, "schemathesis found problems:\n\(output.suffix(6000))")

@@ -10,23 +10,23 @@ struct TerminalCenterTests {
     @Test("B's open notty shows A's dismiss and read within 1 s with no key press; B's keys reach A; resize; q exits 0")
     func liveAcrossDevices() async throws {
         let world = try await TwoDevices()
-        let first = try world.publish("Build #4812 failed on main", body: "3 tests failed")
-        let second = try world.publish("Disk usage 91% on db-primary")
-        let third = try world.publish("デプロイ完了 ✅ web v2.31.0")
-        let fourth = try world.publish("Standup in 15 minutes")
-        #expect(try world.a.run(["sync"]).status == 0)
+        let first = try await world.publish("Build #4812 failed on main", body: "3 tests failed")
+        let second = try await world.publish("Disk usage 91% on db-primary")
+        let third = try await world.publish("デプロイ完了 ✅ web v2.31.0")
+        let fourth = try await world.publish("Standup in 15 minutes")
+        #expect(try await world.a.run(["sync"]).status == 0)
         let b = try TmuxSession(command: Repository.nottyBinary.path, environment: ["NOTTY_HOME": world.b.home.path])
         #expect(await b.waitFor("Unread 4"), "B's notty did not open:\n\(b.screen())")
         #expect(await b.waitFor("· live"), "B never went live:\n\(b.screen())")
         #expect(b.screen().contains("デプロイ完了 ✅ web v2.31.0"))
 
         // A acts from the command line; B's screen follows by itself.
-        #expect(try world.a.run(["dismiss", first]).status == 0)
+        #expect(try await world.a.run(["dismiss", first]).status == 0)
         let start = ContinuousClock.now
         #expect(await b.waitFor("Dismissed 1", timeout: .seconds(1)), "B's screen did not show the dismiss within 1 s:\n\(b.screen())")
         report("A dismiss → B's screen: \(ContinuousClock.now - start)")
         #expect(!b.screen().contains("Build #4812"))
-        #expect(try world.a.run(["read", second]).status == 0)
+        #expect(try await world.a.run(["read", second]).status == 0)
         #expect(await b.waitFor("Read 1", timeout: .seconds(1)), "B's screen did not show the read within 1 s:\n\(b.screen())")
 
         // Keys on B: the selection is on the newest unread (fourth): d dismisses it; then r
@@ -48,11 +48,11 @@ struct TerminalCenterTests {
         #expect(await b.waitFor("All 3"))
         #expect(await eventually(timeout: .seconds(5)) { (try? world.store(world.b).outboxCount()) == 0 }, "B's changes were not sent")
 
-        #expect(try world.a.run(["sync"]).status == 0)
-        #expect(try world.a.run(["show", fourth, "--json"]).out.contains(#""userActionState":"Dismissed""#))
-        let thirdState = try world.a.run(["show", third, "--json"]).out
+        #expect(try await world.a.run(["sync"]).status == 0)
+        #expect(try await world.a.run(["show", fourth, "--json"]).out.contains(#""userActionState":"Dismissed""#))
+        let thirdState = try await world.a.run(["show", third, "--json"]).out
         #expect(thirdState.contains(#""userActionState":"Activated""#) && thirdState.contains(#""readState":"Read""#))
-        #expect(try world.a.run(["list", "--view", "all", "--json"]).out.split(separator: "\n").count == 3, "the delete reached A")
+        #expect(try await world.a.run(["list", "--view", "all", "--json"]).out.split(separator: "\n").count == 3, "the delete reached A")
 
         // Resize down to 40×10, below it, and back.
         try b.resize(columns: 40, rows: 10)
@@ -70,8 +70,8 @@ struct TerminalCenterTests {
     @Test("searching a store of 1,500: the index is built in the background; many matches show at once and are counted after, few are counted at once")
     func search() async throws {
         let world = try await TwoDevices()
-        _ = try world.publish("Standup in 15 minutes")
-        #expect(try world.b.run(["sync"]).status == 0)
+        _ = try await world.publish("Standup in 15 minutes")
+        #expect(try await world.b.run(["sync"]).status == 0)
         // Rows the service does not have, straight into B's store (the TUI reads the store).
         let store = try world.store(world.b)
         let cursor = try #require(try store.cursor())
@@ -121,7 +121,7 @@ struct TerminalCenterTests {
         #expect(await session.waitFor("Dismissed 3", timeout: .seconds(3)), "a dismiss on the joined device did not reach the first:\n\(session.screen())")
         try join.keys("q")
         // SIGTERM to the notty process itself (anchored: not the shell or tmux around it).
-        _ = try Repository.run(["pkill", "-TERM", "-f", "^\(Repository.nottyBinary.path) demo --data \(home.path)/demo"])
+        _ = try await Repository.run(["pkill", "-TERM", "-f", "^\(Repository.nottyBinary.path) demo --data \(home.path)/demo"])
         #expect(await session.waitFor("[exited 0]"), "the demo did not exit 0 on SIGTERM:\n\(session.screen())")
     }
 
@@ -141,7 +141,7 @@ struct TerminalCenterTests {
         for folder in [bin, empty] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
         // Copied by cp (not by this process, whose open files a process spawned meanwhile would
         // inherit: running the copy would then fail with ETXTBSY).
-        #expect(try Repository.run(["cp", Repository.nottyBinary.path, Repository.nottyServerBinary.path, bin.path]).status == 0)
+        #expect(try await Repository.run(["cp", Repository.nottyBinary.path, Repository.nottyServerBinary.path, bin.path]).status == 0)
         // In a mount namespace of its own, the checkout's Resources/ and Sources/ are empty folders.
         let hidden = "mount --bind \(empty.path) \(resources.path) && mount --bind \(empty.path) \(Repository.root.path)/Sources"
             + " && exec \(bin.path)/notty demo --data \(home.path)/demo --every 0"

@@ -125,7 +125,7 @@ struct InstancesTests {
 struct OutageTests {
     @Test("PostgreSQL down: 503 serviceUnavailable, /healthz fails, nothing half-written; back: the service recovers without a restart")
     func outage() async throws {
-        let cluster = try TestPostgres.Cluster()
+        let cluster = try await TestPostgres.Cluster.start()
         let storage = try await PostgresStorage.connect(url: PostgresURL(TestPostgres.createDatabase(on: cluster.url)), logger: .quiet, timeout: .seconds(2))
         let harness = try await Harness(storage: storage, logger: .quiet)
         try await harness.router { client in
@@ -133,7 +133,7 @@ struct OutageTests {
             let before = try #require(try await world.publish(client, id: "before").string("id"))
             #expect(try await client.call(.get, "/healthz").status == .ok)
 
-            try cluster.stop()
+            try await cluster.stop()
             let health = try await client.call(.get, "/healthz")
             #expect(health.status == .serviceUnavailable)
             let publish = try await world.publish(client, id: "during")
@@ -142,7 +142,7 @@ struct OutageTests {
             #expect(patch.status == .serviceUnavailable)
             #expect(try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).status == .serviceUnavailable)
 
-            try cluster.start()
+            try await cluster.start()
             var healthy = false
             let deadline = ContinuousClock.now + .seconds(30)
             while !healthy && ContinuousClock.now < deadline {

@@ -15,12 +15,12 @@ func webhookFixture(_ name: String) throws -> String {
 }
 
 /// HMAC-SHA256 of `body` keyed with `secret`, hex, by openssl (not by the code under test).
-func opensslHMAC(_ body: String, secret: String) throws -> String {
+func opensslHMAC(_ body: String, secret: String) async throws -> String {
     let directory = Repository.temporaryDirectory("notty-hmac")
     defer { try? FileManager.default.removeItem(at: directory) }
     let file = directory.appendingPathComponent("body")
     try Data(body.utf8).write(to: file)
-    let result = try Repository.run(["openssl", "dgst", "-sha256", "-hmac", secret, "-r", file.path])
+    let result = try await Repository.run(["openssl", "dgst", "-sha256", "-hmac", secret, "-r", file.path])
     guard result.status == 0, let hex = result.output.split(separator: " ").first else { throw SupportError("openssl: \(result.output)") }
     return String(hex)
 }
@@ -106,7 +106,7 @@ struct WebhookTests {
             let world = try await harness.world(client)
             let (path, _) = try await world.webhook(client, secret: "It's a Secret to Everybody")
             let failure = try webhookFixture("github-workflow_run-completed-failure.json")
-            let signature = try opensslHMAC(failure, secret: "It's a Secret to Everybody")
+            let signature = try await opensslHMAC(failure, secret: "It's a Secret to Everybody")
             func github(_ body: String, _ event: String, signature: String?) async throws -> Reply {
                 var headers = ["X-GitHub-Event": event, "Content-Type": "application/json", "X-GitHub-Delivery": UUID().uuidString]
                 if let signature { headers["X-Hub-Signature-256"] = "sha256=\(signature)" }
