@@ -227,32 +227,6 @@ public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) 
     }
 }
 
-/// tmux for tests that drive a real terminal.
-public enum Tmux {
-    public static let path: String? = ["/usr/bin/tmux", "/usr/local/bin/tmux", "/opt/homebrew/bin/tmux"]
-        .first { FileManager.default.isExecutableFile(atPath: $0) }
-
-    /// Runs tmux on a private server (`socket`) with ``spawn(_:_:environment:newSession:files:)``
-    /// and waitpid: Foundation's `Process.waitUntilExit` on Linux also waits for the tmux server
-    /// that `new-session` leaves running.
-    public static func run(socket: String, _ arguments: [String]) throws -> String {
-        guard let path else { throw SupportError("tmux is not installed (apt-get install -y tmux)") }
-        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("notty-tmux-out-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        let environment = ProcessInfo.processInfo.environment.filter { $0.key != "TMUX" }
-        let pid = try spawn(path, ["-S", socket] + arguments, environment: environment) { actions in
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        guard status == 0 else { throw SupportError("tmux \(arguments.joined(separator: " ")) (status \(status)): \(text)") }
-        return text
-    }
-}
-
 /// Starts `path` with posix_spawn: exactly `environment`, standard files as `files` sets them
 /// up, no blocked signals and default dispositions (a child must not inherit a Dispatch
 /// worker's blocked signals, or SIGTERM cannot stop it), in a new session when `newSession`

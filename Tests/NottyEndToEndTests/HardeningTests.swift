@@ -17,15 +17,15 @@ enum Hostile {
 
 /// A tmux session with the clipboard open to programs (`set-clipboard on`), so an OSC 52 that
 /// got through would show up as a paste buffer.
-private func watchedSession(_ script: String, columns: Int = 200, rows: Int = 60) throws -> TmuxSession {
+private func watchedSession(_ script: String, columns: Int = 200, rows: Int = 60) async throws -> TmuxSession {
     let session = try TmuxSession(command: "sh \(script)", columns: columns, rows: rows, environment: [:])
-    try session.tmux(["set-option", "-g", "set-clipboard", "on"])
+    try await session.tmux(["set-option", "-g", "set-clipboard", "on"])
     return session
 }
 
 private extension TmuxSession {
-    var paneTitle: String { (try? query("#{pane_title}")) ?? "" }
-    var buffers: String { (try? tmux(["list-buffers"])) ?? "" }
+    var paneTitle: String { get async { (try? await query("#{pane_title}")) ?? "" } }
+    var buffers: String { get async { (try? await tmux(["list-buffers"])) ?? "" } }
 }
 
 /// Writes a script that waits for `go` (so tmux's options are set first), prints a marker line,
@@ -63,13 +63,14 @@ struct TerminalSafetyTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let raw = directory.appendingPathComponent("raw.txt")
         try Data((Hostile.title + "\n").utf8).write(to: raw)
-        let session = try watchedSession(try script(in: directory, "raw", "cat \(raw.path)").path)
-        let titleBefore = session.paneTitle
+        let session = try await watchedSession(try script(in: directory, "raw", "cat \(raw.path)").path)
+        let titleBefore = await session.paneTitle
         #expect(FileManager.default.createFile(atPath: directory.appendingPathComponent("go-raw").path, contents: nil))
-        #expect(await session.waitFor("DONE-MARKER"), "\(session.screen())")
-        #expect(session.paneTitle != titleBefore && session.paneTitle.contains("PWNED-TITLE"))
-        #expect(session.buffers.contains("PWNED"), "OSC 52 did not reach tmux's clipboard: \(session.buffers)")
-        #expect(!session.screen().contains("BEFORE-MARKER"), "the raw CSI 2J did not clear the screen")
+        #expect(await session.waitFor("DONE-MARKER"), "\(session.shown)")
+        let title = await session.paneTitle, buffers = await session.buffers
+        #expect(title != titleBefore && title.contains("PWNED-TITLE"))
+        #expect(buffers.contains("PWNED"), "OSC 52 did not reach tmux's clipboard: \(buffers)")
+        #expect(await !session.screen().contains("BEFORE-MARKER"), "the raw CSI 2J did not clear the screen")
     }
 
     @Test("list, show, status, devices, error lines and publish print placeholders: the pane title, the clipboard and the screen stay",
@@ -91,13 +92,14 @@ struct TerminalSafetyTests {
         ]
         let exports = environment.map { "export \($0.key)='\($0.value)'" }.joined(separator: "\n")
         let tag = name.replacingOccurrences(of: " ", with: "-")
-        let session = try watchedSession(try script(in: directory, tag, exports + "\n" + command).path)
-        let titleBefore = session.paneTitle
+        let session = try await watchedSession(try script(in: directory, tag, exports + "\n" + command).path)
+        let titleBefore = await session.paneTitle
         #expect(FileManager.default.createFile(atPath: directory.appendingPathComponent("go-\(tag)").path, contents: nil))
-        #expect(await session.waitFor("DONE-MARKER"), "\(name) did not finish:\n\(session.screen())")
-        let screen = session.screen()
-        #expect(session.paneTitle == titleBefore, "\(name) retitled the pane: \(session.paneTitle)")
-        #expect(session.buffers.isEmpty, "\(name) wrote the clipboard: \(session.buffers)")
+        #expect(await session.waitFor("DONE-MARKER"), "\(name) did not finish:\n\(session.shown)")
+        let screen = await session.screen()
+        let title = await session.paneTitle, buffers = await session.buffers
+        #expect(title == titleBefore, "\(name) retitled the pane: \(title)")
+        #expect(buffers.isEmpty, "\(name) wrote the clipboard: \(buffers)")
         #expect(screen.contains("BEFORE-MARKER"), "\(name) cleared or overwrote the screen:\n\(screen)")
         // The attempt is shown, not obeyed (publish and the error line quote no content: they only must not break).
         if ["list", "show"].contains(name) { #expect(screen.contains("Hi␛]0;PWNED-TITLE␇"), "\(screen)") }
@@ -112,19 +114,20 @@ struct TerminalSafetyTests {
         _ = try await world.publish(Hostile.title, body: Hostile.body)
         #expect(try await world.a.run(["sync"]).status == 0)
         let session = try TmuxSession(command: Repository.nottyBinary.path, columns: 160, rows: 30, environment: ["NOTTY_HOME": world.a.home.path])
-        try session.tmux(["set-option", "-g", "set-clipboard", "on"])
-        let titleBefore = session.paneTitle
-        #expect(await session.waitFor("Unread 1"), "\(session.screen())")
-        try session.keys("Enter")
-        #expect(await session.waitFor("line two"), "\(session.screen())")
-        let screen = session.screen()
+        try await session.tmux(["set-option", "-g", "set-clipboard", "on"])
+        let titleBefore = await session.paneTitle
+        #expect(await session.waitFor("Unread 1"), "\(session.shown)")
+        try await session.keys("Enter")
+        #expect(await session.waitFor("line two"), "\(session.shown)")
+        let screen = await session.screen()
         #expect(screen.contains("Hi␛]0;PWNED-TITLE␇"), "\(screen)")
         #expect(screen.split(separator: "\n").first?.contains("Unread") == true, "the tab bar was overwritten:\n\(screen)")
-        #expect(session.paneTitle == titleBefore, "the center retitled the pane: \(session.paneTitle)")
-        #expect(session.buffers.isEmpty, "the center wrote the clipboard: \(session.buffers)")
-        try session.keys("q")  // closes the detail
-        try session.keys("q")
-        #expect(await session.waitFor("[exited 0]"), "\(session.screen())")
+        let title = await session.paneTitle, buffers = await session.buffers
+        #expect(title == titleBefore, "the center retitled the pane: \(title)")
+        #expect(buffers.isEmpty, "the center wrote the clipboard: \(buffers)")
+        try await session.keys("q")  // closes the detail
+        try await session.keys("q")
+        #expect(await session.waitFor("[exited 0]"), "\(session.shown)")
     }
 }
 

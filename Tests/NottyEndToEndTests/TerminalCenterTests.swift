@@ -16,35 +16,35 @@ struct TerminalCenterTests {
         let fourth = try await world.publish("Standup in 15 minutes")
         #expect(try await world.a.run(["sync"]).status == 0)
         let b = try TmuxSession(command: Repository.nottyBinary.path, environment: ["NOTTY_HOME": world.b.home.path])
-        #expect(await b.waitFor("Unread 4"), "B's notty did not open:\n\(b.screen())")
-        #expect(await b.waitFor("· live"), "B never went live:\n\(b.screen())")
-        #expect(b.screen().contains("デプロイ完了 ✅ web v2.31.0"))
+        #expect(await b.waitFor("Unread 4"), "B's notty did not open:\n\(b.shown)")
+        #expect(await b.waitFor("· live"), "B never went live:\n\(b.shown)")
+        #expect(await b.screen().contains("デプロイ完了 ✅ web v2.31.0"))
 
         // A acts from the command line; B's screen follows by itself.
         #expect(try await world.a.run(["dismiss", first]).status == 0)
         let start = ContinuousClock.now
-        #expect(await b.waitFor("Dismissed 1", timeout: .seconds(1)), "B's screen did not show the dismiss within 1 s:\n\(b.screen())")
+        #expect(await b.waitFor("Dismissed 1", timeout: .seconds(1)), "B's screen did not show the dismiss within 1 s:\n\(b.shown)")
         report("A dismiss → B's screen: \(ContinuousClock.now - start)")
-        #expect(!b.screen().contains("Build #4812"))
+        #expect(await !b.screen().contains("Build #4812"))
         #expect(try await world.a.run(["read", second]).status == 0)
-        #expect(await b.waitFor("Read 1", timeout: .seconds(1)), "B's screen did not show the read within 1 s:\n\(b.screen())")
+        #expect(await b.waitFor("Read 1", timeout: .seconds(1)), "B's screen did not show the read within 1 s:\n\(b.shown)")
 
         // Keys on B: the selection is on the newest unread (fourth): d dismisses it; then r
         // marks the next (third) read; u undoes that; a activates third; x y deletes the last.
-        try b.keys("g")
-        try b.keys("d")
+        try await b.keys("g")
+        try await b.keys("d")
         #expect(await b.waitFor("Dismissed 2"))
-        try b.keys("r")
+        try await b.keys("r")
         #expect(await b.waitFor("Read 2"))
-        try b.keys("u")
+        try await b.keys("u")
         #expect(await b.waitFor("Read 1"))
-        try b.keys("a")
+        try await b.keys("a")
         #expect(await b.waitFor("Activated 1"))
-        try b.keys("6")
+        try await b.keys("6")
         #expect(await b.waitFor("All 4"))
-        try b.keys("G", "x")
-        #expect(await b.waitFor("y/n"), "no delete confirmation:\n\(b.screen())")
-        try b.keys("y")
+        try await b.keys("G", "x")
+        #expect(await b.waitFor("y/n"), "no delete confirmation:\n\(b.shown)")
+        try await b.keys("y")
         #expect(await b.waitFor("All 3"))
         #expect(await eventually(timeout: .seconds(5)) { (try? world.store(world.b).outboxCount()) == 0 }, "B's changes were not sent")
 
@@ -55,16 +55,16 @@ struct TerminalCenterTests {
         #expect(try await world.a.run(["list", "--view", "all", "--json"]).out.split(separator: "\n").count == 3, "the delete reached A")
 
         // Resize down to 40×10, below it, and back.
-        try b.resize(columns: 40, rows: 10)
-        #expect(await b.waitFor("All 3"), "40×10 screen (short tab names, \"Unr 1│…│All 3\", still fit):\n\(b.screen())")
-        try b.resize(columns: 30, rows: 8)
-        #expect(await b.waitFor("too small"), "no 'too small' at 30×8:\n\(b.screen())")
-        try b.resize(columns: 100, rows: 30)
+        try await b.resize(columns: 40, rows: 10)
+        #expect(await b.waitFor("All 3"), "40×10 screen (short tab names, \"Unr 1│…│All 3\", still fit):\n\(b.shown)")
+        try await b.resize(columns: 30, rows: 8)
+        #expect(await b.waitFor("too small"), "no 'too small' at 30×8:\n\(b.shown)")
+        try await b.resize(columns: 100, rows: 30)
         #expect(await b.waitFor("Activated 1"))
 
-        try b.keys("q")
-        #expect(await b.waitFor("[exited 0]"), "q did not exit 0:\n\(b.screen())")
-        #expect(!b.screen().contains("Unread"), "the terminal was not restored (alternate screen left on):\n\(b.screen())")
+        try await b.keys("q")
+        #expect(await b.waitFor("[exited 0]"), "q did not exit 0:\n\(b.shown)")
+        #expect(await !b.screen().contains("Unread"), "the terminal was not restored (alternate screen left on):\n\(b.shown)")
     }
 
     @Test("searching a store of 1,500: the index is built in the background; many matches show at once and are counted after, few are counted at once")
@@ -86,21 +86,22 @@ struct TerminalCenterTests {
         #expect(try store.rowsToIndexForSearch() == 1501)
 
         let b = try TmuxSession(command: Repository.nottyBinary.path, environment: ["NOTTY_HOME": world.b.home.path])
-        #expect(await b.waitFor("Unread 1501"), "B's notty did not open:\n\(b.screen())")
+        #expect(await b.waitFor("Unread 1501"), "B's notty did not open:\n\(b.shown)")
         #expect(await eventually(timeout: .seconds(10)) { (try? store.rowsToIndexForSearch()) == 0 }, "the open notty did not index the store")
-        try b.keys("/", "deploy")
-        try b.keys("Enter")
-        #expect(await b.waitFor("1500 matches"), "the many matches were never counted:\n\(b.screen())")
-        #expect(b.screen().contains("deploy 0 of web"))
-        try b.keys("G")
-        #expect(await b.waitFor("deploy 1499 of web"), "G did not reach the last match:\n\(b.screen())")
-        try b.keys("Escape")
-        try b.keys("/", "NEEDLE")
-        try b.keys("Enter")
-        #expect(await b.waitFor("3 matches"), "the few matches:\n\(b.screen())")
-        #expect(b.screen().contains("needle 1007 deploy") && !b.screen().contains("Standup"))
-        try b.keys("q")
-        #expect(await b.waitFor("[exited 0]"), "q did not exit 0:\n\(b.screen())")
+        try await b.keys("/", "deploy")
+        try await b.keys("Enter")
+        #expect(await b.waitFor("1500 matches"), "the many matches were never counted:\n\(b.shown)")
+        #expect(await b.screen().contains("deploy 0 of web"))
+        try await b.keys("G")
+        #expect(await b.waitFor("deploy 1499 of web"), "G did not reach the last match:\n\(b.shown)")
+        try await b.keys("Escape")
+        try await b.keys("/", "NEEDLE")
+        try await b.keys("Enter")
+        #expect(await b.waitFor("3 matches"), "the few matches:\n\(b.shown)")
+        let found = await b.screen()
+        #expect(found.contains("needle 1007 deploy") && !found.contains("Standup"))
+        try await b.keys("q")
+        #expect(await b.waitFor("[exited 0]"), "q did not exit 0:\n\(b.shown)")
     }
 
     @Test("notty demo starts on a fresh NOTTY_HOME and shows live notifications; SIGTERM restores the terminal")
@@ -109,20 +110,20 @@ struct TerminalCenterTests {
         defer { try? FileManager.default.removeItem(at: home) }
         let session = try TmuxSession(command: "\(Repository.nottyBinary.path) demo --data \(home.path)/demo --every 2",
                                       environment: ["NOTTY_HOME": home.path, "XDG_RUNTIME_DIR": home.path])
-        #expect(await session.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "the demo did not show its notifications:\n\(session.screen())")
+        #expect(await session.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "the demo did not show its notifications:\n\(session.shown)")
         #expect(await session.waitFor("· live"))
-        #expect(session.screen().contains("服务器告警 🔥"))
+        #expect(await session.screen().contains("服务器告警 🔥"))
         // The history leaves 7 unread; one arrives every 2 s (a loaded machine may show several at once).
-        func unread() -> Int { session.screen().firstMatch(of: /Unread (\d+)/).flatMap { Int($0.1) } ?? 0 }
-        #expect(await eventually(timeout: .seconds(10)) { unread() >= 8 }, "no new notification arrived:\n\(session.screen())")
+        func unread() async -> Int { await session.screen().firstMatch(of: /Unread (\d+)/).flatMap { Int($0.1) } ?? 0 }
+        #expect(await eventually(timeout: .seconds(10)) { await unread() >= 8 }, "no new notification arrived:\n\(session.shown)")
         let join = try TmuxSession(command: "\(Repository.nottyBinary.path) demo --join", environment: ["XDG_RUNTIME_DIR": home.path])
-        #expect(await join.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "demo --join did not show the notifications:\n\(join.screen())")
-        try join.keys("d")
-        #expect(await session.waitFor("Dismissed 3", timeout: .seconds(3)), "a dismiss on the joined device did not reach the first:\n\(session.screen())")
-        try join.keys("q")
+        #expect(await join.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "demo --join did not show the notifications:\n\(join.shown)")
+        try await join.keys("d")
+        #expect(await session.waitFor("Dismissed 3", timeout: .seconds(3)), "a dismiss on the joined device did not reach the first:\n\(session.shown)")
+        try await join.keys("q")
         // SIGTERM to the notty process itself (anchored: not the shell or tmux around it).
         _ = try await Repository.run(["pkill", "-TERM", "-f", "^\(Repository.nottyBinary.path) demo --data \(home.path)/demo"])
-        #expect(await session.waitFor("[exited 0]"), "the demo did not exit 0 on SIGTERM:\n\(session.screen())")
+        #expect(await session.waitFor("[exited 0]"), "the demo did not exit 0 on SIGTERM:\n\(session.shown)")
     }
 
     @Test("notty demo copied out of the build tree (notty and notty-server) runs with the source tree hidden (no path into it); its script equals Resources/")
@@ -147,8 +148,8 @@ struct TerminalCenterTests {
             + " && exec \(bin.path)/notty demo --data \(home.path)/demo --every 0"
         let session = try TmuxSession(command: "unshare --mount --propagation private sh -c '\(hidden)'",
                                       environment: ["NOTTY_HOME": home.path, "XDG_RUNTIME_DIR": home.path])
-        #expect(await session.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "the copied demo did not start:\n\(session.screen())")
-        try session.keys("q")
-        #expect(await session.waitFor("[exited 0]"), "\(session.screen())")
+        #expect(await session.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "the copied demo did not start:\n\(session.shown)")
+        try await session.keys("q")
+        #expect(await session.waitFor("[exited 0]"), "\(session.shown)")
     }
 }

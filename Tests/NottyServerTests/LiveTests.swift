@@ -127,7 +127,10 @@ struct LiveTests {
             httpConfig.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 80
             let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfig)
             let loop = LoopbackHTTP(http: http, base: base, unsId: world.unsId)
-            let acknowledged = Locked<[String: (read: ReadState, at: Int64)]>([:])
+            // The newest acknowledged change per notification; `tied` when two changes with the
+            // same clock but different values were both acknowledged: the service keeps the one it
+            // committed last, which the order of the answers here does not tell.
+            let acknowledged = Locked<[String: (read: ReadState, at: Int64, tied: Bool)]>([:])
             let published = Locked<Set<String>>([])
 
 
@@ -163,7 +166,8 @@ struct LiveTests {
                                 body: #"{"readState":"\#(read.rawValue)","changedAt":\#(at),"mutationId":"\#(mutation)"}"#)
                             if status == 200 {
                                 acknowledged.update { all in
-                                    if (all[id]?.at ?? 0) <= at { all[id] = (read, at) }
+                                    guard let known = all[id], known.at >= at else { all[id] = (read, at, false); return }
+                                    if known.at == at && known.read != read { all[id]?.tied = true }
                                 }
                             }
                             n += 1
@@ -196,12 +200,16 @@ struct LiveTests {
             for note in state { #expect(replayed[note.id] == note) }
             // No lost update: every notification holds the newest acknowledged readState, unless a
             // later re-publish reset it (its lastModified is then after that change).
-            for (id, ack) in acknowledged.value {
+            var checked = 0
+            for (id, ack) in acknowledged.value where !ack.tied {
                 guard let note = replayed[id], note.status == .active else { continue }
                 if ISOTime.millis(note.createdDateTime) <= ack.at - 20 {
+                    checked += 1
                     #expect(note.readState == ack.read, "\(id): expected \(ack.read) from the change at \(ack.at)")
                 }
             }
+            #expect(checked > 0, "no acknowledged change could be checked")
+            report("\(backend): \(checked) notifications checked for lost updates, \(acknowledged.value.values.filter(\.tied).count) left out (two acknowledged changes with the same clock)")
         }
     }
 }

@@ -29,8 +29,8 @@ extension CursesScreenTests {
 extension CursesScreenTests {
     @Suite("Real ncurses in a tmux pane", .enabled(if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
     struct TmuxTerminalTests {
-        @Test func paintsDiffsPlacesTheCursorReadsKeysAndRestores() throws {
-            let pane = try TmuxPane(columns: 80, rows: 24)
+        @Test func paintsDiffsPlacesTheCursorReadsKeysAndRestores() async throws {
+            let pane = try await TmuxPane(columns: 80, rows: 24)
             defer { pane.close() }
             let terminal = Terminal(ttyPath: pane.tty, terminalType: "screen")
             try terminal.start(useColor: true)
@@ -44,20 +44,20 @@ extension CursesScreenTests {
             write("error", at: 0, row: 2, on: &screen, style: CellStyle(color: .error))
             screen[79, 23] = Cell("Z")
             terminal.paint(screen)
-            try pane.waitFor { $0.lines.first == "notty 世界 🎉 ok" }
-            let lines = try pane.capture().lines
+            try await pane.waitFor { $0.lines.first == "notty 世界 🎉 ok" }
+            let lines = try await pane.capture().lines
             #expect(lines[1] == "café |")
             #expect(lines[23].hasSuffix("Z") && lines[23].count == 80)
-            #expect(try pane.capture(escapes: true).lines[2].contains("\u{1B}[31merror"))
-            #expect(try pane.query("#{cursor_flag}") == "0")
+            #expect(try await pane.capture(escapes: true).lines[2].contains("\u{1B}[31merror"))
+            #expect(try await pane.query("#{cursor_flag}") == "0")
 
             // Next frame: one wide character changed and a visible cursor.
             var next = screen
             write("日", at: 6, row: 0, on: &next, style: CellStyle(bold: true))
             next.cursor = (column: 3, row: 5)
             terminal.paint(next)
-            try pane.waitFor { $0.lines.first == "notty 日界 🎉 ok" }
-            try pane.waitFor { _ in try pane.query("#{cursor_x},#{cursor_y},#{cursor_flag}") == "3,5,1" }
+            try await pane.waitFor { $0.lines.first == "notty 日界 🎉 ok" }
+            try await pane.waitFor { _ in try await pane.query("#{cursor_x},#{cursor_y},#{cursor_flag}") == "3,5,1" }
 
             // Keys as tmux sends them for a terminal of this type.
             let presses: [([String], Key)] = [
@@ -69,7 +69,7 @@ extension CursesScreenTests {
                 (["-l", "é"], .character("é")), (["-l", "世"], .character("世")),
             ]
             for (keys, expected) in presses {
-                try pane.sendKeys(keys)
+                try await pane.sendKeys(keys)
                 #expect(terminal.readKey(timeoutMilliseconds: 3000) == .key(expected), "\(keys)")
             }
             #expect(terminal.readKey(timeoutMilliseconds: 50) == nil)
@@ -77,7 +77,7 @@ extension CursesScreenTests {
             // Leaving gives the terminal back: main screen, visible cursor.
             terminal.stop()
             terminal.stop()
-            try pane.waitFor { _ in try pane.query("#{alternate_on},#{cursor_flag}") == "0,1" }
+            try await pane.waitFor { _ in try await pane.query("#{alternate_on},#{cursor_flag}") == "0,1" }
         }
     }
 }
@@ -91,22 +91,22 @@ private struct TmuxPane {
         let lines: [String]
     }
 
-    init(columns: Int, rows: Int) throws {
-        (session, tty) = try TmuxSession.paneTTY(columns: columns, rows: rows)
+    init(columns: Int, rows: Int) async throws {
+        (session, tty) = try await TmuxSession.paneTTY(columns: columns, rows: rows)
     }
 
     func close() { session.close() }
-    func capture(escapes: Bool = false) throws -> Capture { Capture(lines: try session.lines(escapes: escapes)) }
-    func query(_ format: String) throws -> String { try session.query(format) }
-    func sendKeys(_ keys: [String]) throws { try session.keys(keys) }
+    func capture(escapes: Bool = false) async throws -> Capture { await Capture(lines: try session.lines(escapes: escapes)) }
+    func query(_ format: String) async throws -> String { try await session.query(format) }
+    func sendKeys(_ keys: [String]) async throws { try await session.keys(keys) }
 
     /// Polls the pane for up to 5 seconds.
-    func waitFor(_ condition: (Capture) throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        var last = try capture()
+    func waitFor(_ condition: (Capture) async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        var last = try await capture()
         for _ in 0..<100 {
-            if try condition(last) { return }
-            Thread.sleep(forTimeInterval: 0.05)
-            last = try capture()
+            if try await condition(last) { return }
+            try await Task.sleep(for: .milliseconds(50))
+            last = try await capture()
         }
         Issue.record("pane never matched; it shows:\n\(last.lines.joined(separator: "\n"))", sourceLocation: sourceLocation)
     }
