@@ -312,6 +312,7 @@ struct DeferredIndexTests {
         #expect(migrated.count >= 6)
         #expect(try t.store.deferIndexesIfEmpty())
         #expect(Set(try Self.indexes(t.store).keys) == LocalStore.indexesNamedByQueries)
+        #expect(try t.store.writerPragma("cache_size") == LocalStore.firstSyncCacheSize, "a first sync writes with a larger cache")
         let first = (1...40).map { notification($0, read: $0 % 3 == 0 ? .read : .unread, action: $0 % 5 == 0 ? .dismissed : .noInteraction,
                                                  created: base.addingTimeInterval(Double($0))) }
         #expect(try t.store.apply(page: ChangesPage(changes: first, cursor: "40", hasMore: true), since: nil) == .applied(changed: 40))
@@ -338,7 +339,9 @@ struct DeferredIndexTests {
         _ = try reopened.unannounced(now: base)
         #expect(try !reopened.deferIndexesIfEmpty(), "a store with a cursor keeps its indexes")
 
-        try reopened.buildDeferredIndexes()
+        #expect(try reopened.writerPragma("cache_size") == LocalStore.defaultCacheSize, "only the process that deferred them has the larger cache")
+        try t.store.buildDeferredIndexes()
+        #expect(try t.store.writerPragma("cache_size") == LocalStore.defaultCacheSize, "the first sync's cache is given back")
         #expect(try Self.indexes(reopened) == migrated)
         try reopened.buildDeferredIndexes()  // nothing left to do
         #expect(try Self.indexes(reopened) == migrated)
