@@ -217,7 +217,7 @@ public func eventually(timeout: Duration = .seconds(5), _ condition: () async th
 /// Tests run as tasks on Swift's cooperative pool, which has one thread per core: 2 here and
 /// in CI. Waiting for a child process on a pool thread takes that thread from every other test
 /// of the process; with dozens of tests starting together a fresh CI run stalled for a minute,
-/// and PostgreSQL set-ups timed out (stop 26). Every helper here that waits for a process
+/// and PostgreSQL set-ups timed out after 60 s. Every helper here that waits for a process
 /// therefore waits off the pool.
 public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
