@@ -130,22 +130,27 @@ struct ClientBench {
         // Connected once a change made elsewhere reaches the store.
         let ids = Array(try store.ids(view: .unread).suffix(rounds + 1))
         _ = try await dismiss(ids[0], store: store, timeout: .seconds(15))
-        var samples: [Double] = []
+        var samples: [Double] = [], answered: [Double] = []
         for id in ids.dropFirst() {
-            samples.append(try await dismiss(id, store: store, timeout: .seconds(5)))
+            let (total, patch) = try await dismiss(id, store: store, timeout: .seconds(5))
+            samples.append(total)
+            answered.append(patch)
             try await Task.sleep(for: .milliseconds(5))
         }
         print("dismiss on device A → device B's store (doorbell, `notty poll --live`): \(summary(samples))")
+        print("  of which the PATCH's answer to A (the service's commit): \(summary(answered))")
     }
 
-    private func dismiss(_ id: String, store: LocalStore, timeout: Duration) async throws -> Double {
+    /// Milliseconds until B's store shows `id` dismissed, and until the PATCH was answered.
+    private func dismiss(_ id: String, store: LocalStore, timeout: Duration) async throws -> (total: Double, patch: Double) {
         let start = ContinuousClock.now
         let (status, text) = try await service.request(.PATCH, "/v1/me/notifications/\(id)", token: service.userToken,
                                                        body: #"{"userActionState":"Dismissed","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#)
+        let patch = (ContinuousClock.now - start).seconds * 1000
         guard status == 200 else { throw SupportError("PATCH answered \(status): \(text.prefix(200))") }
         while ContinuousClock.now - start < timeout {
             if try store.notification(id: id)?.userActionState == .dismissed {
-                return (ContinuousClock.now - start).seconds * 1000
+                return ((ContinuousClock.now - start).seconds * 1000, patch)
             }
             usleep(100)
         }
