@@ -57,7 +57,7 @@ let package = Package(
         // The client's durable store: notifications, outbox, cursor (GRDB/SQLite, WAL).
         .target(
             name: "NottyStore",
-            dependencies: ["NottyCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["NottyCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
         ),
         // The sync engine: HTTP client and tokens, pull/flush, doorbell and polling.
         .target(

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import NottyCore
 
 /// A change the user makes on this device.
@@ -362,7 +363,7 @@ extension LocalStore {
                 ])
             if db.changesCount == 1 { return }
         }
-        try db.cachedStatement(sql: """
+        let insert = try db.cachedStatement(sql: """
             INSERT INTO notifications (id, app_notification_id, app, group_name, priority, title, body, raw_content, ttl, policies,
                 created, expires, modified, s_read, s_action, s_snoozed, read_state, action_state, snoozed_until, bucket, announced, stale, launch_url)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)
@@ -375,11 +376,19 @@ extension LocalStore {
                 s_read = excluded.s_read, s_action = excluded.s_action, s_snoozed = excluded.s_snoozed,
                 read_state = excluded.read_state, action_state = excluded.action_state, snoozed_until = excluded.snoozed_until,
                 bucket = excluded.bucket, hidden = 0, stale = 0
-            """).execute(arguments: [
-                n.id, n.appNotificationId, n.targetHostName, n.groupName, n.priority.rawValue,
-                n.payload.visualContent?.title, n.payload.visualContent?.body, n.payload.rawContent, n.displayTimeToLive, policies,
-                created, expires, modified, read, action, until, read, action, until, bucket, announce ? 0 : 1, n.launchUrl,
-            ])
+            """)
+        // Bound and stepped with SQLite's own functions: GRDB's arguments (an existential per
+        // value, 22 a row) were 14% of a first sync's writing thread. Nothing observes these
+        // statements through GRDB (no transaction observer is registered), and the triggers
+        // run inside SQLite either way.
+        var row = DirectBinding(insert)
+        row.text(n.id); row.text(n.appNotificationId); row.text(n.targetHostName); row.text(n.groupName); row.text(n.priority.rawValue)
+        row.text(n.payload.visualContent?.title); row.text(n.payload.visualContent?.body); row.text(n.payload.rawContent)
+        row.integer(n.displayTimeToLive.map(Int64.init)); row.text(policies)
+        row.integer(created); row.integer(expires); row.integer(modified)
+        for _ in 0..<2 { row.text(read); row.text(action); row.integer(until) }
+        row.text(bucket); row.integer(announce ? 0 : 1); row.text(n.launchUrl)
+        try row.step(db)
     }
 
     // MARK: - Announcements (`notty poll`)
@@ -457,6 +466,47 @@ extension LocalStore {
                 try db.cachedStatement(sql: "INSERT INTO popups (notification_id, popup_id, view) VALUES (?, ?, ?)")
                     .execute(arguments: [record.notificationId, record.popupId.map { Int64($0) }, record.view.rawValue])
             }
+        }
+    }
+}
+
+/// Values bound in order into a prepared statement with SQLite's functions, then one step:
+/// for the insert a first sync runs 100,000 times.
+struct DirectBinding {
+    private let statement: Statement
+    private var index: Int32 = 0
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    init(_ statement: Statement) {
+        self.statement = statement
+        sqlite3_reset(statement.sqliteStatement)
+        sqlite3_clear_bindings(statement.sqliteStatement)
+    }
+
+    mutating func text(_ value: String?) {
+        index += 1
+        guard var value else { sqlite3_bind_null(statement.sqliteStatement, index); return }
+        let handle = statement.sqliteStatement, at = index
+        value.withUTF8 { bytes in
+            _ = bytes.withMemoryRebound(to: CChar.self) { sqlite3_bind_text(handle, at, $0.baseAddress, Int32(bytes.count), Self.transient) }
+        }
+    }
+
+    mutating func integer(_ value: Int64?) {
+        index += 1
+        guard let value else { sqlite3_bind_null(statement.sqliteStatement, index); return }
+        sqlite3_bind_int64(statement.sqliteStatement, index, value)
+    }
+
+    /// Runs the statement to its end; an error is GRDB's `DatabaseError`.
+    func step(_ db: Database) throws {
+        precondition(Int(index) == Int(sqlite3_bind_parameter_count(statement.sqliteStatement)), "every parameter is bound")
+        let handle = statement.sqliteStatement
+        defer { sqlite3_reset(handle) }
+        var code = sqlite3_step(handle)
+        while code == SQLITE_ROW { code = sqlite3_step(handle) }
+        guard code == SQLITE_DONE else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
         }
     }
 }

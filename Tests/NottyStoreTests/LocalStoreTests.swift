@@ -38,6 +38,30 @@ struct LocalStoreTests {
         #expect(try temporary.store.writerPragma("synchronous") == 2)
     }
 
+    @Test("a new notification is stored with every field as it came (each bound value in its column), and one with none of the optional ones")
+    func everyFieldStored() throws {
+        let t = try TemporaryStore()
+        var full = notification(7, read: .read, action: .snoozed, snoozedUntil: base.addingTimeInterval(3_600), title: "デプロイ完了 ✅ «v2»")
+        full.groupName = "deploys/prod"
+        full.priority = .high
+        full.payload = NotificationPayload(rawContent: #"{"k":"v"}"#, visualContent: VisualContent(title: "デプロイ完了 ✅ «v2»", body: "line 1\nline 2 🍜"))
+        full.displayTimeToLive = 90
+        full.targetPolicy = .object(["platformTypes": .array([.string("windows")])])
+        full.fallbackPolicy = .object(["type": .string("none")])
+        full.launchUrl = "https://ci.example.com/builds/4812?tab=log"
+        var bare = notification(8)
+        bare.groupName = nil
+        bare.payload = NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "t"))
+        #expect(try t.store.apply(page: ChangesPage(changes: [full, bare], cursor: "1", hasMore: false), since: nil, now: base) == .applied(changed: 2))
+        #expect(try t.store.notification(id: full.id) == full)
+        #expect(try t.store.notification(id: bare.id) == bare)
+        // The same statement again, for other rows: nothing of the previous row's values is left bound.
+        var next = notification(9)
+        next.launchUrl = nil
+        #expect(try t.store.apply(page: ChangesPage(changes: [next], cursor: "2", hasMore: false), since: "1", now: base) == .applied(changed: 1))
+        #expect(try t.store.notification(id: next.id) == next)
+    }
+
     @Test("views partition the notifications; a snooze ends and an expiry hides by time alone")
     func viewsByTime() throws {
         let t = try TemporaryStore()
