@@ -44,13 +44,14 @@ public final class TmuxSession: @unchecked Sendable {
 
     /// The pane's text, one string per row (`escapes`: with its SGR sequences).
     public func lines(escapes: Bool = false) async throws -> [String] {
-        try await tmux(["capture-pane", "-p", "-t", name] + (escapes ? ["-e"] : [])).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        try await tmux(capturePane + (escapes ? ["-e"] : [])).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
     }
 
-    public func screen() async -> String { (try? await tmux(["capture-pane", "-p", "-t", name])) ?? "" }
+    public func screen() async -> String { (try? await tmux(capturePane)) ?? "" }
     /// ``screen()`` holding the calling thread: for a failed expectation's message (evaluated
     /// only on failure, where nothing can be awaited).
-    public var shown: String { (try? Tmux.run(socket: socket, ["capture-pane", "-p", "-t", name])) ?? "" }
+    public var shown: String { (try? Tmux.run(socket: socket, capturePane)) ?? "" }
+    private var capturePane: [String] { ["capture-pane", "-p", "-t", name] }
     public func keys(_ keys: String...) async throws { try await tmux(["send-keys", "-t", name] + keys) }
     public func keys(_ keys: [String]) async throws { try await tmux(["send-keys", "-t", name] + keys) }
     public func resize(columns: Int, rows: Int) async throws { try await tmux(["resize-window", "-t", name, "-x", String(columns), "-y", String(rows)]) }

@@ -153,8 +153,6 @@ struct ExplainBench {
     }
 
     private func duration(_ body: () async throws -> Void) async rethrows -> Double {
-        let start = ContinuousClock.now
-        try await body()
-        return (ContinuousClock.now - start) / .seconds(1)
+        try await milliseconds(body) / 1000
     }
 }

@@ -21,6 +21,13 @@ func milliseconds(_ body: () throws -> Void) rethrows -> Double {
     return (ContinuousClock.now - start).seconds * 1000
 }
 
+/// ``milliseconds(_:)`` of work that awaits.
+func milliseconds(_ body: () async throws -> Void) async rethrows -> Double {
+    let start = ContinuousClock.now
+    try await body()
+    return (ContinuousClock.now - start).seconds * 1000
+}
+
 /// A process's resident memory now and at its peak (VmRSS, VmHWM), in bytes.
 func memory(pid: pid_t) -> (resident: Int, peak: Int) {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
