@@ -477,10 +477,10 @@ struct DirectBinding {
     private var index: Int32 = 0
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
+    /// Every parameter is bound again before ``step(_:)`` (it checks), so none is cleared here.
     init(_ statement: Statement) {
         self.statement = statement
         sqlite3_reset(statement.sqliteStatement)
-        sqlite3_clear_bindings(statement.sqliteStatement)
     }
 
     mutating func text(_ value: String?) {
@@ -488,7 +488,9 @@ struct DirectBinding {
         guard var value else { sqlite3_bind_null(statement.sqliteStatement, index); return }
         let handle = statement.sqliteStatement, at = index
         value.withUTF8 { bytes in
-            _ = bytes.withMemoryRebound(to: CChar.self) { sqlite3_bind_text(handle, at, $0.baseAddress, Int32(bytes.count), Self.transient) }
+            // A null pointer would bind NULL: an empty string is bound from a literal.
+            guard let start = bytes.baseAddress, !bytes.isEmpty else { _ = sqlite3_bind_text(handle, at, "", 0, Self.transient); return }
+            _ = start.withMemoryRebound(to: CChar.self, capacity: bytes.count) { sqlite3_bind_text(handle, at, $0, Int32(bytes.count), Self.transient) }
         }
     }
 

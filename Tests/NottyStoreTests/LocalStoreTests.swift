@@ -58,6 +58,7 @@ struct LocalStoreTests {
         // The same statement again, for other rows: nothing of the previous row's values is left bound.
         var next = notification(9)
         next.launchUrl = nil
+        next.payload = NotificationPayload(rawContent: "", visualContent: VisualContent(title: "", body: ""))  // empty, not NULL
         #expect(try t.store.apply(page: ChangesPage(changes: [next], cursor: "2", hasMore: false), since: "1", now: base) == .applied(changed: 1))
         #expect(try t.store.notification(id: next.id) == next)
     }
