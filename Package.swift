@@ -125,9 +125,12 @@ let package = Package(
         .executableTarget(
             name: "notty-bench",
             dependencies: [
+                "NottyCenter",  // `frames` runs the center's own parts
                 "NottyCore",
                 "NottyServer",  // `instances` adds its many users straight into the storage
                 "NottyStore",
+                "NottyTUI",
+                "NottyTerminal",
                 "NottyTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

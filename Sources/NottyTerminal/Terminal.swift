@@ -47,8 +47,9 @@ public final class Terminal: @unchecked Sendable {
         self.init(ttyPath: nil, terminalType: nil)
     }
 
-    /// A terminal on another tty device (tests drive a tmux pane this way).
-    init(ttyPath: String?, terminalType: String?) {
+    /// A terminal on another tty device (tests drive a tmux pane this way; `notty-bench frames`
+    /// a pseudo-terminal of its own); nil: the process's stdin/stdout and `$TERM`.
+    public init(ttyPath: String?, terminalType: String?) {
         self.ttyPath = ttyPath
         self.terminalType = terminalType
     }
@@ -113,6 +114,16 @@ public final class Terminal: @unchecked Sendable {
             set_escdelay(25)
             curs_set(0)
             cursorVisible = false
+            // A frame in one write(). ncurses 6.4 flushes its output at every cursor movement
+            // while the screen is still in its first run (`_nc_mvcur` flushes while `_endwin`
+            // is `ewInitial`, which only a suspend and resume ends), so a frame went out as
+            // ~80 small writes, each waking the terminal's reader; leaving curses mode once
+            // and coming back ends that. No typeahead check either: it polls the keyboard
+            // every few lines of a frame and cuts the frame short when a key is waiting, and
+            // notty reads the next key after painting anyway.
+            endwin()
+            doupdate()
+            typeahead(-1)
             colorPairs = useColor ? Self.startColors() : [:]
             previous = nil
 

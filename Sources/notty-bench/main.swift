@@ -13,6 +13,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench instances [--quick] [--postgres URL]
 //   swift run -c release notty-bench explain
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
+//   swift run -c release notty-bench frames STORE [--quick]   (a center frame's phases on an existing store)
 // (instances compares SQLite with one and two `notty serve` instances on one PostgreSQL, with
 // many users and with one; explain prints the plans of the service's hot PostgreSQL queries on a
 // 1,000,000-row table.)
@@ -20,15 +21,18 @@ import NottyTestSupport
 // port with a fresh SQLite store in a temporary folder, drives it and real `notty` processes
 // over real sockets and terminals, prints figures, and always stops what it started.
 
-let arguments = Array(CommandLine.arguments.dropFirst())
+let arguments: [String] = Array(CommandLine.arguments.dropFirst())
 let quick = arguments.contains("--quick")
-let count = arguments.firstIndex(of: "--count").flatMap { arguments.indices.contains($0 + 1) ? Int(arguments[$0 + 1]) : nil }
-    ?? (quick ? 20_000 : 100_000)
+/// The word after `name`, when there is one.
+func option(_ name: String) -> String? {
+    arguments.firstIndex(of: name).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] as String : nil }
+}
+let count = option("--count").flatMap { Int($0) } ?? (quick ? 20_000 : 100_000)
 raiseFileLimit()
-let rounds = arguments.firstIndex(of: "--rounds").flatMap { arguments.indices.contains($0 + 1) ? Int(arguments[$0 + 1]) : nil } ?? 3
+let rounds = option("--rounds").flatMap { Int($0) } ?? 3
 /// This build's `notty`, and with `--baseline PATH` another one first, alternated round by round.
 var builds = [(name: "this build", binary: Repository.nottyBinary)]
-if let baseline = arguments.firstIndex(of: "--baseline").flatMap({ arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }) {
+if let baseline = option("--baseline") {
     builds.insert((name: "baseline", binary: URL(fileURLWithPath: baseline)), at: 0)
 }
 
@@ -82,7 +86,7 @@ case "webhooks":
     }
     await bench.stop()
 case "instances":
-    let postgres = arguments.firstIndex(of: "--postgres").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+    let postgres = option("--postgres")
     do {
         try await InstancesBench(quick: quick, postgresServer: postgres).run()
     } catch {
@@ -96,7 +100,9 @@ case "explain":
     }
 case "windows" where arguments.count > 1:
     try ClientBench.windows(try LocalStore(path: arguments[1]), repeats: quick ? 5 : 20)
+case "frames" where arguments.count > 1:
+    try FrameBench.run(storePath: arguments[1], repeats: quick ? 100 : 1000)
 default:
-    print("usage: notty-bench service|client|tui|desktop|sync|startup|webhooks|instances|explain [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]")
+    print("usage: notty-bench service|client|tui|desktop|sync|startup|webhooks|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]")
     exit(2)
 }
