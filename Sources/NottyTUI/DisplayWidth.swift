@@ -27,9 +27,21 @@ public enum DisplayWidth {
 
     /// Cells a string takes.
     public static func width(of text: some StringProtocol) -> Int {
+        if let count = printableASCIICount(text) { return count }
         var total = 0
         for character in text { total += width(of: character) }
         return total
+    }
+
+    /// The length of text made only of printable ASCII (one cell a byte), nil for any other
+    /// text: the fast path of measuring, since most notification text is ASCII.
+    static func printableASCIICount(_ text: some StringProtocol) -> Int? {
+        var count = 0
+        for byte in text.utf8 {
+            guard byte >= 0x20, byte < 0x7F else { return nil }
+            count += 1
+        }
+        return count
     }
 
     /// Cells one scalar takes on its own.
@@ -80,8 +92,13 @@ public enum DisplayWidth {
     /// A wide character is never split: the result may then be one cell narrower than `width`.
     public static func truncate(_ text: String, to width: Int, ellipsis: Bool = true) -> String {
         guard width > 0 else { return "" }
-        if self.width(of: text) <= width { return text }
+        let measured = printableASCIICount(text)
+        if (measured ?? self.width(of: text)) <= width { return text }
         let room = ellipsis ? width - 1 : width
+        if measured != nil {  // a byte a cell
+            let cut = String(decoding: text.utf8.prefix(room), as: UTF8.self)
+            return ellipsis ? cut + "…" : cut
+        }
         var result = ""
         var used = 0
         for character in text {

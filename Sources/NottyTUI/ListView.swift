@@ -105,6 +105,8 @@ enum ListView {
 extension String {
     /// Line breaks and tabs as spaces, for one-line fields.
     var singleLine: String {
-        String(map { $0.isNewline || $0 == "\t" ? " " : $0 })
+        // Line breaks and tabs are all below 0x20 but NEL (0xC2 0x85) and LS/PS (0xE2 0x80 0xA8/A9).
+        guard utf8.contains(where: { $0 < 0x20 || $0 == 0xC2 || $0 == 0xE2 }) else { return self }
+        return String(map { $0.isNewline || $0 == "\t" ? " " : $0 })
     }
 }

@@ -27,6 +27,17 @@ extension Screen {
         guard (0..<size.rows).contains(row) else { return column }
         let end = min(limit ?? size.columns, size.columns)
         var col = max(0, column)
+        if DisplayWidth.printableASCIICount(text) != nil {  // a byte a cell, nothing to replace
+            for byte in text.utf8 {
+                if col + 1 > end {
+                    col = end
+                    break
+                }
+                setCell(column: col, row: row, Cell(Character(Unicode.Scalar(byte)), style: style))
+                col += 1
+            }
+            return col
+        }
         for raw in text {
             let character = TerminalText.safe(raw)
             let w = DisplayWidth.width(of: character)

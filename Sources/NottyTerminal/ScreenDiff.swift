@@ -70,6 +70,11 @@ func cellScalars(_ character: Character, limit: Int = 5) -> [UInt32] {
 /// (no allocation: the painter calls this for every cell it writes).
 func withCellScalars<Result>(_ character: Character, limit: Int = 5, _ body: (UnsafePointer<wchar_t>) -> Result) -> Result {
     withUnsafeTemporaryAllocation(of: wchar_t.self, capacity: limit + 1) { buffer in
+        if let ascii = character.asciiValue, ascii >= 0x20, ascii != 0x7F {  // most cells
+            buffer[0] = wchar_t(ascii)
+            buffer[1] = 0
+            return body(UnsafePointer(buffer.baseAddress!))
+        }
         var count = 0
         for scalar in character.unicodeScalars {
             if count == 0 {

@@ -199,23 +199,35 @@ public final class Terminal: @unchecked Sendable {
 
     private func paintRun(_ run: CellRun, of screen: Screen, in win: UnsafeMutablePointer<WINDOW>, clippedTo terminal: Size) {
         guard run.row < terminal.rows else { return }
+        // Neighbouring cells mostly share a style: work out its attributes once per change.
+        var style: CellStyle?
+        var attributes = notty_a_normal()
+        var pair: Int16 = 0
         for column in run.columns where column < terminal.columns {
             let cell = screen[column, run.row]
             if cell.isContinuation { continue }
-            var attributes = notty_a_normal()
-            if cell.style.bold { attributes |= notty_a_bold() }
-            if cell.style.reverse { attributes |= notty_a_reverse() }
-            if cell.style.dim { attributes |= notty_a_dim() }
-            if cell.style.underline { attributes |= notty_a_underline() }
-            var pair: Int16 = 0
-            if let color = cell.style.color, let entry = colorPairs[color] {
-                pair = entry.pair
-                attributes |= entry.extra
+            if cell.style != style {
+                style = cell.style
+                (attributes, pair) = cursesAttributes(cell.style)
             }
             _ = withCellScalars(cell.character) { text in
                 notty_put_cell(win, Int32(run.row), Int32(column), text, attributes, pair)
             }
         }
+    }
+
+    private func cursesAttributes(_ style: CellStyle) -> (attr_t, Int16) {
+        var attributes = notty_a_normal()
+        if style.bold { attributes |= notty_a_bold() }
+        if style.reverse { attributes |= notty_a_reverse() }
+        if style.dim { attributes |= notty_a_dim() }
+        if style.underline { attributes |= notty_a_underline() }
+        var pair: Int16 = 0
+        if let color = style.color, let entry = colorPairs[color] {
+            pair = entry.pair
+            attributes |= entry.extra
+        }
+        return (attributes, pair)
     }
 
     // MARK: - Keys

@@ -12,7 +12,7 @@ import NottyTerminal
 /// another thread) — for the keys `notty-bench tui` times, and prints each phase's figures.
 /// What it leaves out is the pseudo-terminal's far side: the kernel and the reader.
 enum FrameBench {
-    static func run(storePath: String, repeats: Int) throws {
+    static func run(storePath: String, repeats: Int, pause: Duration) throws {
         let store = try LocalStore(path: storePath)
         let terminal = try PseudoTerminal(columns: 120, rows: 40)
         let master = terminal.master
@@ -30,6 +30,7 @@ enum FrameBench {
 
         /// One key through the center's steps; returns the frame's whole time.
         func frame(_ event: TUIEvent, record: String?) throws {
+            if pause > .zero { Thread.sleep(forTimeInterval: pause.seconds) }
             var pending = [event]
             var loads = 0.0, updates = 0.0
             var index = 0
@@ -63,7 +64,7 @@ enum FrameBench {
                 try frame(.key(cycle[i % cycle.count]), record: name)
             }
         }
-        print("one frame inside notty, by phase (120×40, \(try store.counts().all) notifications; paint includes ncurses writing to a pseudo-terminal):")
+        print("one frame inside notty, by phase (120×40, \(try store.counts().all) notifications, \(pause.seconds * 1000) ms idle before each key; paint includes ncurses writing to a pseudo-terminal):")
         for (name, _) in keys {
             for phase in ["update", "load", "render", "paint", "all"] {
                 let label = "\(name): \(phase)"

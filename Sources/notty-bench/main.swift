@@ -13,7 +13,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench instances [--quick] [--postgres URL]
 //   swift run -c release notty-bench explain
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
-//   swift run -c release notty-bench frames STORE [--quick]   (a center frame's phases on an existing store)
+//   swift run -c release notty-bench frames STORE [--quick] [--pause-ms N]   (a center frame's phases on an existing store, N ms idle before each key)
 // (instances compares SQLite with one and two `notty serve` instances on one PostgreSQL, with
 // many users and with one; explain prints the plans of the service's hot PostgreSQL queries on a
 // 1,000,000-row table.)
@@ -101,7 +101,7 @@ case "explain":
 case "windows" where arguments.count > 1:
     try ClientBench.windows(try LocalStore(path: arguments[1]), repeats: quick ? 5 : 20)
 case "frames" where arguments.count > 1:
-    try FrameBench.run(storePath: arguments[1], repeats: quick ? 100 : 1000)
+    try FrameBench.run(storePath: arguments[1], repeats: quick ? 100 : 1000, pause: .milliseconds(option("--pause-ms").flatMap { Int($0) } ?? 0))
 default:
     print("usage: notty-bench service|client|tui|desktop|sync|startup|webhooks|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]")
     exit(2)

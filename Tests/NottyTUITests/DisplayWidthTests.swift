@@ -77,6 +77,51 @@ struct DisplayWidthTests {
         }
     }
 
+    // MARK: - The printable ASCII fast path
+
+    /// Width the slow way, one character at a time.
+    static func widthByCharacter(_ text: String) -> Int { text.reduce(0) { $0 + DisplayWidth.width(of: $1) } }
+
+    @Test func asciiFastPathAgreesWithTheCharacterPath() {
+        var texts = (0..<128).map { String(UnicodeScalar(UInt8($0))) }
+        texts += ["plain ascii text", "tab\there", "line\nbreak", "bell\u{7}", "del\u{7F}", "crlf\r\nend", "é ascii", ""]
+        for text in texts {
+            #expect(DisplayWidth.width(of: text) == Self.widthByCharacter(text), "\(text.debugDescription)")
+            #expect(DisplayWidth.width(of: text[...]) == Self.widthByCharacter(text), "a substring of \(text.debugDescription)")
+        }
+        for width in 0...20 {
+            let text = "deploy api v2.14.0"
+            let expected = width == 0 ? "" : text.count <= width ? text : String(text.prefix(width - 1)) + "…"
+            #expect(DisplayWidth.truncate(text, to: width) == expected, "width \(width)")
+            #expect(DisplayWidth.truncate(text, to: width, ellipsis: false) == String(text.prefix(width)))
+        }
+    }
+
+    @Test func singleLineTurnsEveryLineBreakAndTabIntoASpace() {
+        #expect("a\nb\tc\r\nd\u{0B}e\u{0C}f\u{85}g\u{2028}h\u{2029}i".singleLine == "a b c d e f g h i")
+        #expect("plain ascii".singleLine == "plain ascii")
+        #expect("°C ±5 “quoted” — 日本".singleLine == "°C ±5 “quoted” — 日本", "0xC2 and 0xE2 lead bytes that are not line breaks stay")
+    }
+
+    @Test func asciiTextStopsAtTheLimitAndNeverLeavesHalfAWideCharacter() {
+        var screen = Screen(size: Size(columns: 10, rows: 2))
+        #expect(screen.put("hello", column: 3, row: 0, limit: 6) == 6)
+        #expect(screen.lines()[0] == "   hel    ")
+        #expect(screen.put("ab", column: 8, row: 0) == 10)
+        #expect(screen.put("abc", column: 9, row: 0) == 10, "cut at the screen's edge")
+        #expect(screen.put("a\u{7}b", column: 0, row: 1) == 3, "a control character takes the slow path")
+        #expect(screen.lines()[1].hasPrefix("a\u{2407}b"))
+        screen.put("日本", column: 4, row: 1)
+        screen.put("x", column: 5, row: 1)  // the second half of 日
+        #expect(screen[4, 1].character == " " && !screen[4, 1].isContinuation)
+        #expect(screen[5, 1].character == "x")
+        #expect(screen[6, 1].character == "本" && screen[7, 1].isContinuation)
+        screen.put("y", column: 6, row: 1)  // the first half of 本
+        #expect(screen[7, 1].character == " " && !screen[7, 1].isContinuation)
+        #expect(screen.put("bold", column: 0, row: 0, style: CellStyle(bold: true)) == 4)
+        #expect(screen[3, 0].style.bold && !screen[4, 0].style.bold)
+    }
+
     // MARK: - Wide characters in cells
 
     @Test func wideCharacterTakesTwoCells() {

@@ -116,5 +116,13 @@ struct CellScalarsTests {
         #expect(cellScalars("\u{1B}") == [0xFFFD])
         #expect(cellScalars("\r\n") == [0xFFFD])
         #expect(cellScalars("\u{7}") == [0xFFFD])
+        #expect(cellScalars("\u{7F}") == [0xFFFD])
+        #expect(cellScalars("\u{85}") == [0xFFFD])
+    }
+
+    @Test func everyPrintableASCIICharacterIsItself() {
+        for value in UInt32(0x20)..<0x7F {
+            #expect(cellScalars(Character(Unicode.Scalar(value)!)) == [value])
+        }
     }
 }
