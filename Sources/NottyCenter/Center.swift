@@ -122,6 +122,11 @@ public final class Center: Sendable {
         postStatus()
         var lastTick = Date()
         var running = true
+        // Windows to load ahead of their keys (`TUIState.readAheadRequests`), one per idle
+        // turn of the loop, so that a key arriving meanwhile waits for one load at most.
+        var readAheadDue = false
+        var readAhead: [WindowRequest] = []
+        var keeping: [WindowRequest] = []
         while running {
             if quitRequested.load(ordering: .relaxed) { break }
             pending += inbox.withLock { events in defer { events.removeAll() }; return events }
@@ -179,6 +184,8 @@ public final class Center: Sendable {
             pending.removeAll()
             if dirty {
                 terminal.paint(render(state))
+                readAheadDue = true
+                readAhead = []
                 loader.startCounting()  // answers leave counts only while events are handled
                 if let told = firstPaint.withLock({ continuation in defer { continuation = nil }; return continuation }) {
                     told.yield()
@@ -186,11 +193,21 @@ public final class Center: Sendable {
                 }
             }
             guard running else { break }
-            switch terminal.readKey(timeoutMilliseconds: 50) {
+            // Reading ahead waits for 5 ms without a key, then takes one load a turn.
+            let wait = readAheadDue ? 5 : readAhead.isEmpty ? 50 : 0
+            switch terminal.readKey(timeoutMilliseconds: wait) {
             case .key(let key)?: pending.append(.key(key))
             case .resize(let size)?: pending.append(.resize(size))
             case .closed?: running = false
-            case nil: break
+            case nil:
+                if readAheadDue {
+                    readAheadDue = false
+                    readAhead = state.readAheadRequests
+                    keeping = readAhead
+                } else if !readAhead.isEmpty {
+                    // A failed read ahead changes nothing: the key's own load reports it.
+                    try? loader.readAhead(readAhead.removeFirst(), keeping: keeping, now: Date())
+                }
             }
         }
     }

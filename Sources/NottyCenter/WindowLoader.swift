@@ -20,6 +20,12 @@ public final class WindowLoader: Sendable {
     private let counting = Mutex<Set<SearchCount>>([])
     /// Counts asked for by answers not yet painted.
     private let toCount = Mutex<[SearchCount]>([])
+    /// Answers made ahead of their keys (`readAhead`), each as of one revision of the store
+    /// and until the next snooze or expiry; used while both hold, so an answer from here is
+    /// the one `answer` would make now.
+    private let readyAnswers = Mutex<[WindowRequest: (revision: Int64, validUntil: Date?, answer: TUIEvent)]>([:])
+    /// How many answers came from `readyAnswers` (for tests).
+    let answeredAhead = Atomic<Int>(0)
 
     /// A search's count as of one revision of the store.
     struct SearchCount: Hashable {
@@ -35,6 +41,10 @@ public final class WindowLoader: Sendable {
 
     public func answer(_ request: WindowRequest, now: Date) throws -> TUIEvent {
         let (revision, counts) = try counts(now: now)
+        if let ready = readyAnswers.withLock({ $0[request] }), ready.revision == revision, ready.validUntil.map({ now < $0 }) ?? true {
+            answeredAhead.add(1, ordering: .relaxed)
+            return ready.answer
+        }
         let anchor = try request.anchorId.flatMap { try store.position(of: $0, view: request.view, query: request.query, now: now) }
         let total: Int
         if request.query.isEmpty {
@@ -50,6 +60,23 @@ public final class WindowLoader: Sendable {
         let rows = length > 0 ? try store.window(view: request.view, query: request.query, offset: offset, limit: length, total: total, now: now) : []
         let window = ViewWindow(view: request.view, query: request.query, total: total, offset: offset, rows: rows)
         return .loaded(window, counts: counts, selection: selection)
+    }
+
+    /// Answers `request` now and keeps the answer for when it is asked for (see
+    /// `TUIState.readAheadRequests`); answers kept for requests not in `keeping` are dropped.
+    /// Searches are not read ahead: their answers may leave a count to start.
+    public func readAhead(_ request: WindowRequest, keeping: [WindowRequest], now: Date) throws {
+        guard request.query.isEmpty else { return }
+        let revision = try store.revision()
+        let validUntil = try store.nextTimedChange(after: now)
+        if let ready = readyAnswers.withLock({ $0[request] }), ready.revision == revision, ready.validUntil.map({ now < $0 }) ?? true {
+            return
+        }
+        let answer = try answer(request, now: now)
+        readyAnswers.withLock { answers in
+            answers = answers.filter { keeping.contains($0.key) }
+            answers[request] = (revision, validUntil, answer)
+        }
     }
 
     /// The rows around the selection of a search whose matches are not counted yet (found by

@@ -140,3 +140,26 @@ extension TUIState {
         return []
     }
 }
+
+// MARK: - Reading ahead
+
+extension TUIState {
+    /// The keys whose windows the shell loads ahead while the user is idle: the next and the
+    /// previous view, the last and the first row. The loads they cause are the slow part of
+    /// their frames; moving and paging mostly stay within the window already held.
+    public static let readAheadKeys: [Key] = [.tab, .backTab, .character("G"), .character("g")]
+
+    /// The windows `readAheadKeys` would ask for from this state, found by running `update`
+    /// on a copy (so they are exactly the requests those keys make). Searches are left out:
+    /// their windows can take many times longer to find, and may start a count.
+    public var readAheadRequests: [WindowRequest] {
+        var requests: [WindowRequest] = []
+        for key in Self.readAheadKeys {
+            var copy = self
+            for case .load(let request) in update(&copy, .key(key)) where request.query.isEmpty && !requests.contains(request) {
+                requests.append(request)
+            }
+        }
+        return requests
+    }
+}

@@ -50,7 +50,7 @@ public struct ViewWindow: Sendable, Equatable {
 }
 
 /// What the UI asks the shell to load (`TUIEffect.load`).
-public struct WindowRequest: Sendable, Equatable {
+public struct WindowRequest: Sendable, Hashable {
     public var view: NotificationView
     /// Search text; `""` for none. The store matches it against title, body, app and group.
     public var query: String

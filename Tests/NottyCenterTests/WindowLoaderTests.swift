@@ -1,5 +1,5 @@
 import Foundation
-import NottyCenter
+@testable import NottyCenter
 import NottyCore
 import NottyStore
 import NottyTUI
@@ -45,6 +45,60 @@ struct WindowLoaderTests {
         }
         #expect(middle.total == 2000)
         #expect(middle.rows[selected - middle.offset].id == anchor.id, "selection \(selected), offset \(middle.offset)")
+    }
+
+    @Test("windows read ahead answer their keys while the store is unchanged; a change or a snooze's end makes them be read again")
+    func readAhead() throws {
+        let directory = Repository.temporaryDirectory("notty-center")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (store, all) = try filledStore(300, in: directory)
+        let loader = WindowLoader(store: store) {}
+        var state = TUIState(size: Size(columns: 100, rows: 30), now: now)
+        /// Sends `event` and answers the loads it causes, as the center does.
+        func send(_ event: TUIEvent, at time: Date) throws {
+            var pending = [event]
+            while !pending.isEmpty {
+                for case .load(let request) in update(&state, pending.removeFirst()) {
+                    pending.append(try loader.answer(request, now: time))
+                }
+            }
+        }
+        try send(.storeChanged, at: now)
+        let requests = state.readAheadRequests
+        #expect(requests.contains { $0.view == .read && $0.index == 0 }, "Tab: Read from its first row")
+        #expect(requests.contains { $0.view == .all && $0.index == 0 }, "Shift-Tab: All from its first row")
+        #expect(requests.contains { $0.view == .unread && $0.index == 199 }, "G: the last of Unread's 200 rows")
+        for request in requests { try loader.readAhead(request, keeping: requests, now: now) }
+        let fresh = WindowLoader(store: store) {}
+        for request in requests {
+            #expect(try loader.answer(request, now: now) == (try fresh.answer(request, now: now)))
+        }
+        #expect(loader.answeredAhead.load(ordering: .relaxed) == requests.count)
+
+        // Tab after another device's change: Read is read again, with the row that became read.
+        let newest = all[299]  // unread: 299 is not a multiple of 3
+        _ = try store.record([(newest.id, LocalAction.patch(StateChange(readState: .read)))], now: now)
+        try send(.key(.tab), at: now)
+        #expect(loader.answeredAhead.load(ordering: .relaxed) == requests.count, "a window of an older store was used")
+        #expect(state.view == .read && state.window.rows.first?.id == newest.id && state.counts.read == 101)
+
+        // A snooze ending between reading ahead and the key: Unread is read again, with the row back.
+        let snoozed = all[298]
+        _ = try store.record([(snoozed.id, LocalAction.patch(StateChange(userActionState: .snoozed, snoozedUntil: now.addingTimeInterval(60))))], now: now)
+        try send(.key(.backTab), at: now)
+        #expect(state.view == .unread && !state.window.rows.contains { $0.id == snoozed.id })
+        let again = state.readAheadRequests
+        for request in again { try loader.readAhead(request, keeping: again, now: now) }
+        let served = loader.answeredAhead.load(ordering: .relaxed)
+        try send(.key(.tab), at: now)
+        #expect(loader.answeredAhead.load(ordering: .relaxed) == served + 1, "Tab within the snooze: the window read ahead")
+        let fromRead = state.readAheadRequests
+        #expect(fromRead.contains { $0.view == .unread && $0.index == 0 }, "Shift-Tab from Read: Unread from its first row")
+        for request in fromRead { try loader.readAhead(request, keeping: fromRead, now: now) }
+        let later = now.addingTimeInterval(120)
+        try send(.key(.backTab), at: later)
+        #expect(loader.answeredAhead.load(ordering: .relaxed) == served + 1, "a window from before the snooze ended was used")
+        #expect(state.view == .unread && state.window.rows.first?.id == snoozed.id, "the snooze has ended: the row is back at the top of Unread")
     }
 
     @Test("a search with many matches answers before counting, then counts in the background and asks to load again")

@@ -16,6 +16,24 @@ struct NavigationTests {
 
     // MARK: - Moving within the window
 
+    @Test("the windows read ahead are the ones Tab, Shift-Tab, G and g would ask for, and none while searching or reading a page")
+    func readAheadRequests() {
+        var h = Harness(size: Size(columns: 80, rows: 24), notifications: Fixtures.many(300))
+        let ahead = h.state.readAheadRequests
+        var asked: [WindowRequest] = []
+        for key in TUIState.readAheadKeys {
+            var copy = h.state
+            for case .load(let request) in update(&copy, .key(key)) where !asked.contains(request) { asked.append(request) }
+        }
+        #expect(!ahead.isEmpty && ahead == asked)
+        #expect(ahead.map(\.view).contains(.read) && ahead.map(\.view).contains(.all))
+        #expect(h.state.readAheadRequests == ahead, "reading ahead changes nothing")
+        h.run(.key(.character("/")))
+        for character in "deploy" { h.run(.key(.character(character))) }
+        h.run(.key(.enter))
+        #expect(h.state.query == "deploy" && h.state.readAheadRequests.isEmpty, "searches are not read ahead")
+    }
+
     @Test func jkAndArrowsMoveTheSelection() {
         var h = Harness(view: .all)
         #expect(h.send(.key(.ch("j"))) == [])
