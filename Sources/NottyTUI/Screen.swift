@@ -73,6 +73,16 @@ public struct Screen: Hashable, Sendable {
         set { cells[row * size.columns + column] = newValue }
     }
 
+    /// Sets the cell at an index of `cells` (row by row).
+    mutating func replaceCell(_ index: Int, _ cell: Cell) {
+        cells[index] = cell
+    }
+
+    /// The cells row by row, borrowed (no copy of a cell: a painter reads every one).
+    public func withCells<Result>(_ body: (UnsafeBufferPointer<Cell>) throws -> Result) rethrows -> Result {
+        try cells.withUnsafeBufferPointer(body)
+    }
+
     /// Each row as plain text (continuation cells skipped, trailing spaces kept): what golden tests compare.
     public func lines() -> [String] {
         (0..<size.rows).map { row in

@@ -83,12 +83,13 @@ extension Screen {
     /// Sets one cell without leaving half of a wide character behind.
     private mutating func setCell(column: Int, row: Int, _ cell: Cell) {
         guard (0..<size.columns).contains(column) else { return }
-        if !cell.isContinuation, self[column, row].isContinuation, column > 0 {
-            self[column - 1, row] = Cell(" ", style: self[column - 1, row].style)
+        let index = row * size.columns + column
+        if !cell.isContinuation, column > 0, cells[index].isContinuation {
+            replaceCell(index - 1, Cell(" ", style: cells[index - 1].style))
         }
-        if column + 1 < size.columns, self[column + 1, row].isContinuation {
-            self[column + 1, row] = Cell(" ", style: self[column + 1, row].style)
+        if column + 1 < size.columns, cells[index + 1].isContinuation {
+            replaceCell(index + 1, Cell(" ", style: cells[index + 1].style))
         }
-        self[column, row] = cell
+        replaceCell(index, cell)
     }
 }

@@ -203,15 +203,17 @@ public final class Terminal: @unchecked Sendable {
         var style: CellStyle?
         var attributes = notty_a_normal()
         var pair: Int16 = 0
-        for column in run.columns where column < terminal.columns {
-            let cell = screen[column, run.row]
-            if cell.isContinuation { continue }
-            if cell.style != style {
-                style = cell.style
-                (attributes, pair) = cursesAttributes(cell.style)
-            }
-            _ = withCellScalars(cell.character) { text in
-                notty_put_cell(win, Int32(run.row), Int32(column), text, attributes, pair)
+        let first = run.row * screen.size.columns
+        screen.withCells { cells in
+            for column in run.columns where column < terminal.columns {
+                if cells[first + column].isContinuation { continue }
+                if cells[first + column].style != style {
+                    style = cells[first + column].style
+                    (attributes, pair) = cursesAttributes(cells[first + column].style)
+                }
+                _ = withCellScalars(cells[first + column].character) { text in
+                    notty_put_cell(win, Int32(run.row), Int32(column), text, attributes, pair)
+                }
             }
         }
     }
