@@ -124,9 +124,12 @@ public final class Center: Sendable {
         var running = true
         // Windows to load ahead of their keys (`TUIState.readAheadRequests`), one per idle
         // turn of the loop, so that a key arriving meanwhile waits for one load at most.
+        // Not while the store keeps changing (another device's burst): what was read would
+        // be stale before its key came.
         var readAheadDue = false
         var readAhead: [WindowRequest] = []
         var keeping: [WindowRequest] = []
+        var lastStoreChange = Date.distantPast
         while running {
             if quitRequested.load(ordering: .relaxed) { break }
             pending += inbox.withLock { events in defer { events.removeAll() }; return events }
@@ -138,6 +141,7 @@ public final class Center: Sendable {
             var index = 0
             let dirty = !pending.isEmpty
             while index < pending.count {
+                if case .storeChanged = pending[index] { lastStoreChange = now }
                 let effects = update(&state, pending[index])
                 index += 1
                 for effect in effects {
@@ -201,6 +205,7 @@ public final class Center: Sendable {
             case .closed?: running = false
             case nil:
                 if readAheadDue {
+                    guard Date().timeIntervalSince(lastStoreChange) >= 0.1 else { break }
                     readAheadDue = false
                     readAhead = state.readAheadRequests
                     keeping = readAhead
