@@ -40,6 +40,20 @@ struct Notty: AsyncParsableCommand {
         let arguments = Array(CommandLine.arguments.dropFirst())
         let named = arguments.first == "help" ? arguments.dropFirst().first : arguments.first
         if let named, ServerCommand.names.contains(named) { ServerProgram.exec(arguments) }
+        if arguments.isEmpty || arguments == ["tui"] {
+            // The center, the usual start, takes no option: run it without building
+            // ArgumentParser's tree of every command (a protocol-conformance lookup, a scan of
+            // the binary's ~9,700 conformance records, for each type it meets the first time).
+            do {
+                try await TUI().run()
+            } catch let code as ExitCode {
+                Foundation.exit(code.rawValue)
+            } catch {
+                warn(String(describing: error))
+                Foundation.exit(1)
+            }
+            return
+        }
         await runRoot(Self.self)
     }
 }

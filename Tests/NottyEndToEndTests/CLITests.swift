@@ -37,6 +37,20 @@ struct CLITests {
         #expect(help.out.contains("--publish-rate") && help.out.contains("--tls-key"))
     }
 
+    @Test("plain notty and notty tui (started without parsing) and notty tui with an option (parsed) fail alike without a terminal: one line, exit 1")
+    func centerWithoutATerminal() async throws {
+        defer { try? FileManager.default.removeItem(at: home) }
+        for arguments in [[], ["tui"]] {
+            let result = try await notty(arguments)
+            #expect(result.status == 1 && result.out.isEmpty, "notty \(arguments): \(result.err)")
+            #expect(result.err == "notty: the notification center needs a terminal; for scripts use notty list, notty poll or notty sync\n")
+        }
+        let option = try await notty(["tui", "--view"])
+        #expect(option.status != 0 && option.err.hasPrefix("notty: ") && option.err.hasSuffix("(see notty tui --help)\n"), "\(option.err)")
+        let help = try await notty(["tui", "--help"])
+        #expect(help.status == 0 && help.out.contains("The terminal notification center"))
+    }
+
     @Test("serve with --tls-cert/--tls-key answers HTTPS and stops cleanly on SIGTERM")
     func tlsAndGracefulStop() async throws {
         defer { try? FileManager.default.removeItem(at: home) }
