@@ -68,3 +68,121 @@ public enum ResidentMemory {
         }
     }
 }
+
+// MARK: - The loader's tables
+
+// glibc's (sys/auxv.h), left out of Swift's Glibc module.
+@_silgen_name("getauxval") private func c_getauxval(_ type: UInt) -> UInt
+private let auxProgramHeaders: UInt = 3, auxProgramHeaderCount: UInt = 5  // AT_PHDR, AT_PHNUM
+
+extension ResidentMemory {
+    /// The sections of the program file that only the dynamic loader reads, and only before
+    /// `main`: the relocations it applies (`.rela.dyn`, 3 MiB in a release `notty`) and the
+    /// symbol tables it resolves them with (`.dynsym`, `.dynstr`, `.gnu.hash`, the versions).
+    static let loaderSections: Set<String> = [".rela.dyn", ".dynsym", ".dynstr", ".gnu.hash", ".gnu.version", ".gnu.version_r"]
+
+    /// Unmaps the pages of ``loaderSections`` from this process, once start-up is over: they
+    /// are read-only pages of the program file (never written, so nothing is lost), and a later
+    /// symbol lookup (a library loaded afterwards) maps what it reads again from the page cache.
+    /// Does nothing for a program whose loaded code is written to (text relocations), or when
+    /// the program file cannot be read. Returns the bytes of address space given back.
+    @discardableResult
+    public static func releaseLoaderTables() -> Int {
+        var released = 0
+        for pages in loaderTablePages() {
+            guard let pointer = UnsafeMutableRawPointer(bitPattern: pages.lowerBound) else { continue }
+            if madvise(pointer, Int(pages.count), MADV_DONTNEED) == 0 { released += Int(pages.count) }
+        }
+        return released
+    }
+
+    /// The whole pages of ``loaderSections`` in this process's memory; none when the program
+    /// is not one this knows to be safe (see ``releaseLoaderTables()``).
+    static func loaderTablePages() -> [Range<UInt>] {
+        guard let base = programBase(), !hasTextRelocations(base: base) else { return [] }
+        let page = UInt(sysconf(Int32(_SC_PAGESIZE)))
+        var ranges: [Range<UInt>] = []
+        for section in (try? ELFSections.read(path: "/proc/self/exe")) ?? [] where loaderSections.contains(section.name) {
+            // Allocated, read-only sections only; whole pages inside the section only.
+            guard section.flags & 0x2 != 0, section.flags & 0x1 == 0, section.size > 0 else { continue }
+            let start = (base + section.address + page - 1) / page * page
+            let end = (base + section.address + section.size) / page * page
+            if end > start { ranges.append(start..<end) }
+        }
+        return ranges
+    }
+
+    /// Where the program's first byte is mapped: the program headers' address in memory less
+    /// their address in the file's layout (`PT_PHDR`).
+    private static func programBase() -> UInt? {
+        let headers = c_getauxval(auxProgramHeaders), count = Int(c_getauxval(auxProgramHeaderCount))
+        guard headers != 0, count > 0, let table = UnsafeRawPointer(bitPattern: headers) else { return nil }
+        for index in 0..<count {
+            let header = table + index * 56  // Elf64_Phdr
+            if header.loadUnaligned(as: UInt32.self) == 6 {  // PT_PHDR: p_vaddr at 16
+                return headers &- UInt(header.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
+            }
+        }
+        return nil
+    }
+
+    /// Whether the loader writes into the program's read-only segments (`DT_TEXTREL`, or
+    /// `DF_TEXTREL` in `DT_FLAGS`): their pages then differ from the file's.
+    private static func hasTextRelocations(base: UInt) -> Bool {
+        let headers = c_getauxval(auxProgramHeaders), count = Int(c_getauxval(auxProgramHeaderCount))
+        guard let table = UnsafeRawPointer(bitPattern: headers) else { return true }
+        for index in 0..<count {
+            let header = table + index * 56
+            guard header.loadUnaligned(as: UInt32.self) == 2 else { continue }  // PT_DYNAMIC
+            guard let dynamic = UnsafeRawPointer(bitPattern: base + UInt(header.loadUnaligned(fromByteOffset: 16, as: UInt64.self))) else { return true }
+            var entry = dynamic
+            while true {
+                let tag = entry.loadUnaligned(as: Int64.self), value = entry.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+                if tag == 0 { return false }  // DT_NULL
+                if tag == 22 || (tag == 30 && value & 0x4 != 0) { return true }  // DT_TEXTREL, DT_FLAGS & DF_TEXTREL
+                entry += 16
+            }
+        }
+        return true  // no dynamic section: not a program this knows
+    }
+}
+
+/// The section headers of an ELF64 little-endian file: name, flags, address and size.
+struct ELFSections {
+    var name: String
+    var flags: UInt64
+    var address: UInt
+    var size: UInt
+
+    struct Unreadable: Error {}
+
+    static func read(path: String) throws -> [ELFSections] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Unreadable() }
+        defer { close(descriptor) }
+        func bytes(at offset: UInt64, count: Int) throws -> [UInt8] {
+            var buffer = [UInt8](repeating: 0, count: count)
+            guard count > 0, pread(descriptor, &buffer, count, off_t(offset)) == count else { throw Unreadable() }
+            return buffer
+        }
+        let header = try bytes(at: 0, count: 64)
+        guard header[0...3] == [0x7F, 0x45, 0x4C, 0x46], header[4] == 2, header[5] == 1 else { throw Unreadable() }  // ELF64, little-endian
+        func load<T: FixedWidthInteger>(_ from: [UInt8], _ offset: Int, as: T.Type) -> T {
+            from.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: T.self) }
+        }
+        let tableOffset = load(header, 0x28, as: UInt64.self)
+        let entrySize = Int(load(header, 0x3A, as: UInt16.self)), count = Int(load(header, 0x3C, as: UInt16.self))
+        let namesIndex = Int(load(header, 0x3E, as: UInt16.self))
+        guard entrySize >= 64, count > 0, count < 65_280, namesIndex < count else { throw Unreadable() }
+        let table = try bytes(at: tableOffset, count: entrySize * count)
+        let namesHeader = namesIndex * entrySize
+        let names = try bytes(at: load(table, namesHeader + 24, as: UInt64.self), count: Int(min(load(table, namesHeader + 32, as: UInt64.self), 1 << 20)))
+        return (0..<count).map { index in
+            let at = index * entrySize
+            let nameOffset = Int(load(table, at, as: UInt32.self))
+            let name = nameOffset < names.count ? String(decoding: names[nameOffset...].prefix { $0 != 0 }, as: UTF8.self) : ""
+            return ELFSections(name: name, flags: load(table, at + 8, as: UInt64.self),
+                               address: UInt(load(table, at + 16, as: UInt64.self)), size: UInt(load(table, at + 32, as: UInt64.self)))
+        }
+    }
+}

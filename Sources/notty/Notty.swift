@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NottyCore
+import NottyCenter
 import NottyCommandLine
 import NottySync
 
@@ -37,6 +38,8 @@ struct Notty: AsyncParsableCommand {
     /// over whole, before any parsing here. Everything else is parsed here; invalid input of
     /// any kind ends with one line on stderr and a non-zero exit (``runRoot(_:)``).
     static func main() async {
+        // The loader is done with its relocation and symbol tables (3 to 4 MiB resident).
+        ResidentMemory.releaseLoaderTables()
         let arguments = Array(CommandLine.arguments.dropFirst())
         let named = arguments.first == "help" ? arguments.dropFirst().first : arguments.first
         if let named, ServerCommand.names.contains(named) { ServerProgram.exec(arguments) }
