@@ -33,12 +33,7 @@ struct ResidentMemoryTests {
         // In a process of its own (an exit test): the other tests of this process would all
         // have to map their code again at once.
         await #expect(processExitsWith: .success) {
-            func codeResident() -> Int {
-                guard let program = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
-                      let data = FileHandle(forReadingAtPath: "/proc/self/smaps")?.readDataToEndOfFile() else { return 0 }
-                return ResidentMemory.Mapping.read(String(decoding: data, as: UTF8.self))
-                    .filter { $0.permissions == "r-xp" && $0.path == program }.map(\.resident).reduce(0, +)
-            }
+            func codeResident() -> Int { programResident { $0.permissions == "r-xp" } }
             let before = codeResident()
             guard before > 0 else { print("no code mapping of this program in /proc/self/smaps"); exit(2) }
             let released = ResidentMemory.releaseStartupCode()
@@ -68,37 +63,39 @@ struct ResidentMemoryTests {
     @Test("the loader's tables are given back and looked up again when needed: the resident set shrinks, symbols still resolve")
     func releasesTheLoaderTables() async {
         await #expect(processExitsWith: .success) {
-            func programResident() -> Int {
-                guard let program = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
-                      let data = FileHandle(forReadingAtPath: "/proc/self/smaps")?.readDataToEndOfFile() else { return 0 }
-                return ResidentMemory.Mapping.read(String(decoding: data, as: UTF8.self)).filter { $0.path == program }.map(\.resident).reduce(0, +)
-            }
             // Every page of the tables mapped in first. (How much of the released range the
             // resident set loses varies with the kernel's mapping of the file: in this test
             // program 0.4 of 2.1 MB, in a release notty 3.5 MiB; see docs/BENCHMARKS.md.)
             let pages = ResidentMemory.loaderTablePages()
             guard pages.contains(where: { !$0.isEmpty }) else { print("no loader tables found"); exit(2) }
-            var sum: UInt8 = 0
-            for range in pages {
-                for address in stride(from: range.lowerBound, to: range.upperBound, by: 4096) {
-                    sum &+= UnsafePointer<UInt8>(bitPattern: address)!.pointee
+            /// Reads a byte of every page (mapping each in).
+            func touch() -> UInt8 {
+                var sum: UInt8 = 0
+                for range in pages {
+                    for address in stride(from: range.lowerBound, to: range.upperBound, by: 4096) {
+                        sum &+= UnsafePointer<UInt8>(bitPattern: address)!.pointee
+                    }
                 }
+                return sum
             }
-            let before = programResident()
+            let sum = touch()
+            let before = programResident { _ in true }
             let released = ResidentMemory.releaseLoaderTables()
-            let after = programResident()
+            let after = programResident { _ in true }
             guard released == pages.map(\.count).reduce(0, +) else { exit(3) }
             guard after < before else { print("resident \(before) → \(after) bytes, \(released) released"); exit(4) }
             // Lookups by name through the program's own symbol table and a library's; a library loaded now.
             guard dlsym(nil, "malloc") != nil, dlopen("libm.so.6", RTLD_NOW) != nil else { exit(5) }
             // The tables read again are the file's: the same bytes.
-            var again: UInt8 = 0
-            for range in pages {
-                for address in stride(from: range.lowerBound, to: range.upperBound, by: 4096) {
-                    again &+= UnsafePointer<UInt8>(bitPattern: address)!.pointee
-                }
-            }
-            guard again == sum else { exit(6) }
+            guard touch() == sum else { exit(6) }
         }
     }
+}
+
+/// Bytes resident in this process's mappings of its own program file that `include` picks.
+func programResident(_ include: (ResidentMemory.Mapping) -> Bool) -> Int {
+    guard let program = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
+          let data = FileHandle(forReadingAtPath: "/proc/self/smaps")?.readDataToEndOfFile() else { return 0 }
+    return ResidentMemory.Mapping.read(String(decoding: data, as: UTF8.self))
+        .filter { $0.path == program && include($0) }.map(\.resident).reduce(0, +)
 }
