@@ -7,6 +7,8 @@ import NottyCore
 public final class SQLiteStorage: NotificationStorage {
     private let pool: DatabasePool
     private let writer: SQLiteWriter
+    /// Checkpoints the WAL beside the writer instead of in its commits.
+    let checkpointer: WALCheckpointer
     /// `PATH-credentials`: touched after every commit that revokes or deletes credentials, so
     /// that a `notty serve` on this file sees `notty admin`'s removals (another process) on its
     /// next request: ``credentialsStamp()`` is one stat(2), not a query.
@@ -35,6 +37,8 @@ public final class SQLiteStorage: NotificationStorage {
         if let lastMigration { try Self.migrator.migrate(pool, upTo: lastMigration) } else { try Self.migrator.migrate(pool) }
         let seq = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'seq'") ?? 0 }
         writer = SQLiteWriter(pool: pool, committedSeq: seq)
+        checkpointer = try WALCheckpointer(path: path)
+        try pool.writeWithoutTransaction { [checkpointer] db in checkpointer.install(on: db) }
     }
 
     // MARK: - Schema (migrations are never edited once shipped)
@@ -202,6 +206,8 @@ public final class SQLiteStorage: NotificationStorage {
     }
 
     public func close() async throws {
+        try await pool.writeWithoutTransaction { [checkpointer] db in checkpointer.uninstall(from: db) }
+        await checkpointer.finished()
         try pool.close()
     }
 

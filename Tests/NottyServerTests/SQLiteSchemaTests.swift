@@ -18,6 +18,32 @@ struct SQLiteSchemaTests {
         try queue.close()
     }
 
+    @Test("The WAL is checkpointed beside the writer, not in its commits: it stays bounded, every commit is in the database file after close, and SQLite's own checkpoints are back once closed")
+    func walCheckpointsBesideTheWriter() async throws {
+        let directory = Repository.temporaryDirectory("notty-schema")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("server.sqlite").path
+        let now = Date(timeIntervalSince1970: 1_790_000_000)
+        let storage = try SQLiteStorage(path: path)
+        let userId = try await NotificationService(storage: storage).addUser(name: "alice", password: "pw").id
+        // One commit each, ~4 pages each: past the 1,000-page mark several times.
+        var ids: [String] = []
+        for i in 0..<800 { ids.append(try await publish(storage, userId: userId, "wal-\(i)", title: "WAL \(i)", now: now).id) }
+        for id in ids {
+            _ = try await storage.mutate(userId: userId, mutations: [Mutation(id: id, change: StateChange(readState: .read), changedAt: ISOTime.millis(now) + 1)], now: now + 1)
+        }
+        await storage.checkpointer.finished()
+        #expect(storage.checkpointer.runs.load(ordering: .relaxed) >= 2, "the writer's WAL hook asked for checkpoints")
+        let walPages = ((try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0) / 4096
+        #expect(walPages < 5 * Int(WALCheckpointer.pages), "the WAL grew to \(walPages) pages")
+        try await storage.close()
+        // Everything committed is in the file (a plain connection of another library's kind).
+        let queue = try DatabaseQueue(path: path)
+        let read = try await queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications WHERE read_state = 'Read'") }
+        try queue.close()
+        #expect(read == ids.count)
+    }
+
     @Test("Migration v2 keeps a v1 store's notifications, their order and their ids, old and new")
     func migrationKeepsNotifications() async throws {
         let directory = Repository.temporaryDirectory("notty-schema")
