@@ -41,8 +41,8 @@ let package = Package(
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                "NottySQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),  // the WAL hook (WALCheckpointer)
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -55,10 +55,15 @@ let package = Package(
         ),
         // Webhook senders (GitHub, GitLab, Alertmanager/Grafana, JSON, text) as pure parsers.
         .target(name: "NottyWebhooks", dependencies: ["NottyCore"]),
+        // What both SQLite stores (the service's and a device's) do alike: WAL checkpoints.
+        .target(
+            name: "NottySQLite",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
+        ),
         // The client's durable store: notifications, outbox, cursor (GRDB/SQLite, WAL).
         .target(
             name: "NottyStore",
-            dependencies: ["NottyCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
+            dependencies: ["NottyCore", "NottySQLite", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
         ),
         // The sync engine: HTTP client and tokens, pull/flush, doorbell and polling.
         .target(

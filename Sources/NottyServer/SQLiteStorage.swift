@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NottyCore
+import NottySQLite
 
 /// ``NotificationStorage`` on one SQLite file through GRDB: WAL mode, many readers, one
 /// writer with group commit (``SQLiteWriter``).
@@ -37,7 +38,7 @@ public final class SQLiteStorage: NotificationStorage {
         if let lastMigration { try Self.migrator.migrate(pool, upTo: lastMigration) } else { try Self.migrator.migrate(pool) }
         let seq = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'seq'") ?? 0 }
         writer = SQLiteWriter(pool: pool, committedSeq: seq)
-        checkpointer = try WALCheckpointer(path: path)
+        checkpointer = WALCheckpointer(path: path)
         try pool.writeWithoutTransaction { [checkpointer] db in checkpointer.install(on: db) }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NottyCore
+import NottySQLite
 import Synchronization
 
 /// A device's durable copy of the signed-in user's notifications (SPEC §4 "Files").
@@ -13,12 +14,15 @@ import Synchronization
 public final class LocalStore: Sendable {
     public let path: String
     let pool: DatabasePool
+    /// Checkpoints the WAL beside the writer instead of in its commits.
+    let checkpointer: WALCheckpointer
     /// The candidates of the last search with few of them (see ``SearchPlan``).
     let searchPlan = Mutex<SearchPlan?>(nil)
 
     /// Opens (and creates) the store at `path` and migrates it.
     public init(path: String) throws {
         self.path = path
+        checkpointer = WALCheckpointer(path: path)
         var config = Configuration()
         config.busyMode = .timeout(30)
         config.maximumReaderCount = 4
@@ -35,6 +39,7 @@ public final class LocalStore: Sendable {
         // `prepareDatabase` would have run.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         try Self.migrator.migrate(pool)
+        try pool.writeWithoutTransaction { [checkpointer] db in checkpointer.install(on: db) }
     }
 
     /// A pragma's value on the writer's connection (tests check `synchronous`).

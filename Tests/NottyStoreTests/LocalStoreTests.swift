@@ -38,6 +38,29 @@ struct LocalStoreTests {
         #expect(try temporary.store.writerPragma("synchronous") == 2)
     }
 
+    @Test("the WAL is checkpointed beside the writer: pages pulled one change at a time leave it bounded, and a reopened store has every change")
+    func walCheckpointsBesideTheWriter() async throws {
+        let t = try TemporaryStore()
+        let all = (0..<400).map { notification($0, read: .unread, action: .noInteraction) }
+        #expect(try t.store.apply(page: ChangesPage(changes: all, cursor: "0", hasMore: false), since: nil, now: base) == .applied(changed: 400))
+        // One commit a change, as a live device applies another device's dismissals.
+        var cursor = "0"
+        for (index, row) in all.enumerated() {
+            var dismissed = row
+            dismissed.userActionState = .dismissed
+            dismissed.lastModifiedDateTime = base.addingTimeInterval(10_000 + Double(index))
+            let next = String(index + 1)
+            #expect(try t.store.apply(page: ChangesPage(changes: [dismissed], cursor: next, hasMore: false), since: cursor, now: base) == .applied(changed: 1))
+            cursor = next
+        }
+        await t.store.checkpointer.finished()
+        #expect(t.store.checkpointer.runCount >= 1, "the writer's WAL hook asked for a checkpoint")
+        let walPages = ((try? FileManager.default.attributesOfItem(atPath: t.path + "-wal")[.size] as? Int) ?? 0) / 4096
+        #expect(walPages < 5 * 1000, "the WAL grew to \(walPages) pages")
+        let reopened = try LocalStore(path: t.path)
+        #expect(try reopened.counts(now: base).dismissed == 400)
+    }
+
     @Test("a new notification is stored with every field as it came (each bound value in its column), and one with none of the optional ones")
     func everyFieldStored() throws {
         let t = try TemporaryStore()
