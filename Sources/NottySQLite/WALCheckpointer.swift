@@ -10,9 +10,10 @@ import Synchronization
 /// pages (`wal_autocheckpoint`): the commit that crosses the mark copies them into the
 /// database file and syncs it before it returns. That is a few milliseconds on a publish or a
 /// PATCH every 70 or so PATCHes (each writes about 15 pages: the row, its indexes, the feed
-/// position), and it was the tail of a dismiss's answer; on a device, of applying a change. Here the writer's WAL hook, which
-/// replaces the automatic checkpoint, only asks; a passive checkpoint (the same kind SQLite
-/// runs itself) copies what no reader still needs, without blocking the writer or readers.
+/// position), and it was the tail of a dismiss's answer; on a device, of applying a change.
+/// Here the writer's WAL hook, which replaces the automatic checkpoint, only asks; a passive
+/// checkpoint (the same kind SQLite runs itself) copies what no reader still needs, without
+/// blocking the writer or readers.
 /// Under writes that never pause these cannot finish, and SQLite starts the log over only
 /// after a finished one: at four times the mark (`valve`) the committing writer checkpoints
 /// itself, as before, so the log stays bounded.
