@@ -194,7 +194,7 @@ extension LocalStore {
     /// Applies one page of the change feed in one transaction, if the store's cursor is still
     /// `since` (another process of this device may have pulled meanwhile).
     public func apply(page: ChangesPage, since: String?, now: Date = Date()) throws -> PageOutcome {
-        try pool.write { db in
+        try pool.writeWithoutTransaction { db in try Self.inRepairableTransaction(db) {
             guard try meta(db, "cursor") == since else { return .cursorMoved }
             let firstSync = try since == nil && meta(db, "announce_all") == nil
             // Only notifications with pending changes need their shown state worked out again;
@@ -241,7 +241,27 @@ extension LocalStore {
             try setMeta(db, "last_sync", String(ISOTime.millis(now)))
             if !page.changes.isEmpty { try bumpRevision(db) }
             return .applied(changed: page.changes.count)
+        } }
+    }
+
+    /// Runs `body` in a transaction committed without waiting for the disk (`synchronous =
+    /// NORMAL`, for this transaction only): for what the service already holds, so that
+    /// what a power loss takes is pulled again. Its changes and the cursor that covers them
+    /// commit together, so such a loss rolls both back and the next pull fetches them again;
+    /// a WAL is written in order, so the next commit that does wait (a state change the user
+    /// made) makes this one durable as well. A process that dies loses nothing either way.
+    static func inRepairableTransaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
+        try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        let result = Result {
+            var value: T?
+            try db.inTransaction {
+                value = try body()
+                return .commit
+            }
+            return value!
         }
+        try db.execute(sql: "PRAGMA synchronous = FULL")  // before anything else commits here
+        return try result.get()
     }
 
     // MARK: - A first sync's indexes

@@ -32,9 +32,22 @@ func notification(_ n: Int, read: ReadState = .unread, action: UserActionState =
 
 @Suite("Local store")
 struct LocalStoreTests {
-    @Test("the writer commits with synchronous=FULL (GRDB's pool would leave NORMAL)")
+    @Test("the writer commits with synchronous=FULL (GRDB's pool would leave NORMAL); a pulled page alone commits with NORMAL, and FULL is back after it")
     func durableCommits() throws {
         let temporary = try TemporaryStore()
+        #expect(try temporary.store.writerPragma("synchronous") == 2)
+        let seen = try temporary.store.pool.writeWithoutTransaction { db in
+            try LocalStore.inRepairableTransaction(db) { try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        }
+        #expect(seen == 1, "NORMAL inside")
+        #expect(try temporary.store.writerPragma("synchronous") == 2)
+        struct Failure: Error {}
+        #expect(throws: Failure.self) {
+            try temporary.store.pool.writeWithoutTransaction { db in try LocalStore.inRepairableTransaction(db) { throw Failure() } }
+        }
+        #expect(try temporary.store.writerPragma("synchronous") == 2, "FULL again after a failed transaction")
+        #expect(try temporary.store.apply(page: ChangesPage(changes: [notification(1)], cursor: "1", hasMore: false), since: nil, now: base) == .applied(changed: 1))
+        #expect(try temporary.store.apply(page: ChangesPage(changes: [notification(2)], cursor: "2", hasMore: false), since: "0", now: base) == .cursorMoved)
         #expect(try temporary.store.writerPragma("synchronous") == 2)
     }
 
