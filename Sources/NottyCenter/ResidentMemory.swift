@@ -112,38 +112,35 @@ extension ResidentMemory {
         return ranges
     }
 
+    /// The address in the file's layout (`p_vaddr`) of the program's first program header of
+    /// `type`, read from the headers in memory (`AT_PHDR`, `AT_PHNUM`).
+    private static func programHeaderAddress(type: UInt32) -> UInt? {
+        let headers = c_getauxval(auxProgramHeaders), count = Int(c_getauxval(auxProgramHeaderCount))
+        guard count > 0, let table = UnsafeRawPointer(bitPattern: headers) else { return nil }
+        for index in 0..<count {
+            let header = table + index * 56  // Elf64_Phdr: p_type at 0, p_vaddr at 16
+            if header.loadUnaligned(as: UInt32.self) == type { return UInt(header.loadUnaligned(fromByteOffset: 16, as: UInt64.self)) }
+        }
+        return nil
+    }
+
     /// Where the program's first byte is mapped: the program headers' address in memory less
     /// their address in the file's layout (`PT_PHDR`).
     private static func programBase() -> UInt? {
-        let headers = c_getauxval(auxProgramHeaders), count = Int(c_getauxval(auxProgramHeaderCount))
-        guard headers != 0, count > 0, let table = UnsafeRawPointer(bitPattern: headers) else { return nil }
-        for index in 0..<count {
-            let header = table + index * 56  // Elf64_Phdr
-            if header.loadUnaligned(as: UInt32.self) == 6 {  // PT_PHDR: p_vaddr at 16
-                return headers &- UInt(header.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
-            }
-        }
-        return nil
+        programHeaderAddress(type: 6).map { c_getauxval(auxProgramHeaders) &- $0 }
     }
 
     /// Whether the loader writes into the program's read-only segments (`DT_TEXTREL`, or
     /// `DF_TEXTREL` in `DT_FLAGS`): their pages then differ from the file's.
     private static func hasTextRelocations(base: UInt) -> Bool {
-        let headers = c_getauxval(auxProgramHeaders), count = Int(c_getauxval(auxProgramHeaderCount))
-        guard let table = UnsafeRawPointer(bitPattern: headers) else { return true }
-        for index in 0..<count {
-            let header = table + index * 56
-            guard header.loadUnaligned(as: UInt32.self) == 2 else { continue }  // PT_DYNAMIC
-            guard let dynamic = UnsafeRawPointer(bitPattern: base + UInt(header.loadUnaligned(fromByteOffset: 16, as: UInt64.self))) else { return true }
-            var entry = dynamic
-            while true {
-                let tag = entry.loadUnaligned(as: Int64.self), value = entry.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
-                if tag == 0 { return false }  // DT_NULL
-                if tag == 22 || (tag == 30 && value & 0x4 != 0) { return true }  // DT_TEXTREL, DT_FLAGS & DF_TEXTREL
-                entry += 16
-            }
+        // No dynamic section: not a program this knows.
+        guard let address = programHeaderAddress(type: 2), var entry = UnsafeRawPointer(bitPattern: base + address) else { return true }
+        while true {
+            let tag = entry.loadUnaligned(as: Int64.self), value = entry.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+            if tag == 0 { return false }  // DT_NULL
+            if tag == 22 || (tag == 30 && value & 0x4 != 0) { return true }  // DT_TEXTREL, DT_FLAGS & DF_TEXTREL
+            entry += 16
         }
-        return true  // no dynamic section: not a program this knows
     }
 }
 

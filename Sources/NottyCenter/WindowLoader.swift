@@ -41,9 +41,9 @@ public final class WindowLoader: Sendable {
 
     public func answer(_ request: WindowRequest, now: Date) throws -> TUIEvent {
         let (revision, counts) = try counts(now: now)
-        if let ready = readyAnswers.withLock({ $0[request] }), ready.revision == revision, ready.validUntil.map({ now < $0 }) ?? true {
+        if let ready = readyAnswer(request, revision: revision, now: now) {
             answeredAhead.add(1, ordering: .relaxed)
-            return ready.answer
+            return ready
         }
         let anchor = try request.anchorId.flatMap { try store.position(of: $0, view: request.view, query: request.query, now: now) }
         let total: Int
@@ -68,15 +68,21 @@ public final class WindowLoader: Sendable {
     public func readAhead(_ request: WindowRequest, keeping: [WindowRequest], now: Date) throws {
         guard request.query.isEmpty else { return }
         let revision = try store.revision()
+        guard readyAnswer(request, revision: revision, now: now) == nil else { return }
         let validUntil = try store.nextTimedChange(after: now)
-        if let ready = readyAnswers.withLock({ $0[request] }), ready.revision == revision, ready.validUntil.map({ now < $0 }) ?? true {
-            return
-        }
         let answer = try answer(request, now: now)
         readyAnswers.withLock { answers in
             answers = answers.filter { keeping.contains($0.key) }
             answers[request] = (revision, validUntil, answer)
         }
+    }
+
+    /// The answer read ahead for `request`, while it is still of this revision and no snooze
+    /// or expiry has come due since.
+    private func readyAnswer(_ request: WindowRequest, revision: Int64, now: Date) -> TUIEvent? {
+        guard let ready = readyAnswers.withLock({ $0[request] }), ready.revision == revision,
+              ready.validUntil.map({ now < $0 }) ?? true else { return nil }
+        return ready.answer
     }
 
     /// The rows around the selection of a search whose matches are not counted yet (found by
