@@ -9,7 +9,9 @@ import NottyTerminal
 /// copy of a device's store (`NOTTY_BENCH_KEEP_STORE` of `tui` or `client` keeps one). It runs
 /// the center's own parts in the center's order — `update`, the `WindowLoader`'s answer,
 /// `update` again, `render`, and `Terminal.paint` (ncurses, on a pseudo-terminal drained by
-/// another thread) — for the keys `notty-bench tui` times, and prints each phase's figures.
+/// another thread) — for the keys `notty-bench tui` times, and for the Enter of each of its
+/// searches (the search index is built first: the file is written to), and prints each
+/// phase's figures.
 /// What it leaves out is the pseudo-terminal's far side: the kernel and the reader.
 enum FrameBench {
     static func run(storePath: String, repeats: Int, pause: Duration) throws {
@@ -64,11 +66,23 @@ enum FrameBench {
                 try frame(.key(cycle[i % cycle.count]), record: name)
             }
         }
+        // Searches, the four queries in turn (so that none is the one the store remembers):
+        // `/`, the query typed, then Enter (recorded), then Esc.
+        while try store.indexForSearch() {}
+        for i in 0..<(repeats / 10) {
+            try frame(.key(.character("/")), record: nil)
+            let query = ClientBench.searchQueries[i % ClientBench.searchQueries.count]
+            for character in query {
+                try frame(.key(.character(character)), record: nil)
+            }
+            try frame(.key(.enter), record: "Enter '\(query)'")
+            try frame(.key(.escape), record: nil)
+        }
         print("one frame inside notty, by phase (120×40, \(try store.counts().all) notifications, \(pause.seconds * 1000) ms idle before each key; paint includes ncurses writing to a pseudo-terminal):")
-        for (name, _) in keys {
+        for name in keys.map(\.0) + ClientBench.searchQueries.map { "Enter '\($0)'" } {
             for phase in ["update", "load", "render", "paint", "all"] {
                 let label = "\(name): \(phase)"
-                print("  \(label.padding(toLength: 18, withPad: " ", startingAt: 0)) \(summary(phases[label] ?? []))")
+                print("  \(label.padding(toLength: 34, withPad: " ", startingAt: 0)) \(summary(phases[label] ?? []))")
             }
         }
     }
