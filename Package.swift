@@ -55,10 +55,12 @@ let package = Package(
         ),
         // Webhook senders (GitHub, GitLab, Alertmanager/Grafana, JSON, text) as pure parsers.
         .target(name: "NottyWebhooks", dependencies: ["NottyCore"]),
-        // What both SQLite stores (the service's and a device's) do alike: WAL checkpoints.
+        // What both SQLite stores (the service's and a device's) do alike: WAL checkpoints,
+        // plans kept whatever values are bound (CSQLiteConfig: the variadic sqlite3_db_config).
+        .systemLibrary(name: "CSQLiteConfig", providers: [.apt(["libsqlite3-dev"])]),
         .target(
             name: "NottySQLite",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
+            dependencies: ["CSQLiteConfig", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
         ),
         // The client's durable store: notifications, outbox, cursor (GRDB/SQLite, WAL).
         .target(

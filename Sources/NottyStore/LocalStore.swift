@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import NottyCore
 import NottySQLite
 import Synchronization
@@ -19,18 +20,28 @@ public final class LocalStore: Sendable {
     /// The candidates of the last search with few of them (see ``SearchPlan``).
     let searchPlan = Mutex<SearchPlan?>(nil)
 
-    /// Opens (and creates) the store at `path` and migrates it.
-    public init(path: String) throws {
+    /// Opens (and creates) the store at `path` and migrates it. `readers`: how many
+    /// connections read at once (tests take one, to look at its statements).
+    public convenience init(path: String) throws {
+        try self.init(path: path, readers: 4)
+    }
+
+    init(path: String, readers: Int) throws {
         self.path = path
         checkpointer = WALCheckpointer(path: path)
         var config = Configuration()
         config.busyMode = .timeout(30)
-        config.maximumReaderCount = 4
+        config.maximumReaderCount = readers
         // Statement journals in memory: a write statement inside a transaction (each row of a
         // page, each state change; they fire triggers) keeps the pages it changes there so it
         // can be undone alone. On disk (SQLite's default here) that was a temporary file
         // written page by page: 2.16 million `pwrite` calls for a 100,000-row first sync.
-        config.prepareDatabase { db in try db.execute(sql: "PRAGMA temp_store = MEMORY") }
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            // Searches bind `LIKE` patterns: without this each search statement would be
+            // parsed and planned anew every time it runs (see QueryPlans).
+            try QueryPlans.keep(db)
+        }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         pool = try DatabasePool(path: path, configuration: config)
@@ -40,6 +51,23 @@ public final class LocalStore: Sendable {
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         try Self.migrator.migrate(pool)
         try pool.writeWithoutTransaction { [checkpointer] db in checkpointer.install(on: db) }
+    }
+
+    /// The statements kept prepared on the connection of the reader that answers (the only
+    /// one of a store opened with `readers: 1`) that were prepared again, with how many times.
+    /// Tests: SQLite prepares a statement again each time a value is bound to a parameter its
+    /// plan depends on.
+    func readerReprepares() throws -> [String: Int] {
+        try pool.read { db in
+            var found: [String: Int] = [:]
+            var statement = sqlite3_next_stmt(db.sqliteConnection, nil)
+            while let current = statement {
+                let times = sqlite3_stmt_status(current, SQLITE_STMTSTATUS_REPREPARE, 0)
+                if times > 0 { found[sqlite3_sql(current).map { String(cString: $0) } ?? "?", default: 0] += Int(times) }
+                statement = sqlite3_next_stmt(db.sqliteConnection, current)
+            }
+            return found
+        }
     }
 
     /// A pragma's value on the writer's connection (tests check `synchronous`).

@@ -129,10 +129,9 @@ extension LocalStore {
     func branches(_ db: Database, _ view: NotificationView, now: Date, query: String) throws -> [ViewFilter.Branch] {
         var branches = ViewFilter.branches(view, now: now, query: query)
         guard branches.count > 1 else { return branches }
-        let state = view == .unread ? ReadState.unread.rawValue : ReadState.read.rawValue
         let ended = try Bool.fetchOne(
-            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications INDEXED BY notifications_snoozes WHERE bucket = 'snoozed' AND snoozed_until <= ? AND read_state = ?)"),
-            arguments: [ISOTime.millis(now), state]) ?? false
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications INDEXED BY notifications_snoozes WHERE bucket = 'snoozed' AND snoozed_until <= ? AND read_state = \(ViewFilter.readState(view)))"),
+            arguments: [ISOTime.millis(now)]) ?? false
         if !ended { branches.removeLast() }
         return branches
     }
@@ -258,8 +257,10 @@ extension LocalStore {
     public func nextTimedChange(after now: Date = Date()) throws -> Date? {
         let millis = ISOTime.millis(now)
         return try pool.read { db in
-            let snooze = try Int64.fetchOne(db, sql: "SELECT min(snoozed_until) FROM notifications INDEXED BY notifications_snoozes WHERE bucket = 'snoozed' AND snoozed_until > ? AND hidden = 0", arguments: [millis])
-            let expiry = try Int64.fetchOne(db, sql: "SELECT min(expires) FROM notifications WHERE expires > ? AND hidden = 0", arguments: [millis])
+            let snooze = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT min(snoozed_until) FROM notifications INDEXED BY notifications_snoozes WHERE bucket = 'snoozed' AND snoozed_until > ? AND hidden = 0"),
+                arguments: [millis])
+            let expiry = try Int64.fetchOne(db.cachedStatement(sql: "SELECT min(expires) FROM notifications WHERE expires > ? AND hidden = 0"), arguments: [millis])
             return [snooze, expiry].compactMap { $0 }.min().map(ISOTime.date(millis:))
         }
     }
@@ -271,6 +272,20 @@ enum ViewFilter {
     struct Branch {
         var sql: String
         var arguments: StatementArguments
+    }
+
+    /// The bucket and the read state of a view are written into the SQL, not bound, so that
+    /// each view's statements are planned knowing them (whether a partial index such as
+    /// `… WHERE bucket = 'snoozed'` applies) once, when first prepared. Planning with a bound
+    /// value is what made SQLite prepare these statements again on every run (see
+    /// `QueryPlans`, which now keeps plans whatever is bound).
+    static func literal(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+
+    /// The read state (as SQL) of the ended snoozes an Unread or Read view takes.
+    static func readState(_ view: NotificationView) -> String {
+        literal(view == .unread ? ReadState.unread.rawValue : ReadState.read.rawValue)
     }
 
     /// Whether `query` searches for nothing (every row matches).
@@ -286,14 +301,13 @@ enum ViewFilter {
         case .all:
             branches = [Branch(sql: live, arguments: [millis])]
         case .activated, .dismissed:
-            branches = [Branch(sql: "bucket = ? AND \(live)", arguments: [view.rawValue, millis])]
+            branches = [Branch(sql: "bucket = \(literal(view.rawValue)) AND \(live)", arguments: [millis])]
         case .snoozed:
             branches = [Branch(sql: "bucket = 'snoozed' AND snoozed_until > ? AND \(live)", arguments: [millis, millis])]
         case .unread, .read:
-            let state = view == .unread ? ReadState.unread.rawValue : ReadState.read.rawValue
             branches = [
-                Branch(sql: "bucket = ? AND \(live)", arguments: [view.rawValue, millis]),
-                Branch(sql: "bucket = 'snoozed' AND snoozed_until <= ? AND read_state = ? AND \(live)", arguments: [millis, state, millis]),
+                Branch(sql: "bucket = \(literal(view.rawValue)) AND \(live)", arguments: [millis]),
+                Branch(sql: "bucket = 'snoozed' AND snoozed_until <= ? AND read_state = \(readState(view)) AND \(live)", arguments: [millis, millis]),
             ]
         }
         guard !isEmpty(query) else { return branches }

@@ -187,6 +187,44 @@ struct LocalStoreTests {
         }
     }
 
+    @Test("what the center reads on every key and reload (windows, searches, counts, positions, timed changes, the revision) keeps its prepared statements: none is prepared again when other values are bound")
+    func readsKeepTheirPlans() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-store-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let store = try LocalStore(path: directory.appendingPathComponent("store.sqlite").path, readers: 1)
+        let changes = (1...60).map { n -> UserNotification in
+            switch n % 5 {
+            case 0: notification(n, read: .read)
+            case 1: notification(n, action: .snoozed, snoozedUntil: base.addingTimeInterval(Double(60 * n)))
+            case 2: notification(n, action: .dismissed)
+            case 3: notification(n, action: .activated)
+            default: notification(n)
+            }
+        }
+        _ = try store.apply(page: ChangesPage(changes: changes, cursor: "60", hasMore: false), since: nil)
+        // Twice over every view, at a time before and after some snoozes end: each statement
+        // is bound again with another view's and another time's values.
+        for round in 0..<2 {
+            for now in [base, base.addingTimeInterval(1800)] {
+                _ = try store.counts(now: now)
+                _ = try store.revision()
+                _ = try store.nextTimedChange(after: now)
+                for view in NotificationView.allCases {
+                    let rows = try store.window(view: view, offset: round, limit: 5, now: now)
+                    _ = try store.window(view: view, offset: 1, limit: 3, total: try store.count(view: view, now: now), now: now)
+                    if let id = rows.first?.id { _ = try store.position(of: id, view: view, now: now) }
+                    for query in ["title 1", "body"] {  // few candidates, many
+                        _ = try store.window(view: view, query: query, limit: 4, now: now)
+                        _ = try store.count(view: view, query: query, now: now)
+                    }
+                }
+            }
+        }
+        let reprepared = try store.readerReprepares()
+        #expect(reprepared.isEmpty, "prepared again: \(reprepared)")
+    }
+
     @Test("an action writes the shown state and an outbox entry together; acknowledgements drain it")
     func outbox() throws {
         let t = try TemporaryStore()
