@@ -14,6 +14,11 @@ func summary(_ milliseconds: [Double]) -> String {
            percentile(milliseconds, 50), percentile(milliseconds, 99), milliseconds.max() ?? .nan, milliseconds.count)
 }
 
+/// The three largest samples, slowest first ("4.1, 2.3, 1.9").
+func slowest(_ milliseconds: [Double]) -> String {
+    milliseconds.sorted(by: >).prefix(3).map { String(format: "%.2f", $0) }.joined(separator: ", ")
+}
+
 /// Runs `body` and returns how long it took, in milliseconds.
 func milliseconds(_ body: () throws -> Void) rethrows -> Double {
     let start = ContinuousClock.now
