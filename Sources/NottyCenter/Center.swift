@@ -129,6 +129,8 @@ public final class Center: Sendable {
         var readAheadDue = false
         var readAhead: [WindowRequest] = []
         var keeping: [WindowRequest] = []
+        // Then the frames of those keys, one per idle turn (`FramesAhead`).
+        var framesAhead = FramesAhead()
         var lastStoreChange = Date.distantPast
         while running {
             if quitRequested.load(ordering: .relaxed) { break }
@@ -187,9 +189,10 @@ public final class Center: Sendable {
             }
             pending.removeAll()
             if dirty {
-                terminal.paint(render(state))
+                terminal.paint(framesAhead.screen(of: state))
                 readAheadDue = true
                 readAhead = []
+                framesAhead.restart(render: false)
                 loader.startCounting()  // answers leave counts only while events are handled
                 if let told = firstPaint.withLock({ continuation in defer { continuation = nil }; return continuation }) {
                     told.yield()
@@ -197,8 +200,8 @@ public final class Center: Sendable {
                 }
             }
             guard running else { break }
-            // Reading ahead waits for 5 ms without a key, then takes one load a turn.
-            let wait = readAheadDue ? 5 : readAhead.isEmpty ? 50 : 0
+            // Reading ahead waits for 5 ms without a key, then takes one load or one frame a turn.
+            let wait = readAheadDue ? 5 : readAhead.isEmpty && !framesAhead.isDue ? 50 : 0
             switch terminal.readKey(timeoutMilliseconds: wait) {
             case .key(let key)?: pending.append(.key(key))
             case .resize(let size)?: pending.append(.resize(size))
@@ -209,9 +212,12 @@ public final class Center: Sendable {
                     readAheadDue = false
                     readAhead = state.readAheadRequests
                     keeping = readAhead
+                    framesAhead.restart(render: true)
                 } else if !readAhead.isEmpty {
                     // A failed read ahead changes nothing: the key's own load reports it.
                     try? loader.readAhead(readAhead.removeFirst(), keeping: keeping, now: Date())
+                } else if framesAhead.isDue {
+                    try? framesAhead.renderNext(from: state, loader: loader, now: Date())
                 }
             }
         }

@@ -77,6 +77,13 @@ public final class WindowLoader: Sendable {
         }
     }
 
+    /// The answer read ahead for `request`, if it is still the one `answer` would make now
+    /// (`FramesAhead` renders from it); nil otherwise. Not counted in `answeredAhead`.
+    func readyAnswer(_ request: WindowRequest, now: Date) throws -> TUIEvent? {
+        guard readyAnswers.withLock({ $0[request] }) != nil else { return nil }
+        return readyAnswer(request, revision: try store.revision(), now: now)
+    }
+
     /// The answer read ahead for `request`, while it is still of this revision and no snooze
     /// or expiry has come due since.
     private func readyAnswer(_ request: WindowRequest, revision: Int64, now: Date) -> TUIEvent? {

@@ -101,6 +101,58 @@ struct WindowLoaderTests {
         #expect(state.view == .unread && state.window.rows.first?.id == snoozed.id, "the snooze has ended: the row is back at the top of Unread")
     }
 
+    @Test("frames rendered ahead of Tab, Shift-Tab, G and g are the frames those keys make; after a change of the store the key's frame is rendered anew")
+    func framesAhead() throws {
+        let directory = Repository.temporaryDirectory("notty-center")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (store, all) = try filledStore(300, in: directory)
+        let loader = WindowLoader(store: store) {}
+        var state = TUIState(size: Size(columns: 100, rows: 30), now: now)
+        var frames = FramesAhead()
+        func send(_ event: TUIEvent) throws {
+            var pending = [event]
+            while !pending.isEmpty {
+                for case .load(let request) in update(&state, pending.removeFirst()) {
+                    pending.append(try loader.answer(request, now: now))
+                }
+            }
+        }
+        /// What the center does while idle: the windows, then the frames.
+        func idle() throws {
+            let requests = state.readAheadRequests
+            for request in requests { try loader.readAhead(request, keeping: requests, now: now) }
+            frames.restart(render: true)
+            while frames.isDue { try frames.renderNext(from: state, loader: loader, now: now) }
+        }
+        try send(.storeChanged)
+        for key in TUIState.readAheadKeys {
+            try idle()
+            try send(.key(key))
+            #expect(frames.screen(of: state) == render(state), "\(key)")
+        }
+        #expect(frames.used == TUIState.readAheadKeys.count, "every key's frame was rendered ahead")
+
+        // Another device reads the newest unread row after the frames were rendered: Tab's
+        // frame is rendered anew and shows it in Read.
+        try idle()
+        let newest = all[299]
+        _ = try store.record([(newest.id, LocalAction.patch(StateChange(readState: .read)))], now: now)
+        let before = frames.used
+        try send(.key(state.view == .unread ? .tab : .character("1")))
+        let screen = frames.screen(of: state)
+        #expect(frames.used == before, "a frame of the store before the change was used")
+        #expect(screen == render(state) && screen.lines().joined().contains("Read 101"), "\(screen.lines().prefix(1))")
+        // A key whose frame was not rendered ahead (j) is rendered as before.
+        try idle()
+        try send(.key(.character("j")))
+        #expect(frames.screen(of: state) == render(state) && frames.used == before)
+        // In a search prompt Tab, G and g load nothing: no frame is rendered for them.
+        try send(.key(.character("/")))
+        try idle()
+        try send(.key(.character("G")))
+        #expect(frames.screen(of: state) == render(state) && frames.used == before, "a frame was rendered ahead in the prompt")
+    }
+
     @Test("a search with many matches answers before counting, then counts in the background and asks to load again")
     func searchCountsInTheBackground() async throws {
         let directory = Repository.temporaryDirectory("notty-center")
