@@ -23,7 +23,7 @@ public final class WindowLoader: Sendable {
     /// Answers made ahead of their keys (`readAhead`), each as of one revision of the store
     /// and until the next snooze or expiry; used while both hold, so an answer from here is
     /// the one `answer` would make now.
-    private let readyAnswers = Mutex<[WindowRequest: (revision: Int64, validUntil: Date?, answer: TUIEvent)]>([:])
+    private let readyAnswers = Mutex<[WindowRequest: (revision: Int64, validUntil: Date?, answer: Answer)]>([:])
     /// How many answers came from `readyAnswers` (for tests).
     let answeredAhead = Atomic<Int>(0)
 
@@ -43,8 +43,21 @@ public final class WindowLoader: Sendable {
         let (revision, counts) = try counts(now: now)
         if let ready = readyAnswer(request, revision: revision, now: now) {
             answeredAhead.add(1, ordering: .relaxed)
-            return ready
+            return use(ready)
         }
+        return use(try answer(request, revision: revision, counts: counts, now: now))
+    }
+
+    /// An answer, and the count it leaves to start (a search with many matches).
+    typealias Answer = (event: TUIEvent, count: SearchCount?)
+
+    /// Queues the count an answer leaves (started once its frame is painted).
+    private func use(_ answer: Answer) -> TUIEvent {
+        if let count = answer.count { toCount.withLock { $0.append(count) } }
+        return answer.event
+    }
+
+    private func answer(_ request: WindowRequest, revision: Int64, counts: ViewCounts, now: Date) throws -> Answer {
         let anchor = try request.anchorId.flatMap { try store.position(of: $0, view: request.view, query: request.query, now: now) }
         let total: Int
         if request.query.isEmpty {
@@ -59,18 +72,18 @@ public final class WindowLoader: Sendable {
         let (selection, offset, length) = request.placement(total: total, anchorIndex: anchor)
         let rows = length > 0 ? try store.window(view: request.view, query: request.query, offset: offset, limit: length, total: total, now: now) : []
         let window = ViewWindow(view: request.view, query: request.query, total: total, offset: offset, rows: rows)
-        return .loaded(window, counts: counts, selection: selection)
+        return (.loaded(window, counts: counts, selection: selection), nil)
     }
 
     /// Answers `request` now and keeps the answer for when it is asked for (see
     /// `TUIState.readAheadRequests`); answers kept for requests not in `keeping` are dropped.
-    /// Searches are not read ahead: their answers may leave a count to start.
+    /// A search's answer that leaves a count keeps it until the answer is used: nothing is
+    /// counted for a search the user does not enter.
     public func readAhead(_ request: WindowRequest, keeping: [WindowRequest], now: Date) throws {
-        guard request.query.isEmpty else { return }
-        let revision = try store.revision()
+        let (revision, counts) = try counts(now: now)
         guard readyAnswer(request, revision: revision, now: now) == nil else { return }
         let validUntil = try store.nextTimedChange(after: now)
-        let answer = try answer(request, now: now)
+        let answer = try answer(request, revision: revision, counts: counts, now: now)
         readyAnswers.withLock { answers in
             answers = answers.filter { keeping.contains($0.key) }
             answers[request] = (revision, validUntil, answer)
@@ -78,15 +91,16 @@ public final class WindowLoader: Sendable {
     }
 
     /// The answer read ahead for `request`, if it is still the one `answer` would make now
-    /// (`FramesAhead` renders from it); nil otherwise. Not counted in `answeredAhead`.
+    /// (`FramesAhead` renders from it); nil otherwise. Not counted in `answeredAhead`, and
+    /// starts no count.
     func readyAnswer(_ request: WindowRequest, now: Date) throws -> TUIEvent? {
         guard readyAnswers.withLock({ $0[request] }) != nil else { return nil }
-        return readyAnswer(request, revision: try store.revision(), now: now)
+        return readyAnswer(request, revision: try store.revision(), now: now)?.event
     }
 
     /// The answer read ahead for `request`, while it is still of this revision and no snooze
     /// or expiry has come due since.
-    private func readyAnswer(_ request: WindowRequest, revision: Int64, now: Date) -> TUIEvent? {
+    private func readyAnswer(_ request: WindowRequest, revision: Int64, now: Date) -> Answer? {
         guard let ready = readyAnswers.withLock({ $0[request] }), ready.revision == revision,
               ready.validUntil.map({ now < $0 }) ?? true else { return nil }
         return ready.answer
@@ -95,20 +109,20 @@ public final class WindowLoader: Sendable {
     /// The rows around the selection of a search whose matches are not counted yet (found by
     /// stepping over the view from its newest row); counting starts in the background. When
     /// fewer rows than asked for come back, they end the list and are its count.
-    private func answerBeforeCounting(_ request: WindowRequest, anchor: Int?, revision: Int64, counts: ViewCounts, now: Date) throws -> TUIEvent {
+    private func answerBeforeCounting(_ request: WindowRequest, anchor: Int?, revision: Int64, counts: ViewCounts, now: Date) throws -> Answer {
         // The placement of a list with no end known.
         let (wanted, offset, span) = request.placement(total: .max, anchorIndex: anchor)
         var rows = try store.window(view: request.view, query: request.query, offset: offset, limit: span + 1, now: now)
         let counted = rows.count <= span && (offset == 0 || !rows.isEmpty)
         if !counted {
             if rows.isEmpty {  // past the end of a list not counted yet: start again from the top
-                return try answer(WindowRequest(view: request.view, query: request.query, index: 0, span: span), now: now)
+                return try answer(WindowRequest(view: request.view, query: request.query, index: 0, span: span), revision: revision, counts: counts, now: now)
             }
             rows.removeLast()
-            toCount.withLock { $0.append(SearchCount(view: request.view, query: request.query, revision: revision)) }
         }
         let window = ViewWindow(view: request.view, query: request.query, total: offset + rows.count, offset: offset, rows: rows, counted: counted)
-        return .loaded(window, counts: counts, selection: min(wanted, max(0, offset + rows.count - 1)))
+        return (.loaded(window, counts: counts, selection: min(wanted, max(0, offset + rows.count - 1))),
+                counted ? nil : SearchCount(view: request.view, query: request.query, revision: revision))
     }
 
     private func searchCount(_ key: SearchCount, now: Date) -> Int? {

@@ -145,19 +145,25 @@ extension TUIState {
 
 extension TUIState {
     /// The keys whose windows the shell loads ahead while the user is idle: the next and the
-    /// previous view, the last and the first row. The loads they cause are the slow part of
-    /// their frames; moving and paging mostly stay within the window already held.
-    public static let readAheadKeys: [Key] = [.tab, .backTab, .character("G"), .character("g")]
+    /// previous view, the last and the first row, and Enter in the search line. The loads they
+    /// cause are the slow part of their frames; moving and paging mostly stay within the window
+    /// already held.
+    public static let readAheadKeys: [Key] = [.tab, .backTab, .character("G"), .character("g"), .enter]
 
     /// The windows `readAheadKeys` would ask for from this state, found by running `update`
-    /// on a copy (so they are exactly the requests those keys make). Searches are left out:
-    /// their windows can take many times longer to find, and may start a count.
+    /// on a copy (so they are exactly the requests those keys make). Searches are left out
+    /// (their windows can take many times longer to find), except the one being typed, once
+    /// it is long enough for the search index (three characters): Enter's, so that the first
+    /// matches are ready when it is pressed.
     public var readAheadRequests: [WindowRequest] {
         var requests: [WindowRequest] = []
+        let typed: String? = if case .search(let text)? = prompt { text.trimmingCharacters(in: .whitespaces) } else { nil }
         for key in Self.readAheadKeys {
             var copy = self
-            for case .load(let request) in update(&copy, .key(key)) where request.query.isEmpty && !requests.contains(request) {
-                requests.append(request)
+            for case .load(let request) in update(&copy, .key(key)) where !requests.contains(request) {
+                if request.query.isEmpty || (key == .enter && request.query == typed && request.query.unicodeScalars.count >= 3) {
+                    requests.append(request)
+                }
             }
         }
         return requests

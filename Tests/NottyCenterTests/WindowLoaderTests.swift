@@ -101,7 +101,7 @@ struct WindowLoaderTests {
         #expect(state.view == .unread && state.window.rows.first?.id == snoozed.id, "the snooze has ended: the row is back at the top of Unread")
     }
 
-    @Test("frames rendered ahead of Tab, Shift-Tab, G and g are the frames those keys make; after a change of the store the key's frame is rendered anew")
+    @Test("frames rendered ahead of Tab, Shift-Tab, G, g and a search's Enter are the frames those keys make; after a change of the store the key's frame is rendered anew")
     func framesAhead() throws {
         let directory = Repository.temporaryDirectory("notty-center")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -125,12 +125,20 @@ struct WindowLoaderTests {
             while frames.isDue { try frames.renderNext(from: state, loader: loader, now: now) }
         }
         try send(.storeChanged)
-        for key in TUIState.readAheadKeys {
+        let keys: [Key] = [.tab, .backTab, .character("G"), .character("g")]
+        for key in keys {
             try idle()
             try send(.key(key))
             #expect(frames.screen(of: state) == render(state), "\(key)")
         }
-        #expect(frames.used == TUIState.readAheadKeys.count, "every key's frame was rendered ahead")
+        #expect(frames.used == keys.count, "every key's frame was rendered ahead")
+        // Enter on a search being typed.
+        for key in "/Build 29" { try send(.key(.character(key))) }
+        try idle()
+        try send(.key(.enter))
+        #expect(state.query == "Build 29" && frames.screen(of: state) == render(state))
+        #expect(frames.used == keys.count + 1, "Enter's frame was rendered ahead")
+        try send(.key(.escape))
 
         // Another device reads the newest unread row after the frames were rendered: Tab's
         // frame is rendered anew and shows it in Read.
@@ -151,6 +159,27 @@ struct WindowLoaderTests {
         try idle()
         try send(.key(.character("G")))
         #expect(frames.screen(of: state) == render(state) && frames.used == before, "a frame was rendered ahead in the prompt")
+    }
+
+    @Test("the search being typed is read ahead and answers its Enter; its count starts only once that answer is used")
+    func searchReadAhead() async throws {
+        let directory = Repository.temporaryDirectory("notty-center")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (store, _) = try filledStore(3000, in: directory)
+        SearchIndexer(store: store).catchUp()
+        #expect(await eventually(timeout: .seconds(10)) { (try? store.rowsToIndexForSearch()) == 0 }, "the search index was not built")
+        let recounted = Atomic<Int>(0)
+        let loader = WindowLoader(store: store) { recounted.add(1, ordering: .relaxed) }
+        let request = WindowRequest(view: .all, query: "failed", span: 40)
+        try loader.readAhead(request, keeping: [request], now: now)
+        loader.startCounting()
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(recounted.load(ordering: .relaxed) == 0, "a search read ahead was counted before its Enter")
+        let fresh = WindowLoader(store: store) {}
+        #expect(try loader.answer(request, now: now) == (try fresh.answer(request, now: now)))
+        #expect(loader.answeredAhead.load(ordering: .relaxed) == 1)
+        loader.startCounting()
+        #expect(await eventually(timeout: .seconds(10)) { recounted.load(ordering: .relaxed) == 1 }, "the answer used left no count")
     }
 
     @Test("a search with many matches answers before counting, then counts in the background and asks to load again")

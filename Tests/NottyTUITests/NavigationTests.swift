@@ -16,7 +16,7 @@ struct NavigationTests {
 
     // MARK: - Moving within the window
 
-    @Test("the windows read ahead are the ones Tab, Shift-Tab, G and g would ask for, and none while searching or reading a page")
+    @Test("the windows read ahead are the ones Tab, Shift-Tab, G and g would ask for, and Enter's for the search being typed (three characters or more); no other search's")
     func readAheadRequests() {
         var h = Harness(size: Size(columns: 80, rows: 24), notifications: Fixtures.many(300))
         let ahead = h.state.readAheadRequests
@@ -29,9 +29,18 @@ struct NavigationTests {
         #expect(ahead.map(\.view).contains(.read) && ahead.map(\.view).contains(.all))
         #expect(h.state.readAheadRequests == ahead, "reading ahead changes nothing")
         h.run(.key(.character("/")))
-        for character in "deploy" { h.run(.key(.character(character))) }
+        h.run(.key(.character("d")))
+        h.run(.key(.character("e")))
+        #expect(h.state.readAheadRequests.isEmpty, "two characters: too short for the search index")
+        for character in "ploy" { h.run(.key(.character(character))) }
+        var entered = h.state
+        let enterLoads = update(&entered, .key(.enter)).compactMap { effect -> WindowRequest? in
+            if case .load(let request) = effect { request } else { nil }
+        }
+        #expect(enterLoads.count == 1 && h.state.readAheadRequests == enterLoads && enterLoads.first?.query == "deploy",
+                "the search being typed: Enter's window")
         h.run(.key(.enter))
-        #expect(h.state.query == "deploy" && h.state.readAheadRequests.isEmpty, "searches are not read ahead")
+        #expect(h.state.query == "deploy" && h.state.readAheadRequests.isEmpty, "other searches are not read ahead")
     }
 
     @Test func jkAndArrowsMoveTheSelection() {
