@@ -161,41 +161,48 @@ struct WindowLoaderTests {
         #expect(frames.screen(of: state) == render(state) && frames.used == before, "a frame was rendered ahead in the prompt")
     }
 
+    /// How many times a loader asked to load again after counting.
+    final class Recounts: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
+    /// A loader over 3,000 notifications whose titles all contain "failed", with the search
+    /// index built, and its recounts.
+    static func searchLoader(in directory: URL) async throws -> (WindowLoader, Recounts) {
+        let (store, _) = try filledStore(3000, in: directory)
+        SearchIndexer(store: store).catchUp()
+        #expect(await eventually(timeout: .seconds(10)) { (try? store.rowsToIndexForSearch()) == 0 }, "the search index was not built")
+        let recounts = Recounts()
+        return (WindowLoader(store: store) { recounts.value.add(1, ordering: .relaxed) }, recounts)
+    }
+
     @Test("the search being typed is read ahead and answers its Enter; its count starts only once that answer is used")
     func searchReadAhead() async throws {
         let directory = Repository.temporaryDirectory("notty-center")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let (store, _) = try filledStore(3000, in: directory)
-        SearchIndexer(store: store).catchUp()
-        #expect(await eventually(timeout: .seconds(10)) { (try? store.rowsToIndexForSearch()) == 0 }, "the search index was not built")
-        let recounted = Atomic<Int>(0)
-        let loader = WindowLoader(store: store) { recounted.add(1, ordering: .relaxed) }
+        let (loader, recounts) = try await Self.searchLoader(in: directory)
         let request = WindowRequest(view: .all, query: "failed", span: 40)
         try loader.readAhead(request, keeping: [request], now: now)
         loader.startCounting()
         try await Task.sleep(for: .milliseconds(300))
-        #expect(recounted.load(ordering: .relaxed) == 0, "a search read ahead was counted before its Enter")
-        let fresh = WindowLoader(store: store) {}
+        #expect(recounts.value.load(ordering: .relaxed) == 0, "a search read ahead was counted before its Enter")
+        let fresh = WindowLoader(store: loader.store) {}
         #expect(try loader.answer(request, now: now) == (try fresh.answer(request, now: now)))
         #expect(loader.answeredAhead.load(ordering: .relaxed) == 1)
         loader.startCounting()
-        #expect(await eventually(timeout: .seconds(10)) { recounted.load(ordering: .relaxed) == 1 }, "the answer used left no count")
+        #expect(await eventually(timeout: .seconds(10)) { recounts.value.load(ordering: .relaxed) == 1 }, "the answer used left no count")
     }
 
     @Test("a search with many matches answers before counting, then counts in the background and asks to load again")
     func searchCountsInTheBackground() async throws {
         let directory = Repository.temporaryDirectory("notty-center")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let (store, _) = try filledStore(3000, in: directory)
-        SearchIndexer(store: store).catchUp()
-        #expect(await eventually(timeout: .seconds(10)) { (try? store.rowsToIndexForSearch()) == 0 }, "the search index was not built")
-        let recounted = Atomic<Int>(0)
-        let loader = WindowLoader(store: store) { recounted.add(1, ordering: .relaxed) }
+        let (loader, recounts) = try await Self.searchLoader(in: directory)
         let request = WindowRequest(view: .all, query: "failed", span: 40)
         guard case .loaded(let first, _, _) = try loader.answer(request, now: now) else { Issue.record("not a window"); return }
         #expect(!first.counted && first.rows.count >= 40, "3,000 matches are not counted before the first answer")
         loader.startCounting()
-        #expect(await eventually(timeout: .seconds(10)) { recounted.load(ordering: .relaxed) == 1 }, "no recount")
+        #expect(await eventually(timeout: .seconds(10)) { recounts.value.load(ordering: .relaxed) == 1 }, "no recount")
         guard case .loaded(let again, _, _) = try loader.answer(request, now: now) else { Issue.record("not a window"); return }
         #expect(again.counted && again.total == 3000)
     }
