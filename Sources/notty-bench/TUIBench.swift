@@ -88,6 +88,13 @@ struct TUIBench {
         print("  the slowest three of each: moving \(slowest(moving)), switching \(slowest(switching)), jumping \(slowest(jumping)), Enter \(slowest(enter)) ms")
         let before = memory(pid: process)
         print(String(format: "resident memory of notty: %.1f MiB now, %.1f MiB peak", Double(before.resident) / 1_048_576, Double(before.peak) / 1_048_576))
+        // Left alone (its clock ticks every second; the doorbell is connected). CPU time
+        // counts in clock ticks of 10 ms: 20 s make that 0.5 ms a second.
+        let idle: Duration = .seconds(20)
+        let cpuBefore = cpuSeconds(pid: process)
+        try await Task.sleep(for: idle)
+        print(String(format: "left alone for %.0f s: %.2f ms of CPU a second", idle.seconds, (cpuSeconds(pid: process) - cpuBefore) * 1000 / idle.seconds))
+        _ = terminal.drain(quiet: .milliseconds(2))
 
         // A burst: another device dismisses 1,000 notifications at once; the doorbell brings
         // them in while keys keep arriving every 10 ms.
