@@ -131,6 +131,9 @@ public final class Center: Sendable {
         var keeping: [WindowRequest] = []
         // Then the frames of those keys, one per idle turn (`FramesAhead`).
         var framesAhead = FramesAhead()
+        // Not after a frame that only the clock or the sync status changed: the center left
+        // alone would render them every second for nothing.
+        var renderAhead = false
         var lastStoreChange = Date.distantPast
         while running {
             if quitRequested.load(ordering: .relaxed) { break }
@@ -142,6 +145,12 @@ public final class Center: Sendable {
             }
             var index = 0
             let dirty = !pending.isEmpty
+            let timeOnly = pending.allSatisfy { event in
+                switch event {
+                case .tick, .status: true
+                default: false
+                }
+            }
             while index < pending.count {
                 if case .storeChanged = pending[index] { lastStoreChange = now }
                 let effects = update(&state, pending[index])
@@ -193,6 +202,7 @@ public final class Center: Sendable {
                 readAheadDue = true
                 readAhead = []
                 framesAhead.restart(render: false)
+                renderAhead = !timeOnly
                 loader.startCounting()  // answers leave counts only while events are handled
                 if let told = firstPaint.withLock({ continuation in defer { continuation = nil }; return continuation }) {
                     told.yield()
@@ -212,7 +222,7 @@ public final class Center: Sendable {
                     readAheadDue = false
                     readAhead = state.readAheadRequests
                     keeping = readAhead
-                    framesAhead.restart(render: true)
+                    framesAhead.restart(render: renderAhead)
                 } else if !readAhead.isEmpty {
                     // A failed read ahead changes nothing: the key's own load reports it.
                     try? loader.readAhead(readAhead.removeFirst(), keeping: keeping, now: Date())
