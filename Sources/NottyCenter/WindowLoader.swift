@@ -39,13 +39,18 @@ public final class WindowLoader: Sendable {
         self.recount = recount
     }
 
+    /// Answers `request` from one read transaction of the store (its counts, the selection's
+    /// position, the rows are of one revision), or from what was read ahead for it.
     public func answer(_ request: WindowRequest, now: Date) throws -> TUIEvent {
-        let (revision, counts) = try counts(now: now)
-        if let ready = readyAnswer(request, revision: revision, now: now) {
-            answeredAhead.add(1, ordering: .relaxed)
-            return use(ready)
+        let answer = try store.snapshot { snapshot -> Answer in
+            let (revision, counts) = try counts(snapshot, now: now)
+            if let ready = readyAnswer(request, revision: revision, now: now) {
+                answeredAhead.add(1, ordering: .relaxed)
+                return ready
+            }
+            return try self.answer(request, snapshot, revision: revision, counts: counts, now: now)
         }
-        return use(try answer(request, revision: revision, counts: counts, now: now))
+        return use(answer)
     }
 
     /// An answer, and the count it leaves to start (a search with many matches).
@@ -57,20 +62,20 @@ public final class WindowLoader: Sendable {
         return answer.event
     }
 
-    private func answer(_ request: WindowRequest, revision: Int64, counts: ViewCounts, now: Date) throws -> Answer {
-        let anchor = try request.anchorId.flatMap { try store.position(of: $0, view: request.view, query: request.query, now: now) }
+    private func answer(_ request: WindowRequest, _ snapshot: StoreSnapshot, revision: Int64, counts: ViewCounts, now: Date) throws -> Answer {
+        let anchor = try request.anchorId.flatMap { try snapshot.position(of: $0, view: request.view, query: request.query, now: now) }
         let total: Int
         if request.query.isEmpty {
             total = counts[request.view]
         } else if let known = searchCount(SearchCount(view: request.view, query: request.query, revision: revision), now: now) {
             total = known
-        } else if let quick = try store.quickCount(view: request.view, query: request.query, now: now) {
+        } else if let quick = try snapshot.quickCount(view: request.view, query: request.query, now: now) {
             total = quick
         } else {
-            return try answerBeforeCounting(request, anchor: anchor, revision: revision, counts: counts, now: now)
+            return try answerBeforeCounting(request, snapshot, anchor: anchor, revision: revision, counts: counts, now: now)
         }
         let (selection, offset, length) = request.placement(total: total, anchorIndex: anchor)
-        let rows = length > 0 ? try store.window(view: request.view, query: request.query, offset: offset, limit: length, total: total, now: now) : []
+        let rows = length > 0 ? try snapshot.window(view: request.view, query: request.query, offset: offset, limit: length, total: total, now: now) : []
         let window = ViewWindow(view: request.view, query: request.query, total: total, offset: offset, rows: rows)
         return (.loaded(window, counts: counts, selection: selection), nil)
     }
@@ -80,10 +85,13 @@ public final class WindowLoader: Sendable {
     /// A search's answer that leaves a count keeps it until the answer is used: nothing is
     /// counted for a search the user does not enter.
     public func readAhead(_ request: WindowRequest, keeping: [WindowRequest], now: Date) throws {
-        let (revision, counts) = try counts(now: now)
-        guard readyAnswer(request, revision: revision, now: now) == nil else { return }
-        let validUntil = try store.nextTimedChange(after: now)
-        let answer = try answer(request, revision: revision, counts: counts, now: now)
+        let made = try store.snapshot { snapshot -> (revision: Int64, validUntil: Date?, answer: Answer)? in
+            let (revision, counts) = try counts(snapshot, now: now)
+            guard readyAnswer(request, revision: revision, now: now) == nil else { return nil }
+            let validUntil = try snapshot.nextTimedChange(after: now)
+            return (revision, validUntil, try answer(request, snapshot, revision: revision, counts: counts, now: now))
+        }
+        guard let (revision, validUntil, answer) = made else { return }
         readyAnswers.withLock { answers in
             answers = answers.filter { keeping.contains($0.key) }
             answers[request] = (revision, validUntil, answer)
@@ -109,14 +117,14 @@ public final class WindowLoader: Sendable {
     /// The rows around the selection of a search whose matches are not counted yet (found by
     /// stepping over the view from its newest row); counting starts in the background. When
     /// fewer rows than asked for come back, they end the list and are its count.
-    private func answerBeforeCounting(_ request: WindowRequest, anchor: Int?, revision: Int64, counts: ViewCounts, now: Date) throws -> Answer {
+    private func answerBeforeCounting(_ request: WindowRequest, _ snapshot: StoreSnapshot, anchor: Int?, revision: Int64, counts: ViewCounts, now: Date) throws -> Answer {
         // The placement of a list with no end known.
         let (wanted, offset, span) = request.placement(total: .max, anchorIndex: anchor)
-        var rows = try store.window(view: request.view, query: request.query, offset: offset, limit: span + 1, now: now)
+        var rows = try snapshot.window(view: request.view, query: request.query, offset: offset, limit: span + 1, now: now)
         let counted = rows.count <= span && (offset == 0 || !rows.isEmpty)
         if !counted {
             if rows.isEmpty {  // past the end of a list not counted yet: start again from the top
-                return try answer(WindowRequest(view: request.view, query: request.query, index: 0, span: span), revision: revision, counts: counts, now: now)
+                return try answer(WindowRequest(view: request.view, query: request.query, index: 0, span: span), snapshot, revision: revision, counts: counts, now: now)
             }
             rows.removeLast()
         }
@@ -157,13 +165,13 @@ public final class WindowLoader: Sendable {
         }
     }
 
-    private func counts(now: Date) throws -> (revision: Int64, counts: ViewCounts) {
-        let revision = try store.revision()
+    private func counts(_ snapshot: StoreSnapshot, now: Date) throws -> (revision: Int64, counts: ViewCounts) {
+        let revision = try snapshot.revision()
         if let cached = cached.withLock({ $0 }), cached.revision == revision, cached.validUntil.map({ now < $0 }) ?? true {
             return (revision, cached.counts)
         }
-        let counts = try store.counts(now: now)
-        let validUntil = try store.nextTimedChange(after: now)
+        let counts = try snapshot.counts(now: now)
+        let validUntil = try snapshot.nextTimedChange(after: now)
         self.cached.withLock { $0 = (revision, validUntil, counts) }
         return (revision, counts)
     }

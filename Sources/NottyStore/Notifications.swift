@@ -81,25 +81,27 @@ extension LocalStore {
     /// are stepped over in an index, from whichever end of the matches is nearer when `total`
     /// (their number) is given. Only the returned rows are read from the table.
     public func window(view: NotificationView, query: String = "", offset: Int = 0, limit: Int, total: Int? = nil, now: Date = Date()) throws -> [UserNotification] {
+        try pool.read { db in try window(db, view: view, query: query, offset: offset, limit: limit, total: total, now: now) }
+    }
+
+    func window(_ db: Database, view: NotificationView, query: String, offset: Int, limit: Int, total: Int?, now: Date) throws -> [UserNotification] {
         guard limit > 0, offset >= 0 else { return [] }
-        return try pool.read { db in
-            if ViewFilter.isEmpty(query) {
-                let index = try ViewIndex(db, view: view, now: now)
-                guard let start = try index.start(of: offset) else { return [] }
-                return try Self.rows(db, index.branches, below: start.below, skip: start.skip, limit: limit, descending: true)
-            }
-            if let keys = try searchKeys(db, query: query, view: view, now: now) {
-                return try Self.rows(db, rowids: keys.dropFirst(offset).prefix(limit).map(\.rowid))
-            }
-            let branches = try self.branches(db, view, now: now, query: query)
-            // Nearer the end: the same rows, counted from the end in ascending order.
-            if let total, offset > total - offset - limit {
-                let end = min(offset + limit, total)
-                guard end > offset else { return [] }
-                return try Self.rows(db, branches, below: nil, skip: total - end, limit: end - offset, descending: false)
-            }
-            return try Self.rows(db, branches, below: nil, skip: offset, limit: limit, descending: true)
+        if ViewFilter.isEmpty(query) {
+            let index = try ViewIndex(db, view: view, now: now)
+            guard let start = try index.start(of: offset) else { return [] }
+            return try Self.rows(db, index.branches, below: start.below, skip: start.skip, limit: limit, descending: true)
         }
+        if let keys = try searchKeys(db, query: query, view: view, now: now) {
+            return try Self.rows(db, rowids: keys.dropFirst(offset).prefix(limit).map(\.rowid))
+        }
+        let branches = try self.branches(db, view, now: now, query: query)
+        // Nearer the end: the same rows, counted from the end in ascending order.
+        if let total, offset > total - offset - limit {
+            let end = min(offset + limit, total)
+            guard end > offset else { return [] }
+            return try Self.rows(db, branches, below: nil, skip: total - end, limit: end - offset, descending: false)
+        }
+        return try Self.rows(db, branches, below: nil, skip: offset, limit: limit, descending: true)
     }
 
     /// `limit` rows of `branches` (created before `below`, when given) after skipping `skip`
@@ -155,51 +157,55 @@ extension LocalStore {
 
     /// The index of notification `id` in `view` (newest first) or nil when it is not in it.
     public func position(of id: String, view: NotificationView, query: String = "", now: Date = Date()) throws -> Int? {
-        try pool.read { db in
-            guard let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT \(SearchKey.columns) FROM notifications WHERE id = ?"),
-                arguments: [id])
-            else { return nil }
-            let key = SearchKey(row)
-            let created = key.created
-            if ViewFilter.isEmpty(query) {
-                guard key.isIn(view, now: ISOTime.millis(now)) else { return nil }
-                return try ViewIndex(db, view: view, now: now).rank(created: created, id: id)
-            }
-            if let keys = try searchKeys(db, query: query, view: view, now: now) {
-                return keys.firstIndex { $0.id == id }
-            }
-            let branches = try branches(db, view, now: now, query: query)
-            let inView = try count(db, branches, extra: "AND id = ?", extraArguments: [id])
-            guard inView == 1 else { return nil }
-            return try count(db, branches, extra: "AND (created > ? OR (created = ? AND id > ?))", extraArguments: [created, created, id])
+        try pool.read { db in try position(db, of: id, view: view, query: query, now: now) }
+    }
+
+    func position(_ db: Database, of id: String, view: NotificationView, query: String, now: Date) throws -> Int? {
+        guard let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT \(SearchKey.columns) FROM notifications WHERE id = ?"),
+            arguments: [id])
+        else { return nil }
+        let key = SearchKey(row)
+        let created = key.created
+        if ViewFilter.isEmpty(query) {
+            guard key.isIn(view, now: ISOTime.millis(now)) else { return nil }
+            return try ViewIndex(db, view: view, now: now).rank(created: created, id: id)
         }
+        if let keys = try searchKeys(db, query: query, view: view, now: now) {
+            return keys.firstIndex { $0.id == id }
+        }
+        let branches = try branches(db, view, now: now, query: query)
+        let inView = try count(db, branches, extra: "AND id = ?", extraArguments: [id])
+        guard inView == 1 else { return nil }
+        return try count(db, branches, extra: "AND (created > ? OR (created = ? AND id > ?))", extraArguments: [created, created, id])
     }
 
     /// The six counts at `now` (SPEC §1: the first five add up to All): the largest block
     /// counts of each bucket, with expired rows and ended snoozes moved where they belong.
     public func counts(now: Date = Date()) throws -> ViewCounts {
-        try pool.read { db in
-            var counts = ViewCounts()
-            if let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT \(ViewIndex.buckets.map { "sum(\($0.rawValue))" }.joined(separator: ", ")) FROM view_blocks WHERE level = ?"),
-                arguments: [ViewIndex.levels[0]]) {
-                for (index, view) in ViewIndex.buckets.enumerated() {
-                    let n = row[index] as Int? ?? 0
-                    counts[view] = n
-                    counts.all += n
-                }
+        try pool.read { db in try counts(db, now: now) }
+    }
+
+    func counts(_ db: Database, now: Date) throws -> ViewCounts {
+        var counts = ViewCounts()
+        if let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT \(ViewIndex.buckets.map { "sum(\($0.rawValue))" }.joined(separator: ", ")) FROM view_blocks WHERE level = ?"),
+            arguments: [ViewIndex.levels[0]]) {
+            for (index, view) in ViewIndex.buckets.enumerated() {
+                let n = row[index] as Int? ?? 0
+                counts[view] = n
+                counts.all += n
             }
-            for exception in try ViewIndex.exceptions(db, now: now) {
-                counts[exception.bucket ?? .all] -= 1
-                counts.all -= 1
-                if let view = exception.view {
-                    counts[view] += 1
-                    counts.all += 1
-                }
-            }
-            return counts
         }
+        for exception in try ViewIndex.exceptions(db, now: now) {
+            counts[exception.bucket ?? .all] -= 1
+            counts.all -= 1
+            if let view = exception.view {
+                counts[view] += 1
+                counts.all += 1
+            }
+        }
+        return counts
     }
 
     /// The id of the next (`forward`: older) or previous Unread notification of `view` matching
@@ -255,14 +261,53 @@ extension LocalStore {
     /// The soonest future time at which a snooze ends or a notification expires: when views
     /// change by time alone.
     public func nextTimedChange(after now: Date = Date()) throws -> Date? {
+        try pool.read { db in try nextTimedChange(db, after: now) }
+    }
+
+    func nextTimedChange(_ db: Database, after now: Date) throws -> Date? {
         let millis = ISOTime.millis(now)
-        return try pool.read { db in
-            let snooze = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT min(snoozed_until) FROM notifications INDEXED BY notifications_snoozes WHERE bucket = 'snoozed' AND snoozed_until > ? AND hidden = 0"),
-                arguments: [millis])
-            let expiry = try Int64.fetchOne(db.cachedStatement(sql: "SELECT min(expires) FROM notifications WHERE expires > ? AND hidden = 0"), arguments: [millis])
-            return [snooze, expiry].compactMap { $0 }.min().map(ISOTime.date(millis:))
-        }
+        let snooze = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT min(snoozed_until) FROM notifications INDEXED BY notifications_snoozes WHERE bucket = 'snoozed' AND snoozed_until > ? AND hidden = 0"),
+            arguments: [millis])
+        let expiry = try Int64.fetchOne(db.cachedStatement(sql: "SELECT min(expires) FROM notifications WHERE expires > ? AND hidden = 0"), arguments: [millis])
+        return [snooze, expiry].compactMap { $0 }.min().map(ISOTime.date(millis:))
+    }
+
+    /// Runs `body` with one read transaction of the store: everything it reads through the
+    /// snapshot is of one revision, and it takes one reader once instead of once a read.
+    public func snapshot<T>(_ body: (StoreSnapshot) throws -> T) throws -> T {
+        try pool.read { db in try body(StoreSnapshot(store: self, db: db)) }
+    }
+}
+
+/// The store's reads within one read transaction (``LocalStore/snapshot(_:)``); valid only
+/// inside the closure it is given to.
+public struct StoreSnapshot {
+    let store: LocalStore
+    let db: Database
+
+    /// ``LocalStore/revision()``.
+    public func revision() throws -> Int64 { try store.revision(db) }
+
+    /// ``LocalStore/counts(now:)``.
+    public func counts(now: Date) throws -> ViewCounts { try store.counts(db, now: now) }
+
+    /// ``LocalStore/nextTimedChange(after:)``.
+    public func nextTimedChange(after now: Date) throws -> Date? { try store.nextTimedChange(db, after: now) }
+
+    /// ``LocalStore/position(of:view:query:now:)``.
+    public func position(of id: String, view: NotificationView, query: String, now: Date) throws -> Int? {
+        try store.position(db, of: id, view: view, query: query, now: now)
+    }
+
+    /// ``LocalStore/quickCount(view:query:now:)``.
+    public func quickCount(view: NotificationView, query: String, now: Date) throws -> Int? {
+        try store.quickCount(db, view: view, query: query, now: now)
+    }
+
+    /// ``LocalStore/window(view:query:offset:limit:total:now:)``.
+    public func window(view: NotificationView, query: String, offset: Int, limit: Int, total: Int? = nil, now: Date) throws -> [UserNotification] {
+        try store.window(db, view: view, query: query, offset: offset, limit: limit, total: total, now: now)
     }
 }
 
