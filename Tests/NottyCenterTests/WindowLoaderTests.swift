@@ -22,6 +22,16 @@ func filledStore(_ count: Int, in directory: URL) throws -> (LocalStore, [UserNo
     return (store, notifications)
 }
 
+/// Applies `event` to `state` and answers the loads it causes from `loader`, as the center does.
+func answering(_ event: TUIEvent, _ state: inout TUIState, _ loader: WindowLoader, at time: Date) throws {
+    var pending = [event]
+    while !pending.isEmpty {
+        for case .load(let request) in update(&state, pending.removeFirst()) {
+            pending.append(try loader.answer(request, now: time))
+        }
+    }
+}
+
 @Suite("The center's store access (WindowLoader, SearchIndexer)")
 struct WindowLoaderTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000 + 86_400)
@@ -54,15 +64,7 @@ struct WindowLoaderTests {
         let (store, all) = try filledStore(300, in: directory)
         let loader = WindowLoader(store: store) {}
         var state = TUIState(size: Size(columns: 100, rows: 30), now: now)
-        /// Sends `event` and answers the loads it causes, as the center does.
-        func send(_ event: TUIEvent, at time: Date) throws {
-            var pending = [event]
-            while !pending.isEmpty {
-                for case .load(let request) in update(&state, pending.removeFirst()) {
-                    pending.append(try loader.answer(request, now: time))
-                }
-            }
-        }
+        func send(_ event: TUIEvent, at time: Date) throws { try answering(event, &state, loader, at: time) }
         try send(.storeChanged, at: now)
         let requests = state.readAheadRequests
         #expect(requests.contains { $0.view == .read && $0.index == 0 }, "Tab: Read from its first row")
@@ -109,14 +111,7 @@ struct WindowLoaderTests {
         let loader = WindowLoader(store: store) {}
         var state = TUIState(size: Size(columns: 100, rows: 30), now: now)
         var frames = FramesAhead()
-        func send(_ event: TUIEvent) throws {
-            var pending = [event]
-            while !pending.isEmpty {
-                for case .load(let request) in update(&state, pending.removeFirst()) {
-                    pending.append(try loader.answer(request, now: now))
-                }
-            }
-        }
+        func send(_ event: TUIEvent) throws { try answering(event, &state, loader, at: now) }
         /// What the center does while idle: the windows, then the frames.
         func idle() throws {
             let requests = state.readAheadRequests
