@@ -42,11 +42,10 @@ public final class TestDesktop: @unchecked Sendable {
         // dunst's context menu runs `dmenu` with one line per action ("#Label (summary) [id,key]")
         // and invokes the line it prints: this one prints the first whose label is in `menu-choice`.
         let dmenu = directory.appendingPathComponent("dmenu")
-        try """
+        try writeProgram("""
             #!/bin/sh
             grep -m1 "^#$(cat '\(directory.appendingPathComponent("menu-choice").path)') ("
-            """.write(to: dmenu, atomically: true, encoding: .utf8)
-        chmod(dmenu.path, 0o755)
+            """, to: dmenu)
         let config = directory.appendingPathComponent("dunstrc")
         try """
             [global]

@@ -228,15 +228,20 @@ public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) 
 }
 
 /// Starts `path` with posix_spawn: exactly `environment`, standard files as `files` sets them
-/// up, no blocked signals and default dispositions (a child must not inherit a Dispatch
-/// worker's blocked signals, or SIGTERM cannot stop it), in a new session when `newSession`
-/// (a terminal it then opens becomes its controlling terminal).
+/// up and no other descriptor of this process, no blocked signals and default dispositions (a
+/// child must not inherit a Dispatch worker's blocked signals, or SIGTERM cannot stop it), in a
+/// new session when `newSession` (a terminal it then opens becomes its controlling terminal).
+///
+/// Descriptors 3 and up are closed in the child, as Foundation's `Process` does: tests run in
+/// parallel, and a child (a tmux server lives for its whole test) that inherited another
+/// test's file open for writing would make every later `exec` of that file fail with ETXTBSY.
 public func spawn(_ path: String, _ arguments: [String], environment: [String: String], newSession: Bool = false,
                   files: (inout posix_spawn_file_actions_t) -> Void) throws -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
     files(&actions)
+    closeFromThree(&actions)
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
@@ -258,6 +263,40 @@ public func spawn(_ path: String, _ arguments: [String], environment: [String: S
     let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
     guard result == 0 else { throw SupportError("posix_spawn \(path): \(result)") }
     return pid
+}
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc
+/// module does not declare; found at run time.
+private let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+}()
+
+/// Adds the closing of every descriptor from 3 up to `actions`, where glibc has `closefrom`
+/// for posix_spawn (2.34 and later; Debian 12 has 2.36). Older glibc: nothing is added.
+private func closeFromThree(_ actions: inout posix_spawn_file_actions_t) {
+    _ = addCloseFrom?(&actions, 3)
+}
+
+/// Writes `text` to `url` as a program (mode 0755) through a descriptor opened close-on-exec.
+///
+/// A test that writes a script and then has it run must not use Foundation's atomic write:
+/// its temporary file is opened without `O_CLOEXEC`, so a child that another test spawns at
+/// that moment can keep the script open for writing, and `exec` of it then fails with ETXTBSY
+/// ("text file busy"): a browser or dmenu stand-in that silently never runs.
+public func writeProgram(_ text: String, to url: URL) throws {
+    let descriptor = open(url.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+    guard descriptor >= 0 else { throw SupportError("open \(url.path): \(String(cString: strerror(errno)))") }
+    defer { close(descriptor) }
+    let bytes = Array(text.utf8)
+    var written = 0
+    while written < bytes.count {
+        let count = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        if count < 0, errno == EINTR { continue }
+        guard count > 0 else { throw SupportError("write \(url.path): \(String(cString: strerror(errno)))") }
+        written += count
+    }
+    guard fchmod(descriptor, 0o755) == 0 else { throw SupportError("chmod \(url.path): \(String(cString: strerror(errno)))") }
 }
 
 /// A figure or finding from a test, on stderr: `swift test` passes that on at once, while a

@@ -20,8 +20,7 @@ struct DesktopTests {
         // The "browser" B opens links with records them.
         let opened = world.directory.appendingPathComponent("opened.txt")
         let browser = world.directory.appendingPathComponent("browser")
-        try "#!/bin/sh\necho \"$1\" >> '\(opened.path)'\n".write(to: browser, atomically: true, encoding: .utf8)
-        chmod(browser.path, 0o755)
+        try writeProgram("#!/bin/sh\necho \"$1\" >> '\(opened.path)'\n", to: browser)
         func startB(_ name: String) throws -> (Process, URL) {
             let log = world.directory.appendingPathComponent(name)
             return (try b.start(["poll", "--live", "--desktop"], log: log, environment: desktop.environment.merging(["BROWSER": browser.path]) { $1 }), log)

@@ -73,12 +73,11 @@ struct EndToEndTests {
         #expect(try await world.b.run(["show", String(id.prefix(8))]).out.contains("link:        \(url)"))
         // $BROWSER: a script that writes each argument on its own line.
         let browser = world.directory.appendingPathComponent("browser.sh"), seen = world.directory.appendingPathComponent("seen.txt")
-        try "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> \(seen.path); done\n".write(to: browser, atomically: true, encoding: .utf8)
-        chmod(browser.path, 0o755)
+        try writeProgram("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> \(seen.path); done\n", to: browser)
         let opened = try await world.b.run(["open", String(id.prefix(8))], environment: ["BROWSER": browser.path])
         #expect(opened.status == 0, "\(opened.err)")
         #expect(await eventually(timeout: .seconds(3)) { (try? String(contentsOf: seen, encoding: .utf8)) == url + "\n" },
-                "the browser did not get the link as one argument: \((try? String(contentsOf: seen, encoding: .utf8)) ?? "nothing")")
+                "the browser did not get the link as one argument: \((try? String(contentsOf: seen, encoding: .utf8)) ?? "nothing"); notty open said: \(opened.err)")
         #expect(try await world.a.run(["sync"]).status == 0)
         #expect(try world.store(world.a).notification(id: id)?.userActionState == .activated)
         let none = try await world.b.run(["open", plain], environment: ["BROWSER": browser.path])
