@@ -122,19 +122,8 @@ public final class Center: Sendable {
         postStatus()
         var lastTick = Date()
         var running = true
-        // Windows to load ahead of their keys (`TUIState.readAheadRequests`), one per idle
-        // turn of the loop, so that a key arriving meanwhile waits for one load at most.
-        // Not while the store keeps changing (another device's burst): what was read would
-        // be stale before its key came.
-        var readAheadDue = false
-        var readAhead: [WindowRequest] = []
-        var keeping: [WindowRequest] = []
-        // Then the frames of those keys, one per idle turn (`FramesAhead`).
-        var framesAhead = FramesAhead()
-        // Not after a frame that only the clock or the sync status changed: the center left
-        // alone would render them every second for nothing.
-        var renderAhead = false
-        var lastStoreChange = Date.distantPast
+        // Windows and frames read and rendered ahead of their keys while the user is idle.
+        var ahead = WorkAhead()
         while running {
             if quitRequested.load(ordering: .relaxed) { break }
             pending += inbox.withLock { events in defer { events.removeAll() }; return events }
@@ -152,7 +141,7 @@ public final class Center: Sendable {
                 }
             }
             while index < pending.count {
-                if case .storeChanged = pending[index] { lastStoreChange = now }
+                if case .storeChanged = pending[index] { ahead.storeChanged(at: now) }
                 let effects = update(&state, pending[index])
                 index += 1
                 for effect in effects {
@@ -198,11 +187,7 @@ public final class Center: Sendable {
             }
             pending.removeAll()
             if dirty {
-                terminal.paint(framesAhead.screen(of: state))
-                readAheadDue = true
-                readAhead = []
-                framesAhead.restart(render: false)
-                renderAhead = !timeOnly
+                terminal.paint(ahead.frame(for: state, timeOnly: timeOnly))
                 loader.startCounting()  // answers leave counts only while events are handled
                 if let told = firstPaint.withLock({ continuation in defer { continuation = nil }; return continuation }) {
                     told.yield()
@@ -210,25 +195,11 @@ public final class Center: Sendable {
                 }
             }
             guard running else { break }
-            // Reading ahead waits for 5 ms without a key, then takes one load or one frame a turn.
-            let wait = readAheadDue ? 5 : readAhead.isEmpty && !framesAhead.isDue ? 50 : 0
-            switch terminal.readKey(timeoutMilliseconds: wait) {
+            switch terminal.readKey(timeoutMilliseconds: ahead.waitMilliseconds) {
             case .key(let key)?: pending.append(.key(key))
             case .resize(let size)?: pending.append(.resize(size))
             case .closed?: running = false
-            case nil:
-                if readAheadDue {
-                    guard Date().timeIntervalSince(lastStoreChange) >= 0.1 else { break }
-                    readAheadDue = false
-                    readAhead = state.readAheadRequests
-                    keeping = readAhead
-                    framesAhead.restart(render: renderAhead)
-                } else if !readAhead.isEmpty {
-                    // A failed read ahead changes nothing: the key's own load reports it.
-                    try? loader.readAhead(readAhead.removeFirst(), keeping: keeping, now: Date())
-                } else if framesAhead.isDue {
-                    try? framesAhead.renderNext(from: state, loader: loader, now: Date())
-                }
+            case nil: ahead.step(state: state, loader: loader, now: Date())
             }
         }
     }

@@ -110,50 +110,90 @@ struct WindowLoaderTests {
         let (store, all) = try filledStore(300, in: directory)
         let loader = WindowLoader(store: store) {}
         var state = TUIState(size: Size(columns: 100, rows: 30), now: now)
-        var frames = FramesAhead()
-        func send(_ event: TUIEvent) throws { try answering(event, &state, loader, at: now) }
-        /// What the center does while idle: the windows, then the frames.
-        func idle() throws {
-            let requests = state.readAheadRequests
-            for request in requests { try loader.readAhead(request, keeping: requests, now: now) }
-            frames.restart(render: true)
-            while frames.isDue { try frames.renderNext(from: state, loader: loader, now: now) }
+        var ahead = WorkAhead()
+        /// As the center does: the event and its loads, then the frame it paints.
+        func send(_ event: TUIEvent) throws -> Screen {
+            try answering(event, &state, loader, at: now)
+            return ahead.frame(for: state, timeOnly: false)
         }
-        try send(.storeChanged)
+        /// The center left idle until its work ahead is done.
+        func idle() {
+            var steps = 0
+            while ahead.hasWork && steps < 100 { ahead.step(state: state, loader: loader, now: now); steps += 1 }
+            #expect(!ahead.hasWork, "the work ahead did not end")
+        }
+        _ = try send(.storeChanged)
         let keys: [Key] = [.tab, .backTab, .character("G"), .character("g")]
         for key in keys {
-            try idle()
-            try send(.key(key))
-            #expect(frames.screen(of: state) == render(state), "\(key)")
+            idle()
+            #expect(try send(.key(key)) == render(state), "\(key)")
         }
-        #expect(frames.used == keys.count, "every key's frame was rendered ahead")
+        #expect(ahead.framesUsed == keys.count, "every key's frame was rendered ahead")
         // Enter on a search being typed.
-        for key in "/Build 29" { try send(.key(.character(key))) }
-        try idle()
-        try send(.key(.enter))
-        #expect(state.query == "Build 29" && frames.screen(of: state) == render(state))
-        #expect(frames.used == keys.count + 1, "Enter's frame was rendered ahead")
-        try send(.key(.escape))
+        for key in "/Build 29" { _ = try send(.key(.character(key))) }
+        idle()
+        let entered = try send(.key(.enter))
+        #expect(state.query == "Build 29" && entered == render(state))
+        #expect(ahead.framesUsed == keys.count + 1, "Enter's frame was rendered ahead")
+        _ = try send(.key(.escape))
 
         // Another device reads the newest unread row after the frames were rendered: Tab's
         // frame is rendered anew and shows it in Read.
-        try idle()
+        idle()
         let newest = all[299]
         _ = try store.record([(newest.id, LocalAction.patch(StateChange(readState: .read)))], now: now)
-        let before = frames.used
-        try send(.key(state.view == .unread ? .tab : .character("1")))
-        let screen = frames.screen(of: state)
-        #expect(frames.used == before, "a frame of the store before the change was used")
+        let before = ahead.framesUsed
+        let screen = try send(.key(state.view == .unread ? .tab : .character("1")))
+        #expect(ahead.framesUsed == before, "a frame of the store before the change was used")
         #expect(screen == render(state) && screen.lines().joined().contains("Read 101"), "\(screen.lines().prefix(1))")
         // A key whose frame was not rendered ahead (j) is rendered as before.
-        try idle()
-        try send(.key(.character("j")))
-        #expect(frames.screen(of: state) == render(state) && frames.used == before)
+        idle()
+        #expect(try send(.key(.character("j"))) == render(state) && ahead.framesUsed == before)
         // In a search prompt Tab, G and g load nothing: no frame is rendered for them.
-        try send(.key(.character("/")))
-        try idle()
-        try send(.key(.character("G")))
-        #expect(frames.screen(of: state) == render(state) && frames.used == before, "a frame was rendered ahead in the prompt")
+        _ = try send(.key(.character("/")))
+        idle()
+        #expect(try send(.key(.character("G"))) == render(state) && ahead.framesUsed == before, "a frame was rendered ahead in the prompt")
+    }
+
+    @Test("nothing is read ahead until the store has been quiet for 100 ms, and no frame is rendered ahead after a frame only the clock changed")
+    func workAheadWaits() throws {
+        let directory = Repository.temporaryDirectory("notty-center")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (store, _) = try filledStore(300, in: directory)
+        let loader = WindowLoader(store: store) {}
+        var state = TUIState(size: Size(columns: 100, rows: 30), now: now)
+        var ahead = WorkAhead()
+        /// How many of the windows the state asks for are read ahead.
+        func ready() throws -> Int {
+            var count = 0
+            for request in state.readAheadRequests where try loader.readyAnswer(request, now: now) != nil { count += 1 }
+            return count
+        }
+        #expect(!ahead.hasWork && ahead.waitMilliseconds == 50, "a new center has nothing to do ahead")
+        try answering(.storeChanged, &state, loader, at: now)
+        ahead.storeChanged(at: now)
+        _ = ahead.frame(for: state, timeOnly: false)
+        #expect(ahead.waitMilliseconds == 5, "a key typed in a burst comes before planning")
+        // 50 ms after the change: nothing is read, however many idle turns pass.
+        for _ in 0..<20 { ahead.step(state: state, loader: loader, now: now.addingTimeInterval(0.05)) }
+        #expect(try ready() == 0 && ahead.waitMilliseconds == 5)
+        // 100 ms after it: the plan is made, then one window a turn.
+        ahead.step(state: state, loader: loader, now: now.addingTimeInterval(0.1))
+        #expect(try ahead.waitMilliseconds == 0 && ready() == 0)
+        let windows = state.readAheadRequests.count
+        for turn in 1...windows {
+            ahead.step(state: state, loader: loader, now: now.addingTimeInterval(0.1))
+            #expect(try ready() == turn)
+        }
+        while ahead.hasWork { ahead.step(state: state, loader: loader, now: now.addingTimeInterval(0.1)) }
+        // The clock's tick alone: the windows are read again, but no frame is rendered ahead.
+        try answering(.tick(now.addingTimeInterval(1)), &state, loader, at: now)
+        _ = ahead.frame(for: state, timeOnly: true)
+        var steps = 0
+        while ahead.hasWork { ahead.step(state: state, loader: loader, now: now.addingTimeInterval(1)); steps += 1 }
+        #expect(steps == 1 + windows, "frames were rendered ahead after a tick: \(steps) steps")
+        _ = try answering(.key(.tab), &state, loader, at: now.addingTimeInterval(1))
+        #expect(ahead.frame(for: state, timeOnly: false) == render(state) && ahead.framesUsed == 0)
     }
 
     /// How many times a loader asked to load again after counting.
