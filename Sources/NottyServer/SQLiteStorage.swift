@@ -39,7 +39,7 @@ public final class SQLiteStorage: NotificationStorage {
         let seq = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'seq'") ?? 0 }
         writer = SQLiteWriter(pool: pool, committedSeq: seq)
         checkpointer = WALCheckpointer(path: path)
-        try pool.writeWithoutTransaction { [checkpointer] db in checkpointer.install(on: db) }
+        pool.writeWithoutTransaction { [checkpointer] db in checkpointer.install(on: db) }
     }
 
     // MARK: - Schema (migrations are never edited once shipped)

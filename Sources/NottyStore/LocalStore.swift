@@ -50,7 +50,7 @@ public final class LocalStore: Sendable {
         // `prepareDatabase` would have run.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         try Self.migrator.migrate(pool)
-        try pool.writeWithoutTransaction { [checkpointer] db in checkpointer.install(on: db) }
+        pool.writeWithoutTransaction { [checkpointer] db in checkpointer.install(on: db) }
     }
 
     /// The statements kept prepared on the connection of the reader that answers (the only
