@@ -18,6 +18,9 @@ public final class Center: Sendable {
     let settings: ClientSettings
     private let inbox = Mutex<[TUIEvent]>([])
     private let quitRequested = Atomic<Bool>(false)
+    /// Ends the loop's wait for a key when an event is posted or a quit requested, so that the
+    /// loop sleeps until its next tick instead of looking every 50 ms (nil: it looks).
+    private let wakeUp = WakeUp()
     /// Set once `run` starts it; read by the loop's thread and the sync's callbacks.
     private let liveSync = Mutex<LiveSync?>(nil)
     /// Told once the first frame is painted (then nil).
@@ -49,7 +52,11 @@ public final class Center: Sendable {
             await liveSync.run()
         }
         let signalTask = Task { [weak self] in
-            for await _ in signals { self?.quitRequested.store(true, ordering: .relaxed); break }
+            for await _ in signals {
+                self?.quitRequested.store(true, ordering: .relaxed)
+                self?.wakeUp?.signal()
+                break
+            }
         }
         let indexer = SearchIndexer(store: store)
         let changes = store.changes()
@@ -81,6 +88,7 @@ public final class Center: Sendable {
 
     public func post(_ event: TUIEvent) {
         inbox.withLock { $0.append(event) }
+        wakeUp?.signal()
     }
 
     private func postStatus() {
@@ -195,7 +203,11 @@ public final class Center: Sendable {
                 }
             }
             guard running else { break }
-            switch terminal.readKey(timeoutMilliseconds: ahead.waitMilliseconds) {
+            // With nothing to do ahead, the wait lasts until the next tick: anything posted
+            // meanwhile ends it.
+            let untilTick = max(1, Int((1 - Date().timeIntervalSince(lastTick)) * 1000))
+            let idle = wakeUp == nil ? 50 : untilTick
+            switch terminal.readKey(timeoutMilliseconds: ahead.waitMilliseconds ?? idle, wakeUp: wakeUp) {
             case .key(let key)?: pending.append(.key(key))
             case .resize(let size)?: pending.append(.resize(size))
             case .closed?: running = false

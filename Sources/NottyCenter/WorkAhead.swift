@@ -29,8 +29,8 @@ struct WorkAhead {
     var hasWork: Bool { planDue || !windows.isEmpty || frames.isDue }
 
     /// How long the loop may wait for a key: 5 ms before planning (a key typed in a burst
-    /// comes first), no wait while work is left, else 50 ms.
-    var waitMilliseconds: Int { planDue ? 5 : hasWork ? 0 : 50 }
+    /// comes first), no wait while work is left; nil when nothing is left to do.
+    var waitMilliseconds: Int? { planDue ? 5 : hasWork ? 0 : nil }
 
     /// The store changed at `time` (a `.storeChanged` event was handled).
     mutating func storeChanged(at time: Date) {

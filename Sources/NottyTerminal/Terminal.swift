@@ -235,9 +235,10 @@ public final class Terminal: @unchecked Sendable {
     // MARK: - Keys
 
     /// Waits up to `timeoutMilliseconds` (nil: forever) for a key press or a resize and returns
-    /// it decoded; nil on timeout (or before `start`). Keys notty does not use (F1…) are skipped.
-    /// After `.resize` the next `paint` repaints everything. `.closed`: the terminal hung up.
-    public func readKey(timeoutMilliseconds: Int?) -> KeyInput? {
+    /// it decoded; nil on timeout, when `wakeUp` is signalled (before or during the wait), or
+    /// before `start`. Keys notty does not use (F1…) are skipped. After `.resize` the next
+    /// `paint` repaints everything. `.closed`: the terminal hung up.
+    public func readKey(timeoutMilliseconds: Int?, wakeUp: WakeUp? = nil) -> KeyInput? {
         let clock = ContinuousClock()
         let deadline = timeoutMilliseconds.map { clock.now.advanced(by: .milliseconds(max(0, $0))) }
         while true {
@@ -258,12 +259,18 @@ public final class Terminal: @unchecked Sendable {
                     let (seconds, attoseconds) = left.components
                     slice = min(slice, max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)))
                 }
-                var descriptor = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&descriptor, 1, Int32(slice))
+                var descriptors = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+                                   pollfd(fd: wakeUp?.readEnd ?? -1, events: Int16(POLLIN), revents: 0)]
+                let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(slice))
                 // A hung-up tty polls as readable *and* HUP/ERR; input already queued was
                 // read above, so this means the terminal is gone.
-                if ready > 0, descriptor.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 {
+                if ready > 0, descriptors[0].revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 {
                     return .closed
+                }
+                // Keys first: a key already typed is read on the next turn of the caller.
+                if ready > 0, descriptors[1].revents != 0, descriptors[0].revents == 0 {
+                    wakeUp?.drain()
+                    return nil
                 }
             }
         }

@@ -169,7 +169,7 @@ struct WindowLoaderTests {
             for request in state.readAheadRequests where try loader.readyAnswer(request, now: now) != nil { count += 1 }
             return count
         }
-        #expect(!ahead.hasWork && ahead.waitMilliseconds == 50, "a new center has nothing to do ahead")
+        #expect(!ahead.hasWork && ahead.waitMilliseconds == nil, "a new center has nothing to do ahead")
         try answering(.storeChanged, &state, loader, at: now)
         ahead.storeChanged(at: now)
         _ = ahead.frame(for: state, timeOnly: false)

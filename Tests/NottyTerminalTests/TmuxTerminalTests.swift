@@ -74,11 +74,38 @@ extension CursesScreenTests {
             }
             #expect(terminal.readKey(timeoutMilliseconds: 50) == nil)
 
+            // A wake-up ends a long wait for a key: one signalled before the wait, and one
+            // signalled by another thread during it (10 s each, were they not ended).
+            let wakeUp = try #require(WakeUp())
+            let waiting = ContinuousClock.now
+            wakeUp.signal()
+            #expect(terminal.readKey(timeoutMilliseconds: 10_000, wakeUp: wakeUp) == nil)
+            Thread { usleep(100_000); wakeUp.signal() }.start()
+            #expect(terminal.readKey(timeoutMilliseconds: 10_000, wakeUp: wakeUp) == nil)
+            #expect(ContinuousClock.now - waiting < .seconds(9), "a wait was not ended by its wake-up")
+            // Keys still arrive while a wake-up is at hand.
+            try await pane.sendKeys(["z"])
+            #expect(terminal.readKey(timeoutMilliseconds: 3000, wakeUp: wakeUp) == .key(.character("z")))
+
             // Leaving gives the terminal back: main screen, visible cursor.
             terminal.stop()
             terminal.stop()
             try await pane.waitFor { _ in try await pane.query("#{alternate_on},#{cursor_flag}") == "0,1" }
         }
+    }
+}
+
+@Suite("WakeUp")
+struct WakeUpTests {
+    @Test("signals never block, however many are pending; drain empties the pipe and says whether one was pending")
+    func signalsAndDrains() throws {
+        let wakeUp = try #require(WakeUp())
+        #expect(!wakeUp.drain())
+        for _ in 0..<100_000 { wakeUp.signal() }  // more than a pipe holds
+        #expect(wakeUp.drain())
+        #expect(!wakeUp.drain())
+        wakeUp.signal()
+        #expect(wakeUp.drain())
     }
 }
 
