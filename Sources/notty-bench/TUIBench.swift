@@ -70,7 +70,9 @@ struct TUIBench {
                 typing.append(try terminal.keyToFrame(String(character)))
             }
             // Enter: the first rows, then (for many matches) the count from the background.
-            let (rows, last) = try terminal.keyToFrames("\r", settle: .milliseconds(150))
+            // The first matches' frame is the one whose bottom line says how many ("match"):
+            // the count's frame may follow it within the 15 ms of quiet that end a frame.
+            let (rows, last) = try terminal.keyToFrames("\r", settle: .milliseconds(150), firstShows: "match")
             enter.append(rows)
             settled.append(last)
             escapes.append(try terminal.keyToFrame("\u{1B}"))  // Esc clears the search
@@ -170,13 +172,27 @@ final class PseudoTerminal {
 
     /// Sends `keys` and returns the milliseconds until the last byte of the first frame they
     /// caused, and until the last byte of any frame that followed within `settle`.
-    func keyToFrames(_ keys: String, settle: Duration?) throws -> (first: Double, last: Double) {
+    /// With `firstShows`, the first frame ends with the output that first contains that text
+    /// (and what follows it within 2 ms), not at the first 15 ms of quiet: a second frame
+    /// that comes sooner than that is not counted in the first.
+    func keyToFrames(_ keys: String, settle: Duration?, firstShows: String? = nil) throws -> (first: Double, last: Double) {
         _ = drain(quiet: .milliseconds(2))
         let start = ContinuousClock.now
         let bytes = Array(keys.utf8)
         guard bytes.withUnsafeBytes({ Glibc.write(master, $0.baseAddress, $0.count) }) == bytes.count else { throw SupportError("write to the terminal failed") }
-        guard read(waiting: .seconds(2)) != nil else { throw SupportError("no frame within 2 s of \(keys.debugDescription)") }
-        let first = drain(quiet: TUIBench.quiet)
+        guard var seen = read(waiting: .seconds(2)) else { throw SupportError("no frame within 2 s of \(keys.debugDescription)") }
+        let first: ContinuousClock.Instant
+        if let firstShows {
+            var shown = ContinuousClock.now
+            while !String(decoding: seen, as: UTF8.self).contains(firstShows) {
+                guard let chunk = read(waiting: .seconds(2)) else { throw SupportError("no frame showed \(firstShows.debugDescription) within 2 s") }
+                seen.append(chunk)
+                shown = ContinuousClock.now
+            }
+            first = max(shown, drain(quiet: .milliseconds(2)))
+        } else {
+            first = drain(quiet: TUIBench.quiet)
+        }
         let last = settle.map { drain(quiet: $0) } ?? first
         return ((first - start).seconds * 1000, (max(first, last) - start).seconds * 1000)
     }
