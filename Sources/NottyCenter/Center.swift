@@ -136,7 +136,7 @@ public final class Center: Sendable {
             if quitRequested.load(ordering: .relaxed) { break }
             pending += inbox.withLock { events in defer { events.removeAll() }; return events }
             let now = Date()
-            if now.timeIntervalSince(lastTick) >= 1 {
+            if now.timeIntervalSince(lastTick) >= 1 || now < lastTick {  // or the wall clock stepped back
                 pending.append(.tick(now))
                 lastTick = now
             }
@@ -203,9 +203,9 @@ public final class Center: Sendable {
                 }
             }
             guard running else { break }
-            // With nothing to do ahead, the wait lasts until the next tick: anything posted
-            // meanwhile ends it.
-            let untilTick = max(1, Int((1 - Date().timeIntervalSince(lastTick)) * 1000))
+            // With nothing to do ahead, the wait lasts until the next tick (a second at most,
+            // should the wall clock step back): anything posted meanwhile ends it.
+            let untilTick = min(1000, max(1, Int((1 - Date().timeIntervalSince(lastTick)) * 1000)))
             let idle = wakeUp == nil ? 50 : untilTick
             switch terminal.readKey(timeoutMilliseconds: ahead.waitMilliseconds ?? idle, wakeUp: wakeUp) {
             case .key(let key)?: pending.append(.key(key))

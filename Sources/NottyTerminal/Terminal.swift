@@ -267,7 +267,8 @@ public final class Terminal: @unchecked Sendable {
                 if ready > 0, descriptors[0].revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 {
                     return .closed
                 }
-                // Keys first: a key already typed is read on the next turn of the caller.
+                // A key and a wake-up at once: the key is read now, and the wake-up, left in
+                // its pipe, ends the next wait.
                 if ready > 0, descriptors[1].revents != 0, descriptors[0].revents == 0 {
                     wakeUp?.drain()
                     return nil
