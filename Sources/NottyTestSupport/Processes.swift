@@ -241,7 +241,7 @@ public func spawn(_ path: String, _ arguments: [String], environment: [String: S
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
     files(&actions)
-    closeFromThree(&actions)
+    _ = addCloseFrom?(&actions, 3)  // glibc 2.34 and later (Debian 12 has 2.36); older: nothing
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
@@ -271,12 +271,6 @@ private let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file
     guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
     return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
 }()
-
-/// Adds the closing of every descriptor from 3 up to `actions`, where glibc has `closefrom`
-/// for posix_spawn (2.34 and later; Debian 12 has 2.36). Older glibc: nothing is added.
-private func closeFromThree(_ actions: inout posix_spawn_file_actions_t) {
-    _ = addCloseFrom?(&actions, 3)
-}
 
 /// Writes `text` to `url` as a program (mode 0755) through a descriptor opened close-on-exec.
 ///
