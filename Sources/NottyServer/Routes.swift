@@ -51,6 +51,25 @@ public struct Routes: Sendable {
             Route(method: .post, path: "/oauth2/v2.0/token", audience: .anyone) { request, _ in try await self.token(request) },
             Route(method: .post, path: "/:tenant/oauth2/v2.0/token", audience: .anyone) { request, _ in try await self.token(request) },
             Route(method: .post, path: "/oauth2/v2.0/revoke", audience: .anyone) { request, _ in try await self.revoke(request) },
+            // §2.1 OpenID discovery of the tenant authority (MSAL, azure-identity)
+            Route(method: .get, path: "/.well-known/openid-configuration", audience: .anyone) { request, _ in
+                try JSONResponse.make(OpenIDConfiguration(base: self.baseURL(request), tenant: nil))
+            },
+            Route(method: .get, path: "/:tenant/.well-known/openid-configuration", audience: .anyone) { request, context in
+                try JSONResponse.make(OpenIDConfiguration(base: self.baseURL(request), tenant: try context.tenant()))
+            },
+            Route(method: .get, path: "/:tenant/v2.0/.well-known/openid-configuration", audience: .anyone) { request, context in
+                try JSONResponse.make(OpenIDConfiguration(base: self.baseURL(request), tenant: try context.tenant()))
+            },
+            Route(method: .get, path: "/:tenant/discovery/v2.0/keys", audience: .anyone) { _, context in
+                _ = try context.tenant()
+                return try JSONResponse.make(JSONWebKeySet())
+            },
+            Route(method: .get, path: "/:tenant/oauth2/v2.0/authorize", audience: .anyone) { _, context in
+                _ = try context.tenant()
+                throw APIError.oauth(.badRequest, "unsupported_response_type",
+                                     "notty signs nobody in through a browser: apps get tokens with client_credentials at the token endpoint, users with notty login")
+            },
         ]
         // §2.2 publishing, on Graph's two paths
         for prefix in ["/beta/me/notifications", "/v1.0/me/notifications"] {
@@ -192,7 +211,9 @@ public struct Routes: Sendable {
         guard type.hasPrefix("application/x-www-form-urlencoded") else {
             throw APIError.oauth(.badRequest, "invalid_request", "send the token request form-encoded (application/x-www-form-urlencoded)")
         }
-        let form = FormBody.parse(try await request.rawBody(limit: limit))
+        // The client's credentials come in the form (client_secret_post) or as HTTP Basic
+        // (client_secret_basic), as the discovery document says.
+        let form = try BasicCredentials.merge(request.headers[.authorization], into: FormBody.parse(try await request.rawBody(limit: limit)))
         var headers = HTTPFields()
         headers[.cacheControl] = "no-store"
         return try JSONResponse.make(try await service.token(form: form), headers: headers)
@@ -366,6 +387,14 @@ extension NottyRequestContext {
     func requireApp() throws -> AppRecord {
         guard let app else { throw APIError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
         return app
+    }
+
+    /// The `{tenant}` of a discovery path: notty ignores it but writes it into the URLs it
+    /// answers, so only a name, domain or GUID is one (`404` otherwise).
+    func tenant() throws -> String {
+        let tenant = try parameters.require("tenant")
+        guard OpenIDConfiguration.isTenant(tenant) else { throw APIError.notFound("no tenant \(tenant.prefix(64))") }
+        return tenant
     }
 
     /// A path parameter, percent-decoded (`%C2%AE` is `®`). No id, token or key holds U+0000

@@ -126,10 +126,12 @@ public final class ServeProcess: @unchecked Sendable {
     public let environment: [String: String]
     public private(set) var process: Process?
     public private(set) var port = 0
+    /// `https` when the service was started with `--tls-cert`/`--tls-key`.
+    public private(set) var scheme = "http"
     public let clientId: String
     public let clientSecret: String
 
-    public var url: String { "http://127.0.0.1:\(port)" }
+    public var url: String { "\(scheme)://127.0.0.1:\(port)" }
 
     /// Creates the user and the app, then starts the service.
     public convenience init(directory: URL, environment: [String: String] = [:], extraArguments: [String] = []) async throws {
@@ -166,9 +168,10 @@ public final class ServeProcess: @unchecked Sendable {
         while ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            if let range = text.range(of: #"url=http://127\.0\.0\.1:\d+"#, options: [.regularExpression, .backwards]),
+            if let range = text.range(of: #"url=https?://127\.0\.0\.1:\d+"#, options: [.regularExpression, .backwards]),
                let found = Int(text[range].split(separator: ":").last!), process.isRunning {
                 port = found
+                scheme = text[range].hasPrefix("url=https") ? "https" : "http"
                 return
             }
             guard process.isRunning else { break }
