@@ -86,12 +86,16 @@ let package = Package(
         // Desktop popups as a pure state machine (events in, D-Bus calls and state changes out).
         .target(name: "NottyDesktop", dependencies: ["NottyCore"]),
         // The only code that calls libdbus: freedesktop notifications on the session bus.
-        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        // libdbus-1 declared on our side and loaded with dlopen when --desktop needs it: no
+        // -dev package to build, no libdbus-1.so.3 needed to run.
+        .target(name: "CDBus", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "NottyDBus", dependencies: ["CDBus", "NottyDesktop"]),
         // The terminal UI as a pure core: state, events, update, render to a grid of cells.
         .target(name: "NottyTUI", dependencies: ["NottyCore"]),
         // The only code that calls ncurses: paints a Screen, reads keys, restores the terminal.
-        .systemLibrary(name: "CNcursesw", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
+        // Linked by name, not through pkg-config: its -D flags are ones SwiftPM drops with a
+        // warning, and shim.h defines what they would.
+        .systemLibrary(name: "CNcursesw", providers: [.apt(["libncurses-dev"])]),
         .target(name: "NottyTerminal", dependencies: ["CNcursesw", "NottyTUI"]),
         // The device's programs: the notification center's loop and its store access
         // (windows, counts, the search index), notty poll's background work (announcing,
@@ -122,6 +126,7 @@ let package = Package(
                 "NottyCore",
                 "NottyCommandLine",
                 "NottyServer",
+                .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -4,7 +4,7 @@ import NottyDesktop
 import Synchronization
 
 /// freedesktop Desktop Notifications (`org.freedesktop.Notifications`, spec 1.2) on the session
-/// bus through libdbus-1: the adapter under ``PopupBridge``. libdbus runs with its thread
+/// bus through libdbus-1 (loaded at run time, see CDBus): the adapter under ``PopupBridge``. libdbus runs with its thread
 /// support on: calls are sent at once from the caller's thread (a `Notify` waits for its answer
 /// on a Dispatch thread), while one thread of ours reads the daemon's `NotificationClosed` and
 /// `ActionInvoked` signals from the same connection and hands them to `onSignal`.
@@ -34,6 +34,7 @@ public final class DesktopBus: @unchecked Sendable {
     /// Connects to the session bus and asks the notification daemon who it is. Throws, with a
     /// sentence for the user, when there is no session bus or no daemon on it.
     public init(onSignal: @escaping @Sendable (Signal) -> Void) throws(Failure) {
+        try Self.loadLibrary()
         dbus_threads_init_default()
         var error = notty_dbus_error()
         guard let connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error) else {
@@ -87,6 +88,19 @@ public final class DesktopBus: @unchecked Sendable {
         thread.name = "notty-dbus"
         self.thread = thread
         thread.start()
+    }
+
+    /// What to say when libdbus-1 cannot be loaded (it is not linked: see CDBus).
+    public static let missingLibrary = "desktop popups need libdbus-1 (apt install libdbus-1-3)"
+
+    /// Loads libdbus-1.so.3 (once per process). Throws ``missingLibrary`` and the loader's
+    /// reason when it is not there.
+    public static func loadLibrary() throws(Failure) {
+        var reason = [CChar](repeating: 0, count: 512)
+        guard notty_dbus_load(&reason, reason.count) != 0 else {
+            let detail = String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw Failure(description: "\(missingLibrary): \(detail)")
+        }
     }
 
     /// Shows a popup (replacing popup `replacing` in place when not 0); answers its id.

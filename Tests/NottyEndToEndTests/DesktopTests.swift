@@ -107,6 +107,36 @@ struct DesktopTests {
         #expect(!text(logB).contains(fourth), "poll reported a notification handled before it arrived:\n\(text(logB))")
     }
 
+    @Test("no libdbus-1 on the machine: notty does not need it to start, poll --desktop says so in one line and goes on syncing")
+    func noLibrary() async throws {
+        // notty does not link libdbus (it is opened when --desktop needs it).
+        let ldd = try await Repository.run(["ldd", Repository.nottyBinary.path])
+        #expect(ldd.status == 0 && ldd.output.contains("libc.so") && !ldd.output.contains("libdbus"), "notty links libdbus:\n\(ldd.output)")
+        // Hide the library from one process: a mount namespace with /dev/null over its file.
+        let canHide = try await Repository.run(["unshare", "-m", "true"]).status == 0
+        #expect(canHide || !TestDesktop.required, "unshare -m must work in CI (run as root)")
+        guard canHide else {
+            report("SKIPPED LOUDLY: unshare -m is not permitted here, so libdbus-1 cannot be hidden from a process")
+            return
+        }
+        let desktop = try await TestDesktop()
+        defer { desktop.stop() }
+        let world = try await TwoDevices()
+        let log = world.directory.appendingPathComponent("poll.log")
+        let hide = #"lib=$(readlink -f "$(ldconfig -p | awk '/libdbus-1\.so\.3 /{print $NF; exit}')") && mount --bind /dev/null "$lib" && exec "$0" "$@""#
+        let poll = try startLogged("/usr/bin/unshare", ["-m", "sh", "-c", hide, Repository.nottyBinary.path, "poll", "--live", "--desktop"], log: log,
+                                   environment: desktop.environment.merging(["NOTTY_HOME": world.b.home.path]) { $1 })
+        defer { if poll.isRunning { poll.terminate() } }
+        func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        let id = try await world.publish("Synced all the same")
+        #expect(try await eventually(timeout: .seconds(10)) { try world.store(world.b).notification(id: id) != nil }, "poll stopped syncing:\n\(text())")
+        #expect(await eventually(timeout: .seconds(5)) { text().contains(id) }, "poll stopped reporting without libdbus:\n\(text())")
+        let lines = text().split(separator: "\n").filter { $0.contains("libdbus") }
+        #expect(lines.count == 1 && lines[0].hasPrefix("notty: desktop popups need libdbus-1 (apt install libdbus-1-3)"), "\(text())")
+        #expect(try await desktop.displayed() == 0, "a popup without libdbus?")
+        #expect(poll.isRunning, "poll ended:\n\(text())")
+    }
+
     @Test("no session bus: one line, and poll goes on syncing")
     func noBus() async throws {
         let world = try await TwoDevices()
