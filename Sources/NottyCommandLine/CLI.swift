@@ -38,9 +38,9 @@ public func reportingErrors(_ body: () async throws -> Void) async throws {
 /// Runs a root command; invalid input of any kind (ArgumentParser's own checks included) ends
 /// with one line on stderr and a non-zero exit, never a usage dump. `--help` and `--version`
 /// print as usual.
-public func runRoot<Root: ParsableCommand>(_ root: Root.Type) async {
+public func runRoot<Root: ParsableCommand>(_ root: Root.Type, arguments: [String]? = nil) async {
     do {
-        var command = try root.parseAsRoot()
+        var command = try root.parseAsRoot(arguments)
         if var asyncCommand = command as? AsyncParsableCommand {
             try await asyncCommand.run()
         } else {

@@ -25,6 +25,9 @@ struct Serve: AsyncParsableCommand {
             balancer: every device is told of every change, whichever instance it talks to.
             """)
 
+    @Option(help: ArgumentHelp(
+        "Read settings from a TOML file: one key per flag below, without its dashes (port = 8787, public-url = \"https://notty.example.com\"). A flag given here wins over the file.",
+        valueName: "file")) var config: String?
     @OptionGroup var storage: StorageOptions
     @Option(help: "Address to listen on. Use 0.0.0.0 to accept other machines.") var host = "127.0.0.1"
     @Option(help: "Port to listen on (0 picks a free one).") var port = 8787

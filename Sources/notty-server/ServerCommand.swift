@@ -20,7 +20,16 @@ struct NottyServerCommand: AsyncParsableCommand {
         version: nottyVersion,
         subcommands: [Serve.self, Admin.self, DemoService.self])
 
-    static func main() async { await runRoot(Self.self) }
+    static func main() async {
+        let arguments: [String]
+        do {
+            arguments = try ServeConfigFile.expand(Array(CommandLine.arguments.dropFirst()))
+        } catch {
+            warn("\(error)")
+            Foundation.exit(1)
+        }
+        await runRoot(Self.self, arguments: arguments)
+    }
 }
 
 /// Where the service's SQLite file lives unless `--db` says otherwise:

@@ -89,6 +89,48 @@ struct CLITests {
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
     }
 
+    @Test("serve --config FILE: settings from TOML, a flag wins over the file; a bad key, value or file is one line naming the file")
+    func configFile() async throws {
+        defer { try? FileManager.default.removeItem(at: home) }
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let file = home.appendingPathComponent("server.toml")
+        try """
+            # settings of notty serve
+            host = "127.0.0.1"
+            public-url = "https://notty.example.com"
+            max-title = 2048
+            """.write(to: file, atomically: true, encoding: .utf8)
+        func tokenEndpoint(_ serve: ServeProcess) async throws -> String {
+            let answer = try await Repository.run(["curl", "-s", "--max-time", "30", serve.url + "/common/v2.0/.well-known/openid-configuration"])
+            let object = try JSONSerialization.jsonObject(with: Data(answer.output.utf8)) as? [String: Any]
+            return object?["token_endpoint"] as? String ?? answer.output
+        }
+        // ServeProcess gives --port 0 on the command line: it wins over any port in the file.
+        let fromFile = try await ServeProcess(directory: home.appendingPathComponent("a"), extraArguments: ["--config", file.path])
+        #expect(try await tokenEndpoint(fromFile) == "https://notty.example.com/common/oauth2/v2.0/token")
+        fromFile.stop()
+        let overridden = try await ServeProcess(directory: home.appendingPathComponent("b"),
+                                                extraArguments: ["--config=\(file.path)", "--public-url", "https://other.example.org"])
+        #expect(try await tokenEndpoint(overridden) == "https://other.example.org/common/oauth2/v2.0/token")
+        overridden.stop()
+
+        func refused(_ text: String?, says: String) async throws {
+            let bad = home.appendingPathComponent("bad.toml")
+            if let text { try text.write(to: bad, atomically: true, encoding: .utf8) } else { try? FileManager.default.removeItem(at: bad) }
+            let result = try await notty(["serve", "--config", bad.path])
+            #expect(result.status == 1 && result.out.isEmpty, "\(String(describing: text)): \(result.err)")
+            #expect(result.err.hasPrefix("notty: ") && result.err.contains(says) && result.err.split(separator: "\n").count == 1,
+                    "\(String(describing: text)): \(result.err)")
+        }
+        try await refused("colour = \"red\"\n", says: "bad.toml: colour is not a setting of notty serve")
+        try await refused("port = 99999\n", says: "bad.toml: --port must be")
+        try await refused("port = \n", says: "bad.toml:1:")
+        try await refused("port = [1, 2]\n", says: "bad.toml: port must be a string or a number")
+        try await refused(nil, says: "cannot read the settings file")
+        let help = try await notty(["serve", "--help"])
+        #expect(help.out.contains("--config <file>"), "\(help.out)")
+    }
+
     @Test("notty hands serve and admin to notty-server beside it (same process); without it, one line says what to install")
     func serverProgram() async throws {
         defer { try? FileManager.default.removeItem(at: home) }

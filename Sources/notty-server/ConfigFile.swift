@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+import NottyCommandLine
+import TOMLKit
+
+/// `notty serve --config FILE`: the service's settings from a TOML file, one key per flag of
+/// `notty serve` without its dashes (`port = 8787`, `public-url = "https://notty.example.com"`,
+/// `tls-cert = "/etc/notty/cert.pem"`, `max-body = "128KiB"`). A flag given on the command line
+/// wins over the file. The Debian package's system unit runs `notty serve --config
+/// /etc/notty/server.toml`.
+enum ServeConfigFile {
+    /// `arguments` with `--config FILE` replaced by the file's settings as flags, placed before
+    /// the command line's own (ArgumentParser keeps the last value of an option given twice).
+    /// Arguments of any other command are answered as they are.
+    static func expand(_ arguments: [String]) throws -> [String] {
+        guard arguments.first == "serve" else { return arguments }
+        var rest: [String] = []
+        var file: String?
+        var index = 1
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--" { rest += arguments[index...]; break }
+            if argument == "--config" {
+                guard index + 1 < arguments.count else { throw CLIError("--config needs a file: notty serve --config /etc/notty/server.toml") }
+                file = arguments[index + 1]
+                index += 2
+                continue
+            }
+            if argument.hasPrefix("--config=") {
+                file = String(argument.dropFirst("--config=".count))
+            } else {
+                rest.append(argument)
+            }
+            index += 1
+        }
+        guard let file else { return arguments }
+        return ["serve"] + (try flags(file: file)) + rest
+    }
+
+    /// The settings of `file` as `notty serve` flags.
+    static func flags(file: String) throws -> [String] {
+        let text: String
+        do {
+            text = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw CLIError("cannot read the settings file \(file): \((error as NSError).localizedDescription)")
+        }
+        let table: TOMLTable
+        do {
+            table = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw CLIError("\(file):\(error.source.begin.line): \(error.description)")
+        } catch {
+            throw CLIError("\(file): not TOML: \(error)")
+        }
+        var flags: [String] = []
+        for (key, setting) in table.sorted(by: { $0.0 < $1.0 }) {
+            let value = try Self.text(of: setting, key: key, file: file)
+            guard key != "config" else { throw CLIError("\(file): config cannot name another settings file") }
+            try check(key: key, value: value, file: file)
+            flags += ["--\(key)", value]
+        }
+        return flags
+    }
+
+    private static func text(of value: TOMLValueConvertible, key: String, file: String) throws -> String {
+        if let string = value.string { return string }
+        if let int = value.int { return String(int) }
+        if let double = value.double { return String(double) }
+        throw CLIError("\(file): \(key) must be a string or a number, as its flag takes (notty serve --help)")
+    }
+
+    /// Refuses a key that is not a flag of `notty serve`, naming the file (ArgumentParser would
+    /// say only "Unknown option").
+    private static func check(key: String, value: String, file: String) throws {
+        do {
+            _ = try Serve.parse(["--\(key)", value])
+        } catch {
+            let message = Serve.message(for: error)
+            if message.contains("Unknown option") || message.contains("Missing value") {
+                throw CLIError("\(file): \(key) is not a setting of notty serve (a key is a flag's name without --, e.g. port = 8787; see notty serve --help)")
+            }
+            // A bad value: the same sentence the flag would get, with the file named.
+            if !message.contains("go together") { throw CLIError("\(file): \(message)") }
+        }
+    }
+}
