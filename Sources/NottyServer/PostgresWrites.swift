@@ -191,8 +191,10 @@ extension PostgresStorage {
             } catch {
                 failure = error
             }
-            for job in jobs { job.finish(failure) }
+            // Before any writer returns: a caller that reads the latest cursor after its write
+            // must see it (as SQLiteWriter).
             if failure == nil, !changed.isEmpty { onChange.handler?(changed) }
+            for job in jobs { job.finish(failure) }
         }
     }
 

@@ -76,10 +76,12 @@ final class SQLiteWriter: Sendable {
             if commitError == nil {
                 committed.withLock { $0 = context.seq }
             }
-            for job in jobs { job.finish(commitError) }
+            // The change handler (the latest cursors, the doorbells) runs before any writer
+            // returns: a caller that reads the latest cursor after its write must see it.
             if commitError == nil, !context.changedUsers.isEmpty, let handler = onCommit.handler {
                 handler(context.changedUsers)
             }
+            for job in jobs { job.finish(commitError) }
         }
     }
 }

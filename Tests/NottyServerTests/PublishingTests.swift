@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NottyCore
+import NottyTestSupport
 import Testing
 @testable import NottyServer
 
@@ -424,5 +425,35 @@ struct LinkPublishingTests {
             #expect(feed.changes.first { $0.appNotificationId == "run-1" }?.launchUrl == "https://ci.example.com/runs/2")
             #expect(feed.changes.first { $0.appNotificationId == "plain" }?.launchUrl == nil)
         }
+    }
+}
+
+@Suite("A write is told before it returns", .timeLimit(.minutes(5)))
+struct ChangeOrderTests {
+    @Test("the change handler (latest cursors, doorbells) has run when a publish or a mutation returns, however slow it is", arguments: Backend.available)
+    func handlerBeforeReturn(backend: Backend) async throws {
+        let harness = try await Harness(backend)
+        defer { try? FileManager.default.removeItem(at: harness.directory) }
+        let user = try await harness.service.addUser(name: "alice", password: "pw")
+        let storage = harness.storage
+        // A handler that takes 100 ms: were it run after the writer is resumed, the write would
+        // return before it, and a conditional poll right after could answer 304 (the sync
+        // simulation's seed 12190 stopped one round early this way).
+        let told = Locked<[String: Int64]>([:])
+        storage.setChangeHandler { cursors in
+            usleep(100_000)
+            told.update { $0.merge(cursors) { max($0, $1) } }
+        }
+        let now = Date()
+        for round in 0..<3 {
+            let request = try PublishRequest(body: Data(#"{"appNotificationId":"n\#(round)","payload":{"visualContent":{"title":"t"}}}"#.utf8))
+            let stored = try await storage.publish(PublishInput(userId: user.id, hostName: "ci.example.com", request: request, expiration: now + 3600, now: now))
+            let afterPublish = try await storage.latestSeq(userId: user.id)
+            #expect(told.value[user.id] == afterPublish, "round \(round): the publish returned before its change was told")
+            _ = try await storage.mutate(userId: user.id, mutations: [Mutation(id: stored.id, change: StateChange(readState: .read))], now: now + 1)
+            let afterMutation = try await storage.latestSeq(userId: user.id)
+            #expect(afterMutation > afterPublish && told.value[user.id] == afterMutation, "round \(round): the mutation returned before its change was told")
+        }
+        try? await storage.close()
     }
 }

@@ -8,13 +8,40 @@ import Testing
 
 /// The network between the simulated devices and the service: offline periods, lost answers,
 /// duplicated and reordered batches. Owned by the (sequential) simulation.
+///
+/// Everything the seed decides comes from it alone. The simulation's own choices draw from
+/// `random` in its one sequential loop. The transport's faults do not draw from that stream:
+/// a sync engine reads its next page ahead in a task of its own, which may still be running
+/// (abandoned) when the loop draws again, so its faults come from a generator keyed by what is
+/// asked (``faults(for:)``), the same whichever task asks first.
 final class SimulatedNetwork: @unchecked Sendable {
+    let seed: UInt64
     var random: SeededRandom
     var offline: Set<Int> = []
     var faults = true
-    init(seed: UInt64) { random = SeededRandom(seed: seed) }
+    /// The simulation's current step (part of every fault's key).
+    var step = 0
+    init(seed: UInt64) {
+        self.seed = seed
+        random = SeededRandom(seed: seed)
+    }
 
     func chance(_ p: Double) -> Bool { faults && Double.random(in: 0..<1, using: &random) < p }
+
+    /// The fault generator for one call: seeded by the seed, the step and `key` (FNV-1a, not
+    /// Swift's per-process `Hasher`).
+    func faults(for key: String) -> SimulatedFaults {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in "\(seed)/\(step)/\(key)".utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return SimulatedFaults(random: SeededRandom(seed: hash), on: faults)
+    }
+}
+
+/// The faults of one transport call (``SimulatedNetwork/faults(for:)``).
+struct SimulatedFaults {
+    var random: SeededRandom
+    let on: Bool
+    mutating func chance(_ p: Double) -> Bool { on && Double.random(in: 0..<1, using: &random) < p }
 }
 
 /// ``SyncTransport`` straight into an in-process service, through the simulated network.
@@ -36,17 +63,19 @@ struct SimulatedTransport: SyncTransport {
         } catch let error as APIError where error.code == "cursorExpired" {
             throw SyncError.cursorExpired
         }
-        if network.chance(0.1) { throw SyncError.unreachable("answer lost") }
+        var faults = network.faults(for: "changes/\(device)/\(since ?? "-")/\(limit)")
+        if faults.chance(0.1) { throw SyncError.unreachable("answer lost") }
         return page
     }
 
     func batch(_ mutations: [Mutation]) async throws -> [MutationResult] {
         try reach()
+        var faults = network.faults(for: "batch/\(device)/" + mutations.map { "\($0.changedAt ?? 0)" }.joined(separator: ","))
         var sent = mutations
-        if network.chance(0.2) { sent.shuffle(using: &network.random) }
+        if faults.chance(0.2) { sent.shuffle(using: &faults.random) }
         var results = try await service.mutate(userId: userId, sent)
-        if network.chance(0.2) { results = try await service.mutate(userId: userId, sent) }  // delivered twice
-        if network.chance(0.15) { throw SyncError.unreachable("answer lost after the service applied it") }
+        if faults.chance(0.2) { results = try await service.mutate(userId: userId, sent) }  // delivered twice
+        if faults.chance(0.15) { throw SyncError.unreachable("answer lost after the service applied it") }
         return results
     }
 }
@@ -107,8 +136,20 @@ struct SimulationTests {
 
     @Test("3 devices, random offline periods, lost/duplicated/reordered deliveries: every store ends equal to the service", arguments: ciSeeds)
     func converges(seed: UInt64) async throws {
-        let failure = try await Self.simulate(seed: seed, devices: 3, steps: 250)
+        let failure = try await Self.simulate(seed: seed, devices: 3, steps: 250).failure
         #expect(failure == nil, "seed \(seed) (replay with this seed): \(failure ?? "")")
+    }
+
+    @Test("A seed fixes the whole run: the same seed twice gives the same trace, step by step, and the same end state", arguments: [UInt64(7), 12190])
+    func deterministic(seed: UInt64) async throws {
+        let first = try await Self.simulate(seed: seed, devices: 3, steps: 250)
+        let second = try await Self.simulate(seed: seed, devices: 3, steps: 250)
+        #expect(first.failure == nil && second.failure == nil, "\(first.failure ?? "") \(second.failure ?? "")")
+        #expect(first.trace.count > 250, "the trace notes every step and the end state")
+        if let index = zip(first.trace, second.trace).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
+            Issue.record("seed \(seed) diverged at trace line \(index):\n  first  \(first.trace[index])\n  second \(second.trace[index])")
+        }
+        #expect(first.trace.count == second.trace.count)
     }
 
     /// `NOTTY_SIM_SEED=S` replays one seed (as a failure prints it).
@@ -116,7 +157,7 @@ struct SimulationTests {
 
     @Test("One seed replayed (NOTTY_SIM_SEED=S)", .enabled(if: replaySeed != nil))
     func replay() async throws {
-        let failure = try await Self.simulate(seed: Self.replaySeed!, devices: 3, steps: 250)
+        let failure = try await Self.simulate(seed: Self.replaySeed!, devices: 3, steps: 250).failure
         #expect(failure == nil, "seed \(Self.replaySeed!): \(failure ?? "")")
     }
 
@@ -129,19 +170,33 @@ struct SimulationTests {
         try await withThrowingTaskGroup(of: String?.self) { group in
             // Two at a time (one per core): all at once would run out of file descriptors.
             for _ in 0..<2 {
-                if let seed = next.next() { group.addTask { try await Self.simulate(seed: seed, devices: 3, steps: 250).map { "seed \(seed): \($0)" } } }
+                if let seed = next.next() { group.addTask { try await Self.simulate(seed: seed, devices: 3, steps: 250).failure.map { "seed \(seed): \($0)" } } }
             }
             while let result = try await group.next() {
                 if let result { failures.append(result) }
-                if let seed = next.next() { group.addTask { try await Self.simulate(seed: seed, devices: 3, steps: 250).map { "seed \(seed): \($0)" } } }
+                if let seed = next.next() { group.addTask { try await Self.simulate(seed: seed, devices: 3, steps: 250).failure.map { "seed \(seed): \($0)" } } }
             }
         }
         report("simulation: \(seeds.count) seeds (\(seeds.first!)…\(seeds.last!)), \(failures.count) failed, in \(start.duration(to: .now))")
         #expect(failures.isEmpty, "\(failures.count) seeds failed (replay with the seed):\n\(failures.prefix(20).joined(separator: "\n"))")
     }
 
-    /// Runs one simulation; returns a description of the first difference, or nil.
-    static func simulate(seed: UInt64, devices deviceCount: Int, steps: Int) async throws -> String? {
+    /// What one run did (a line per step, then the end state, in terms the seed decides:
+    /// appNotificationIds and cursors, not the service's random ids) and the first difference
+    /// between a store and the service, or nil.
+    struct Outcome {
+        var failure: String?
+        var trace: [String]
+    }
+
+    /// Runs one simulation.
+    static func simulate(seed: UInt64, devices deviceCount: Int, steps: Int) async throws -> Outcome {
+        var trace: [String] = []
+        let failure = try await simulate(seed: seed, devices: deviceCount, steps: steps, trace: &trace)
+        return Outcome(failure: failure, trace: trace)
+    }
+
+    private static func simulate(seed: UInt64, devices deviceCount: Int, steps: Int, trace: inout [String]) async throws -> String? {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-sim-\(seed)-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -161,11 +216,17 @@ struct SimulationTests {
         var expected: [String: Expected] = [:]
         var current: [String: String] = [:]  // appNotificationId → id
 
+        func outcome<T>(_ body: () async throws -> T) async -> String {
+            do { return "ok \(try await body())" } catch { return "failed \(error)" }
+        }
         for step in 0..<steps {
             clock.advance(by: 1)
+            network.step = step
             let now = clock.now()
             let roll = Int.random(in: 0..<100, using: &network.random)
             let device = devices[Int.random(in: 0..<deviceCount, using: &network.random)]
+            var line = "\(step) roll \(roll) device \(device.index):"
+            defer { trace.append(line) }
             switch roll {
             case 0..<18:  // an app server publishes, or re-publishes an earlier appNotificationId
                 let reuse = !appIds.isEmpty && network.chance(0.35)
@@ -178,13 +239,14 @@ struct SimulationTests {
                 current[appId] = stored.id
                 let page = try await service.changes(userId: user.id, since: before, limit: 5000)
                 frames.append(DoorbellFrame(type: "changes", cursor: page.cursor, previousCursor: String(before), changes: page.changes))
+                line += " publish \(appId) after \(before) → \(page.cursor)"
             case 18..<21:  // the app deletes one
                 if let appId = appIds.randomElement(using: &network.random) {
-                    try? await service.deleteByApp(app: app, unsId: uns, appNotificationId: appId)
+                    line += " app deletes \(appId): " + (await outcome { try await service.deleteByApp(app: app, unsId: uns, appNotificationId: appId) })
                     if let id = current[appId] { expected[id]?.deleted = true }
                 }
             case 21..<55:  // the user acts on a device (online or not)
-                let rows = try device.store.window(view: .all, limit: 30)
+                let rows = try device.store.window(view: .all, limit: 30, now: now)
                 guard let target = rows.randomElement(using: &network.random) else { break }
                 let action: LocalAction
                 switch Int.random(in: 0..<7, using: &network.random) {
@@ -196,43 +258,50 @@ struct SimulationTests {
                 case 5: action = .patch(StateChange(userActionState: .noInteraction))
                 default: action = network.chance(0.5) ? .delete : .patch(StateChange(readState: .read))
                 }
-                if try !device.store.record([(target.id, action)], now: now).isEmpty {
-                    expected[target.id]?.apply(action, at: step)
-                }
+                let recorded = try !device.store.record([(target.id, action)], now: now).isEmpty
+                if recorded { expected[target.id]?.apply(action, at: step) }
+                line += " user \(action) on \(target.appNotificationId): \(recorded ? "recorded" : "not recorded")"
             case 55..<70:  // a device syncs (may fail half way)
-                _ = try? await device.engine.sync()
+                line += " sync: " + (await outcome { try await device.engine.sync() })
             case 70..<78:  // a device only flushes
-                _ = try? await device.engine.flush()
+                line += " flush: " + (await outcome { try await device.engine.flush() })
             case 78..<90:  // a doorbell frame arrives: late, twice, or out of order
                 if !frames.isEmpty {
                     let frame = network.chance(0.5) ? frames.randomElement(using: &network.random)! : frames.last!
-                    _ = try? await device.engine.receive(frame)
+                    line += " frame \(frame.previousCursor ?? "-")→\(frame.cursor): " + (await outcome { try await device.engine.receive(frame) })
                 }
             default:  // a device goes offline or comes back
                 if network.offline.contains(device.index) { network.offline.remove(device.index) } else { network.offline.insert(device.index) }
+                line += network.offline.contains(device.index) ? " goes offline" : " comes back"
             }
         }
 
         // Quiet: everyone online, no faults; sync until every outbox is empty and nothing moves.
         network.offline = []
         network.faults = false
-        for _ in 0..<20 {
+        var settled = false
+        for round in 0..<20 where !settled {
             for device in devices { try await device.engine.sync() }
             let pending = try devices.reduce(0) { $0 + (try $1.store.outboxCount()) }
             let latest = String(try await service.latestCursor(userId: user.id))
-            if pending == 0, try devices.allSatisfy({ try $0.store.cursor() == latest }) { break }
+            settled = try pending == 0 && devices.allSatisfy({ try $0.store.cursor() == latest })
+            let cursors = try devices.map { try $0.store.cursor() ?? "-" }
+            trace.append("quiet round \(round): pending \(pending), latest \(latest), cursors \(cursors)")
         }
+        if !settled { return "20 quiet rounds did not settle every device on the service's latest cursor" }
 
         let truth = try await service.list(userId: user.id, view: .all, top: 10_000, skip: 0)
+        trace += truth.map { "end \($0.appNotificationId) \($0.readState) \($0.userActionState) \(String(describing: $0.snoozedUntil)) \($0.lastModifiedDateTime)" }
         let truthCounts = try await service.counts(userId: user.id)
         for device in devices {
             if try device.store.outboxCount() != 0 { return "device \(device.index): outbox not empty" }
-            let local = try device.store.window(view: .all, limit: 10_000)
+            let local = try device.store.window(view: .all, limit: 10_000, now: clock.now())
             if local.count != truth.count { return "device \(device.index): \(local.count) notifications, service \(truth.count)" }
             for (mine, theirs) in zip(local, truth) where mine != theirs {
                 return "device \(device.index) differs on \(theirs.id):\n  device  \(mine)\n  service \(theirs)"
             }
-            if try device.store.counts() != truthCounts { return "device \(device.index): counts \(try device.store.counts()) vs \(truthCounts)" }
+            let localCounts = try device.store.counts(now: clock.now())
+            if localCounts != truthCounts { return "device \(device.index): counts \(localCounts) vs \(truthCounts)" }
         }
         // No lost update, nothing applied twice: the service holds what §1's rules give for
         // every change the devices made, whatever the network did to them.
