@@ -11,6 +11,8 @@ public final class NotificationService: Sendable {
     public let config: ServiceConfig
     public let clock: any ServiceClock
     public let hub = DoorbellHub()
+    /// The HTTP connections open now, doorbells included (``GuardedChannel``).
+    let connectionCount = ConnectionCount()
     public let metrics: ServiceMetrics
     let logger: Logger
     let limiter: RateLimiter

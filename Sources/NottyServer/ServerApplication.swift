@@ -23,9 +23,17 @@ public enum ServerApplication {
         let routes = Routes(service: service)
         var wsConfig = WebSocketServerConfiguration()
         wsConfig.autoPing = .enabled(timePeriod: .seconds(30))
-        var server: HTTPServerBuilder = .http1WebSocketUpgrade(
-            webSocketRouter: routes.webSocketRouter(),
-            configuration: .init(http1: .init(), ws: wsConfig))
+        // Every connection is counted and its heads timed (GuardedChannel); a kept-alive one
+        // with no request in progress is closed after the idle timeout.
+        let webSocketResponder = routes.webSocketRouter().buildResponder()
+        let limits = config.connections
+        let count = service.connectionCount
+        let channel = HTTP1WebSocketUpgradeChannel.Configuration(http1: .init(idleTimeout: TimeAmount(limits.idleTimeout)), ws: wsConfig)
+        var server = HTTPServerBuilder { responder in
+            GuardedChannel(
+                inner: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: channel),
+                limits: limits, count: count)
+        }
         if let cert = config.tlsCertPath, let key = config.tlsKeyPath {
             let chain = try NIOSSLCertificate.fromPEMFile(cert).map { NIOSSLCertificateSource.certificate($0) }
             let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))

@@ -32,6 +32,8 @@ public struct ServiceConfig: Sendable {
     public var bcryptCost: UInt8 = 10
     /// Field length limits of SPEC §5.
     public var limits = FieldLimits()
+    /// Head and idle timeouts, and how many connections may be open.
+    public var connections = ConnectionLimits()
 
     public init() {}
 }

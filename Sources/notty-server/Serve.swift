@@ -47,6 +47,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("history"), help: ArgumentHelp("How long deleted notifications are remembered for devices that were away; older cursors get 410 and resync (default 30d).", valueName: "duration")) var history: DurationArgument?
     @Option(name: .customLong("access-token-lifetime"), help: ArgumentHelp("Lifetime of access tokens (default 1h).", valueName: "duration")) var accessTokenLifetime: DurationArgument?
     @Option(name: .customLong("refresh-token-lifetime"), help: ArgumentHelp("Lifetime of a device's refresh token; past it the device signs in again (default 90d).", valueName: "duration")) var refreshTokenLifetime: DurationArgument?
+    @Option(name: .customLong("header-timeout"), help: ArgumentHelp("A request head not complete this long after its connection opens (or its first byte) is cut: slow or stalled clients (default 10s).", valueName: "duration")) var headerTimeout: DurationArgument?
+    @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("A kept-alive connection with no request in progress is closed after this long; doorbells are not (default 60s).", valueName: "duration")) var idleTimeout: DurationArgument?
+    @Option(name: .customLong("max-connections"), help: ArgumentHelp("Connections open at once, doorbells included; one more is answered 503 and closed (default 10000). Raise the descriptor limit (LimitNOFILE) with it.", valueName: "n")) var maxConnections: Int?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
     @Option(name: .customLong("io-threads"), help: ArgumentHelp(
         "Threads that read, write and (with --tls-cert) encrypt sockets (default: half the cores, at least 1). Handlers run on Swift's own pool, one thread per core, beside them. With TLS on few cores, try the core count.",
@@ -58,6 +61,9 @@ struct Serve: AsyncParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ArgumentParser.ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
         if let publishRate, publishRate <= 0 { throw ArgumentParser.ValidationError("--publish-rate must be positive") }
         if let publishBurst, publishBurst < 1 { throw ArgumentParser.ValidationError("--publish-burst must be at least 1") }
+        if let maxConnections, !(1...10_000_000).contains(maxConnections) { throw ArgumentParser.ValidationError("--max-connections must be 1…10000000") }
+        if let headerTimeout, headerTimeout.seconds < 1 { throw ArgumentParser.ValidationError("--header-timeout must be at least 1s") }
+        if let idleTimeout, idleTimeout.seconds < 1 { throw ArgumentParser.ValidationError("--idle-timeout must be at least 1s") }
         if let ioThreads, !(1...256).contains(ioThreads) { throw ArgumentParser.ValidationError("--io-threads must be 1…256") }
         if let maxBody, !(1024...(64 << 20)).contains(maxBody.bytes) { throw ArgumentParser.ValidationError("--max-body must be 1KiB…64MiB") }
         if let maxWebhookBody, !(1024...(64 << 20)).contains(maxWebhookBody.bytes) { throw ArgumentParser.ValidationError("--max-webhook-body must be 1KiB…64MiB") }
@@ -93,6 +99,9 @@ struct Serve: AsyncParsableCommand {
             if let history { config.historyRetention = history.seconds }
             if let accessTokenLifetime { config.accessTokenLifetime = accessTokenLifetime.seconds }
             if let refreshTokenLifetime { config.refreshTokenLifetime = refreshTokenLifetime.seconds }
+            if let headerTimeout { config.connections.headerTimeout = .seconds(headerTimeout.seconds) }
+            if let idleTimeout { config.connections.idleTimeout = .seconds(idleTimeout.seconds) }
+            if let maxConnections { config.connections.maxConnections = maxConnections }
             if config.defaultTTL > config.maxTTL { throw CLIError("--default-ttl is longer than --max-ttl") }
             if config.accessTokenLifetime > config.refreshTokenLifetime { throw CLIError("--access-token-lifetime is longer than --refresh-token-lifetime") }
             LogLines.bootstrap()
