@@ -132,6 +132,20 @@ public final class Center: Sendable {
         var running = true
         // Windows and frames read and rendered ahead of their keys while the user is idle.
         var ahead = WorkAhead()
+        /// Runs a write of the user's. A store error a user can act on (a full disk) is said
+        /// in the status line and the view is read again from the store, where the change did
+        /// not happen; the center stays up. Answers whether the change was saved.
+        func saved(_ write: () throws -> Void) throws -> Bool {
+            do {
+                try write()
+            } catch let error as StoreError {
+                pending.append(.message(error.description))
+                pending.append(.storeChanged)
+                return false
+            }
+            pending.append(.storeChanged)
+            return true
+        }
         while running {
             if quitRequested.load(ordering: .relaxed) { break }
             pending += inbox.withLock { events in defer { events.removeAll() }; return events }
@@ -157,21 +171,17 @@ public final class Center: Sendable {
                     case .load(let request):
                         pending.append(try loader.answer(request, now: Date()))
                     case .mutate(let changes):
-                        try store.record(changes.map { ($0.id, LocalAction.patch($0.change)) })
-                        pending.append(.storeChanged)
-                        requestSync()
+                        if try saved({ _ = try store.record(changes.map { ($0.id, LocalAction.patch($0.change)) }) }) { requestSync() }
                     case .delete(let ids):
-                        try store.record(ids.map { ($0, LocalAction.delete) })
-                        pending.append(.storeChanged)
-                        requestSync()
+                        if try saved({ _ = try store.record(ids.map { ($0, LocalAction.delete) }) }) { requestSync() }
                     case .markAllRead(let view, let query):
                         // Only the Unread ones change (and are what `u` restores).
                         let ids = try store.window(view: view, query: query, offset: 0, limit: Int(Int32.max), now: Date())
                             .filter { $0.readState == .unread }.map(\.id)
-                        try store.record(ids.map { ($0, LocalAction.patch(StateChange(readState: .read))) })
-                        pending.append(.markedAllRead(ids))
-                        pending.append(.storeChanged)
-                        requestSync()
+                        if try saved({ _ = try store.record(ids.map { ($0, LocalAction.patch(StateChange(readState: .read))) }) }) {
+                            pending.append(.markedAllRead(ids))
+                            requestSync()
+                        }
                     case .findUnread(let request, let forward):
                         let now = Date()
                         if let anchor = request.anchorId,

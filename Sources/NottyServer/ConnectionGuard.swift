@@ -132,7 +132,8 @@ final class RawSide: ChannelDuplexHandler, RemovableChannelHandler {
             let body = #"{"error":{"code":"serviceUnavailable","message":"the service has \#(limit) connections open, its limit (--max-connections): try again shortly"}}"#
             var buffer = context.channel.allocator.buffer(capacity: 256 + body.utf8.count)
             buffer.writeString("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
-            context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in context.close(promise: nil) }
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in bound.value.close(promise: nil) }
         }
     }
 
@@ -200,6 +201,7 @@ final class MessageSide: ChannelDuplexHandler, RemovableChannelHandler {
         headers.add(name: "Connection", value: "close")
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .badRequest, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
     }
 }

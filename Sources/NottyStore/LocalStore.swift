@@ -37,6 +37,11 @@ public final class LocalStore: Sendable {
         // can be undone alone. On disk (SQLite's default here) that was a temporary file
         // written page by page: 2.16 million `pwrite` calls for a 100,000-row first sync.
         config.prepareDatabase { db in
+            // The -wal and -shm files stay when the last connection closes (they are emptied,
+            // not deleted): opening the store again then needs no new disk space, so the store
+            // can be read on a full disk (SQLite cannot map a new -shm there, not even to read).
+            var persist: Int32 = 1
+            _ = sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
             // Searches bind `LIKE` patterns: without this each search statement would be
             // parsed and planned anew every time it runs (see QueryPlans).
@@ -44,13 +49,54 @@ public final class LocalStore: Sendable {
         }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        pool = try DatabasePool(path: path, configuration: config)
-        // A state change the user made survives a power loss too. Set on the writer after
-        // opening: the pool sets `synchronous = NORMAL` when it turns WAL on, after
-        // `prepareDatabase` would have run.
-        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-        try Self.migrator.migrate(pool)
+        do {
+            pool = try DatabasePool(path: path, configuration: config)
+            // A state change the user made survives a power loss too. Set on the writer after
+            // opening: the pool sets `synchronous = NORMAL` when it turns WAL on, after
+            // `prepareDatabase` would have run.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
         pool.writeWithoutTransaction { [checkpointer] db in checkpointer.install(on: db) }
+    }
+
+    /// Every write of the store goes through here: a full disk becomes
+    /// ``StoreError/diskFull(_:)`` (one line a user can act on), anything else is as it was.
+    func write<T>(_ updates: (Database) throws -> T) throws -> T {
+        do {
+            return try pool.write(updates)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    /// ``write(_:)`` without the transaction GRDB opens (the body opens its own).
+    func writeWithoutTransaction<T>(_ updates: (Database) throws -> T) throws -> T {
+        do {
+            return try pool.writeWithoutTransaction(updates)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    /// `error` as a store error: ``StoreError/diskFull(_:)`` when SQLite ran out of space
+    /// (`SQLITE_FULL`, or an I/O error with the store's file system full).
+    static func storeError(_ error: any Error, path: String) -> any Error {
+        guard let database = error as? DatabaseError else { return error }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        if database.resultCode == .SQLITE_FULL || (database.resultCode == .SQLITE_IOERR && freeBytes(directory) < 1 << 20) {
+            return StoreError.diskFull(directory)
+        }
+        return error
+    }
+
+    /// Bytes an unprivileged write may still use on the file system of `directory`.
+    static func freeBytes(_ directory: String) -> UInt64 {
+        var stats = statvfs()
+        guard statvfs(directory, &stats) == 0 else { return .max }
+        return UInt64(stats.f_bavail) * UInt64(stats.f_frsize)
     }
 
     /// The statements kept prepared on the connection of the reader that answers (the only
@@ -241,7 +287,7 @@ public final class LocalStore: Sendable {
         // Every command binds at its start: the store already bound to this account (the usual
         // case) is read, not written (a write commits and waits for the disk).
         if try pool.read({ db in try meta(db, "account") }) == account { return }
-        try pool.write { db in
+        try write { db in
             if let current = try meta(db, "account"), current != account {
                 try SearchIndex.reset(db)
                 // The revision goes on counting (readers key caches by it).

@@ -380,9 +380,12 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     case tooShort(String)
     case notFound(String)
     case ambiguous(String)
+    /// The file system of the store (this folder) is full: nothing was written.
+    case diskFull(String)
 
     public var description: String {
         switch self {
+        case .diskFull(let directory): "no space left on device: \(directory) (the change was not saved)"
         case .tooShort(let text): "'\(text)' is too short: give an id or at least its first 6 characters"
         case .notFound(let text): "no notification matches '\(text)' (see notty list --view all)"
         case .ambiguous(let text): "'\(text)' matches several notifications: give more characters"

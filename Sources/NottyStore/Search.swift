@@ -95,7 +95,7 @@ extension LocalStore {
     /// whether rows remain. The TUI calls it in the background after the store changes.
     @discardableResult
     public func indexForSearch(rows: Int = 2000) throws -> Bool {
-        try pool.write { db in
+        try write { db in
             let from = try SearchIndex.indexed(db)
             let last = try Int64.fetchOne(
                 db.cachedStatement(sql: "SELECT max(rowid) FROM (SELECT rowid FROM notifications WHERE rowid > ? ORDER BY rowid LIMIT ?)"),

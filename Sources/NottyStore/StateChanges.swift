@@ -53,7 +53,7 @@ extension LocalStore {
     /// Starts (or stops) keeping state changes for ``stateChanges(now:)``; either way what was
     /// kept before is forgotten (it was from an earlier run).
     public func watchStates(_ on: Bool) throws {
-        try pool.write { db in
+        try write { db in
             try db.execute(sql: "DELETE FROM state_changes")
             try setMeta(db, "watch_states", on ? "1" : nil)
         }
@@ -63,7 +63,7 @@ extension LocalStore {
     /// before the first change against its state now), oldest first; those that came back to
     /// where they were are left out. At most `limit` queued changes are taken per call.
     public func stateChanges(now: Date = Date(), limit: Int = 1_000) throws -> [StateChanged] {
-        try pool.write { db in
+        try write { db in
             var reader = RowReader()
             // Each notification's row before its first change, and whether it was deleted then.
             var before: [(UserNotification, deleted: Bool)] = []

@@ -57,7 +57,7 @@ extension LocalStore {
     /// affected notification before the action (for undo).
     @discardableResult
     public func record(_ actions: [(id: String, action: LocalAction)], now: Date = Date()) throws -> [ShownState] {
-        try pool.write { db in
+        try write { db in
             var before: [ShownState] = []
             // One clock read for the whole batch: after the first, each action's clock is the
             // previous one + 1 (what reading and writing `hlc` each time would give), and `hlc`
@@ -160,7 +160,7 @@ extension LocalStore {
     /// Returns how many entries left the outbox.
     @discardableResult
     public func acknowledge(_ results: [MutationResult]) throws -> Int {
-        try pool.write { db in
+        try write { db in
             var done = 0
             for result in results {
                 guard let mutationId = result.mutationId else { continue }
@@ -194,7 +194,7 @@ extension LocalStore {
     /// Applies one page of the change feed in one transaction, if the store's cursor is still
     /// `since` (another process of this device may have pulled meanwhile).
     public func apply(page: ChangesPage, since: String?, now: Date = Date()) throws -> PageOutcome {
-        try pool.writeWithoutTransaction { db in try Self.inRepairableTransaction(db) {
+        try writeWithoutTransaction { db in try Self.inRepairableTransaction(db) {
             guard try meta(db, "cursor") == since else { return .cursorMoved }
             let firstSync = try since == nil && meta(db, "announce_all") == nil
             // Only notifications with pending changes need their shown state worked out again;
@@ -279,7 +279,7 @@ extension LocalStore {
     /// slower to read. Returns whether it dropped any.
     @discardableResult
     public func deferIndexesIfEmpty() throws -> Bool {
-        try pool.write { db in
+        try write { db in
             guard try meta(db, "cursor") == nil,
                   try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM notifications)")! else { return false }
             let indexes = try Row.fetchAll(db, sql: """
@@ -306,7 +306,7 @@ extension LocalStore {
         let pattern = Self.deferredIndexPrefix + "%"
         let deferred = "SELECT key, value FROM meta WHERE key LIKE ?"
         guard try pool.read({ db in try Row.fetchOne(db, sql: deferred, arguments: [pattern]) }) != nil else { return }
-        try pool.write { db in
+        try write { db in
             for row in try Row.fetchAll(db, sql: deferred, arguments: [pattern]) {
                 let key: String = row["key"], sql: String = row["value"]
                 let name = String(key.dropFirst(Self.deferredIndexPrefix.count))
@@ -317,7 +317,7 @@ extension LocalStore {
             }
         }
         // The first sync's cache is given back (a center or `poll` goes on running).
-        try pool.writeWithoutTransaction { db in
+        try writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA cache_size = \(Self.defaultCacheSize)")
             try db.execute(sql: "PRAGMA shrink_memory")
         }
@@ -330,7 +330,7 @@ extension LocalStore {
     /// notification stale; pages from the start clear the mark; ``finishResync()`` drops what
     /// the service no longer has. The outbox is kept.
     public func beginResync() throws {
-        try pool.write { db in
+        try write { db in
             try setMeta(db, "cursor", nil)
             try setMeta(db, "announce_all", "1")
             try db.execute(sql: "UPDATE notifications SET stale = 1")
@@ -339,7 +339,7 @@ extension LocalStore {
 
     /// Ends a full resync: notifications the service did not send again are gone.
     public func finishResync() throws {
-        try pool.write { db in
+        try write { db in
             try db.execute(sql: "DELETE FROM outbox WHERE notification_id IN (SELECT id FROM notifications WHERE stale = 1)")
             try db.execute(sql: "DELETE FROM notifications WHERE stale = 1")
             try bumpRevision(db)
@@ -427,7 +427,7 @@ extension LocalStore {
     /// Marks notifications as announced.
     public func markAnnounced(_ ids: [String]) throws {
         guard !ids.isEmpty else { return }
-        try pool.write { db in
+        try write { db in
             for id in ids {
                 try db.cachedStatement(sql: "UPDATE notifications SET announced = 1 WHERE id = ?").execute(arguments: [id])
             }
@@ -440,7 +440,7 @@ extension LocalStore {
         // holds the pages of its own rows only, not those of the whole store (60,000 rows pulled
         // by `notty sync` into a store in use, all still to mark, took about 20 MiB in one
         // statement, for a moment).
-        try pool.write { db in
+        try write { db in
             let statement = try db.cachedStatement(sql: """
                 UPDATE notifications SET announced = 1
                 WHERE rowid IN (SELECT rowid FROM notifications WHERE announced = 0 LIMIT 5000)
@@ -451,7 +451,7 @@ extension LocalStore {
 
     /// Records the time of a successful exchange with the service.
     public func noteSynced(now: Date = Date()) throws {
-        try pool.write { db in try setMeta(db, "last_sync", String(ISOTime.millis(now))) }
+        try write { db in try setMeta(db, "last_sync", String(ISOTime.millis(now))) }
     }
 
     // MARK: - Desktop popups (`notty poll --desktop`)
@@ -480,7 +480,7 @@ extension LocalStore {
 
     /// Replaces the mapping, in one transaction (it holds the popups on screen: a few rows).
     public func savePopups(_ records: [PopupRecord]) throws {
-        try pool.write { db in
+        try write { db in
             try db.execute(sql: "DELETE FROM popups")
             for record in records {
                 try db.cachedStatement(sql: "INSERT INTO popups (notification_id, popup_id, view) VALUES (?, ?, ?)")

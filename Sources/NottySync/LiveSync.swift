@@ -46,6 +46,14 @@ public actor LiveSync {
     private var state: ConnectionState = .connecting
     private var offlineSince: Date?
     private var serviceInterval = 30
+    /// A sync that failed on this device's store is tried again after this many seconds.
+    static let localRetry = 3.0
+    private var retryScheduled = false
+
+    private func retryLocal() {
+        retryScheduled = false
+        kicks?.yield()
+    }
 
     public init(engine: SyncEngine, client: ServiceClient, mode: Mode, onEvent: @escaping @Sendable (LiveSyncEvent) -> Void) {
         self.engine = engine
@@ -92,6 +100,8 @@ public actor LiveSync {
             onEvent(.synced(summary))
         } catch let error as SyncError {
             failed(error)
+        } catch let error as StoreError {
+            failed(.local(error.description))
         } catch {
             failed(.unreachable(String(describing: error)))
         }
@@ -106,6 +116,18 @@ public actor LiveSync {
     }
 
     private func failed(_ error: SyncError) {
+        if case .local = error {
+            // The network is fine (the state stays as it is): try again in a few seconds,
+            // until the store has room again.
+            onEvent(.failed(error))
+            guard !retryScheduled else { return }
+            retryScheduled = true
+            Task {
+                try? await Task.sleep(for: .seconds(Self.localRetry))
+                self.retryLocal()
+            }
+            return
+        }
         if error.isTransient {
             let since = offlineSince ?? Date()
             offlineSince = since
@@ -143,6 +165,8 @@ public actor LiveSync {
                 } catch let error as SyncError {
                     failed(error)
                     wait = backoff.next(interval: interval)
+                } catch let error as StoreError {
+                    failed(.local(error.description))  // tried again by itself, shortly
                 } catch {
                     failed(.unreachable(String(describing: error)))
                     wait = backoff.next(interval: interval)
@@ -214,6 +238,8 @@ public actor LiveSync {
             onEvent(.synced(SyncSummary()))
         } catch let error as SyncError {
             failed(error)
+        } catch let error as StoreError {
+            failed(.local(error.description))
         } catch {
             failed(.unreachable(String(describing: error)))
         }

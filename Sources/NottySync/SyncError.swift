@@ -12,6 +12,9 @@ public enum SyncError: Error, Equatable, CustomStringConvertible {
     case cursorExpired
     /// The service refused the request (a 4xx other than 401/410).
     case refused(status: Int, code: String, message: String)
+    /// This device's store could not take what was synced (a full disk): the service and the
+    /// network are fine, and the sync is tried again shortly.
+    case local(String)
 
     public var description: String {
         switch self {
@@ -20,6 +23,7 @@ public enum SyncError: Error, Equatable, CustomStringConvertible {
         case .unreachable(let message): message
         case .cursorExpired: "the service no longer has this device's change history; a full resync is needed"
         case .refused(let status, let code, let message): "the service refused the request (\(status) \(code)): \(message)"
+        case .local(let message): message
         }
     }
 

@@ -19,6 +19,8 @@ struct Device {
     func store() throws -> LocalStore {
         do {
             return try LocalStore(path: paths.store)
+        } catch StoreError.diskFull(let directory) {
+            throw CLIError("cannot open the local store at \(paths.store): no space left on device (\(directory)). Free some space and try again.")
         } catch {
             throw CLIError("cannot open the local store at \(paths.store): \(error). Check its permissions, or set NOTTY_HOME.")
         }

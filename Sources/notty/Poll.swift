@@ -55,9 +55,15 @@ struct Poll: AsyncParsableCommand {
             let runner = CommandRunner(timeout: execTimeout?.seconds ?? 60)
             let announcer = Announcer(store: store, exec: exec ?? settings.pollExec, runner: runner)
             let onChange = self.onChange ?? settings.pollOnChange
-            // What the store already holds is not news: report what arrives from now on.
-            try store.markAllAnnounced()
-            try store.watchStates(onChange != nil)
+            // What the store already holds is not news: report what arrives from now on. On a
+            // full disk this bookkeeping cannot be written: poll says so and runs on, syncing
+            // as soon as there is room again.
+            do {
+                try store.markAllAnnounced()
+                try store.watchStates(onChange != nil)
+            } catch let error as StoreError {
+                warn(error.description)
+            }
             defer { try? store.watchStates(false) }
             if once {
                 try await engine.sync()
