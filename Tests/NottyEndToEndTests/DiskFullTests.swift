@@ -125,4 +125,48 @@ struct DiskFullTests {
         #expect(await center.waitFor("Dismissed 1"), "with room again, d did not work:\n\(center.shown)")
         try await center.keys("q")
     }
+
+    @Test("the service on a full disk: publishes are refused with 503 (never another 5xx), what was acknowledged before is kept, and it publishes again once there is room")
+    func serviceOnAFullDisk() async throws {
+        let directory = Repository.temporaryDirectory("notty-full-serve")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let disk: SmallDisk
+        do {
+            disk = try await SmallDisk(at: directory.appendingPathComponent("server"))
+        } catch {
+            #expect(!SmallDisk.required, "CI runs as root and must mount a tmpfs: \(error)")
+            report("SKIPPED LOUDLY: \(error)")
+            return
+        }
+        defer { disk.unmount() }
+        // ServeProcess keeps the service's store in directory/server: on the small disk.
+        let serve = try await ServeProcess(directory: directory)
+        defer { serve.stop() }
+        let world = try await TwoDevices(directory: directory, a: serve, b: serve)
+        var acknowledged: [String] = []
+        for n in 1...5 { acknowledged.append(try await world.publish("Before \(n)")) }
+        let token = try await Repository.run(["curl", "-s", "--max-time", "10", "-d", "grant_type=client_credentials&client_id=\(serve.clientId)&client_secret=\(serve.clientSecret)",
+                                              "\(serve.url)/oauth2/v2.0/token"])
+        let access = (try JSONSerialization.jsonObject(with: Data(token.output.utf8)) as? [String: Any])?["access_token"] as? String
+        try #require(access != nil, "no app token: \(token.output)")
+        try await disk.fillUp()
+        // (A token is a write too: on the full disk it is 503 as well.)
+        var statuses: [String] = []
+        for n in 0..<20 {
+            let body = #"{"appNotificationId":"full-\#(n)","payload":{"visualContent":{"title":"While full \#(n) \#(String(repeating: "x", count: 900))"}}}"#
+            let answer = try await Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", "-H", "Authorization: Bearer \(access!)",
+                                                   "-H", "X-UNS-ID: \(world.uns)", "-H", "Content-Type: application/json", "-d", body, "\(serve.url)/beta/me/notifications"])
+            statuses.append(answer.output)
+        }
+        report("publishes on a full disk answered: \(statuses.joined(separator: " "))")
+        #expect(statuses.allSatisfy { $0 == "503" || $0 == "201" }, "\(statuses)")
+        #expect(statuses.contains("503"), "nothing was refused: is the disk full? \(statuses)")
+        try disk.makeRoom()
+        let after = try await world.publish("After the disk had room again")
+        #expect(try await world.b.run(["sync"]).status == 0)
+        let store = try world.store(world.b)
+        for id in acknowledged + [after] { #expect(try store.notification(id: id) != nil, "\(id) was acknowledged and is gone") }
+        let integrity = try await Repository.run(["sqlite3", directory.appendingPathComponent("server/server.sqlite").path, "PRAGMA integrity_check"])
+        #expect(integrity.output.trimmingCharacters(in: .whitespacesAndNewlines) == "ok", "\(integrity.output)")
+    }
 }
