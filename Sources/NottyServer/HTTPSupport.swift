@@ -16,10 +16,14 @@ public struct NottyRequestContext: RequestContext, WebSocketRequestContext {
     public var user: String?
     public var deviceId: String?
     public var app: AppRecord?
+    /// The client's IP address (the proxy's, behind a proxy): failed sign-ins are counted per
+    /// address too.
+    public let remoteAddress: String?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         webSocket = .init()
+        remoteAddress = source.channel.remoteAddress?.ipAddress
     }
 
     /// Routes read bodies with the service's `maxBodyBytes` (`Request.jsonBody`); this only

@@ -79,16 +79,23 @@ public final class NotificationService: Sendable {
     // MARK: - Tokens (§2.1)
 
     /// Answers `POST /oauth2/v2.0/token` for a parsed form.
-    public func token(form: [String: String]) async throws -> TokenResponse {
+    /// `address`: the client's IP address, when known (failed guesses are also counted per address).
+    public func token(form: [String: String], address: String? = nil) async throws -> TokenResponse {
         let now = clock.nowMillis()
+        let addressKeys = address.map { [GuessKeys.address($0)] } ?? []
         switch form["grant_type"] {
         case "client_credentials":
             guard let clientId = form["client_id"], let secret = form["client_secret"] else {
                 throw APIError.oauth(.badRequest, "invalid_request", "client_credentials needs client_id and client_secret")
             }
+            let keys = [GuessKeys.client(clientId)] + addressKeys
+            _ = try await refuseLockedOut(keys, now: now, what: "client_id")
             guard let app = try await db({ try await storage.app(clientId: clientId) }),
                   Secrets.constantTimeEqual(app.secretHash, Secrets.tokenHash(secret))
-            else { throw APIError.oauth(.unauthorized, "invalid_client", "unknown client_id or wrong client_secret") }
+            else {
+                try await countFailure(keys, now: now)
+                throw APIError.oauth(.unauthorized, "invalid_client", "unknown client_id or wrong client_secret")
+            }
             let access = Secrets.newToken()
             try await db { try await storage.insertTokens([accessRecord(access, kind: .appAccess, subject: app.clientId, now: now)]) }
             return TokenResponse(expiresIn: config.accessTokenLifetime, accessToken: access, refreshToken: nil)
@@ -96,12 +103,22 @@ public final class NotificationService: Sendable {
             guard let name = form["username"], let password = form["password"] else {
                 throw APIError.oauth(.badRequest, "invalid_request", "password grant needs username and password")
             }
+            // A user name (or address) that failed too often is refused before any hash is
+            // computed; guesses are counted whether the name exists or not.
+            let keys = [GuessKeys.user(name)] + addressKeys
+            let known = try await refuseLockedOut(keys, now: now, what: "user name")
             let user = try await db { try await storage.user(name: name) }
             let cost = config.bcryptCost
             // Verify even for unknown users so that timing does not reveal which names exist.
             let hash = user?.passwordHash ?? timingEqualiser.hash(cost: cost)
+            metrics.passwordHashes.increment()
             let valid = await Self.offload { Secrets.verifyPassword(password, hash: hash) }
-            guard let user, valid else { throw APIError.oauth(.badRequest, "invalid_grant", "wrong user name or password") }
+            guard let user, valid else {
+                try await countFailure(keys, now: now)
+                throw APIError.oauth(.badRequest, "invalid_grant", "wrong user name or password")
+            }
+            // Signed in: the name's failures are forgotten (the address's are not).
+            if known.contains(where: { $0.key == keys[0] }) { _ = try? await db { try await storage.forgetGuesses(keys: [keys[0]]) } }
             // Each sign-in is a device: its tokens, and the ones refreshed from them, carry its id.
             return try await issueUserTokens(userId: user.id, deviceId: UUID().uuidString.lowercased(), now: now, replacing: nil)
         case "refresh_token":
@@ -119,6 +136,38 @@ public final class NotificationService: Sendable {
         case let other?:
             throw APIError.oauth(.badRequest, "unsupported_grant_type", "grant_type \(other) is not supported: use client_credentials, password or refresh_token")
         }
+    }
+
+    /// Throws `429` (with `Retry-After`) when one of `keys` is locked out; answers the records
+    /// of `keys` that exist.
+    private func refuseLockedOut(_ keys: [String], now: Date, what: String) async throws -> [GuessRecord] {
+        let records = try await db { try await storage.guesses(keys: keys) }
+        let waits = records.compactMap { GuessKeys.policy(for: $0.key).refusal($0, now: now) }
+        if let wait = waits.max() {
+            metrics.lockedOut.increment()
+            var error = APIError.oauth(.tooManyRequests, "temporarily_unavailable",
+                                       "too many failed sign-ins for this \(what) or address: try again in \(wait) s")
+            error.headers["Retry-After"] = String(wait)
+            throw error
+        }
+        return records
+    }
+
+    /// Counts one failed guess against each of `keys` (a lockout when one has had too many).
+    private func countFailure(_ keys: [String], now: Date) async throws {
+        try await db {
+            try await storage.updateGuesses(keys: keys) { key, record in GuessKeys.policy(for: key).failed(record, key: key, now: now) }
+        }
+    }
+
+    /// Every lockout and count of failed sign-ins (`notty admin lockouts`).
+    public func lockouts() async throws -> [GuessRecord] {
+        try await db { try await storage.allGuesses() }
+    }
+
+    /// Forgets the failed sign-ins of `keys` (all when nil): unlocks them at once.
+    public func clearLockouts(keys: [String]?) async throws -> Int {
+        try await db { try await storage.forgetGuesses(keys: keys) }
     }
 
     private func accessRecord(_ token: String, kind: TokenRecord.Kind, subject: String, now: Date) -> TokenRecord {
@@ -449,8 +498,12 @@ public final class NotificationService: Sendable {
     }
 
     public func purgeHistory() async throws {
-        let cutoff = clock.nowMillis() - TimeInterval(config.historyRetention)
+        let now = clock.nowMillis()
+        let cutoff = now - TimeInterval(config.historyRetention)
         try await db { try await storage.purgeHistory(before: cutoff) }
+        // Failed sign-ins long past (names that failed once, lockouts over): forgotten.
+        let old = try await db { try await storage.allGuesses() }.filter { GuessKeys.policy(for: $0.key).forgettable($0, now: now) }
+        if !old.isEmpty { _ = try await db { try await storage.forgetGuesses(keys: old.map(\.key)) } }
     }
 }
 

@@ -56,6 +56,17 @@ public protocol NotificationStorage: Sendable {
     /// Records that the device made a request at `at` (its registration's last seen).
     func touchDevice(deviceId: String, userId: String, at: Date) async throws
 
+    // MARK: Failed sign-ins (GuessLimiter)
+    /// The records of `keys` that exist.
+    func guesses(keys: [String]) async throws -> [GuessRecord]
+    /// Replaces the record of each key with what `update` makes of it (nil: none), in one
+    /// transaction that no other instance interleaves with.
+    func updateGuesses(keys: [String], _ update: @escaping @Sendable (String, GuessRecord?) -> GuessRecord?) async throws
+    /// Every record, for `notty admin lockouts`.
+    func allGuesses() async throws -> [GuessRecord]
+    /// Forgets the records of `keys` (every record when nil); answers how many there were.
+    func forgetGuesses(keys: [String]?) async throws -> Int
+
     // MARK: Notifications (writes)
     /// Publishes or re-publishes (same user, app and `appNotificationId`).
     func publish(_ input: PublishInput) async throws -> UserNotification

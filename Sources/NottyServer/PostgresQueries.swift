@@ -118,6 +118,62 @@ extension PostgresStorage {
         }
     }
 
+    // MARK: - Failed sign-ins
+
+    private static func guessRecord(_ row: (String, Int, Int64, Int64?, Int)) -> GuessRecord {
+        GuessRecord(key: row.0, failures: row.1, windowStart: ISOTime.date(millis: row.2), lockedUntil: row.3.map(ISOTime.date(millis:)), strikes: row.4)
+    }
+
+    public func guesses(keys: [String]) async throws -> [GuessRecord] {
+        try await run { connection in
+            try await connection.query("SELECT key, failures, window_start, locked_until, strikes FROM guesses WHERE key = ANY(\(keys)) ORDER BY key", logger: self.logger)
+                .collect((String, Int, Int64, Int64?, Int).self).map(Self.guessRecord)
+        }
+    }
+
+    public func updateGuesses(keys: [String], _ update: @escaping @Sendable (String, GuessRecord?) -> GuessRecord?) async throws {
+        try await transaction { connection in
+            for key in keys.sorted() {  // one order for every instance: no deadlock
+                // The row, locked (made first when there is none) so that instances take turns.
+                try await connection.exec(
+                    "INSERT INTO guesses (key, failures, window_start, locked_until, strikes) VALUES (\(key), 0, 0, NULL, 0) ON CONFLICT (key) DO NOTHING",
+                    logger: self.logger)
+                let row = try await connection.query(
+                    "SELECT key, failures, window_start, locked_until, strikes FROM guesses WHERE key = \(key) FOR UPDATE", logger: self.logger)
+                    .collect((String, Int, Int64, Int64?, Int).self).first
+                // A row made just now (window 0) is no record yet.
+                let current = row.flatMap { $0.2 == 0 && $0.1 == 0 && $0.4 == 0 ? nil : Self.guessRecord($0) }
+                if let next = update(key, current) {
+                    let until = next.lockedUntil.map(ISOTime.millis)
+                    try await connection.exec(
+                        "UPDATE guesses SET failures = \(next.failures), window_start = \(ISOTime.millis(next.windowStart)), locked_until = \(until), strikes = \(next.strikes) WHERE key = \(key)",
+                        logger: self.logger)
+                } else {
+                    try await connection.exec("DELETE FROM guesses WHERE key = \(key)", logger: self.logger)
+                }
+            }
+        }
+    }
+
+    public func allGuesses() async throws -> [GuessRecord] {
+        try await run { connection in
+            try await connection.query("SELECT key, failures, window_start, locked_until, strikes FROM guesses ORDER BY key", logger: self.logger)
+                .collect((String, Int, Int64, Int64?, Int).self).map(Self.guessRecord)
+        }
+    }
+
+    public func forgetGuesses(keys: [String]?) async throws -> Int {
+        try await run { connection in
+            let rows: [Int]
+            if let keys {
+                rows = try await connection.query("WITH gone AS (DELETE FROM guesses WHERE key = ANY(\(keys)) RETURNING 1) SELECT count(*)::int FROM gone", logger: self.logger).collect(Int.self)
+            } else {
+                rows = try await connection.query("WITH gone AS (DELETE FROM guesses RETURNING 1) SELECT count(*)::int FROM gone", logger: self.logger).collect(Int.self)
+            }
+            return rows.first ?? 0
+        }
+    }
+
     // MARK: - Subscriptions
 
     public func insertSubscription(_ s: SubscriptionRecord) async throws {

@@ -111,6 +111,8 @@ extension PostgresStorage {
         // its own rows in order instead of every row of the user (docs/BENCHMARKS.md,
         // "PostgreSQL plans": Snoozed's first window 31 ms -> 0.12 ms at 100,900 rows).
         ("v5", ["CREATE INDEX notifications_state ON notifications (user_id, action_state, created DESC, id DESC) WHERE NOT deleted"]),
+        // Failed sign-ins per user name, client id and client address (GuessLimiter).
+        ("v6", ["CREATE TABLE guesses (key TEXT PRIMARY KEY, failures INT NOT NULL, window_start BIGINT NOT NULL, locked_until BIGINT, strikes INT NOT NULL)"]),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

@@ -48,8 +48,8 @@ public struct Routes: Sendable {
             Route(method: .get, path: "/healthz", audience: .anyone) { _, _ in try await self.health() },
             Route(method: .get, path: "/metrics", audience: .anyone) { _, _ in self.metrics() },
             // §2.1 tokens
-            Route(method: .post, path: "/oauth2/v2.0/token", audience: .anyone) { request, _ in try await self.token(request) },
-            Route(method: .post, path: "/:tenant/oauth2/v2.0/token", audience: .anyone) { request, _ in try await self.token(request) },
+            Route(method: .post, path: "/oauth2/v2.0/token", audience: .anyone) { request, context in try await self.token(request, context) },
+            Route(method: .post, path: "/:tenant/oauth2/v2.0/token", audience: .anyone) { request, context in try await self.token(request, context) },
             Route(method: .post, path: "/oauth2/v2.0/revoke", audience: .anyone) { request, _ in try await self.revoke(request) },
             // §2.1 OpenID discovery of the tenant authority (MSAL, azure-identity)
             Route(method: .get, path: "/.well-known/openid-configuration", audience: .anyone) { request, _ in
@@ -205,7 +205,7 @@ public struct Routes: Sendable {
         }
     }
 
-    private func token(_ request: Request) async throws -> Response {
+    private func token(_ request: Request, _ context: NottyRequestContext) async throws -> Response {
         var request = request
         let type = request.headers[.contentType]?.lowercased() ?? ""
         guard type.hasPrefix("application/x-www-form-urlencoded") else {
@@ -216,7 +216,7 @@ public struct Routes: Sendable {
         let form = try BasicCredentials.merge(request.headers[.authorization], into: FormBody.parse(try await request.rawBody(limit: limit)))
         var headers = HTTPFields()
         headers[.cacheControl] = "no-store"
-        return try JSONResponse.make(try await service.token(form: form), headers: headers)
+        return try JSONResponse.make(try await service.token(form: form, address: context.remoteAddress), headers: headers)
     }
 
     private func revoke(_ request: Request) async throws -> Response {

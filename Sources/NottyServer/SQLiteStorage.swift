@@ -186,6 +186,18 @@ public final class SQLiteStorage: NotificationStorage {
                 CREATE UNIQUE INDEX subscriptions_webhook ON subscriptions (webhook_hash) WHERE webhook_hash IS NOT NULL;
                 """)
         }
+        // Failed sign-ins per user name, client id and client address (GuessLimiter).
+        migrator.registerMigration("v6 guesses") { db in
+            try db.execute(sql: """
+                CREATE TABLE guesses (
+                    key TEXT PRIMARY KEY,
+                    failures INTEGER NOT NULL,
+                    window_start INTEGER NOT NULL,
+                    locked_until INTEGER,
+                    strikes INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 
@@ -226,6 +238,51 @@ public final class SQLiteStorage: NotificationStorage {
         } catch let error as DatabaseError {
             if error.resultCode == .SQLITE_CONSTRAINT { throw StorageError.conflict(error.message ?? "constraint") }
             throw StorageError.unavailable("SQLite: \(error)")
+        }
+    }
+
+    // MARK: - Failed sign-ins
+
+    private static func guessRecord(_ row: Row) -> GuessRecord {
+        GuessRecord(key: row["key"], failures: row["failures"], windowStart: ISOTime.date(millis: row["window_start"]),
+                    lockedUntil: (row["locked_until"] as Int64?).map(ISOTime.date(millis:)), strikes: row["strikes"])
+    }
+
+    public func guesses(keys: [String]) async throws -> [GuessRecord] {
+        try await read { db in
+            try keys.compactMap { key in
+                try Row.fetchOne(db, sql: "SELECT * FROM guesses WHERE key = ?", arguments: [key]).map(Self.guessRecord)
+            }
+        }
+    }
+
+    public func updateGuesses(keys: [String], _ update: @escaping @Sendable (String, GuessRecord?) -> GuessRecord?) async throws {
+        try await write { db, _ in
+            for key in keys {
+                let current = try Row.fetchOne(db, sql: "SELECT * FROM guesses WHERE key = ?", arguments: [key]).map(Self.guessRecord)
+                if let next = update(key, current) {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO guesses (key, failures, window_start, locked_until, strikes) VALUES (?, ?, ?, ?, ?)",
+                        arguments: [key, next.failures, ISOTime.millis(next.windowStart), next.lockedUntil.map(ISOTime.millis), next.strikes])
+                } else if current != nil {
+                    try db.execute(sql: "DELETE FROM guesses WHERE key = ?", arguments: [key])
+                }
+            }
+        }
+    }
+
+    public func allGuesses() async throws -> [GuessRecord] {
+        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM guesses ORDER BY key").map(Self.guessRecord) }
+    }
+
+    public func forgetGuesses(keys: [String]?) async throws -> Int {
+        try await write { db, _ in
+            if let keys {
+                for key in keys { try db.execute(sql: "DELETE FROM guesses WHERE key = ?", arguments: [key]) }
+            } else {
+                try db.execute(sql: "DELETE FROM guesses")
+            }
+            return db.changesCount
         }
     }
 

@@ -10,6 +10,10 @@ public final class ServiceMetrics: Sendable {
     let doorbellConnections: Gauge
     let storageErrors: Counter
     let rateLimited: Counter
+    /// Password hashes computed (sign-ins): a refused guess computes none.
+    let passwordHashes: Counter
+    /// Sign-ins refused with 429 because their user name, client id or address is locked.
+    let lockedOut: Counter
     let requestDuration: DurationHistogram
 
     public init() {
@@ -22,6 +26,8 @@ public final class ServiceMetrics: Sendable {
         doorbellConnections = registry.makeGauge(descriptor: name("doorbell", "connections", "Devices connected to the doorbell now."))
         storageErrors = registry.makeCounter(descriptor: name("storage_errors", "total", "Requests answered 503 because storage failed."))
         rateLimited = registry.makeCounter(descriptor: name("rate_limited", "total", "Publishes refused with 429."))
+        passwordHashes = registry.makeCounter(descriptor: name("password_hashes", "total", "Password hashes computed for sign-ins."))
+        lockedOut = registry.makeCounter(descriptor: name("locked_out", "total", "Sign-ins refused with 429 after too many failures."))
         requestDuration = registry.makeDurationHistogram(
             descriptor: name("http_request_duration", "seconds", "Time to answer an HTTP request."),
             buckets: [.microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),

@@ -9,7 +9,7 @@ struct Admin: AsyncParsableCommand {
         commandName: "admin",
         abstract: ServerCommand.adminAbstract,
         discussion: "Use the same --db as notty serve; it may be running at the same time.",
-        subcommands: [User.self, App.self])
+        subcommands: [User.self, App.self, Lockouts.self])
 
     struct User: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "user", abstract: "Add or remove users.", subcommands: [Add.self, Remove.self])
@@ -85,6 +85,74 @@ struct Admin: AsyncParsableCommand {
                     let service = try await storage.service()
                     guard try await service.removeApp(hostName: hostName) else { throw CLIError("no app with host name \(hostName)") }
                     say("removed app \(hostName)")
+                }
+            }
+        }
+    }
+
+    struct Lockouts: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "lockouts",
+            abstract: "List failed sign-ins and lockouts, or clear them.",
+            discussion: """
+                Ten failed sign-ins for one user name (or client id) within 5 minutes, or a hundred
+                from one address, lock it for a minute; each further failure locks it again for
+                twice as long (up to a day). A locked name gets 429 with Retry-After and no
+                password is checked. Keys look like user:alice, client:ID, address:203.0.113.7.
+                """,
+            subcommands: [List.self, Clear.self],
+            defaultSubcommand: List.self)
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(commandName: "list", abstract: "Every key with failed sign-ins, locked ones first.")
+            @OptionGroup var storage: StorageOptions
+            @Flag(help: "Print a JSON array of {key, failures, locked_until, strikes}.") var json = false
+
+            func run() async throws {
+                try await reportingErrors {
+                    let service = try await storage.service()
+                    let now = Date()
+                    let records = try await service.lockouts().sorted { ($0.lockedUntil ?? .distantPast, $1.key) > ($1.lockedUntil ?? .distantPast, $0.key) }
+                    if json {
+                        print(JSONValue.array(records.map { record in
+                            .object([
+                                "key": .string(record.key), "failures": .number(Double(record.failures)), "strikes": .number(Double(record.strikes)),
+                                "locked_until": record.lockedUntil.map { .string(ISOTime.format($0)) } ?? .null,
+                            ])
+                        }).jsonText)
+                        return
+                    }
+                    if records.isEmpty { say("no failed sign-ins"); return }
+                    for record in records {
+                        if let until = record.lockedUntil, until > now {
+                            say("\(record.key)  locked for \(Int(until.timeIntervalSince(now).rounded(.up))) s more (lockout \(record.strikes))")
+                        } else {
+                            say("\(record.key)  \(record.failures) failed since \(ISOTime.format(record.windowStart))\(record.strikes > 0 ? ", locked \(record.strikes) time(s)" : "")")
+                        }
+                    }
+                }
+            }
+        }
+
+        struct Clear: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(commandName: "clear", abstract: "Unlock keys at once and forget their failures.",
+                                                            discussion: "Example: notty admin lockouts clear user:alice")
+            @OptionGroup var storage: StorageOptions
+            @Argument(help: ArgumentHelp("Keys as listed (user:NAME, client:ID, address:IP).", valueName: "key")) var keys: [String] = []
+            @Flag(help: "Clear every key.") var all = false
+
+            func validate() throws {
+                if all == !keys.isEmpty { throw ArgumentParser.ValidationError("give keys (see notty admin lockouts) or --all") }
+            }
+
+            func run() async throws {
+                try await reportingErrors {
+                    let service = try await storage.service()
+                    // User names are compared without case (user:Alice is user:alice).
+                    let keys = keys.map { $0.hasPrefix("user:") ? $0.lowercased() : $0 }
+                    let cleared = try await service.clearLockouts(keys: all ? nil : keys)
+                    if !all && cleared == 0 { throw CLIError("no failed sign-ins for \(keys.joined(separator: ", ")) (see notty admin lockouts)") }
+                    say("cleared \(cleared) key(s)")
                 }
             }
         }

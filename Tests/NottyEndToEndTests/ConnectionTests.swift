@@ -159,4 +159,34 @@ struct ConnectionTests {
             (try? await Repository.run(["curl", "-s", "--max-time", "5", "\(serve.url)/healthz"]).output) == #"{"status":"ok"}"#
         })
     }
+
+    @Test("password spraying from one address: after 100 failures in 5 minutes the address gets 429; notty admin lockouts lists and clears it, and user lockouts too")
+    func guessingFromOneAddress() async throws {
+        let directory = Repository.temporaryDirectory("notty-guess")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let serve = try await ServeProcess(directory: directory)
+        defer { serve.stop() }
+        func signIn(_ user: String, _ password: String) async throws -> String {
+            try await Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20",
+                                      "-d", "grant_type=password&username=\(user)&password=\(password)", "\(serve.url)/oauth2/v2.0/token"]).output
+        }
+        let spray = try await Repository.run(["sh", "-c", """
+            for i in $(seq 100); do curl -s -o /dev/null -w '%{http_code} ' --max-time 20 -d "grant_type=password&username=name$i&password=x" \(serve.url)/oauth2/v2.0/token; done
+            """])
+        #expect(spray.output.split(separator: " ").allSatisfy { $0 == "400" }, "\(spray.output)")
+        #expect(try await signIn("alice", "pw") == "429", "the address is not locked after 100 failures")
+        let listed = try await serve.admin.run(["admin", "lockouts"])
+        #expect(listed.status == 0 && listed.out.contains("address:127.0.0.1  locked for"), "\(listed.out)\(listed.err)")
+        #expect(try await serve.admin.run(["admin", "lockouts", "clear", "address:127.0.0.1"]).out == "cleared 1 key(s)\n")
+        #expect(try await signIn("alice", "pw") == "200")
+
+        for n in 1...10 { _ = try await signIn("alice", "wrong\(n)") }
+        #expect(try await signIn("alice", "pw") == "429")
+        let json = try await serve.admin.run(["admin", "lockouts", "list", "--json"])
+        #expect(json.out.contains(#""key":"user:alice""#) && json.out.contains(#""strikes":1"#), "\(json.out)")
+        #expect(try await serve.admin.run(["admin", "lockouts", "clear", "user:Alice"]).status == 0)
+        #expect(try await signIn("alice", "pw") == "200")
+        let unknown = try await serve.admin.run(["admin", "lockouts", "clear", "user:nobody"])
+        #expect(unknown.status == 1 && unknown.err.hasPrefix("notty: no failed sign-ins for user:nobody"), "\(unknown.err)")
+    }
 }

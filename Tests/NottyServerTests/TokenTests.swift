@@ -80,3 +80,69 @@ struct TokenTests {
         }
     }
 }
+
+@Suite("Password and secret guessing (failed sign-ins limited)", .timeLimit(.minutes(5)))
+struct GuessingTests {
+    static func hashes(_ service: NotificationService) -> Int {
+        let text = service.metrics.render()
+        guard let match = text.firstMatch(of: /notty_password_hashes_total (\d+)/) else { return -1 }
+        return Int(match.1) ?? -1
+    }
+
+    @Test("10 wrong passwords lock the user name: 429 with Retry-After and no hash computed; other users and refresh grants go on; the lock ends, and failing again doubles it", arguments: Backend.available)
+    func passwordLockout(backend: Backend) async throws {
+        let clock = ManualClock()
+        let harness = try await Harness(backend, clock: clock)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            try await harness.service.addUser(name: "bob", password: "pw-bob")
+            for n in 1...10 {
+                let wrong = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=guess\(n)")
+                #expect(wrong.status == .badRequest && wrong.string("error") == "invalid_grant", "guess \(n): \(wrong.text)")
+            }
+            let hashes = Self.hashes(harness.service)
+            for password in ["guess11", "pw-alice"] {  // even the right one, while locked
+                let refused = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=Alice&password=\(password)")
+                #expect(refused.status == .tooManyRequests && refused.string("error") == "temporarily_unavailable", "\(refused.text)")
+                #expect(refused.headers[HTTPField.Name("Retry-After")!] == "60")
+            }
+            #expect(Self.hashes(harness.service) == hashes, "a refused guess computed a hash")
+            // Others are not locked out: another user, and alice's own refresh grant.
+            #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=bob&password=pw-bob").status == .ok)
+            #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=refresh_token&refresh_token=\(world.refreshToken)").status == .ok)
+            #expect(try await harness.service.lockouts().map(\.key) == ["user:alice"])
+
+            // After the minute, the right password works (and the failures are forgotten).
+            clock.advance(by: 61)
+            #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice").status == .ok)
+            #expect(try await harness.service.lockouts().isEmpty)
+
+            // Failing on after a lockout: locked again at once, for twice as long.
+            for n in 1...10 { _ = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=again\(n)") }
+            clock.advance(by: 61)
+            let once = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=wrong-again")
+            #expect(once.status == .badRequest)
+            let doubled = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice")
+            #expect(doubled.status == .tooManyRequests && doubled.headers[HTTPField.Name("Retry-After")!] == "120", "\(doubled.headers) \(doubled.text)")
+            #expect(try await harness.service.clearLockouts(keys: ["user:alice"]) == 1)
+            #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice").status == .ok)
+        }
+    }
+
+    @Test("10 wrong client secrets lock that client_id (429), not another app's", arguments: Backend.available)
+    func secretLockout(backend: Backend) async throws {
+        let harness = try await Harness(backend, clock: ManualClock())
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let other = try await harness.service.addApp(hostName: "other.example.com")
+            for n in 1...10 {
+                let wrong = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=bad\(n)")
+                #expect(wrong.status == .unauthorized && wrong.string("error") == "invalid_client")
+            }
+            let locked = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=\(world.clientSecret)")
+            #expect(locked.status == .tooManyRequests && locked.headers[HTTPField.Name("Retry-After")!] != nil, "\(locked.text)")
+            let fine = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(other.clientId)&client_secret=\(other.clientSecret)")
+            #expect(fine.status == .ok)
+        }
+    }
+}
