@@ -112,22 +112,33 @@ public final class PostgresStorage: NotificationStorage {
 
     /// `body` on a pooled connection, or ``StorageError/unavailable(_:)`` after `timeout`;
     /// other errors as thrown.
+    ///
+    /// The caller is answered at the deadline whatever `body` is doing: `body` runs in a task
+    /// of its own, cancelled then and left to end by itself. (A task group would wait for it:
+    /// a lease that waits for a connection while PostgreSQL is away, or a query on a
+    /// connection whose server went away, held every caller, and the write queue behind them,
+    /// past any timeout.)
     func withTimeout<T: Sendable>(
         _ timeout: Duration, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let client = client
-        let outcome = try await withThrowingTaskGroup(of: Outcome<T>.self) { group in
-            group.addTask { .value(try await client.withConnection { connection in try await body(connection) }) }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return .timedOut
+        let work = Task { try await client.withConnection { connection in try await body(connection) } }
+        let outcome: Result<Outcome<T>, any Error> = await withCheckedContinuation { continuation in
+            let first = FirstAnswer(continuation)
+            Task {
+                do { first.resume(.success(.value(try await work.value))) } catch { first.resume(.failure(error)) }
             }
-            defer { group.cancelAll() }
-            return try await group.next() ?? .timedOut
+            Task {
+                try? await Task.sleep(for: timeout)
+                first.resume(.success(.timedOut))
+            }
         }
-        switch outcome {
-        case .value(let value): return value
-        case .timedOut: throw StorageError.unavailable("PostgreSQL at \(url) did not answer within \(timeout)")
+        switch try outcome.get() {
+        case .value(let value):
+            return value
+        case .timedOut:
+            work.cancel()
+            throw StorageError.unavailable("PostgreSQL at \(url) did not answer within \(timeout)")
         }
     }
 
@@ -185,4 +196,15 @@ public final class PostgresStorage: NotificationStorage {
 
     /// The group-commit queue of feed writes (see PostgresWrites.swift).
     let queue = GroupCommitQueue<FeedJob>(maxBatch: 500)
+}
+
+/// A continuation resumed by whichever of several tasks answers first (the others are ignored).
+final class FirstAnswer<Value: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Value, Never>?>
+
+    init(_ continuation: CheckedContinuation<Value, Never>) { self.continuation = Mutex(continuation) }
+
+    func resume(_ value: Value) {
+        continuation.withLock { $0.take() }?.resume(returning: value)
+    }
 }

@@ -165,4 +165,97 @@ struct InstancesEndToEndTests {
         #expect(lost.isEmpty, "\(lost.count) acknowledged publishes are gone: \(lost.prefix(5))")
         report("killed mid-burst: \(acked.count) acknowledged, \(stored.count) stored")
     }
+
+    @Test("PostgreSQL stopped for a few seconds under publishers: every publish is answered 201 or 503, within 10 s; both instances recover without a restart; no acknowledged publish is lost; the cross-instance doorbell rings again")
+    func postgresOutage() async throws {
+        let directory = Repository.temporaryDirectory("notty-instances-outage")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // A cluster of this test's own (durable: it is stopped under load), on its own port.
+        let cluster = try await TestPostgres.Cluster.start()
+        defer {
+            _ = try? Repository.runWaiting([".ci/postgres-server", "--stop", cluster.directory])
+            try? FileManager.default.removeItem(atPath: cluster.directory)
+        }
+        let environment = ["NOTTY_POSTGRES_URL": try await TestPostgres.createDatabase(on: cluster.url)]
+        let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment,
+                                         extraArguments: ["--publish-rate", "100000", "--publish-burst", "100000"])
+        defer { one.stop() }
+        let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
+        defer { two.stop() }
+        let world = try await TwoDevices(directory: directory, a: one, b: two)
+        let logB = directory.appendingPathComponent("poll-b.log")
+        let pollB = try world.b.start(["poll", "--live"], log: logB)
+        defer { if pollB.isRunning { pollB.terminate() } }
+        func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+        #expect(await eventually(timeout: .seconds(10)) { text(logB).contains("connection: live") }, "\(text(logB))")
+        let appToken = try await token(one.url, ["grant_type": "client_credentials", "client_id": one.clientId, "client_secret": one.clientSecret])
+        let uns = world.uns
+
+        // Four publishers on instance 1, each noting every answer and how long it took.
+        let acknowledged = Locked<Set<String>>([])
+        let answers = Locked<[(status: Int, seconds: Double)]>([])
+        let running = Locked(true)
+        let url = one.url
+        let publishers = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for worker in 0..<4 {
+                    group.addTask {
+                        var n = 0
+                        while running.value {
+                            n += 1
+                            let id = "p\(worker)-\(n)"
+                            let start = ContinuousClock.now
+                            let answer = try? await ServiceClient.send(
+                                .POST, url + "/beta/me/notifications",
+                                headers: [("Authorization", "Bearer \(appToken)"), ("X-UNS-ID", uns), ("Content-Type", "application/json")],
+                                body: Data(#"{"appNotificationId":"\#(id)","payload":{"rawContent":"x"}}"#.utf8))
+                            let took = start.duration(to: .now)
+                            let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
+                            answers.update { $0.append((answer?.status ?? -1, seconds)) }
+                            if answer?.status == 201 { acknowledged.update { _ = $0.insert(id) } }
+                            if answer?.status != 201 { try? await Task.sleep(for: .milliseconds(50)) }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(await eventually(timeout: .seconds(60)) { acknowledged.value.count >= 50 })
+        try await cluster.stop()
+        let stoppedAt = acknowledged.value.count
+        // Out for a few seconds: wait until the publishers have met the outage.
+        #expect(await eventually(timeout: .seconds(30)) { answers.value.contains { $0.status == 503 } }, "no 503 while PostgreSQL was down")
+        try await Task.sleep(for: .seconds(3))
+        try await cluster.start()
+        #expect(await eventually(timeout: .seconds(60)) { acknowledged.value.count >= stoppedAt + 50 }, "publishing did not recover without a restart")
+        running.update { $0 = false }
+        await publishers.value
+
+        let all = answers.value
+        let statuses = Dictionary(grouping: all, by: \.status).mapValues(\.count)
+        let slowest = all.map(\.seconds).max() ?? 0
+        report("outage: answers by status \(statuses.sorted { $0.key < $1.key }), slowest \(String(format: "%.2f", slowest)) s")
+        #expect(Set(statuses.keys).isSubset(of: [201, 503]), "answers other than 201 and 503: \(statuses)")
+        #expect(slowest < 10, "a publish took \(slowest) s to be answered")
+
+        // Nothing acknowledged is lost (read through instance 2).
+        let userToken = try await token(two.url, ["grant_type": "password", "username": "alice", "password": "pw"])
+        var stored = Set<String>()
+        var cursor = "0"
+        while true {
+            let answer = try await ServiceClient.send(
+                .GET, two.url + "/v1/me/notifications/changes?since=\(cursor)&limit=1000", headers: [("Authorization", "Bearer \(userToken)")], body: nil)
+            try #require(answer.status == 200)
+            let page = try NottyJSON.decoder.decode(ChangesPage.self, from: answer.body)
+            stored.formUnion(page.changes.map(\.appNotificationId))
+            cursor = page.cursor
+            if !page.hasMore { break }
+        }
+        let lost = acknowledged.value.subtracting(stored)
+        #expect(lost.isEmpty, "\(lost.count) acknowledged publishes are gone: \(lost.prefix(5))")
+
+        // The doorbell across instances rings again: a publish through 1 reaches B on 2.
+        let storeB = try world.store(world.b)
+        let after = try await world.publish("After PostgreSQL came back")
+        #expect(try await eventually(timeout: .seconds(15)) { try storeB.notification(id: after) != nil }, "B was not rung after the outage:\n\(text(logB))")
+    }
 }
