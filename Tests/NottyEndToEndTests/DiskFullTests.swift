@@ -29,6 +29,18 @@ struct SmallDisk {
     func makeRoom() throws { try FileManager.default.removeItem(at: fill) }
 
     func unmount() { _ = try? Repository.runWaiting(["umount", "-l", path.path]) }
+
+    /// A small disk at `path`, or nil (after saying so loudly) where it cannot be mounted
+    /// outside CI; in CI (as root) it must be.
+    static func mountedOrSkipped(at path: URL) async -> SmallDisk? {
+        do {
+            return try await SmallDisk(at: path)
+        } catch {
+            #expect(!required, "CI runs as root and must mount a tmpfs: \(error)")
+            report("SKIPPED LOUDLY: \(error)")
+            return nil
+        }
+    }
 }
 
 @Suite("A device on a full disk", .timeLimit(.minutes(5)), .serialized)
@@ -37,14 +49,7 @@ struct DiskFullTests {
     func fullDisk() async throws {
         let directory = Repository.temporaryDirectory("notty-full")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let disk: SmallDisk
-        do {
-            disk = try await SmallDisk(at: directory.appendingPathComponent("b"))
-        } catch {
-            #expect(!SmallDisk.required, "CI runs as root and must mount a tmpfs: \(error)")
-            report("SKIPPED LOUDLY: \(error)")
-            return
-        }
+        guard let disk = await SmallDisk.mountedOrSkipped(at: directory.appendingPathComponent("b")) else { return }
         defer { disk.unmount() }
         let serve = try await ServeProcess(directory: directory)
         let world = try await TwoDevices(directory: directory, a: serve, b: serve)
@@ -98,14 +103,7 @@ struct DiskFullTests {
     func centerOnAFullDisk() async throws {
         let directory = Repository.temporaryDirectory("notty-full-center")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let disk: SmallDisk
-        do {
-            disk = try await SmallDisk(at: directory.appendingPathComponent("b"))
-        } catch {
-            #expect(!SmallDisk.required, "CI runs as root and must mount a tmpfs: \(error)")
-            report("SKIPPED LOUDLY: \(error)")
-            return
-        }
+        guard let disk = await SmallDisk.mountedOrSkipped(at: directory.appendingPathComponent("b")) else { return }
         defer { disk.unmount() }
         let serve = try await ServeProcess(directory: directory)
         let world = try await TwoDevices(directory: directory, a: serve, b: serve)
@@ -130,14 +128,7 @@ struct DiskFullTests {
     func serviceOnAFullDisk() async throws {
         let directory = Repository.temporaryDirectory("notty-full-serve")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let disk: SmallDisk
-        do {
-            disk = try await SmallDisk(at: directory.appendingPathComponent("server"))
-        } catch {
-            #expect(!SmallDisk.required, "CI runs as root and must mount a tmpfs: \(error)")
-            report("SKIPPED LOUDLY: \(error)")
-            return
-        }
+        guard let disk = await SmallDisk.mountedOrSkipped(at: directory.appendingPathComponent("server")) else { return }
         defer { disk.unmount() }
         // ServeProcess keeps the service's store in directory/server: on the small disk.
         let serve = try await ServeProcess(directory: directory)

@@ -150,17 +150,7 @@ struct InstancesEndToEndTests {
 
         // Everything acknowledged is in the feed, read through the other instance.
         let userToken = try await token(two.url, ["grant_type": "password", "username": "alice", "password": "pw"])
-        var stored = Set<String>()
-        var cursor = "0"
-        while true {
-            let answer = try await ServiceClient.send(
-                .GET, two.url + "/v1/me/notifications/changes?since=\(cursor)&limit=1000", headers: [("Authorization", "Bearer \(userToken)")], body: nil)
-            try #require(answer.status == 200)
-            let page = try NottyJSON.decoder.decode(ChangesPage.self, from: answer.body)
-            stored.formUnion(page.changes.map(\.appNotificationId))
-            cursor = page.cursor
-            if !page.hasMore { break }
-        }
+        let stored = try await feedAppNotificationIds(two.url, userToken: userToken)
         let lost = acked.subtracting(stored)
         #expect(lost.isEmpty, "\(lost.count) acknowledged publishes are gone: \(lost.prefix(5))")
         report("killed mid-burst: \(acked.count) acknowledged, \(stored.count) stored")
@@ -239,17 +229,7 @@ struct InstancesEndToEndTests {
 
         // Nothing acknowledged is lost (read through instance 2).
         let userToken = try await token(two.url, ["grant_type": "password", "username": "alice", "password": "pw"])
-        var stored = Set<String>()
-        var cursor = "0"
-        while true {
-            let answer = try await ServiceClient.send(
-                .GET, two.url + "/v1/me/notifications/changes?since=\(cursor)&limit=1000", headers: [("Authorization", "Bearer \(userToken)")], body: nil)
-            try #require(answer.status == 200)
-            let page = try NottyJSON.decoder.decode(ChangesPage.self, from: answer.body)
-            stored.formUnion(page.changes.map(\.appNotificationId))
-            cursor = page.cursor
-            if !page.hasMore { break }
-        }
+        let stored = try await feedAppNotificationIds(two.url, userToken: userToken)
         let lost = acknowledged.value.subtracting(stored)
         #expect(lost.isEmpty, "\(lost.count) acknowledged publishes are gone: \(lost.prefix(5))")
 
@@ -257,5 +237,20 @@ struct InstancesEndToEndTests {
         let storeB = try world.store(world.b)
         let after = try await world.publish("After PostgreSQL came back")
         #expect(try await eventually(timeout: .seconds(15)) { try storeB.notification(id: after) != nil }, "B was not rung after the outage:\n\(text(logB))")
+    }
+}
+
+/// Every appNotificationId in the user's change feed on `server`, from the start.
+func feedAppNotificationIds(_ server: String, userToken: String) async throws -> Set<String> {
+    var stored = Set<String>()
+    var cursor = "0"
+    while true {
+        let answer = try await ServiceClient.send(
+            .GET, server + "/v1/me/notifications/changes?since=\(cursor)&limit=1000", headers: [("Authorization", "Bearer \(userToken)")], body: nil)
+        guard answer.status == 200 else { throw SupportError("the change feed answered \(answer.status)") }
+        let page = try NottyJSON.decoder.decode(ChangesPage.self, from: answer.body)
+        stored.formUnion(page.changes.map(\.appNotificationId))
+        cursor = page.cursor
+        if !page.hasMore { return stored }
     }
 }

@@ -65,8 +65,11 @@ struct StressTests {
         let busy = try (0..<max(2, ProcessInfo.processInfo.activeProcessorCount)).map { _ in
             try startLogged("/bin/sh", ["-c", "while :; do :; done"], log: URL(fileURLWithPath: "/dev/null"), environment: [:])
         }
+        // (SIGKILL for the busy loops: sh running a builtin loop does not die of SIGTERM.)
+        func stopBusy() { for process in busy where process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
         defer {
-            for process in busy + polls where process.isRunning { process.terminate() }
+            stopBusy()
+            for process in polls where process.isRunning { process.terminate() }
         }
 
         // Every device acts at once: 25 random state changes each (and the two without poll
@@ -99,7 +102,7 @@ struct StressTests {
             }
             try await group.waitForAll()
         }
-        for process in busy { process.terminate() }
+        stopBusy()
 
         // Quiet: every device syncs until its store equals the service (the polls go on).
         let userToken = try await token(serve.url, ["grant_type": "password", "username": "alice", "password": "pw"])
