@@ -131,8 +131,10 @@ struct Expected: CustomStringConvertible {
 struct SimulationTests {
     static let ciSeeds: [UInt64] = [1, 2, 3, 42, 1337, 2026]
 
-    /// `NOTTY_SIM_SEEDS=N` (scripts/simulate N): N more seeds, 10000…, in ``manySeeds``.
+    /// `NOTTY_SIM_SEEDS=N` (scripts/simulate N [FIRST]): N more seeds, from `NOTTY_SIM_FIRST`
+    /// (10000 unless given), in ``manySeeds``.
     static let extraSeeds = Int(ProcessInfo.processInfo.environment["NOTTY_SIM_SEEDS"] ?? "") ?? 0
+    static let firstExtraSeed = UInt64(ProcessInfo.processInfo.environment["NOTTY_SIM_FIRST"] ?? "") ?? 10_000
 
     @Test("3 devices, random offline periods, lost/duplicated/reordered deliveries: every store ends equal to the service", arguments: ciSeeds)
     func converges(seed: UInt64) async throws {
@@ -163,7 +165,7 @@ struct SimulationTests {
 
     @Test("Many seeds (NOTTY_SIM_SEEDS=N), two at a time: every one converges", .enabled(if: extraSeeds > 0))
     func manySeeds() async throws {
-        let seeds = (0..<UInt64(Self.extraSeeds)).map { 10_000 + $0 }
+        let seeds = (0..<UInt64(Self.extraSeeds)).map { Self.firstExtraSeed + $0 }
         let start = ContinuousClock.now
         var failures: [String] = []
         var next = seeds.makeIterator()
