@@ -150,6 +150,9 @@ struct OneLineErrorTests {
         (["serve", "--port", "99999"], "--port must be"),
         (["serve", "--max-body", "lots"], "--max-body"),
         (["serve", "--tls-cert", "x"], "go together"),
+        (["serve", "--max-connections", "0"], "--max-connections must be"),
+        (["serve", "--header-timeout", "soon"], "--header-timeout"),
+        (["admin", "lockouts", "clear"], "give keys"),
         (["publish", "--uns-id", "x", "--title", "t", "--priority", "urgent"], "--priority must be"),
         (["nonsense-command"], "nonsense-command"),
         (["show", "abcdef"], "abcdef"),
@@ -179,7 +182,8 @@ struct OneLineErrorTests {
         }
         let serve = try await NottyCLI(home: home).run(["serve", "--help"]).out
         for flag in ["--max-body", "--max-app-notification-id", "--max-group-name", "--max-title", "--history", "--access-token-lifetime",
-                     "--refresh-token-lifetime", "--default-ttl", "--max-ttl", "--poll-interval", "--publish-rate", "--publish-burst"] {
+                     "--refresh-token-lifetime", "--default-ttl", "--max-ttl", "--poll-interval", "--publish-rate", "--publish-burst",
+                     "--header-timeout", "--idle-timeout", "--max-connections", "--config"] {
             #expect(serve.contains(flag), "serve --help does not list \(flag)")
         }
     }
