@@ -104,6 +104,10 @@ public struct NottyCLI: Sendable {
 /// Starts `path arguments…` in the background, stdin empty, stdout and stderr going to `log`
 /// (made anew), with this process's environment plus `environment`.
 public func startLogged(_ path: String, _ arguments: [String], log: URL, environment: [String: String]) throws -> Process {
+    // A regular file, made anew (createFile replaces what is there: never a device such as /dev/null).
+    if let type = try? FileManager.default.attributesOfItem(atPath: log.path)[.type] as? FileAttributeType, type != .typeRegular {
+        throw SupportError("startLogged logs to a regular file, not \(log.path)")
+    }
     FileManager.default.createFile(atPath: log.path, contents: nil)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)

@@ -62,8 +62,9 @@ struct StressTests {
         let polls = try devices.prefix(2).enumerated().map { index, device in
             try device.start(["poll", "--live"], log: directory.appendingPathComponent("poll\(index).log"))
         }
-        let busy = try (0..<max(2, ProcessInfo.processInfo.activeProcessorCount)).map { _ in
-            try startLogged("/bin/sh", ["-c", "while :; do :; done"], log: URL(fileURLWithPath: "/dev/null"), environment: [:])
+        // (Logged to a file of the round's: startLogged makes its log anew, never /dev/null.)
+        let busy = try (0..<max(2, ProcessInfo.processInfo.activeProcessorCount)).map { index in
+            try startLogged("/bin/sh", ["-c", "while :; do :; done"], log: directory.appendingPathComponent("busy\(index).log"), environment: [:])
         }
         // (SIGKILL for the busy loops: sh running a builtin loop does not die of SIGTERM.)
         func stopBusy() { for process in busy where process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
