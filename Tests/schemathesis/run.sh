@@ -66,5 +66,9 @@ yaml.safe_dump(spec, sys.stdout)
 PY
 python3 -m schemathesis.cli --config-file "$root/Resources/schemathesis.toml" run "$work/openapi-hooks.yaml" \
   --url "$base" --workers 1 --checks all --max-examples "$examples" --seed 20261121 --no-color || status=1
-if grep -q ' error ' serve.log; then echo "the service logged errors:"; grep ' error ' serve.log; status=1; fi
+# Hummingbird itself logs "Error handling upgrade result" at error level for a connection whose
+# head notty answered 400 and closed (schemathesis sends NUL bytes in headers): the client's
+# fault, answered as it should be, so not counted here.
+errors=$(grep ' error ' serve.log | grep -v 'Error handling upgrade result' || true)
+if [ -n "$errors" ]; then echo "the service logged errors:"; echo "$errors"; status=1; fi
 exit $status
