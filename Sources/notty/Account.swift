@@ -95,7 +95,7 @@ struct Subscribe: AsyncParsableCommand {
 
             --webhook prints a URL instead, for tools that cannot sign in (Alertmanager,
             Grafana, GitHub, GitLab, curl): whatever is POSTed to it becomes notifications
-            from the app (see README, "Webhooks"). It is shown this once; notty devices
+            from the app (see docs/GUIDE.md, "Webhooks"). It is shown this once; notty devices
             lists it and notty devices revoke ID kills it. With --secret, GitHub must sign
             with it, GitLab send it as its secret token, and others as Authorization:
             Bearer SECRET.
