@@ -149,22 +149,3 @@ enum JSONResponse {
         Response(status: status, headers: headers)
     }
 }
-
-/// `application/x-www-form-urlencoded` bodies (the token endpoint).
-enum FormBody {
-    static func parse(_ data: Data) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in String(decoding: data, as: UTF8.self).split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let key = decode(parts[0])
-            let value = parts.count > 1 ? decode(parts[1]) : ""
-            if !key.isEmpty { fields[key] = value }
-        }
-        return fields
-    }
-
-    private static func decode(_ text: Substring) -> String {
-        let spaced = text.replacingOccurrences(of: "+", with: " ")
-        return spaced.removingPercentEncoding ?? spaced
-    }
-}

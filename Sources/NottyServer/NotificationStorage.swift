@@ -73,6 +73,8 @@ public protocol NotificationStorage: Sendable {
     /// Publishes several notifications of one user in one transaction (a webhook request):
     /// all or none.
     func publish(batch inputs: [PublishInput]) async throws -> [UserNotification]
+    /// The active (not deleted) notification an app published with `appNotificationId`.
+    func notification(userId: String, hostName: String, appNotificationId: String) async throws -> UserNotification?
     /// The app-side delete; `false` when there is no such active notification.
     func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool
     /// Applies device mutations (PATCH, DELETE, batch) with idempotence by `mutationId`.

@@ -319,6 +319,12 @@ extension PostgresStorage {
         }
     }
 
+    public func notification(userId: String, hostName: String, appNotificationId: String) async throws -> UserNotification? {
+        try await run { connection in
+            try await self.activeRow(connection, userId: userId, hostName: hostName, appNotificationId: appNotificationId)?.notification
+        }
+    }
+
     public func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool {
         try await groupedFeedWrite(user: userId, positions: 1) { connection, context in
             guard let row = try await self.activeRow(connection, userId: userId, hostName: hostName, appNotificationId: appNotificationId) else {

@@ -142,6 +142,7 @@ public struct Routes: Sendable {
             group.on(RouterPath(route.path), method: route.method, use: route.handle)
         }
         Self.answerOtherMethods(on: router, methodsByPath: methodsByPath)
+        for route in dialectRoutes { anyone.on(RouterPath(route.path), method: route.method, use: route.handle) }
         return router
     }
 
@@ -213,7 +214,7 @@ public struct Routes: Sendable {
         }
         // The client's credentials come in the form (client_secret_post) or as HTTP Basic
         // (client_secret_basic), as the discovery document says.
-        let form = try BasicCredentials.merge(request.headers[.authorization], into: FormBody.parse(try await request.rawBody(limit: limit)))
+        let form = try BasicCredentials.merge(request.headers[.authorization], into: FormFields.urlencoded(String(decoding: try await request.rawBody(limit: limit), as: UTF8.self)))
         var headers = HTTPFields()
         headers[.cacheControl] = "no-store"
         return try JSONResponse.make(try await service.token(form: form, address: context.remoteAddress), headers: headers)
@@ -221,7 +222,7 @@ public struct Routes: Sendable {
 
     private func revoke(_ request: Request) async throws -> Response {
         var request = request
-        let form = FormBody.parse(try await request.rawBody(limit: limit))
+        let form = FormFields.urlencoded(String(decoding: try await request.rawBody(limit: limit), as: UTF8.self))
         guard let token = form["token"] else { throw APIError.oauth(.badRequest, "invalid_request", "token is required") }
         try await service.revoke(tokens: [token])
         return JSONResponse.empty(.ok)

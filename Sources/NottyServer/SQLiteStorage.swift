@@ -559,6 +559,10 @@ public final class SQLiteStorage: NotificationStorage {
             [userId, hostName, appNotificationId])
     }
 
+    public func notification(userId: String, hostName: String, appNotificationId: String) async throws -> UserNotification? {
+        try await read { db in try Self.activeRow(db, userId: userId, hostName: hostName, appNotificationId: appNotificationId)?.notification }
+    }
+
     public func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool {
         try await write { db, context in
             guard let row = try Self.activeRow(db, userId: userId, hostName: hostName, appNotificationId: appNotificationId) else { return false }

@@ -13,34 +13,54 @@ extension NotificationService {
     /// the body with the kind that recognises it (``Webhooks``), and publishes what it becomes
     /// in one transaction. Returns the ids published (created or updated), in order.
     public func webhook(token: String, _ request: WebhookRequest) async throws -> [String] {
-        forgetCredentialsIfRevokedElsewhere()
-        let hash = Secrets.tokenHash(token)
-        let subscription = try await subscriptionsCache.value("hook:" + hash) { try await db { try await storage.subscription(webhookHash: hash) } }
-        guard let subscription, !subscription.revoked, let host = subscription.targetHostName,
-              let app = try await app(hostName: host)
-        else { throw APIError.notFound("no such webhook: it was revoked, or the URL is mistyped") }
-
+        let hook = try await hook(token: token)
         let kind = Webhooks.kind(of: request)
-        if let secret = subscription.webhookSecret { try Self.check(kind.credential(request), secret: secret, body: request.body, kind: kind.name) }
+        if let secret = hook.subscription.webhookSecret { try Self.check(kind.credential(request), secret: secret, body: request.body, kind: kind.name) }
         let parsed: [WebhookNotification]
         do {
             parsed = try kind.notifications(request)
         } catch {
             throw APIError.badRequest("\(kind.name) webhook: \(error.message)")
         }
+        return try await publish(parsed, as: hook).map(\.id)
+    }
+
+    /// The webhook whose URL token is `token`, and its app: `404` when there is none, it was
+    /// revoked, or the token is an ntfy topic (a device's, SPEC §8.2: `403`).
+    func hook(token: String) async throws -> Hook {
+        forgetCredentialsIfRevokedElsewhere()
+        let hash = Secrets.tokenHash(token)
+        let subscription = try await subscriptionsCache.value("hook:" + hash) { try await db { try await storage.subscription(webhookHash: hash) } }
+        guard let subscription, !subscription.revoked else { throw APIError.notFound("no such webhook: it was revoked, or the URL is mistyped") }
+        guard let host = subscription.targetHostName else {
+            throw APIError.forbidden("this is a topic to subscribe to, not to publish to: publish with a webhook's token (notty subscribe --app HOST --webhook)")
+        }
+        guard let app = try await app(hostName: host) else { throw APIError.notFound("no such webhook: its app was removed") }
+        return Hook(subscription: subscription, app: app)
+    }
+
+    /// A webhook and the app it publishes as.
+    struct Hook: Sendable {
+        let subscription: SubscriptionRecord
+        let app: AppRecord
+    }
+
+    /// Publishes what a request to a hook became, in one transaction, within the app's rate
+    /// and the service's limits (every notification is checked before anything is written: one
+    /// bad alert refuses the request). Returns the notifications published, in order.
+    func publish(_ parsed: [WebhookNotification], as hook: Hook) async throws -> [UserNotification] {
         guard !parsed.isEmpty else { return [] }
         let now = clock.nowMillis()
-        if let wait = limiter.take(app.clientId, count: parsed.count, now: now) {
+        if let wait = limiter.take(hook.app.clientId, count: parsed.count, now: now) {
             metrics.rateLimited.increment()
             throw APIError.tooManyRequests(retryAfter: wait)
         }
-        // Every notification is checked before anything is written: one bad alert refuses the request.
         let inputs = try parsed.enumerated().map { index, item in
-            try publishInput(item, index: index, count: parsed.count, userId: subscription.userId, hostName: app.hostName, now: now)
+            try publishInput(item, index: index, count: parsed.count, userId: hook.subscription.userId, hostName: hook.app.hostName, now: now)
         }
         let published = try await db { try await storage.publish(batch: inputs) }
         metrics.publishes.increment(by: Int64(published.count))
-        return published.map(\.id)
+        return published
     }
 
     /// The registered app `hostName`, through the credentials cache (emptied when an app is removed).

@@ -12,7 +12,11 @@ public enum JSONHook: WebhookKind {
     }
 
     public static func notifications(_ request: WebhookRequest) throws(WebhookError) -> [WebhookNotification] {
-        let json = try request.object("JSON")
+        [try notification(try request.object("JSON"), what: "a JSON body")]
+    }
+
+    /// The notification of an object of these fields (a JSON body, or a form's fields as strings).
+    static func notification(_ json: JSONValue, what: String) throws(WebhookError) -> WebhookNotification {
         func string(_ key: String) throws(WebhookError) -> String? {
             switch json[key] {
             case nil, .null?: return nil
@@ -27,12 +31,12 @@ public enum JSONHook: WebhookKind {
         if title == nil, let text = body {
             (title, body) = TextHook.split(text)
         }
-        guard let title else { throw WebhookError("a JSON body needs a title, a body or a message") }
-        return [WebhookNotification(
+        guard let title else { throw WebhookError("\(what) needs a title, a body or a message") }
+        return WebhookNotification(
             appNotificationId: try string("id"), title: title, body: body,
             priority: try json["priority"].map { value throws(WebhookError) in try priority(value) } ?? .none,
             groupName: try string("group"), launchUrl: try string("url").map { url throws(WebhookError) in try link(url) },
-            expiration: try expiration(json["expires"]))]
+            expiration: try expiration(json["expires"]))
     }
 
     /// `High`/`None`/`Low` (any case), `high`/`normal`/`low`, or 1–5 (1–2 low, 3 normal, 4–5 high,

@@ -11,6 +11,7 @@ public enum Webhooks {
         GitHubHook.self,
         GitLabHook.self,
         AlertHook.self,
+        FormHook.self,
         JSONHook.self,
         TextHook.self,
     ]

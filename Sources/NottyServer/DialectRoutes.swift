@@ -1,0 +1,128 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import NottyCore
+import NottyWebhooks
+
+/// The ntfy and Gotify doors (SPEC §8.1): routes whose answers and errors are in that
+/// dialect's JSON, so the tools that speak it read them as they would from ntfy or Gotify.
+extension Routes {
+    /// The dialects' error bodies.
+    enum Dialect {
+        case ntfy, gotify
+
+        /// `error` as this dialect writes it, with its status and headers (`Retry-After`).
+        func response(for error: any Error, maxBodyBytes: Int) -> Response {
+            let apiError = EnvelopeMiddleware.apiError(for: error, maxBodyBytes: maxBodyBytes)
+            var headers = HTTPFields()
+            for (name, value) in apiError.headers where name != "WWW-Authenticate" {
+                if let field = HTTPField.Name(name) { headers[field] = value }
+            }
+            let status = apiError.status
+            let body: JSONValue = switch self {
+            case .ntfy:
+                .object(["code": .number(Double(status.code * 100 + 1)), "http": .number(Double(status.code)), "error": .string(apiError.message)])
+            case .gotify:
+                .object(["error": .string(status.reasonPhrase), "errorCode": .number(Double(status.code)), "errorDescription": .string(apiError.message)])
+            }
+            return (try? JSONResponse.make(body, status: status, headers: headers)) ?? Response(status: status)
+        }
+    }
+
+    /// A handler whose errors are answered in `dialect`'s JSON.
+    private func speaking(_ dialect: Dialect, _ handle: @escaping @Sendable (Request, NottyRequestContext) async throws -> Response)
+        -> @Sendable (Request, NottyRequestContext) async throws -> Response {
+        let limit = service.config.maxWebhookBodyBytes
+        return { request, context in
+            do {
+                return try await handle(request, context)
+            } catch {
+                let apiError = EnvelopeMiddleware.apiError(for: error, maxBodyBytes: limit)
+                if apiError.status.code >= 500 && apiError.status != .serviceUnavailable {
+                    context.logger.error("unexpected error", metadata: ["error": "\(error)", "request_id": "\(context.requestId)"])
+                }
+                return dialect.response(for: apiError, maxBodyBytes: limit)
+            }
+        }
+    }
+
+    /// The ntfy and Gotify routes (the topic is the first segment, named `tenant` as on the
+    /// token routes: Hummingbird's router takes one parameter name per position). They are not in ``table``: `/:tenant` matches any one
+    /// segment, and a wrong method there is ntfy's `404`, not a `405` for every unknown path.
+    var dialectRoutes: [Route] {
+        let ntfyPublish = speaking(.ntfy) { request, context in try await self.ntfyPublish(request, topic: context.topic(), withBody: true) }
+        let ntfyTrigger = speaking(.ntfy) { request, context in try await self.ntfyPublish(request, topic: context.topic(), withBody: false) }
+        let ntfyJSON = speaking(.ntfy) { request, _ in try await self.ntfyJSONPublish(request) }
+        let ntfyClear = speaking(.ntfy) { request, context in
+            try await self.ntfyEnd(request, topic: context.topic(), sequenceId: context.pathParameter("sequence"), delete: false)
+        }
+        let ntfyDelete = speaking(.ntfy) { request, context in
+            try await self.ntfyEnd(request, topic: context.topic(), sequenceId: context.pathParameter("sequence"), delete: true)
+        }
+        var routes: [Route] = [
+            Route(method: .post, path: "/", audience: .webhook, handle: ntfyJSON),
+            Route(method: .put, path: "/", audience: .webhook, handle: ntfyJSON),
+            Route(method: .post, path: "/:tenant", audience: .webhook, handle: ntfyPublish),
+            Route(method: .put, path: "/:tenant", audience: .webhook, handle: ntfyPublish),
+            Route(method: .put, path: "/:tenant/:sequence/clear", audience: .webhook, handle: ntfyClear),
+            Route(method: .put, path: "/:tenant/:sequence/read", audience: .webhook, handle: ntfyClear),
+            Route(method: .delete, path: "/:tenant/:sequence", audience: .webhook, handle: ntfyDelete),
+            Route(method: .post, path: "/message", audience: .webhook, handle: speaking(.gotify) { request, _ in try await self.gotifyPublish(request) }),
+        ]
+        for word in ["publish", "send", "trigger"] {
+            routes.append(Route(method: .get, path: "/:tenant/\(word)", audience: .webhook, handle: ntfyTrigger))
+            routes.append(Route(method: .post, path: "/:tenant/\(word)", audience: .webhook, handle: ntfyTrigger))
+            routes.append(Route(method: .put, path: "/:tenant/\(word)", audience: .webhook, handle: ntfyTrigger))
+        }
+        return routes
+    }
+
+    /// The request as the parsers see it: its body (within the webhook limit), headers and query.
+    private func webhookRequest(_ request: Request, withBody: Bool = true) async throws -> WebhookRequest {
+        var request = request
+        let body = withBody ? try await request.rawBody(limit: service.config.maxWebhookBodyBytes) : Data()
+        var headers: [String: String] = [:]
+        for field in request.headers { headers[field.name.canonicalName] = field.value }
+        var query: [String: String] = [:]
+        for (key, value) in request.uri.queryParameters { query[String(key).lowercased()] = String(value) }
+        return WebhookRequest(body: body, headers: headers, query: query)
+    }
+
+    private func ntfyPublish(_ request: Request, topic: String, withBody: Bool) async throws -> Response {
+        let parsed = try await webhookRequest(request, withBody: withBody)
+        let message: NtfyMessage
+        do {
+            message = try Ntfy.message(parsed, withBody: withBody)
+        } catch {
+            throw APIError.badRequest(error.message)
+        }
+        return try JSONResponse.make(try await service.ntfyPublish(token: topic, message, bearer: parsed.bearerToken))
+    }
+
+    private func ntfyJSONPublish(_ request: Request) async throws -> Response {
+        let parsed = try await webhookRequest(request)
+        let topic: String, message: NtfyMessage
+        do {
+            (topic, message) = try Ntfy.jsonMessage(parsed)
+        } catch {
+            throw APIError.badRequest(error.message)
+        }
+        return try JSONResponse.make(try await service.ntfyPublish(token: topic, message, bearer: parsed.bearerToken))
+    }
+
+    private func ntfyEnd(_ request: Request, topic: String, sequenceId: String, delete: Bool) async throws -> Response {
+        let parsed = try await webhookRequest(request, withBody: false)
+        return try JSONResponse.make(try await service.ntfyEnd(token: topic, sequenceId: sequenceId, delete: delete, bearer: parsed.bearerToken))
+    }
+
+    private func gotifyPublish(_ request: Request) async throws -> Response {
+        let parsed = try await webhookRequest(request)
+        return try JSONResponse.make(try await service.gotifyPublish(token: Gotify.token(parsed), parsed))
+    }
+}
+
+extension NottyRequestContext {
+    /// The ntfy topic of a dialect route: its first path segment.
+    func topic() throws -> String { try pathParameter("tenant") }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import NottyCore
+import NottyWebhooks
+
+// MARK: - ntfy and Gotify publishing (SPEC §8.1)
+
+extension NotificationService {
+    /// An ntfy publish to the topic `token` (a webhook's token): published as the webhook's
+    /// app, the sequence id as `appNotificationId` (a new message's id when none is given, so
+    /// clearing by the message id works as in ntfy). Returns ntfy's answer.
+    public func ntfyPublish(token: String, _ message: NtfyMessage, bearer: String?) async throws -> NtfyAnswer {
+        let hook = try await hook(token: token)
+        if let secret = hook.subscription.webhookSecret { try Self.check(.token(bearer), secret: secret, body: Data(), kind: "ntfy") }
+        let messageId = NtfyAnswer.newMessageId()
+        let sequenceId = message.sequenceId ?? messageId
+        guard let published = try await publish([message.notification(appNotificationId: sequenceId)], as: hook).first else {
+            throw APIError.badRequest("nothing to publish")
+        }
+        return NtfyAnswer(id: messageId, time: clock.nowMillis(), expires: published.expirationDateTime, event: "message", topic: token,
+                          title: message.title, message: message.message, priority: message.priority, tags: message.tags,
+                          click: message.click, sequenceId: message.sequenceId)
+    }
+
+    /// `PUT <base>/<token>/<sequenceId>/clear` (Read + Dismissed on every device, stamped
+    /// with the service's clock) or `DELETE <base>/<token>/<sequenceId>` (deleted everywhere).
+    public func ntfyEnd(token: String, sequenceId: String, delete: Bool, bearer: String?) async throws -> NtfyAnswer {
+        let hook = try await hook(token: token)
+        if let secret = hook.subscription.webhookSecret { try Self.check(.token(bearer), secret: secret, body: Data(), kind: "ntfy") }
+        let userId = hook.subscription.userId
+        let unknown = APIError.notFound("no active message with sequence ID \(sequenceId) on this topic")
+        guard Ntfy.isValidSequenceId(sequenceId) else { throw unknown }
+        guard let found = try await db({ try await storage.notification(userId: userId, hostName: hook.app.hostName, appNotificationId: sequenceId) }) else {
+            throw unknown
+        }
+        let change = delete ? StateChange() : StateChange(readState: .read, userActionState: .dismissed)
+        let result = try await mutate(userId: userId, [Mutation(id: found.id, operation: delete ? .delete : .patch, change: change)])[0]
+        guard result.status < 300 else { throw unknown }
+        return NtfyAnswer(id: NtfyAnswer.newMessageId(), time: clock.nowMillis(), expires: found.expirationDateTime,
+                          event: delete ? "message_delete" : "message_clear", topic: token, sequenceId: sequenceId)
+    }
+
+    /// Gotify's `POST /message` with the app token `token` (a webhook's token). A webhook
+    /// with a secret is not reachable this way: Gotify has nowhere to send a second secret.
+    public func gotifyPublish(token: String?, _ request: WebhookRequest) async throws -> GotifyAnswer {
+        let denied = APIError.unauthenticated("you need to provide a valid access token: the token of a notty webhook")
+        guard let token, !token.isEmpty else { throw denied }
+        let hook: Hook
+        do {
+            hook = try await self.hook(token: token)
+        } catch let error as APIError where error.status == .notFound || error.status == .forbidden {
+            throw denied
+        }
+        if hook.subscription.webhookSecret != nil {
+            throw APIError.unauthenticated("this webhook has a secret, which Gotify's API cannot send: publish to its hook URL with Authorization: Bearer SECRET")
+        }
+        let message: GotifyMessage
+        do {
+            message = try Gotify.message(request)
+        } catch {
+            throw APIError.badRequest(error.message)
+        }
+        guard let published = try await publish([message.notification], as: hook).first else { throw APIError.badRequest("nothing to publish") }
+        return GotifyAnswer(id: GotifyAnswer.number(published.id), appid: GotifyAnswer.number(hook.app.clientId), message: message.message,
+                            title: message.title ?? published.payload.visualContent?.title ?? "", priority: message.priority ?? 5,
+                            date: ISOTime.format(published.createdDateTime), extras: message.extras)
+    }
+}
+
+/// ntfy's message JSON (its `docs/subscribe/api.md`), for answers and subscribers.
+public struct NtfyAnswer: Codable, Sendable, Equatable {
+    public var id: String
+    public var time: Int64
+    public var expires: Int64?
+    public var event: String
+    public var topic: String
+    public var title: String?
+    public var message: String?
+    public var priority: Int?
+    public var tags: [String]?
+    public var click: String?
+    public var sequenceId: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, time, expires, event, topic, title, message, priority, tags, click
+        case sequenceId = "sequence_id"
+    }
+
+    public init(id: String, time: Date, expires: Date?, event: String, topic: String, title: String? = nil, message: String? = nil,
+                priority: Int? = nil, tags: [String] = [], click: String? = nil, sequenceId: String? = nil) {
+        self.id = id
+        self.time = Int64(time.timeIntervalSince1970)
+        self.expires = expires.map { Int64($0.timeIntervalSince1970) }
+        self.event = event
+        self.topic = topic
+        self.title = title
+        self.message = message
+        self.priority = priority == 3 ? nil : priority  // ntfy leaves out the default
+        self.tags = tags.isEmpty ? nil : tags
+        self.click = click
+        self.sequenceId = sequenceId
+    }
+
+    /// A new message id: 12 letters and digits, as ntfy's.
+    static func newMessageId() -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        var generator = SystemRandomNumberGenerator()
+        return String((0..<12).map { _ in alphabet[Int(generator.next(upperBound: UInt64(alphabet.count)))] })
+    }
+}
+
+/// Gotify's message JSON.
+public struct GotifyAnswer: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var appid: Int64
+    public var message: String
+    public var title: String
+    public var priority: Int
+    public var date: String
+    public var extras: JSONValue?
+
+    /// A positive integer standing for an id (Gotify's ids are integers; notty's are not):
+    /// 52 bits of its SHA-256, so a JavaScript client reads it exactly.
+    static func number(_ id: String) -> Int64 {
+        let hex = Secrets.tokenHash(id).prefix(13)
+        return max(1, Int64(hex, radix: 16) ?? 1)
+    }
+}

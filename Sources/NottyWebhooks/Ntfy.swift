@@ -1,0 +1,237 @@
+import Foundation
+import NottyCore
+
+/// ntfy's publish API (SPEC §8.1), as pure functions: a request to `<base>/<topic>` (POST,
+/// PUT, or GET `…/publish`), or a JSON body to `<base>/`, in; the message it asks for out.
+/// The names, aliases and values are ntfy's (its `docs/publish.md`).
+public enum Ntfy {
+    /// One parameter's names, tried as headers (any case) and then as query parameters.
+    enum Parameter: CaseIterable {
+        case title, message, priority, tags, click, actions, icon, markdown, email, call, delay, sequenceId, attach, filename
+
+        var names: [String] {
+            switch self {
+            case .title: ["x-title", "title", "ti", "t"]
+            case .message: ["x-message", "message", "m"]
+            case .priority: ["x-priority", "priority", "prio", "p"]
+            case .tags: ["x-tags", "tags", "tag", "ta"]
+            case .click: ["x-click", "click"]
+            case .actions: ["x-actions", "actions", "action"]
+            case .icon: ["x-icon", "icon"]
+            case .markdown: ["x-markdown", "markdown", "md"]
+            case .email: ["x-email", "x-e-mail", "email", "e-mail", "mail", "e"]
+            case .call: ["x-call", "call"]
+            case .delay: ["x-delay", "delay", "x-at", "at", "x-in", "in"]
+            case .sequenceId: ["x-sequence-id", "sequence-id", "sid"]
+            case .attach: ["x-attach", "attach", "a"]
+            case .filename: ["x-filename", "filename", "file", "f"]
+            }
+        }
+
+        /// The member of a JSON publish that stands for it.
+        var jsonName: String {
+            switch self {
+            case .sequenceId: "sequence_id"
+            default: names[1]
+            }
+        }
+    }
+
+    /// A publish to the topic in the path: `POST`/`PUT <base>/<topic>` (the body is the
+    /// message) or `GET <base>/<topic>/publish` (`withBody` false: parameters only).
+    public static func message(_ request: WebhookRequest, withBody: Bool = true) throws(WebhookError) -> NtfyMessage {
+        var body: String?
+        if withBody, !request.body.isEmpty {
+            guard let text = String(validating: request.body, as: UTF8.self) else {
+                throw WebhookError("attachments are not supported: the body must be UTF-8 text")
+            }
+            body = text
+        }
+        return try message(body: body) { parameter in
+            for name in parameter.names { if let value = request.header(name) { return value } }
+            for name in parameter.names { if let value = request.query[name] { return value } }
+            return nil
+        } json: { _ in nil }
+    }
+
+    /// A JSON publish to `<base>/`: `{"topic": …, "message": …, …}` (Apprise, Home Assistant,
+    /// aiontfy). Headers and query parameters count where the JSON says nothing, as in ntfy.
+    public static func jsonMessage(_ request: WebhookRequest) throws(WebhookError) -> (topic: String, message: NtfyMessage) {
+        guard let json = request.json, case .object(let object) = json else {
+            throw WebhookError("invalid request: the body must be an ntfy message as JSON, with a topic")
+        }
+        guard case .string(let topic)? = object["topic"], !topic.isEmpty else { throw WebhookError("invalid request: the JSON has no topic") }
+        let parsed = try Self.message(body: nil) { parameter in
+            for name in parameter.names { if let value = request.header(name) { return value } }
+            for name in parameter.names { if let value = request.query[name] { return value } }
+            return nil
+        } json: { parameter throws(WebhookError) in
+            guard let value = object[parameter.jsonName] else { return nil }
+            switch (parameter, value) {
+            case (_, .null): return nil
+            case (.priority, .string): throw WebhookError("invalid request: priority must be a number from 1 to 5 in a JSON publish")
+            case (_, .string(let text)): return text
+            case (.priority, .number(let number)): return number == number.rounded() && abs(number) < 1e6 ? String(Int(number)) : String(number)
+            case (.markdown, .bool(let flag)): return flag ? "yes" : "no"
+            case (.tags, .array(let items)):
+                var tags: [String] = []
+                for item in items {
+                    guard case .string(let tag) = item else { throw WebhookError("invalid request: tags must be strings") }
+                    tags.append(tag)
+                }
+                return tags.joined(separator: ",")
+            case (.actions, .array):
+                return (try? JSONEncoder().encode(value)).map { String(decoding: $0, as: UTF8.self) }
+            default:
+                throw WebhookError("invalid request: \(parameter.jsonName) has the wrong type")
+            }
+        }
+        return (topic, parsed)
+    }
+
+    /// The message from its parameters: `json` first (a JSON publish), then `lookup`.
+    static func message(body: String?, lookup: (Parameter) -> String?, json: (Parameter) throws(WebhookError) -> String?) throws(WebhookError) -> NtfyMessage {
+        func value(_ parameter: Parameter) throws(WebhookError) -> String? {
+            var found = try json(parameter)
+            if found == nil { found = lookup(parameter) }
+            return found.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
+        }
+        let attachment = try value(.attach), filename = try value(.filename)
+        if attachment != nil || filename != nil { throw WebhookError("attachments are not supported") }
+        let delay = try value(.delay)
+        if delay != nil { throw WebhookError("delayed delivery is not supported by this server: publish when it is due") }
+        var text = try value(.message) ?? ""
+        if text.isEmpty { text = body ?? "" }
+        if text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { text = "triggered" }  // ntfy's word for an empty publish
+        let level = try priority(try value(.priority))
+        let tags = try value(.tags).map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } } ?? []
+        var click = try value(.click)
+        if let url = click, !LaunchURL.isValid(url) { throw WebhookError("invalid click URL: it must be an absolute http or https URL of at most 2,048 characters") }
+        if click == nil, let actions = try value(.actions) { click = viewURL(inActions: actions) }
+        let sequenceId = try value(.sequenceId)
+        if let sequenceId, !isValidSequenceId(sequenceId) {
+            throw WebhookError("invalid sequence ID: 1 to 64 letters, digits, - and _")
+        }
+        let title = try value(.title)
+        return NtfyMessage(title: title, message: text, priority: level, tags: tags, click: click, sequenceId: sequenceId)
+    }
+
+    /// ntfy's sequence ids and topics: letters, digits, `-` and `_`, at most 64.
+    public static func isValidSequenceId(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 64 && text.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f
+        }
+    }
+
+    /// `1`–`5` or ntfy's names (absent: 3, the default).
+    static func priority(_ text: String?) throws(WebhookError) -> Int {
+        guard let text else { return 3 }
+        switch text.trimmingCharacters(in: .whitespaces).lowercased() {
+        case "1", "min": return 1
+        case "2", "low": return 2
+        case "3", "default": return 3
+        case "4", "high": return 4
+        case "5", "max", "urgent": return 5
+        default: throw WebhookError("invalid priority: use 1 to 5, or min, low, default, high, max, urgent")
+        }
+    }
+
+    /// The URL of the first `view` action, in ntfy's short form
+    /// (`view, Open, https://…, clear=true; http, …`) or as JSON (`[{"action":"view","url":…}]`).
+    static func viewURL(inActions text: String) -> String? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasPrefix("["), let items = JSONParser.parse(Data(trimmed.utf8))?.arrayValue {
+            for item in items where item.text("action")?.lowercased() == "view" {
+                if let url = item.link("url") { return url }
+            }
+            return nil
+        }
+        for action in trimmed.split(separator: ";") {
+            var positional: [String] = []
+            var named: [String: String] = [:]
+            for part in action.split(separator: ",", omittingEmptySubsequences: false) {
+                let piece = part.trimmingCharacters(in: .whitespaces)
+                if let equals = piece.firstIndex(of: "="), !piece.hasPrefix("http") {
+                    named[piece[..<equals].lowercased()] = String(piece[piece.index(after: equals)...])
+                } else {
+                    positional.append(piece)
+                }
+            }
+            let kind = (named["action"] ?? positional.first)?.lowercased()
+            guard kind == "view" else { continue }
+            let url = named["url"] ?? (named["action"] == nil ? positional.dropFirst(2).first : positional.dropFirst(1).first)
+            if let url, LaunchURL.isValid(url) { return url }
+        }
+        return nil
+    }
+}
+
+/// What an ntfy publish asks for.
+public struct NtfyMessage: Sendable, Equatable {
+    public var title: String?
+    public var message: String
+    /// 1–5.
+    public var priority: Int
+    public var tags: [String]
+    public var click: String?
+    public var sequenceId: String?
+
+    /// The notification it becomes: the title (or the message's first line) prefixed with the
+    /// emoji of its tags that are emoji short codes, as ntfy shows them; other tags end the
+    /// body as `#tag`.
+    public func notification(appNotificationId: String) -> WebhookNotification {
+        let emoji = tags.compactMap { NtfyEmoji.table[$0.lowercased()] }
+        let others = tags.filter { NtfyEmoji.table[$0.lowercased()] == nil }
+        var (heading, body): (String?, String?) = (title, message)
+        if heading == nil { (heading, body) = TextHook.split(message) }
+        if !others.isEmpty {
+            let line = others.map { "#" + $0 }.joined(separator: " ")
+            body = body.map { $0 + "\n\n" + line } ?? line
+        }
+        let shown = (emoji + [heading ?? "triggered"]).joined(separator: " ")
+        return WebhookNotification(
+            appNotificationId: appNotificationId, title: shown, body: body, priority: Self.level(priority), launchUrl: click)
+    }
+
+    /// ntfy's 1–5 as notty's priority: 4–5 High, 3 None, 1–2 Low.
+    public static func level(_ priority: Int) -> Priority {
+        priority >= 4 ? .high : priority == 3 ? .none : .low
+    }
+
+    /// notty's priority as ntfy's 1–5.
+    public static func number(_ priority: Priority) -> Int {
+        switch priority {
+        case .high: 4
+        case .none: 3
+        case .low: 2
+        }
+    }
+}
+
+/// The emoji short codes tools send most as ntfy tags (ntfy's own table has every GitHub
+/// short code; a tag not here ends the body as `#tag` instead).
+enum NtfyEmoji {
+    static let table: [String: String] = [
+        "+1": "👍", "thumbsup": "👍", "-1": "👎", "thumbsdown": "👎", "warning": "⚠️", "rotating_light": "🚨",
+        "x": "❌", "heavy_check_mark": "✔️", "white_check_mark": "✅", "heavy_multiplication_x": "✖️", "no_entry": "⛔",
+        "no_entry_sign": "🚫", "tada": "🎉", "partying_face": "🥳", "skull": "💀", "fire": "🔥", "boom": "💥",
+        "bell": "🔔", "no_bell": "🔕", "loudspeaker": "📢", "mega": "📣", "information_source": "ℹ️", "question": "❓",
+        "exclamation": "❗", "bangbang": "‼️", "zap": "⚡", "bug": "🐛", "rocket": "🚀", "computer": "💻",
+        "desktop_computer": "🖥️", "floppy_disk": "💾", "cd": "💿", "package": "📦", "lock": "🔒", "unlock": "🔓",
+        "key": "🔑", "hammer": "🔨", "wrench": "🔧", "gear": "⚙️", "hourglass": "⌛", "stopwatch": "⏱️", "clock": "🕐",
+        "calendar": "📅", "email": "📧", "envelope": "✉️", "inbox_tray": "📥", "outbox_tray": "📤", "link": "🔗",
+        "chart_with_upwards_trend": "📈", "chart_with_downwards_trend": "📉", "house": "🏠", "house_with_garden": "🏡",
+        "bulb": "💡", "battery": "🔋", "electric_plug": "🔌", "thermometer": "🌡️", "sunny": "☀️", "cloud": "☁️",
+        "umbrella": "☔", "snowflake": "❄️", "droplet": "💧", "door": "🚪", "camera": "📷", "video_camera": "📹",
+        "tv": "📺", "movie_camera": "🎥", "film_strip": "🎞️", "clapper": "🎬", "musical_note": "🎵", "headphones": "🎧",
+        "cat": "🐱", "dog": "🐶", "whale": "🐳", "penguin": "🐧", "robot": "🤖", "ghost": "👻", "eyes": "👀",
+        "heart": "❤️", "broken_heart": "💔", "star": "⭐", "sparkles": "✨", "100": "💯", "checkered_flag": "🏁",
+        "triangular_flag_on_post": "🚩", "red_circle": "🔴", "green_circle": "🟢", "yellow_circle": "🟡",
+        "large_blue_circle": "🔵", "white_circle": "⚪", "black_circle": "⚫", "arrow_up": "⬆️", "arrow_down": "⬇️",
+        "recycle": "♻️", "wastebasket": "🗑️", "memo": "📝", "pencil": "📝", "clipboard": "📋", "pushpin": "📌",
+        "mag": "🔍", "satellite": "📡", "globe_with_meridians": "🌐", "shield": "🛡️", "stop_sign": "🛑",
+        "construction": "🚧", "ok": "🆗", "new": "🆕", "sos": "🆘", "smile": "😄", "grinning": "😀", "cry": "😢",
+        "scream": "😱", "thinking": "🤔", "facepalm": "🤦", "see_no_evil": "🙈", "money_with_wings": "💸",
+        "moneybag": "💰", "credit_card": "💳", "shopping_cart": "🛒", "truck": "🚚", "car": "🚗", "airplane": "✈️",
+    ]
+}
