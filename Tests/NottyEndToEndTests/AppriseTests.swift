@@ -1,0 +1,87 @@
+import Foundation
+import NottyCore
+import NottyTestSupport
+import Testing
+
+enum Apprise {
+    static let available: Bool = (try? Repository.runWaiting(["python3", "-c", "import apprise"]).status) == 0
+    static let required = ProcessInfo.processInfo.environment["CI"] == "true"
+
+    /// Apprise's own command line (`apprise -t TITLE -b BODY URL`), run through the Python that
+    /// has it, so a script directory missing from PATH does not matter.
+    static func notify(_ url: String, title: String, body: String) async throws -> (status: Int32, output: String) {
+        try await Repository.run(["python3", "-c", "import sys; from apprise.cli import main; sys.argv[0] = 'apprise'; main()",
+                                  "-vv", "-t", title, "-b", body, url])
+    }
+}
+
+@Suite("Apprise, the client most self-hosted tools notify through, against notty serve (SPEC §8.1)", .serialized, .timeLimit(.minutes(5)))
+struct AppriseTests {
+    @Test(
+        "ntfy://, gotify://, json:// and form:// each reach a device with title, body and priority; a wrong token makes Apprise report failure and nothing arrives",
+        .enabled(if: Apprise.available || Apprise.required, "SKIPPED LOUDLY: Apprise is not installed (python3 -m pip install apprise); .ci/run installs it"))
+    func appriseURLs() async throws {
+        #expect(Apprise.available, "Apprise must be installed in CI")
+        let world = try await TwoDevices()
+        let made = try await world.a.run(["subscribe", "--app", "ci.example.com", "--webhook"])
+        #expect(made.status == 0, "\(made.err)")
+        let hookURL = made.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = String(try #require(hookURL.split(separator: "/").last))
+        let host = try #require(URL(string: world.service.url)).host! + ":" + String(try #require(URL(string: world.service.url)).port!)
+        let path = "/v1/hooks/\(token)"
+
+        let cases: [(url: String, title: String, priority: Priority)] = [
+            ("ntfy://\(host)/\(token)?priority=high", "via ntfy", .high),
+            ("gotify://\(host)/\(token)?priority=low", "via gotify", .low),
+            ("json://\(host)\(path)?:priority=high", "via json", .high),
+            ("form://\(host)\(path)?:priority=low", "via form", .low),
+            ("ntfy://\(host)/\(token)", "plain ntfy", .none),
+        ]
+        for item in cases {
+            let sent = try await Apprise.notify(item.url, title: item.title, body: "body of \(item.title)\nsecond line")
+            #expect(sent.status == 0, "\(item.url): \(sent.output)")
+        }
+        for wrong in ["ntfy://\(host)/not-a-token", "gotify://\(host)/not-a-token", "json://\(host)/v1/hooks/not-a-token", "form://\(host)/v1/hooks/not-a-token"] {
+            let refused = try await Apprise.notify(wrong, title: "must not arrive", body: "x")
+            #expect(refused.status != 0, "\(wrong) was reported sent: \(refused.output)")
+        }
+
+        #expect(try await world.b.run(["sync"]).status == 0)
+        let listed = try await world.b.run(["list", "--view", "all", "--json"]).out.split(separator: "\n")
+            .map { try NottyJSON.decoder.decode(UserNotification.self, from: Data($0.utf8)) }
+        for item in cases {
+            let found = listed.first { $0.payload.visualContent?.title == item.title }
+            #expect(found?.payload.visualContent?.body == "body of \(item.title)\nsecond line", "\(item.url): \(listed.map { $0.payload.visualContent?.title ?? "" })")
+            #expect(found?.priority == item.priority, "\(item.url)")
+        }
+        #expect(listed.count == cases.count && !listed.contains { $0.payload.visualContent?.title == "must not arrive" })
+    }
+
+    @Test("the curl examples of ntfy's and Gotify's documentation, as written there, publish to notty serve")
+    func curlExamples() async throws {
+        let world = try await TwoDevices()
+        let made = try await world.a.run(["subscribe", "--app", "ci.example.com", "--webhook"])
+        let token = String(try #require(made.out.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "/").last))
+        let base = world.service.url
+        let commands: [[String]] = [
+            ["curl", "-sf", "-d", "Backup successful 😀", "\(base)/\(token)"],
+            ["curl", "-sf", "-H", "Title: Unauthorized access detected", "-H", "Priority: urgent", "-H", "Tags: warning,skull",
+             "-d", "Remote access to phils-laptop detected. Act right away.", "\(base)/\(token)"],
+            ["curl", "-sf", "-H", "t: Dogs are better than cats", "-H", "p: 2", "-d", "Oh my ...", "\(base)/\(token)"],
+            ["curl", "-sf", "\(base)/\(token)/trigger"],
+            ["curl", "-sf", "\(base)", "-d", #"{"topic":"\#(token)","message":"Disk space is low at 5.1 GB","title":"Low disk space alert","tags":["warning","cd"],"priority":4,"click":"https://homecamera.lan/xasds1h2xsSsa/"}"#],
+            ["curl", "-sf", "\(base)/message?token=\(token)", "-F", "title=my title", "-F", "message=my message", "-F", "priority=5"],
+            ["curl", "-sf", "-X", "POST", "\(base)/message", "-H", "X-Gotify-Key: \(token)", "-H", "Content-Type: application/json",
+             "-d", #"{"message":"**Markdown** message","extras":{"client::display":{"contentType":"text/markdown"}}}"#],
+        ]
+        for command in commands {
+            let result = try await Repository.run(command)
+            #expect(result.status == 0, "\(command): \(result.output)")
+        }
+        #expect(try await world.b.run(["sync"]).status == 0)
+        let titles = Set(try await world.b.run(["list", "--view", "all", "--json"]).out.split(separator: "\n")
+            .map { try NottyJSON.decoder.decode(UserNotification.self, from: Data($0.utf8)).payload.visualContent?.title ?? "" })
+        #expect(titles == ["Backup successful 😀", "⚠️ 💀 Unauthorized access detected", "Dogs are better than cats", "triggered",
+                           "⚠️ 💿 Low disk space alert", "my title", "**Markdown** message"], "\(titles)")
+    }
+}
