@@ -361,8 +361,11 @@ public struct SubscriptionInfo: Codable, Sendable, Equatable {
     public var webhookUrl: String?
     /// Whether a webhook checks a secret (webhooks only).
     public var hasSecret: Bool?
+    /// An ntfy topic's URL (SPEC §8.2, platform `ntfy`): only in the answer that made it.
+    public var topicUrl: String?
     public init(userNotificationSubscriptionId: String, expirationDateTime: Date, deviceId: String, targetHostName: String?, deviceName: String?,
-                platform: String?, createdDateTime: Date? = nil, lastSeenDateTime: Date? = nil, webhookUrl: String? = nil, hasSecret: Bool? = nil) {
+                platform: String?, createdDateTime: Date? = nil, lastSeenDateTime: Date? = nil, webhookUrl: String? = nil, hasSecret: Bool? = nil,
+                topicUrl: String? = nil) {
         self.userNotificationSubscriptionId = userNotificationSubscriptionId
         self.expirationDateTime = expirationDateTime
         self.deviceId = deviceId
@@ -373,6 +376,7 @@ public struct SubscriptionInfo: Codable, Sendable, Equatable {
         self.lastSeenDateTime = lastSeenDateTime
         self.webhookUrl = webhookUrl
         self.hasSecret = hasSecret
+        self.topicUrl = topicUrl
     }
 
     /// A device's own registration (no app): what `notty devices` lists as a device.

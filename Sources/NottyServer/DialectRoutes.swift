@@ -70,6 +70,24 @@ extension Routes {
             Route(method: .delete, path: "/:tenant/:sequence", audience: .webhook, handle: ntfyDelete),
             Route(method: .post, path: "/message", audience: .webhook, handle: speaking(.gotify) { request, _ in try await self.gotifyPublish(request) }),
         ]
+        // §8.2: following the inbox (a topic made by notty subscribe --ntfy).
+        routes += [
+            Route(method: .get, path: "/:tenant/json", audience: .webhook, handle: speaking(.ntfy) { request, context in
+                try await self.ntfySubscribe(request, topic: context.topic(), format: .json)
+            }),
+            Route(method: .get, path: "/:tenant/sse", audience: .webhook, handle: speaking(.ntfy) { request, context in
+                try await self.ntfySubscribe(request, topic: context.topic(), format: .sse)
+            }),
+            Route(method: .get, path: "/:tenant/auth", audience: .webhook, handle: speaking(.ntfy) { _, context in
+                _ = try await self.service.topic(token: context.topic())
+                return try JSONResponse.make(["success": true])
+            }),
+            // A plain GET of the WebSocket (no upgrade, or a topic the upgrade refused).
+            Route(method: .get, path: "/:tenant/ws", audience: .webhook, handle: speaking(.ntfy) { _, context in
+                _ = try await self.service.topic(token: context.topic())
+                throw APIError(.upgradeRequired, "upgradeRequired", "connect with a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)")
+            }),
+        ]
         for word in ["publish", "send", "trigger"] {
             routes.append(Route(method: .get, path: "/:tenant/\(word)", audience: .webhook, handle: ntfyTrigger))
             routes.append(Route(method: .post, path: "/:tenant/\(word)", audience: .webhook, handle: ntfyTrigger))
@@ -125,4 +143,100 @@ extension Routes {
 extension NottyRequestContext {
     /// The ntfy topic of a dialect route: its first path segment.
     func topic() throws -> String { try pathParameter("tenant") }
+}
+
+// MARK: - ntfy subscribers (SPEC §8.2)
+
+extension Routes {
+    /// How an ntfy stream is written.
+    enum StreamFormat {
+        case json, sse
+
+        func frame(_ event: NtfyAnswer) -> ByteBuffer {
+            let json = (try? NottyJSON.encoder.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            switch self {
+            case .json:
+                return ByteBuffer(string: json + "\n")
+            case .sse:
+                let head = event.event == "message" ? "id: \(event.id)\n" : "id: \(event.id)\nevent: \(event.event)\n"
+                return ByteBuffer(string: head + "data: \(json)\n\n")
+            }
+        }
+    }
+
+    /// How often an idle stream says it is alive (ntfy's default).
+    static let ntfyKeepalive: Duration = .seconds(45)
+
+    /// `GET <base>/<topic>/json|sse`: `open`, the replay `poll`/`since` ask for, then the
+    /// inbox's events as they happen, until the subscriber goes, the topic is revoked or the
+    /// service stops. With `poll=1`, the replay alone.
+    private func ntfySubscribe(_ request: Request, topic: String, format: StreamFormat) async throws -> Response {
+        let subscription = try await service.topic(token: topic)
+        var query: [String: String] = [:]
+        for (key, value) in request.uri.queryParameters { query[String(key).lowercased()] = String(value) }
+        let follower = NtfyFollower(service: service, userId: subscription.userId, topic: topic)
+        let hub = service.hub, userId = subscription.userId
+        let (connection, rings) = hub.connect(userId: userId)  // before reading, so no change is missed
+        let replay: [NtfyAnswer]
+        do {
+            replay = try await follower.start(replay: NtfyFollower.Replay(query: query))
+        } catch {
+            hub.disconnect(userId: userId, id: connection)
+            throw error
+        }
+        var headers = HTTPFields()
+        headers[.cacheControl] = "no-cache"
+        if ["1", "true", "yes"].contains(query["poll"]?.lowercased() ?? "") {
+            hub.disconnect(userId: userId, id: connection)
+            headers[.contentType] = "application/x-ndjson; charset=utf-8"
+            var body = ByteBuffer()
+            for event in replay { body.writeImmutableBuffer(StreamFormat.json.frame(event)) }
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
+        }
+        headers[.contentType] = format == .json ? "application/x-ndjson; charset=utf-8" : "text/event-stream; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            defer { hub.disconnect(userId: userId, id: connection) }
+            do {
+                try await writer.write(format.frame(follower.control("open")))
+                for event in replay { try await writer.write(format.frame(event)) }
+                try await follower.follow(rings: rings, keepalive: Self.ntfyKeepalive) { event in try await writer.write(format.frame(event)) }
+                try await writer.finish(nil)
+            } catch {
+                // The subscriber went away (or the storage did, mid-stream): nothing left to answer.
+            }
+        })
+    }
+
+    /// `<base>/<topic>/ws`: the same events as WebSocket text frames.
+    func addNtfyWebSocket(to router: Router<NottyRequestContext>) {
+        router.ws("/:tenant/ws") { _, context in
+            _ = try await self.service.topic(token: context.topic())
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, context in
+            let topic = String(context.request.uri.path.split(separator: "/").first ?? "")
+            let subscription = try await self.service.topic(token: topic.removingPercentEncoding ?? topic)
+            let follower = NtfyFollower(service: self.service, userId: subscription.userId, topic: topic)
+            let hub = self.service.hub
+            let (connection, rings) = hub.connect(userId: subscription.userId)
+            defer { hub.disconnect(userId: subscription.userId, id: connection) }
+            let replay = try await follower.start(replay: NtfyFollower.Replay(query: Dictionary(
+                context.request.uri.queryParameters.map { (String($0.key).lowercased(), String($0.value)) }, uniquingKeysWith: { _, last in last })))
+            func send(_ event: NtfyAnswer) async throws {
+                let data = try NottyJSON.encoder.encode(event)
+                try await outbound.write(.text(String(decoding: data, as: UTF8.self)))
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await _ in inbound {}  // keeps control frames flowing; anything sent is ignored
+                }
+                group.addTask {
+                    try await send(follower.control("open"))
+                    for event in replay { try await send(event) }
+                    try await follower.follow(rings: rings, keepalive: Self.ntfyKeepalive, send: send)
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+    }
 }

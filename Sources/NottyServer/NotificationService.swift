@@ -357,10 +357,13 @@ public final class NotificationService: Sendable {
         } catch {
             throw APIError.badRequest(error.message)
         }
-        if let platform, !["websocket", "polling", "webhook"].contains(platform.lowercased()) {
-            throw APIError.badRequest("platform must be websocket, polling or webhook")
+        if let platform, !["websocket", "polling", "webhook", "ntfy"].contains(platform.lowercased()) {
+            throw APIError.badRequest("platform must be websocket, polling, webhook or ntfy")
         }
         let webhook = platform?.lowercased() == "webhook"
+        // An ntfy topic (SPEC §8.2): a read-only device whose URL is its credential.
+        let topic = platform?.lowercased() == "ntfy"
+        if topic && host != nil { throw APIError.badRequest("an ntfy topic follows the whole inbox: leave out targetHostName") }
         let secret: String?
         do {
             secret = try fields.string("secret", max: 256)
@@ -373,17 +376,19 @@ public final class NotificationService: Sendable {
             throw APIError.notFound("no app \(host) is registered on this service: check the name, or ask its administrator to run notty admin app add \(host)")
         }
         let now = clock.nowMillis()
-        let token = webhook ? Secrets.newToken() : nil
+        let token = webhook || topic ? Secrets.newToken() : nil
         let record = SubscriptionRecord(
-            id: UUID().uuidString.lowercased(), userId: userId, targetHostName: host, deviceId: callerDevice ?? UUID().uuidString.lowercased(),
+            id: UUID().uuidString.lowercased(), userId: userId, targetHostName: host,
+            deviceId: topic ? UUID().uuidString.lowercased() : callerDevice ?? UUID().uuidString.lowercased(),
             deviceName: deviceName, platform: platform?.lowercased(), createdAt: now,
             // A webhook's URL lives until it is revoked: the tools it is pasted into do not renew it.
-            expiresAt: webhook ? Self.never : now + TimeInterval(config.subscriptionLifetime),
-            lastSeen: host == nil ? now : nil,  // a device registering is a device seen
+            expiresAt: webhook || topic ? Self.never : now + TimeInterval(config.subscriptionLifetime),
+            lastSeen: host == nil && !topic ? now : nil,  // a device registering is a device seen
             webhookHash: token.map(Secrets.tokenHash), webhookSecret: secret)
         try await db { try await storage.insertSubscription(record) }
         var info = record.info
-        if let token { info.webhookUrl = "\(baseURL ?? "")/v1/hooks/\(token)" }
+        if let token, webhook { info.webhookUrl = "\(baseURL ?? "")/v1/hooks/\(token)" }
+        if let token, topic { info.topicUrl = "\(baseURL ?? "")/\(token)" }
         return info
     }
 
@@ -395,6 +400,7 @@ public final class NotificationService: Sendable {
         let revoked = try await db { try await storage.revokeSubscription(id: id, userId: userId) }
         forgetCachedCredentials()  // a webhook's URL is cached by its hash, not by this id
         guard revoked else { throw APIError.notFound("no such subscription") }
+        await wakeStreams(userId: userId)  // a revoked ntfy topic's streams end at once
     }
 
     /// Parses a cursor; `since` absent means "from the start".

@@ -86,7 +86,7 @@ public struct SubscriptionRecord: Sendable, Equatable {
     public var info: SubscriptionInfo {
         SubscriptionInfo(
             userNotificationSubscriptionId: id, expirationDateTime: expiresAt, deviceId: deviceId, targetHostName: targetHostName,
-            deviceName: deviceName, platform: platform, createdDateTime: createdAt, lastSeenDateTime: lastSeen, hasSecret: webhookHash == nil ? nil : webhookSecret != nil)
+            deviceName: deviceName, platform: platform, createdDateTime: createdAt, lastSeenDateTime: lastSeen, hasSecret: webhookHash == nil || targetHostName == nil ? nil : webhookSecret != nil)
     }
 }
 

@@ -192,6 +192,7 @@ public struct Routes: Sendable {
             let full = context.request.uri.queryParameters.get("payload") == "full"
             try await DoorbellSession(service: self.service, userId: user, fullPayload: full).run(inbound: inbound, outbound: outbound)
         }
+        addNtfyWebSocket(to: router)
         return router
     }
 

@@ -183,8 +183,10 @@ public actor ServiceClient {
 
     /// Registers this device, subscribes it to an app, or (`webhook`) makes a webhook URL for
     /// the app, optionally checked with `secret` (SPEC §7.2).
-    public func subscribe(deviceName: String, targetHostName: String? = nil, webhook: Bool = false, secret: String? = nil) async throws -> SubscriptionInfo {
-        var body: [String: JSONValue] = ["deviceName": .string(deviceName), "platform": .string(webhook ? "webhook" : "websocket")]
+    /// Registers this device (`platform` websocket), subscribes it to an app (with
+    /// `targetHostName`), makes a webhook (`webhook`) or an ntfy topic (`ntfy`).
+    public func subscribe(deviceName: String, targetHostName: String? = nil, platform: String = "websocket", secret: String? = nil) async throws -> SubscriptionInfo {
+        var body: [String: JSONValue] = ["deviceName": .string(deviceName), "platform": .string(platform)]
         if let targetHostName { body["targetHostName"] = .string(targetHostName) }
         if let secret { body["secret"] = .string(secret) }
         let answer = try await send(.POST, "/v1/me/subscriptions", json: Data(JSONValue.object(body).jsonText.utf8))

@@ -87,7 +87,7 @@ struct Logout: AsyncParsableCommand {
 struct Subscribe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "subscribe",
-        abstract: "Print a userNotificationSubscriptionId for an app server, or a webhook URL.",
+        abstract: "Print a userNotificationSubscriptionId for an app server, a webhook URL, or an ntfy topic for a phone.",
         discussion: """
             Give the printed id to the app server: it publishes to you with it in the
             X-UNS-ID header. The app must be registered on the service (notty admin app
@@ -100,16 +100,32 @@ struct Subscribe: AsyncParsableCommand {
             with it, GitLab send it as its secret token, and others as Authorization:
             Bearer SECRET.
 
+            The same URL is an ntfy topic and a Gotify app token for tools that speak
+            those (Apprise's ntfy:// and gotify://, Home Assistant, Uptime Kuma, ...).
+
+            --ntfy prints an ntfy topic URL that follows your whole inbox, for the ntfy
+            phone app (add the server part as a server, subscribe to the topic): what
+            arrives in Unread pops up on the phone, and goes away there when it is
+            read, dismissed or deleted on any device. It is listed by notty devices as
+            platform ntfy; revoking it ends its streams at once.
+
               notty subscribe --app ci.example.com
               notty subscribe --app alerts.example.com --webhook
               curl -d 'Backup failed' "$(notty subscribe --app backup.example.com --webhook)"
+              notty subscribe --ntfy --name phone
             """)
 
-    @Option(help: ArgumentHelp("The app's host name (its targetHostName).", valueName: "hostname")) var app: String
+    @Option(help: ArgumentHelp("The app's host name (its targetHostName).", valueName: "hostname")) var app: String?
     @Flag(help: "Make a webhook URL for the app instead of a subscription id.") var webhook = false
     @Option(help: ArgumentHelp("A secret the webhook's sender must prove (with --webhook).", valueName: "secret")) var secret: String?
+    @Flag(help: "Make an ntfy topic URL that follows your inbox (for the ntfy phone app).") var ntfy = false
+    @Option(help: ArgumentHelp("The topic's name in notty devices (with --ntfy; default: ntfy).", valueName: "name")) var name: String?
 
     func validate() throws {
+        if ntfy && (app != nil || webhook || secret != nil) { throw ArgumentParser.ValidationError("--ntfy follows your whole inbox: leave out --app, --webhook and --secret") }
+        if !ntfy && app == nil { throw ArgumentParser.ValidationError("say which app with --app HOSTNAME, or make a phone's topic with --ntfy") }
+        if name != nil && !ntfy { throw ArgumentParser.ValidationError("--name goes with --ntfy") }
+        if let name, name.isEmpty || name.count > 256 { throw ArgumentParser.ValidationError("--name must be 1…256 characters") }
         if secret != nil && !webhook { throw ArgumentParser.ValidationError("--secret goes with --webhook") }
         if let secret, secret.isEmpty || secret.count > 256 { throw ArgumentParser.ValidationError("--secret must be 1…256 characters") }
     }
@@ -117,8 +133,14 @@ struct Subscribe: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let (client, _, _) = try Device().session()
+            if ntfy {
+                let topic = try await client.subscribe(deviceName: name ?? "ntfy", platform: "ntfy")
+                guard let url = topic.topicUrl else { throw CLIError("the service answered without a topic URL: is it older than notty's ntfy topics?") }
+                say(url)
+                return
+            }
             let deviceName = await client.current.deviceName ?? ProcessInfo.processInfo.hostName
-            let subscription = try await client.subscribe(deviceName: deviceName, targetHostName: app, webhook: webhook, secret: secret)
+            let subscription = try await client.subscribe(deviceName: deviceName, targetHostName: app, platform: webhook ? "webhook" : "websocket", secret: secret)
             if webhook {
                 guard let url = subscription.webhookUrl else { throw CLIError("the service answered without a webhook URL: is it older than notty's webhooks?") }
                 say(url)

@@ -103,6 +103,8 @@ struct DeviceRevoke: AsyncParsableCommand {
             let short = target.userNotificationSubscriptionId.prefix(8)
             if target.isWebhook {
                 say("revoked the webhook for \(target.targetHostName ?? "-") (\(short)): its URL answers 404")
+            } else if target.platform == "ntfy" {
+                say("revoked the ntfy topic \(target.deviceName ?? "-") (\(short)): its streams end and it answers 404")
             } else if !target.isDevice {
                 say("revoked the subscription for \(target.targetHostName ?? "-") (\(short)): app servers using it are refused")
             } else if target.userNotificationSubscriptionId == (await client.current.subscriptionId) {

@@ -1,0 +1,196 @@
+import Crypto
+import Foundation
+import NottyCore
+import NottyWebhooks
+
+// MARK: - Following the inbox as an ntfy topic (SPEC §8.2)
+
+extension NotificationService {
+    /// The ntfy topic `token` (a read-only device of platform `ntfy`): `404` when there is
+    /// none or it was revoked, `403` when it is a webhook's token (which publishes).
+    func topic(token: String) async throws -> SubscriptionRecord {
+        forgetCredentialsIfRevokedElsewhere()
+        let hash = Secrets.tokenHash(token)
+        let subscription = try await subscriptionsCache.value("hook:" + hash) { try await db { try await storage.subscription(webhookHash: hash) } }
+        guard let subscription, !subscription.revoked else { throw APIError.notFound("no such topic: it was revoked, or the URL is mistyped") }
+        guard subscription.platform == "ntfy", subscription.targetHostName == nil else {
+            throw APIError.forbidden("this is a webhook's token, which publishes: subscribe to a topic made by notty subscribe --ntfy")
+        }
+        return subscription
+    }
+
+    /// Whether the topic a stream follows is still there (a revocation ends its streams).
+    func topicIsLive(token: String) async -> Bool {
+        do {
+            _ = try await topic(token: token)
+            return true
+        } catch let error as APIError {
+            return error.status != .notFound && error.status != .forbidden
+        } catch {
+            return true  // storage away: the stream stays; the revocation is seen when it is back
+        }
+    }
+
+    /// Wakes every stream of `userId` (doorbells and topics), as a change does: a revoked
+    /// topic's streams then see it and end.
+    func wakeStreams(userId: String) async {
+        guard let latest = try? await latestCursor(userId: userId) else { return }
+        hub.ring([userId: latest])
+    }
+}
+
+/// What an ntfy subscriber of a topic is sent: the user's inbox as ntfy events. A notification
+/// in Unread is a `message` whose `sequence_id` is its id (again when re-published with other
+/// content); when it leaves Unread, a `message_clear`; deleted or expired, a `message_delete`.
+///
+/// Only the content of what is in Unread is remembered (a stamp per notification), so a
+/// stream costs one small table, and a change is read from the feed once per ring.
+final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at a time
+    let service: NotificationService
+    let userId: String
+    let topic: String
+    private var cursor: Int64 = 0
+    /// Every notification in Unread the subscriber was told of, and its content's stamp.
+    private var announced: [String: Int] = [:]
+
+    /// How many notifications in Unread a stream reads when it starts (what a phone replays).
+    static let replayLimit = 1000
+
+    init(service: NotificationService, userId: String, topic: String) {
+        self.service = service
+        self.userId = userId
+        self.topic = topic
+    }
+
+    /// Which of what is in Unread a new stream replays (`poll=1`, `since=`).
+    enum Replay: Equatable {
+        case none
+        case all
+        /// Those that arrived at or after this time (`since=<unix seconds>`).
+        case since(Date)
+
+        /// `since=all|<unix time>|<message id>`, `poll=1` (the whole of Unread when no `since`).
+        init(query: [String: String]) {
+            let poll = ["1", "true", "yes"].contains(query["poll"]?.lowercased() ?? "")
+            switch query["since"] {
+            case nil, ""?: self = poll ? .all : .none
+            case let value?:
+                if let seconds = Int64(value), seconds >= 0 {
+                    self = .since(Date(timeIntervalSince1970: TimeInterval(seconds)))
+                } else if let ago = DurationText.seconds(value) {  // ntfy's since=10m
+                    self = .since(Date().addingTimeInterval(-TimeInterval(ago)))
+                } else {
+                    // `all`, or a message id: what is in Unread now (the phone keeps each message
+                    // id once, so a replay shows nothing twice).
+                    self = .all
+                }
+            }
+        }
+    }
+
+    /// Starts following: the feed position first (nothing after it is missed), then Unread,
+    /// oldest first. Returns the `message` events `replay` asks for.
+    func start(replay: Replay) async throws -> [NtfyAnswer] {
+        cursor = try await service.latestCursor(userId: userId)
+        let unread = try await service.list(userId: userId, view: .unread, top: Self.replayLimit, skip: 0)
+            .sorted { ($0.createdDateTime, $0.id) < ($1.createdDateTime, $1.id) }
+        for notification in unread { announced[notification.id] = Self.stamp(notification) }
+        switch replay {
+        case .none: return []
+        case .all: return unread.map(message)
+        case .since(let date): return unread.filter { $0.createdDateTime >= date }.map(message)
+        }
+    }
+
+    /// The events of the changes since the last call (after a ring).
+    func changes() async throws -> [NtfyAnswer] {
+        var events: [NtfyAnswer] = []
+        while true {
+            let page = try await service.changes(userId: userId, since: cursor, limit: 500)
+            let now = service.clock.nowMillis()
+            for notification in page.changes {
+                if !notification.isLive(at: now) {
+                    announced[notification.id] = nil
+                    events.append(ended(notification, event: "message_delete"))
+                } else if NotificationView.unread.contains(notification, now: now) {
+                    let stamp = Self.stamp(notification)
+                    if announced.updateValue(stamp, forKey: notification.id) != stamp { events.append(message(notification)) }
+                } else if announced.removeValue(forKey: notification.id) != nil {
+                    events.append(ended(notification, event: "message_clear"))
+                }
+            }
+            guard let next = Int64(page.cursor) else { return events }
+            cursor = max(cursor, next)
+            if !page.hasMore { return events }
+        }
+    }
+
+    /// The `open` and `keepalive` events ntfy sends.
+    func control(_ event: String) -> NtfyAnswer {
+        NtfyAnswer(id: NtfyAnswer.newMessageId(), time: service.clock.nowMillis(), expires: nil, event: event, topic: topic)
+    }
+
+    private func message(_ notification: UserNotification) -> NtfyAnswer {
+        let title = notification.payload.visualContent?.title
+        let body = notification.payload.visualContent?.body ?? notification.payload.rawContent
+        return NtfyAnswer(
+            id: Self.messageId(notification), time: notification.createdDateTime, expires: notification.expirationDateTime, event: "message",
+            topic: topic, title: body == nil ? nil : title, message: body ?? title ?? "(no text)", priority: NtfyMessage.number(notification.priority),
+            click: notification.launchUrl, sequenceId: notification.id)
+    }
+
+    private func ended(_ notification: UserNotification, event: String) -> NtfyAnswer {
+        NtfyAnswer(id: NtfyAnswer.newMessageId(), time: service.clock.nowMillis(), expires: nil, event: event, topic: topic, sequenceId: notification.id)
+    }
+
+    /// What a re-publish changes: a new stamp is a new `message`.
+    static func stamp(_ notification: UserNotification) -> Int {
+        var hasher = Hasher()
+        hasher.combine(notification.payload.visualContent?.title)
+        hasher.combine(notification.payload.visualContent?.body)
+        hasher.combine(notification.payload.rawContent)
+        hasher.combine(notification.priority.rawValue)
+        hasher.combine(notification.launchUrl)
+        return hasher.finalize()
+    }
+
+    /// A message's id: the same notification with the same content has the same id on every
+    /// stream and every replay (the ntfy app keeps each id once), 12 letters and digits.
+    static func messageId(_ notification: UserNotification) -> String {
+        let content = [notification.id, notification.payload.visualContent?.title ?? "", notification.payload.visualContent?.body ?? "",
+                       notification.payload.rawContent ?? "", notification.priority.rawValue, notification.launchUrl ?? ""].joined(separator: "\u{1F}")
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        var id = ""
+        for byte in SHA256.hash(data: Data(content.utf8)).prefix(12) { id.append(alphabet[Int(byte) % alphabet.count]) }
+        return id
+    }
+
+    /// Sends the inbox's events as they happen, and a keepalive when idle, until `rings` ends
+    /// (the service stops) or the topic is revoked. Woken only by rings and the keepalive:
+    /// no polling.
+    func follow(rings: AsyncStream<Int64>, keepalive: Duration, send: (NtfyAnswer) async throws -> Void) async throws {
+        enum Wake { case ring, keepalive }
+        let (wakes, wake) = AsyncStream<Wake>.makeStream()
+        let forward = Task {
+            for await _ in rings { wake.yield(.ring) }
+            wake.finish()
+        }
+        let ticker = Task {
+            while true {
+                do { try await Task.sleep(for: keepalive) } catch { return }
+                wake.yield(.keepalive)
+            }
+        }
+        defer {
+            forward.cancel()
+            ticker.cancel()
+        }
+        for await reason in wakes {
+            guard await service.topicIsLive(token: topic) else { return }
+            switch reason {
+            case .ring: for event in try await changes() { try await send(event) }
+            case .keepalive: try await send(control("keepalive"))
+            }
+        }
+    }
+}

@@ -1,0 +1,160 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import NottyCore
+import NottyTestSupport
+import Synchronization
+import Testing
+@testable import NottyServer
+
+/// The ntfy events a subscriber received, with when each came.
+final class NtfyLog: Sendable {
+    private let events = Mutex<[(event: JSONValue, at: ContinuousClock.Instant)]>([])
+    private let ended = Atomic<Bool>(false)
+
+    func append(_ line: String) {
+        guard let value = JSONValue(jsonText: line) else { return }
+        events.withLock { $0.append((value, .now)) }
+    }
+
+    func end() { ended.store(true, ordering: .relaxed) }
+    var hasEnded: Bool { ended.load(ordering: .relaxed) }
+
+    /// `(event, sequence_id)` of each event, in order.
+    var kinds: [(String, String?)] {
+        events.withLock { $0.map { entry in (entry.event.text("event") ?? "?", entry.event.text("sequence_id")) } }
+    }
+
+    /// When the first event `kind` for `sequenceId` came.
+    func arrival(_ kind: String, _ sequenceId: String) -> ContinuousClock.Instant? {
+        events.withLock { $0.first { $0.event.text("event") == kind && $0.event.text("sequence_id") == sequenceId }?.at }
+    }
+
+    func first(_ kind: String, _ sequenceId: String) -> JSONValue? {
+        events.withLock { $0.first { $0.event.text("event") == kind && $0.event.text("sequence_id") == sequenceId }?.event }
+    }
+
+    /// Waits, bounded, for `condition`.
+    func wait(timeout: Duration = .seconds(10), until condition: (NtfyLog) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition(self) { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return condition(self)
+    }
+}
+
+extension JSONValue {
+    func text(_ key: String) -> String? {
+        if case .object(let object) = self, case .string(let text)? = object[key] { return text }
+        return nil
+    }
+}
+
+/// An NDJSON subscriber (`GET …/json`) in the background; cancel the task to hang up.
+func ntfyStream(_ url: String, log: NtfyLog) -> Task<Void, any Error> {
+    Task {
+        defer { log.end() }
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(300))
+        var pending = ""
+        for try await buffer in response.body {
+            pending += String(buffer: buffer)
+            while let newline = pending.firstIndex(of: "\n") {
+                log.append(String(pending[..<newline]))
+                pending = String(pending[pending.index(after: newline)...])
+            }
+        }
+    }
+}
+
+/// A WebSocket subscriber (`…/ws`) in the background.
+func ntfyWebSocket(_ url: String, log: NtfyLog) -> Task<Void, any Error> {
+    Task {
+        defer { log.end() }
+        try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: Logger(label: "test.ntfy.ws")) { inbound, _, _ in
+            for try await message in inbound.messages(maxSize: 1 << 20) {
+                if case .text(let text) = message { log.append(text) }
+            }
+        }
+    }
+}
+
+extension World {
+    /// Makes an ntfy topic (`notty subscribe --ntfy`); returns its token and subscription id.
+    func ntfyTopic(_ client: any TestClientProtocol) async throws -> (topic: String, id: String) {
+        let made = try await client.call(.post, "/v1/me/subscriptions", token: userToken, json: #"{"platform":"ntfy","deviceName":"phone"}"#)
+        guard made.status == .created, let url = made.string("topicUrl") else { throw SupportError("ntfy topic: \(made.status) \(made.text)") }
+        return (String(url.split(separator: "/").last!), made.string("userNotificationSubscriptionId")!)
+    }
+}
+
+@Suite("Following the inbox as an ntfy topic (SPEC §8.2)", .timeLimit(.minutes(5)), .serialized)
+struct NtfyTopicTests {
+    @Test("an NDJSON and a WebSocket subscriber see message, then message_clear after a read elsewhere, then message_delete after a delete; poll and since replay Unread; revoked, the streams end and the topic is 404",
+          arguments: Backend.available)
+    func followers(backend: Backend) async throws {
+        let harness = try await Harness(backend)
+        try await harness.live { client in
+            let port = try #require(client.port)
+            let world = try await harness.world(client)
+            let (topic, topicId) = try await world.ntfyTopic(client)
+            let hookPath = try await world.webhook(client).path
+            let hookToken = String(hookPath.split(separator: "/").last!)
+
+            #expect(try await client.call(.get, "/\(topic)/auth").string("error") == nil)
+            #expect(try await client.call(.get, "/\(topic)/auth").text.contains("\"success\":true"))
+            #expect(try await client.call(.get, "/\(hookToken)/json").status == .forbidden, "a hook token subscribed")
+            #expect(try await client.call(.post, "/\(topic)", body: Data("x".utf8), headers: [:]).status == .forbidden, "a topic published")
+            #expect(try await client.call(.get, "/not-a-topic/json").status == .notFound)
+
+            let before = try #require(try await world.publish(client, id: "before").string("id"))
+            let ndjson = NtfyLog(), socket = NtfyLog()
+            let tasks = [ntfyStream("http://127.0.0.1:\(port)/\(topic)/json", log: ndjson), ntfyWebSocket("ws://127.0.0.1:\(port)/\(topic)/ws", log: socket)]
+            defer { for task in tasks { task.cancel() } }
+            for log in [ndjson, socket] {
+                #expect(await log.wait { $0.kinds.first?.0 == "open" }, "no open event: \(log.kinds)")
+            }
+
+            let published = try await world.publish(client, id: "deploy", title: "Deploy failed")
+            let id = try #require(published.string("id"))
+            for log in [ndjson, socket] {
+                #expect(await log.wait { $0.first("message", id) != nil }, "no message: \(log.kinds)")
+                let message = try #require(log.first("message", id))
+                #expect(message.text("title") == "Deploy failed" && message.text("message") == "main is red" && message.text("topic") == topic)
+            }
+
+            let read = ContinuousClock.now
+            #expect(try await client.call(.patch, "/v1/me/notifications/\(id)", token: world.userToken, json: #"{"readState":"Read"}"#).status == .ok)
+            for (name, log) in [("NDJSON", ndjson), ("WebSocket", socket)] {
+                #expect(await log.wait { $0.arrival("message_clear", id) != nil }, "no message_clear: \(log.kinds)")
+                if let at = log.arrival("message_clear", id) { print("message_clear at the \(name) subscriber \(at - read) after the read") }
+            }
+            #expect(try await client.call(.delete, "/v1/me/notifications/\(before)", token: world.userToken).status == .noContent)
+            for log in [ndjson, socket] {
+                #expect(await log.wait { $0.first("message_delete", before) != nil }, "no message_delete: \(log.kinds)")
+                // Only "deploy" was announced on the stream; "before" was in Unread at the start.
+                #expect(log.kinds.filter { $0.0 == "message" }.map(\.1) == [id])
+            }
+
+            // poll=1 and since=all replay what is in Unread now, oldest first.
+            _ = try await world.publish(client, id: "later", title: "Later")
+            let polled = try await client.call(.get, "/\(topic)/json?poll=1")
+            let lines = polled.text.split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }
+            #expect(lines.map { $0.text("title") } == ["Later"] && lines.allSatisfy { $0.text("event") == "message" }, "\(polled.text)")
+            let sinceAll = try await client.call(.get, "/\(topic)/json?poll=1&since=all")
+            #expect(sinceAll.text == polled.text, "a replay changed between two polls")
+
+            #expect(try await client.call(.delete, "/v1/me/subscriptions/\(topicId)", token: world.userToken).status == .noContent)
+            for log in [ndjson, socket] {
+                #expect(await log.wait { $0.hasEnded }, "the stream of a revoked topic did not end")
+            }
+            #expect(try await client.call(.get, "/\(topic)/auth").status == .notFound)
+            #expect(try await client.call(.get, "/\(topic)/json?poll=1").status == .notFound)
+        }
+    }
+}
