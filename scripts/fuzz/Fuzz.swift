@@ -27,6 +27,38 @@ enum Target: String, CaseIterable {
     /// Webhook bodies (`POST /v1/hooks/…`) of every kind: never traps; what a kind accepts has a
     /// one-line title within the limit and a valid link or none. The first byte picks the sender.
     case webhooks
+    /// ntfy publishes (SPEC §8.1): "Name: value" header lines, a blank line, the body; the
+    /// first byte's low bit picks the JSON publish to `/`. Never traps; what is accepted has a
+    /// priority of 1–5, a valid sequence id and link or none, and becomes a valid notification.
+    case ntfy
+    /// Gotify's `POST /message`: header lines, a blank line, the body (JSON, urlencoded or
+    /// multipart, as its Content-Type says). Never traps; what is accepted has a message and
+    /// a priority of 0–10.
+    case gotify
+    /// Form bodies (urlencoded and multipart with the boundary `x`, the first byte picks):
+    /// never traps.
+    case forms
+}
+
+/// An input as "Name: value" header lines, a blank line and the body.
+func headersAndBody(_ data: Data) -> WebhookRequest {
+    let bytes = [UInt8](data)
+    var end = bytes.count, bodyStart = bytes.count
+    if let blank = (0..<max(0, bytes.count - 1)).first(where: { bytes[$0] == 10 && bytes[$0 + 1] == 10 }) { (end, bodyStart) = (blank, blank + 2) }
+    var headers: [String: String] = [:], query: [String: String] = [:]
+    for line in String(decoding: bytes[..<end], as: UTF8.self).split(separator: "\n") {
+        let parts = line.split(separator: ":", maxSplits: 1)
+        guard parts.count == 2 else { continue }
+        let name = String(parts[0]), value = parts[1].trimmingCharacters(in: .whitespaces)
+        if name.hasPrefix("?") { query[String(name.dropFirst()).lowercased()] = value } else { headers[name] = value }
+    }
+    return WebhookRequest(body: Data(bytes[bodyStart...]), headers: headers, query: query)
+}
+
+/// The checks every notification a parser makes must pass.
+func checkNotification(_ n: WebhookNotification) {
+    precondition(!n.title.isEmpty && n.title.count <= Webhooks.maxTitle && !n.title.contains(where: \.isNewline), "bad title: \(n.title.debugDescription)")
+    precondition(n.launchUrl.map(LaunchURL.isValid) ?? true, "bad link: \(n.launchUrl ?? "")")
 }
 
 /// The senders a webhook input claims to come from (its first byte picks one).
@@ -83,11 +115,28 @@ public func fuzz(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
                                      query: first & 0x80 == 0 ? [:] : ["title": "t", "priority": "3", "url": "https://example.com/x"])
         _ = Webhooks.kind(of: request).credential(request)
         if let notifications = try? Webhooks.parse(request) {
-            for n in notifications {
-                precondition(!n.title.isEmpty && n.title.count <= Webhooks.maxTitle && !n.title.contains(where: \.isNewline), "bad title: \(n.title.debugDescription)")
-                precondition(n.launchUrl.map(LaunchURL.isValid) ?? true, "bad link: \(n.launchUrl ?? "")")
-            }
+            notifications.forEach(checkNotification)
         }
+    case .ntfy:
+        guard let first = data.first else { break }
+        let request = headersAndBody(data.dropFirst())
+        let message = first & 1 == 0 ? (try? Ntfy.jsonMessage(request))?.message : try? Ntfy.message(request, withBody: first & 2 == 0)
+        if let message {
+            precondition((1...5).contains(message.priority), "priority \(message.priority)")
+            precondition(message.sequenceId.map(Ntfy.isValidSequenceId) ?? true, "sequence id \(message.sequenceId ?? "")")
+            checkNotification(message.notification(appNotificationId: message.sequenceId ?? "id"))
+        }
+    case .gotify:
+        let request = headersAndBody(data)
+        _ = Gotify.token(request)
+        if let message = try? Gotify.message(request) {
+            precondition(!message.message.isEmpty && (message.priority.map { (0...10).contains($0) } ?? true), "\(message)")
+            checkNotification(message.notification)
+        }
+    case .forms:
+        guard let first = data.first else { break }
+        let type = first & 1 == 0 ? "application/x-www-form-urlencoded" : "multipart/form-data; boundary=x"
+        _ = try? FormFields.fields(of: WebhookRequest(body: data.dropFirst(), headers: ["Content-Type": type]))
     case .terminalText:
         let text = String(decoding: data, as: UTF8.self)
         for keep in [false, true] {
