@@ -15,8 +15,8 @@ enum Apprise {
     }
 }
 
-@Suite("Apprise, the client most self-hosted tools notify through, against notty serve (SPEC §8.1)", .serialized, .timeLimit(.minutes(5)))
-struct AppriseTests {
+@Suite("Apprise, curl and an ntfy subscriber against notty serve: the ntfy and Gotify dialects (SPEC §8)", .serialized, .timeLimit(.minutes(5)))
+struct NtfyGotifyEndToEndTests {
     @Test(
         "ntfy://, gotify://, json:// and form:// each reach a device with title, body and priority; a wrong token makes Apprise report failure and nothing arrives",
         .enabled(if: Apprise.available || Apprise.required, "SKIPPED LOUDLY: Apprise is not installed (python3 -m pip install apprise); .ci/run installs it"))
@@ -83,5 +83,49 @@ struct AppriseTests {
             .map { try NottyJSON.decoder.decode(UserNotification.self, from: Data($0.utf8)).payload.visualContent?.title ?? "" })
         #expect(titles == ["Backup successful 😀", "⚠️ 💀 Unauthorized access detected", "Dogs are better than cats", "triggered",
                            "⚠️ 💿 Low disk space alert", "my title", "**Markdown** message"], "\(titles)")
+    }
+
+    @Test("notty subscribe --ntfy: a curl NDJSON subscriber gets a publish as message and, when device A dismisses it with notty, message_clear; notty devices lists the topic as ntfy; revoked, the stream ends")
+    func phoneTopic() async throws {
+        let world = try await TwoDevices()
+        let made = try await world.a.run(["subscribe", "--ntfy", "--name", "phone"])
+        let url = made.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(made.status == 0 && url.hasPrefix(world.service.url + "/") && !url.contains("\n"), "\(made.out)\(made.err)")
+        let log = world.directory.appendingPathComponent("phone.ndjson")
+        let phone = try startLogged("/usr/bin/env", ["curl", "-sN", "\(url)/json"], log: log, environment: [:])
+        defer { if phone.isRunning { phone.terminate() } }
+        func events() -> [JSONValue] {
+            ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }
+        }
+        func has(_ event: String, _ id: String? = nil) -> Bool {
+            events().contains { value in
+                guard case .object(let object) = value, case .string(event)? = object["event"] else { return false }
+                if let id { return object["sequence_id"] == .string(id) }
+                return true
+            }
+        }
+        #expect(try await eventually(timeout: .seconds(20)) { has("open") }, "no open event")
+        let id = try await world.publish("Backup failed", body: "nas-1: disk full")
+        #expect(try await eventually(timeout: .seconds(20)) { has("message", id) }, "no message: \(events())")
+        #expect(try await world.a.run(["sync"]).status == 0)
+        let dismissed = try await world.a.run(["dismiss", String(id.prefix(8))])
+        #expect(dismissed.status == 0, "\(dismissed.err)")
+        #expect(try await eventually(timeout: .seconds(20)) { has("message_clear", id) }, "no message_clear: \(events())")
+
+        let devices = try await world.a.run(["devices"]).out
+        #expect(devices.contains("phone") && devices.contains("ntfy"), "\(devices)")
+        let listed = try await world.a.run(["devices", "--json"]).out
+        let topicId = try #require(listed.split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }.first { value in
+            if case .object(let object) = value, object["platform"] == .string("ntfy") { return true }
+            return false
+        }.flatMap { value -> String? in
+            if case .object(let object) = value, case .string(let id)? = object["id"] ?? object["userNotificationSubscriptionId"] { return id }
+            return nil
+        }, "\(listed)")
+        let revoked = try await world.a.run(["devices", "revoke", topicId])
+        #expect(revoked.status == 0 && revoked.out.contains("ntfy topic"), "\(revoked.out)\(revoked.err)")
+        #expect(try await eventually(timeout: .seconds(20)) { !phone.isRunning }, "the revoked topic's stream did not end")
+        let after = try await Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "\(url)/auth"])
+        #expect(after.output == "404")
     }
 }
