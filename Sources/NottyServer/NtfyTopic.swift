@@ -39,19 +39,19 @@ extension NotificationService {
     }
 }
 
-/// What an ntfy subscriber of a topic is sent: the user's inbox as ntfy events. A notification
-/// in Unread is a `message` whose `sequence_id` is its id (again when re-published with other
-/// content); when it leaves Unread, a `message_clear`; deleted or expired, a `message_delete`.
+/// What an ntfy subscriber of a topic is sent: the user's inbox as ntfy events. Each change of
+/// a notification in the feed becomes one event: in Unread, a `message` whose `sequence_id` is
+/// its id; live but not in Unread, a `message_clear`; deleted or expired, a `message_delete`.
 ///
-/// Only the content of what is in Unread is remembered (a stamp per notification), so a
-/// stream costs one small table, and a change is read from the feed once per ring.
+/// A stream remembers nothing but its feed position: a `message`'s id depends only on the
+/// notification and its content (the ntfy app keeps each id once, so a change that leaves it
+/// in Unread with the same content shows nothing new, and a re-publish with other content
+/// shows again), and clearing or deleting what a phone does not have does nothing there.
 final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at a time
     let service: NotificationService
     let userId: String
     let topic: String
     private var cursor: Int64 = 0
-    /// Every notification in Unread the subscriber was told of, and its content's stamp.
-    private var announced: [String: Int] = [:]
 
     /// How many notifications in Unread a stream reads when it starts (what a phone replays).
     static let replayLimit = 1000
@@ -88,13 +88,13 @@ final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at
         }
     }
 
-    /// Starts following: the feed position first (nothing after it is missed), then Unread,
-    /// oldest first. Returns the `message` events `replay` asks for.
+    /// Starts following: the feed position first (nothing after it is missed), then the
+    /// `message` events of what is in Unread that `replay` asks for, oldest first.
     func start(replay: Replay) async throws -> [NtfyAnswer] {
         cursor = try await service.latestCursor(userId: userId)
+        guard replay != .none else { return [] }
         let unread = try await service.list(userId: userId, view: .unread, top: Self.replayLimit, skip: 0)
             .sorted { ($0.createdDateTime, $0.id) < ($1.createdDateTime, $1.id) }
-        for notification in unread { announced[notification.id] = Self.stamp(notification) }
         switch replay {
         case .none: return []
         case .all: return unread.map(message)
@@ -110,12 +110,10 @@ final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at
             let now = service.clock.nowMillis()
             for notification in page.changes {
                 if !notification.isLive(at: now) {
-                    announced[notification.id] = nil
                     events.append(ended(notification, event: "message_delete"))
                 } else if NotificationView.unread.contains(notification, now: now) {
-                    let stamp = Self.stamp(notification)
-                    if announced.updateValue(stamp, forKey: notification.id) != stamp { events.append(message(notification)) }
-                } else if announced.removeValue(forKey: notification.id) != nil {
+                    events.append(message(notification))
+                } else {
                     events.append(ended(notification, event: "message_clear"))
                 }
             }
@@ -141,17 +139,6 @@ final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at
 
     private func ended(_ notification: UserNotification, event: String) -> NtfyAnswer {
         NtfyAnswer(id: NtfyAnswer.newMessageId(), time: service.clock.nowMillis(), expires: nil, event: event, topic: topic, sequenceId: notification.id)
-    }
-
-    /// What a re-publish changes: a new stamp is a new `message`.
-    static func stamp(_ notification: UserNotification) -> Int {
-        var hasher = Hasher()
-        hasher.combine(notification.payload.visualContent?.title)
-        hasher.combine(notification.payload.visualContent?.body)
-        hasher.combine(notification.payload.rawContent)
-        hasher.combine(notification.priority.rawValue)
-        hasher.combine(notification.launchUrl)
-        return hasher.finalize()
     }
 
     /// A message's id: the same notification with the same content has the same id on every

@@ -21,9 +21,9 @@ final class ServiceBench: @unchecked Sendable {
 
     /// The real `notty serve` (user alice, app ci.example.com, no rate limit) with a user
     /// token, an app token and a subscription id.
-    static func start(environment: [String: String] = [:]) async throws -> ServiceBench {
+    static func start(environment: [String: String] = [:], extraArguments: [String] = []) async throws -> ServiceBench {
         let directory = Repository.temporaryDirectory("notty-bench")
-        let serve = try await ServeProcess(directory: directory, environment: environment, extraArguments: unlimited)
+        let serve = try await ServeProcess(directory: directory, environment: environment, extraArguments: unlimited + extraArguments)
         var config = HTTPClient.Configuration(timeout: .init(connect: .seconds(10), read: .seconds(60)))
         config.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 128
         let bench = ServiceBench(serve: serve, directory: directory, http: HTTPClient(eventLoopGroupProvider: .singleton, configuration: config))

@@ -10,6 +10,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench sync [--count N] [--rounds R] [--baseline PATH]
 //   swift run -c release notty-bench startup [--count N] [--rounds R] [--baseline PATH]
 //   swift run -c release notty-bench webhooks [--quick]
+//   swift run -c release notty-bench ntfy [--quick]
 //   swift run -c release notty-bench instances [--quick] [--postgres URL]
 //   swift run -c release notty-bench explain
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
@@ -85,6 +86,14 @@ case "webhooks":
         print("benchmark failed: \(error)")
     }
     await bench.stop()
+case "ntfy":
+    let bench = try await ServiceBench.start(extraArguments: NtfyBench.connections)
+    do {
+        try await NtfyBench(service: bench).run(quick: quick)
+    } catch {
+        print("benchmark failed: \(error)")
+    }
+    await bench.stop()
 case "instances":
     let postgres = option("--postgres")
     do {
@@ -103,6 +112,6 @@ case "windows" where arguments.count > 1:
 case "frames" where arguments.count > 1:
     try FrameBench.run(storePath: arguments[1], repeats: quick ? 100 : 1000, pause: .milliseconds(option("--pause-ms").flatMap { Int($0) } ?? 0))
 default:
-    print("usage: notty-bench service|client|tui|desktop|sync|startup|webhooks|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]")
+    print("usage: notty-bench service|client|tui|desktop|sync|startup|webhooks|ntfy|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]")
     exit(2)
 }
