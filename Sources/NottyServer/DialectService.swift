@@ -13,6 +13,9 @@ extension NotificationService {
         if let secret = hook.subscription.webhookSecret { try Self.check(.token(bearer), secret: secret, body: Data(), kind: "ntfy") }
         let messageId = NtfyAnswer.newMessageId()
         let sequenceId = message.sequenceId ?? messageId
+        if let delay = message.delay {
+            return try await hold(message, delay: delay, hook: hook, messageId: messageId, sequenceId: sequenceId, topic: token)
+        }
         guard let published = try await publish([message.notification(appNotificationId: sequenceId)], as: hook).first else {
             throw APIError.badRequest("nothing to publish")
         }
@@ -63,6 +66,86 @@ extension NotificationService {
         return GotifyAnswer(id: GotifyAnswer.number(published.id), appid: GotifyAnswer.number(hook.app.clientId), message: message.message,
                             title: message.title ?? published.payload.visualContent?.title ?? "", priority: message.priority ?? 5,
                             date: ISOTime.format(published.createdDateTime), extras: message.extras)
+    }
+}
+
+extension NotificationService {
+    /// ntfy's limits on a delay: at least 10 s, at most 3 days ahead.
+    static let delayRange: ClosedRange<TimeInterval> = 10...(3 * 86_400)
+
+    /// Holds an ntfy publish until it is due (durably: in storage), after checking it as if it
+    /// were published now (the app's rate counts it now, as ntfy does).
+    func hold(_ message: NtfyMessage, delay: NtfyMessage.Delay, hook: Hook, messageId: String, sequenceId: String, topic: String) async throws -> NtfyAnswer {
+        let now = clock.nowMillis()
+        let due = delay.due(now: now)
+        guard Self.delayRange.contains(due.timeIntervalSince(now)) else {
+            throw APIError.badRequest("invalid delay: it must be between 10 seconds and 3 days from now")
+        }
+        let notification = message.notification(appNotificationId: sequenceId)
+        _ = try publishInput(notification, index: 0, count: 1, userId: hook.subscription.userId, hostName: hook.app.hostName, now: now)
+        if let wait = limiter.take(hook.app.clientId, count: 1, now: now) {
+            metrics.rateLimited.increment()
+            throw APIError.tooManyRequests(retryAfter: wait)
+        }
+        let body = try JSONEncoder().encode(DelayedPublish(notification))
+        try await db {
+            try await storage.insertDelayed(DelayedRecord(id: messageId, userId: hook.subscription.userId, hostName: hook.app.hostName, dueAt: due,
+                                                          body: String(decoding: body, as: UTF8.self), createdAt: now))
+        }
+        return NtfyAnswer(id: messageId, time: due, expires: nil, event: "message", topic: topic, title: message.title, message: message.message,
+                          priority: message.priority, tags: message.tags, click: message.click, sequenceId: message.sequenceId)
+    }
+
+    /// Publishes the held publishes that are due (the maintenance loop calls it twice a
+    /// second). Each is claimed for a minute first, so instances sweeping together publish it
+    /// once; one claimed but not forgotten (a crash between the two) is found published already
+    /// when it is claimed again, and only forgotten.
+    public func publishDueDelayed() async throws -> Int {
+        let now = clock.nowMillis()
+        let due = try await db { try await storage.claimDueDelayed(now: now, lease: now + 60, limit: 100) }
+        guard !due.isEmpty else { return 0 }
+        var done: [String] = []
+        for record in due {
+            guard let item = try? JSONDecoder().decode(DelayedPublish.self, from: Data(record.body.utf8)) else {
+                logger.warning("a held publish cannot be read; it is dropped", metadata: ["id": "\(record.id)"])
+                done.append(record.id)
+                continue
+            }
+            let existing = try await db {
+                try await storage.notification(userId: record.userId, hostName: record.hostName, appNotificationId: item.appNotificationId)
+            }
+            if let existing, existing.createdDateTime >= record.dueAt, existing.payload.visualContent?.title == item.title {
+                done.append(record.id)
+                continue
+            }
+            let input = try publishInput(item.notification, index: 0, count: 1, userId: record.userId, hostName: record.hostName, now: clock.nowMillis())
+            _ = try await db { try await storage.publish(batch: [input]) }
+            metrics.publishes.increment()
+            done.append(record.id)
+        }
+        try await db { try await storage.deleteDelayed(ids: done) }
+        return done.count
+    }
+}
+
+/// What a held publish keeps of its notification.
+struct DelayedPublish: Codable {
+    var appNotificationId: String
+    var title: String
+    var body: String?
+    var priority: String
+    var launchUrl: String?
+
+    init(_ notification: WebhookNotification) {
+        appNotificationId = notification.appNotificationId ?? ""
+        title = notification.title
+        body = notification.body
+        priority = notification.priority.rawValue
+        launchUrl = notification.launchUrl
+    }
+
+    var notification: WebhookNotification {
+        WebhookNotification(appNotificationId: appNotificationId, title: title, body: body, priority: Priority(rawValue: priority) ?? .none, launchUrl: launchUrl)
     }
 }
 

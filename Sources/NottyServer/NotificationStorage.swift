@@ -79,6 +79,13 @@ public protocol NotificationStorage: Sendable {
     func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool
     /// Applies device mutations (PATCH, DELETE, batch) with idempotence by `mutationId`.
     func mutate(userId: String, mutations: [Mutation], now: Date) async throws -> [MutationResult]
+    /// Holds a publish until it is due.
+    func insertDelayed(_ record: DelayedRecord) async throws
+    /// Claims up to `limit` held publishes due at `now` until `lease` (another sweep, of this
+    /// instance or another, skips them until then), oldest due first.
+    func claimDueDelayed(now: Date, lease: Date, limit: Int) async throws -> [DelayedRecord]
+    /// Forgets held publishes once published.
+    func deleteDelayed(ids: [String]) async throws
     /// Deletes every notification whose `expirationDateTime` has passed; returns how many.
     func expire(now: Date) async throws -> Int
     /// Forgets tombstones and mutation records older than `before`.

@@ -387,6 +387,36 @@ extension PostgresStorage {
         }
     }
 
+    public func insertDelayed(_ record: DelayedRecord) async throws {
+        try await execute("""
+            INSERT INTO delayed (id, user_id, host_name, due_at, body, created_at)
+            VALUES (\(record.id), \(record.userId), \(record.hostName), \(ISOTime.millis(record.dueAt)), \(record.body), \(ISOTime.millis(record.createdAt)))
+            """)
+    }
+
+    public func claimDueDelayed(now: Date, lease: Date, limit: Int) async throws -> [DelayedRecord] {
+        let at = ISOTime.millis(now)
+        return try await run { connection in
+            var records: [DelayedRecord] = []
+            // SKIP LOCKED: instances sweeping at once each claim different rows.
+            let rows = try await connection.query("""
+                UPDATE delayed SET claimed_until = \(ISOTime.millis(lease))
+                WHERE id IN (SELECT id FROM delayed WHERE due_at <= \(at) AND claimed_until <= \(at) ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                RETURNING id, user_id, host_name, due_at, body, created_at
+                """, logger: self.logger)
+            for try await (id, userId, hostName, due, body, created) in rows.decode((String, String, String, Int64, String, Int64).self) {
+                records.append(DelayedRecord(id: id, userId: userId, hostName: hostName, dueAt: ISOTime.date(millis: due), body: body,
+                                             createdAt: ISOTime.date(millis: created)))
+            }
+            return records.sorted { $0.dueAt < $1.dueAt }
+        }
+    }
+
+    public func deleteDelayed(ids: [String]) async throws {
+        guard !ids.isEmpty else { return }
+        try await execute("DELETE FROM delayed WHERE id = ANY(\(ids))")
+    }
+
     public func expire(now: Date) async throws -> Int {
         let nowMillis = ISOTime.millis(now)
         // Whose notifications have expired, and how many (at most 5,000 a sweep).

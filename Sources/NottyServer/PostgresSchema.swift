@@ -113,6 +113,14 @@ extension PostgresStorage {
         ("v5", ["CREATE INDEX notifications_state ON notifications (user_id, action_state, created DESC, id DESC) WHERE NOT deleted"]),
         // Failed sign-ins per user name, client id and client address (GuessLimiter).
         ("v6", ["CREATE TABLE guesses (key TEXT PRIMARY KEY, failures INT NOT NULL, window_start BIGINT NOT NULL, locked_until BIGINT, strikes INT NOT NULL)"]),
+        // Publishes held until they are due (ntfy's X-Delay).
+        ("v7", [
+            """
+            CREATE TABLE delayed (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, host_name TEXT NOT NULL, due_at BIGINT NOT NULL, body TEXT NOT NULL,
+                                  created_at BIGINT NOT NULL, claimed_until BIGINT NOT NULL DEFAULT 0)
+            """,
+            "CREATE INDEX delayed_due ON delayed (due_at)",
+        ]),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

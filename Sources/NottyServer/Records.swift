@@ -132,3 +132,24 @@ public struct ChangeFeedPage: Sendable {
         self.hasMore = hasMore
     }
 }
+
+/// A publish held until it is due (ntfy's `X-Delay`, SPEC §8.1): kept in storage, so a restart
+/// does not lose it.
+public struct DelayedRecord: Sendable, Equatable {
+    public var id: String
+    public var userId: String
+    public var hostName: String
+    public var dueAt: Date
+    /// The notification to publish then, as JSON (``DelayedPublish``).
+    public var body: String
+    public var createdAt: Date
+
+    public init(id: String, userId: String, hostName: String, dueAt: Date, body: String, createdAt: Date) {
+        self.id = id
+        self.userId = userId
+        self.hostName = hostName
+        self.dueAt = dueAt
+        self.body = body
+        self.createdAt = createdAt
+    }
+}

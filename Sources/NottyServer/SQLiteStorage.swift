@@ -198,6 +198,21 @@ public final class SQLiteStorage: NotificationStorage {
                 ) WITHOUT ROWID;
                 """)
         }
+        // Publishes held until they are due (ntfy's X-Delay).
+        migrator.registerMigration("v7 delayed") { db in
+            try db.execute(sql: """
+                CREATE TABLE delayed (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL,
+                    host_name TEXT NOT NULL,
+                    due_at INTEGER NOT NULL,
+                    body TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    claimed_until INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX delayed_due ON delayed (due_at);
+                """)
+        }
         return migrator
     }
 
@@ -576,6 +591,35 @@ public final class SQLiteStorage: NotificationStorage {
             try mutations.map { mutation in
                 try MutationApplier.apply(mutation, userId: userId, now: now, context: context, store: SQLiteRowStore(db: db))
             }
+        }
+    }
+
+    public func insertDelayed(_ record: DelayedRecord) async throws {
+        try await write { db, _ in
+            try db.execute(
+                sql: "INSERT INTO delayed (id, user_id, host_name, due_at, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [record.id, record.userId, record.hostName, ISOTime.millis(record.dueAt), record.body, ISOTime.millis(record.createdAt)])
+        }
+    }
+
+    public func claimDueDelayed(now: Date, lease: Date, limit: Int) async throws -> [DelayedRecord] {
+        let at = ISOTime.millis(now)
+        return try await write { db, _ in
+            try Row.fetchAll(db, sql: """
+                UPDATE delayed SET claimed_until = ?
+                WHERE id IN (SELECT id FROM delayed WHERE due_at <= ? AND claimed_until <= ? ORDER BY due_at LIMIT ?)
+                RETURNING id, user_id, host_name, due_at, body, created_at
+                """, arguments: [ISOTime.millis(lease), at, at, limit]).map { row in
+                DelayedRecord(id: row["id"], userId: row["user_id"], hostName: row["host_name"], dueAt: ISOTime.date(millis: row["due_at"]),
+                              body: row["body"], createdAt: ISOTime.date(millis: row["created_at"]))
+            }.sorted { $0.dueAt < $1.dueAt }
+        }
+    }
+
+    public func deleteDelayed(ids: [String]) async throws {
+        guard !ids.isEmpty else { return }
+        try await write { db, _ in
+            for id in ids { try db.execute(sql: "DELETE FROM delayed WHERE id = ?", arguments: [id]) }
         }
     }
 

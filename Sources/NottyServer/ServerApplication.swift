@@ -50,7 +50,8 @@ public enum ServerApplication {
     }
 }
 
-/// Deletes expired notifications every half second and forgets old history hourly; on
+/// Deletes expired notifications and publishes held ones that are due every half second, and
+/// forgets old history hourly; on
 /// graceful shutdown it closes every doorbell so connections end cleanly.
 struct MaintenanceService: Service {
     let service: NotificationService
@@ -61,6 +62,7 @@ struct MaintenanceService: Service {
             while !Task.isCancelled {
                 do {
                     _ = try await service.expireDue()
+                    _ = try await service.publishDueDelayed()
                     if ContinuousClock.now - lastPurge >= .seconds(3600) {
                         try await service.purgeHistory()
                         lastPurge = .now

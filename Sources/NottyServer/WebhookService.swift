@@ -87,7 +87,7 @@ extension NotificationService {
     }
 
     /// A parsed notification as a publish, within the service's limits (`400` when not).
-    private func publishInput(_ item: WebhookNotification, index: Int, count: Int, userId: String, hostName: String, now: Date) throws -> PublishInput {
+    func publishInput(_ item: WebhookNotification, index: Int, count: Int, userId: String, hostName: String, now: Date) throws -> PublishInput {
         let what = count > 1 ? "notification \(index + 1) of \(count): " : ""
         let limits = config.limits
         let id = item.appNotificationId ?? "hook-\(Identifiers.timeOrdered())"

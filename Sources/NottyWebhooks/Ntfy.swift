@@ -98,8 +98,8 @@ public enum Ntfy {
         }
         let attachment = try value(.attach), filename = try value(.filename)
         if attachment != nil || filename != nil { throw WebhookError("attachments are not supported") }
-        let delay = try value(.delay)
-        if delay != nil { throw WebhookError("delayed delivery is not supported by this server: publish when it is due") }
+        let delayText = try value(.delay)
+        let delay = try delayText.map { text throws(WebhookError) in try Self.delay(text) }
         var text = try value(.message) ?? ""
         if text.isEmpty { text = body ?? "" }
         if text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { text = "triggered" }  // ntfy's word for an empty publish
@@ -113,7 +113,15 @@ public enum Ntfy {
             throw WebhookError("invalid sequence ID: 1 to 64 letters, digits, - and _")
         }
         let title = try value(.title)
-        return NtfyMessage(title: title, message: text, priority: level, tags: tags, click: click, sequenceId: sequenceId)
+        return NtfyMessage(title: title, message: text, priority: level, tags: tags, click: click, sequenceId: sequenceId, delay: delay)
+    }
+
+    /// `X-Delay`/`X-At`/`X-In`: a duration (`30s`, `10m`, `2h`, `1d`, or seconds) or a Unix time.
+    static func delay(_ text: String) throws(WebhookError) -> NtfyMessage.Delay {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.utf8.count >= 9, trimmed.allSatisfy(\.isASCIIDigit), let unix = Int64(trimmed) { return .at(unix) }
+        if let seconds = DurationText.seconds(trimmed) { return .after(seconds: seconds) }
+        throw WebhookError("invalid delay: use a duration such as 30m, 2h or 1d, or a Unix time (times of day in words are not understood)")
     }
 
     /// ntfy's sequence ids and topics: letters, digits, `-` and `_`, at most 64.
@@ -175,6 +183,22 @@ public struct NtfyMessage: Sendable, Equatable {
     public var tags: [String]
     public var click: String?
     public var sequenceId: String?
+    /// When to publish it, if not now.
+    public var delay: Delay?
+
+    public enum Delay: Sendable, Equatable {
+        case after(seconds: Int)
+        /// Unix seconds.
+        case at(Int64)
+
+        /// The moment it stands for, from `now`.
+        public func due(now: Date) -> Date {
+            switch self {
+            case .after(let seconds): now.addingTimeInterval(TimeInterval(seconds))
+            case .at(let unix): Date(timeIntervalSince1970: TimeInterval(unix))
+            }
+        }
+    }
 
     /// The notification it becomes: the title (or the message's first line) prefixed with the
     /// emoji of its tags that are emoji short codes, as ntfy shows them; other tags end the

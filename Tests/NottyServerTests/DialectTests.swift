@@ -124,7 +124,9 @@ struct DialectTests {
                 ("/\(topic)", Data("x".utf8), ["X-Sequence-ID": "has space"], .badRequest),
                 ("/\(topic)", Data([0xFF, 0xD8, 0xFF, 0xE0]), [:], .badRequest),
                 ("/\(topic)", Data("x".utf8), ["Attach": "https://example.com/file.jpg"], .badRequest),
-                ("/\(topic)", Data("x".utf8), ["X-Delay": "30m"], .badRequest),
+                ("/\(topic)", Data("x".utf8), ["X-Delay": "5s"], .badRequest),
+                ("/\(topic)", Data("x".utf8), ["X-In": "4d"], .badRequest),
+                ("/\(topic)", Data("x".utf8), ["X-At": "tomorrow, 10am"], .badRequest),
                 ("/", Data(#"{"message":"no topic"}"#.utf8), [:], .badRequest),
                 ("/", Data(#"{"topic":"\#(topic)","priority":"high"}"#.utf8), [:], .badRequest),
                 ("/", Data("not json".utf8), [:], .badRequest),
@@ -144,6 +146,49 @@ struct DialectTests {
             let revoked = try await client.call(.post, "/\(topic)", body: Data("x".utf8), headers: [:])
             #expect(revoked.status == .notFound && revoked.int("code") == 40401)
             #expect(try await world.all(client).count == 1)
+        }
+    }
+
+    @Test("ntfy: a delayed publish (X-Delay, X-At, delay in JSON) is held durably, across a restart, and published once when due", arguments: Backend.available)
+    func delayed(backend: Backend) async throws {
+        let clock = ManualClock()
+        let directory = Repository.temporaryDirectory("notty-delay")
+        let storage = try await backend.makeStorage(in: directory)
+        // The first service's own folder is not the store's: it is removed when that service stops.
+        let first = try await Harness(storage: storage, clock: clock)
+        let (world, topic) = try await first.router { client in
+            let world = try await first.world(client)
+            let topic = try await world.hookToken(client)
+            let held = try await client.call(.post, "/\(topic)", body: Data("Feed the cat".utf8), headers: ["X-Delay": "30m", "Title": "Reminder"])
+            #expect(held.status == .ok && held.int("time") == Int(clock.now().timeIntervalSince1970) + 1800, "\(held.text)")
+            let at = Int(clock.now().timeIntervalSince1970) + 2400
+            #expect(try await client.call(.post, "/\(topic)", body: Data("At an hour".utf8), headers: ["X-At": String(at), "X-Sequence-ID": "hour"]).status == .ok)
+            #expect(try await client.call(.post, "/", body: Data(#"{"topic":"\#(topic)","message":"In JSON","delay":"45m"}"#.utf8), headers: [:]).status == .ok)
+            #expect(try await world.all(client).isEmpty, "a delayed publish arrived at once")
+            return (world, topic)
+        }
+        _ = topic
+        // A restart: another service on the same store.
+        let reopened: any NotificationStorage = backend == .sqlite
+            ? try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path)
+            : try await PostgresStorage.connect(url: (storage as! PostgresStorage).url, logger: .quiet, timeout: .seconds(30))
+        let second = try await Harness(storage: reopened, directory: directory, clock: clock)
+        try await second.router { client in
+            // The maintenance loop publishes what is due every half second; so may this test.
+            func titles() async throws -> [String] { try await world.all(client).map { $0.payload.visualContent?.title ?? "" }.sorted() }
+            clock.advance(by: 1801)
+            _ = try await second.service.publishDueDelayed()
+            #expect(try await eventually(timeout: .seconds(20)) { try await titles() == ["Reminder"] })
+            clock.advance(by: 1000)  // within the access token's hour
+            _ = try await second.service.publishDueDelayed()
+            #expect(try await eventually(timeout: .seconds(20)) { try await titles() == ["At an hour", "In JSON", "Reminder"] })
+            #expect(try await titles() == ["At an hour", "In JSON", "Reminder"])
+            #expect(try await world.all(client).first { $0.appNotificationId == "hour" } != nil)
+            // Nothing is published twice: the feed does not move any more.
+            let cursor = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).string("cursor")
+            _ = try await second.service.publishDueDelayed()
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).string("cursor") == cursor)
         }
     }
 
