@@ -96,8 +96,9 @@ extension Routes {
         return routes
     }
 
-    /// The request as the parsers see it: its body (within the webhook limit), headers and query.
-    private func webhookRequest(_ request: Request, withBody: Bool = true) async throws -> WebhookRequest {
+    /// The request as the parsers see it: its body (within the webhook limit), headers and
+    /// query (names in lower case).
+    func webhookRequest(_ request: Request, withBody: Bool = true) async throws -> WebhookRequest {
         var request = request
         let body = withBody ? try await request.rawBody(limit: service.config.maxWebhookBodyBytes) : Data()
         var headers: [String: String] = [:]

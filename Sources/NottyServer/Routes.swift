@@ -240,13 +240,7 @@ public struct Routes: Sendable {
     }
 
     private func webhook(_ request: Request, token: String) async throws -> Response {
-        var request = request
-        let body = try await request.rawBody(limit: service.config.maxWebhookBodyBytes)
-        var headers: [String: String] = [:]
-        for field in request.headers { headers[field.name.canonicalName] = field.value }
-        var query: [String: String] = [:]
-        for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
-        let ids = try await service.webhook(token: token, WebhookRequest(body: body, headers: headers, query: query))
+        let ids = try await service.webhook(token: token, try await webhookRequest(request))
         return try JSONResponse.make(WebhookAnswer(ids: ids))
     }
 
