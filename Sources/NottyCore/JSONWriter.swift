@@ -12,11 +12,11 @@ public struct JSONWriter {
         bytes.reserveCapacity(capacity)
     }
 
-    mutating func raw(_ text: StaticString) {
+    public mutating func raw(_ text: StaticString) {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    mutating func string(_ text: String) {
+    public mutating func string(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
         var afterC2 = false
         for byte in text.utf8 {
@@ -48,7 +48,7 @@ public struct JSONWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    mutating func string(_ text: String?) {
+    public mutating func string(_ text: String?) {
         if let text { string(text) } else { raw("null") }
     }
 
@@ -56,11 +56,11 @@ public struct JSONWriter {
         if let date { string(ISOTime.format(date)) } else { raw("null") }
     }
 
-    mutating func int(_ value: Int?) {
+    public mutating func int(_ value: Int?) {
         if let value { bytes.append(contentsOf: String(value).utf8) } else { raw("null") }
     }
 
-    mutating func value(_ value: JSONValue) {
+    public mutating func value(_ value: JSONValue) {
         switch value {
         case .null: raw("null")
         case .bool(let flag): flag ? raw("true") : raw("false")

@@ -154,7 +154,7 @@ extension Routes {
         case json, sse
 
         func frame(_ event: NtfyAnswer) -> ByteBuffer {
-            let json = (try? NottyJSON.encoder.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            let json = String(decoding: event.jsonBytes(), as: UTF8.self)
             switch self {
             case .json:
                 return ByteBuffer(string: json + "\n")
@@ -223,8 +223,7 @@ extension Routes {
             let replay = try await follower.start(replay: NtfyFollower.Replay(query: Dictionary(
                 context.request.uri.queryParameters.map { (String($0.key).lowercased(), String($0.value)) }, uniquingKeysWith: { _, last in last })))
             func send(_ event: NtfyAnswer) async throws {
-                let data = try NottyJSON.encoder.encode(event)
-                try await outbound.write(.text(String(decoding: data, as: UTF8.self)))
+                try await outbound.write(.text(String(decoding: event.jsonBytes(), as: UTF8.self)))
             }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {

@@ -48,7 +48,7 @@ public enum Ntfy {
             body = text
         }
         return try message(body: body) { parameter in
-            for name in parameter.names { if let value = request.header(name) { return value } }
+            for name in parameter.names { if let value = request.headers[name] { return value } }  // names are lower case
             for name in parameter.names { if let value = request.query[name] { return value } }
             return nil
         } json: { _ in nil }
@@ -62,7 +62,7 @@ public enum Ntfy {
         }
         guard case .string(let topic)? = object["topic"], !topic.isEmpty else { throw WebhookError("invalid request: the JSON has no topic") }
         let parsed = try Self.message(body: nil) { parameter in
-            for name in parameter.names { if let value = request.header(name) { return value } }
+            for name in parameter.names { if let value = request.headers[name] { return value } }  // names are lower case
             for name in parameter.names { if let value = request.query[name] { return value } }
             return nil
         } json: { parameter throws(WebhookError) in

@@ -176,7 +176,9 @@ enum Text {
     /// One line (line breaks and tabs become spaces), trimmed, at most ``Webhooks/maxTitle``
     /// characters (cut with "…").
     static func title(_ text: String) -> String {
-        let line = String(text.unicodeScalars.map { CharacterSet.newlines.contains($0) || $0 == "\t" ? " " : Character($0) })
+        // Most titles are one line already: only those with a break or a tab are rebuilt.
+        let oneLine = text.unicodeScalars.allSatisfy { !CharacterSet.newlines.contains($0) && $0 != "\t" }
+        let line = (oneLine ? text : String(text.unicodeScalars.map { CharacterSet.newlines.contains($0) || $0 == "\t" ? " " : Character($0) }))
             .trimmingCharacters(in: .whitespaces)
         guard line.count > Webhooks.maxTitle else { return line }
         return String(line.prefix(Webhooks.maxTitle - 1)) + "…"
