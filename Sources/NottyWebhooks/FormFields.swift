@@ -9,7 +9,7 @@ public enum FormFields {
     /// cannot be read is an error.
     public static func fields(of request: WebhookRequest) throws(WebhookError) -> [String: String]? {
         guard let type = request.header("Content-Type") else { return nil }
-        let media = type.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        let media = type.split(separator: ";", maxSplits: 1).first.map { $0.trimmed().lowercased() } ?? ""
         switch media {
         case "application/x-www-form-urlencoded":
             guard let text = String(validating: request.body, as: UTF8.self) else { throw WebhookError("the form is not UTF-8") }
@@ -44,8 +44,8 @@ public enum FormFields {
     static func parameter(_ name: String, of value: String) -> String? {
         for part in value.split(separator: ";").dropFirst() {
             let pieces = part.split(separator: "=", maxSplits: 1)
-            guard pieces.count == 2, pieces[0].trimmingCharacters(in: .whitespaces).lowercased() == name else { continue }
-            var found = pieces[1].trimmingCharacters(in: .whitespaces)
+            guard pieces.count == 2, pieces[0].trimmed().lowercased() == name else { continue }
+            var found = pieces[1].trimmed()
             if found.count >= 2, found.hasPrefix("\""), found.hasSuffix("\"") { found = String(found.dropFirst().dropLast()) }
             return found
         }
@@ -77,7 +77,7 @@ public enum FormFields {
             var name: String?
             for line in head.split(separator: "\r\n") {
                 let pieces = line.split(separator: ":", maxSplits: 1)
-                guard pieces.count == 2, pieces[0].trimmingCharacters(in: .whitespaces).lowercased() == "content-disposition" else { continue }
+                guard pieces.count == 2, pieces[0].trimmed().lowercased() == "content-disposition" else { continue }
                 let value = String(pieces[1])
                 if parameter("filename", of: value) != nil { throw WebhookError("attachments are not supported: send text fields only") }
                 name = parameter("name", of: value)
@@ -114,9 +114,14 @@ public enum FormFields {
 public enum FormHook: WebhookKind {
     public static let name = "form"
 
+    /// A multipart body, or an urlencoded one with a `title`, `message` or `body` field: curl's
+    /// `-d 'Backup failed'` is sent as urlencoded too, and stays text.
     public static func recognises(_ request: WebhookRequest) -> Bool {
         let type = request.header("Content-Type")?.lowercased() ?? ""
-        return type.hasPrefix("application/x-www-form-urlencoded") || type.hasPrefix("multipart/form-data")
+        if type.hasPrefix("multipart/form-data") { return true }
+        guard type.hasPrefix("application/x-www-form-urlencoded"), let text = String(validating: request.body, as: UTF8.self) else { return false }
+        let fields = FormFields.urlencoded(text)
+        return fields["title"] != nil || fields["message"] != nil || fields["body"] != nil
     }
 
     public static func notifications(_ request: WebhookRequest) throws(WebhookError) -> [WebhookNotification] {

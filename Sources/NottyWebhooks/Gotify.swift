@@ -31,15 +31,15 @@ public enum Gotify {
             default: throw WebhookError("Field '\(key)' must be a string")
             }
         }
-        guard let message = try string("message"), !message.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+        guard let message = try string("message"), !message.trimmed(newlines: true).isEmpty else {
             throw WebhookError("Field 'message' is required")
         }
         let priority: Int?
         switch fields["priority"] {
         case nil, .null?: priority = nil
         case .number(let number)? where number == number.rounded() && number >= 0 && number <= 10: priority = Int(number)
-        case .string(let text)? where Int(text.trimmingCharacters(in: .whitespaces)).map({ (0...10).contains($0) }) == true:
-            priority = Int(text.trimmingCharacters(in: .whitespaces))
+        case .string(let text)? where Int(text.trimmed()).map({ (0...10).contains($0) }) == true:
+            priority = Int(text.trimmed())
         default: throw WebhookError("Field 'priority' must be a whole number from 0 to 10")
         }
         var extras: JSONValue?
@@ -80,7 +80,7 @@ public struct GotifyMessage: Sendable, Equatable {
     /// The notification it becomes (without a title, the message's first line is the title).
     public var notification: WebhookNotification {
         var (heading, body): (String?, String?) = (title, message)
-        if heading?.trimmingCharacters(in: .whitespaces).isEmpty ?? true { (heading, body) = TextHook.split(message) }
+        if heading?.trimmed().isEmpty ?? true { (heading, body) = TextHook.split(message) }
         return WebhookNotification(appNotificationId: nil, title: heading ?? "(untitled)", body: body, priority: level, launchUrl: click)
     }
 }

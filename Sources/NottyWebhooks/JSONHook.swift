@@ -20,7 +20,7 @@ public enum JSONHook: WebhookKind {
         func string(_ key: String) throws(WebhookError) -> String? {
             switch json[key] {
             case nil, .null?: return nil
-            case .string(let text)?: return text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? nil : text
+            case .string(let text)?: return text.trimmed(newlines: true).isEmpty ? nil : text
             default: throw WebhookError("\(key) must be a string")
             }
         }
@@ -49,7 +49,7 @@ public enum JSONHook: WebhookKind {
             guard number == number.rounded(), number >= 1, number <= 5 else { throw problem }
             return number <= 2 ? .low : number == 3 ? .none : .high
         case .string(let text):
-            if let level = Double(text.trimmingCharacters(in: .whitespaces)) { return try priority(.number(level)) }
+            if let level = Double(text.trimmed()) { return try priority(.number(level)) }
             if let priority = Priority(spelling: text) { return priority }
             if text.lowercased() == "normal" { return .none }
             throw problem

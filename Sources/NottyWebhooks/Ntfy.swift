@@ -94,7 +94,7 @@ public enum Ntfy {
         func value(_ parameter: Parameter) throws(WebhookError) -> String? {
             var found = try json(parameter)
             if found == nil { found = lookup(parameter) }
-            return found.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
+            return found.flatMap { $0.trimmed().isEmpty ? nil : $0 }
         }
         let attachment = try value(.attach), filename = try value(.filename)
         if attachment != nil || filename != nil { throw WebhookError("attachments are not supported") }
@@ -102,9 +102,9 @@ public enum Ntfy {
         let delay = try delayText.map { text throws(WebhookError) in try Self.delay(text) }
         var text = try value(.message) ?? ""
         if text.isEmpty { text = body ?? "" }
-        if text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { text = "triggered" }  // ntfy's word for an empty publish
+        if text.trimmed(newlines: true).isEmpty { text = "triggered" }  // ntfy's word for an empty publish
         let level = try priority(try value(.priority))
-        let tags = try value(.tags).map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } } ?? []
+        let tags = try value(.tags).map { $0.split(separator: ",").map { $0.trimmed() }.filter { !$0.isEmpty } } ?? []
         var click = try value(.click)
         if let url = click, !LaunchURL.isValid(url) { throw WebhookError("invalid click URL: it must be an absolute http or https URL of at most 2,048 characters") }
         if click == nil, let actions = try value(.actions) { click = viewURL(inActions: actions) }
@@ -118,7 +118,7 @@ public enum Ntfy {
 
     /// `X-Delay`/`X-At`/`X-In`: a duration (`30s`, `10m`, `2h`, `1d`, or seconds) or a Unix time.
     static func delay(_ text: String) throws(WebhookError) -> NtfyMessage.Delay {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmed()
         if trimmed.utf8.count >= 9, trimmed.allSatisfy(\.isASCIIDigit), let unix = Int64(trimmed) { return .at(unix) }
         if let seconds = DurationText.seconds(trimmed) { return .after(seconds: seconds) }
         throw WebhookError("invalid delay: use a duration such as 30m, 2h or 1d, or a Unix time (times of day in words are not understood)")
@@ -134,7 +134,7 @@ public enum Ntfy {
     /// `1`–`5` or ntfy's names (absent: 3, the default).
     static func priority(_ text: String?) throws(WebhookError) -> Int {
         guard let text else { return 3 }
-        switch text.trimmingCharacters(in: .whitespaces).lowercased() {
+        switch text.trimmed().lowercased() {
         case "1", "min": return 1
         case "2", "low": return 2
         case "3", "default": return 3
@@ -147,7 +147,7 @@ public enum Ntfy {
     /// The URL of the first `view` action, in ntfy's short form
     /// (`view, Open, https://…, clear=true; http, …`) or as JSON (`[{"action":"view","url":…}]`).
     static func viewURL(inActions text: String) -> String? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmed()
         if trimmed.hasPrefix("["), let items = JSONParser.parse(Data(trimmed.utf8))?.arrayValue {
             for item in items where item.text("action")?.lowercased() == "view" {
                 if let url = item.link("url") { return url }
@@ -158,7 +158,7 @@ public enum Ntfy {
             var positional: [String] = []
             var named: [String: String] = [:]
             for part in action.split(separator: ",", omittingEmptySubsequences: false) {
-                let piece = part.trimmingCharacters(in: .whitespaces)
+                let piece = part.trimmed()
                 if let equals = piece.firstIndex(of: "="), !piece.hasPrefix("http") {
                     named[piece[..<equals].lowercased()] = String(piece[piece.index(after: equals)...])
                 } else {

@@ -17,7 +17,7 @@ public enum TextHook: WebhookKind {
         let query = request.query
         if let given = query["title"], !given.isEmpty {
             // The whole text is the body when the title comes from the query.
-            let whole = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let whole = text.trimmed(newlines: true)
             (title, body) = (given, whole.isEmpty ? nil : whole)
         }
         guard let title else { throw WebhookError("the body is empty: send the notification's text (first line: the title)") }
@@ -30,10 +30,10 @@ public enum TextHook: WebhookKind {
 
     /// The first non-blank line and the rest (nil when blank).
     static func split(_ text: String) -> (title: String?, body: String?) {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = text.trimmed(newlines: true)
         guard !trimmed.isEmpty else { return (nil, nil) }
         guard let end = trimmed.firstIndex(where: \.isNewline) else { return (trimmed, nil) }
-        let rest = trimmed[end...].trimmingCharacters(in: .whitespacesAndNewlines)
+        let rest = trimmed[end...].trimmed(newlines: true)
         return (String(trimmed[..<end]), rest.isEmpty ? nil : rest)
     }
 }

@@ -83,7 +83,7 @@ public struct WebhookRequest: Sendable {
     /// The token of an `Authorization: Bearer …` header.
     public var bearerToken: String? {
         guard let value = header("Authorization"), value.count > 7, value.prefix(7).lowercased() == "bearer " else { return nil }
-        return String(value.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        return String(value.dropFirst(7)).trimmed()
     }
 
     /// The body as JSON, which must be an object.
@@ -171,6 +171,29 @@ extension JSONValue {
     }
 }
 
+extension StringProtocol {
+    /// Without leading and trailing blanks (spaces and tabs; with `newlines`, line breaks too),
+    /// as Foundation's `trimmingCharacters(in: .whitespaces)` would, but in Swift: on Linux
+    /// that goes through NSString, a cost every publish paid several times.
+    func trimmed(newlines: Bool = false) -> String {
+        let scalars = unicodeScalars
+        func blank(_ scalar: Unicode.Scalar) -> Bool {
+            guard scalar.properties.isWhitespace else { return false }
+            switch scalar.value {
+            case 0x0A...0x0D, 0x85, 0x2028, 0x2029: return newlines
+            default: return true
+            }
+        }
+        var start = scalars.startIndex, end = scalars.endIndex
+        while start < end, blank(scalars[start]) { start = scalars.index(after: start) }
+        while end > start, blank(scalars[scalars.index(before: end)]) { end = scalars.index(before: end) }
+        if start == scalars.startIndex && end == scalars.endIndex { return String(self) }
+        var result = String.UnicodeScalarView()
+        result.append(contentsOf: scalars[start..<end])
+        return String(result)
+    }
+}
+
 /// Text shaping for titles and ids.
 enum Text {
     /// One line (line breaks and tabs become spaces), trimmed, at most ``Webhooks/maxTitle``
@@ -179,7 +202,7 @@ enum Text {
         // Most titles are one line already: only those with a break or a tab are rebuilt.
         let oneLine = text.unicodeScalars.allSatisfy { !CharacterSet.newlines.contains($0) && $0 != "\t" }
         let line = (oneLine ? text : String(text.unicodeScalars.map { CharacterSet.newlines.contains($0) || $0 == "\t" ? " " : Character($0) }))
-            .trimmingCharacters(in: .whitespaces)
+            .trimmed()
         guard line.count > Webhooks.maxTitle else { return line }
         return String(line.prefix(Webhooks.maxTitle - 1)) + "…"
     }

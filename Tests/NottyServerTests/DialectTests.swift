@@ -243,6 +243,9 @@ struct DialectTests {
             let urlencoded = try await client.call(.post, path, body: Data("version=1.0&title=Form+title&message=Line+one%0Aline+two&type=info&priority=high".utf8),
                                                    headers: ["Content-Type": "application/x-www-form-urlencoded"])
             #expect(urlencoded.status == .ok && urlencoded.ids.count == 1, "\(urlencoded.text)")
+            // curl -d 'Backup failed' sends text as urlencoded: it stays text.
+            let curlText = try await client.call(.post, path, body: Data("Backup failed\nnas-1: disk full".utf8), headers: ["Content-Type": "application/x-www-form-urlencoded"])
+            #expect(curlText.status == .ok, "\(curlText.text)")
             let boundary = "xyz"
             let multipart = "--xyz\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nMultipart\r\n--xyz\r\nContent-Disposition: form-data; name=\"body\"\r\n\r\nits body\r\n--xyz\r\nContent-Disposition: form-data; name=\"url\"\r\n\r\nhttps://example.com/x\r\n--xyz--\r\n"
             #expect(try await client.call(.post, path, body: Data(multipart.utf8), headers: ["Content-Type": "multipart/form-data; boundary=\(boundary)"]).status == .ok)
@@ -258,7 +261,8 @@ struct DialectTests {
             #expect(form.payload.visualContent?.body == "Line one\nline two" && form.priority == .high)
             let multi = try #require(seen.first { $0.payload.visualContent?.title == "Multipart" })
             #expect(multi.payload.visualContent?.body == "its body" && multi.launchUrl == "https://example.com/x")
-            #expect(seen.count == 2)
+            #expect(seen.first { $0.payload.visualContent?.title == "Backup failed" }?.payload.visualContent?.body == "nas-1: disk full")
+            #expect(seen.count == 3)
         }
     }
 
