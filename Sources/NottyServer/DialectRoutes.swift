@@ -165,9 +165,6 @@ extension Routes {
         }
     }
 
-    /// How often an idle stream says it is alive (ntfy's default).
-    static let ntfyKeepalive: Duration = .seconds(45)
-
     /// `GET <base>/<topic>/json|sse`: `open`, the replay `poll`/`since` ask for, then the
     /// inbox's events as they happen, until the subscriber goes, the topic is revoked or the
     /// service stops. With `poll=1`, the replay alone.
@@ -177,7 +174,7 @@ extension Routes {
         for (key, value) in request.uri.queryParameters { query[String(key).lowercased()] = String(value) }
         let follower = NtfyFollower(service: service, userId: subscription.userId, topic: topic)
         let hub = service.hub, userId = subscription.userId
-        let (connection, rings) = hub.connect(userId: userId)  // before reading, so no change is missed
+        let (connection, rings) = hub.connect(userId: userId, ticks: true)  // before reading, so no change is missed
         let replay: [NtfyAnswer]
         do {
             replay = try await follower.start(replay: NtfyFollower.Replay(query: query))
@@ -200,7 +197,7 @@ extension Routes {
             do {
                 try await writer.write(format.frame(follower.control("open")))
                 for event in replay { try await writer.write(format.frame(event)) }
-                try await follower.follow(rings: rings, keepalive: Self.ntfyKeepalive) { event in try await writer.write(format.frame(event)) }
+                try await follower.follow(rings: rings) { event in try await writer.write(format.frame(event)) }
                 try await writer.finish(nil)
             } catch {
                 // The subscriber went away (or the storage did, mid-stream): nothing left to answer.
@@ -218,7 +215,7 @@ extension Routes {
             let subscription = try await self.service.topic(token: topic.removingPercentEncoding ?? topic)
             let follower = NtfyFollower(service: self.service, userId: subscription.userId, topic: topic)
             let hub = self.service.hub
-            let (connection, rings) = hub.connect(userId: subscription.userId)
+            let (connection, rings) = hub.connect(userId: subscription.userId, ticks: true)
             defer { hub.disconnect(userId: subscription.userId, id: connection) }
             let replay = try await follower.start(replay: NtfyFollower.Replay(query: Dictionary(
                 context.request.uri.queryParameters.map { (String($0.key).lowercased(), String($0.value)) }, uniquingKeysWith: { _, last in last })))
@@ -232,7 +229,7 @@ extension Routes {
                 group.addTask {
                     try await send(follower.control("open"))
                     for event in replay { try await send(event) }
-                    try await follower.follow(rings: rings, keepalive: Self.ntfyKeepalive, send: send)
+                    try await follower.follow(rings: rings, send: send)
                 }
                 try await group.next()
                 group.cancelAll()

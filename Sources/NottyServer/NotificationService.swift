@@ -410,6 +410,9 @@ public final class NotificationService: Sendable {
         return value
     }
 
+    /// The user's newest cursor as this instance knows it without asking storage (nil: not known).
+    func knownLatestCursor(userId: String) -> Int64? { latestCursors[userId] }
+
     /// The user's newest cursor (what a device that is up to date holds).
     public func latestCursor(userId: String) async throws -> Int64 {
         if let known = latestCursors[userId] { return known }

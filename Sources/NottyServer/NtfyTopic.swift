@@ -152,32 +152,18 @@ final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at
         return id
     }
 
-    /// Sends the inbox's events as they happen, and a keepalive when idle, until `rings` ends
-    /// (the service stops) or the topic is revoked. Woken only by rings and the keepalive:
-    /// no polling.
-    func follow(rings: AsyncStream<Int64>, keepalive: Duration, send: (NtfyAnswer) async throws -> Void) async throws {
-        enum Wake { case ring, keepalive }
-        let (wakes, wake) = AsyncStream<Wake>.makeStream()
-        let forward = Task {
-            for await _ in rings { wake.yield(.ring) }
-            wake.finish()
-        }
-        let ticker = Task {
-            while true {
-                do { try await Task.sleep(for: keepalive) } catch { return }
-                wake.yield(.keepalive)
-            }
-        }
-        defer {
-            forward.cancel()
-            ticker.cancel()
-        }
-        for await reason in wakes {
+    /// Sends the inbox's events as they happen, and a keepalive at each of the hub's ticks,
+    /// until `rings` ends (the service stops) or the topic is revoked. Woken only by rings and
+    /// ticks: no polling, no timer of its own.
+    func follow(rings: AsyncStream<Int64>, send: (NtfyAnswer) async throws -> Void) async throws {
+        for await value in rings {
             guard await service.topicIsLive(token: topic) else { return }
-            switch reason {
-            case .ring: for event in try await changes() { try await send(event) }
-            case .keepalive: try await send(control("keepalive"))
+            // A tick may have taken a ring's place: the feed is read unless this stream is known
+            // to be at the user's newest position.
+            if value != DoorbellHub.tickValue || service.knownLatestCursor(userId: userId) != cursor {
+                for event in try await changes() { try await send(event) }
             }
+            if value == DoorbellHub.tickValue { try await send(control("keepalive")) }
         }
     }
 }

@@ -55,13 +55,20 @@ public enum ServerApplication {
 /// graceful shutdown it closes every doorbell so connections end cleanly.
 struct MaintenanceService: Service {
     let service: NotificationService
+    /// How often an idle ntfy stream says it is alive (ntfy's default).
+    static let keepalive: Duration = .seconds(45)
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
             var lastPurge = ContinuousClock.now - .seconds(3600)
+            var lastTick = ContinuousClock.now
             while !Task.isCancelled {
                 do {
                     _ = try await service.expireDue()
+                    if ContinuousClock.now - lastTick >= Self.keepalive {
+                        service.hub.tick()  // ntfy streams' keepalives
+                        lastTick = .now
+                    }
                     _ = try await service.publishDueDelayed()
                     if ContinuousClock.now - lastPurge >= .seconds(3600) {
                         try await service.purgeHistory()

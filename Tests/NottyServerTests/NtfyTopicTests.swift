@@ -120,6 +120,12 @@ struct NtfyTopicTests {
                 #expect(await log.wait { $0.kinds.first?.0 == "open" }, "no open event: \(log.kinds)")
             }
 
+            // The hub's tick (every 45 s, from the maintenance loop) is each stream's keepalive.
+            harness.service.hub.tick()
+            for log in [ndjson, socket] {
+                #expect(await log.wait { $0.kinds.contains { $0.0 == "keepalive" } }, "no keepalive: \(log.kinds)")
+            }
+
             let published = try await world.publish(client, id: "deploy", title: "Deploy failed")
             let id = try #require(published.string("id"))
             for log in [ndjson, socket] {
