@@ -56,8 +56,9 @@ extension JSONValue {
     }
 }
 
-/// An NDJSON subscriber (`GET …/json`) in the background; cancel the task to hang up.
-func ntfyStream(_ url: String, log: NtfyLog) -> Task<Void, any Error> {
+/// An NDJSON (`GET …/json`) or server-sent events (`…/sse`: its `data:` lines) subscriber in
+/// the background; cancel the task to hang up.
+func ntfyStream(_ url: String, log: NtfyLog, sse: Bool = false) -> Task<Void, any Error> {
     Task {
         defer { log.end() }
         let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(300))
@@ -65,7 +66,8 @@ func ntfyStream(_ url: String, log: NtfyLog) -> Task<Void, any Error> {
         for try await buffer in response.body {
             pending += String(buffer: buffer)
             while let newline = pending.firstIndex(of: "\n") {
-                log.append(String(pending[..<newline]))
+                let line = String(pending[..<newline])
+                if !sse { log.append(line) } else if line.hasPrefix("data: ") { log.append(String(line.dropFirst(6))) }
                 pending = String(pending[pending.index(after: newline)...])
             }
         }
@@ -113,22 +115,23 @@ struct NtfyTopicTests {
             #expect(try await client.call(.get, "/not-a-topic/json").status == .notFound)
 
             let before = try #require(try await world.publish(client, id: "before").string("id"))
-            let ndjson = NtfyLog(), socket = NtfyLog()
-            let tasks = [ntfyStream("http://127.0.0.1:\(port)/\(topic)/json", log: ndjson), ntfyWebSocket("ws://127.0.0.1:\(port)/\(topic)/ws", log: socket)]
+            let ndjson = NtfyLog(), socket = NtfyLog(), events = NtfyLog()
+            let tasks = [ntfyStream("http://127.0.0.1:\(port)/\(topic)/json", log: ndjson), ntfyWebSocket("ws://127.0.0.1:\(port)/\(topic)/ws", log: socket),
+                         ntfyStream("http://127.0.0.1:\(port)/\(topic)/sse", log: events, sse: true)]
             defer { for task in tasks { task.cancel() } }
-            for log in [ndjson, socket] {
+            for log in [ndjson, socket, events] {
                 #expect(await log.wait { $0.kinds.first?.0 == "open" }, "no open event: \(log.kinds)")
             }
 
             // The hub's tick (every 45 s, from the maintenance loop) is each stream's keepalive.
             harness.service.hub.tick()
-            for log in [ndjson, socket] {
+            for log in [ndjson, socket, events] {
                 #expect(await log.wait { $0.kinds.contains { $0.0 == "keepalive" } }, "no keepalive: \(log.kinds)")
             }
 
             let published = try await world.publish(client, id: "deploy", title: "Deploy failed")
             let id = try #require(published.string("id"))
-            for log in [ndjson, socket] {
+            for log in [ndjson, socket, events] {
                 #expect(await log.wait { $0.first("message", id) != nil }, "no message: \(log.kinds)")
                 let message = try #require(log.first("message", id))
                 #expect(message.text("title") == "Deploy failed" && message.text("message") == "main is red" && message.text("topic") == topic)
@@ -136,12 +139,12 @@ struct NtfyTopicTests {
 
             let read = ContinuousClock.now
             #expect(try await client.call(.patch, "/v1/me/notifications/\(id)", token: world.userToken, json: #"{"readState":"Read"}"#).status == .ok)
-            for (name, log) in [("NDJSON", ndjson), ("WebSocket", socket)] {
+            for (name, log) in [("NDJSON", ndjson), ("WebSocket", socket), ("SSE", events)] {
                 #expect(await log.wait { $0.arrival("message_clear", id) != nil }, "no message_clear: \(log.kinds)")
                 if let at = log.arrival("message_clear", id) { print("message_clear at the \(name) subscriber \(at - read) after the read") }
             }
             #expect(try await client.call(.delete, "/v1/me/notifications/\(before)", token: world.userToken).status == .noContent)
-            for log in [ndjson, socket] {
+            for log in [ndjson, socket, events] {
                 #expect(await log.wait { $0.first("message_delete", before) != nil }, "no message_delete: \(log.kinds)")
                 // Only "deploy" was announced on the stream; "before" was in Unread at the start.
                 #expect(log.kinds.filter { $0.0 == "message" }.map(\.1) == [id])
@@ -154,9 +157,12 @@ struct NtfyTopicTests {
             #expect(lines.map { $0.text("title") } == ["Later"] && lines.allSatisfy { $0.text("event") == "message" }, "\(polled.text)")
             let sinceAll = try await client.call(.get, "/\(topic)/json?poll=1&since=all")
             #expect(sinceAll.text == polled.text, "a replay changed between two polls")
+            let future = Int(Date().timeIntervalSince1970) + 3600
+            #expect(try await client.call(.get, "/\(topic)/json?poll=1&since=\(future)").text.isEmpty, "since= a later time replayed something")
+            #expect(try await client.call(.get, "/\(topic)/json?poll=1&since=0").text == polled.text)
 
             #expect(try await client.call(.delete, "/v1/me/subscriptions/\(topicId)", token: world.userToken).status == .noContent)
-            for log in [ndjson, socket] {
+            for log in [ndjson, socket, events] {
                 #expect(await log.wait { $0.hasEnded }, "the stream of a revoked topic did not end")
             }
             #expect(try await client.call(.get, "/\(topic)/auth").status == .notFound)
