@@ -44,7 +44,12 @@ public final class NotificationService: Sendable {
             hub.ring(cursors)
         }
         storage.setChangeHandler(changed)
-        storage.setCredentialsChangeHandler { [weak self] in self?.forgetCachedCredentials() }
+        // Another instance revoked something: forget what is cached, and wake the ntfy streams
+        // (a tick) so that those of a revoked topic see it and end at once.
+        storage.setCredentialsChangeHandler { [weak self] in
+            self?.forgetCachedCredentials()
+            self?.hub.tick()
+        }
         storage.setResyncHandler { [hub, latestCursors, storage, logger] in
             latestCursors.removeAll()
             let users = hub.connectedUserIds

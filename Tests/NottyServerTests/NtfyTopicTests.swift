@@ -169,4 +169,25 @@ struct NtfyTopicTests {
             #expect(try await client.call(.get, "/\(topic)/json?poll=1").status == .notFound)
         }
     }
+
+    @Test("a topic revoked through one instance ends its stream on another at once", .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
+    func revokedElsewhere() async throws {
+        let one = try await Harness(.postgres)
+        let two = try await Harness(sharingDatabaseOf: one)
+        try await one.router { c1 in
+            try await two.live { c2 in
+                let world = try await one.world(c1)
+                let (topic, topicId) = try await world.ntfyTopic(c1)
+                let log = NtfyLog()
+                let stream = ntfyStream("http://127.0.0.1:\(try #require(c2.port))/\(topic)/json", log: log)
+                defer { stream.cancel() }
+                #expect(await log.wait { $0.kinds.first?.0 == "open" }, "no open event")
+                let revoked = ContinuousClock.now
+                #expect(try await c1.call(.delete, "/v1/me/subscriptions/\(topicId)", token: world.userToken).status == .noContent)
+                #expect(await log.wait(timeout: .seconds(20)) { $0.hasEnded }, "the stream on the other instance did not end")
+                print("a topic revoked through instance one: its stream on instance two ended \(ContinuousClock.now - revoked) later")
+                #expect(try await c2.call(.get, "/\(topic)/auth").status == .notFound)
+            }
+        }
+    }
 }
