@@ -241,7 +241,7 @@ public actor DesktopPopups {
                 record(id, StateChange(userActionState: .dismissed))
             case .activate(let id):
                 let url = (try? store.notification(id: id))?.launchUrl
-                record(id, StateChange(readState: .read, userActionState: .activated))
+                record(id, StateChange.activate)
                 if let url, let problem = LinkOpener.open(url) { warn(problem) }
             }
         }

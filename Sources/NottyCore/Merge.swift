@@ -73,4 +73,9 @@ public struct StateChange: Sendable, Equatable, Codable {
         self.userActionState = userActionState
         self.snoozedUntil = snoozedUntil
     }
+
+    /// Opening a notification (or its link): Read and Activated.
+    public static let activate = StateChange(readState: .read, userActionState: .activated)
+    /// Handled without opening it (ntfy's clear): Read and Dismissed.
+    public static let clear = StateChange(readState: .read, userActionState: .dismissed)
 }

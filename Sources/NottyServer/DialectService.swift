@@ -35,7 +35,7 @@ extension NotificationService {
         guard let found = try await db({ try await storage.notification(userId: userId, hostName: hook.app.hostName, appNotificationId: sequenceId) }) else {
             throw unknown
         }
-        let change = delete ? StateChange() : StateChange(readState: .read, userActionState: .dismissed)
+        let change = delete ? StateChange() : StateChange.clear
         let result = try await mutate(userId: userId, [Mutation(id: found.id, operation: delete ? .delete : .patch, change: change)])[0]
         guard result.status < 300 else { throw unknown }
         return NtfyAnswer(id: NtfyAnswer.newMessageId(), time: clock.nowMillis(), expires: found.expirationDateTime,

@@ -27,7 +27,7 @@ extension TUIState {
 extension TUIState {
     /// Enter: open the detail of the selected row and mark it Read.
     mutating func openDetail() -> [TUIEffect] {
-        guard let row = selectedRow else { return say(nothingToActOn) }
+        guard let row = selectedRow else { return showMessage(nothingToActOn) }
         var shown = row
         shown.readState = .read
         detail = DetailState(notification: shown)
@@ -40,16 +40,16 @@ extension TUIState {
     /// `a`: Activated and Read.
     mutating func activate() -> [TUIEffect] {
         perform("Activated", undoLabel: "activate", fields: [.read, .action], leavesView: true) { _ in
-            StateChange(readState: .read, userActionState: .activated)
+            StateChange.activate
         }
     }
 
     /// `o`: open the link and activate (Activated + Read). Without a link: says so, changes nothing.
     mutating func openLink() -> [TUIEffect] {
-        guard let target = detail?.notification ?? selectedRow else { return say(nothingToActOn) }
-        guard let url = target.launchUrl else { return say("No link to open") }
+        guard let target = detail?.notification ?? selectedRow else { return showMessage(nothingToActOn) }
+        guard let url = target.launchUrl else { return showMessage("No link to open") }
         let effects = perform("Opened the link of", undoLabel: "activate", on: [target], fields: [.read, .action], leavesView: true) { _ in
-            StateChange(readState: .read, userActionState: .activated)
+            StateChange.activate
         }
         return effects + [.open(url: url)]
     }
@@ -72,7 +72,7 @@ extension TUIState {
 
     /// Space: mark or unmark the selected row, then move down.
     mutating func toggleMark() -> [TUIEffect] {
-        guard let row = selectedRow else { return say(nothingToActOn) }
+        guard let row = selectedRow else { return showMessage(nothingToActOn) }
         if markedRows.removeValue(forKey: row.id) == nil { markedRows[row.id] = row }
         return move(1)
     }
@@ -81,9 +81,9 @@ extension TUIState {
     mutating func undo() -> [TUIEffect] {
         switch lastAction {
         case nil:
-            return say("Nothing to undo")
+            return showMessage("Nothing to undo")
         case .impossible(let reason):
-            return say(reason)
+            return showMessage(reason)
         case .restore(let label, let changes):
             lastAction = nil
             patchDetail(with: changes)
@@ -110,7 +110,7 @@ extension TUIState {
         suffix: String = "", change: (UserNotification) -> StateChange
     ) -> [TUIEffect] {
         let targets = given ?? actionTargets
-        guard !targets.isEmpty else { return say(nothingToActOn) }
+        guard !targets.isEmpty else { return showMessage(nothingToActOn) }
         let changes = targets.map { IdChange(id: $0.id, change: change($0)) }
         let restores = targets.map { row in
             IdChange(id: row.id, change: StateChange(

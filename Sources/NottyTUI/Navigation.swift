@@ -91,7 +91,7 @@ extension TUIState {
     /// The next (or previous) Unread row: among the loaded ones when one is there, else the
     /// shell looks in the whole view (`findUnread`) and answers with the window around it.
     mutating func moveToUnread(forward: Bool) -> [TUIEffect] {
-        guard total > 0 else { return say("Nothing here") }
+        guard total > 0 else { return showMessage("Nothing here") }
         let candidates = forward
             ? Array(window.rows.indices.map { $0 + window.offset }.filter { $0 > selection })
             : Array(window.rows.indices.map { $0 + window.offset }.filter { $0 < selection }.reversed())
@@ -99,7 +99,7 @@ extension TUIState {
             return select(index)
         }
         let edge = forward ? window.counted && window.range.upperBound >= total : window.offset == 0
-        guard !edge, let selectedId else { return say(Self.noUnread(forward: forward)) }
+        guard !edge, let selectedId else { return showMessage(Self.noUnread(forward: forward)) }
         return [.findUnread(request(anchor: selectedId), forward: forward)]
     }
 
@@ -135,7 +135,7 @@ extension TUIState {
     }
 
     /// Sets the message line and returns no effects (for one-line early exits).
-    mutating func say(_ text: String) -> [TUIEffect] {
+    mutating func showMessage(_ text: String) -> [TUIEffect] {
         message = text
         return []
     }

@@ -7,7 +7,7 @@ extension TUIState {
     /// `s`: ask how long to snooze.
     mutating func askSnooze() -> [TUIEffect] {
         let targets = actionTargets
-        guard !targets.isEmpty else { return say(nothingToActOn) }
+        guard !targets.isEmpty else { return showMessage(nothingToActOn) }
         prompt = .snooze(targets)
         return []
     }
@@ -15,15 +15,15 @@ extension TUIState {
     /// `x`: ask before deleting.
     mutating func askDelete() -> [TUIEffect] {
         let targets = actionTargets
-        guard !targets.isEmpty else { return say(nothingToActOn) }
+        guard !targets.isEmpty else { return showMessage(nothingToActOn) }
         prompt = .confirmDelete(targets)
         return []
     }
 
     /// `M`: ask before marking the whole view read.
     mutating func askMarkAllRead() -> [TUIEffect] {
-        guard total > 0 else { return say(nothingToActOn) }
-        guard window.counted else { return say("Still counting the matches; press M again in a moment") }
+        guard total > 0 else { return showMessage(nothingToActOn) }
+        guard window.counted else { return showMessage("Still counting the matches; press M again in a moment") }
         prompt = .confirmMarkAllRead(view: view, query: query, count: total)
         return []
     }
@@ -58,9 +58,9 @@ extension TUIState {
             break
         }
         switch open {
-        case .snooze: return say("Not snoozed")
-        case .confirmDelete: return say("Not deleted")
-        default: return say("Nothing changed")
+        case .snooze: return showMessage("Not snoozed")
+        case .confirmDelete: return showMessage("Not deleted")
+        default: return showMessage("Nothing changed")
         }
     }
 

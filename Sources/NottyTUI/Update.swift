@@ -159,7 +159,7 @@ extension TUIState {
         if !query.isEmpty { return applyQuery("") }
         if !markedRows.isEmpty {
             clearMarks()
-            return say("Marks cleared")
+            return showMessage("Marks cleared")
         }
         return []
     }

@@ -177,7 +177,7 @@ struct DemoPublisher: Sendable {
             let change: StateChange?
             switch item.state {
             case "read": change = StateChange(readState: .read)
-            case "activated": change = StateChange(readState: .read, userActionState: .activated)
+            case "activated": change = StateChange.activate
             case "dismissed": change = StateChange(userActionState: .dismissed)
             case "snoozed": change = StateChange(userActionState: .snoozed, snoozedUntil: Date().addingTimeInterval(3 * 3600))
             default: change = nil

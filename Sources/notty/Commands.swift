@@ -178,7 +178,7 @@ struct Activate: StateCommand {
     static let configuration = CommandConfiguration(commandName: "activate", abstract: "Activate notifications (Activated and Read), as clicking them would.")
     @OptionGroup var targets: Targets
     var verb: String { "activated" }
-    func action() throws -> LocalAction { .patch(StateChange(readState: .read, userActionState: .activated)) }
+    func action() throws -> LocalAction { .patch(StateChange.activate) }
 }
 
 struct Dismiss: StateCommand {
@@ -215,7 +215,7 @@ struct Open: AsyncParsableCommand {
             let store = try local.store()
             guard let n = try store.notification(id: try store.resolve(id)) else { throw CLIError("no notification \(id)") }
             guard let url = n.launchUrl else { throw CLIError("\(n.id.prefix(8)) has no link: nothing changed") }
-            try store.record([(n.id, .patch(StateChange(readState: .read, userActionState: .activated)))])
+            try store.record([(n.id, .patch(StateChange.activate))])
             if let problem = LinkOpener.open(url) { warn(problem) }
             say("opened \(url) and activated 1 notification")
             await deliverQueued(local)

@@ -21,12 +21,7 @@ final class FrameLog: Sendable {
 
     /// Waits (bounded) until `condition` holds for the frames received.
     func wait(timeout: Duration = .seconds(5), until condition: ([DoorbellFrame]) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition(all) { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return condition(all)
+        await eventually(timeout: timeout) { condition(all) }
     }
 }
 

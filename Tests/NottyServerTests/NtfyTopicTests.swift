@@ -40,12 +40,7 @@ final class NtfyLog: Sendable {
 
     /// Waits, bounded, for `condition`.
     func wait(timeout: Duration = .seconds(10), until condition: (NtfyLog) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition(self) { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition(self)
+        await eventually(timeout: timeout) { condition(self) }
     }
 }
 
