@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import NottyCore
 import NottyWebhooks
+import ServiceLifecycle
 
 /// The ntfy and Gotify doors (SPEC §8.1): routes whose answers and errors are in that
 /// dialect's JSON, so the tools that speak it read them as they would from ntfy or Gotify.
@@ -197,7 +198,13 @@ extension Routes {
             do {
                 try await writer.write(format.frame(follower.control("open")))
                 for event in replay { try await writer.write(format.frame(event)) }
-                try await follower.follow(rings: rings) { event in try await writer.write(format.frame(event)) }
+                // A graceful shutdown waits for requests in progress, which a stream always is: it
+                // ends the stream (as WebSockets are closed) instead of waiting out its timeout.
+                try await withGracefulShutdownHandler {
+                    try await follower.follow(rings: rings) { event in try await writer.write(format.frame(event)) }
+                } onGracefulShutdown: {
+                    hub.disconnect(userId: userId, id: connection)
+                }
                 try await writer.finish(nil)
             } catch {
                 // The subscriber went away (or the storage did, mid-stream): nothing left to answer.

@@ -128,4 +128,22 @@ struct NtfyGotifyEndToEndTests {
         let after = try await Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "\(url)/auth"])
         #expect(after.output == "404")
     }
+
+    @Test("notty serve stops on SIGTERM with ntfy streams open: they end, and it exits without waiting out a timeout")
+    func stopsWithStreamsOpen() async throws {
+        let world = try await TwoDevices()
+        let url = try await world.a.run(["subscribe", "--ntfy"]).out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let logs = ["json", "sse"].map { world.directory.appendingPathComponent("stream.\($0)") }
+        let phones = try zip(["json", "sse"], logs).map { try startLogged("/usr/bin/env", ["curl", "-sN", "\(url)/\($0)"], log: $1, environment: [:]) }
+        defer { for phone in phones where phone.isRunning { phone.terminate() } }
+        #expect(await eventually(timeout: .seconds(20)) {
+            logs.allSatisfy { ((try? String(contentsOf: $0, encoding: .utf8)) ?? "").contains(#""event":"open""#) }
+        }, "the streams did not open")
+        let service = try #require(world.service.process)
+        let start = ContinuousClock.now
+        service.terminate()
+        #expect(await eventually(timeout: .seconds(30)) { !service.isRunning }, "notty serve did not exit within 30 s of SIGTERM")
+        print("notty serve exited \(ContinuousClock.now - start) after SIGTERM with 2 ntfy streams open")
+        #expect(await eventually(timeout: .seconds(10)) { phones.allSatisfy { !$0.isRunning } }, "a stream did not end")
+    }
 }

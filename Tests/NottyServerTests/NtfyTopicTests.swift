@@ -185,4 +185,30 @@ struct NtfyTopicTests {
             }
         }
     }
+
+    @Test("a stream outlives the idle timeout of kept-alive connections: its request is in progress")
+    func outlivesIdleTimeout() async throws {
+        let harness = try await Harness { $0.connections.idleTimeout = .seconds(1) }
+        try await harness.live { client in
+            let world = try await harness.world(client)
+            let (topic, _) = try await world.ntfyTopic(client)
+            let log = NtfyLog()
+            let stream = ntfyStream("http://127.0.0.1:\(try #require(client.port))/\(topic)/json", log: log)
+            defer { stream.cancel() }
+            #expect(await log.wait { $0.kinds.first?.0 == "open" }, "no open event")
+            try await Task.sleep(for: .seconds(3))  // three idle timeouts with nothing sent either way
+            // Published on a new connection (the test client's own kept-alive one was closed).
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(try #require(client.port))/beta/me/notifications")
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(world.appToken)")
+            request.headers.add(name: "X-UNS-ID", value: world.unsId)
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: #"{"appNotificationId":"late","payload":{"visualContent":{"title":"Late"}}}"#))
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            let answer = JSONValue(jsonText: String(buffer: try await response.body.collect(upTo: 1 << 20)))
+            let id = try #require(answer?.text("id"), "publish answered \(response.status)")
+            #expect(await log.wait { $0.first("message", id) != nil }, "the stream was cut: \(log.kinds), ended \(log.hasEnded)")
+            #expect(!log.hasEnded)
+        }
+    }
 }
