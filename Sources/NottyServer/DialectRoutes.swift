@@ -175,18 +175,11 @@ extension Routes {
         for (key, value) in request.uri.queryParameters { query[String(key).lowercased()] = String(value) }
         let follower = NtfyFollower(service: service, userId: subscription.userId, topic: topic)
         let hub = service.hub, userId = subscription.userId
-        let (connection, rings) = hub.connect(userId: userId, ticks: true)  // before reading, so no change is missed
-        let replay: [NtfyAnswer]
-        do {
-            replay = try await follower.start(replay: NtfyFollower.Replay(query: query))
-        } catch {
-            hub.disconnect(userId: userId, id: connection)
-            throw error
-        }
+        // The feed position and the replay are read here, where a failure is still an answer.
+        let replay = try await follower.start(replay: NtfyFollower.Replay(query: query))
         var headers = HTTPFields()
         headers[.cacheControl] = "no-cache"
         if ["1", "true", "yes"].contains(query["poll"]?.lowercased() ?? "") {
-            hub.disconnect(userId: userId, id: connection)
             headers[.contentType] = "application/x-ndjson; charset=utf-8"
             var body = ByteBuffer()
             for event in replay { body.writeImmutableBuffer(StreamFormat.json.frame(event)) }
@@ -194,10 +187,15 @@ extension Routes {
         }
         headers[.contentType] = format == .json ? "application/x-ndjson; charset=utf-8" : "text/event-stream; charset=utf-8"
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            // Joined to the bell only here, where the stream is sure to end it (a subscriber gone
+            // before the answer's head is written never runs this); what changed since the
+            // position read above is caught up right after.
+            let (connection, rings) = hub.connect(userId: userId, ticks: true)
             defer { hub.disconnect(userId: userId, id: connection) }
             do {
                 try await writer.write(format.frame(follower.control("open")))
                 for event in replay { try await writer.write(format.frame(event)) }
+                for event in try await follower.changes() { try await writer.write(format.frame(event)) }
                 // A graceful shutdown waits for requests in progress, which a stream always is: it
                 // ends the stream (as WebSockets are closed) instead of waiting out its timeout.
                 try await withGracefulShutdownHandler {
@@ -218,8 +216,9 @@ extension Routes {
             _ = try await self.service.topic(token: context.topic())
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
-            let topic = String(context.request.uri.path.split(separator: "/").first ?? "")
-            let subscription = try await self.service.topic(token: topic.removingPercentEncoding ?? topic)
+            let segment = String(context.request.uri.path.split(separator: "/").first ?? "")
+            let topic = segment.removingPercentEncoding ?? segment
+            let subscription = try await self.service.topic(token: topic)
             let follower = NtfyFollower(service: self.service, userId: subscription.userId, topic: topic)
             let hub = self.service.hub
             let (connection, rings) = hub.connect(userId: subscription.userId, ticks: true)

@@ -89,8 +89,8 @@ extension NotificationService {
         }
         let body = try JSONEncoder().encode(DelayedPublish(notification))
         try await db {
-            try await storage.insertDelayed(DelayedRecord(id: messageId, userId: hook.subscription.userId, hostName: hook.app.hostName, dueAt: due,
-                                                          body: String(decoding: body, as: UTF8.self), createdAt: now))
+            try await storage.insertDelayed(DelayedRecord(id: messageId, userId: hook.subscription.userId, subscriptionId: hook.subscription.id,
+                                                          hostName: hook.app.hostName, dueAt: due, body: String(decoding: body, as: UTF8.self), createdAt: now))
         }
         return NtfyAnswer(id: messageId, time: due, expires: nil, event: "message", topic: topic, title: message.title, message: message.message,
                           priority: message.priority, tags: message.tags, click: message.click, sequenceId: message.sequenceId)
@@ -98,33 +98,42 @@ extension NotificationService {
 
     /// Publishes the held publishes that are due (the maintenance loop calls it twice a
     /// second). Each is claimed for a minute first, so instances sweeping together publish it
-    /// once; one claimed but not forgotten (a crash between the two) is found published already
-    /// when it is claimed again, and only forgotten.
+    /// once, and forgotten as soon as it is published. One whose webhook was revoked or whose
+    /// app is gone by then, or that the service now refuses, is dropped with a warning; storage
+    /// away ends the sweep (the claims lapse and the next sweeps take them again). A crash
+    /// between publishing one and forgetting it (milliseconds) would publish it again.
     public func publishDueDelayed() async throws -> Int {
         let now = clock.nowMillis()
         let due = try await db { try await storage.claimDueDelayed(now: now, lease: now + 60, limit: 100) }
-        guard !due.isEmpty else { return 0 }
-        var done: [String] = []
+        var published = 0
         for record in due {
-            guard let item = try? JSONDecoder().decode(DelayedPublish.self, from: Data(record.body.utf8)) else {
-                logger.warning("a held publish cannot be read; it is dropped", metadata: ["id": "\(record.id)"])
-                done.append(record.id)
-                continue
+            do {
+                if try await publishHeld(record) { published += 1 }
+            } catch let error as APIError where error.status == .serviceUnavailable {
+                throw error  // storage away (db's 503): kept for a later sweep
+            } catch {
+                logger.warning("a held publish was refused; it is dropped", metadata: ["id": "\(record.id)", "error": "\(error)"])
             }
-            let existing = try await db {
-                try await storage.notification(userId: record.userId, hostName: record.hostName, appNotificationId: item.appNotificationId)
-            }
-            if let existing, existing.createdDateTime >= record.dueAt, existing.payload.visualContent?.title == item.title {
-                done.append(record.id)
-                continue
-            }
-            let input = try publishInput(item.notification, index: 0, count: 1, userId: record.userId, hostName: record.hostName, now: clock.nowMillis())
-            _ = try await db { try await storage.publish(batch: [input]) }
-            metrics.publishes.increment()
-            done.append(record.id)
+            try await db { try await storage.deleteDelayed(ids: [record.id]) }
         }
-        try await db { try await storage.deleteDelayed(ids: done) }
-        return done.count
+        return published
+    }
+
+    /// Publishes one held publish; false when it is dropped instead.
+    private func publishHeld(_ record: DelayedRecord) async throws -> Bool {
+        guard let item = try? JSONDecoder().decode(DelayedPublish.self, from: Data(record.body.utf8)) else {
+            logger.warning("a held publish cannot be read; it is dropped", metadata: ["id": "\(record.id)"])
+            return false
+        }
+        let subscription = try await db { try await storage.subscription(id: record.subscriptionId) }
+        guard let subscription, !subscription.revoked, try await db({ try await storage.app(hostName: record.hostName) }) != nil else {
+            logger.notice("a held publish's webhook was revoked or its app removed; it is dropped", metadata: ["id": "\(record.id)"])
+            return false
+        }
+        let input = try publishInput(item.notification, index: 0, count: 1, userId: record.userId, hostName: record.hostName, now: clock.nowMillis())
+        _ = try await db { try await storage.publish(batch: [input]) }
+        metrics.publishes.increment()
+        return true
     }
 }
 

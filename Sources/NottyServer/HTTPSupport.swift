@@ -61,11 +61,23 @@ struct EnvelopeMiddleware: RouterMiddleware {
         metrics.countResponse(status: response.status.code)
         let level: Logger.Level = response.status.code >= 500 ? .error : .debug
         context.logger.log(level: level, "request", metadata: [
-            "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+            "method": "\(request.method)", "path": "\(Self.redacted(request.uri.path))", "status": "\(response.status.code)",
             "ms": "\(Double(nanoseconds) / 1_000_000)",
             "request_id": "\(requestId)",
         ])
         return response
+    }
+
+    /// A path as logged: a segment that is a secret (a webhook token, an ntfy topic: 40 or more
+    /// base64url characters; ids, 36-character UUIDs, stay) shows only its first four.
+    static func redacted(_ path: String) -> String {
+        guard path.utf8.count >= 41 else { return path }
+        return path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            let secret = segment.utf8.count >= 40 && segment.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f
+            }
+            return secret ? segment.prefix(4) + "…" : segment
+        }.joined(separator: "/")
     }
 
     static func apiError(for error: any Error, maxBodyBytes: Int) -> APIError {

@@ -389,8 +389,9 @@ extension PostgresStorage {
 
     public func insertDelayed(_ record: DelayedRecord) async throws {
         try await execute("""
-            INSERT INTO delayed (id, user_id, host_name, due_at, body, created_at)
-            VALUES (\(record.id), \(record.userId), \(record.hostName), \(ISOTime.millis(record.dueAt)), \(record.body), \(ISOTime.millis(record.createdAt)))
+            INSERT INTO delayed (id, user_id, subscription_id, host_name, due_at, body, created_at)
+            VALUES (\(record.id), \(record.userId), \(record.subscriptionId), \(record.hostName), \(ISOTime.millis(record.dueAt)), \(record.body),
+                    \(ISOTime.millis(record.createdAt)))
             """)
     }
 
@@ -402,11 +403,11 @@ extension PostgresStorage {
             let rows = try await connection.query("""
                 UPDATE delayed SET claimed_until = \(ISOTime.millis(lease))
                 WHERE id IN (SELECT id FROM delayed WHERE due_at <= \(at) AND claimed_until <= \(at) ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-                RETURNING id, user_id, host_name, due_at, body, created_at
+                RETURNING id, user_id, subscription_id, host_name, due_at, body, created_at
                 """, logger: self.logger)
-            for try await (id, userId, hostName, due, body, created) in rows.decode((String, String, String, Int64, String, Int64).self) {
-                records.append(DelayedRecord(id: id, userId: userId, hostName: hostName, dueAt: ISOTime.date(millis: due), body: body,
-                                             createdAt: ISOTime.date(millis: created)))
+            for try await (id, userId, subscriptionId, hostName, due, body, created) in rows.decode((String, String, String, String, Int64, String, Int64).self) {
+                records.append(DelayedRecord(id: id, userId: userId, subscriptionId: subscriptionId, hostName: hostName, dueAt: ISOTime.date(millis: due),
+                                             body: body, createdAt: ISOTime.date(millis: created)))
             }
             return records.sorted { $0.dueAt < $1.dueAt }
         }

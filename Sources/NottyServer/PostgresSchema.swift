@@ -116,8 +116,9 @@ extension PostgresStorage {
         // Publishes held until they are due (ntfy's X-Delay).
         ("v7", [
             """
-            CREATE TABLE delayed (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, host_name TEXT NOT NULL, due_at BIGINT NOT NULL, body TEXT NOT NULL,
-                                  created_at BIGINT NOT NULL, claimed_until BIGINT NOT NULL DEFAULT 0)
+            CREATE TABLE delayed (id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE, subscription_id TEXT NOT NULL,
+                                  host_name TEXT NOT NULL, due_at BIGINT NOT NULL, body TEXT NOT NULL, created_at BIGINT NOT NULL,
+                                  claimed_until BIGINT NOT NULL DEFAULT 0)
             """,
             "CREATE INDEX delayed_due ON delayed (due_at)",
         ]),

@@ -138,15 +138,18 @@ public struct ChangeFeedPage: Sendable {
 public struct DelayedRecord: Sendable, Equatable {
     public var id: String
     public var userId: String
+    /// The webhook it came through: revoked by then, it is not published.
+    public var subscriptionId: String
     public var hostName: String
     public var dueAt: Date
     /// The notification to publish then, as JSON (``DelayedPublish``).
     public var body: String
     public var createdAt: Date
 
-    public init(id: String, userId: String, hostName: String, dueAt: Date, body: String, createdAt: Date) {
+    public init(id: String, userId: String, subscriptionId: String, hostName: String, dueAt: Date, body: String, createdAt: Date) {
         self.id = id
         self.userId = userId
+        self.subscriptionId = subscriptionId
         self.hostName = hostName
         self.dueAt = dueAt
         self.body = body

@@ -203,7 +203,8 @@ public final class SQLiteStorage: NotificationStorage {
             try db.execute(sql: """
                 CREATE TABLE delayed (
                     id TEXT PRIMARY KEY,
-                    user_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    subscription_id TEXT NOT NULL,
                     host_name TEXT NOT NULL,
                     due_at INTEGER NOT NULL,
                     body TEXT NOT NULL,
@@ -597,8 +598,9 @@ public final class SQLiteStorage: NotificationStorage {
     public func insertDelayed(_ record: DelayedRecord) async throws {
         try await write { db, _ in
             try db.execute(
-                sql: "INSERT INTO delayed (id, user_id, host_name, due_at, body, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [record.id, record.userId, record.hostName, ISOTime.millis(record.dueAt), record.body, ISOTime.millis(record.createdAt)])
+                sql: "INSERT INTO delayed (id, user_id, subscription_id, host_name, due_at, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [record.id, record.userId, record.subscriptionId, record.hostName, ISOTime.millis(record.dueAt), record.body,
+                            ISOTime.millis(record.createdAt)])
         }
     }
 
@@ -608,10 +610,10 @@ public final class SQLiteStorage: NotificationStorage {
             try Row.fetchAll(db, sql: """
                 UPDATE delayed SET claimed_until = ?
                 WHERE id IN (SELECT id FROM delayed WHERE due_at <= ? AND claimed_until <= ? ORDER BY due_at LIMIT ?)
-                RETURNING id, user_id, host_name, due_at, body, created_at
+                RETURNING id, user_id, subscription_id, host_name, due_at, body, created_at
                 """, arguments: [ISOTime.millis(lease), at, at, limit]).map { row in
-                DelayedRecord(id: row["id"], userId: row["user_id"], hostName: row["host_name"], dueAt: ISOTime.date(millis: row["due_at"]),
-                              body: row["body"], createdAt: ISOTime.date(millis: row["created_at"]))
+                DelayedRecord(id: row["id"], userId: row["user_id"], subscriptionId: row["subscription_id"], hostName: row["host_name"],
+                              dueAt: ISOTime.date(millis: row["due_at"]), body: row["body"], createdAt: ISOTime.date(millis: row["created_at"]))
             }.sorted { $0.dueAt < $1.dueAt }
         }
     }

@@ -79,7 +79,9 @@ public enum FormFields {
                 let pieces = line.split(separator: ":", maxSplits: 1)
                 guard pieces.count == 2, pieces[0].trimmed().lowercased() == "content-disposition" else { continue }
                 let value = String(pieces[1])
-                if parameter("filename", of: value) != nil { throw WebhookError("attachments are not supported: send text fields only") }
+                // filename or RFC 5987's filename*: a file, whatever its name's encoding.
+                let names = value.split(separator: ";").dropFirst().map { $0.split(separator: "=", maxSplits: 1).first?.trimmed().lowercased() ?? "" }
+                if names.contains(where: { $0.hasPrefix("filename") }) { throw WebhookError("attachments are not supported: send text fields only") }
                 name = parameter("name", of: value)
             }
             guard let name, !name.isEmpty else { throw WebhookError("a multipart part has no name (Content-Disposition: form-data; name=\"…\")") }

@@ -28,6 +28,20 @@ public enum Ntfy {
             }
         }
 
+        /// Its value in a request: the first of its names among the headers (names are lower
+        /// case there), else among the query parameters. As ntfy does, a header in RFC 2047's
+        /// encoded words (`=?UTF-8?B?…?=`) is decoded, and an RFC 9218 `Priority: u=1, i`
+        /// (which proxies such as Cloudflare add) is not ntfy's priority.
+        func value(in request: WebhookRequest) -> String? {
+            for name in names {
+                guard let value = request.headers[name] else { continue }
+                if self == .priority, value.trimmed().hasPrefix("u=") { continue }
+                return value.contains("=?") ? EncodedWords.decode(value) : value
+            }
+            for name in names { if let value = request.query[name] { return value } }
+            return nil
+        }
+
         /// The member of a JSON publish that stands for it.
         var jsonName: String {
             switch self {
@@ -47,11 +61,7 @@ public enum Ntfy {
             }
             body = text
         }
-        return try message(body: body) { parameter in
-            for name in parameter.names { if let value = request.headers[name] { return value } }  // names are lower case
-            for name in parameter.names { if let value = request.query[name] { return value } }
-            return nil
-        } json: { _ in nil }
+        return try message(body: body) { parameter in parameter.value(in: request) } json: { _ in nil }
     }
 
     /// A JSON publish to `<base>/`: `{"topic": …, "message": …, …}` (Apprise, Home Assistant,
@@ -61,11 +71,7 @@ public enum Ntfy {
             throw WebhookError("invalid request: the body must be an ntfy message as JSON, with a topic")
         }
         guard case .string(let topic)? = object["topic"], !topic.isEmpty else { throw WebhookError("invalid request: the JSON has no topic") }
-        let parsed = try Self.message(body: nil) { parameter in
-            for name in parameter.names { if let value = request.headers[name] { return value } }  // names are lower case
-            for name in parameter.names { if let value = request.query[name] { return value } }
-            return nil
-        } json: { parameter throws(WebhookError) in
+        let parsed = try Self.message(body: nil) { parameter in parameter.value(in: request) } json: { parameter throws(WebhookError) in
             guard let value = object[parameter.jsonName] else { return nil }
             switch (parameter, value) {
             case (_, .null): return nil
@@ -258,4 +264,61 @@ enum NtfyEmoji {
         "scream": "😱", "thinking": "🤔", "facepalm": "🤦", "see_no_evil": "🙈", "money_with_wings": "💸",
         "moneybag": "💰", "credit_card": "💳", "shopping_cart": "🛒", "truck": "🚚", "car": "🚗", "airplane": "✈️",
     ]
+}
+
+/// RFC 2047 encoded words in a header (`=?UTF-8?B?8J+agA==?=`, `=?utf-8?q?caf=C3=A9?=`), as
+/// mail and some HTTP clients send non-ASCII header values. UTF-8, US-ASCII and ISO-8859-1;
+/// a word in another charset, or one that cannot be read, is left as it is.
+enum EncodedWords {
+    static func decode(_ text: String) -> String {
+        var result = ""
+        var rest = Substring(text)
+        var lastWasWord = false
+        while let start = rest.range(of: "=?") {
+            let before = rest[..<start.lowerBound]
+            let afterStart = rest[start.upperBound...]
+            let parts = afterStart.split(separator: "?", maxSplits: 3, omittingEmptySubsequences: false)
+            guard parts.count == 4, parts[3].hasPrefix("="), let word = decodeWord(charset: parts[0], encoding: parts[1], text: parts[2]) else {
+                result += before + "=?"
+                rest = afterStart
+                lastWasWord = false
+                continue
+            }
+            // Blanks between two encoded words are not part of the text (RFC 2047 §6.2).
+            if !(lastWasWord && before.allSatisfy { $0 == " " || $0 == "\t" }) { result += before }
+            result += word
+            rest = parts[3].dropFirst()
+            lastWasWord = true
+        }
+        return result + rest
+    }
+
+    private static func decodeWord(charset: Substring, encoding: Substring, text: Substring) -> String? {
+        var bytes: [UInt8]
+        switch encoding.lowercased() {
+        case "b":
+            guard let data = Data(base64Encoded: String(text)) else { return nil }
+            bytes = [UInt8](data)
+        case "q":
+            bytes = []
+            var iterator = Array(text.utf8).makeIterator()
+            while let byte = iterator.next() {
+                if byte == UInt8(ascii: "_") {
+                    bytes.append(0x20)
+                } else if byte == UInt8(ascii: "="), let high = iterator.next(), let low = iterator.next(),
+                          let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) {
+                    bytes.append(value)
+                } else {
+                    bytes.append(byte)
+                }
+            }
+        default:
+            return nil
+        }
+        switch charset.lowercased() {
+        case "utf-8", "us-ascii": return String(validating: bytes, as: UTF8.self)
+        case "iso-8859-1", "latin1": return String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) }))
+        default: return nil
+        }
+    }
 }

@@ -62,9 +62,17 @@ struct DialectTests {
                                                 headers: ["Content-Type": "application/json", "X-Priority": "5"])
             #expect(apprise.status == .ok && apprise.int("priority") == 5)
 
+            // RFC 2047 encoded words in a header are decoded; RFC 9218's Priority (Cloudflare adds
+            // "u=1, i") is not ntfy's.
+            let encoded = try await client.call(.post, "/\(topic)", body: Data("x".utf8), headers: ["X-Title": "=?UTF-8?B?8J+agCBEZXBsb3llZA==?=", "Priority": "u=1, i"])
+            #expect(encoded.status == .ok && encoded.string("title") == "🚀 Deployed" && encoded.int("priority") == nil, "\(encoded.text)")
+            let quoted = try await client.call(.post, "/\(topic)", body: Data("y".utf8), headers: ["Title": "=?utf-8?q?Caf=C3=A9_ouvert?= =?utf-8?q?_!?="])
+            #expect(quoted.string("title") == "Café ouvert !", "\(quoted.text)")
+
             let seen = try await world.all(client)
             func find(_ title: String) -> UserNotification? { seen.first { $0.payload.visualContent?.title == title } }
             #expect(find("Backup successful 😀")?.priority == Priority.none)
+            #expect(find("🚀 Deployed")?.priority == Priority.none)
             let urgent = try #require(find("⚠️ 💀 Unauthorized access detected"), "\(seen.map { $0.payload.visualContent?.title ?? "" })")
             #expect(urgent.priority == .high && urgent.payload.visualContent?.body == "Remote access to phils-laptop detected. Act right away.\n\n#ssh")
             let low = try #require(find("🎉 Low one"))
@@ -74,7 +82,7 @@ struct DialectTests {
             let disk = try #require(find("⚠️ 💿 Low disk space alert"))
             #expect(disk.priority == .high && disk.launchUrl == "https://filesrv.lan/admin" && disk.payload.visualContent?.body == "Disk space is low at 5.1 GB")
             #expect(find("Apprise")?.priority == .high)
-            #expect(seen.count == 8)
+            #expect(seen.count == 10)
         }
     }
 
@@ -164,6 +172,11 @@ struct DialectTests {
             let at = Int(clock.now().timeIntervalSince1970) + 2400
             #expect(try await client.call(.post, "/\(topic)", body: Data("At an hour".utf8), headers: ["X-At": String(at), "X-Sequence-ID": "hour"]).status == .ok)
             #expect(try await client.call(.post, "/", body: Data(#"{"topic":"\#(topic)","message":"In JSON","delay":"45m"}"#.utf8), headers: [:]).status == .ok)
+            // Held through a webhook revoked before it is due: dropped.
+            let (revokedPath, revokedId) = try await world.webhook(client)
+            let revokedTopic = String(revokedPath.split(separator: "/").last!)
+            #expect(try await client.call(.post, "/\(revokedTopic)", body: Data("Never".utf8), headers: ["X-Delay": "30m"]).status == .ok)
+            #expect(try await client.call(.delete, "/v1/me/subscriptions/\(revokedId)", token: world.userToken).status == .noContent)
             #expect(try await world.all(client).isEmpty, "a delayed publish arrived at once")
             return (world, topic)
         }
@@ -249,9 +262,11 @@ struct DialectTests {
             let boundary = "xyz"
             let multipart = "--xyz\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nMultipart\r\n--xyz\r\nContent-Disposition: form-data; name=\"body\"\r\n\r\nits body\r\n--xyz\r\nContent-Disposition: form-data; name=\"url\"\r\n\r\nhttps://example.com/x\r\n--xyz--\r\n"
             #expect(try await client.call(.post, path, body: Data(multipart.utf8), headers: ["Content-Type": "multipart/form-data; boundary=\(boundary)"]).status == .ok)
-            let file = "--xyz\r\nContent-Disposition: form-data; name=\"attach\"; filename=\"a.txt\"\r\n\r\nfile\r\n--xyz--\r\n"
-            let refused = try await client.call(.post, path, body: Data(file.utf8), headers: ["Content-Type": "multipart/form-data; boundary=xyz"])
-            #expect(refused.status == .badRequest && refused.errorCode == "badRequest")
+            for disposition in [#"name="attach"; filename="a.txt""#, "name=\"attach\"; filename*=UTF-8''caf%C3%A9.txt"] {
+                let file = "--xyz\r\nContent-Disposition: form-data; \(disposition)\r\n\r\nfile\r\n--xyz--\r\n"
+                let refused = try await client.call(.post, path, body: Data(file.utf8), headers: ["Content-Type": "multipart/form-data; boundary=xyz"])
+                #expect(refused.status == .badRequest && refused.errorCode == "badRequest", "\(disposition)")
+            }
             let unterminated = try await client.call(.post, path, body: Data("--xyz\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nno end".utf8),
                                                      headers: ["Content-Type": "multipart/form-data; boundary=xyz"])
             #expect(unterminated.status == .badRequest)

@@ -234,4 +234,14 @@ struct WebhookTests {
             #expect(try await world.counts(client).all == 3)
         }
     }
+
+    @Test("a logged path shows a secret segment (a webhook token, an ntfy topic) by its first four characters only; ids stay whole")
+    func redactedPaths() {
+        let token = "A7txrVO5mngAFE8szYSELTkWUS6YbtgrzK1-dF3rlvg"
+        #expect(EnvelopeMiddleware.redacted("/v1/hooks/\(token)") == "/v1/hooks/A7tx…")
+        #expect(EnvelopeMiddleware.redacted("/\(token)/json") == "/A7tx…/json")
+        let id = "5f0c6a1e-3b7d-8e2f-9a41-c0d2e3f4a5b6"
+        #expect(EnvelopeMiddleware.redacted("/v1/me/notifications/\(id)") == "/v1/me/notifications/\(id)")
+        #expect(EnvelopeMiddleware.redacted("/healthz") == "/healthz")
+    }
 }
