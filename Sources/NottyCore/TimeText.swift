@@ -9,11 +9,12 @@ public enum TimeText {
         return compact(max(0, seconds)) ?? "now"
     }
 
-    /// `25m ago`, `in 6d`, `just now`.
-    public static func relative(_ date: Date, now: Date) -> String {
+    /// `25m ago`, `in 6d`, `just now`; without `ago` (a narrow status line), a past time is
+    /// `25m`.
+    public static func relative(_ date: Date, now: Date, ago: Bool = true) -> String {
         let seconds = Int(date.timeIntervalSince(now).rounded(.towardZero))
         guard let amount = compact(abs(seconds)) else { return "just now" }
-        return seconds < 0 ? "\(amount) ago" : "in \(amount)"
+        return seconds < 0 ? (ago ? "\(amount) ago" : amount) : "in \(amount)"
     }
 
     /// `14:05` on the same day as `now`, else `2026-03-15 09:00`, in `timeZone`.

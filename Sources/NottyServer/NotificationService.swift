@@ -206,7 +206,8 @@ public final class NotificationService: Sendable {
         for hash in hashes { tokens.remove(hash) }
     }
 
-    /// Runs CPU-heavy work (bcrypt) off the request's event loop.
+    /// Runs CPU-heavy work (bcrypt) on a Dispatch thread, off Swift's cooperative pool (where
+    /// route handlers run: a bcrypt there holds one of its threads, 2 on 2 cores).
     static func offload<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(returning: work()) }

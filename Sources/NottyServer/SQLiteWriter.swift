@@ -10,9 +10,9 @@ import Synchronization
 /// only then reports each result. A burst of publishes therefore costs one fsync, not one
 /// each, and since only this thread ever writes, SQLite never answers "database is locked".
 final class SQLiteWriter: Sendable {
-    private struct Job: @unchecked Sendable {
-        let run: (Database, WriteContext) -> Void
-        let finish: (Error?) -> Void
+    private struct Job: Sendable {
+        let run: @Sendable (Database, WriteContext) -> Void
+        let finish: @Sendable (Error?) -> Void
     }
 
     private let pool: DatabasePool

@@ -1,5 +1,6 @@
 import Foundation
 import Prometheus
+import Synchronization
 
 /// The service's Prometheus metrics (`GET /metrics`).
 public final class ServiceMetrics: Sendable {
@@ -45,18 +46,17 @@ public final class ServiceMetrics: Sendable {
 }
 
 /// One counter per HTTP status code, made on first use.
-private final class StatusCounters: @unchecked Sendable {
-    private let lock = NSLock()
-    private var counters: [Int: Counter] = [:]
+private final class StatusCounters: Sendable {
+    private let counters = Mutex<[Int: Counter]>([:])
 
     func counter(status: Int, registry: PrometheusCollectorRegistry) -> Counter {
-        lock.lock()
-        defer { lock.unlock() }
-        if let counter = counters[status] { return counter }
-        let counter = registry.makeCounter(
-            descriptor: MetricNameDescriptor(namespace: "notty", metricName: "http_responses", unitName: "total", helpText: "HTTP responses by status code."),
-            labels: [("status", String(status))])
-        counters[status] = counter
-        return counter
+        counters.withLock { counters in
+            if let counter = counters[status] { return counter }
+            let counter = registry.makeCounter(
+                descriptor: MetricNameDescriptor(namespace: "notty", metricName: "http_responses", unitName: "total", helpText: "HTTP responses by status code."),
+                labels: [("status", String(status))])
+            counters[status] = counter
+            return counter
+        }
     }
 }

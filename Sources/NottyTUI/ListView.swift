@@ -61,13 +61,13 @@ enum ListView {
         let text = CellStyle(bold: unread)
         let marked = state.markedRows[row.id] != nil
         let priority: Span = switch row.priority {
-        case .high: Span("!", CellStyle(bold: true, color: .high))
-        case .low: Span("↓", CellStyle(color: .low))
-        case .none: Span(" ")
+        case .high: Span(RowGlyphs.priority(.high), CellStyle(bold: true, color: .high))
+        case .low: Span(RowGlyphs.priority(.low), CellStyle(color: .low))
+        case .none: Span(RowGlyphs.priority(.none))
         }
         return [
             Span(marked ? "*" : " ", CellStyle(bold: true, color: .accent)),
-            Span(unread ? "●" : " ", CellStyle(bold: true, color: .accent)),
+            Span(RowGlyphs.unread(row.readState), CellStyle(bold: true, color: .accent)),
             priority,
             Span(" "),
             Span(DisplayWidth.pad(TimeText.age(of: row.createdDateTime, now: state.now), to: 3, alignRight: true), CellStyle(color: .muted)),

@@ -44,8 +44,7 @@ enum StatusLine {
             parts.append(Span("outbox \(status.outbox)", status.outbox > 0 ? CellStyle(reverse: true, color: .warning) : bar))
         }
         if let last = status.lastSync {
-            let ago = TimeText.relative(last, now: state.now)
-            parts.append(Span(short ? "synced \(ago.replacingOccurrences(of: " ago", with: ""))" : "synced \(ago)", bar))
+            parts.append(Span("synced \(TimeText.relative(last, now: state.now, ago: !short))", bar))
         } else {
             parts.append(Span("never synced", bar))
         }

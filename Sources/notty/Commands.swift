@@ -90,8 +90,8 @@ struct List: AsyncParsableCommand {
             }
             if rows.isEmpty { say("nothing in \(view.rawValue)"); return }
             for row in rows {
-                let mark = row.readState == .unread ? "●" : " "
-                let priority = row.priority == .high ? "!" : row.priority == .low ? "↓" : " "
+                let mark = RowGlyphs.unread(row.readState)
+                let priority = RowGlyphs.priority(row.priority)
                 let source = row.groupName.map { "\(row.targetHostName)/\($0)" } ?? row.targetHostName
                 say("\(row.id.prefix(8)) \(mark)\(priority) \(TimeText.age(of: row.createdDateTime, now: now).leftPadded(3))  \(source)  \(row.displayTitle)")
             }
