@@ -1,10 +1,13 @@
 import Foundation
 
-/// Whether two strings are equal ignoring the case of ASCII letters (Graph's spellings are
-/// ASCII), without Foundation's locale-aware comparison.
-func asciiCaseInsensitiveEqual(_ a: String, _ b: String) -> Bool {
-    a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { x, y in
-        x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+extension StringProtocol {
+    /// Equal when ASCII letters are folded to one case, as SQLite's `NOCASE` compares, without
+    /// Foundation's locale-aware comparison: the rule for Graph's spellings and for app host
+    /// names, which are ASCII (international names travel as punycode).
+    public func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
+        utf8.elementsEqual(other.utf8) { a, b in
+            a == b || (a ^ b == 0x20 && (a | 0x20) >= UInt8(ascii: "a") && (a | 0x20) <= UInt8(ascii: "z"))
+        }
     }
 }
 
@@ -18,7 +21,7 @@ extension CaseInsensitiveEnum {
             self = exact
             return
         }
-        guard let match = Self.allCases.first(where: { asciiCaseInsensitiveEqual($0.rawValue, text) }) else { return nil }
+        guard let match = Self.allCases.first(where: { $0.rawValue.equalsIgnoringASCIICase(text) }) else { return nil }
         self = match
     }
 

@@ -552,13 +552,3 @@ final class DummyPasswordHash: Sendable {
         return hash
     }
 }
-
-extension StringProtocol {
-    /// Equal when ASCII letters are folded to one case, as SQLite's `NOCASE` compares: the
-    /// rule for app host names, which are ASCII (international names travel as punycode).
-    func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
-        utf8.elementsEqual(other.utf8) { a, b in
-            a == b || (a ^ b == 0x20 && (a | 0x20) >= UInt8(ascii: "a") && (a | 0x20) <= UInt8(ascii: "z"))
-        }
-    }
-}
