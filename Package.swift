@@ -158,6 +158,8 @@ let package = Package(
         // Helpers for tests and benchmarks that run the real notty (not shipped).
         .target(name: "NottyTestSupport"),
         .testTarget(name: "NottyCoreTests", dependencies: ["NottyCore"]),
+        .testTarget(name: "NottyCommandLineTests", dependencies: ["NottyCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .testTarget(name: "NottySQLiteTests", dependencies: ["NottySQLite", "NottyTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "NottyDesktopTests", dependencies: ["NottyDesktop", "NottyCore"]),
         .testTarget(name: "NottyTerminalTests", dependencies: ["NottyTerminal", "NottyTUI", "CNcursesw", "NottyTestSupport"]),
         .testTarget(name: "NottyTUITests", dependencies: ["NottyTUI", "NottyCore"], exclude: ["Golden"]),
