@@ -37,35 +37,50 @@ struct DialectTests {
             let topic = try await world.hookToken(client)
             // curl -d "Backup successful 😀" ntfy.sh/mytopic
             let plain = try await client.call(.post, "/\(topic)", body: Data("Backup successful 😀".utf8), headers: [:])
-            #expect(plain.status == .ok && plain.string("event") == "message" && plain.string("topic") == topic, "\(plain.text)")
-            #expect(plain.string("message") == "Backup successful 😀" && plain.string("id")?.count == 12 && plain.int("time") != nil && plain.int("expires") != nil)
+            #expect(plain.status == .ok, "\(plain.text)")
+            #expect(plain.string("event") == "message", "\(plain.text)")
+            #expect(plain.string("topic") == topic, "\(plain.text)")
+            #expect(plain.string("message") == "Backup successful 😀")
+            #expect(plain.string("id")?.count == 12)
+            #expect(plain.int("time") != nil)
+            #expect(plain.int("expires") != nil)
             // curl -H "Title: Unauthorized access detected" -H "Priority: urgent" -H "Tags: warning,skull" -d "Remote access to phils-laptop detected. Act right away." ntfy.sh/phil_alerts
             let headed = try await client.call(.put, "/\(topic)", body: Data("Remote access to phils-laptop detected. Act right away.".utf8),
                                                headers: ["Title": "Unauthorized access detected", "Priority": "urgent", "Tags": "warning,skull,ssh"])
-            #expect(headed.status == .ok && headed.int("priority") == 5 && headed.string("title") == "Unauthorized access detected", "\(headed.text)")
+            #expect(headed.status == .ok, "\(headed.text)")
+            #expect(headed.int("priority") == 5, "\(headed.text)")
+            #expect(headed.string("title") == "Unauthorized access detected", "\(headed.text)")
             // The short aliases, and query parameters: curl "ntfy.sh/mytopic?t=Hi&p=2&ta=tada" -d "…"
             let aliased = try await client.call(.post, "/\(topic)", body: Data("Low one".utf8), headers: ["X-Priority": "2", "ta": "tada", "X-Click": "https://example.com/run/1"])
-            #expect(aliased.status == .ok && aliased.string("click") == "https://example.com/run/1", "\(aliased.text)")
+            #expect(aliased.status == .ok, "\(aliased.text)")
+            #expect(aliased.string("click") == "https://example.com/run/1", "\(aliased.text)")
             let queried = try await client.call(.post, "/\(topic)?title=From%20the%20query&p=high&tags=rotating_light", body: Data("body".utf8), headers: [:])
-            #expect(queried.status == .ok && queried.int("priority") == 4)
+            #expect(queried.status == .ok)
+            #expect(queried.int("priority") == 4)
             // curl "ntfy.sh/mywebhook/trigger"; GET /publish with a message.
             let triggered = try await client.call(.get, "/\(topic)/trigger", body: Data(), headers: [:])
-            #expect(triggered.status == .ok && triggered.string("message") == "triggered", "\(triggered.text)")
+            #expect(triggered.status == .ok, "\(triggered.text)")
+            #expect(triggered.string("message") == "triggered", "\(triggered.text)")
             let sent = try await client.call(.get, "/\(topic)/publish?message=Sent%20by%20GET&title=Hello&priority=min", body: Data(), headers: [:])
-            #expect(sent.status == .ok && sent.int("priority") == 1)
+            #expect(sent.status == .ok)
+            #expect(sent.int("priority") == 1)
             // The JSON publish: curl ntfy.sh -d '{"topic":"mytopic","message":"…","title":"…","tags":["warning","cd"],"priority":4,"click":"…"}'
             let json = #"{"topic":"\#(topic)","message":"Disk space is low at 5.1 GB","title":"Low disk space alert","tags":["warning","cd"],"priority":4,"actions":[{"action":"view","label":"Admin panel","url":"https://filesrv.lan/admin"}]}"#
             let posted = try await client.call(.post, "/", body: Data(json.utf8), headers: ["Content-Type": "application/json"])
-            #expect(posted.status == .ok && posted.string("title") == "Low disk space alert", "\(posted.text)")
+            #expect(posted.status == .ok, "\(posted.text)")
+            #expect(posted.string("title") == "Low disk space alert", "\(posted.text)")
             // Apprise's form: JSON to / with the priority as a header.
             let apprise = try await client.call(.post, "/", body: Data(#"{"topic":"\#(topic)","title":"Apprise","message":"from apprise"}"#.utf8),
                                                 headers: ["Content-Type": "application/json", "X-Priority": "5"])
-            #expect(apprise.status == .ok && apprise.int("priority") == 5)
+            #expect(apprise.status == .ok)
+            #expect(apprise.int("priority") == 5)
 
             // RFC 2047 encoded words in a header are decoded; RFC 9218's Priority (Cloudflare adds
             // "u=1, i") is not ntfy's.
             let encoded = try await client.call(.post, "/\(topic)", body: Data("x".utf8), headers: ["X-Title": "=?UTF-8?B?8J+agCBEZXBsb3llZA==?=", "Priority": "u=1, i"])
-            #expect(encoded.status == .ok && encoded.string("title") == "🚀 Deployed" && encoded.int("priority") == nil, "\(encoded.text)")
+            #expect(encoded.status == .ok, "\(encoded.text)")
+            #expect(encoded.string("title") == "🚀 Deployed", "\(encoded.text)")
+            #expect(encoded.int("priority") == nil, "\(encoded.text)")
             let quoted = try await client.call(.post, "/\(topic)", body: Data("y".utf8), headers: ["Title": "=?utf-8?q?Caf=C3=A9_ouvert?= =?utf-8?q?_!?="])
             #expect(quoted.string("title") == "Café ouvert !", "\(quoted.text)")
 
@@ -74,13 +89,18 @@ struct DialectTests {
             #expect(find("Backup successful 😀")?.priority == Priority.none)
             #expect(find("🚀 Deployed")?.priority == Priority.none)
             let urgent = try #require(find("⚠️ 💀 Unauthorized access detected"), "\(seen.map { $0.payload.visualContent?.title ?? "" })")
-            #expect(urgent.priority == .high && urgent.payload.visualContent?.body == "Remote access to phils-laptop detected. Act right away.\n\n#ssh")
+            #expect(urgent.priority == .high)
+            #expect(urgent.payload.visualContent?.body == "Remote access to phils-laptop detected. Act right away.\n\n#ssh")
             let low = try #require(find("🎉 Low one"))
-            #expect(low.priority == .low && low.launchUrl == "https://example.com/run/1")
+            #expect(low.priority == .low)
+            #expect(low.launchUrl == "https://example.com/run/1")
             #expect(find("🚨 From the query")?.payload.visualContent?.body == "body")
-            #expect(find("triggered") != nil && find("Hello")?.payload.visualContent?.body == "Sent by GET")
+            #expect(find("triggered") != nil)
+            #expect(find("Hello")?.payload.visualContent?.body == "Sent by GET")
             let disk = try #require(find("⚠️ 💿 Low disk space alert"))
-            #expect(disk.priority == .high && disk.launchUrl == "https://filesrv.lan/admin" && disk.payload.visualContent?.body == "Disk space is low at 5.1 GB")
+            #expect(disk.priority == .high)
+            #expect(disk.launchUrl == "https://filesrv.lan/admin")
+            #expect(disk.payload.visualContent?.body == "Disk space is low at 5.1 GB")
             #expect(find("Apprise")?.priority == .high)
             #expect(seen.count == 10)
         }
@@ -93,26 +113,36 @@ struct DialectTests {
             let world = try await harness.world(client)
             let topic = try await world.hookToken(client)
             let first = try await client.call(.post, "/\(topic)", body: Data("Download 10%".utf8), headers: ["X-Sequence-ID": "dl-1"])
-            #expect(first.status == .ok && first.string("sequence_id") == "dl-1")
+            #expect(first.status == .ok)
+            #expect(first.string("sequence_id") == "dl-1")
             #expect(try await client.call(.post, "/\(topic)?sid=dl-1", body: Data("Download 100%".utf8), headers: [:]).status == .ok)
             var seen = try await world.all(client)
-            #expect(seen.count == 1 && seen.first?.payload.visualContent?.title == "Download 100%" && seen.first?.appNotificationId == "dl-1")
+            #expect(seen.count == 1)
+            #expect(seen.first?.payload.visualContent?.title == "Download 100%")
+            #expect(seen.first?.appNotificationId == "dl-1")
 
             let cleared = try await client.call(.put, "/\(topic)/dl-1/clear", body: Data(), headers: [:])
-            #expect(cleared.status == .ok && cleared.string("event") == "message_clear" && cleared.string("sequence_id") == "dl-1", "\(cleared.text)")
+            #expect(cleared.status == .ok, "\(cleared.text)")
+            #expect(cleared.string("event") == "message_clear", "\(cleared.text)")
+            #expect(cleared.string("sequence_id") == "dl-1", "\(cleared.text)")
             seen = try await world.all(client)
-            #expect(seen.first?.readState == .read && seen.first?.userActionState == .dismissed)
+            #expect(seen.first?.readState == .read)
+            #expect(seen.first?.userActionState == .dismissed)
 
             // Without a sequence id, the message id is the one to clear and delete by.
             let other = try await client.call(.post, "/\(topic)", body: Data("Second".utf8), headers: [:])
             let id = try #require(other.string("id"))
             #expect(try await client.call(.put, "/\(topic)/\(id)/read", body: Data(), headers: [:]).status == .ok)
             let deleted = try await client.call(.delete, "/\(topic)/\(id)", body: Data(), headers: [:])
-            #expect(deleted.status == .ok && deleted.string("event") == "message_delete")
+            #expect(deleted.status == .ok)
+            #expect(deleted.string("event") == "message_delete")
             #expect(try await world.all(client).map(\.appNotificationId) == ["dl-1"])
 
             let unknown = try await client.call(.put, "/\(topic)/nope/clear", body: Data(), headers: [:])
-            #expect(unknown.status == .notFound && unknown.int("http") == 404 && unknown.int("code") == 40401 && unknown.string("error") != nil, "\(unknown.text)")
+            #expect(unknown.status == .notFound, "\(unknown.text)")
+            #expect(unknown.int("http") == 404, "\(unknown.text)")
+            #expect(unknown.int("code") == 40401, "\(unknown.text)")
+            #expect(unknown.string("error") != nil, "\(unknown.text)")
             let again = try await client.call(.delete, "/\(topic)/\(id)", body: Data(), headers: [:])
             #expect(again.status == .notFound)
         }
@@ -152,7 +182,8 @@ struct DialectTests {
 
             #expect(try await client.call(.delete, "/v1/me/subscriptions/\(subscriptionId)", token: world.userToken).status == .noContent)
             let revoked = try await client.call(.post, "/\(topic)", body: Data("x".utf8), headers: [:])
-            #expect(revoked.status == .notFound && revoked.int("code") == 40401)
+            #expect(revoked.status == .notFound)
+            #expect(revoked.int("code") == 40401)
             #expect(try await world.all(client).count == 1)
         }
     }
@@ -168,7 +199,8 @@ struct DialectTests {
             let world = try await first.world(client)
             let topic = try await world.hookToken(client)
             let held = try await client.call(.post, "/\(topic)", body: Data("Feed the cat".utf8), headers: ["X-Delay": "30m", "Title": "Reminder"])
-            #expect(held.status == .ok && held.int("time") == Int(clock.now().timeIntervalSince1970) + 1800, "\(held.text)")
+            #expect(held.status == .ok, "\(held.text)")
+            #expect(held.int("time") == Int(clock.now().timeIntervalSince1970) + 1800, "\(held.text)")
             let at = Int(clock.now().timeIntervalSince1970) + 2400
             #expect(try await client.call(.post, "/\(topic)", body: Data("At an hour".utf8), headers: ["X-At": String(at), "X-Sequence-ID": "hour"]).status == .ok)
             #expect(try await client.call(.post, "/", body: Data(#"{"topic":"\#(topic)","message":"In JSON","delay":"45m"}"#.utf8), headers: [:]).status == .ok)
@@ -216,18 +248,25 @@ struct DialectTests {
             let multipart = ["title": "my title", "message": "my message", "priority": "5"].sorted { $0.key < $1.key }
                 .map { "--\(boundary)\r\nContent-Disposition: form-data; name=\"\($0.key)\"\r\n\r\n\($0.value)\r\n" }.joined() + "--\(boundary)--\r\n"
             let form = try await client.call(.post, "/message?token=\(token)", body: Data(multipart.utf8), headers: ["Content-Type": "multipart/form-data; boundary=\(boundary)"])
-            #expect(form.status == .ok && form.string("title") == "my title" && form.int("priority") == 5 && (form.int("id") ?? 0) > 0 && form.int("appid") != nil, "\(form.text)")
+            #expect(form.status == .ok, "\(form.text)")
+            #expect(form.string("title") == "my title", "\(form.text)")
+            #expect(form.int("priority") == 5, "\(form.text)")
+            #expect((form.int("id") ?? 0) > 0, "\(form.text)")
+            #expect(form.int("appid") != nil, "\(form.text)")
             let json = #"{"title":"Backup","message":"**done**","priority":8,"extras":{"client::display":{"contentType":"text/markdown"},"client::notification":{"click":{"url":"https://nas.lan/backups"}}}}"#
             let keyed = try await client.call(.post, "/message", body: Data(json.utf8), headers: ["X-Gotify-Key": token, "Content-Type": "application/json"])
-            #expect(keyed.status == .ok && keyed.string("date") != nil, "\(keyed.text)")
+            #expect(keyed.status == .ok, "\(keyed.text)")
+            #expect(keyed.string("date") != nil, "\(keyed.text)")
             let urlencoded = try await client.call(.post, "/message", body: Data("message=just+a+line&priority=1".utf8),
                                                    headers: ["Authorization": "Bearer \(token)", "Content-Type": "application/x-www-form-urlencoded"])
             #expect(urlencoded.status == .ok)
 
             let seen = try await world.all(client)
             func find(_ title: String) -> UserNotification? { seen.first { $0.payload.visualContent?.title == title } }
-            #expect(find("my title")?.priority == Priority.none && find("my title")?.payload.visualContent?.body == "my message")
-            #expect(find("Backup")?.priority == .high && find("Backup")?.launchUrl == "https://nas.lan/backups")
+            #expect(find("my title")?.priority == Priority.none)
+            #expect(find("my title")?.payload.visualContent?.body == "my message")
+            #expect(find("Backup")?.priority == .high)
+            #expect(find("Backup")?.launchUrl == "https://nas.lan/backups")
             #expect(find("just a line")?.priority == .low)
 
             for (uri, headers, body) in [
@@ -236,11 +275,16 @@ struct DialectTests {
                 ("/message", ["X-Gotify-Key": "ntfy-topic-is-not-a-token"], #"{"message":"x"}"#),
             ] {
                 let reply = try await client.call(.post, uri, body: Data(body.utf8), headers: headers.merging(["Content-Type": "application/json"]) { a, _ in a })
-                #expect(reply.status == .unauthorized && reply.string("error") == "Unauthorized" && reply.int("errorCode") == 401 && reply.string("errorDescription") != nil, "\(reply.text)")
+                #expect(reply.status == .unauthorized, "\(reply.text)")
+                #expect(reply.string("error") == "Unauthorized", "\(reply.text)")
+                #expect(reply.int("errorCode") == 401, "\(reply.text)")
+                #expect(reply.string("errorDescription") != nil, "\(reply.text)")
             }
             for body in [#"{"title":"no message"}"#, #"{"message":"x","priority":11}"#, #"{"message":5}"#, "[1,2", #"{"message":"x","extras":{"client::notification":{"click":{"url":"ftp://x"}}}}"#] {
                 let reply = try await client.call(.post, "/message", body: Data(body.utf8), headers: ["X-Gotify-Key": token, "Content-Type": "application/json"])
-                #expect(reply.status == .badRequest && reply.string("error") == "Bad Request" && reply.int("errorCode") == 400, "\(body): \(reply.text)")
+                #expect(reply.status == .badRequest, "\(body): \(reply.text)")
+                #expect(reply.string("error") == "Bad Request", "\(body): \(reply.text)")
+                #expect(reply.int("errorCode") == 400, "\(body): \(reply.text)")
             }
             #expect(try await world.all(client).count == 3)
         }
@@ -255,7 +299,8 @@ struct DialectTests {
             // Apprise's form:// sends version, title, message and type.
             let urlencoded = try await client.call(.post, path, body: Data("version=1.0&title=Form+title&message=Line+one%0Aline+two&type=info&priority=high".utf8),
                                                    headers: ["Content-Type": "application/x-www-form-urlencoded"])
-            #expect(urlencoded.status == .ok && urlencoded.ids.count == 1, "\(urlencoded.text)")
+            #expect(urlencoded.status == .ok, "\(urlencoded.text)")
+            #expect(urlencoded.ids.count == 1, "\(urlencoded.text)")
             // curl -d 'Backup failed' sends text as urlencoded: it stays text.
             let curlText = try await client.call(.post, path, body: Data("Backup failed\nnas-1: disk full".utf8), headers: ["Content-Type": "application/x-www-form-urlencoded"])
             #expect(curlText.status == .ok, "\(curlText.text)")
@@ -265,7 +310,8 @@ struct DialectTests {
             for disposition in [#"name="attach"; filename="a.txt""#, "name=\"attach\"; filename*=UTF-8''caf%C3%A9.txt"] {
                 let file = "--xyz\r\nContent-Disposition: form-data; \(disposition)\r\n\r\nfile\r\n--xyz--\r\n"
                 let refused = try await client.call(.post, path, body: Data(file.utf8), headers: ["Content-Type": "multipart/form-data; boundary=xyz"])
-                #expect(refused.status == .badRequest && refused.errorCode == "badRequest", "\(disposition)")
+                #expect(refused.status == .badRequest, "\(disposition)")
+                #expect(refused.errorCode == "badRequest", "\(disposition)")
             }
             let unterminated = try await client.call(.post, path, body: Data("--xyz\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nno end".utf8),
                                                      headers: ["Content-Type": "multipart/form-data; boundary=xyz"])
@@ -273,9 +319,11 @@ struct DialectTests {
 
             let seen = try await world.all(client)
             let form = try #require(seen.first { $0.payload.visualContent?.title == "Form title" })
-            #expect(form.payload.visualContent?.body == "Line one\nline two" && form.priority == .high)
+            #expect(form.payload.visualContent?.body == "Line one\nline two")
+            #expect(form.priority == .high)
             let multi = try #require(seen.first { $0.payload.visualContent?.title == "Multipart" })
-            #expect(multi.payload.visualContent?.body == "its body" && multi.launchUrl == "https://example.com/x")
+            #expect(multi.payload.visualContent?.body == "its body")
+            #expect(multi.launchUrl == "https://example.com/x")
             #expect(seen.first { $0.payload.visualContent?.title == "Backup failed" }?.payload.visualContent?.body == "nas-1: disk full")
             #expect(seen.count == 3)
         }

@@ -129,7 +129,9 @@ struct NtfyTopicTests {
             for log in [ndjson, socket, events] {
                 #expect(await log.wait { $0.first("message", id) != nil }, "no message: \(log.kinds)")
                 let message = try #require(log.first("message", id))
-                #expect(message.text("title") == "Deploy failed" && message.text("message") == "main is red" && message.text("topic") == topic)
+                #expect(message.text("title") == "Deploy failed")
+                #expect(message.text("message") == "main is red")
+                #expect(message.text("topic") == topic)
             }
 
             let read = ContinuousClock.now
@@ -149,7 +151,8 @@ struct NtfyTopicTests {
             _ = try await world.publish(client, id: "later", title: "Later")
             let polled = try await client.call(.get, "/\(topic)/json?poll=1")
             let lines = polled.text.split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }
-            #expect(lines.map { $0.text("title") } == ["Later"] && lines.allSatisfy { $0.text("event") == "message" }, "\(polled.text)")
+            #expect(lines.map { $0.text("title") } == ["Later"], "\(polled.text)")
+            #expect(lines.allSatisfy { $0.text("event") == "message" }, "\(polled.text)")
             let sinceAll = try await client.call(.get, "/\(topic)/json?poll=1&since=all")
             #expect(sinceAll.text == polled.text, "a replay changed between two polls")
             let future = Int(Date().timeIntervalSince1970) + 3600
