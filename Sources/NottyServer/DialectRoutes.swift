@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import NIOCore
 import NottyCore
 import NottyWebhooks
@@ -104,9 +105,14 @@ extension Routes {
         let body = withBody ? try await request.rawBody(limit: service.config.maxWebhookBodyBytes) : Data()
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.canonicalName] = field.value }
+        return WebhookRequest(body: body, headers: headers, query: Self.query(request.uri))
+    }
+
+    /// A request's query parameters by lower-case name (the last of repeated ones).
+    static func query(_ uri: HummingbirdCore.URI) -> [String: String] {
         var query: [String: String] = [:]
-        for (key, value) in request.uri.queryParameters { query[String(key).lowercased()] = String(value) }
-        return WebhookRequest(body: body, headers: headers, query: query)
+        for (key, value) in uri.queryParameters { query[String(key).lowercased()] = String(value) }
+        return query
     }
 
     private func ntfyPublish(_ request: Request, topic: String, withBody: Bool) async throws -> Response {
@@ -171,8 +177,7 @@ extension Routes {
     /// service stops. With `poll=1`, the replay alone.
     private func ntfySubscribe(_ request: Request, topic: String, format: StreamFormat) async throws -> Response {
         let subscription = try await service.topic(token: topic)
-        var query: [String: String] = [:]
-        for (key, value) in request.uri.queryParameters { query[String(key).lowercased()] = String(value) }
+        let query = Self.query(request.uri)
         let follower = NtfyFollower(service: service, userId: subscription.userId, topic: topic)
         let hub = service.hub, userId = subscription.userId
         // The feed position and the replay are read here, where a failure is still an answer.
@@ -223,8 +228,7 @@ extension Routes {
             let hub = self.service.hub
             let (connection, rings) = hub.connect(userId: subscription.userId, ticks: true)
             defer { hub.disconnect(userId: subscription.userId, id: connection) }
-            let replay = try await follower.start(replay: NtfyFollower.Replay(query: Dictionary(
-                context.request.uri.queryParameters.map { (String($0.key).lowercased(), String($0.value)) }, uniquingKeysWith: { _, last in last })))
+            let replay = try await follower.start(replay: NtfyFollower.Replay(query: Self.query(context.request.uri)))
             func send(_ event: NtfyAnswer) async throws {
                 try await outbound.write(.text(String(decoding: event.jsonBytes(), as: UTF8.self)))
             }
