@@ -9,8 +9,7 @@ extension NotificationService {
     /// app, the sequence id as `appNotificationId` (a new message's id when none is given, so
     /// clearing by the message id works as in ntfy). Returns ntfy's answer.
     public func ntfyPublish(token: String, _ message: NtfyMessage, bearer: String?) async throws -> NtfyAnswer {
-        let hook = try await hook(token: token)
-        if let secret = hook.subscription.webhookSecret { try Self.check(.token(bearer), secret: secret, body: Data(), kind: "ntfy") }
+        let hook = try await ntfyHook(token: token, bearer: bearer)
         let messageId = NtfyAnswer.newMessageId()
         let sequenceId = message.sequenceId ?? messageId
         if let delay = message.delay {
@@ -27,8 +26,7 @@ extension NotificationService {
     /// `PUT <base>/<token>/<sequenceId>/clear` (Read + Dismissed on every device, stamped
     /// with the service's clock) or `DELETE <base>/<token>/<sequenceId>` (deleted everywhere).
     public func ntfyEnd(token: String, sequenceId: String, delete: Bool, bearer: String?) async throws -> NtfyAnswer {
-        let hook = try await hook(token: token)
-        if let secret = hook.subscription.webhookSecret { try Self.check(.token(bearer), secret: secret, body: Data(), kind: "ntfy") }
+        let hook = try await ntfyHook(token: token, bearer: bearer)
         let userId = hook.subscription.userId
         let unknown = APIError.notFound("no active message with sequence ID \(sequenceId) on this topic")
         guard Ntfy.isValidSequenceId(sequenceId) else { throw unknown }
@@ -70,6 +68,13 @@ extension NotificationService {
 }
 
 extension NotificationService {
+    /// The webhook an ntfy request names; one with a secret wants it as its bearer token.
+    func ntfyHook(token: String, bearer: String?) async throws -> Hook {
+        let hook = try await hook(token: token)
+        if let secret = hook.subscription.webhookSecret { try Self.check(.token(bearer), secret: secret, body: Data(), kind: "ntfy") }
+        return hook
+    }
+
     /// ntfy's limits on a delay: at least 10 s, at most 3 days ahead.
     static let delayRange: ClosedRange<TimeInterval> = 10...(3 * 86_400)
 
