@@ -30,23 +30,47 @@ let package = Package(
     targets: [
         // Pure model: the notification, states, views, merge rules, wire types. Foundation only.
         .target(name: "NottyCore"),
-        // The service: Hummingbird routes, auth, storage protocol (SQLite via GRDB, PostgreSQL via PostgresNIO), doorbell fan-out.
+        // The service's domain: auth, publishing, feeds, admin, maintenance, the storage
+        // protocol and the merge rules it applies, ntfy/Gotify topics, the doorbell hub. It
+        // knows nothing of HTTP (ServiceError is mapped to a status by NottyHTTP) nor of a database.
         .target(
-            name: "NottyServer",
+            name: "NottyService",
             dependencies: [
                 "NottyCore",
                 "NottyWebhooks",
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        // The service's storage on SQLite (GRDB): one writer thread, group commit, migrations.
+        .target(
+            name: "NottyServiceSQLite",
+            dependencies: ["NottyCore", "NottyService", "NottySQLite", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        // The service's storage on PostgreSQL (PostgresNIO), for several instances together.
+        .target(
+            name: "NottyServicePostgres",
+            dependencies: [
+                "NottyCore", "NottyService",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The service's HTTP layer: Hummingbird routes (Graph, the user API, hooks, the ntfy
+        // and Gotify doors, metrics), middleware, errors as statuses, connection guard, TLS.
+        .target(
+            name: "NottyHTTP",
+            dependencies: [
+                "NottyCore",
+                "NottyWebhooks",
+                "NottyService",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
-                "NottySQLite",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -126,7 +150,10 @@ let package = Package(
             dependencies: [
                 "NottyCore",
                 "NottyCommandLine",
-                "NottyServer",
+                "NottyService",
+                "NottyServiceSQLite",
+                "NottyServicePostgres",
+                "NottyHTTP",
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -141,7 +168,9 @@ let package = Package(
             dependencies: [
                 "NottyCenter",  // `frames` runs the center's own parts
                 "NottyCore",
-                "NottyServer",  // `instances` adds its many users straight into the storage
+                "NottyService",  // `instances` adds its many users straight into the storage
+                "NottyServiceSQLite",
+                "NottyServicePostgres",
                 "NottyStore",
                 "NottyTUI",
                 "NottyTerminal",
@@ -178,16 +207,18 @@ let package = Package(
         .testTarget(
             name: "NottySyncTests",
             dependencies: [
-                "NottyCore", "NottyStore", "NottySync", "NottyServer", "NottyTestSupport",
+                "NottyCore", "NottyStore", "NottySync", "NottyService", "NottyServiceSQLite", "NottyTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Hummingbird", package: "hummingbird"),
             ]
         ),
         .testTarget(
             name: "NottyServerTests",
             dependencies: [
                 "NottyCore",
-                "NottyServer",
+                "NottyService",
+                "NottyServiceSQLite",
+                "NottyServicePostgres",
+                "NottyHTTP",
                 "NottyTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -30,7 +30,7 @@ public func reportingErrors(_ body: () async throws -> Void) async throws {
     } catch let error as ExitCode {
         throw error
     } catch {
-        warn(String(describing: error))  // its description where it has one (CLIError, APIError, …)
+        warn(String(describing: error))  // its description where it has one (CLIError, ServiceError, …)
         throw ExitCode(1)
     }
 }

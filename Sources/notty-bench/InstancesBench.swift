@@ -1,5 +1,8 @@
 import Foundation
-import NottyServer
+import NottyService
+import NottyServiceSQLite
+import NottyServicePostgres
+import NottyHTTP
 import NottyTestSupport
 
 /// `notty-bench instances`: SQLite (one instance) against PostgreSQL (one and two instances

@@ -2,7 +2,10 @@ import ArgumentParser
 import Foundation
 import NottyCommandLine
 import NottyCore
-import NottyServer
+import NottyService
+import NottyServiceSQLite
+import NottyServicePostgres
+import NottyHTTP
 
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

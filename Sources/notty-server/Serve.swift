@@ -6,7 +6,10 @@ import NIOCore
 import NIOPosix
 import NottyCommandLine
 import NottyCore
-import NottyServer
+import NottyService
+import NottyServiceSQLite
+import NottyServicePostgres
+import NottyHTTP
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,7 +3,10 @@ import Foundation
 import Logging
 import NottyCommandLine
 import NottyCore
-import NottyServer
+import NottyService
+import NottyServiceSQLite
+import NottyServicePostgres
+import NottyHTTP
 
 /// `notty-server`: the service's side of notty. People run it as `notty serve` and `notty admin`
 /// (the `notty` beside it hands those commands over whole); `notty demo` starts its embedded

@@ -5,7 +5,10 @@ import NIOCore
 import NottyCore
 import NottyTestSupport
 import Testing
-@testable import NottyServer
+@testable import NottyService
+@testable import NottyServiceSQLite
+@testable import NottyServicePostgres
+@testable import NottyHTTP
 
 extension World {
     /// A webhook's token: its ntfy topic and Gotify app token.

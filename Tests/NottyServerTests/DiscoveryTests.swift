@@ -2,7 +2,10 @@ import Foundation
 import HTTPTypes
 import NottyCore
 import Testing
-@testable import NottyServer
+@testable import NottyService
+@testable import NottyServiceSQLite
+@testable import NottyServicePostgres
+@testable import NottyHTTP
 
 @Suite("OpenID discovery of the tenant authority and HTTP Basic client credentials (SPEC §2.1)", .timeLimit(.minutes(5)))
 struct DiscoveryTests {
@@ -112,6 +115,6 @@ struct DiscoveryTests {
         #expect(parsed.clientId == "my app" && parsed.secret == "s:c+ret x")
         #expect(try BasicCredentials.parse("Bearer abc") == nil)
         #expect(try BasicCredentials.parse(nil) == nil)
-        #expect(throws: APIError.self) { try BasicCredentials.parse("Basic " + Data("no-colon".utf8).base64EncodedString()) }
+        #expect(throws: ServiceError.self) { try BasicCredentials.parse("Basic " + Data("no-colon".utf8).base64EncodedString()) }
     }
 }

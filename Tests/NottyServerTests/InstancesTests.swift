@@ -3,7 +3,10 @@ import HummingbirdTesting
 import NottyCore
 import NottyTestSupport
 import Testing
-@testable import NottyServer
+@testable import NottyService
+@testable import NottyServiceSQLite
+@testable import NottyServicePostgres
+@testable import NottyHTTP
 
 @Suite("PostgreSQL: URLs and the announcements between instances", .timeLimit(.minutes(5)))
 struct PostgresPartsTests {

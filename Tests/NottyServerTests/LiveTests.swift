@@ -11,7 +11,10 @@ import NottyCore
 import NottyTestSupport
 import Synchronization
 import Testing
-@testable import NottyServer
+@testable import NottyService
+@testable import NottyServiceSQLite
+@testable import NottyServicePostgres
+@testable import NottyHTTP
 
 /// Collects the text frames a doorbell client receives.
 final class FrameLog: Sendable {

@@ -9,7 +9,10 @@ import NottyCore
 import NottyTestSupport
 import Synchronization
 import Testing
-@testable import NottyServer
+@testable import NottyService
+@testable import NottyServiceSQLite
+@testable import NottyServicePostgres
+@testable import NottyHTTP
 
 /// The ntfy events a subscriber received, with when each came.
 final class NtfyLog: Sendable {

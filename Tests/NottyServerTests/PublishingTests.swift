@@ -3,7 +3,10 @@ import HTTPTypes
 import NottyCore
 import NottyTestSupport
 import Testing
-@testable import NottyServer
+@testable import NottyService
+@testable import NottyServiceSQLite
+@testable import NottyServicePostgres
+@testable import NottyHTTP
 
 @Suite("Publishing (SPEC §2.2)", .timeLimit(.minutes(5)))
 struct PublishingTests {

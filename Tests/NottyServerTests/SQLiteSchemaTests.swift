@@ -4,7 +4,10 @@ import NottyCore
 import NottyTestSupport
 import Testing
 import NottySQLite
-@testable import NottyServer
+@testable import NottyService
+@testable import NottyServiceSQLite
+@testable import NottyServicePostgres
+@testable import NottyHTTP
 
 @Suite("SQLite schema", .timeLimit(.minutes(5)))
 struct SQLiteSchemaTests {

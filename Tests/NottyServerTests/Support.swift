@@ -7,7 +7,10 @@ import NIOCore
 import NottyCore
 import NottyTestSupport
 import Testing
-@testable import NottyServer
+@testable import NottyService
+@testable import NottyServiceSQLite
+@testable import NottyServicePostgres
+@testable import NottyHTTP
 
 /// The storage backends every service test runs against.
 enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {

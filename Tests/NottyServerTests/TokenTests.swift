@@ -2,7 +2,10 @@ import Foundation
 import HTTPTypes
 import NottyCore
 import Testing
-@testable import NottyServer
+@testable import NottyService
+@testable import NottyServiceSQLite
+@testable import NottyServicePostgres
+@testable import NottyHTTP
 
 @Suite("Tokens (SPEC §2.1)", .timeLimit(.minutes(5)))
 struct TokenTests {

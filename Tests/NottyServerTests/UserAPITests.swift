@@ -2,7 +2,10 @@ import Foundation
 import HTTPTypes
 import NottyCore
 import Testing
-@testable import NottyServer
+@testable import NottyService
+@testable import NottyServiceSQLite
+@testable import NottyServicePostgres
+@testable import NottyHTTP
 
 @Suite("The signed-in user's API (SPEC §2.3)", .timeLimit(.minutes(5)))
 struct UserAPITests {

@@ -1,7 +1,10 @@
 import Foundation
 import NottyCore
 import Testing
-@testable import NottyServer
+@testable import NottyService
+@testable import NottyServiceSQLite
+@testable import NottyServicePostgres
+@testable import NottyHTTP
 
 /// SPEC §1's view rule is written once, in Core (`NotificationView.partition` and its SQL form
 /// `sqlCondition`); this checks what each backend's SQL makes of every combination of states

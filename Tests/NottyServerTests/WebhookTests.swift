@@ -5,7 +5,10 @@ import NIOCore
 import NottyCore
 import NottyTestSupport
 import Testing
-@testable import NottyServer
+@testable import NottyService
+@testable import NottyServiceSQLite
+@testable import NottyServicePostgres
+@testable import NottyHTTP
 
 /// A webhook fixture (Tests/NottyWebhooksTests/Fixtures, see its README).
 func webhookFixture(_ name: String) throws -> String {

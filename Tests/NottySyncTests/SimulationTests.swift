@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
-import NottyServer
+import NottyService
+import NottyServiceSQLite
 import NottyStore
 import NottySync
 import NottyTestSupport
@@ -60,7 +61,7 @@ struct SimulatedTransport: SyncTransport {
         let page: ChangesPage
         do {
             page = try await service.changes(userId: userId, since: try service.parseCursor(since), limit: limit)
-        } catch let error as APIError where error.code == "cursorExpired" {
+        } catch let error as ServiceError where error.code == "cursorExpired" {
             throw SyncError.cursorExpired
         }
         var faults = network.faults(for: "changes/\(device)/\(since ?? "-")/\(limit)")

@@ -5,6 +5,7 @@ import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NottyCore
+import NottyService
 
 /// The request context of every route: Hummingbird's core storage, the WebSocket handler
 /// slot for the doorbell, and the request id every response carries.
@@ -47,11 +48,11 @@ struct EnvelopeMiddleware: RouterMiddleware {
         do {
             response = try await next(request, context)
         } catch {
-            let apiError = Self.apiError(for: error, maxBodyBytes: maxBodyBytes)
-            if apiError.status.code >= 500 && apiError.status != .serviceUnavailable {
+            let answer = ErrorAnswer(for: error, maxBodyBytes: maxBodyBytes)
+            if answer.isUnexpected {
                 context.logger.error("unexpected error", metadata: ["error": "\(error)", "request_id": "\(requestId)"])
             }
-            response = Self.errorResponse(apiError, requestId: requestId, date: clock.now())
+            response = answer.response(requestId: requestId, date: clock.now())
         }
         response.headers[HTTPField.Name("request-id")!] = requestId
         response.headers[HTTPField.Name("client-request-id")!] = request.headers[HTTPField.Name("client-request-id")!] ?? requestId
@@ -79,32 +80,72 @@ struct EnvelopeMiddleware: RouterMiddleware {
             return secret ? segment.prefix(4) + "…" : segment
         }.joined(separator: "/")
     }
+}
 
-    static func apiError(for error: any Error, maxBodyBytes: Int) -> APIError {
+/// A refusal as HTTP answers it: the service's error (or one of Hummingbird's or NIO's, in
+/// the service's terms), its status and its headers.
+struct ErrorAnswer {
+    var error: ServiceError
+    var status: HTTPResponse.Status
+    var headers = HTTPFields()
+
+    init(_ error: ServiceError, status: HTTPResponse.Status? = nil) {
+        self.error = error
+        self.status = status ?? Self.status(of: error.kind)
+        if let seconds = error.retryAfter { headers[.retryAfter] = String(seconds) }
+        if error.kind == .unauthenticated { headers[.wwwAuthenticate] = error.isOAuth ? "Basic" : "Bearer" }
+    }
+
+    init(for error: any Error, maxBodyBytes: Int) {
         switch error {
-        case let error as APIError: return error
-        case is NIOTooManyBytesError: return .payloadTooLarge(maxBodyBytes)
+        case let error as ServiceError: self.init(error)
+        case let error as MethodNotAllowed:
+            self.init(.methodNotAllowed)
+            headers[.allow] = error.allow
+        case is NIOTooManyBytesError: self.init(.payloadTooLarge(maxBodyBytes))
         case let error as HTTPError:
             switch error.status {
-            case .notFound: return APIError.notFound("no such route: see the API description in Resources/openapi.yaml")
-            case .methodNotAllowed: return .methodNotAllowed
-            case .contentTooLarge: return .payloadTooLarge(maxBodyBytes)
-            case .badRequest: return .badRequest(error.body ?? "bad request")
-            default: return APIError(error.status, "badRequest", error.body ?? error.status.reasonPhrase)
+            case .notFound: self.init(.notFound("no such route: see the API description in Resources/openapi.yaml"))
+            case .methodNotAllowed: self.init(.methodNotAllowed)
+            case .contentTooLarge: self.init(.payloadTooLarge(maxBodyBytes))
+            case .badRequest: self.init(.badRequest(error.body ?? "bad request"))
+            default: self.init(ServiceError(.badRequest, "badRequest", error.body ?? error.status.reasonPhrase), status: error.status)
             }
-        case is StorageError: return .serviceUnavailable()
-        default: return APIError(.internalServerError, "generalException", "internal error; the request id identifies it in the service log")
+        case is StorageError: self.init(.serviceUnavailable())
+        default: self.init(.internalError)
         }
     }
 
-    static func errorResponse(_ error: APIError, requestId: String, date: Date) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json; charset=utf-8"
-        for (name, value) in error.headers {
-            if let field = HTTPField.Name(name) { headers[field] = value }
+    static func status(of kind: ServiceError.Kind) -> HTTPResponse.Status {
+        switch kind {
+        case .badRequest: .badRequest
+        case .unauthenticated: .unauthorized
+        case .forbidden: .forbidden
+        case .notFound: .notFound
+        case .methodNotAllowed: .methodNotAllowed
+        case .gone: .gone
+        case .tooLarge: .contentTooLarge
+        case .unsupportedMediaType: .unsupportedMediaType
+        case .upgradeRequired: .upgradeRequired
+        case .tooManyRequests: .tooManyRequests
+        case .unavailable: .serviceUnavailable
+        case .internalError: .internalServerError
         }
-        return Response(status: error.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: error.body(requestId: requestId, date: date))))
     }
+
+    /// Whether the service itself failed (not the caller, not storage being away): logged.
+    var isUnexpected: Bool { status.code >= 500 && status != .serviceUnavailable }
+
+    func response(requestId: String, date: Date) -> Response {
+        var headers = headers
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: error.body(requestId: requestId, date: date))))
+    }
+}
+
+/// A method a route does not take: `405` with `Allow` (an HTTP matter, so not a `ServiceError`).
+struct MethodNotAllowed: Error {
+    let allow: String
 }
 
 extension Request {
@@ -129,18 +170,18 @@ extension Request {
     /// The body as JSON bytes: checks the media type (415) and the size (413).
     mutating func jsonBody(limit: Int) async throws -> Data {
         let type = headers[.contentType]?.lowercased() ?? ""
-        guard type.hasPrefix("application/json") || type.hasPrefix("text/json") else { throw APIError.unsupportedMediaType }
+        guard type.hasPrefix("application/json") || type.hasPrefix("text/json") else { throw ServiceError.unsupportedMediaType }
         return try await rawBody(limit: limit)
     }
 
     /// The body bytes, at most `limit` (413 beyond).
     mutating func rawBody(limit: Int) async throws -> Data {
-        if let length = headers[.contentLength].flatMap({ Int($0) }), length > limit { throw APIError.payloadTooLarge(limit) }
+        if let length = headers[.contentLength].flatMap({ Int($0) }), length > limit { throw ServiceError.payloadTooLarge(limit) }
         do {
             let buffer = try await collectBody(upTo: limit)
             return Data(buffer.readableBytesView)
         } catch is NIOTooManyBytesError {
-            throw APIError.payloadTooLarge(limit)
+            throw ServiceError.payloadTooLarge(limit)
         }
     }
 }

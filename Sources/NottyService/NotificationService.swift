@@ -5,16 +5,15 @@ import Synchronization
 
 /// Everything the service does, independent of HTTP: tokens, publishing, the user's API,
 /// administration and maintenance. Routes translate requests into calls here; errors are
-/// ``APIError``s that say what the client should do.
+/// ``ServiceError``s that say what the client should do.
 public final class NotificationService: Sendable {
     public let storage: any NotificationStorage
     public let config: ServiceConfig
     public let clock: any ServiceClock
     public let hub = DoorbellHub()
     /// The HTTP connections open now, doorbells included (``GuardedChannel``).
-    let connectionCount = ConnectionCount()
     public let metrics: ServiceMetrics
-    let logger: Logger
+    package let logger: Logger
     let limiter: RateLimiter
     /// What every publish looks up: app tokens, apps and subscriptions (user tokens are read
     /// from storage on every request, so a revoked device or a deleted user is refused at once
@@ -74,9 +73,9 @@ public final class NotificationService: Sendable {
             case .unavailable(let detail):
                 metrics.storageErrors.increment()
                 logger.error("storage unavailable", metadata: ["error": "\(detail)"])
-                throw APIError.serviceUnavailable()
+                throw ServiceError.serviceUnavailable()
             case .conflict(let detail):
-                throw APIError.badRequest("already exists (\(detail))")
+                throw ServiceError.badRequest("already exists (\(detail))")
             }
         }
     }
@@ -91,7 +90,7 @@ public final class NotificationService: Sendable {
         switch form["grant_type"] {
         case "client_credentials":
             guard let clientId = form["client_id"], let secret = form["client_secret"] else {
-                throw APIError.oauth(.badRequest, "invalid_request", "client_credentials needs client_id and client_secret")
+                throw ServiceError.oauth(.badRequest, "invalid_request", "client_credentials needs client_id and client_secret")
             }
             let keys = [GuessKeys.client(clientId)] + addressKeys
             _ = try await refuseLockedOut(keys, now: now, what: "client_id")
@@ -99,14 +98,14 @@ public final class NotificationService: Sendable {
                   Secrets.constantTimeEqual(app.secretHash, Secrets.tokenHash(secret))
             else {
                 try await countFailure(keys, now: now)
-                throw APIError.oauth(.unauthorized, "invalid_client", "unknown client_id or wrong client_secret")
+                throw ServiceError.oauth(.unauthenticated, "invalid_client", "unknown client_id or wrong client_secret")
             }
             let access = Secrets.newToken()
             try await db { try await storage.insertTokens([accessRecord(access, kind: .appAccess, subject: app.clientId, now: now)]) }
             return TokenResponse(expiresIn: config.accessTokenLifetime, accessToken: access, refreshToken: nil)
         case "password":
             guard let name = form["username"], let password = form["password"] else {
-                throw APIError.oauth(.badRequest, "invalid_request", "password grant needs username and password")
+                throw ServiceError.oauth(.badRequest, "invalid_request", "password grant needs username and password")
             }
             // A user name (or address) that failed too often is refused before any hash is
             // computed; guesses are counted whether the name exists or not.
@@ -120,7 +119,7 @@ public final class NotificationService: Sendable {
             let valid = await Self.offload { Secrets.verifyPassword(password, hash: hash) }
             guard let user, valid else {
                 try await countFailure(keys, now: now)
-                throw APIError.oauth(.badRequest, "invalid_grant", "wrong user name or password")
+                throw ServiceError.oauth(.badRequest, "invalid_grant", "wrong user name or password")
             }
             // Signed in: the name's failures are forgotten (the address's are not).
             if known.contains(where: { $0.key == keys[0] }) { _ = try? await db { try await storage.forgetGuesses(keys: [keys[0]]) } }
@@ -128,18 +127,18 @@ public final class NotificationService: Sendable {
             return try await issueUserTokens(userId: user.id, deviceId: UUID().uuidString.lowercased(), now: now, replacing: nil)
         case "refresh_token":
             guard let refresh = form["refresh_token"] else {
-                throw APIError.oauth(.badRequest, "invalid_request", "refresh_token grant needs refresh_token")
+                throw ServiceError.oauth(.badRequest, "invalid_request", "refresh_token grant needs refresh_token")
             }
             let hash = Secrets.tokenHash(refresh)
             guard let record = try await db({ try await storage.token(hash: hash) }), record.kind == .userRefresh else {
-                throw APIError.oauth(.badRequest, "invalid_grant", "unknown refresh token: sign in again")
+                throw ServiceError.oauth(.badRequest, "invalid_grant", "unknown refresh token: sign in again")
             }
             // A revoked one is refused by the rotation (it only rotates a token not yet revoked).
             return try await issueUserTokens(userId: record.subject, deviceId: record.deviceId, now: now, replacing: hash)
         case nil:
-            throw APIError.oauth(.badRequest, "invalid_request", "grant_type is required")
+            throw ServiceError.oauth(.badRequest, "invalid_request", "grant_type is required")
         case let other?:
-            throw APIError.oauth(.badRequest, "unsupported_grant_type", "grant_type \(other) is not supported: use client_credentials, password or refresh_token")
+            throw ServiceError.oauth(.badRequest, "unsupported_grant_type", "grant_type \(other) is not supported: use client_credentials, password or refresh_token")
         }
     }
 
@@ -150,10 +149,8 @@ public final class NotificationService: Sendable {
         let waits = records.compactMap { GuessKeys.policy(for: $0.key).refusal($0, now: now) }
         if let wait = waits.max() {
             metrics.lockedOut.increment()
-            var error = APIError.oauth(.tooManyRequests, "temporarily_unavailable",
-                                       "too many failed sign-ins for this \(what) or address: try again in \(wait) s")
-            error.headers["Retry-After"] = String(wait)
-            throw error
+            throw ServiceError.oauth(.tooManyRequests, "temporarily_unavailable",
+                                     "too many failed sign-ins for this \(what) or address: try again in \(wait) s", retryAfter: wait)
         }
         return records
     }
@@ -192,7 +189,7 @@ public final class NotificationService: Sendable {
         if let oldHash {
             let rotated = try await db { try await storage.rotateToken(oldHash: oldHash, replacements: records, now: now) }
             tokens.remove(oldHash)
-            guard rotated else { throw APIError.oauth(.badRequest, "invalid_grant", "this refresh token was already used, revoked or has expired: sign in again") }
+            guard rotated else { throw ServiceError.oauth(.badRequest, "invalid_grant", "this refresh token was already used, revoked or has expired: sign in again") }
         } else {
             try await db { try await storage.insertTokens(records) }
         }
@@ -229,7 +226,7 @@ public final class NotificationService: Sendable {
     }
 
     private func validToken(_ bearer: String?, kinds: Set<TokenRecord.Kind>) async throws -> TokenRecord {
-        guard let bearer, !bearer.isEmpty else { throw APIError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
+        guard let bearer, !bearer.isEmpty else { throw ServiceError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
         forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(bearer)
         let cached = kinds == [.appAccess]
@@ -239,9 +236,9 @@ public final class NotificationService: Sendable {
             record = try await db { try await storage.token(hash: hash) }
             if cached, let record { tokens.set(hash, record, generation: generation) }
         }
-        guard let record, kinds.contains(record.kind) else { throw APIError.unauthenticated("unknown token") }
-        guard !record.revoked else { throw APIError.unauthenticated("this token was revoked: sign in again") }
-        guard record.expiresAt > clock.nowMillis() else { throw APIError.unauthenticated("this token has expired: get a new one") }
+        guard let record, kinds.contains(record.kind) else { throw ServiceError.unauthenticated("unknown token") }
+        guard !record.revoked else { throw ServiceError.unauthenticated("this token was revoked: sign in again") }
+        guard record.expiresAt > clock.nowMillis() else { throw ServiceError.unauthenticated("this token has expired: get a new one") }
         return record
     }
 
@@ -281,7 +278,7 @@ public final class NotificationService: Sendable {
     public func authenticateApp(bearer: String?) async throws -> AppRecord {
         let record = try await validToken(bearer, kinds: [.appAccess])
         guard let app = try await apps.value(record.subject, load: { try await db { try await storage.app(clientId: record.subject) } }) else {
-            throw APIError.unauthenticated("this app was removed")
+            throw ServiceError.unauthenticated("this app was removed")
         }
         return app
     }
@@ -289,11 +286,11 @@ public final class NotificationService: Sendable {
     // MARK: - Publishing (§2.2)
 
     private func subscription(for app: AppRecord, unsId: String?) async throws -> SubscriptionRecord {
-        guard let unsId, !unsId.isEmpty else { throw APIError.badRequest("the X-UNS-ID header is required: the user's userNotificationSubscriptionId") }
+        guard let unsId, !unsId.isEmpty else { throw ServiceError.badRequest("the X-UNS-ID header is required: the user's userNotificationSubscriptionId") }
         let subscription = try await subscriptionsCache.value(unsId) { try await db { try await storage.subscription(id: unsId) } }
         guard let subscription, !subscription.revoked, subscription.expiresAt > clock.nowMillis(),
               let host = subscription.targetHostName, host.equalsIgnoringASCIICase(app.hostName)
-        else { throw APIError.forbidden("this X-UNS-ID is unknown, revoked, expired or belongs to another app") }
+        else { throw ServiceError.forbidden("this X-UNS-ID is unknown, revoked, expired or belongs to another app") }
         return subscription
     }
 
@@ -303,16 +300,16 @@ public final class NotificationService: Sendable {
         let now = clock.nowMillis()
         if let wait = limiter.take(app.clientId, now: now) {
             metrics.rateLimited.increment()
-            throw APIError.tooManyRequests(retryAfter: wait)
+            throw ServiceError.tooManyRequests(retryAfter: wait)
         }
         let request: PublishRequest
         do {
             request = try PublishRequest(body: body, limits: config.limits)
         } catch {
-            throw APIError.badRequest(error.message)
+            throw ServiceError.badRequest(error.message)
         }
         if let host = request.targetHostName, !host.equalsIgnoringASCIICase(app.hostName) {
-            throw APIError.badRequest("targetHostName \(host) is not this subscription's app (\(app.hostName))")
+            throw ServiceError.badRequest("targetHostName \(host) is not this subscription's app (\(app.hostName))")
         }
         let input = PublishInput(userId: subscription.userId, hostName: app.hostName, request: request,
                                  expiration: try expiration(request.expirationDateTime, now: now), now: now)
@@ -325,9 +322,9 @@ public final class NotificationService: Sendable {
     /// service's maximum), else after the default lifetime.
     func expiration(_ requested: Date?, now: Date) throws -> Date {
         guard let requested else { return now + TimeInterval(config.defaultTTL) }
-        guard requested > now else { throw APIError.badRequest("expirationDateTime must be in the future") }
+        guard requested > now else { throw ServiceError.badRequest("expirationDateTime must be in the future") }
         guard requested <= now + TimeInterval(config.maxTTL) else {
-            throw APIError.badRequest("expirationDateTime is more than the service's maximum of \(config.maxTTL / 86_400) days ahead")
+            throw ServiceError.badRequest("expirationDateTime is more than the service's maximum of \(config.maxTTL / 86_400) days ahead")
         }
         return requested
     }
@@ -338,13 +335,13 @@ public final class NotificationService: Sendable {
         let deleted = try await db {
             try await storage.deleteByApp(userId: subscription.userId, hostName: app.hostName, appNotificationId: appNotificationId, now: clock.nowMillis())
         }
-        guard deleted else { throw APIError.notFound("no active notification with appNotificationId \(appNotificationId)") }
+        guard deleted else { throw ServiceError.notFound("no active notification with appNotificationId \(appNotificationId)") }
     }
 
     // MARK: - The signed-in user (§2.3)
 
     public func me(userId: String) async throws -> Me {
-        guard let user = try await db({ try await storage.user(id: userId) }) else { throw APIError.unauthenticated("this user was removed") }
+        guard let user = try await db({ try await storage.user(id: userId) }) else { throw ServiceError.unauthenticated("this user was removed") }
         return Me(id: user.id, userName: user.userName, displayName: user.displayName)
     }
 
@@ -361,25 +358,25 @@ public final class NotificationService: Sendable {
             deviceName = try fields.string("deviceName", max: 256)
             platform = try fields.string("platform", max: 32)
         } catch {
-            throw APIError.badRequest(error.message)
+            throw ServiceError.badRequest(error.message)
         }
         if let platform, !["websocket", "polling", "webhook", "ntfy"].contains(platform.lowercased()) {
-            throw APIError.badRequest("platform must be websocket, polling, webhook or ntfy")
+            throw ServiceError.badRequest("platform must be websocket, polling, webhook or ntfy")
         }
         let webhook = platform?.lowercased() == "webhook"
         // An ntfy topic (SPEC §8.2): a read-only device whose URL is its credential.
         let topic = platform?.lowercased() == "ntfy"
-        if topic && host != nil { throw APIError.badRequest("an ntfy topic follows the whole inbox: leave out targetHostName") }
+        if topic && host != nil { throw ServiceError.badRequest("an ntfy topic follows the whole inbox: leave out targetHostName") }
         let secret: String?
         do {
             secret = try fields.string("secret", max: 256)
         } catch {
-            throw APIError.badRequest(error.message)
+            throw ServiceError.badRequest(error.message)
         }
-        if webhook && host == nil { throw APIError.badRequest("a webhook needs targetHostName: the registered app it publishes as") }
-        if secret != nil && !webhook { throw APIError.badRequest("secret is for webhooks (platform webhook)") }
+        if webhook && host == nil { throw ServiceError.badRequest("a webhook needs targetHostName: the registered app it publishes as") }
+        if secret != nil && !webhook { throw ServiceError.badRequest("secret is for webhooks (platform webhook)") }
         if let host, try await db({ try await storage.app(hostName: host) }) == nil {
-            throw APIError.notFound("no app \(host) is registered on this service: check the name, or ask its administrator to run notty admin app add \(host)")
+            throw ServiceError.notFound("no app \(host) is registered on this service: check the name, or ask its administrator to run notty admin app add \(host)")
         }
         let now = clock.nowMillis()
         let token = webhook || topic ? Secrets.newToken() : nil
@@ -405,14 +402,14 @@ public final class NotificationService: Sendable {
     public func revokeSubscription(userId: String, id: String) async throws {
         let revoked = try await db { try await storage.revokeSubscription(id: id, userId: userId) }
         forgetCachedCredentials()  // a webhook's URL is cached by its hash, not by this id
-        guard revoked else { throw APIError.notFound("no such subscription") }
+        guard revoked else { throw ServiceError.notFound("no such subscription") }
         await wakeStreams(userId: userId)  // a revoked ntfy topic's streams end at once
     }
 
     /// Parses a cursor; `since` absent means "from the start".
     public func parseCursor(_ text: String?) throws -> Int64 {
         guard let text else { return 0 }
-        guard !text.isEmpty, text.utf8.count <= 18, text.allSatisfy(\.isASCIIDigit), let value = Int64(text) else { throw APIError.badRequest("since must be a cursor returned by this service") }
+        guard !text.isEmpty, text.utf8.count <= 18, text.allSatisfy(\.isASCIIDigit), let value = Int64(text) else { throw ServiceError.badRequest("since must be a cursor returned by this service") }
         return value
     }
 
@@ -429,9 +426,9 @@ public final class NotificationService: Sendable {
 
     public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangesPage {
         let highest = try await db { try await storage.highestSeq() }
-        if since > highest { throw APIError.cursorExpired }
+        if since > highest { throw ServiceError.cursorExpired }
         guard let page = try await db({ try await storage.changes(userId: userId, since: since, limit: limit) }) else {
-            throw APIError.cursorExpired
+            throw ServiceError.cursorExpired
         }
         return ChangesPage(changes: page.changes, cursor: String(page.lastSeq), hasMore: page.hasMore)
     }
@@ -447,7 +444,7 @@ public final class NotificationService: Sendable {
     /// One notification. Tombstones and expired ones are gone: 404.
     public func notification(userId: String, id: String) async throws -> UserNotification {
         guard let found = try await db({ try await storage.notification(id: id, userId: userId) }), found.isLive(at: clock.nowMillis()) else {
-            throw APIError.notFound()
+            throw ServiceError.notFound()
         }
         return found
     }
@@ -464,20 +461,20 @@ public final class NotificationService: Sendable {
     public static func validateName(_ name: String, what: String) throws {
         guard !name.isEmpty, name.count <= 253,
               !name.contains(where: { $0.isWhitespace || $0 == "/" || $0.unicodeScalars.contains { CharacterSet.controlCharacters.contains($0) } })
-        else { throw APIError.badRequest("\(what) must be 1–253 characters with no spaces or slashes") }
+        else { throw ServiceError.badRequest("\(what) must be 1–253 characters with no spaces or slashes") }
     }
 
     @discardableResult
     public func addUser(name: String, password: String, displayName: String? = nil) async throws -> UserRecord {
         try Self.validateName(name, what: "a user name")
-        guard !password.isEmpty else { throw APIError.badRequest("the password must not be empty") }
+        guard !password.isEmpty else { throw ServiceError.badRequest("the password must not be empty") }
         let cost = config.bcryptCost
         let hash = await Self.offload { Secrets.hashPassword(password, cost: cost) }
         let user = UserRecord(id: UUID().uuidString.lowercased(), userName: name, displayName: displayName ?? name, passwordHash: hash)
         do {
             try await storage.createUser(user)
         } catch StorageError.conflict {
-            throw APIError.badRequest("a user named \(name) already exists")
+            throw ServiceError.badRequest("a user named \(name) already exists")
         }
         return user
     }
@@ -495,7 +492,7 @@ public final class NotificationService: Sendable {
         do {
             try await storage.createApp(app)
         } catch StorageError.conflict {
-            throw APIError.badRequest("an app with host name \(hostName) already exists")
+            throw ServiceError.badRequest("an app with host name \(hostName) already exists")
         }
         return (app.clientId, secret)
     }

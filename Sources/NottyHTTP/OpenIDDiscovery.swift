@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NottyCore
+import NottyService
 
 /// OpenID Connect discovery for the tenant authority (SPEC §2.1 "Microsoft's own libraries").
 ///
@@ -84,7 +85,7 @@ enum BasicCredentials {
         let encoded = trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)
         guard let data = Data(base64Encoded: encoded), let text = String(data: data, encoding: .utf8),
               let colon = text.firstIndex(of: ":")
-        else { throw APIError.oauth(.unauthorized, "invalid_client", "the Basic Authorization header is not base64 of client_id:client_secret") }
+        else { throw ServiceError.oauth(.unauthenticated, "invalid_client", "the Basic Authorization header is not base64 of client_id:client_secret") }
         func decode(_ part: Substring) -> String {
             let spaced = part.replacingOccurrences(of: "+", with: " ")
             return spaced.removingPercentEncoding ?? spaced
@@ -97,10 +98,10 @@ enum BasicCredentials {
     static func merge(_ header: String?, into form: [String: String]) throws -> [String: String] {
         guard let (clientId, secret) = try parse(header) else { return form }
         if let formId = form["client_id"], formId != clientId {
-            throw APIError.oauth(.badRequest, "invalid_request", "client_id differs between the form and the Basic Authorization header: send it one way")
+            throw ServiceError.oauth(.badRequest, "invalid_request", "client_id differs between the form and the Basic Authorization header: send it one way")
         }
         if form["client_secret"] != nil {
-            throw APIError.oauth(.badRequest, "invalid_request", "send client_secret in the form or in the Basic Authorization header, not both")
+            throw ServiceError.oauth(.badRequest, "invalid_request", "send client_secret in the form or in the Basic Authorization header, not both")
         }
         var merged = form
         merged["client_id"] = clientId

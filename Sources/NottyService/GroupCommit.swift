@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// The queue of a group-committing writer, the same for both backends.
@@ -7,7 +8,7 @@ import Synchronization
 /// were queued), writes each batch in one transaction, and stops when a take finds nothing.
 /// So at most one transaction per backend writes users' feeds at a time, and a burst of
 /// writes costs one commit per batch instead of one each.
-final class GroupCommitQueue<Job: Sendable>: Sendable {
+package final class GroupCommitQueue<Job: Sendable>: Sendable {
     private struct State: ~Copyable {
         var jobs: [Job] = []
         var draining = false
@@ -16,12 +17,12 @@ final class GroupCommitQueue<Job: Sendable>: Sendable {
     let maxBatch: Int
     private let state = Mutex(State())
 
-    init(maxBatch: Int) {
+    package init(maxBatch: Int) {
         self.maxBatch = maxBatch
     }
 
     /// Queues `job`; `true` when the caller must start the drainer (nobody is draining).
-    func append(_ job: Job) -> Bool {
+    package func append(_ job: Job) -> Bool {
         state.withLock { state in
             state.jobs.append(job)
             if state.draining { return false }
@@ -32,7 +33,7 @@ final class GroupCommitQueue<Job: Sendable>: Sendable {
 
     /// The drainer's next batch, oldest first; empty when the queue is empty, and then the
     /// drainer has stopped (the next `append` starts another).
-    func nextBatch() -> [Job] {
+    package func nextBatch() -> [Job] {
         state.withLock { state in
             if state.jobs.isEmpty {
                 state.draining = false
@@ -46,15 +47,37 @@ final class GroupCommitQueue<Job: Sendable>: Sendable {
 }
 
 /// What a queued job produced, set by the drainer and read by the caller after the commit.
-final class JobOutcome<T: Sendable>: Sendable {
+package final class JobOutcome<T: Sendable>: Sendable {
     private let stored = Mutex<Result<T, any Error>?>(nil)
 
-    func set(_ result: Result<T, any Error>) {
+    package init() {}
+
+    package func set(_ result: Result<T, any Error>) {
         stored.withLock { $0 = result }
     }
 
     /// The result, or `missing` when the job never ran.
-    func result(missing: @autoclosure () -> any Error) -> Result<T, any Error> {
+    package func result(missing: @autoclosure () -> any Error) -> Result<T, any Error> {
         stored.withLock { $0 } ?? .failure(missing())
+    }
+}
+
+/// Holds a callback set after start-up. (Not a `Mutex<closure?>`: reading a closure through
+/// `withLock`'s `inout` re-wraps it in reabstraction thunks on every call, and the chain grows
+/// without end.)
+package final class HandlerSlot<Handler>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Handler?
+
+    package init() {}
+
+    package func set(_ handler: Handler) {
+        lock.withLock { stored = handler }
+    }
+
+    package var handler: Handler? {
+        lock.lock()
+        defer { lock.unlock() }
+        return stored
     }
 }

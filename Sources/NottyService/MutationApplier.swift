@@ -6,29 +6,29 @@ import NottyCore
 /// SQLite has one writer, so positions simply count up from the last committed one. PostgreSQL
 /// has many; there each transaction first locks the users it writes for, then reserves
 /// positions from a sequence (``init(reserved:)``), so that a user's feed order is commit order.
-final class WriteContext {
+package final class WriteContext {
     /// The newest position handed out (or committed, before any).
-    private(set) var seq: Int64
+    package private(set) var seq: Int64
     private var reserved: ArraySlice<Int64>?
     /// Users whose change feed moved in this transaction, with their newest cursor.
-    var changedUsers: [String: Int64] = [:]
+    package var changedUsers: [String: Int64] = [:]
 
-    init(seq: Int64) { self.seq = seq }
+    package init(seq: Int64) { self.seq = seq }
 
-    init(reserved: [Int64]) {
+    package init(reserved: [Int64]) {
         self.seq = 0
         self.reserved = reserved[...]
     }
 
     /// The position `nextSeq` will hand out next, for a statement that may not take it
     /// (only without reserved positions).
-    var upcomingSeq: Int64 {
+    package var upcomingSeq: Int64 {
         precondition(reserved == nil, "positions were reserved")
         return seq + 1
     }
 
     /// The next position in the change order.
-    func nextSeq(for userId: String) -> Int64 {
+    package func nextSeq(for userId: String) -> Int64 {
         if reserved != nil {
             guard let next = reserved?.popFirst() else {
                 preconditionFailure("a write used more change positions than it reserved")
@@ -43,7 +43,7 @@ final class WriteContext {
 }
 
 /// Row access that ``MutationApplier`` needs inside a backend's write transaction.
-protocol MutationRowStore {
+package protocol MutationRowStore {
     func row(id: String, userId: String) throws -> StoredNotification?
     func save(_ row: StoredNotification) throws
     /// The status recorded for an already-applied `mutationId`, if any.
@@ -57,8 +57,8 @@ protocol MutationRowStore {
 ///   notification as it is now.
 /// - Delete is final: a tombstone stays deleted and changes to it are dropped (404).
 /// - PATCH fields are last writer wins by their clamped clocks (``NotificationRules``).
-enum MutationApplier {
-    static func apply(_ mutation: Mutation, userId: String, now: Date, context: WriteContext, store: some MutationRowStore) throws -> MutationResult {
+package enum MutationApplier {
+    package static func apply(_ mutation: Mutation, userId: String, now: Date, context: WriteContext, store: some MutationRowStore) throws -> MutationResult {
         let current = try store.row(id: mutation.id, userId: userId)
         if let mutationId = mutation.mutationId, let status = try store.priorMutation(userId: userId, mutationId: mutationId) {
             let live = current.flatMap { $0.notification.status == .active ? $0.notification : nil }

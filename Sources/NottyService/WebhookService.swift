@@ -20,7 +20,7 @@ extension NotificationService {
         do {
             parsed = try kind.notifications(request)
         } catch {
-            throw APIError.badRequest("\(kind.name) webhook: \(error.message)")
+            throw ServiceError.badRequest("\(kind.name) webhook: \(error.message)")
         }
         return try await publish(parsed, as: hook).map(\.id)
     }
@@ -31,11 +31,11 @@ extension NotificationService {
         forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
         let subscription = try await subscriptionsCache.value("hook:" + hash) { try await db { try await storage.subscription(webhookHash: hash) } }
-        guard let subscription, !subscription.revoked else { throw APIError.notFound("no such webhook: it was revoked, or the URL is mistyped") }
+        guard let subscription, !subscription.revoked else { throw ServiceError.notFound("no such webhook: it was revoked, or the URL is mistyped") }
         guard let host = subscription.targetHostName else {
-            throw APIError.forbidden("this is a topic to subscribe to, not to publish to: publish with a webhook's token (notty subscribe --app HOST --webhook)")
+            throw ServiceError.forbidden("this is a topic to subscribe to, not to publish to: publish with a webhook's token (notty subscribe --app HOST --webhook)")
         }
-        guard let app = try await app(hostName: host) else { throw APIError.notFound("no such webhook: its app was removed") }
+        guard let app = try await app(hostName: host) else { throw ServiceError.notFound("no such webhook: its app was removed") }
         return Hook(subscription: subscription, app: app)
     }
 
@@ -53,7 +53,7 @@ extension NotificationService {
         let now = clock.nowMillis()
         if let wait = limiter.take(hook.app.clientId, count: parsed.count, now: now) {
             metrics.rateLimited.increment()
-            throw APIError.tooManyRequests(retryAfter: wait)
+            throw ServiceError.tooManyRequests(retryAfter: wait)
         }
         let inputs = try parsed.enumerated().map { index, item in
             try publishInput(item, index: index, count: parsed.count, userId: hook.subscription.userId, hostName: hook.app.hostName, now: now)
@@ -74,12 +74,12 @@ extension NotificationService {
         case .hmacSHA256(let given):
             let expected = Hex.string(HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Data(secret.utf8))))
             guard let given, Secrets.constantTimeEqual(given, expected) else {
-                throw APIError.unauthenticated("\(kind) webhook: X-Hub-Signature-256 does not match this webhook's secret")
+                throw ServiceError.unauthenticated("\(kind) webhook: X-Hub-Signature-256 does not match this webhook's secret")
             }
         case .token(let given):
             // Hashed first: equal-length strings to compare, whatever was sent.
             guard let given, Secrets.constantTimeEqual(Secrets.tokenHash(given), Secrets.tokenHash(secret)) else {
-                throw APIError.unauthenticated(
+                throw ServiceError.unauthenticated(
                     kind == "gitlab" ? "gitlab webhook: X-Gitlab-Token is not this webhook's secret"
                         : "\(kind) webhook: this webhook has a secret: send it as Authorization: Bearer SECRET")
             }
@@ -92,13 +92,13 @@ extension NotificationService {
         let limits = config.limits
         let id = item.appNotificationId ?? "hook-\(Identifiers.timeOrdered())"
         guard !id.isEmpty, id.unicodeScalars.count <= limits.appNotificationId else {
-            throw APIError.badRequest("\(what)the id must be 1 to \(limits.appNotificationId) characters")
+            throw ServiceError.badRequest("\(what)the id must be 1 to \(limits.appNotificationId) characters")
         }
         if let group = item.groupName, group.unicodeScalars.count > limits.groupName {
-            throw APIError.badRequest("\(what)the group is longer than \(limits.groupName) characters")
+            throw ServiceError.badRequest("\(what)the group is longer than \(limits.groupName) characters")
         }
         for text in [id, item.groupName, item.title, item.body, item.launchUrl].compactMap({ $0 }) where text.containsNUL {
-            throw APIError.badRequest("\(what)the text contains the character U+0000 (NUL): remove it")
+            throw ServiceError.badRequest("\(what)the text contains the character U+0000 (NUL): remove it")
         }
         let title = item.title.unicodeScalars.count > limits.title ? String(String.UnicodeScalarView(item.title.unicodeScalars.prefix(limits.title))) : item.title
         let requested: Date? = switch item.expiration {
@@ -109,8 +109,8 @@ extension NotificationService {
         let expiration: Date
         do {
             expiration = try self.expiration(requested, now: now)
-        } catch let error as APIError {
-            throw APIError.badRequest(what + error.message.replacingOccurrences(of: "expirationDateTime", with: "expires"))
+        } catch let error as ServiceError {
+            throw ServiceError.badRequest(what + error.message.replacingOccurrences(of: "expirationDateTime", with: "expires"))
         }
         let request = PublishRequest(
             appNotificationId: id, groupName: item.groupName, priority: item.priority,

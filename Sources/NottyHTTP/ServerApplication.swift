@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import NottyCore
+import NottyService
 import ServiceLifecycle
 
 /// Builds the whole service: storage, routes, doorbell, maintenance, TLS.
@@ -27,7 +28,7 @@ public enum ServerApplication {
         // with no request in progress is closed after the idle timeout.
         let webSocketResponder = routes.webSocketRouter().buildResponder()
         let limits = config.connections
-        let count = service.connectionCount
+        let count = ConnectionCount()
         let channel = HTTP1WebSocketUpgradeChannel.Configuration(http1: .init(idleTimeout: TimeAmount(limits.idleTimeout)), ws: wsConfig)
         var server = HTTPServerBuilder { responder in
             GuardedChannel(

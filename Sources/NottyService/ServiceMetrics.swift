@@ -7,15 +7,15 @@ public final class ServiceMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     let publishes: Counter
     let mutations: Counter
-    let doorbellFrames: Counter
-    let doorbellConnections: Gauge
+    package let doorbellFrames: Counter
+    package let doorbellConnections: Gauge
     let storageErrors: Counter
     let rateLimited: Counter
     /// Password hashes computed (sign-ins): a refused guess computes none.
     let passwordHashes: Counter
     /// Sign-ins refused with 429 because their user name, client id or address is locked.
     let lockedOut: Counter
-    let requestDuration: DurationHistogram
+    package let requestDuration: DurationHistogram
 
     public init() {
         func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
@@ -37,7 +37,7 @@ public final class ServiceMetrics: Sendable {
 
     private let statusCounters = StatusCounters()
 
-    func countResponse(status: Int) {
+    package func countResponse(status: Int) {
         statusCounters.counter(status: status, registry: registry).increment()
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NottyCore
+import NottyService
 import NottySQLite
 
 /// ``NotificationStorage`` on one SQLite file through GRDB: WAL mode, many readers, one

@@ -3,14 +3,14 @@ import NottyCore
 
 /// A stored notification as the columns of a `notifications` row, the same in every backend:
 /// times in milliseconds since 1970, policies as JSON text, enums by their wire spelling.
-struct NotificationColumns {
+package struct NotificationColumns {
     /// The column names, in the order every backend selects and inserts them.
-    static let names = [
+    package static let names = [
         "id", "user_id", "host_name", "app_notification_id", "group_name", "priority", "raw_content",
         "has_visual", "title", "body", "display_ttl", "expires", "created", "modified", "deleted", "read_state", "read_at",
         "action_state", "snoozed_until", "action_at", "target_policy", "fallback_policy", "launch_url", "seq",
     ]
-    static let list = names.joined(separator: ", ")
+    package static let list = names.joined(separator: ", ")
 
     var id: String
     var userId: String
@@ -37,7 +37,7 @@ struct NotificationColumns {
     var launchUrl: String?
     var seq: Int64
 
-    var stored: StoredNotification {
+    package var stored: StoredNotification {
         let notification = UserNotification(
             id: id, appNotificationId: appNotificationId, targetHostName: hostName, groupName: groupName,
             priority: Priority(rawValue: priority) ?? .none,
@@ -55,7 +55,7 @@ struct NotificationColumns {
 
 /// One selected row, read by column position: each backend's row type conforms, so that the
 /// order of ``NotificationColumns/names`` is decoded in one place.
-protocol ColumnReader {
+package protocol ColumnReader {
     func text(_ index: Int) throws -> String
     func optionalText(_ index: Int) throws -> String?
     func integer(_ index: Int) throws -> Int64
@@ -65,7 +65,7 @@ protocol ColumnReader {
 
 /// Takes a row's values in column order: each backend's statement arguments conform, so that
 /// the order of ``NotificationColumns/names`` is encoded in one place.
-protocol ColumnWriter {
+package protocol ColumnWriter {
     mutating func text(_ value: String?)
     mutating func integer(_ value: Int64?)
     mutating func flag(_ value: Bool)
@@ -74,7 +74,7 @@ protocol ColumnWriter {
 // In an extension, so that Swift still writes the memberwise initialiser.
 extension NotificationColumns {
     /// A row selected with ``list``.
-    init(_ r: some ColumnReader) throws {
+    package init(_ r: some ColumnReader) throws {
         self.init(
             id: try r.text(0), userId: try r.text(1), hostName: try r.text(2), appNotificationId: try r.text(3),
             groupName: try r.optionalText(4), priority: try r.text(5), rawContent: try r.optionalText(6), hasVisual: try r.flag(7),
@@ -86,7 +86,7 @@ extension NotificationColumns {
     }
 
     /// Hands `writer` every value, in ``names`` order.
-    func write(to writer: inout some ColumnWriter) {
+    package func write(to writer: inout some ColumnWriter) {
         for value in [id, userId, hostName, appNotificationId, groupName, priority, rawContent] { writer.text(value) }
         writer.flag(hasVisual)
         for value in [title, body] { writer.text(value) }
@@ -100,7 +100,7 @@ extension NotificationColumns {
         writer.integer(seq)
     }
 
-    init(_ s: StoredNotification) {
+    package init(_ s: StoredNotification) {
         let n = s.notification
         self.init(
             id: n.id, userId: s.userId, hostName: n.targetHostName, appNotificationId: n.appNotificationId, groupName: n.groupName,

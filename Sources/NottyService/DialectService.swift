@@ -16,7 +16,7 @@ extension NotificationService {
             return try await hold(message, delay: delay, hook: hook, messageId: messageId, sequenceId: sequenceId, topic: token)
         }
         guard let published = try await publish([message.notification(appNotificationId: sequenceId)], as: hook).first else {
-            throw APIError.badRequest("nothing to publish")
+            throw ServiceError.badRequest("nothing to publish")
         }
         return NtfyAnswer(id: messageId, time: clock.nowMillis(), expires: published.expirationDateTime, event: "message", topic: token,
                           title: message.title, message: message.message, priority: message.priority, tags: message.tags,
@@ -28,7 +28,7 @@ extension NotificationService {
     public func ntfyEnd(token: String, sequenceId: String, delete: Bool, bearer: String?) async throws -> NtfyAnswer {
         let hook = try await ntfyHook(token: token, bearer: bearer)
         let userId = hook.subscription.userId
-        let unknown = APIError.notFound("no active message with sequence ID \(sequenceId) on this topic")
+        let unknown = ServiceError.notFound("no active message with sequence ID \(sequenceId) on this topic")
         guard Ntfy.isValidSequenceId(sequenceId) else { throw unknown }
         guard let found = try await db({ try await storage.notification(userId: userId, hostName: hook.app.hostName, appNotificationId: sequenceId) }) else {
             throw unknown
@@ -43,24 +43,24 @@ extension NotificationService {
     /// Gotify's `POST /message` with the app token `token` (a webhook's token). A webhook
     /// with a secret is not reachable this way: Gotify has nowhere to send a second secret.
     public func gotifyPublish(token: String?, _ request: WebhookRequest) async throws -> GotifyAnswer {
-        let denied = APIError.unauthenticated("you need to provide a valid access token: the token of a notty webhook")
+        let denied = ServiceError.unauthenticated("you need to provide a valid access token: the token of a notty webhook")
         guard let token, !token.isEmpty else { throw denied }
         let hook: Hook
         do {
             hook = try await self.hook(token: token)
-        } catch let error as APIError where error.status == .notFound || error.status == .forbidden {
+        } catch let error as ServiceError where error.kind == .notFound || error.kind == .forbidden {
             throw denied
         }
         if hook.subscription.webhookSecret != nil {
-            throw APIError.unauthenticated("this webhook has a secret, which Gotify's API cannot send: publish to its hook URL with Authorization: Bearer SECRET")
+            throw ServiceError.unauthenticated("this webhook has a secret, which Gotify's API cannot send: publish to its hook URL with Authorization: Bearer SECRET")
         }
         let message: GotifyMessage
         do {
             message = try Gotify.message(request)
         } catch {
-            throw APIError.badRequest(error.message)
+            throw ServiceError.badRequest(error.message)
         }
-        guard let published = try await publish([message.notification], as: hook).first else { throw APIError.badRequest("nothing to publish") }
+        guard let published = try await publish([message.notification], as: hook).first else { throw ServiceError.badRequest("nothing to publish") }
         return GotifyAnswer(id: GotifyAnswer.number(published.id), appid: GotifyAnswer.number(hook.app.clientId), message: message.message,
                             title: message.title ?? published.payload.visualContent?.title ?? "", priority: message.priority ?? 5,
                             date: ISOTime.format(published.createdDateTime), extras: message.extras)
@@ -84,13 +84,13 @@ extension NotificationService {
         let now = clock.nowMillis()
         let due = delay.due(now: now)
         guard Self.delayRange.contains(due.timeIntervalSince(now)) else {
-            throw APIError.badRequest("invalid delay: it must be between 10 seconds and 3 days from now")
+            throw ServiceError.badRequest("invalid delay: it must be between 10 seconds and 3 days from now")
         }
         let notification = message.notification(appNotificationId: sequenceId)
         _ = try publishInput(notification, index: 0, count: 1, userId: hook.subscription.userId, hostName: hook.app.hostName, now: now)
         if let wait = limiter.take(hook.app.clientId, count: 1, now: now) {
             metrics.rateLimited.increment()
-            throw APIError.tooManyRequests(retryAfter: wait)
+            throw ServiceError.tooManyRequests(retryAfter: wait)
         }
         let body = try JSONEncoder().encode(DelayedPublish(notification))
         try await db {
@@ -114,7 +114,7 @@ extension NotificationService {
         for record in due {
             do {
                 if try await publishHeld(record) { published += 1 }
-            } catch let error as APIError where error.status == .serviceUnavailable {
+            } catch let error as ServiceError where error.kind == .unavailable {
                 throw error  // storage away (db's 503): kept for a later sweep
             } catch {
                 logger.warning("a held publish was refused; it is dropped", metadata: ["id": "\(record.id)", "error": "\(error)"])

@@ -8,13 +8,13 @@ import NottyWebhooks
 extension NotificationService {
     /// The ntfy topic `token` (a read-only device of platform `ntfy`): `404` when there is
     /// none or it was revoked, `403` when it is a webhook's token (which publishes).
-    func topic(token: String) async throws -> SubscriptionRecord {
+    package func topic(token: String) async throws -> SubscriptionRecord {
         forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
         let subscription = try await subscriptionsCache.value("hook:" + hash) { try await db { try await storage.subscription(webhookHash: hash) } }
-        guard let subscription, !subscription.revoked else { throw APIError.notFound("no such topic: it was revoked, or the URL is mistyped") }
+        guard let subscription, !subscription.revoked else { throw ServiceError.notFound("no such topic: it was revoked, or the URL is mistyped") }
         guard subscription.platform == "ntfy", subscription.targetHostName == nil else {
-            throw APIError.forbidden("this is a webhook's token, which publishes: subscribe to a topic made by notty subscribe --ntfy")
+            throw ServiceError.forbidden("this is a webhook's token, which publishes: subscribe to a topic made by notty subscribe --ntfy")
         }
         return subscription
     }
@@ -24,8 +24,8 @@ extension NotificationService {
         do {
             _ = try await topic(token: token)
             return true
-        } catch let error as APIError {
-            return error.status != .notFound && error.status != .forbidden
+        } catch let error as ServiceError {
+            return error.kind != .notFound && error.kind != .forbidden
         } catch {
             return true  // storage away: the stream stays; the revocation is seen when it is back
         }
@@ -47,7 +47,7 @@ extension NotificationService {
 /// notification and its content (the ntfy app keeps each id once, so a change that leaves it
 /// in Unread with the same content shows nothing new, and a re-publish with other content
 /// shows again), and clearing or deleting what a phone does not have does nothing there.
-final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at a time
+package final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at a time
     let service: NotificationService
     let userId: String
     let topic: String
@@ -56,21 +56,21 @@ final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at
     /// How many notifications in Unread a stream reads when it starts (what a phone replays).
     static let replayLimit = 1000
 
-    init(service: NotificationService, userId: String, topic: String) {
+    package init(service: NotificationService, userId: String, topic: String) {
         self.service = service
         self.userId = userId
         self.topic = topic
     }
 
     /// Which of what is in Unread a new stream replays (`poll=1`, `since=`).
-    enum Replay: Equatable {
+    package enum Replay: Equatable {
         case none
         case all
         /// Those that arrived at or after this time (`since=<unix seconds>`).
         case since(Date)
 
         /// `since=all|<unix time>|<message id>`, `poll=1` (the whole of Unread when no `since`).
-        init(query: [String: String]) {
+        package init(query: [String: String]) {
             let poll = ["1", "true", "yes"].contains(query["poll"]?.lowercased() ?? "")
             switch query["since"] {
             case nil, ""?: self = poll ? .all : .none
@@ -90,7 +90,7 @@ final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at
 
     /// Starts following: the feed position first (nothing after it is missed), then the
     /// `message` events of what is in Unread that `replay` asks for, oldest first.
-    func start(replay: Replay) async throws -> [NtfyAnswer] {
+    package func start(replay: Replay) async throws -> [NtfyAnswer] {
         cursor = try await service.latestCursor(userId: userId)
         guard replay != .none else { return [] }
         let unread = try await service.list(userId: userId, view: .unread, top: Self.replayLimit, skip: 0)
@@ -103,7 +103,7 @@ final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at
     }
 
     /// The events of the changes since the last call (after a ring).
-    func changes() async throws -> [NtfyAnswer] {
+    package func changes() async throws -> [NtfyAnswer] {
         var events: [NtfyAnswer] = []
         while true {
             let page = try await service.changes(userId: userId, since: cursor, limit: 500)
@@ -124,7 +124,7 @@ final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at
     }
 
     /// The `open` and `keepalive` events ntfy sends.
-    func control(_ event: String) -> NtfyAnswer {
+    package func control(_ event: String) -> NtfyAnswer {
         NtfyAnswer(id: NtfyAnswer.newMessageId(), time: service.clock.nowMillis(), expires: nil, event: event, topic: topic)
     }
 
@@ -155,7 +155,7 @@ final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at
     /// Sends the inbox's events as they happen, and a keepalive at each of the hub's ticks,
     /// until `rings` ends (the service stops) or the topic is revoked. Woken only by rings and
     /// ticks: no polling, no timer of its own.
-    func follow(rings: AsyncStream<Int64>, send: (NtfyAnswer) async throws -> Void) async throws {
+    package func follow(rings: AsyncStream<Int64>, send: (NtfyAnswer) async throws -> Void) async throws {
         for await value in rings {
             guard await service.topicIsLive(token: topic) else { return }
             // A tick may have taken a ring's place: the feed is read unless this stream is known

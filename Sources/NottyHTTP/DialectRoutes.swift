@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 import NIOCore
 import NottyCore
+import NottyService
 import NottyWebhooks
 import ServiceLifecycle
 
@@ -15,18 +16,15 @@ extension Routes {
         case ntfy, gotify
 
         /// `error` as this dialect writes it, with its status and headers (`Retry-After`).
-        func response(for error: any Error, maxBodyBytes: Int) -> Response {
-            let apiError = EnvelopeMiddleware.apiError(for: error, maxBodyBytes: maxBodyBytes)
-            var headers = HTTPFields()
-            for (name, value) in apiError.headers where name != "WWW-Authenticate" {
-                if let field = HTTPField.Name(name) { headers[field] = value }
-            }
-            let status = apiError.status
+        func response(for answer: ErrorAnswer) -> Response {
+            var headers = answer.headers
+            headers[.wwwAuthenticate] = nil
+            let status = answer.status
             let body: JSONValue = switch self {
             case .ntfy:
-                .object(["code": .number(Double(status.code * 100 + 1)), "http": .number(Double(status.code)), "error": .string(apiError.message)])
+                .object(["code": .number(Double(status.code * 100 + 1)), "http": .number(Double(status.code)), "error": .string(answer.error.message)])
             case .gotify:
-                .object(["error": .string(status.reasonPhrase), "errorCode": .number(Double(status.code)), "errorDescription": .string(apiError.message)])
+                .object(["error": .string(status.reasonPhrase), "errorCode": .number(Double(status.code)), "errorDescription": .string(answer.error.message)])
             }
             return (try? JSONResponse.make(body, status: status, headers: headers)) ?? Response(status: status)
         }
@@ -40,11 +38,11 @@ extension Routes {
             do {
                 return try await handle(request, context)
             } catch {
-                let apiError = EnvelopeMiddleware.apiError(for: error, maxBodyBytes: limit)
-                if apiError.status.code >= 500 && apiError.status != .serviceUnavailable {
+                let answer = ErrorAnswer(for: error, maxBodyBytes: limit)
+                if answer.isUnexpected {
                     context.logger.error("unexpected error", metadata: ["error": "\(error)", "request_id": "\(context.requestId)"])
                 }
-                return dialect.response(for: apiError, maxBodyBytes: limit)
+                return dialect.response(for: answer)
             }
         }
     }
@@ -87,7 +85,7 @@ extension Routes {
             // A plain GET of the WebSocket (no upgrade, or a topic the upgrade refused).
             Route(method: .get, path: "/:tenant/ws", audience: .webhook, handle: speaking(.ntfy) { _, context in
                 _ = try await self.service.topic(token: context.topic())
-                throw APIError(.upgradeRequired, "upgradeRequired", "connect with a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)")
+                throw ServiceError.upgradeRequired
             }),
         ]
         for word in ["publish", "send", "trigger"] {
@@ -121,7 +119,7 @@ extension Routes {
         do {
             message = try Ntfy.message(parsed, withBody: withBody)
         } catch {
-            throw APIError.badRequest(error.message)
+            throw ServiceError.badRequest(error.message)
         }
         return try JSONResponse.make(try await service.ntfyPublish(token: topic, message, bearer: parsed.bearerToken))
     }
@@ -132,7 +130,7 @@ extension Routes {
         do {
             (topic, message) = try Ntfy.jsonMessage(parsed)
         } catch {
-            throw APIError.badRequest(error.message)
+            throw ServiceError.badRequest(error.message)
         }
         return try JSONResponse.make(try await service.ntfyPublish(token: topic, message, bearer: parsed.bearerToken))
     }

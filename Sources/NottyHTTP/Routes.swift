@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdWebSocket
 import NIOCore
 import NottyCore
+import NottyService
 import NottyWebhooks
 
 /// Every HTTP route of SPEC §2 on a Hummingbird router.
@@ -67,7 +68,7 @@ public struct Routes: Sendable {
             },
             Route(method: .get, path: "/:tenant/oauth2/v2.0/authorize", audience: .anyone) { _, context in
                 _ = try context.tenant()
-                throw APIError.oauth(.badRequest, "unsupported_response_type",
+                throw ServiceError.oauth(.badRequest, "unsupported_response_type",
                                      "notty signs nobody in through a browser: apps get tokens with client_credentials at the token endpoint, users with notty login")
             },
         ]
@@ -113,12 +114,12 @@ public struct Routes: Sendable {
             },
             Route(method: .delete, path: "/v1/me/notifications/:id", audience: .user) { _, context in
                 let result = try await self.service.mutate(userId: context.requireUser(), [Mutation(id: try context.pathParameter("id"), operation: .delete)])[0]
-                guard result.status == 204 else { throw APIError.notFound() }
+                guard result.status == 204 else { throw ServiceError.notFound() }
                 return JSONResponse.empty(.noContent)
             },
             // A plain GET of the doorbell (no upgrade): authenticated, then told how to connect.
             Route(method: .get, path: "/v1/me/push", audience: .user) { _, _ in
-                throw APIError(.upgradeRequired, "upgradeRequired", "connect with a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)")
+                throw ServiceError.upgradeRequired
             },
             // §7.2 webhooks
             Route(method: .post, path: "/v1/hooks/:token", audience: .webhook) { request, context in try await self.webhook(request, token: context.pathParameter("token")) },
@@ -166,9 +167,7 @@ public struct Routes: Sendable {
             let allow = allowed.map(\.rawValue).joined(separator: ", ")
             for method in every where !allowed.contains(method) {
                 router.on(RouterPath(path), method: method) { _, _ -> Response in
-                    var error = APIError.methodNotAllowed
-                    error.headers["Allow"] = allow
-                    throw error
+                    throw MethodNotAllowed(allow: allow)
                 }
             }
         }
@@ -203,7 +202,7 @@ public struct Routes: Sendable {
             try await service.storage.ping()
             return try JSONResponse.make(["status": "ok"])
         } catch {
-            throw APIError.serviceUnavailable("storage does not answer")
+            throw ServiceError.serviceUnavailable("storage does not answer")
         }
     }
 
@@ -211,7 +210,7 @@ public struct Routes: Sendable {
         var request = request
         let type = request.headers[.contentType]?.lowercased() ?? ""
         guard type.hasPrefix("application/x-www-form-urlencoded") else {
-            throw APIError.oauth(.badRequest, "invalid_request", "send the token request form-encoded (application/x-www-form-urlencoded)")
+            throw ServiceError.oauth(.badRequest, "invalid_request", "send the token request form-encoded (application/x-www-form-urlencoded)")
         }
         // The client's credentials come in the form (client_secret_post) or as HTTP Basic
         // (client_secret_basic), as the discovery document says.
@@ -224,7 +223,7 @@ public struct Routes: Sendable {
     private func revoke(_ request: Request) async throws -> Response {
         var request = request
         let form = FormFields.urlencoded(String(decoding: try await request.rawBody(limit: limit), as: UTF8.self))
-        guard let token = form["token"] else { throw APIError.oauth(.badRequest, "invalid_request", "token is required") }
+        guard let token = form["token"] else { throw ServiceError.oauth(.badRequest, "invalid_request", "token is required") }
         try await service.revoke(tokens: [token])
         return JSONResponse.empty(.ok)
     }
@@ -281,7 +280,7 @@ public struct Routes: Sendable {
         var view = NotificationView.all
         if let name = query.get("view") {
             guard let parsed = NotificationView(name: name) else {
-                throw APIError.badRequest("view must be one of \(NotificationView.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw ServiceError.badRequest("view must be one of \(NotificationView.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             view = parsed
         }
@@ -298,12 +297,12 @@ public struct Routes: Sendable {
         do {
             mutation = try Mutation(fields: try JSONFields(body: body), id: id)
         } catch {
-            throw APIError.badRequest(error.message)
+            throw ServiceError.badRequest(error.message)
         }
-        guard mutation.operation == .patch else { throw APIError.badRequest("op delete goes with DELETE or the batch route") }
+        guard mutation.operation == .patch else { throw ServiceError.badRequest("op delete goes with DELETE or the batch route") }
         let result = try await service.mutate(userId: user, [mutation])[0]
         guard result.status == 200, let notification = result.notification else {
-            throw APIError.notFound(result.error?.message ?? "no such notification")
+            throw ServiceError.notFound(result.error?.message ?? "no such notification")
         }
         return try JSONResponse.make(notification)
     }
@@ -315,9 +314,9 @@ public struct Routes: Sendable {
         do {
             items = try JSONFields(body: body).array("mutations", required: true)!
         } catch {
-            throw APIError.badRequest(error.message)
+            throw ServiceError.badRequest(error.message)
         }
-        guard items.count <= 1000 else { throw APIError.badRequest("at most 1000 mutations per batch") }
+        guard items.count <= 1000 else { throw ServiceError.badRequest("at most 1000 mutations per batch") }
         // Parse each item on its own: one bad item gets its own 400 and does not fail the others.
         var parsed: [Int: Mutation] = [:]
         var results = [MutationResult?](repeating: nil, count: items.count)
@@ -340,8 +339,8 @@ public struct Routes: Sendable {
 
     static func integer(_ text: String?, name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
         guard let text else { return value }
-        guard let number = Int(text) else { throw APIError.badRequest("\(name) must be a whole number") }
-        guard range.contains(number) else { throw APIError.badRequest("\(name) must be between \(range.lowerBound) and \(range.upperBound)") }
+        guard let number = Int(text) else { throw ServiceError.badRequest("\(name) must be a whole number") }
+        guard range.contains(number) else { throw ServiceError.badRequest("\(name) must be between \(range.lowerBound) and \(range.upperBound)") }
         return number
     }
 }
@@ -375,13 +374,13 @@ struct UserAuthentication: RouterMiddleware {
 extension NottyRequestContext {
     /// The caller of a user route (set by ``UserAuthentication``).
     func requireUser() throws -> String {
-        guard let user else { throw APIError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
+        guard let user else { throw ServiceError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
         return user
     }
 
     /// The caller of an app route (set by ``AppAuthentication``).
     func requireApp() throws -> AppRecord {
-        guard let app else { throw APIError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
+        guard let app else { throw ServiceError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
         return app
     }
 
@@ -389,7 +388,7 @@ extension NottyRequestContext {
     /// answers, so only a name, domain or GUID is one (`404` otherwise).
     func tenant() throws -> String {
         let tenant = try parameters.require("tenant")
-        guard OpenIDConfiguration.isTenant(tenant) else { throw APIError.notFound("no tenant \(tenant.prefix(64))") }
+        guard OpenIDConfiguration.isTenant(tenant) else { throw ServiceError.notFound("no tenant \(tenant.prefix(64))") }
         return tenant
     }
 
@@ -399,7 +398,7 @@ extension NottyRequestContext {
     func pathParameter(_ name: String) throws -> String {
         let raw = try parameters.require(name)
         let decoded = raw.removingPercentEncoding ?? raw
-        guard !decoded.containsNUL else { throw APIError.notFound("no \(name) contains U+0000 (NUL)") }
+        guard !decoded.containsNUL else { throw ServiceError.notFound("no \(name) contains U+0000 (NUL)") }
         return decoded
     }
 }

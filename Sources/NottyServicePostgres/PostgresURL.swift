@@ -1,4 +1,5 @@
 import Foundation
+import NottyService
 import PostgresNIO
 
 /// `notty serve --postgres URL`: a libpq-style connection URL turned into PostgresNIO's

@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdWebSocket
 import NottyCore
+import NottyService
 
 /// One connected device on `/v1/me/push`: sends a frame on every change of its user's feed
 /// until the device goes away or the service shuts down.

@@ -38,3 +38,16 @@ public struct ServiceConfig: Sendable {
     public init() {}
 }
 
+/// What a connection may cost the service before it is cut (`notty serve --header-timeout`,
+/// `--idle-timeout`, `--max-connections`).
+public struct ConnectionLimits: Sendable {
+    /// A request head must be complete this long after the connection opens, or after its
+    /// first byte on a kept-alive connection (slowloris).
+    public var headerTimeout: Duration = .seconds(10)
+    /// A kept-alive connection with no request in progress is closed after this long.
+    public var idleTimeout: Duration = .seconds(60)
+    /// Open connections at most, doorbells included; one more is answered `503` and closed.
+    public var maxConnections = 10_000
+
+    public init() {}
+}

@@ -1,4 +1,5 @@
 import Foundation
+import NottyService
 import GRDB
 import Synchronization
 
@@ -83,24 +84,6 @@ final class SQLiteWriter: Sendable {
             }
             for job in jobs { job.finish(commitError) }
         }
-    }
-}
-
-/// Holds a callback set after start-up. (Not a `Mutex<closure?>`: reading a closure through
-/// `withLock`'s `inout` re-wraps it in reabstraction thunks on every call, and the chain grows
-/// without end.)
-final class HandlerSlot<Handler>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Handler?
-
-    func set(_ handler: Handler) {
-        lock.withLock { stored = handler }
-    }
-
-    var handler: Handler? {
-        lock.lock()
-        defer { lock.unlock() }
-        return stored
     }
 }
 
