@@ -1,0 +1,239 @@
+import Foundation
+import GRDB
+import NottyCore
+import NottyService
+
+/// Notifications: their rows, publishing, state changes, held publishes, expiry, the feed.
+extension SQLiteStorage {
+    /// A row selected with ``NotificationColumns/list``.
+    static func stored(_ row: Row) throws -> StoredNotification {
+        try NotificationColumns(SQLiteColumns(row: row)).stored
+    }
+
+    /// A whole row, one value per column of ``NotificationColumns/names``.
+    static let intoNotifications = """
+        INTO notifications (\(NotificationColumns.list))
+        VALUES (\(Array(repeating: "?", count: NotificationColumns.names.count).joined(separator: ", ")))
+        """
+
+    static let saveSQL = "INSERT OR REPLACE " + intoNotifications
+
+    /// Inserts a new row unless the app already has an active notification with its id.
+    static let insertNewSQL = "INSERT " + intoNotifications + " ON CONFLICT (user_id, host_name, app_notification_id) WHERE deleted = 0 DO NOTHING"
+
+    /// A row's values in ``NotificationColumns/names`` order, without the last one, `seq`,
+    /// which only the writer knows.
+    static func valuesBeforeSeq(_ s: StoredNotification) -> [(any DatabaseValueConvertible)?] {
+        var values = SQLiteValues()
+        NotificationColumns(s).write(to: &values)
+        return values.values.dropLast()
+    }
+
+    /// Writes a row whole (insert or replace by id).
+    static func save(_ s: StoredNotification, _ db: Database) throws {
+        try db.cachedStatement(sql: saveSQL).execute(arguments: StatementArguments(valuesBeforeSeq(s) + [s.seq]))
+    }
+
+    /// The row whose id is `?1`, found through `notifications_id`: SQLite uses an index on
+    /// expressions only for a condition on the same expressions. The last term makes the
+    /// match exact (the two others ignore the ninth character); its `+` keeps SQLite from
+    /// propagating `id = ?1` into the others, which then no longer match the index.
+    static let idMatches = "substr(id, 10) = substr(?1, 10) AND substr(id, 1, 8) = substr(?1, 1, 8) AND +id = ?1"
+
+    /// The notification with id `?1` of user `?2`.
+    static let byIdSQL = "SELECT \(NotificationColumns.list) FROM notifications WHERE \(idMatches) AND user_id = ?2"
+
+    static func fetchStored(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> StoredNotification? {
+        try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments).map { try stored($0) }
+    }
+
+    // MARK: - Notification writes
+
+    public func publish(_ input: PublishInput) async throws -> UserNotification {
+        try await publish(batch: [input])[0]
+    }
+
+    public func publish(batch inputs: [PublishInput]) async throws -> [UserNotification] {
+        // The rows new notifications become are built here, before the writer's turn, so that
+        // the one thread every write waits for only binds and runs one statement for each.
+        let fresh = inputs.map { NotificationRules.published($0, existing: nil, newId: Identifiers.notification(), seq: 0) }
+        let values = fresh.map { StatementArguments(Self.valuesBeforeSeq($0)) }
+        // One INSERT is atomic by itself; a batch is all or nothing in the job's savepoint.
+        return try await write(savepoint: inputs.count > 1) { db, context in
+            var published: [UserNotification] = []
+            published.reserveCapacity(inputs.count)
+            for (index, input) in inputs.enumerated() {
+                let insert = try db.cachedStatement(sql: Self.insertNewSQL)
+                insert.setUncheckedArguments(values[index] + [context.upcomingSeq])  // one value per column, by construction
+                try insert.execute()
+                if db.changesCount == 1 {
+                    _ = context.nextSeq(for: input.userId)  // the `seq` just written
+                    published.append(fresh[index].notification)
+                } else {
+                    // The app already has an active notification with this id: a re-publish (with
+                    // the id made above, should the active one have expired).
+                    published.append(try db.resultInSavepoint { try Self.publishRows(input, newId: fresh[index].notification.id, db, context) })
+                }
+            }
+            return published
+        }
+    }
+
+    /// Publishes over the app's active notification with the same id, if any.
+    static func publishRows(_ input: PublishInput, newId: String, _ db: Database, _ context: WriteContext) throws -> UserNotification {
+        let active = try activeRow(db, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
+        let rows = NotificationRules.publishRows(input, active: active, newId: newId) { context.nextSeq(for: input.userId) }
+        for row in rows { try save(row, db) }
+        return rows[rows.count - 1].notification
+    }
+
+    /// The app's active notification with this `appNotificationId`, if any.
+    static func activeRow(_ db: Database, userId: String, hostName: String, appNotificationId: String) throws -> StoredNotification? {
+        try fetchStored(
+            db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
+            [userId, hostName, appNotificationId])
+    }
+
+    public func notification(userId: String, hostName: String, appNotificationId: String) async throws -> UserNotification? {
+        try await read { db in try Self.activeRow(db, userId: userId, hostName: hostName, appNotificationId: appNotificationId)?.notification }
+    }
+
+    public func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool {
+        try await write { db, context in
+            guard let row = try Self.activeRow(db, userId: userId, hostName: hostName, appNotificationId: appNotificationId) else { return false }
+            try Self.save(NotificationRules.deleted(row, now: now, seq: context.nextSeq(for: userId)), db)
+            return row.notification.expirationDateTime > now
+        }
+    }
+
+    public func mutate(userId: String, mutations: [Mutation], now: Date) async throws -> [MutationResult] {
+        try await write { db, context in
+            try mutations.map { mutation in
+                try MutationApplier.apply(mutation, userId: userId, now: now, context: context, store: SQLiteRowStore(db: db))
+            }
+        }
+    }
+
+    public func insertDelayed(_ record: DelayedRecord) async throws {
+        try await write { db, _ in
+            try db.execute(
+                sql: "INSERT INTO delayed (id, user_id, subscription_id, host_name, due_at, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [record.id, record.userId, record.subscriptionId, record.hostName, ISOTime.millis(record.dueAt), record.body,
+                            ISOTime.millis(record.createdAt)])
+        }
+    }
+
+    public func claimDueDelayed(now: Date, lease: Date, limit: Int) async throws -> [DelayedRecord] {
+        let at = ISOTime.millis(now)
+        return try await write { db, _ in
+            try Row.fetchAll(db, sql: """
+                UPDATE delayed SET claimed_until = ?
+                WHERE id IN (SELECT id FROM delayed WHERE due_at <= ? AND claimed_until <= ? ORDER BY due_at LIMIT ?)
+                RETURNING id, user_id, subscription_id, host_name, due_at, body, created_at
+                """, arguments: [ISOTime.millis(lease), at, at, limit]).map { row in
+                DelayedRecord(id: row["id"], userId: row["user_id"], subscriptionId: row["subscription_id"], hostName: row["host_name"],
+                              dueAt: ISOTime.date(millis: row["due_at"]), body: row["body"], createdAt: ISOTime.date(millis: row["created_at"]))
+            }.sorted { $0.dueAt < $1.dueAt }
+        }
+    }
+
+    public func deleteDelayed(ids: [String]) async throws {
+        guard !ids.isEmpty else { return }
+        try await write { db, _ in
+            for id in ids { try db.execute(sql: "DELETE FROM delayed WHERE id = ?", arguments: [id]) }
+        }
+    }
+
+    public func expire(now: Date) async throws -> Int {
+        try await write { db, context in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE deleted = 0 AND expires <= ? ORDER BY expires LIMIT 5000",
+                arguments: [ISOTime.millis(now)]
+            ).map { try Self.stored($0) }
+            for row in rows {
+                try Self.save(NotificationRules.deleted(row, now: now, seq: context.nextSeq(for: row.userId)), db)
+            }
+            return rows.count
+        }
+    }
+
+    public func purgeHistory(before: Date) async throws {
+        try await write { db, _ in
+            let cutoff = ISOTime.millis(before)
+            try db.execute(sql: """
+                UPDATE users SET purged_through = max(purged_through, (
+                    SELECT max(seq) FROM notifications n WHERE n.user_id = users.id AND n.deleted = 1 AND n.modified < ?))
+                WHERE id IN (SELECT user_id FROM notifications WHERE deleted = 1 AND modified < ?)
+                """, arguments: [cutoff, cutoff])
+            try db.execute(sql: "DELETE FROM notifications WHERE deleted = 1 AND modified < ?", arguments: [cutoff])
+            try db.execute(sql: "DELETE FROM mutations WHERE created < ?", arguments: [cutoff])
+            try db.execute(sql: "DELETE FROM tokens WHERE expires < ?", arguments: [cutoff])
+        }
+    }
+
+    // MARK: - Notification reads
+
+    public func notification(id: String, userId: String) async throws -> UserNotification? {
+        try await read { db in
+            try Self.fetchStored(db, sql: Self.byIdSQL, [id, userId])?.notification
+        }
+    }
+
+    public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage? {
+        try await read { db in
+            let purged = try Int64.fetchOne(db, sql: "SELECT purged_through FROM users WHERE id = ?", arguments: [userId]) ?? 0
+            if since > 0 && since < purged { return nil }
+            let rows = try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
+                arguments: [userId, since, limit + 1]
+            ).map { try Self.stored($0) }
+            let page = rows.prefix(limit)
+            return ChangeFeedPage(changes: page.map(\.notification), lastSeq: page.last?.seq ?? max(since, purged), hasMore: rows.count > limit)
+        }
+    }
+
+    public func latestSeq(userId: String) async throws -> Int64 {
+        try await read { db in
+            let newest = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM notifications WHERE user_id = ?", arguments: [userId]) ?? 0
+            let purged = try Int64.fetchOne(db, sql: "SELECT purged_through FROM users WHERE id = ?", arguments: [userId]) ?? 0
+            return max(newest, purged)
+        }
+    }
+
+    public func highestSeq() async throws -> Int64 {
+        writer.committedSeq
+    }
+
+    public func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification] {
+        try await read { db in
+            try Row.fetchAll(
+                db.cachedStatement(sql: """
+                    SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))
+                    ORDER BY created DESC, id DESC LIMIT ?3 OFFSET ?4
+                    """),
+                arguments: [userId, ISOTime.millis(now), top, skip]
+            ).map { try Self.stored($0).notification }
+        }
+    }
+
+
+    /// The views counted one by one (All is the rows' count).
+    static let countedViews: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
+
+    public func counts(userId: String, now: Date) async throws -> ViewCounts {
+        try await read { db in
+            let nowMillis = ISOTime.millis(now)
+            let row = try Row.fetchOne(
+                db, sql: """
+                    SELECT
+                      count(*) AS total,
+                      \(Self.countedViews.map { "sum(CASE WHEN \($0.sqlCondition(now: "?1")) THEN 1 ELSE 0 END) AS \($0.rawValue)" }.joined(separator: ",\n"))
+                    FROM notifications WHERE user_id = ?2 AND deleted = 0 AND expires > ?1
+                    """, arguments: [nowMillis, userId])
+            var counts = ViewCounts()
+            counts.all = row?["total"] ?? 0
+            for view in Self.countedViews { counts[view] = row?[view.rawValue] ?? 0 }
+            return counts
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+import GRDB
+import NottyCore
+import NottyService
+
+/// The service's SQLite schema: migrations are never edited once shipped; a change is a new
+/// one at the end (PostgreSQL's twin is `PostgresSchema.swift`).
+extension SQLiteStorage {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+                INSERT INTO meta (key, value) VALUES ('seq', 0);
+                CREATE TABLE users (
+                    id TEXT PRIMARY KEY,
+                    user_name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+                    display_name TEXT NOT NULL,
+                    password_hash TEXT NOT NULL,
+                    purged_through INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE TABLE apps (
+                    client_id TEXT PRIMARY KEY,
+                    host_name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+                    secret_hash TEXT NOT NULL
+                );
+                CREATE TABLE tokens (
+                    hash TEXT PRIMARY KEY,
+                    kind TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    expires INTEGER NOT NULL,
+                    revoked INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX tokens_subject ON tokens (subject);
+                CREATE TABLE subscriptions (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    host_name TEXT COLLATE NOCASE,
+                    device_id TEXT NOT NULL,
+                    device_name TEXT,
+                    platform TEXT,
+                    created INTEGER NOT NULL,
+                    expires INTEGER NOT NULL,
+                    revoked INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX subscriptions_user ON subscriptions (user_id);
+                CREATE TABLE notifications (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    host_name TEXT NOT NULL COLLATE NOCASE,
+                    app_notification_id TEXT NOT NULL,
+                    group_name TEXT,
+                    priority TEXT NOT NULL,
+                    raw_content TEXT,
+                    has_visual INTEGER NOT NULL,
+                    title TEXT,
+                    body TEXT,
+                    display_ttl INTEGER,
+                    expires INTEGER NOT NULL,
+                    created INTEGER NOT NULL,
+                    modified INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL DEFAULT 0,
+                    read_state TEXT NOT NULL,
+                    read_at INTEGER NOT NULL,
+                    action_state TEXT NOT NULL,
+                    snoozed_until INTEGER,
+                    action_at INTEGER NOT NULL,
+                    target_policy TEXT,
+                    fallback_policy TEXT,
+                    seq INTEGER NOT NULL
+                );
+                CREATE UNIQUE INDEX notifications_feed ON notifications (user_id, seq);
+                CREATE UNIQUE INDEX notifications_app_id ON notifications (user_id, host_name, app_notification_id) WHERE deleted = 0;
+                CREATE INDEX notifications_view ON notifications (user_id, created DESC, id DESC) WHERE deleted = 0;
+                CREATE INDEX notifications_expiry ON notifications (expires) WHERE deleted = 0;
+                CREATE INDEX notifications_tombstones ON notifications (modified) WHERE deleted = 1;
+                CREATE TABLE mutations (
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    mutation_id TEXT NOT NULL,
+                    notification_id TEXT NOT NULL,
+                    status INTEGER NOT NULL,
+                    created INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, mutation_id)
+                );
+                CREATE INDEX mutations_created ON mutations (created);
+                """)
+        }
+        // v2: the id is no longer the table's primary key, whose index put every new random id
+        // on a random page (a written page per publish). The ids' own index is keyed by the id
+        // from its tenth character, then its first eight: the time in a notification id comes
+        // first there (see `Identifiers.notification`). Ids made before this migration keep
+        // working, as random keys. The table is rebuilt: SQLite cannot drop a primary key.
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: """
+                CREATE TABLE notifications_v2 (
+                    id TEXT NOT NULL,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    host_name TEXT NOT NULL COLLATE NOCASE,
+                    app_notification_id TEXT NOT NULL,
+                    group_name TEXT,
+                    priority TEXT NOT NULL,
+                    raw_content TEXT,
+                    has_visual INTEGER NOT NULL,
+                    title TEXT,
+                    body TEXT,
+                    display_ttl INTEGER,
+                    expires INTEGER NOT NULL,
+                    created INTEGER NOT NULL,
+                    modified INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL DEFAULT 0,
+                    read_state TEXT NOT NULL,
+                    read_at INTEGER NOT NULL,
+                    action_state TEXT NOT NULL,
+                    snoozed_until INTEGER,
+                    action_at INTEGER NOT NULL,
+                    target_policy TEXT,
+                    fallback_policy TEXT,
+                    seq INTEGER NOT NULL
+                );
+                INSERT INTO notifications_v2 SELECT * FROM notifications ORDER BY rowid;
+                DROP TABLE notifications;
+                ALTER TABLE notifications_v2 RENAME TO notifications;
+                CREATE UNIQUE INDEX notifications_id ON notifications (substr(id, 10), substr(id, 1, 8));
+                CREATE UNIQUE INDEX notifications_feed ON notifications (user_id, seq);
+                CREATE UNIQUE INDEX notifications_app_id ON notifications (user_id, host_name, app_notification_id) WHERE deleted = 0;
+                CREATE INDEX notifications_view ON notifications (user_id, created DESC, id DESC) WHERE deleted = 0;
+                CREATE INDEX notifications_expiry ON notifications (expires) WHERE deleted = 0;
+                CREATE INDEX notifications_tombstones ON notifications (modified) WHERE deleted = 1;
+                """)
+        }
+        // Devices: the device a user token was issued to, and when each device was last seen.
+        migrator.registerMigration("v3") { db in
+            try db.execute(sql: """
+                ALTER TABLE tokens ADD COLUMN device_id TEXT;
+                CREATE INDEX tokens_device ON tokens (device_id) WHERE device_id IS NOT NULL;
+                ALTER TABLE subscriptions ADD COLUMN last_seen INTEGER;
+                """)
+        }
+        // Links (SPEC §7.1).
+        migrator.registerMigration("v4") { db in
+            try db.execute(sql: "ALTER TABLE notifications ADD COLUMN launch_url TEXT")
+        }
+        // Webhooks (SPEC §7.2): the URL token's hash and the optional secret.
+        migrator.registerMigration("v5") { db in
+            try db.execute(sql: """
+                ALTER TABLE subscriptions ADD COLUMN webhook_hash TEXT;
+                ALTER TABLE subscriptions ADD COLUMN webhook_secret TEXT;
+                CREATE UNIQUE INDEX subscriptions_webhook ON subscriptions (webhook_hash) WHERE webhook_hash IS NOT NULL;
+                """)
+        }
+        // Failed sign-ins per user name, client id and client address (GuessLimiter).
+        migrator.registerMigration("v6 guesses") { db in
+            try db.execute(sql: """
+                CREATE TABLE guesses (
+                    key TEXT PRIMARY KEY,
+                    failures INTEGER NOT NULL,
+                    window_start INTEGER NOT NULL,
+                    locked_until INTEGER,
+                    strikes INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
+        // Publishes held until they are due (ntfy's X-Delay).
+        migrator.registerMigration("v7 delayed") { db in
+            try db.execute(sql: """
+                CREATE TABLE delayed (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    subscription_id TEXT NOT NULL,
+                    host_name TEXT NOT NULL,
+                    due_at INTEGER NOT NULL,
+                    body TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    claimed_until INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX delayed_due ON delayed (due_at);
+                """)
+        }
+        return migrator
+    }
+}
