@@ -79,12 +79,12 @@ extension Routes {
                 try await self.ntfySubscribe(request, topic: context.topic(), format: .sse)
             }),
             Route(method: .get, path: "/:tenant/auth", audience: .webhook, handle: speaking(.ntfy) { _, context in
-                _ = try await self.service.topic(token: context.topic())
+                _ = try await self.service.inbox.topic(token: context.topic())
                 return try JSONResponse.make(["success": true])
             }),
             // A plain GET of the WebSocket (no upgrade, or a topic the upgrade refused).
             Route(method: .get, path: "/:tenant/ws", audience: .webhook, handle: speaking(.ntfy) { _, context in
-                _ = try await self.service.topic(token: context.topic())
+                _ = try await self.service.inbox.topic(token: context.topic())
                 throw ServiceError.upgradeRequired
             }),
         ]
@@ -121,7 +121,7 @@ extension Routes {
         } catch {
             throw ServiceError.badRequest(error.message)
         }
-        return try JSONResponse.make(try await service.ntfyPublish(token: topic, message, bearer: parsed.bearerToken))
+        return try JSONResponse.make(try await service.publishing.ntfyPublish(token: topic, message, bearer: parsed.bearerToken))
     }
 
     private func ntfyJSONPublish(_ request: Request) async throws -> Response {
@@ -132,17 +132,17 @@ extension Routes {
         } catch {
             throw ServiceError.badRequest(error.message)
         }
-        return try JSONResponse.make(try await service.ntfyPublish(token: topic, message, bearer: parsed.bearerToken))
+        return try JSONResponse.make(try await service.publishing.ntfyPublish(token: topic, message, bearer: parsed.bearerToken))
     }
 
     private func ntfyEnd(_ request: Request, topic: String, sequenceId: String, delete: Bool) async throws -> Response {
         let parsed = try await webhookRequest(request, withBody: false)
-        return try JSONResponse.make(try await service.ntfyEnd(token: topic, sequenceId: sequenceId, delete: delete, bearer: parsed.bearerToken))
+        return try JSONResponse.make(try await service.publishing.ntfyEnd(token: topic, sequenceId: sequenceId, delete: delete, bearer: parsed.bearerToken))
     }
 
     private func gotifyPublish(_ request: Request) async throws -> Response {
         let parsed = try await webhookRequest(request)
-        return try JSONResponse.make(try await service.gotifyPublish(token: Gotify.token(parsed), parsed))
+        return try JSONResponse.make(try await service.publishing.gotifyPublish(token: Gotify.token(parsed), parsed))
     }
 }
 
@@ -174,9 +174,9 @@ extension Routes {
     /// inbox's events as they happen, until the subscriber goes, the topic is revoked or the
     /// service stops. With `poll=1`, the replay alone.
     private func ntfySubscribe(_ request: Request, topic: String, format: StreamFormat) async throws -> Response {
-        let subscription = try await service.topic(token: topic)
+        let subscription = try await service.inbox.topic(token: topic)
         let query = Self.query(request.uri)
-        let follower = NtfyFollower(service: service, userId: subscription.userId, topic: topic)
+        let follower = NtfyFollower(inbox: service.inbox, userId: subscription.userId, topic: topic)
         let hub = service.hub, userId = subscription.userId
         // The feed position and the replay are read here, where a failure is still an answer.
         let replay = try await follower.start(replay: NtfyFollower.Replay(query: query))
@@ -216,13 +216,13 @@ extension Routes {
     /// `<base>/<topic>/ws`: the same events as WebSocket text frames.
     func addNtfyWebSocket(to router: Router<NottyRequestContext>) {
         router.ws("/:tenant/ws") { _, context in
-            _ = try await self.service.topic(token: context.topic())
+            _ = try await self.service.inbox.topic(token: context.topic())
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
             let segment = String(context.request.uri.path.split(separator: "/").first ?? "")
             let topic = segment.removingPercentEncoding ?? segment
-            let subscription = try await self.service.topic(token: topic)
-            let follower = NtfyFollower(service: self.service, userId: subscription.userId, topic: topic)
+            let subscription = try await self.service.inbox.topic(token: topic)
+            let follower = NtfyFollower(inbox: self.service.inbox, userId: subscription.userId, topic: topic)
             let hub = self.service.hub
             let (connection, rings) = hub.connect(userId: subscription.userId, ticks: true)
             defer { hub.disconnect(userId: subscription.userId, id: connection) }

@@ -13,7 +13,7 @@ struct DoorbellSession {
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
         let (connection, rings) = service.hub.connect(userId: userId)
         defer { service.hub.disconnect(userId: userId, id: connection) }
-        let start = fullPayload ? try await service.latestCursor(userId: userId) : 0
+        let start = fullPayload ? try await service.inbox.latestCursor(userId: userId) : 0
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 // Reading keeps control frames (ping/pong/close) flowing; data from the device is ignored.
@@ -38,7 +38,7 @@ struct DoorbellSession {
     private func sendFullFrames(from cursor: Int64, outbound: WebSocketOutboundWriter) async throws -> Int64 {
         var current = cursor
         while true {
-            let page = try await service.changes(userId: userId, since: current, limit: 500)
+            let page = try await service.inbox.changes(userId: userId, since: current, limit: 500)
             guard let next = Int64(page.cursor), next != current else { return current }
             try await send(DoorbellFrame(type: "changes", cursor: page.cursor, previousCursor: String(current), changes: page.changes), outbound)
             current = next

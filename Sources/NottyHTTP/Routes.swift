@@ -84,36 +84,36 @@ public struct Routes: Sendable {
         // §2.3 the signed-in user
         routes += [
             Route(method: .get, path: "/v1/me", audience: .user) { _, context in
-                try JSONResponse.make(try await self.service.me(userId: context.requireUser()))
+                try JSONResponse.make(try await self.service.inbox.me(userId: context.requireUser()))
             },
             Route(method: .post, path: "/v1/me/subscriptions", audience: .user) { request, context in
                 var request = request
                 let body = try await request.jsonBody(limit: self.limit)
                 return try JSONResponse.make(
-                    try await self.service.createSubscription(userId: context.requireUser(), deviceId: context.deviceId, body: body, baseURL: self.baseURL(request)),
+                    try await self.service.inbox.createSubscription(userId: context.requireUser(), deviceId: context.deviceId, body: body, baseURL: self.baseURL(request)),
                     status: .created)
             },
             Route(method: .get, path: "/v1/me/subscriptions", audience: .user) { _, context in
-                try JSONResponse.make(SubscriptionList(value: try await self.service.subscriptions(userId: context.requireUser())))
+                try JSONResponse.make(SubscriptionList(value: try await self.service.inbox.subscriptions(userId: context.requireUser())))
             },
             Route(method: .delete, path: "/v1/me/subscriptions/:id", audience: .user) { _, context in
-                try await self.service.revokeSubscription(userId: context.requireUser(), id: context.pathParameter("id"))
+                try await self.service.inbox.revokeSubscription(userId: context.requireUser(), id: context.pathParameter("id"))
                 return JSONResponse.empty(.noContent)
             },
             Route(method: .get, path: "/v1/me/notifications/changes", audience: .user) { request, context in try await self.changes(request, user: context.requireUser()) },
             Route(method: .get, path: "/v1/me/notifications/counts", audience: .user) { _, context in
-                try JSONResponse.make(try await self.service.counts(userId: context.requireUser()), headers: self.pollHeader)
+                try JSONResponse.make(try await self.service.inbox.counts(userId: context.requireUser()), headers: self.pollHeader)
             },
             Route(method: .get, path: "/v1/me/notifications", audience: .user) { request, context in try await self.list(request, user: context.requireUser()) },
             Route(method: .post, path: "/v1/me/notifications/batch", audience: .user) { request, context in try await self.batch(request, user: context.requireUser()) },
             Route(method: .get, path: "/v1/me/notifications/:id", audience: .user) { _, context in
-                try JSONResponse.make(try await self.service.notification(userId: context.requireUser(), id: context.pathParameter("id")))
+                try JSONResponse.make(try await self.service.inbox.notification(userId: context.requireUser(), id: context.pathParameter("id")))
             },
             Route(method: .patch, path: "/v1/me/notifications/:id", audience: .user) { request, context in
                 try await self.patch(request, user: context.requireUser(), id: context.pathParameter("id"))
             },
             Route(method: .delete, path: "/v1/me/notifications/:id", audience: .user) { _, context in
-                let result = try await self.service.mutate(userId: context.requireUser(), [Mutation(id: try context.pathParameter("id"), operation: .delete)])[0]
+                let result = try await self.service.inbox.mutate(userId: context.requireUser(), [Mutation(id: try context.pathParameter("id"), operation: .delete)])[0]
                 guard result.status == 204 else { throw ServiceError.notFound() }
                 return JSONResponse.empty(.noContent)
             },
@@ -184,10 +184,10 @@ public struct Routes: Sendable {
     public func webSocketRouter() -> Router<NottyRequestContext> {
         let router = Router(context: NottyRequestContext.self)
         router.ws("/v1/me/push") { request, _ in
-            _ = try await self.service.authenticateUser(bearer: request.bearerToken)
+            _ = try await self.service.auth.authenticateUser(bearer: request.bearerToken)
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
-            let user = try await self.service.authenticateUser(bearer: context.request.bearerToken)
+            let user = try await self.service.auth.authenticateUser(bearer: context.request.bearerToken)
             let full = context.request.uri.queryParameters.get("payload") == "full"
             try await DoorbellSession(service: self.service, userId: user, fullPayload: full).run(inbound: inbound, outbound: outbound)
         }
@@ -217,21 +217,21 @@ public struct Routes: Sendable {
         let form = try BasicCredentials.merge(request.headers[.authorization], into: FormFields.urlencoded(String(decoding: try await request.rawBody(limit: limit), as: UTF8.self)))
         var headers = HTTPFields()
         headers[.cacheControl] = "no-store"
-        return try JSONResponse.make(try await service.token(form: form, address: context.remoteAddress), headers: headers)
+        return try JSONResponse.make(try await service.auth.token(form: form, address: context.remoteAddress), headers: headers)
     }
 
     private func revoke(_ request: Request) async throws -> Response {
         var request = request
         let form = FormFields.urlencoded(String(decoding: try await request.rawBody(limit: limit), as: UTF8.self))
         guard let token = form["token"] else { throw ServiceError.oauth(.badRequest, "invalid_request", "token is required") }
-        try await service.revoke(tokens: [token])
+        try await service.auth.revoke(tokens: [token])
         return JSONResponse.empty(.ok)
     }
 
     private func publish(_ request: Request, app: AppRecord) async throws -> Response {
         var request = request
         let body = try await request.jsonBody(limit: limit)
-        let notification = try await service.publish(app: app, unsId: request.headers[HTTPField.Name("X-UNS-ID")!], body: body)
+        let notification = try await service.publishing.publish(app: app, unsId: request.headers[HTTPField.Name("X-UNS-ID")!], body: body)
         var headers = HTTPFields()
         let base = request.uri.path.hasPrefix("/v1.0") ? "/v1.0" : "/beta"
         headers[.location] = "\(base)/me/notifications/\(notification.id)"
@@ -239,7 +239,7 @@ public struct Routes: Sendable {
     }
 
     private func webhook(_ request: Request, token: String) async throws -> Response {
-        let ids = try await service.webhook(token: token, try await webhookRequest(request))
+        let ids = try await service.publishing.webhook(token: token, try await webhookRequest(request))
         return try JSONResponse.make(WebhookAnswer(ids: ids))
     }
 
@@ -253,24 +253,24 @@ public struct Routes: Sendable {
     }
 
     private func deleteByApp(_ request: Request, app: AppRecord, appNotificationId: String) async throws -> Response {
-        try await service.deleteByApp(app: app, unsId: request.headers[HTTPField.Name("X-UNS-ID")!], appNotificationId: appNotificationId)
+        try await service.publishing.deleteByApp(app: app, unsId: request.headers[HTTPField.Name("X-UNS-ID")!], appNotificationId: appNotificationId)
         return JSONResponse.empty(.noContent)
     }
 
     private func changes(_ request: Request, user: String) async throws -> Response {
         let query = request.uri.queryParameters
-        let since = try service.parseCursor(query.get("since"))
+        let since = try service.inbox.parseCursor(query.get("since"))
         let limit = try Self.integer(query.get("limit"), name: "limit", default: 500, range: 1...5000)
         var headers = pollHeader
         if let tag = request.headers[.ifNoneMatch] {
             let wanted = tag.replacingOccurrences(of: "W/", with: "").trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
-            let latest = try await service.latestCursor(userId: user)
+            let latest = try await service.inbox.latestCursor(userId: user)
             if wanted == String(latest) {
                 headers[.eTag] = "\"\(latest)\""
                 return JSONResponse.empty(.notModified, headers: headers)
             }
         }
-        let page = try await service.changes(userId: user, since: since, limit: limit)
+        let page = try await service.inbox.changes(userId: user, since: since, limit: limit)
         headers[.eTag] = "\"\(page.cursor)\""
         return try JSONResponse.make(page, headers: headers)
     }
@@ -286,7 +286,7 @@ public struct Routes: Sendable {
         }
         let top = try Self.integer(query.get("top"), name: "top", default: 100, range: 1...1000)
         let skip = try Self.integer(query.get("skip"), name: "skip", default: 0, range: 0...Int(Int32.max))
-        let items = try await service.list(userId: user, view: view, top: top, skip: skip)
+        let items = try await service.inbox.list(userId: user, view: view, top: top, skip: skip)
         return try JSONResponse.make(NotificationList(value: items), headers: pollHeader)
     }
 
@@ -300,7 +300,7 @@ public struct Routes: Sendable {
             throw ServiceError.badRequest(error.message)
         }
         guard mutation.operation == .patch else { throw ServiceError.badRequest("op delete goes with DELETE or the batch route") }
-        let result = try await service.mutate(userId: user, [mutation])[0]
+        let result = try await service.inbox.mutate(userId: user, [mutation])[0]
         guard result.status == 200, let notification = result.notification else {
             throw ServiceError.notFound(result.error?.message ?? "no such notification")
         }
@@ -332,7 +332,7 @@ public struct Routes: Sendable {
             }
         }
         let order = parsed.keys.sorted()
-        let applied = try await service.mutate(userId: user, order.map { parsed[$0]! })
+        let applied = try await service.inbox.mutate(userId: user, order.map { parsed[$0]! })
         for (index, result) in zip(order, applied) { results[index] = result }
         return try JSONResponse.make(BatchResponse(results: results.map { $0! }))
     }
@@ -352,7 +352,7 @@ struct AppAuthentication: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        context.app = try await service.authenticateApp(bearer: request.bearerToken)
+        context.app = try await service.auth.authenticateApp(bearer: request.bearerToken)
         return try await next(request, context)
     }
 }
@@ -364,7 +364,7 @@ struct UserAuthentication: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        let caller = try await service.authenticateDevice(bearer: request.bearerToken)
+        let caller = try await service.auth.authenticateDevice(bearer: request.bearerToken)
         context.user = caller.userId
         context.deviceId = caller.deviceId
         return try await next(request, context)

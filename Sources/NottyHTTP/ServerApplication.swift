@@ -65,14 +65,14 @@ struct MaintenanceService: Service {
             var lastTick = ContinuousClock.now
             while !Task.isCancelled {
                 do {
-                    _ = try await service.expireDue()
+                    _ = try await service.maintenance.expireDue()
                     if ContinuousClock.now - lastTick >= Self.keepalive {
                         service.hub.tick()  // ntfy streams' keepalives
                         lastTick = .now
                     }
-                    _ = try await service.publishDueDelayed()
+                    _ = try await service.publishing.publishDueDelayed()
                     if ContinuousClock.now - lastPurge >= .seconds(3600) {
-                        try await service.purgeHistory()
+                        try await service.maintenance.purgeHistory()
                         lastPurge = .now
                     }
                 } catch {

@@ -51,6 +51,10 @@ public struct TokenRecord: Sendable, Equatable {
 
 /// A `userNotificationSubscriptionId` and the device that asked for it.
 public struct SubscriptionRecord: Sendable, Equatable {
+    /// The expiry of what lives until it is revoked (a webhook's URL, an ntfy topic): the tools
+    /// they are pasted into do not renew them.
+    static let never = Date(timeIntervalSince1970: 253_402_300_799)  // 9999-12-31T23:59:59Z
+
     public var id: String
     public var userId: String
     public var targetHostName: String?

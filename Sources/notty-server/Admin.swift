@@ -31,7 +31,7 @@ struct Admin: AsyncParsableCommand {
                     let password = readPassword(prompt: "Password for \(name): ")
                     guard !password.isEmpty else { throw CLIError("no password given: type it, or pipe it on standard input") }
                     let service = try await storage.service()
-                    let user = try await service.addUser(name: name, password: password, displayName: displayName)
+                    let user = try await service.admin.addUser(name: name, password: password, displayName: displayName)
                     say("added user \(user.userName) (id \(user.id))")
                 }
             }
@@ -45,7 +45,7 @@ struct Admin: AsyncParsableCommand {
             func run() async throws {
                 try await reportingErrors {
                     let service = try await storage.service()
-                    guard try await service.removeUser(name: name) else { throw CLIError("no user named \(name)") }
+                    guard try await service.admin.removeUser(name: name) else { throw CLIError("no user named \(name)") }
                     say("removed user \(name)")
                 }
             }
@@ -67,7 +67,7 @@ struct Admin: AsyncParsableCommand {
             func run() async throws {
                 try await reportingErrors {
                     let service = try await storage.service()
-                    let (clientId, secret) = try await service.addApp(hostName: hostName)
+                    let (clientId, secret) = try await service.admin.addApp(hostName: hostName)
                     if json {
                         print(JSONValue.object(["client_id": .string(clientId), "client_secret": .string(secret), "host_name": .string(hostName)]).jsonText)
                     } else {
@@ -86,7 +86,7 @@ struct Admin: AsyncParsableCommand {
             func run() async throws {
                 try await reportingErrors {
                     let service = try await storage.service()
-                    guard try await service.removeApp(hostName: hostName) else { throw CLIError("no app with host name \(hostName)") }
+                    guard try await service.admin.removeApp(hostName: hostName) else { throw CLIError("no app with host name \(hostName)") }
                     say("removed app \(hostName)")
                 }
             }
@@ -115,7 +115,7 @@ struct Admin: AsyncParsableCommand {
                 try await reportingErrors {
                     let service = try await storage.service()
                     let now = Date()
-                    let records = try await service.lockouts().sorted { ($0.lockedUntil ?? .distantPast, $1.key) > ($1.lockedUntil ?? .distantPast, $0.key) }
+                    let records = try await service.admin.lockouts().sorted { ($0.lockedUntil ?? .distantPast, $1.key) > ($1.lockedUntil ?? .distantPast, $0.key) }
                     if json {
                         print(JSONValue.array(records.map { record in
                             .object([
@@ -153,7 +153,7 @@ struct Admin: AsyncParsableCommand {
                     let service = try await storage.service()
                     // User names are compared without case (user:Alice is user:alice).
                     let keys = keys.map { $0.hasPrefix("user:") ? $0.lowercased() : $0 }
-                    let cleared = try await service.clearLockouts(keys: all ? nil : keys)
+                    let cleared = try await service.admin.clearLockouts(keys: all ? nil : keys)
                     if !all && cleared == 0 { throw CLIError("no failed sign-ins for \(keys.joined(separator: ", ")) (see notty admin lockouts)") }
                     say("cleared \(cleared) key(s)")
                 }

@@ -52,7 +52,7 @@ struct DemoService: AsyncParsableCommand {
 
             // The demo user, apps and history.
             let password = UUID().uuidString
-            let user = try await service.addUser(name: "demo", password: password, displayName: "Demo User")
+            let user = try await service.admin.addUser(name: "demo", password: password, displayName: "Demo User")
             let publisher = try await DemoPublisher(service: service, userId: user.id, apps: script.apps, clock: clock)
             for item in script.initial.reversed() { try await publisher.publish(item) }
             let ready = JSONValue.object(["url": .string("http://127.0.0.1:\(port)"), "password": .string(password)]).jsonText
@@ -151,11 +151,11 @@ struct DemoPublisher: Sendable {
         self.clock = clock
         var apps: [String: (AppRecord, String)] = [:]
         for name in names {
-            let (clientId, secret) = try await service.addApp(hostName: name)
-            let token = try await service.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret])
-            let app = try await service.authenticateApp(bearer: token.access_token)
+            let (clientId, secret) = try await service.admin.addApp(hostName: name)
+            let token = try await service.auth.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret])
+            let app = try await service.auth.authenticateApp(bearer: token.access_token)
             let body = JSONValue.object(["targetHostName": .string(name), "deviceName": .string("demo app server")]).jsonText
-            let uns = try await service.createSubscription(userId: userId, body: Data(body.utf8)).userNotificationSubscriptionId
+            let uns = try await service.inbox.createSubscription(userId: userId, body: Data(body.utf8)).userNotificationSubscriptionId
             apps[name] = (app, uns)
         }
         self.apps = apps
@@ -176,7 +176,7 @@ struct DemoPublisher: Sendable {
             object["expirationDateTime"] = .string(ISOTime.format(Date().addingTimeInterval(minutes * 60)))
         }
         try await clock.backdated(by: ago) {
-            let stored = try await service.publish(app: app, unsId: uns, body: Data(JSONValue.object(object).jsonText.utf8))
+            let stored = try await service.publishing.publish(app: app, unsId: uns, body: Data(JSONValue.object(object).jsonText.utf8))
             let change: StateChange?
             switch item.state {
             case "read": change = StateChange(readState: .read)
@@ -186,7 +186,7 @@ struct DemoPublisher: Sendable {
             default: change = nil
             }
             if let change {
-                _ = try await service.mutate(userId: userId, [Mutation(id: stored.id, change: change)])
+                _ = try await service.inbox.mutate(userId: userId, [Mutation(id: stored.id, change: change)])
             }
         }
     }

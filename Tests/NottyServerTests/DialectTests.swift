@@ -225,16 +225,16 @@ struct DialectTests {
             // The maintenance loop publishes what is due every half second; so may this test.
             func titles() async throws -> [String] { try await world.all(client).map { $0.payload.visualContent?.title ?? "" }.sorted() }
             clock.advance(by: 1801)
-            _ = try await second.service.publishDueDelayed()
+            _ = try await second.service.publishing.publishDueDelayed()
             #expect(try await eventually(timeout: .seconds(20)) { try await titles() == ["Reminder"] })
             clock.advance(by: 1000)  // within the access token's hour
-            _ = try await second.service.publishDueDelayed()
+            _ = try await second.service.publishing.publishDueDelayed()
             #expect(try await eventually(timeout: .seconds(20)) { try await titles() == ["At an hour", "In JSON", "Reminder"] })
             #expect(try await titles() == ["At an hour", "In JSON", "Reminder"])
             #expect(try await world.all(client).first { $0.appNotificationId == "hour" } != nil)
             // Nothing is published twice: the feed does not move any more.
             let cursor = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).string("cursor")
-            _ = try await second.service.publishDueDelayed()
+            _ = try await second.service.publishing.publishDueDelayed()
             try await Task.sleep(for: .seconds(1.5))
             #expect(try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).string("cursor") == cursor)
         }

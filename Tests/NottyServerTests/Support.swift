@@ -152,9 +152,9 @@ extension Harness {
         _ client: any TestClientProtocol, user: String = "alice", host: String = "graphnotifications.sample.windows.com",
         app: (clientId: String, clientSecret: String)? = nil
     ) async throws -> World {
-        try await service.addUser(name: user, password: "pw-\(user)")
+        try await service.admin.addUser(name: user, password: "pw-\(user)")
         let credentials: (clientId: String, clientSecret: String)
-        if let app { credentials = app } else { credentials = try await service.addApp(hostName: host) }
+        if let app { credentials = app } else { credentials = try await service.admin.addApp(hostName: host) }
         let login = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=\(user)&password=pw-\(user)")
         precondition(login.status == .ok, "login failed: \(login.text)")
         let userToken = login.string("access_token")!

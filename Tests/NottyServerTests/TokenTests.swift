@@ -98,7 +98,7 @@ struct GuessingTests {
         let harness = try await Harness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
-            try await harness.service.addUser(name: "bob", password: "pw-bob")
+            try await harness.service.admin.addUser(name: "bob", password: "pw-bob")
             for n in 1...10 {
                 let wrong = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=guess\(n)")
                 #expect(wrong.status == .badRequest && wrong.string("error") == "invalid_grant", "guess \(n): \(wrong.text)")
@@ -113,12 +113,12 @@ struct GuessingTests {
             // Others are not locked out: another user, and alice's own refresh grant.
             #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=bob&password=pw-bob").status == .ok)
             #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=refresh_token&refresh_token=\(world.refreshToken)").status == .ok)
-            #expect(try await harness.service.lockouts().map(\.key) == ["user:alice"])
+            #expect(try await harness.service.admin.lockouts().map(\.key) == ["user:alice"])
 
             // After the minute, the right password works (and the failures are forgotten).
             clock.advance(by: 61)
             #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice").status == .ok)
-            #expect(try await harness.service.lockouts().isEmpty)
+            #expect(try await harness.service.admin.lockouts().isEmpty)
 
             // Failing on after a lockout: locked again at once, for twice as long.
             for n in 1...10 { _ = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=again\(n)") }
@@ -127,7 +127,7 @@ struct GuessingTests {
             #expect(once.status == .badRequest)
             let doubled = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice")
             #expect(doubled.status == .tooManyRequests && doubled.headers[HTTPField.Name("Retry-After")!] == "120", "\(doubled.headers) \(doubled.text)")
-            #expect(try await harness.service.clearLockouts(keys: ["user:alice"]) == 1)
+            #expect(try await harness.service.admin.clearLockouts(keys: ["user:alice"]) == 1)
             #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice").status == .ok)
         }
     }
@@ -137,7 +137,7 @@ struct GuessingTests {
         let harness = try await Harness(backend, clock: ManualClock())
         try await harness.router { client in
             let world = try await harness.world(client)
-            let other = try await harness.service.addApp(hostName: "other.example.com")
+            let other = try await harness.service.admin.addApp(hostName: "other.example.com")
             for n in 1...10 {
                 let wrong = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=bad\(n)")
                 #expect(wrong.status == .unauthorized && wrong.string("error") == "invalid_client")

@@ -63,7 +63,7 @@ struct UserAPITests {
             _ = try await world.publish(client, id: "b")
             #expect(try await client.call(.delete, "/v1/me/notifications/\(a)", token: world.userToken).status == .noContent)
             clock.advance(by: 31 * 86_400)
-            try await harness.service.purgeHistory()
+            try await harness.service.maintenance.purgeHistory()
             let refreshed = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=refresh_token&refresh_token=\(world.refreshToken)")
             let token = try #require(refreshed.string("access_token"))
             let old = try await client.call(.get, "/v1/me/notifications/changes?since=\(early.cursor)", token: token)
@@ -136,7 +136,7 @@ struct UserAPITests {
                 feed = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
             } while feed.changes.first?.status != .deleted && ContinuousClock.now < deadline
             #expect(feed.changes.map(\.status) == [.deleted])
-            #expect(try await harness.service.expireDue() == 0, "nothing is left to expire, and it is deleted once")
+            #expect(try await harness.service.maintenance.expireDue() == 0, "nothing is left to expire, and it is deleted once")
         }
     }
 

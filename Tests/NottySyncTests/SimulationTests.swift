@@ -60,7 +60,7 @@ struct SimulatedTransport: SyncTransport {
         try reach()
         let page: ChangesPage
         do {
-            page = try await service.changes(userId: userId, since: try service.parseCursor(since), limit: limit)
+            page = try await service.inbox.changes(userId: userId, since: try service.inbox.parseCursor(since), limit: limit)
         } catch let error as ServiceError where error.code == "cursorExpired" {
             throw SyncError.cursorExpired
         }
@@ -74,8 +74,8 @@ struct SimulatedTransport: SyncTransport {
         var faults = network.faults(for: "batch/\(device)/" + mutations.map { "\($0.changedAt ?? 0)" }.joined(separator: ","))
         var sent = mutations
         if faults.chance(0.2) { sent.shuffle(using: &faults.random) }
-        var results = try await service.mutate(userId: userId, sent)
-        if faults.chance(0.2) { results = try await service.mutate(userId: userId, sent) }  // delivered twice
+        var results = try await service.inbox.mutate(userId: userId, sent)
+        if faults.chance(0.2) { results = try await service.inbox.mutate(userId: userId, sent) }  // delivered twice
         if faults.chance(0.15) { throw SyncError.unreachable("answer lost after the service applied it") }
         return results
     }
@@ -89,11 +89,11 @@ func inProcessService(in directory: URL, clock: ManualClock) async throws
     config.bcryptCost = 4
     config.publishBurst = 100_000
     let service = NotificationService(storage: try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path), config: config, clock: clock)
-    let user = try await service.addUser(name: "alice", password: "pw")
-    let (clientId, secret) = try await service.addApp(hostName: "ci.example.com")
-    let appToken = try await service.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret]).access_token
-    let app = try await service.authenticateApp(bearer: appToken)
-    let uns = try await service.createSubscription(userId: user.id, body: Data(#"{"targetHostName":"ci.example.com"}"#.utf8)).userNotificationSubscriptionId
+    let user = try await service.admin.addUser(name: "alice", password: "pw")
+    let (clientId, secret) = try await service.admin.addApp(hostName: "ci.example.com")
+    let appToken = try await service.auth.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret]).access_token
+    let app = try await service.auth.authenticateApp(bearer: appToken)
+    let uns = try await service.inbox.createSubscription(userId: user.id, body: Data(#"{"targetHostName":"ci.example.com"}"#.utf8)).userNotificationSubscriptionId
     return (service, user, app, uns)
 }
 
@@ -236,16 +236,16 @@ struct SimulationTests {
                 let appId = reuse ? appIds.randomElement(using: &network.random)! : "n\(step)"
                 if !reuse { appIds.append(appId) }
                 let body = #"{"appNotificationId":"\#(appId)","payload":{"visualContent":{"title":"step \#(step)","body":"seed \#(seed)"}}}"#
-                let before = try await service.latestCursor(userId: user.id)
-                let stored = try await service.publish(app: app, unsId: uns, body: Data(body.utf8))
+                let before = try await service.inbox.latestCursor(userId: user.id)
+                let stored = try await service.publishing.publish(app: app, unsId: uns, body: Data(body.utf8))
                 expected[stored.id, default: Expected()].publish(at: step)
                 current[appId] = stored.id
-                let page = try await service.changes(userId: user.id, since: before, limit: 5000)
+                let page = try await service.inbox.changes(userId: user.id, since: before, limit: 5000)
                 frames.append(DoorbellFrame(type: "changes", cursor: page.cursor, previousCursor: String(before), changes: page.changes))
                 line += " publish \(appId) after \(before) → \(page.cursor)"
             case 18..<21:  // the app deletes one
                 if let appId = appIds.randomElement(using: &network.random) {
-                    line += " app deletes \(appId): " + (await outcome { try await service.deleteByApp(app: app, unsId: uns, appNotificationId: appId) })
+                    line += " app deletes \(appId): " + (await outcome { try await service.publishing.deleteByApp(app: app, unsId: uns, appNotificationId: appId) })
                     if let id = current[appId] { expected[id]?.deleted = true }
                 }
             case 21..<55:  // the user acts on a device (online or not)
@@ -286,16 +286,16 @@ struct SimulationTests {
         for round in 0..<20 where !settled {
             for device in devices { try await device.engine.sync() }
             let pending = try devices.reduce(0) { $0 + (try $1.store.outboxCount()) }
-            let latest = String(try await service.latestCursor(userId: user.id))
+            let latest = String(try await service.inbox.latestCursor(userId: user.id))
             settled = try pending == 0 && devices.allSatisfy({ try $0.store.cursor() == latest })
             let cursors = try devices.map { try $0.store.cursor() ?? "-" }
             trace.append("quiet round \(round): pending \(pending), latest \(latest), cursors \(cursors)")
         }
         if !settled { return "20 quiet rounds did not settle every device on the service's latest cursor" }
 
-        let truth = try await service.list(userId: user.id, view: .all, top: 10_000, skip: 0)
+        let truth = try await service.inbox.list(userId: user.id, view: .all, top: 10_000, skip: 0)
         trace += truth.map { "end \($0.appNotificationId) \($0.readState) \($0.userActionState) \(String(describing: $0.snoozedUntil)) \($0.lastModifiedDateTime)" }
-        let truthCounts = try await service.counts(userId: user.id)
+        let truthCounts = try await service.inbox.counts(userId: user.id)
         for device in devices {
             if try device.store.outboxCount() != 0 { return "device \(device.index): outbox not empty" }
             let local = try device.store.window(view: .all, limit: 10_000, now: clock.now())
@@ -344,7 +344,7 @@ struct FirstSyncTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let (service, user, app, uns) = try await inProcessService(in: directory, clock: ManualClock(Date(timeIntervalSince1970: 1_800_000_000)))
         for n in 0..<120 {
-            _ = try await service.publish(app: app, unsId: uns, body: Data(#"{"appNotificationId":"n\#(n)","payload":{"rawContent":"x"}}"#.utf8))
+            _ = try await service.publishing.publish(app: app, unsId: uns, body: Data(#"{"appNotificationId":"n\#(n)","payload":{"rawContent":"x"}}"#.utf8))
         }
         let network = SimulatedNetwork(seed: 1)
         network.faults = false

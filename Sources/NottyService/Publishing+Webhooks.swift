@@ -5,10 +5,7 @@ import NottyWebhooks
 
 // MARK: - Webhooks (SPEC §7.2)
 
-extension NotificationService {
-    /// A webhook URL that lives until it is revoked.
-    static let never = Date(timeIntervalSince1970: 253_402_300_799)  // 9999-12-31T23:59:59Z
-
+extension Publishing {
     /// Answers `POST /v1/hooks/{token}`: checks the URL, the secret and the app's rate, parses
     /// the body with the kind that recognises it (``Webhooks``), and publishes what it becomes
     /// in one transaction. Returns the ids published (created or updated), in order.
@@ -28,9 +25,9 @@ extension NotificationService {
     /// The webhook whose URL token is `token`, and its app: `404` when there is none, it was
     /// revoked, or the token is an ntfy topic (a device's, SPEC §8.2: `403`).
     func hook(token: String) async throws -> Hook {
-        forgetCredentialsIfRevokedElsewhere()
+        core.forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
-        let subscription = try await subscriptionsCache.value("hook:" + hash) { try await db { try await storage.subscription(webhookHash: hash) } }
+        let subscription = try await core.subscriptionsCache.value("hook:" + hash) { try await db { try await storage.subscription(webhookHash: hash) } }
         guard let subscription, !subscription.revoked else { throw ServiceError.notFound("no such webhook: it was revoked, or the URL is mistyped") }
         guard let host = subscription.targetHostName else {
             throw ServiceError.forbidden("this is a topic to subscribe to, not to publish to: publish with a webhook's token (notty subscribe --app HOST --webhook)")
@@ -51,7 +48,7 @@ extension NotificationService {
     func publish(_ parsed: [WebhookNotification], as hook: Hook) async throws -> [UserNotification] {
         guard !parsed.isEmpty else { return [] }
         let now = clock.nowMillis()
-        if let wait = limiter.take(hook.app.clientId, count: parsed.count, now: now) {
+        if let wait = core.limiter.take(hook.app.clientId, count: parsed.count, now: now) {
             metrics.rateLimited.increment()
             throw ServiceError.tooManyRequests(retryAfter: wait)
         }
@@ -65,7 +62,7 @@ extension NotificationService {
 
     /// The registered app `hostName`, through the credentials cache (emptied when an app is removed).
     private func app(hostName: String) async throws -> AppRecord? {
-        try await apps.value("host:" + hostName.lowercased()) { try await db { try await storage.app(hostName: hostName) } }
+        try await core.apps.value("host:" + hostName.lowercased()) { try await db { try await storage.app(hostName: hostName) } }
     }
 
     /// Whether a request proves it knows the webhook's secret, in constant time (`401` if not).

@@ -5,13 +5,13 @@ import NottyWebhooks
 
 // MARK: - Following the inbox as an ntfy topic (SPEC §8.2)
 
-extension NotificationService {
+extension Inbox {
     /// The ntfy topic `token` (a read-only device of platform `ntfy`): `404` when there is
     /// none or it was revoked, `403` when it is a webhook's token (which publishes).
     package func topic(token: String) async throws -> SubscriptionRecord {
-        forgetCredentialsIfRevokedElsewhere()
+        core.forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
-        let subscription = try await subscriptionsCache.value("hook:" + hash) { try await db { try await storage.subscription(webhookHash: hash) } }
+        let subscription = try await core.subscriptionsCache.value("hook:" + hash) { try await db { try await storage.subscription(webhookHash: hash) } }
         guard let subscription, !subscription.revoked else { throw ServiceError.notFound("no such topic: it was revoked, or the URL is mistyped") }
         guard subscription.platform == "ntfy", subscription.targetHostName == nil else {
             throw ServiceError.forbidden("this is a webhook's token, which publishes: subscribe to a topic made by notty subscribe --ntfy")
@@ -48,7 +48,7 @@ extension NotificationService {
 /// in Unread with the same content shows nothing new, and a re-publish with other content
 /// shows again), and clearing or deleting what a phone does not have does nothing there.
 package final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at a time
-    let service: NotificationService
+    let inbox: Inbox
     let userId: String
     let topic: String
     private var cursor: Int64 = 0
@@ -56,8 +56,8 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
     /// How many notifications in Unread a stream reads when it starts (what a phone replays).
     static let replayLimit = 1000
 
-    package init(service: NotificationService, userId: String, topic: String) {
-        self.service = service
+    package init(inbox: Inbox, userId: String, topic: String) {
+        self.inbox = inbox
         self.userId = userId
         self.topic = topic
     }
@@ -91,9 +91,9 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
     /// Starts following: the feed position first (nothing after it is missed), then the
     /// `message` events of what is in Unread that `replay` asks for, oldest first.
     package func start(replay: Replay) async throws -> [NtfyAnswer] {
-        cursor = try await service.latestCursor(userId: userId)
+        cursor = try await inbox.latestCursor(userId: userId)
         guard replay != .none else { return [] }
-        let unread = try await service.list(userId: userId, view: .unread, top: Self.replayLimit, skip: 0)
+        let unread = try await inbox.list(userId: userId, view: .unread, top: Self.replayLimit, skip: 0)
             .sorted { ($0.createdDateTime, $0.id) < ($1.createdDateTime, $1.id) }
         switch replay {
         case .none: return []
@@ -106,8 +106,8 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
     package func changes() async throws -> [NtfyAnswer] {
         var events: [NtfyAnswer] = []
         while true {
-            let page = try await service.changes(userId: userId, since: cursor, limit: 500)
-            let now = service.clock.nowMillis()
+            let page = try await inbox.changes(userId: userId, since: cursor, limit: 500)
+            let now = inbox.clock.nowMillis()
             for notification in page.changes {
                 if !notification.isLive(at: now) {
                     events.append(ended(notification, event: "message_delete"))
@@ -125,7 +125,7 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
 
     /// The `open` and `keepalive` events ntfy sends.
     package func control(_ event: String) -> NtfyAnswer {
-        NtfyAnswer(id: NtfyAnswer.newMessageId(), time: service.clock.nowMillis(), expires: nil, event: event, topic: topic)
+        NtfyAnswer(id: NtfyAnswer.newMessageId(), time: inbox.clock.nowMillis(), expires: nil, event: event, topic: topic)
     }
 
     private func message(_ notification: UserNotification) -> NtfyAnswer {
@@ -138,7 +138,7 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
     }
 
     private func ended(_ notification: UserNotification, event: String) -> NtfyAnswer {
-        NtfyAnswer(id: NtfyAnswer.newMessageId(), time: service.clock.nowMillis(), expires: nil, event: event, topic: topic, sequenceId: notification.id)
+        NtfyAnswer(id: NtfyAnswer.newMessageId(), time: inbox.clock.nowMillis(), expires: nil, event: event, topic: topic, sequenceId: notification.id)
     }
 
     /// A message's id: the same notification with the same content has the same id on every
@@ -157,10 +157,10 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
     /// ticks: no polling, no timer of its own.
     package func follow(rings: AsyncStream<Int64>, send: (NtfyAnswer) async throws -> Void) async throws {
         for await value in rings {
-            guard await service.topicIsLive(token: topic) else { return }
+            guard await inbox.topicIsLive(token: topic) else { return }
             // A tick may have taken a ring's place: the feed is read unless this stream is known
             // to be at the user's newest position.
-            if value != DoorbellHub.tickValue || service.knownLatestCursor(userId: userId) != cursor {
+            if value != DoorbellHub.tickValue || inbox.knownLatestCursor(userId: userId) != cursor {
                 for event in try await changes() { try await send(event) }
             }
             if value == DoorbellHub.tickValue { try await send(control("keepalive")) }

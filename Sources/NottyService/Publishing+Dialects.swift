@@ -4,7 +4,7 @@ import NottyWebhooks
 
 // MARK: - ntfy and Gotify publishing (SPEC §8.1)
 
-extension NotificationService {
+extension Publishing {
     /// An ntfy publish to the topic `token` (a webhook's token): published as the webhook's
     /// app, the sequence id as `appNotificationId` (a new message's id when none is given, so
     /// clearing by the message id works as in ntfy). Returns ntfy's answer.
@@ -34,7 +34,7 @@ extension NotificationService {
             throw unknown
         }
         let change = delete ? StateChange() : StateChange.clear
-        let result = try await mutate(userId: userId, [Mutation(id: found.id, operation: delete ? .delete : .patch, change: change)])[0]
+        let result = try await inbox.mutate(userId: userId, [Mutation(id: found.id, operation: delete ? .delete : .patch, change: change)])[0]
         guard result.status < 300 else { throw unknown }
         return NtfyAnswer(id: NtfyAnswer.newMessageId(), time: clock.nowMillis(), expires: found.expirationDateTime,
                           event: delete ? "message_delete" : "message_clear", topic: token, sequenceId: sequenceId)
@@ -67,7 +67,7 @@ extension NotificationService {
     }
 }
 
-extension NotificationService {
+extension Publishing {
     /// The webhook an ntfy request names; one with a secret wants it as its bearer token.
     func ntfyHook(token: String, bearer: String?) async throws -> Hook {
         let hook = try await hook(token: token)
@@ -88,7 +88,7 @@ extension NotificationService {
         }
         let notification = message.notification(appNotificationId: sequenceId)
         _ = try publishInput(notification, index: 0, count: 1, userId: hook.subscription.userId, hostName: hook.app.hostName, now: now)
-        if let wait = limiter.take(hook.app.clientId, count: 1, now: now) {
+        if let wait = core.limiter.take(hook.app.clientId, count: 1, now: now) {
             metrics.rateLimited.increment()
             throw ServiceError.tooManyRequests(retryAfter: wait)
         }

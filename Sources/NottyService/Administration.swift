@@ -1,0 +1,67 @@
+import Foundation
+import Logging
+import NottyCore
+import Synchronization
+
+/// Administration (SPEC §2.4, `notty admin`): users, apps, sign-in lockouts.
+public final class Administration: ServicePart {
+    package let core: ServiceCore
+
+    init(core: ServiceCore) {
+        self.core = core
+    }
+
+    public static func validateName(_ name: String, what: String) throws {
+        guard !name.isEmpty, name.count <= 253,
+              !name.contains(where: { $0.isWhitespace || $0 == "/" || $0.unicodeScalars.contains { CharacterSet.controlCharacters.contains($0) } })
+        else { throw ServiceError.badRequest("\(what) must be 1–253 characters with no spaces or slashes") }
+    }
+
+    @discardableResult
+    public func addUser(name: String, password: String, displayName: String? = nil) async throws -> UserRecord {
+        try Self.validateName(name, what: "a user name")
+        guard !password.isEmpty else { throw ServiceError.badRequest("the password must not be empty") }
+        let cost = config.bcryptCost
+        let hash = await ServiceCore.offload { Secrets.hashPassword(password, cost: cost) }
+        let user = UserRecord(id: UUID().uuidString.lowercased(), userName: name, displayName: displayName ?? name, passwordHash: hash)
+        do {
+            try await storage.createUser(user)
+        } catch StorageError.conflict {
+            throw ServiceError.badRequest("a user named \(name) already exists")
+        }
+        return user
+    }
+
+    public func removeUser(name: String) async throws -> Bool {
+        defer { core.forgetCachedCredentials() }
+        return try await db { try await storage.deleteUser(name: name) }
+    }
+
+    /// Registers an app; returns its client id and secret (the secret is not kept).
+    public func addApp(hostName: String) async throws -> (clientId: String, clientSecret: String) {
+        try Self.validateName(hostName, what: "an app host name")
+        let secret = Secrets.newToken()
+        let app = AppRecord(clientId: UUID().uuidString.lowercased(), hostName: hostName, secretHash: Secrets.tokenHash(secret))
+        do {
+            try await storage.createApp(app)
+        } catch StorageError.conflict {
+            throw ServiceError.badRequest("an app with host name \(hostName) already exists")
+        }
+        return (app.clientId, secret)
+    }
+
+    public func removeApp(hostName: String) async throws -> Bool {
+        defer { core.forgetCachedCredentials() }
+        return try await db { try await storage.deleteApp(hostName: hostName) }
+    }
+
+    /// Every lockout and count of failed sign-ins (`notty admin lockouts`).
+    public func lockouts() async throws -> [GuessRecord] {
+        try await db { try await storage.allGuesses() }
+    }
+
+    /// Forgets the failed sign-ins of `keys` (all when nil): unlocks them at once.
+    public func clearLockouts(keys: [String]?) async throws -> Int {
+        try await db { try await storage.forgetGuesses(keys: keys) }
+    }
+}

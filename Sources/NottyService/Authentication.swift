@@ -1,0 +1,199 @@
+import Foundation
+import Logging
+import NottyCore
+import Synchronization
+
+/// Signing in and proving who calls (SPEC §2.1): the token endpoint's grants, failed sign-ins
+/// counted and locked out, the bearer tokens of apps and devices checked, sign-out.
+public final class Authentication: ServicePart {
+    package let core: ServiceCore
+    /// When each device was last recorded as seen (written at most once a minute per device).
+    private let lastSeenWritten = Mutex<[String: Date]>([:])
+    private let timingEqualiser = DummyPasswordHash()
+
+    init(core: ServiceCore) {
+        self.core = core
+    }
+
+    /// Answers `POST /oauth2/v2.0/token` for a parsed form.
+    /// `address`: the client's IP address, when known (failed guesses are also counted per address).
+    public func token(form: [String: String], address: String? = nil) async throws -> TokenResponse {
+        let now = clock.nowMillis()
+        let addressKeys = address.map { [GuessKeys.address($0)] } ?? []
+        switch form["grant_type"] {
+        case "client_credentials":
+            guard let clientId = form["client_id"], let secret = form["client_secret"] else {
+                throw ServiceError.oauth(.badRequest, "invalid_request", "client_credentials needs client_id and client_secret")
+            }
+            let keys = [GuessKeys.client(clientId)] + addressKeys
+            _ = try await refuseLockedOut(keys, now: now, what: "client_id")
+            guard let app = try await db({ try await storage.app(clientId: clientId) }),
+                  Secrets.constantTimeEqual(app.secretHash, Secrets.tokenHash(secret))
+            else {
+                try await countFailure(keys, now: now)
+                throw ServiceError.oauth(.unauthenticated, "invalid_client", "unknown client_id or wrong client_secret")
+            }
+            let access = Secrets.newToken()
+            try await db { try await storage.insertTokens([accessRecord(access, kind: .appAccess, subject: app.clientId, now: now)]) }
+            return TokenResponse(expiresIn: config.accessTokenLifetime, accessToken: access, refreshToken: nil)
+        case "password":
+            guard let name = form["username"], let password = form["password"] else {
+                throw ServiceError.oauth(.badRequest, "invalid_request", "password grant needs username and password")
+            }
+            // A user name (or address) that failed too often is refused before any hash is
+            // computed; guesses are counted whether the name exists or not.
+            let keys = [GuessKeys.user(name)] + addressKeys
+            let known = try await refuseLockedOut(keys, now: now, what: "user name")
+            let user = try await db { try await storage.user(name: name) }
+            let cost = config.bcryptCost
+            // Verify even for unknown users so that timing does not reveal which names exist.
+            let hash = user?.passwordHash ?? timingEqualiser.hash(cost: cost)
+            metrics.passwordHashes.increment()
+            let valid = await ServiceCore.offload { Secrets.verifyPassword(password, hash: hash) }
+            guard let user, valid else {
+                try await countFailure(keys, now: now)
+                throw ServiceError.oauth(.badRequest, "invalid_grant", "wrong user name or password")
+            }
+            // Signed in: the name's failures are forgotten (the address's are not).
+            if known.contains(where: { $0.key == keys[0] }) { _ = try? await db { try await storage.forgetGuesses(keys: [keys[0]]) } }
+            // Each sign-in is a device: its tokens, and the ones refreshed from them, carry its id.
+            return try await issueUserTokens(userId: user.id, deviceId: UUID().uuidString.lowercased(), now: now, replacing: nil)
+        case "refresh_token":
+            guard let refresh = form["refresh_token"] else {
+                throw ServiceError.oauth(.badRequest, "invalid_request", "refresh_token grant needs refresh_token")
+            }
+            let hash = Secrets.tokenHash(refresh)
+            guard let record = try await db({ try await storage.token(hash: hash) }), record.kind == .userRefresh else {
+                throw ServiceError.oauth(.badRequest, "invalid_grant", "unknown refresh token: sign in again")
+            }
+            // A revoked one is refused by the rotation (it only rotates a token not yet revoked).
+            return try await issueUserTokens(userId: record.subject, deviceId: record.deviceId, now: now, replacing: hash)
+        case nil:
+            throw ServiceError.oauth(.badRequest, "invalid_request", "grant_type is required")
+        case let other?:
+            throw ServiceError.oauth(.badRequest, "unsupported_grant_type", "grant_type \(other) is not supported: use client_credentials, password or refresh_token")
+        }
+    }
+
+    /// Throws `429` (with `Retry-After`) when one of `keys` is locked out; answers the records
+    /// of `keys` that exist.
+    private func refuseLockedOut(_ keys: [String], now: Date, what: String) async throws -> [GuessRecord] {
+        let records = try await db { try await storage.guesses(keys: keys) }
+        let waits = records.compactMap { GuessKeys.policy(for: $0.key).refusal($0, now: now) }
+        if let wait = waits.max() {
+            metrics.lockedOut.increment()
+            throw ServiceError.oauth(.tooManyRequests, "temporarily_unavailable",
+                                     "too many failed sign-ins for this \(what) or address: try again in \(wait) s", retryAfter: wait)
+        }
+        return records
+    }
+
+    /// Counts one failed guess against each of `keys` (a lockout when one has had too many).
+    private func countFailure(_ keys: [String], now: Date) async throws {
+        try await db {
+            try await storage.updateGuesses(keys: keys) { key, record in GuessKeys.policy(for: key).failed(record, key: key, now: now) }
+        }
+    }
+
+    private func accessRecord(_ token: String, kind: TokenRecord.Kind, subject: String, now: Date) -> TokenRecord {
+        TokenRecord(hash: Secrets.tokenHash(token), kind: kind, subject: subject, expiresAt: now + TimeInterval(config.accessTokenLifetime))
+    }
+
+    private func issueUserTokens(userId: String, deviceId: String?, now: Date, replacing oldHash: String?) async throws -> TokenResponse {
+        let access = Secrets.newToken(), refresh = Secrets.newToken()
+        var accessToken = accessRecord(access, kind: .userAccess, subject: userId, now: now)
+        accessToken.deviceId = deviceId
+        let records = [
+            accessToken,
+            TokenRecord(
+                hash: Secrets.tokenHash(refresh), kind: .userRefresh, subject: userId, expiresAt: now + TimeInterval(config.refreshTokenLifetime),
+                deviceId: deviceId),
+        ]
+        if let oldHash {
+            let rotated = try await db { try await storage.rotateToken(oldHash: oldHash, replacements: records, now: now) }
+            core.tokens.remove(oldHash)
+            guard rotated else { throw ServiceError.oauth(.badRequest, "invalid_grant", "this refresh token was already used, revoked or has expired: sign in again") }
+        } else {
+            try await db { try await storage.insertTokens(records) }
+        }
+        return TokenResponse(expiresIn: config.accessTokenLifetime, accessToken: access, refreshToken: refresh)
+    }
+
+    /// Revokes tokens (sign-out).
+    public func revoke(tokens raw: [String]) async throws {
+        let hashes = raw.map(Secrets.tokenHash)
+        try await db { try await storage.revokeTokens(hashes: hashes) }
+        for hash in hashes { core.tokens.remove(hash) }
+    }
+
+    private func validToken(_ bearer: String?, kinds: Set<TokenRecord.Kind>) async throws -> TokenRecord {
+        guard let bearer, !bearer.isEmpty else { throw ServiceError.unauthenticated("missing bearer token: send Authorization: Bearer <token>") }
+        core.forgetCredentialsIfRevokedElsewhere()
+        let hash = Secrets.tokenHash(bearer)
+        let cached = kinds == [.appAccess]
+        var record = cached ? core.tokens.get(hash) : nil
+        if record == nil {
+            let generation = core.tokens.generation
+            record = try await db { try await storage.token(hash: hash) }
+            if cached, let record { core.tokens.set(hash, record, generation: generation) }
+        }
+        guard let record, kinds.contains(record.kind) else { throw ServiceError.unauthenticated("unknown token") }
+        guard !record.revoked else { throw ServiceError.unauthenticated("this token was revoked: sign in again") }
+        guard record.expiresAt > clock.nowMillis() else { throw ServiceError.unauthenticated("this token has expired: get a new one") }
+        return record
+    }
+
+    /// The user id a user access token belongs to.
+    public func authenticateUser(bearer: String?) async throws -> String {
+        try await authenticateDevice(bearer: bearer).userId
+    }
+
+    /// The user and the device (when the token was issued to one) behind a user access token.
+    /// Read from storage on every request: a revoked device is refused at once everywhere.
+    /// Records the device as seen, at most once a minute.
+    public func authenticateDevice(bearer: String?) async throws -> (userId: String, deviceId: String?) {
+        let record = try await validToken(bearer, kinds: [.userAccess])
+        if let deviceId = record.deviceId { noteSeen(deviceId: deviceId, userId: record.subject) }
+        return (record.subject, record.deviceId)
+    }
+
+    private func noteSeen(deviceId: String, userId: String) {
+        let now = clock.nowMillis()
+        let due = lastSeenWritten.withLock { written -> Bool in
+            if let last = written[deviceId], now.timeIntervalSince(last) < 60 { return false }
+            if written.count >= 100_000 { written.removeAll(keepingCapacity: true) }
+            written[deviceId] = now
+            return true
+        }
+        guard due else { return }
+        Task { [storage, logger] in
+            do {
+                try await storage.touchDevice(deviceId: deviceId, userId: userId, at: now)
+            } catch {
+                logger.debug("cannot record when a device was last seen", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// The app an app access token belongs to.
+    public func authenticateApp(bearer: String?) async throws -> AppRecord {
+        let record = try await validToken(bearer, kinds: [.appAccess])
+        guard let app = try await core.apps.value(record.subject, load: { try await db { try await storage.app(clientId: record.subject) } }) else {
+            throw ServiceError.unauthenticated("this app was removed")
+        }
+        return app
+    }
+}
+
+/// A bcrypt hash checked against when the user does not exist, so a wrong name costs as much
+/// time as a wrong password. Made once.
+final class DummyPasswordHash: Sendable {
+    private let stored = Mutex<String?>(nil)
+
+    func hash(cost: UInt8) -> String {
+        if let hash = stored.withLock({ $0 }) { return hash }
+        let hash = Secrets.hashPassword("notty-timing-equaliser", cost: cost)
+        stored.withLock { $0 = hash }
+        return hash
+    }
+}

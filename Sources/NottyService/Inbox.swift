@@ -1,0 +1,130 @@
+import Foundation
+import Logging
+import NottyCore
+import Synchronization
+
+/// The signed-in user's API (SPEC §2.3): who they are, their subscriptions (devices, webhooks,
+/// ntfy topics), their inbox by view, the change feed and its cursors, state changes.
+public final class Inbox: ServicePart {
+    package let core: ServiceCore
+
+    init(core: ServiceCore) {
+        self.core = core
+    }
+
+    public func me(userId: String) async throws -> Me {
+        guard let user = try await db({ try await storage.user(id: userId) }) else { throw ServiceError.unauthenticated("this user was removed") }
+        return Me(id: user.id, userName: user.userName, displayName: user.displayName)
+    }
+
+    /// Registers a device (no `targetHostName`), subscribes the user to an app, or makes a
+    /// webhook (`platform` `webhook`: its URL, under `baseURL`, is in the answer this once).
+    /// The app must be registered (else `404`). A device signed in since devices were listed keeps one id:
+    /// the one its tokens carry.
+    public func createSubscription(userId: String, deviceId callerDevice: String? = nil, body: Data, baseURL: String? = nil) async throws -> SubscriptionInfo {
+        let fields: JSONFields
+        let host: String?, deviceName: String?, platform: String?
+        do {
+            fields = try JSONFields(body: body)
+            host = try fields.string("targetHostName", max: 253)
+            deviceName = try fields.string("deviceName", max: 256)
+            platform = try fields.string("platform", max: 32)
+        } catch {
+            throw ServiceError.badRequest(error.message)
+        }
+        if let platform, !["websocket", "polling", "webhook", "ntfy"].contains(platform.lowercased()) {
+            throw ServiceError.badRequest("platform must be websocket, polling, webhook or ntfy")
+        }
+        let webhook = platform?.lowercased() == "webhook"
+        // An ntfy topic (SPEC §8.2): a read-only device whose URL is its credential.
+        let topic = platform?.lowercased() == "ntfy"
+        if topic && host != nil { throw ServiceError.badRequest("an ntfy topic follows the whole inbox: leave out targetHostName") }
+        let secret: String?
+        do {
+            secret = try fields.string("secret", max: 256)
+        } catch {
+            throw ServiceError.badRequest(error.message)
+        }
+        if webhook && host == nil { throw ServiceError.badRequest("a webhook needs targetHostName: the registered app it publishes as") }
+        if secret != nil && !webhook { throw ServiceError.badRequest("secret is for webhooks (platform webhook)") }
+        if let host, try await db({ try await storage.app(hostName: host) }) == nil {
+            throw ServiceError.notFound("no app \(host) is registered on this service: check the name, or ask its administrator to run notty admin app add \(host)")
+        }
+        let now = clock.nowMillis()
+        let token = webhook || topic ? Secrets.newToken() : nil
+        let record = SubscriptionRecord(
+            id: UUID().uuidString.lowercased(), userId: userId, targetHostName: host,
+            deviceId: topic ? UUID().uuidString.lowercased() : callerDevice ?? UUID().uuidString.lowercased(),
+            deviceName: deviceName, platform: platform?.lowercased(), createdAt: now,
+            // A webhook's URL lives until it is revoked: the tools it is pasted into do not renew it.
+            expiresAt: webhook || topic ? SubscriptionRecord.never : now + TimeInterval(config.subscriptionLifetime),
+            lastSeen: host == nil && !topic ? now : nil,  // a device registering is a device seen
+            webhookHash: token.map(Secrets.tokenHash), webhookSecret: secret)
+        try await db { try await storage.insertSubscription(record) }
+        var info = record.info
+        if let token, webhook { info.webhookUrl = "\(baseURL ?? "")/v1/hooks/\(token)" }
+        if let token, topic { info.topicUrl = "\(baseURL ?? "")/\(token)" }
+        return info
+    }
+
+    public func subscriptions(userId: String) async throws -> [SubscriptionInfo] {
+        try await db { try await storage.subscriptions(userId: userId) }.map(\.info)
+    }
+
+    public func revokeSubscription(userId: String, id: String) async throws {
+        let revoked = try await db { try await storage.revokeSubscription(id: id, userId: userId) }
+        core.forgetCachedCredentials()  // a webhook's URL is cached by its hash, not by this id
+        guard revoked else { throw ServiceError.notFound("no such subscription") }
+        await wakeStreams(userId: userId)  // a revoked ntfy topic's streams end at once
+    }
+
+    /// Parses a cursor; `since` absent means "from the start".
+    public func parseCursor(_ text: String?) throws -> Int64 {
+        guard let text else { return 0 }
+        guard !text.isEmpty, text.utf8.count <= 18, text.allSatisfy(\.isASCIIDigit), let value = Int64(text) else { throw ServiceError.badRequest("since must be a cursor returned by this service") }
+        return value
+    }
+
+    /// The user's newest cursor as this instance knows it without asking storage (nil: not known).
+    func knownLatestCursor(userId: String) -> Int64? { core.latestCursors[userId] }
+
+    /// The user's newest cursor (what a device that is up to date holds).
+    public func latestCursor(userId: String) async throws -> Int64 {
+        if let known = core.latestCursors[userId] { return known }
+        let latest = try await db { try await storage.latestSeq(userId: userId) }
+        core.latestCursors.advance([userId: latest])
+        return core.latestCursors[userId] ?? latest
+    }
+
+    public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangesPage {
+        let highest = try await db { try await storage.highestSeq() }
+        if since > highest { throw ServiceError.cursorExpired }
+        guard let page = try await db({ try await storage.changes(userId: userId, since: since, limit: limit) }) else {
+            throw ServiceError.cursorExpired
+        }
+        return ChangesPage(changes: page.changes, cursor: String(page.lastSeq), hasMore: page.hasMore)
+    }
+
+    public func list(userId: String, view: NotificationView, top: Int, skip: Int) async throws -> [UserNotification] {
+        try await db { try await storage.list(userId: userId, view: view, top: top, skip: skip, now: clock.nowMillis()) }
+    }
+
+    public func counts(userId: String) async throws -> ViewCounts {
+        try await db { try await storage.counts(userId: userId, now: clock.nowMillis()) }
+    }
+
+    /// One notification. Tombstones and expired ones are gone: 404.
+    public func notification(userId: String, id: String) async throws -> UserNotification {
+        guard let found = try await db({ try await storage.notification(id: id, userId: userId) }), found.isLive(at: clock.nowMillis()) else {
+            throw ServiceError.notFound()
+        }
+        return found
+    }
+
+    /// Applies device mutations; one result per mutation, in order.
+    public func mutate(userId: String, _ mutations: [Mutation]) async throws -> [MutationResult] {
+        let results = try await db { try await storage.mutate(userId: userId, mutations: mutations, now: clock.nowMillis()) }
+        metrics.mutations.increment(by: Int64(mutations.count))
+        return results
+    }
+}
