@@ -114,19 +114,27 @@ let package = Package(
         // libdbus-1 declared on our side and loaded with dlopen when --desktop needs it: no
         // -dev package to build, no libdbus-1.so.3 needed to run.
         .target(name: "CDBus", linkerSettings: [.linkedLibrary("dl")]),
-        .target(name: "NottyDBus", dependencies: ["CDBus", "NottyDesktop"]),
+        .target(name: "NottyDBus", dependencies: ["CDBus", "NottyDesktop", "NottyPOSIX"]),
+        // Process plumbing: the one self-pipe wake-up (`WakeUp`), signals (crash and termination
+        // handlers that run one clean-up first, or a stream for a clean quit). CPOSIX declares
+        // the glibc calls Swift's Glibc module leaves out (malloc_trim, getauxval, the pty calls).
+        .systemLibrary(name: "CPOSIX"),
+        .target(name: "NottyPOSIX", dependencies: ["CPOSIX"]),
         // The terminal UI as a pure core: state, events, update, render to a grid of cells.
         .target(name: "NottyTUI", dependencies: ["NottyCore"]),
         // The only code that calls ncurses: paints a Screen, reads keys, restores the terminal.
         // Linked by name, not through pkg-config: its -D flags are ones SwiftPM drops with a
         // warning, and shim.h defines what they would.
         .systemLibrary(name: "CNcursesw", providers: [.apt(["libncurses-dev"])]),
-        .target(name: "NottyTerminal", dependencies: ["CNcursesw", "NottyTUI"]),
-        // The device's programs: the notification center's loop and its store access
-        // (windows, counts, the search index), notty poll's background work (announcing,
-        // commands, desktop popups), opening links, and lines for a person (TerminalText).
-        .target(name: "NottyCenter", dependencies: ["NottyCore", "NottyStore", "NottySync", "NottyTUI", "NottyTerminal", "NottyDesktop", "NottyDBus"]),
-        // What both programs share: one-line errors, the root command's run, durations, passwords.
+        .target(name: "NottyTerminal", dependencies: ["CNcursesw", "NottyTUI", "NottyPOSIX"]),
+        // The notification center: its loop and its store access (windows, counts, the search
+        // index), reading ahead while idle, opening links, giving memory back.
+        .target(name: "NottyCenter", dependencies: ["CPOSIX", "NottyCore", "NottyPOSIX", "NottyStore", "NottySync", "NottyTUI", "NottyTerminal"]),
+        // `notty poll`'s work beside syncing: announcing what arrives, `--exec`/`--on-change`
+        // commands, desktop popups. No ncurses.
+        .target(name: "NottyPoll", dependencies: ["NottyCommandLine", "NottyCore", "NottyPOSIX", "NottyStore", "NottyDesktop", "NottyDBus"]),
+        // What both programs share: one-line errors and the lines written for a person
+        // (say/warn), the root command's run, durations, passwords.
         .target(name: "NottyCommandLine", dependencies: ["NottyCore", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // `notty`, the device's program (argument parsing and wiring only): the center, sync,
         // poll and every scriptable command, without the service's libraries. `notty serve`,
@@ -141,6 +149,8 @@ let package = Package(
                 "NottySync",
                 "NottyTerminal",
                 "NottyCenter",
+                "NottyPOSIX",
+                "NottyPoll",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -166,6 +176,7 @@ let package = Package(
         .executableTarget(
             name: "notty-bench",
             dependencies: [
+                "CPOSIX",  // `tui` drives the center through a pseudo-terminal
                 "NottyCenter",  // `frames` runs the center's own parts
                 "NottyCore",
                 "NottyService",  // `instances` adds its many users straight into the storage
@@ -190,7 +201,9 @@ let package = Package(
         .testTarget(name: "NottyCommandLineTests", dependencies: ["NottyCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .testTarget(name: "NottySQLiteTests", dependencies: ["NottySQLite", "NottyTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "NottyDesktopTests", dependencies: ["NottyDesktop", "NottyCore"]),
-        .testTarget(name: "NottyTerminalTests", dependencies: ["NottyTerminal", "NottyTUI", "CNcursesw", "NottyTestSupport"]),
+        .testTarget(name: "NottyTerminalTests", dependencies: ["NottyTerminal", "NottyTUI", "NottyPOSIX", "CNcursesw", "NottyTestSupport"]),
+        .testTarget(name: "NottyPOSIXTests", dependencies: ["NottyPOSIX"]),
+        .testTarget(name: "NottyPollTests", dependencies: ["NottyPoll", "NottyCore", "NottyTestSupport"]),
         .testTarget(name: "NottyTUITests", dependencies: ["NottyTUI", "NottyCore"], exclude: ["Golden"]),
         .testTarget(name: "NottyWebhooksTests", dependencies: ["NottyWebhooks", "NottyCore"], exclude: ["Fixtures"]),
         .testTarget(name: "NottyCenterTests", dependencies: ["NottyCenter", "NottyStore", "NottyTUI", "NottyCore", "NottyTestSupport"]),

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyStore
 import NottySync
 import NottyTUI
@@ -38,8 +39,8 @@ public final class Center: Sendable {
 
     /// Runs until `q` (or SIGTERM/SIGINT/SIGHUP); the terminal is restored on every path.
     public func run() async throws {
-        Terminal.installCrashHandlers()
-        let signals = Terminal.terminationSignals()
+        Signals.installCrashHandlers()
+        let signals = Signals.terminationSignals()
         let liveSync = LiveSync(engine: engine, client: client, mode: .live) { [weak self] event in self?.syncEvent(event) }
         self.liveSync.withLock { $0 = liveSync }
         // Syncing starts once the first frame is painted: on two cores its start (NIO's threads,

@@ -1,9 +1,7 @@
+import CPOSIX
 import Foundation
 import NottyStore
 import Synchronization
-
-// glibc's, left out of Swift's Glibc module (malloc.h).
-@_silgen_name("malloc_trim") private func c_malloc_trim(_ pad: Int) -> Int32
 
 /// Adds the rows that are not in the search index yet, a few thousand per transaction, in the
 /// background whenever the store changed; one run at a time.
@@ -24,7 +22,7 @@ public final class SearchIndexer: Sendable {
                 rounds += 1
                 if !more { finished = true; break }
             }
-            if rounds > 1 { _ = c_malloc_trim(0) }  // give the heap the index build used back
+            if rounds > 1 { _ = malloc_trim(0) }  // give the heap the index build used back
             running.store(false, ordering: .releasing)
             // Rows written after the last round but before the flag was cleared.
             if finished, (try? store.rowsToIndexForSearch()) ?? 0 > 0 { catchUp() }

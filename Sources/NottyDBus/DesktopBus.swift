@@ -1,6 +1,7 @@
 import CDBus
 import Foundation
 import NottyDesktop
+import NottyPOSIX
 import Synchronization
 
 /// freedesktop Desktop Notifications (`org.freedesktop.Notifications`, spec 1.2) on the session
@@ -21,8 +22,8 @@ public final class DesktopBus: @unchecked Sendable {
 
     private let connection: OpaquePointer
     private let running = Atomic<Bool>(true)
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    /// Wakes the connection's thread from its poll(2).
+    private let wakeUp: WakeUp
     private let onSignal: @Sendable (Signal) -> Void
     private var thread: Thread?
     /// The daemon's name and version (`GetServerInformation`), e.g. "dunst 1.9.0".
@@ -43,22 +44,17 @@ public final class DesktopBus: @unchecked Sendable {
             throw Failure(description: "no session D-Bus (\(detail)): is DBUS_SESSION_BUS_ADDRESS set? Desktop popups are off")
         }
         dbus_connection_set_exit_on_disconnect(connection, 0)
-        var pipeEnds: [Int32] = [-1, -1]
-        guard pipe(&pipeEnds) == 0, fcntl(pipeEnds[0], F_SETFL, O_NONBLOCK) == 0, fcntl(pipeEnds[1], F_SETFL, O_NONBLOCK) == 0,
-              fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(pipeEnds[1], F_SETFD, FD_CLOEXEC) == 0 else {
+        guard let wakeUp = WakeUp() else {
             dbus_connection_close(connection)
             dbus_connection_unref(connection)
             throw Failure(description: "cannot make a pipe: \(String(cString: strerror(errno)))")
         }
-        wakeRead = pipeEnds[0]
-        wakeWrite = pipeEnds[1]
+        self.wakeUp = wakeUp
         self.connection = connection
         self.onSignal = onSignal
         do {
             server = try Self.serverInformation(connection)
         } catch {
-            Glibc.close(wakeRead)
-            Glibc.close(wakeWrite)
             dbus_connection_close(connection)
             dbus_connection_unref(connection)
             throw error
@@ -67,8 +63,6 @@ public final class DesktopBus: @unchecked Sendable {
         if dbus_error_is_set(&error) != 0 {
             let detail = Self.text(error)
             dbus_error_free(&error)
-            Glibc.close(wakeRead)
-            Glibc.close(wakeWrite)
             dbus_connection_close(connection)
             dbus_connection_unref(connection)
             throw Failure(description: "cannot listen to the notification daemon's signals: \(detail)")
@@ -139,11 +133,10 @@ public final class DesktopBus: @unchecked Sendable {
     private func loop() {
         var fd: Int32 = -1
         guard dbus_connection_get_unix_fd(connection, &fd) != 0 else { return }
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-        var drain = [UInt8](repeating: 0, count: 64)
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeUp.descriptor, events: Int16(POLLIN), revents: 0)]
         while running.load(ordering: .acquiring) {
             _ = poll(&fds, 2, 1000)
-            if fds[1].revents != 0 { _ = read(wakeRead, &drain, drain.count) }
+            if fds[1].revents != 0 { wakeUp.drain() }
             guard dbus_connection_read_write_dispatch(connection, 0) != 0 else {
                 running.store(false, ordering: .releasing)
                 break
@@ -154,13 +147,10 @@ public final class DesktopBus: @unchecked Sendable {
 
     /// Makes the loop dispatch now (after a call that may have read signals, or to stop).
     private func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        wakeUp.signal()
     }
 
     deinit {
-        Glibc.close(wakeRead)
-        Glibc.close(wakeWrite)
         dbus_connection_close(connection)
         dbus_connection_unref(connection)
     }

@@ -1,5 +1,6 @@
 import CNcursesw
 import Foundation
+import NottyPOSIX
 import NottyTUI
 
 #if canImport(Glibc)
@@ -24,10 +25,11 @@ public enum TerminalError: Error, Hashable, Sendable {
 /// `paint` from another thread is never held up by a waiting `readKey`. The simplest shell
 /// still uses one loop: `readKey(timeoutMilliseconds:)`, update, `paint`.
 ///
-/// Exit paths: `stop()` is idempotent; an `atexit` hook and `installCrashHandlers()` restore the
-/// terminal on `exit()` and on crashes; for SIGTERM/SIGINT/SIGHUP/SIGQUIT choose either
-/// `installTerminationHandlers()` (restore, then die of the signal) or observe
-/// `terminationSignals()` and quit cleanly yourself.
+/// Exit paths: `stop()` is idempotent; an `atexit` hook restores the terminal on `exit()`, and
+/// every handler of `Signals` (NottyPOSIX) restores it first: `Signals.installCrashHandlers()`
+/// for crashes; for SIGTERM/SIGINT/SIGHUP/SIGQUIT choose either
+/// `Signals.installTerminationHandlers()` (restore, then die of the signal) or observe
+/// `Signals.terminationSignals()` and quit cleanly yourself.
 public final class Terminal: @unchecked Sendable {
     private let lock = NSLock()
     private let ttyPath: String?
@@ -260,7 +262,7 @@ public final class Terminal: @unchecked Sendable {
                     slice = min(slice, max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)))
                 }
                 var descriptors = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
-                                   pollfd(fd: wakeUp?.readEnd ?? -1, events: Int16(POLLIN), revents: 0)]
+                                   pollfd(fd: wakeUp?.descriptor ?? -1, events: Int16(POLLIN), revents: 0)]
                 let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(slice))
                 // A hung-up tty polls as readable *and* HUP/ERR; input already queued was
                 // read above, so this means the terminal is gone.

@@ -1,3 +1,4 @@
+import CPOSIX
 import Foundation
 import NottyCore
 import NottyStore
@@ -130,10 +131,10 @@ final class PseudoTerminal {
     let slavePath: String
 
     init(columns: Int, rows: Int) throws {
-        master = c_posix_openpt(O_RDWR | O_NOCTTY)
-        guard master >= 0, c_grantpt(master) == 0, c_unlockpt(master) == 0 else { throw SupportError("no pseudo-terminal: errno \(errno)") }
+        master = posix_openpt(O_RDWR | O_NOCTTY)
+        guard master >= 0, grantpt(master) == 0, unlockpt(master) == 0 else { throw SupportError("no pseudo-terminal: errno \(errno)") }
         var name = [CChar](repeating: 0, count: 128)
-        guard c_ptsname_r(master, &name, name.count) == 0 else { throw SupportError("ptsname: errno \(errno)") }
+        guard ptsname_r(master, &name, name.count) == 0 else { throw SupportError("ptsname: errno \(errno)") }
         slavePath = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var size = winsize(ws_row: UInt16(rows), ws_col: UInt16(columns), ws_xpixel: 0, ws_ypixel: 0)
         _ = ioctl(master, UInt(TIOCSWINSZ), &size)
@@ -215,9 +216,3 @@ final class PseudoTerminal {
         return Data(buffer[0..<n])
     }
 }
-
-// glibc has these, but Swift's Glibc module leaves them out (they need _XOPEN_SOURCE).
-@_silgen_name("posix_openpt") private func c_posix_openpt(_ flags: Int32) -> Int32
-@_silgen_name("grantpt") private func c_grantpt(_ descriptor: Int32) -> Int32
-@_silgen_name("unlockpt") private func c_unlockpt(_ descriptor: Int32) -> Int32
-@_silgen_name("ptsname_r") private func c_ptsname_r(_ descriptor: Int32, _ buffer: UnsafeMutablePointer<CChar>, _ length: Int) -> Int32

@@ -3,6 +3,7 @@ import Foundation
 import NottyCommandLine
 import NottyCenter
 import NottyCore
+import NottyPOSIX
 import NottyStore
 import NottySync
 

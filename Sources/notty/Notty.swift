@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyCenter
 import NottyCommandLine
 import NottySync

@@ -1,11 +1,11 @@
 import ArgumentParser
 import Foundation
 import NottyCommandLine
-import NottyCenter
 import NottyCore
 import NottyStore
 import NottySync
-import NottyTerminal
+import NottyPOSIX
+import NottyPoll
 import Synchronization
 
 struct Poll: AsyncParsableCommand {
@@ -69,7 +69,7 @@ struct Poll: AsyncParsableCommand {
                 try await engine.sync()
                 _ = try announcer.announce()
                 if let onChange { try announcer.reportStateChanges(onChange) }
-                runner.waitUntilIdle()
+                await runner.waitUntilIdle()
                 return
             }
             // A flag wins over the file: --interval (or --no-live) asks for polling.
@@ -125,8 +125,8 @@ func describe(_ state: ConnectionState) -> String {
     }
 }
 
-/// Returns when SIGINT or SIGTERM arrives (through the one signal helper, `Terminal.terminationSignals`;
+/// Returns when SIGINT or SIGTERM arrives (through the one signal helper, `Signals.terminationSignals`;
 /// a second signal after that has its default action again).
 func waitForTermination() async {
-    for await _ in Terminal.terminationSignals([SIGINT, SIGTERM]) { break }
+    for await _ in Signals.terminationSignals([SIGINT, SIGTERM]) { break }
 }

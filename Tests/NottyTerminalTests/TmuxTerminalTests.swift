@@ -1,4 +1,5 @@
 import Foundation
+import NottyPOSIX
 import NottyTUI
 import NottyTestSupport
 import Testing
@@ -92,20 +93,6 @@ extension CursesScreenTests {
             terminal.stop()
             try await pane.waitFor { _ in try await pane.query("#{alternate_on},#{cursor_flag}") == "0,1" }
         }
-    }
-}
-
-@Suite("WakeUp")
-struct WakeUpTests {
-    @Test("signals never block, however many are pending; drain empties the pipe and says whether one was pending")
-    func signalsAndDrains() throws {
-        let wakeUp = try #require(WakeUp())
-        #expect(!wakeUp.drain())
-        for _ in 0..<100_000 { wakeUp.signal() }  // more than a pipe holds
-        #expect(wakeUp.drain())
-        #expect(!wakeUp.drain())
-        wakeUp.signal()
-        #expect(wakeUp.drain())
     }
 }
 

@@ -1,3 +1,4 @@
+import CPOSIX
 import Foundation
 import Synchronization
 
@@ -71,8 +72,6 @@ public enum ResidentMemory {
 
 // MARK: - The loader's tables
 
-// glibc's (sys/auxv.h), left out of Swift's Glibc module.
-@_silgen_name("getauxval") private func c_getauxval(_ type: UInt) -> UInt
 private let auxProgramHeaders: UInt = 3, auxProgramHeaderCount: UInt = 5  // AT_PHDR, AT_PHNUM
 
 extension ResidentMemory {
@@ -115,7 +114,7 @@ extension ResidentMemory {
     /// The address in the file's layout (`p_vaddr`) of the program's first program header of
     /// `type`, read from the headers in memory (`AT_PHDR`, `AT_PHNUM`).
     private static func programHeaderAddress(type: UInt32) -> UInt? {
-        let headers = c_getauxval(auxProgramHeaders), count = Int(c_getauxval(auxProgramHeaderCount))
+        let headers = getauxval(auxProgramHeaders), count = Int(getauxval(auxProgramHeaderCount))
         guard count > 0, let table = UnsafeRawPointer(bitPattern: headers) else { return nil }
         for index in 0..<count {
             let header = table + index * 56  // Elf64_Phdr: p_type at 0, p_vaddr at 16
@@ -127,7 +126,7 @@ extension ResidentMemory {
     /// Where the program's first byte is mapped: the program headers' address in memory less
     /// their address in the file's layout (`PT_PHDR`).
     private static func programBase() -> UInt? {
-        programHeaderAddress(type: 6).map { c_getauxval(auxProgramHeaders) &- $0 }
+        programHeaderAddress(type: 6).map { getauxval(auxProgramHeaders) &- $0 }
     }
 
     /// Whether the loader writes into the program's read-only segments (`DT_TEXTREL`, or

@@ -1,4 +1,5 @@
 import Foundation
+import NottyCore
 
 // What notty's commands and background work write for a person: every line through
 // ``TerminalText``, so nothing from the network drives the terminal.
@@ -14,9 +15,4 @@ public func warn(_ text: String) {
 /// terminal. Line breaks are kept only when asked for (a body).
 public func say(_ text: String, keepingLineBreaks: Bool = false) {
     print(TerminalText.safe(text, keepingLineBreaks: keepingLineBreaks))
-}
-
-/// One notification as a JSON line (SPEC §1 names).
-public func jsonLine(_ notification: UserNotification) -> String {
-    String(decoding: notification.jsonBytes(), as: UTF8.self)
 }

@@ -1,5 +1,5 @@
 import Foundation
-@testable import NottyCenter
+@testable import NottyPOSIX
 import Testing
 
 @Suite("Resident memory: the program's own code pages given back after start-up")

@@ -1,5 +1,5 @@
 import Foundation
-import NottyCenter
+import NottyPoll
 import NottyCore
 import NottyTestSupport
 import Testing
@@ -52,7 +52,7 @@ struct CommandRunnerTests {
         #expect(!lines().contains { $0.hasPrefix("start id-5") }, "\(lines()) \(stderr())")
         for n in [0, 2, 3, 4, 5] { #expect(await release(n), "command \(n) never waited for its release: \(lines()) \(stderr())") }
         #expect(await eventually(timeout: .seconds(60)) { lines().filter { $0.hasPrefix("end ") }.count == 6 }, "\(lines()) \(stderr())")
-        runner.waitUntilIdle()
+        await runner.waitUntilIdle()
         #expect(lines().contains("start id-5 High builds https://ci.example.com/5 dismissed"))
         #expect(stderr() == "")
     }

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import NottyTerminal
+@testable import NottyPOSIX
 
 @Suite("Termination signals for a clean quit")
 struct SignalTests {
@@ -9,7 +9,7 @@ struct SignalTests {
     /// waits: a fresh CI clone's test process took 31 s to get here once, and over 60 s once.)
     @Test(.timeLimit(.minutes(5)))
     func aSignalIsDeliveredToTheShellInsteadOfKillingIt() async {
-        let signals = Terminal.terminationSignals([SIGUSR2])
+        let signals = Signals.terminationSignals([SIGUSR2])
         kill(getpid(), SIGUSR2)
         var iterator = signals.makeAsyncIterator()
         #expect(await iterator.next() == SIGUSR2)

@@ -1,0 +1,120 @@
+import Foundation
+import NottyCommandLine
+import NottyCore
+import Synchronization
+
+/// Runs `--exec` and `--on-change` commands beside syncing: at most `limit` at once, the rest
+/// queued in order, each stopped (SIGTERM, then SIGKILL) after `timeout` seconds.
+public final class CommandRunner: Sendable {
+    public struct Job: Sendable {
+        /// The option the command came from, for messages.
+        public let option: String
+        public let command: String
+        public let notification: UserNotification
+        /// `NOTTY_STATE` (`--on-change`).
+        public var state: String?
+
+        public init(option: String, command: String, notification: UserNotification, state: String? = nil) {
+            self.option = option
+            self.command = command
+            self.notification = notification
+            self.state = state
+        }
+    }
+
+    public let timeout: Int
+    public let limit: Int
+    private let state = Mutex<(running: Int, queue: [Job], idle: [CheckedContinuation<Void, Never>])>((0, [], []))
+    private let processes = Mutex<[pid_t: Process]>([:])
+
+    public init(timeout: Int, limit: Int = 4) {
+        self.timeout = timeout
+        self.limit = limit
+    }
+
+    public func submit(_ job: Job) {
+        let start = state.withLock { state -> Bool in
+            if state.running < limit { state.running += 1; return true }
+            state.queue.append(job)
+            return false
+        }
+        if start { launch(job) }
+    }
+
+    /// Returns when every queued and running command has ended (for `--once`): told by the
+    /// last one's end, not by looking.
+    public func waitUntilIdle() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { state -> Bool in
+                if state.running == 0 && state.queue.isEmpty { return true }
+                state.idle.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
+
+    /// When `notty poll` stops: the queue is dropped and running commands get SIGTERM.
+    public func stop() {
+        state.withLock { $0.queue.removeAll() }
+        for pid in processes.withLock({ Array($0.keys) }) { kill(-pid, SIGTERM) }  // its process group: sh and what it runs
+    }
+
+    /// The variables a command gets (SPEC §4, §7.1, §7.4).
+    public static func environment(_ job: Job) -> [String: String] {
+        let n = job.notification
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTTY_ID"] = n.id
+        environment["NOTTY_TITLE"] = n.displayTitle
+        environment["NOTTY_BODY"] = n.payload.visualContent?.body ?? n.payload.rawContent ?? ""
+        environment["NOTTY_PRIORITY"] = n.priority.rawValue
+        environment["NOTTY_APP"] = n.targetHostName
+        environment["NOTTY_GROUP"] = n.groupName ?? ""
+        environment["NOTTY_URL"] = n.launchUrl ?? ""
+        environment["NOTTY_STATE"] = job.state
+        return environment
+    }
+
+    private func launch(_ job: Job) {
+        let id = job.notification.id
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", job.command]
+        process.environment = Self.environment(job)
+        process.terminationHandler = { [self] finished in
+            _ = processes.withLock { $0.removeValue(forKey: finished.processIdentifier) }
+            if finished.terminationReason == .exit, finished.terminationStatus != 0 {
+                warn("\(job.option) exited with \(finished.terminationStatus) for \(id)")
+            }
+            done()
+        }
+        do {
+            try process.run()
+        } catch {
+            warn("cannot run \(job.option): \(error)")
+            done()
+            return
+        }
+        let pid = process.processIdentifier
+        // Kept only while running: a command that already ended has been through its handler.
+        processes.withLock { if process.isRunning { $0[pid] = process } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(timeout)) {
+            guard process.isRunning else { return }
+            warn("\(job.option) ran longer than \(self.timeout)s for \(id): stopped")
+            kill(-pid, SIGTERM)  // the command's process group (Process starts one per child): sh and what it runs
+            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) { if process.isRunning { kill(-pid, SIGKILL) } }
+        }
+    }
+
+    private func done() {
+        let (next, idle) = state.withLock { state -> (Job?, [CheckedContinuation<Void, Never>]) in
+            guard state.queue.isEmpty else { return (state.queue.removeFirst(), []) }
+            state.running -= 1
+            guard state.running == 0 else { return (nil, []) }
+            defer { state.idle.removeAll() }
+            return (nil, state.idle)
+        }
+        if let next { launch(next) }
+        for waiter in idle { waiter.resume() }
+    }
+}

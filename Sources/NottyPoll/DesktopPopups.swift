@@ -1,0 +1,108 @@
+import Foundation
+import NottyCommandLine
+import NottyCore
+import NottyPOSIX
+import NottyDBus
+import NottyDesktop
+import NottyStore
+import Synchronization
+
+/// `notty poll --desktop`: the desktop's popups kept true to the store through ``PopupBridge``
+/// (pure) and ``DesktopBus`` (libdbus). Signals from the daemon and the store's changes are
+/// handled one at a time; the mapping is saved to the store after each.
+public actor DesktopPopups {
+    private var bridge: PopupBridge
+    private let bus: DesktopBus
+    private let store: LocalStore
+    private let changed: @Sendable () -> Void
+    private var signals: Task<Void, Never>?
+
+    /// Connects to the session bus; without one (or without a daemon) says so in one line and
+    /// answers nil: polling goes on without popups.
+    public static func start(store: LocalStore, changed: @escaping @Sendable () -> Void) -> DesktopPopups? {
+        let (stream, continuation) = AsyncStream.makeStream(of: DesktopBus.Signal.self)
+        let bus: DesktopBus
+        do {
+            bus = try DesktopBus { continuation.yield($0) }
+        } catch {
+            warn(error.description)
+            return nil
+        }
+        let entries = ((try? store.popups()) ?? []).map { ($0.notificationId, PopupBridge.Entry(popupId: $0.popupId, view: $0.view)) }
+        let popups = DesktopPopups(bridge: PopupBridge(entries: Dictionary(entries, uniquingKeysWith: { a, _ in a })), bus: bus, store: store, changed: changed)
+        warn("desktop popups through \(bus.server)")
+        Task { await popups.listen(stream) }
+        return popups
+    }
+
+    private init(bridge: PopupBridge, bus: DesktopBus, store: LocalStore, changed: @escaping @Sendable () -> Void) {
+        self.bridge = bridge
+        self.bus = bus
+        self.store = store
+        self.changed = changed
+    }
+
+    private func listen(_ stream: AsyncStream<DesktopBus.Signal>) {
+        signals = Task {
+            for await signal in stream {
+                switch signal {
+                case .closed(let popupId, let reason): await handle(.closed(popupId: popupId, reason: reason))
+                case .action(let popupId, let key): await handle(.action(popupId: popupId, key: key))
+                }
+            }
+        }
+    }
+
+    public func arrived(_ notifications: [(UserNotification, NotificationView?)]) async {
+        for (notification, view) in notifications { await handle(.arrived(notification, view: view)) }
+    }
+
+    /// Reports where every notification with a popup (or a snoozed one that had one) is now.
+    public func storeChanged() async {
+        let now = Date()
+        for id in bridge.trackedIds {
+            let notification = try? store.notification(id: id)
+            await handle(.moved(id: id, notification, view: notification.flatMap { NotificationView.current(of: $0, now: now) }))
+        }
+    }
+
+    public func stop() {
+        signals?.cancel()
+        bus.stop()
+    }
+
+    private func handle(_ event: PopupBridge.Event) async {
+        var pending = bridge.handle(event)
+        while !pending.isEmpty {
+            let effect = pending.removeFirst()
+            switch effect {
+            case .show(let id, let content, let replacing):
+                do {
+                    let popupId = try await bus.notify(content, replacing: replacing)
+                    pending += bridge.handle(.shown(id: id, popupId: popupId))
+                } catch {
+                    warn("cannot show a popup: \(error)")
+                }
+            case .close(let popupId):
+                bus.close(popupId)
+            case .dismiss(let id):
+                record(id, StateChange(userActionState: .dismissed))
+            case .activate(let id):
+                let url = (try? store.notification(id: id))?.launchUrl
+                record(id, StateChange.activate)
+                if let url, let problem = LinkOpener.open(url) { warn(problem) }
+            }
+        }
+        let records = bridge.entries.map { LocalStore.PopupRecord(notificationId: $0.key, popupId: $0.value.popupId, view: $0.value.view) }
+        do { try store.savePopups(records) } catch { warn("cannot save the popups: \(error)") }
+    }
+
+    private func record(_ id: String, _ change: StateChange) {
+        do {
+            try store.record([(id, .patch(change))])
+            changed()
+        } catch {
+            warn("cannot record the popup's change: \(error)")
+        }
+    }
+}
