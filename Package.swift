@@ -196,7 +196,7 @@ let package = Package(
             ]
         ),
         // Helpers for tests and benchmarks that run the real notty (not shipped).
-        .target(name: "NottyTestSupport"),
+        .target(name: "NottyTestSupport", dependencies: ["NottyPOSIX"]),
         .testTarget(name: "NottyCoreTests", dependencies: ["NottyCore"]),
         .testTarget(name: "NottyCommandLineTests", dependencies: ["NottyCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .testTarget(name: "NottySQLiteTests", dependencies: ["NottySQLite", "NottyTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),

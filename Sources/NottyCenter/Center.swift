@@ -27,7 +27,7 @@ public final class Center: Sendable {
     /// Told once the first frame is painted (then nil).
     private let firstPaint = Mutex<AsyncStream<Void>.Continuation?>(nil)
     /// Written by the sync's callbacks, read when the status line is built.
-    private let connection = Mutex<SyncStatus.Connection>(.connecting)
+    private let connection = Mutex<ConnectionState>(.connecting)
 
     public init(store: LocalStore, credentials: Credentials, client: ServiceClient, engine: SyncEngine, settings: ClientSettings) {
         self.store = store
@@ -102,13 +102,7 @@ public final class Center: Sendable {
     private func syncEvent(_ event: LiveSyncEvent) {
         switch event {
         case .connection(let state):
-            let shown: SyncStatus.Connection = switch state {
-            case .connecting: .connecting
-            case .live: .live
-            case .polling(let every): .polling(everySeconds: every)
-            case .offline(let since): .offline(since: since)
-            }
-            connection.withLock { $0 = shown }
+            connection.withLock { $0 = state }
             postStatus()
         case .synced:
             postStatus()

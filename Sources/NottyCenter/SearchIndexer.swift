@@ -1,5 +1,6 @@
 import CPOSIX
 import Foundation
+import NottyPOSIX
 import NottyStore
 import Synchronization
 
@@ -15,10 +16,10 @@ public final class SearchIndexer: Sendable {
 
     public func catchUp() {
         guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
-        Task.detached(priority: .background) { [self] in
+        startOffThePool(name: "notty-index") { [self] in
             var rounds = 0
             var finished = false  // false after an error: the next change tries again
-            while !Task.isCancelled, let more = try? store.indexForSearch() {
+            while let more = try? store.indexForSearch() {
                 rounds += 1
                 if !more { finished = true; break }
             }

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyStore
 import NottyTUI
 import Synchronization
@@ -148,7 +149,7 @@ public final class WindowLoader: Sendable {
 
     private func countInBackground(_ key: SearchCount) {
         guard counting.withLock({ $0.insert(key).inserted }) else { return }
-        Task.detached { [self] in
+        startOffThePool(name: "notty-count") { [self] in
             let now = Date()
             // The revision is read before counting: a count tagged with it is of that
             // revision, or of a later one that makes the tag stale anyway.

@@ -6,17 +6,6 @@ import NIOCore
 import NottyCore
 import NottyStore
 
-/// How this device is connected to the service right now.
-public enum ConnectionState: Sendable, Equatable {
-    case connecting
-    /// The doorbell WebSocket is open: changes arrive as they happen.
-    case live
-    /// Conditional polls every so many seconds.
-    case polling(every: Int)
-    /// The service cannot be reached since then; changes queue in the outbox.
-    case offline(since: Date)
-}
-
 /// What ``LiveSync`` reports.
 public enum LiveSyncEvent: Sendable {
     case connection(ConnectionState)

@@ -29,17 +29,14 @@ enum StatusLine {
     private static func facts(_ status: SyncStatus, state: TUIState, short: Bool) -> [Span] {
         let bar = CellStyle(reverse: true)
         var parts: [Span] = []
-        switch status.connection {
-        case .live:
-            parts.append(Span("live", CellStyle(reverse: true, color: .ok)))
-        case .polling(let seconds):
-            parts.append(Span(short ? "polling \(seconds)s" : "polling every \(seconds)s", bar))
-        case .offline(let since):
-            let time = TimeText.clock(since, in: state.timeZone, now: state.now)
-            parts.append(Span(short ? "offline \(time)" : "offline since \(time)", CellStyle(bold: true, reverse: true, color: .warning)))
-        case .connecting:
-            parts.append(Span("connecting…", CellStyle(reverse: true, color: .muted)))
+        let words = status.connection.words(short: short) { TimeText.clock($0, in: state.timeZone, now: state.now) }
+        let style = switch status.connection {
+        case .live: CellStyle(reverse: true, color: .ok)
+        case .polling: bar
+        case .offline: CellStyle(bold: true, reverse: true, color: .warning)
+        case .connecting: CellStyle(reverse: true, color: .muted)
         }
+        parts.append(Span(words, style))
         if !short || status.outbox > 0 {
             parts.append(Span("outbox \(status.outbox)", status.outbox > 0 ? CellStyle(reverse: true, color: .warning) : bar))
         }

@@ -1,4 +1,5 @@
 import Foundation
+@_exported import func NottyPOSIX.offThePool
 
 /// Paths of the repository and of the built `notty` (and `notty-server`) next to the running test bundle.
 public enum Repository {
@@ -216,22 +217,6 @@ public func eventually(timeout: Duration = .seconds(5), _ condition: () async th
         try? await Task.sleep(for: .milliseconds(20))
     }
     return try await condition()
-}
-
-/// Runs `body`, which blocks (waits for a process, reads its pipes to the end), on a thread
-/// of its own and awaits its result.
-///
-/// Tests run as tasks on Swift's cooperative pool, which has one thread per core: 2 here and
-/// in CI. Waiting for a child process on a pool thread takes that thread from every other test
-/// of the process; with dozens of tests starting together a fresh CI run stalled for a minute,
-/// and PostgreSQL set-ups timed out after 60 s. Every helper here that waits for a process
-/// therefore waits off the pool.
-public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.stackSize = 1 << 20
-        thread.start()
-    }
 }
 
 /// Starts `path` with posix_spawn: exactly `environment`, standard files as `files` sets them

@@ -89,7 +89,7 @@ struct Poll: AsyncParsableCommand {
             }
             let liveSync = LiveSync(engine: engine, client: client, mode: mode) { event in
                 switch event {
-                case .connection(let state): warn("connection: \(describe(state))")
+                case .connection(let state): warn("connection: \(state.words { ISOTime.format($0) })")
                 case .failed(let error): warn(error.description)
                 case .synced:
                     Task {
@@ -116,14 +116,6 @@ struct Poll: AsyncParsableCommand {
     }
 }
 
-func describe(_ state: ConnectionState) -> String {
-    switch state {
-    case .connecting: "connecting"
-    case .live: "live"
-    case .polling(let every): "polling every \(every)s"
-    case .offline(let since): "offline since \(ISOTime.format(since))"
-    }
-}
 
 /// Returns when SIGINT or SIGTERM arrives (through the one signal helper, `Signals.terminationSignals`;
 /// a second signal after that has its default action again).

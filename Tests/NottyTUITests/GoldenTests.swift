@@ -99,7 +99,7 @@ struct GoldenTests {
 
     @Test func pollingStatusAt40() throws {
         var h = Harness(size: Size(columns: 40, rows: 10))
-        _ = h.send(.status(SyncStatus(user: "alice", server: "http://127.0.0.1:8787", connection: .polling(everySeconds: 30), outbox: 0, lastSync: Fixtures.now)))
+        _ = h.send(.status(SyncStatus(user: "alice", server: "http://127.0.0.1:8787", connection: .polling(every: 30), outbox: 0, lastSync: Fixtures.now)))
         try Golden.check("polling-40x10", render(h.state))
     }
 
