@@ -27,6 +27,8 @@ public final class WindowLoader: Sendable {
     private let readyAnswers = Mutex<[WindowRequest: (revision: Int64, validUntil: Date?, answer: Answer)]>([:])
     /// How many answers came from `readyAnswers` (for tests).
     let answeredAhead = Atomic<Int>(0)
+    /// Searches whose counting has started (tests check that one read ahead is not counted).
+    let countsStarted = Atomic<Int>(0)
 
     /// A search's count as of one revision of the store.
     struct SearchCount: Hashable {
@@ -149,6 +151,7 @@ public final class WindowLoader: Sendable {
 
     private func countInBackground(_ key: SearchCount) {
         guard counting.withLock({ $0.insert(key).inserted }) else { return }
+        countsStarted.add(1, ordering: .relaxed)
         startOffThePool(name: "notty-count") { [self] in
             let now = Date()
             // The revision is read before counting: a count tagged with it is of that

@@ -41,6 +41,11 @@ public final class CommandRunner: Sendable {
         if start { launch(job) }
     }
 
+    /// How many commands run now and how many wait for a slot.
+    public var load: (running: Int, queued: Int) {
+        state.withLock { ($0.running, $0.queue.count) }
+    }
+
     /// Returns when every queued and running command has ended (for `--once`): told by the
     /// last one's end, not by looking.
     public func waitUntilIdle() async {

@@ -83,10 +83,17 @@ public actor LiveSync {
     }
 
     private func syncNow() async {
-        do {
+        await reporting {
             let summary = try await engine.sync()
             reachable()
-            onEvent(.synced(summary))
+            return summary
+        }
+    }
+
+    /// Runs one step of syncing and reports it: synced, or what failed.
+    private func reporting(_ step: () async throws -> SyncSummary) async {
+        do {
+            onEvent(.synced(try await step()))
         } catch let error as SyncError {
             failed(error)
         } catch let error as StoreError {
@@ -222,15 +229,9 @@ public actor LiveSync {
 
     private func ring(_ text: String) async {
         guard let frame = try? NottyJSON.decoder.decode(DoorbellFrame.self, from: Data(text.utf8)) else { return }
-        do {
+        await reporting {
             try await engine.receive(frame)
-            onEvent(.synced(SyncSummary()))
-        } catch let error as SyncError {
-            failed(error)
-        } catch let error as StoreError {
-            failed(.local(error.description))
-        } catch {
-            failed(.unreachable(String(describing: error)))
+            return SyncSummary()
         }
     }
 

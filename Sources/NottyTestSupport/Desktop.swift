@@ -15,6 +15,8 @@ public final class TestDesktop: @unchecked Sendable {
     private var bus: Process?
     private var xvfb: Process?
     private var dunst: Process?
+    private var monitor: Process?
+    private var monitorLog: URL { directory.appendingPathComponent("monitor.log") }
 
     /// What a process needs to reach this desktop.
     public var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": busAddress, "DISPLAY": display] }
@@ -64,6 +66,35 @@ public final class TestDesktop: @unchecked Sendable {
             stop()
             throw SupportError("dunst did not start: \(log)")
         }
+        // Every Notify call on the bus, for `notifyCalls()`; ready once it is a monitor (it has
+        // given up its name).
+        monitor = try startLogged("/usr/bin/dbus-monitor", ["--address", busAddress, "type='method_call',interface='org.freedesktop.Notifications',member='Notify'"],
+                                  log: monitorLog, environment: [:])
+        guard await eventually(timeout: .seconds(10), { ((try? String(contentsOf: self.monitorLog, encoding: .utf8)) ?? "").contains("member=NameLost") }) else {
+            stop()
+            throw SupportError("dbus-monitor did not start")
+        }
+    }
+
+    /// One `Notify` call: a popup asked for, new (`replacesId` 0) or in place of one shown.
+    public struct NotifyCall: Sendable, Equatable {
+        public let replacesId: UInt32
+        public let summary: String
+    }
+
+    /// Every `Notify` call made on the bus so far, in order (`dbus-monitor`): an event counter,
+    /// so a test waits for the call that must come (or for a later one, as a barrier) instead
+    /// of waiting some time for nothing to happen.
+    public func notifyCalls() -> [NotifyCall] {
+        let text = (try? String(contentsOf: monitorLog, encoding: .utf8)) ?? ""
+        return text.components(separatedBy: "method call ").dropFirst().compactMap { call in
+            // Arguments, one a line: app name, replaces_id, icon, summary, body, …
+            let arguments = call.split(separator: "\n").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
+            guard arguments.count >= 4, arguments[1].hasPrefix("uint32 "), let replaces = UInt32(arguments[1].dropFirst(7)),
+                  arguments[3].hasPrefix("string \""), arguments[3].hasSuffix("\"")
+            else { return nil }
+            return NotifyCall(replacesId: replaces, summary: String(arguments[3].dropFirst(8).dropLast()))
+        }
     }
 
     /// `dunstctl count displayed`: the popups on screen.
@@ -102,10 +133,11 @@ public final class TestDesktop: @unchecked Sendable {
 
     public func stop() {
         // SIGKILL: nothing of theirs needs saving, and dunst may wait on its X connection.
-        for process in [dunst, xvfb, bus].compactMap({ $0 }) where process.isRunning {
+        for process in [monitor, dunst, xvfb, bus].compactMap({ $0 }) where process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        monitor = nil
         dunst = nil
         xvfb = nil
         bus = nil

@@ -11,12 +11,10 @@ import Testing
 func filledStore(_ count: Int, in directory: URL) throws -> (LocalStore, [UserNotification]) {
     let store = try LocalStore(path: directory.appendingPathComponent("store.sqlite").path)
     let base = Date(timeIntervalSince1970: 1_800_000_000)
-    let notifications = (0..<count).map { n in
-        UserNotification(
-            id: String(format: "%08x-0000-4000-8000-000000000000", n), appNotificationId: "a\(n)", targetHostName: "ci.example.com",
-            groupName: nil, priority: .none, payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "Build \(n) failed", body: nil)),
-            expirationDateTime: base.addingTimeInterval(86_400 * 30), createdDateTime: base.addingTimeInterval(Double(n)),
-            lastModifiedDateTime: base.addingTimeInterval(Double(n)), readState: n % 3 == 0 ? .read : .unread)
+    let notifications = (0..<count).map { (n: Int) -> UserNotification in
+        let read: ReadState = n % 3 == 0 ? .read : .unread
+        return .fixture(id: UserNotification.fixtureId(n), appNotificationId: "a\(n)", title: "Build \(n) failed",
+                        created: base.addingTimeInterval(Double(n)), ttl: 86_400 * 30, read: read)
     }
     _ = try store.apply(page: ChangesPage(changes: notifications, cursor: "1", hasMore: false), since: nil)
     return (store, notifications)
@@ -218,9 +216,9 @@ struct WindowLoaderTests {
         let (loader, recounts) = try await Self.searchLoader(in: directory)
         let request = WindowRequest(view: .all, query: "failed", span: 40)
         try loader.readAhead(request, keeping: [request], now: now)
-        loader.startCounting()
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(recounts.value.load(ordering: .relaxed) == 0, "a search read ahead was counted before its Enter")
+        loader.startCounting()  // decides at once what to count: nothing yet
+        #expect(loader.countsStarted.load(ordering: .relaxed) == 0, "a search read ahead was counted before its Enter")
+        #expect(recounts.value.load(ordering: .relaxed) == 0)
         let fresh = WindowLoader(store: loader.store) {}
         #expect(try loader.answer(request, now: now) == (try fresh.answer(request, now: now)))
         #expect(loader.answeredAhead.load(ordering: .relaxed) == 1)

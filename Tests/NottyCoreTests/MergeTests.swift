@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyTestSupport
 import Testing
 
 @Suite("Last writer wins, per field (SPEC §1)")
@@ -67,11 +68,8 @@ struct ViewTests {
     static let now = Date(timeIntervalSince1970: 1_900_000_000)
 
     func note(_ read: ReadState, _ action: UserActionState, snoozedUntil: Date? = nil, status: NotificationStatus = .active, expires: Date? = nil) -> UserNotification {
-        UserNotification(
-            id: UUID().uuidString, appNotificationId: "a", targetHostName: "h", priority: .high,
-            payload: .init(visualContent: .init(title: "t")), expirationDateTime: expires ?? Self.now + 3600,
-            createdDateTime: Self.now, lastModifiedDateTime: Self.now, status: status, readState: read,
-            userActionState: action, snoozedUntil: snoozedUntil)
+        .fixture(id: UUID().uuidString, appNotificationId: "a", app: "h", priority: .high, title: "t", created: Self.now,
+                 expires: expires ?? Self.now + 3600, status: status, read: read, action: action, snoozedUntil: snoozedUntil)
     }
 
     @Test("The first five views partition the active notifications; counts add up")

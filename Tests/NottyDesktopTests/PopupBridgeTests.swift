@@ -1,17 +1,14 @@
 import Foundation
 import NottyCore
 import NottyDesktop
+import NottyTestSupport
 import Testing
 
 /// The popup state machine, like the TUI's update tests: events in, effects out.
 @Suite("Desktop popups: the pure bridge")
 struct PopupBridgeTests {
     static func note(_ id: String, title: String = "Build failed", body: String? = "3 <tests> & more", priority: Priority = .high) -> UserNotification {
-        UserNotification(
-            id: id, appNotificationId: "a-\(id)", targetHostName: "ci.example.com", priority: priority,
-            payload: NotificationPayload(visualContent: VisualContent(title: title, body: body)),
-            expirationDateTime: Date(timeIntervalSince1970: 2_000_000_000), createdDateTime: Date(timeIntervalSince1970: 1_800_000_000),
-            lastModifiedDateTime: Date(timeIntervalSince1970: 1_800_000_000))
+        .fixture(id: id, priority: priority, title: title, body: body, expires: Date(timeIntervalSince1970: 2_000_000_000))
     }
 
     /// A bridge with popup 7 open for notification "n1".

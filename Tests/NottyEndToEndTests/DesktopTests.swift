@@ -8,7 +8,7 @@ import Testing
        .enabled(if: TestDesktop.available || TestDesktop.required,
                 "SKIPPED LOUDLY: dbus-daemon, Xvfb or dunst is missing (apt-get install -y dbus-daemon xvfb dunst); .ci/run installs them"))
 struct DesktopTests {
-    @Test("notty poll --desktop: a publish pops up; a dismiss elsewhere closes it within 1 s; closing it dismisses it on the other device within 1 s; a click activates it and opens its link, Dismiss in its menu dismisses it; a re-publish replaces it; a restart shows nothing twice and still closes; one handled before it arrives never pops up")
+    @Test("notty poll --desktop: a publish pops up; a dismiss elsewhere closes it (the 1 s figures are notty-bench desktop's); closing it dismisses it on the other device; a click activates it and opens its link, Dismiss in its menu dismisses it; a re-publish replaces it; a restart shows nothing twice and still closes; one handled before it arrives never pops up")
     func popupsFollowEveryDevice() async throws {
         let desktop = try await TestDesktop()
         defer { desktop.stop() }
@@ -34,19 +34,19 @@ struct DesktopTests {
 
         // A publish pops up once.
         let first = try await world.publish("Build #1 failed", body: "3 tests <failed>")
-        #expect(await eventually(timeout: .seconds(3)) { (try? await desktop.displayed()) == 1 }, "no popup:\n\(text(logB))")
-        // Dismissed on A: B's popup closes within 1 s.
+        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 }, "no popup:\n\(text(logB))")
+        // Dismissed on A: B's popup closes (within 1 s: notty-bench desktop).
         #expect(try await a.run(["dismiss", first]).status == 0)
         let dismissStart = ContinuousClock.now
-        #expect(await eventually(timeout: .seconds(1)) { (try? await desktop.displayed()) == 0 }, "the popup stayed after a dismiss on A:\n\(text(logB))")
+        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 0 }, "the popup stayed after a dismiss on A:\n\(text(logB))")
         report("dismiss on A → popup closed on B: \(dismissStart.duration(to: .now))")
 
-        // The user closes a popup on B: A's store says Dismissed within 1 s.
+        // The user closes a popup on B: A's store says Dismissed.
         let second = try await world.publish("Disk 91% full")
-        #expect(await eventually(timeout: .seconds(3)) { (try? await desktop.displayed()) == 1 })
+        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 })
         try await desktop.closeTopmost()
-        #expect(try await eventually(timeout: .seconds(1)) { try storeA.notification(id: second)?.userActionState == .dismissed },
-                "closing the popup did not dismiss it on A within 1 s:\n\(text(logB))")
+        #expect(try await eventually(timeout: .seconds(10)) { try storeA.notification(id: second)?.userActionState == .dismissed },
+                "closing the popup did not dismiss it on A:\n\(text(logB))")
 
         // A click on a popup (its default action) activates it everywhere and opens its link;
         // "Dismiss" in its menu dismisses it everywhere.
@@ -54,20 +54,20 @@ struct DesktopTests {
                                 "--uns-id", world.uns, "--title", "PR #7 opened", "--url", "https://example.com/pr/7"])
         let clicked = linked.out.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(linked.status == 0, "\(linked.err)")
-        #expect(await eventually(timeout: .seconds(3)) { (try? await desktop.displayed()) == 1 })
+        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 })
         try await desktop.clickTopmost()
-        #expect(try await eventually(timeout: .seconds(1)) {
+        #expect(try await eventually(timeout: .seconds(10)) {
             let n = try storeA.notification(id: clicked)
             return n?.userActionState == .activated && n?.readState == .read
-        }, "a click did not activate it on A within 1 s:\n\(text(logB))")
-        #expect(await eventually(timeout: .seconds(2)) { text(opened) == "https://example.com/pr/7\n" }, "the link was not opened: \(text(opened))")
-        #expect(await eventually(timeout: .seconds(1)) { (try? await desktop.displayed()) == 0 })
+        }, "a click did not activate it on A:\n\(text(logB))")
+        #expect(await eventually(timeout: .seconds(10)) { text(opened) == "https://example.com/pr/7\n" }, "the link was not opened: \(text(opened))")
+        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 0 })
         let menu = try await world.publish("Certificate expires in 7 days")
-        #expect(await eventually(timeout: .seconds(3)) { (try? await desktop.displayed()) == 1 })
+        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 })
         try await desktop.chooseAction("Dismiss")
-        #expect(try await eventually(timeout: .seconds(2)) { try storeA.notification(id: menu)?.userActionState == .dismissed },
+        #expect(try await eventually(timeout: .seconds(10)) { try storeA.notification(id: menu)?.userActionState == .dismissed },
                 "Dismiss in the popup's menu did not dismiss it on A:\n\(text(logB))")
-        #expect(await eventually(timeout: .seconds(1)) { (try? await desktop.displayed()) == 0 })
+        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 0 })
 
         // A re-publish replaces the popup in place: still one, with the new title.
         let publish = { (title: String) async throws -> String in
@@ -77,20 +77,28 @@ struct DesktopTests {
             return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         let third = try await publish("Deploy started")
-        #expect(await eventually(timeout: .seconds(3)) { (try? await desktop.displayed()) == 1 })
+        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 })
         #expect(try await publish("Deploy finished") == third)
-        try await Task.sleep(for: .seconds(1))
+        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Deploy finished" } }, "the re-publish was not shown")
+        let replacement = desktop.notifyCalls().last { $0.summary == "Deploy finished" }
+        #expect(replacement?.replacesId != 0, "a re-publish made a second popup: \(desktop.notifyCalls())")
         #expect(try await desktop.displayed() == 1, "a re-publish made a second popup")
 
         // poll restarted: no second popup, and the old one still closes when handled elsewhere.
         pollB.terminate()
         pollB.waitUntilExit()
+        let callsBeforeRestart = desktop.notifyCalls().count
         (pollB, logB) = try startB("poll-b2.log")
         #expect(await eventually(timeout: .seconds(10)) { text(logB).contains("connection: live") })
-        try await Task.sleep(for: .milliseconds(500))
-        #expect(try await desktop.displayed() == 1, "the restarted poll showed a popup twice")
+        // A barrier: one more notification, shown after whatever the restart would show.
+        let barrier = try await world.publish("Barrier after the restart")
+        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Barrier after the restart" } })
+        #expect(desktop.notifyCalls().dropFirst(callsBeforeRestart).map(\.summary) == ["Barrier after the restart"], "the restarted poll showed a popup twice: \(desktop.notifyCalls())")
+        #expect(try await a.run(["sync"]).status == 0)
+        #expect(try await a.run(["dismiss", barrier]).status == 0)
+        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 })
         #expect(try await a.run(["read", third]).status == 0)
-        #expect(await eventually(timeout: .seconds(1)) { (try? await desktop.displayed()) == 0 }, "the restarted poll did not close the old popup")
+        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 0 }, "the restarted poll did not close the old popup")
         let summaries = try await desktop.historySummaries()
         #expect(summaries.contains("Deploy finished"), "the popup did not show the re-published title: \(summaries)")
 
@@ -100,10 +108,13 @@ struct DesktopTests {
         let fourth = try await world.publish("Backup failed")
         #expect(try await a.run(["sync"]).status == 0)
         #expect(try await a.run(["dismiss", fourth]).status == 0)
+        let callsBeforeThird = desktop.notifyCalls().count
         (pollB, logB) = try startB("poll-b3.log")
         #expect(try await eventually(timeout: .seconds(10)) { try world.store(b).notification(id: fourth)?.userActionState == .dismissed })
-        try await Task.sleep(for: .milliseconds(500))
-        #expect(try await desktop.displayed() == 0, "a notification dismissed before it arrived popped up")
+        _ = try await world.publish("Barrier after the third start")
+        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Barrier after the third start" } })
+        #expect(desktop.notifyCalls().dropFirst(callsBeforeThird).map(\.summary) == ["Barrier after the third start"],
+                "a notification dismissed before it arrived popped up: \(desktop.notifyCalls())")
         #expect(!text(logB).contains(fourth), "poll reported a notification handled before it arrived:\n\(text(logB))")
     }
 
@@ -146,7 +157,7 @@ struct DesktopTests {
         let id = try await world.publish("Still synced")
         #expect(try await eventually(timeout: .seconds(10)) { try world.store(world.b).notification(id: id) != nil })
         func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-        #expect(await eventually(timeout: .seconds(2)) { text().contains(id) }, "poll stopped reporting without a bus:\n\(text())")
+        #expect(await eventually(timeout: .seconds(10)) { text().contains(id) }, "poll stopped reporting without a bus:\n\(text())")
         #expect(text().split(separator: "\n").filter { $0.contains("D-Bus") }.count == 1, "\(text())")
     }
 }

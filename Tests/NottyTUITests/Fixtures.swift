@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyTestSupport
 @testable import NottyTUI
 
 /// A fixed clock and a fixed set of realistic notifications, so screens are deterministic.
@@ -15,12 +16,8 @@ enum Fixtures {
         priority: Priority = .none, ago: TimeInterval, read: ReadState = .unread,
         action: UserActionState = .noInteraction, snoozedUntil: Date? = nil, ttl: TimeInterval = 30 * 86_400
     ) -> UserNotification {
-        let created = now.addingTimeInterval(-ago)
-        return UserNotification(
-            id: id(n), appNotificationId: "app-\(n)", targetHostName: app, groupName: group, priority: priority,
-            payload: NotificationPayload(rawContent: raw, visualContent: VisualContent(title: title, body: body)),
-            expirationDateTime: created.addingTimeInterval(ttl), createdDateTime: created, lastModifiedDateTime: created,
-            readState: read, userActionState: action, snoozedUntil: snoozedUntil)
+        .fixture(id: id(n), appNotificationId: "app-\(n)", app: app, group: group, priority: priority, title: title, body: body, raw: raw,
+                 created: now.addingTimeInterval(-ago), ttl: ttl, read: read, action: action, snoozedUntil: snoozedUntil)
     }
 
     static let minute: TimeInterval = 60
