@@ -63,6 +63,24 @@ public struct NottyCLI: Sendable {
         public var err: String
     }
 
+    /// `notty login URL --user alice --password-stdin [--device NAME]`: the sign-in every test
+    /// and benchmark starts with (the services they start make `alice` with password `pw`).
+    public static func loginArguments(_ url: String, device: String?) -> [String] {
+        ["login", url, "--user", "alice", "--password-stdin"] + (device.map { ["--device", $0] } ?? [])
+    }
+
+    /// Signs this device in to `url` as `alice`; throws with notty's message when it cannot.
+    public func login(_ url: String, device: String? = nil) async throws {
+        let result = try await run(Self.loginArguments(url, device: device), input: "pw\n")
+        guard result.status == 0 else { throw SupportError("login \(device ?? "") to \(url) failed: \(result.err)") }
+    }
+
+    /// ``login(_:device:)`` holding the calling thread (a benchmark's timed block).
+    public func loginWaiting(_ url: String, device: String? = nil) throws {
+        let result = try runWaiting(Self.loginArguments(url, device: device), input: "pw\n")
+        guard result.status == 0 else { throw SupportError("login \(device ?? "") to \(url) failed: \(result.err)") }
+    }
+
     /// Runs `notty arguments…` to completion with `input` on stdin, waiting on a thread of its
     /// own (``offThePool(_:)``).
     @discardableResult

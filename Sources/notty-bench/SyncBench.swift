@@ -24,7 +24,7 @@ struct SyncBench {
                 let cli = NottyCLI(home: home, binary: build.binary)
                 let store = home.appendingPathComponent("store.sqlite").path
                 login[build.name, default: []].append(try milliseconds {
-                    try check(cli.runWaiting(["login", service.base, "--user", "alice", "--password-stdin", "--device", "sync-\(build.name)-\(round)"], input: "pw\n"), "login")
+                    try cli.loginWaiting(service.base, device: "sync-\(build.name)-\(round)")
                 })
                 try verify(store)
                 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store + suffix) }

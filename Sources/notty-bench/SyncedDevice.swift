@@ -22,7 +22,7 @@ struct SyncedDevice {
 
         let device = SyncedDevice(home: service.directory.appendingPathComponent("device-b"), count: count)
         let login = try milliseconds {
-            try device.run(["login", service.base, "--user", "alice", "--password-stdin", "--device", "bench-b"], input: "pw\n")
+            try device.cli.loginWaiting(service.base, device: "bench-b")
         }
         // The initial sync alone: an empty store, the device already signed in.
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: device.storePath + suffix) }

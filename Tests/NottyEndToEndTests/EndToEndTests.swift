@@ -30,8 +30,7 @@ final class TwoDevices: @unchecked Sendable {
         a = NottyCLI(home: directory.appendingPathComponent("a"))
         b = NottyCLI(home: directory.appendingPathComponent("b"))
         for (device, server, name) in [(a, serviceA, "A"), (b, serviceB, "B")] {
-            let login = try await device.run(["login", server.url, "--user", "alice", "--password-stdin", "--device", name], input: "pw\n")
-            guard login.status == 0 else { throw SupportError("login \(name) failed: \(login.err)") }
+            try await device.login(server.url, device: name)
         }
         let subscribe = try await a.run(["subscribe", "--app", "ci.example.com"])
         guard subscribe.status == 0 else { throw SupportError("subscribe failed: \(subscribe.err)") }

@@ -82,8 +82,7 @@ struct TerminalSafetyTests {
         #expect(try await world.a.run(["sync"]).status == 0)
         // B's device name is hostile too: A lists it, B's status shows it.
         let hostileB = NottyCLI(home: directory.appendingPathComponent("hostile-b"))
-        let login = try await hostileB.run(["login", world.service.url, "--user", "alice", "--password-stdin", "--device", Hostile.name], input: "pw\n")
-        try #require(login.status == 0, "\(login.err)")
+        try await hostileB.login(world.service.url, device: Hostile.name)
         let command = Self.paths.first { $0.name == name }!.command
         let environment = [
             "NOTTY_HOME": world.a.home.path, "HOME_B": hostileB.home.path, "ID": String(id.prefix(8)), "SERVER": world.service.url,

@@ -117,7 +117,7 @@ struct InstancesEndToEndTests {
         let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
         defer { two.stop() }
         let device = NottyCLI(home: directory.appendingPathComponent("device"))
-        try #require(try await device.run(["login", two.url, "--user", "alice", "--password-stdin"], input: "pw\n").status == 0)
+        try await device.login(two.url)
         let uns = try await device.run(["subscribe", "--app", "ci.example.com"]).out.trimmingCharacters(in: .whitespacesAndNewlines)
         let appToken = try await token(one.url, ["grant_type": "client_credentials", "client_id": one.clientId, "client_secret": one.clientSecret])
 

@@ -39,8 +39,7 @@ struct StressTests {
         defer { serve.stop() }
         let devices = (0..<4).map { NottyCLI(home: directory.appendingPathComponent("device\($0)")) }
         for (index, device) in devices.enumerated() {
-            let login = try await device.run(["login", serve.url, "--user", "alice", "--password-stdin", "--device", "D\(index)"], input: "pw\n")
-            guard login.status == 0 else { throw SupportError("login D\(index): \(login.err)") }
+            try await device.login(serve.url, device: "D\(index)")
         }
         let uns = try await devices[0].run(["subscribe", "--app", "ci.example.com"]).out.trimmingCharacters(in: .whitespacesAndNewlines)
         let appToken = try await token(serve.url, ["grant_type": "client_credentials", "client_id": serve.clientId, "client_secret": serve.clientSecret])

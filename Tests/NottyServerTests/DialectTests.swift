@@ -34,7 +34,7 @@ extension Reply {
 struct DialectTests {
     @Test("ntfy: the examples of ntfy's publish docs (body, headers and their aliases, query parameters, GET /publish, JSON to /), answered in ntfy's JSON", arguments: Backend.available)
     func ntfyPublishing(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let topic = try await world.hookToken(client)
@@ -111,7 +111,7 @@ struct DialectTests {
 
     @Test("ntfy: a sequence id updates in place; …/clear makes it Read and Dismissed everywhere, DELETE deletes it; unknown ones are ntfy's 404", arguments: Backend.available)
     func ntfySequences(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let topic = try await world.hookToken(client)
@@ -153,7 +153,7 @@ struct DialectTests {
 
     @Test("ntfy refusals: unknown or revoked topic 404, bad priority, click, sequence id, attachments, delay 400, a secret needs its bearer token; all in ntfy's error JSON, nothing written", arguments: Backend.available)
     func ntfyRefusals(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let (path, subscriptionId) = try await world.webhook(client)
@@ -197,7 +197,7 @@ struct DialectTests {
         let directory = Repository.temporaryDirectory("notty-delay")
         let storage = try await backend.makeStorage(in: directory)
         // The first service's own folder is not the store's: it is removed when that service stops.
-        let first = try await Harness(storage: storage, clock: clock)
+        let first = try await ServiceHarness(storage: storage, clock: clock)
         let (world, topic) = try await first.router { client in
             let world = try await first.world(client)
             let topic = try await world.hookToken(client)
@@ -220,7 +220,7 @@ struct DialectTests {
         let reopened: any NotificationStorage = backend == .sqlite
             ? try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path)
             : try await PostgresStorage.connect(url: (storage as! PostgresStorage).url, logger: .quiet, timeout: .seconds(30))
-        let second = try await Harness(storage: reopened, directory: directory, clock: clock)
+        let second = try await ServiceHarness(storage: reopened, directory: directory, clock: clock)
         try await second.router { client in
             // The maintenance loop publishes what is due every half second; so may this test.
             func titles() async throws -> [String] { try await world.all(client).map { $0.payload.visualContent?.title ?? "" }.sorted() }
@@ -242,7 +242,7 @@ struct DialectTests {
 
     @Test("Gotify: the token as X-Gotify-Key, ?token= or bearer; JSON, urlencoded and multipart bodies; priority 0–10; the click URL from extras; Gotify's answer and errors", arguments: Backend.available)
     func gotify(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let token = try await world.hookToken(client)
@@ -295,7 +295,7 @@ struct DialectTests {
 
     @Test("a form on the hook URL is read as fields (title, message or body, priority, url), urlencoded or multipart; a file part is refused", arguments: Backend.available)
     func forms(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let (path, _) = try await world.webhook(client)
@@ -334,7 +334,7 @@ struct DialectTests {
 
     @Test("500 random header, body and query combinations on each door: never a 5xx")
     func randomInput() async throws {
-        let harness = try await Harness { $0.publishRate = 1_000_000; $0.publishBurst = 1_000_000 }
+        let harness = try await ServiceHarness { $0.publishRate = 1_000_000; $0.publishBurst = 1_000_000 }
         try await harness.router { client in
             let world = try await harness.world(client)
             let token = try await world.hookToken(client)

@@ -17,7 +17,7 @@ struct DiscoveryTests {
     @Test("the three discovery paths answer the document MSAL reads; every URL in it is under the public URL and answers")
     func discoveryDocument() async throws {
         let base = "https://notty.example.org:8443/notifications"
-        let harness = try await Harness { $0.publicURL = base }
+        let harness = try await ServiceHarness { $0.publicURL = base }
         try await harness.router { client in
             let world = try await harness.world(client)
             for (path, tenant) in [("/contoso.onmicrosoft.com/v2.0/.well-known/openid-configuration", "contoso.onmicrosoft.com"),
@@ -58,7 +58,7 @@ struct DiscoveryTests {
 
     @Test("without a public URL the document is built from the request's Host; a tenant that is no name, domain or GUID is 404")
     func hostAndBadTenant() async throws {
-        let harness = try await Harness()
+        let harness = try await ServiceHarness()
         try await harness.router { client in
             // The test router's requests carry the authority "localhost".
             let reply = try await client.call(.get, "/common/v2.0/.well-known/openid-configuration")
@@ -76,7 +76,7 @@ struct DiscoveryTests {
 
     @Test("client credentials as HTTP Basic (RFC 6749 §2.3.1): right ones give a token, wrong ones invalid_client, both ways at once invalid_request")
     func basicCredentials() async throws {
-        let harness = try await Harness()
+        let harness = try await ServiceHarness()
         try await harness.router { client in
             let world = try await harness.world(client)
             func basic(_ id: String, _ secret: String) -> String {

@@ -48,8 +48,8 @@ struct InstancesTests {
     @Test("Patches through two instances at once end by §1's rules, a mutationId applies once across them, and each rings for the other's changes")
     func twoInstances() async throws {
         let clock = ManualClock()
-        let one = try await Harness(.postgres, clock: clock)
-        let two = try await Harness(sharingDatabaseOf: one)
+        let one = try await ServiceHarness(.postgres, clock: clock)
+        let two = try await ServiceHarness(sharingDatabaseOf: one)
         try await one.router { c1 in
             try await two.router { c2 in
                 let world = try await one.world(c1)
@@ -130,7 +130,7 @@ struct OutageTests {
     func outage() async throws {
         let cluster = try await TestPostgres.Cluster.start()
         let storage = try await PostgresStorage.connect(url: PostgresURL(TestPostgres.createDatabase(on: cluster.url)), logger: .quiet)
-        let harness = try await Harness(storage: storage, logger: .quiet)
+        let harness = try await ServiceHarness(storage: storage, logger: .quiet)
         try await harness.router { client in
             let world = try await harness.world(client)
             let before = try #require(try await world.publish(client, id: "before").string("id"))

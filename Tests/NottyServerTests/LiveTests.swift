@@ -59,7 +59,7 @@ func waitForConnections(_ service: NotificationService, _ count: Int) async thro
 struct LiveTests {
     @Test("The doorbell rings every connected device of the user on every change, and nobody else", arguments: Backend.available)
     func doorbell(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.live { client in
             let port = try #require(client.port)
             let alice = try await harness.world(client)
@@ -103,7 +103,7 @@ struct LiveTests {
 
     @Test("A WebSocket upgrade with a bad token is refused with 401", arguments: Backend.available)
     func doorbellAuth(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.live { client in
             let port = try #require(client.port)
             let log = FrameLog()
@@ -116,7 +116,7 @@ struct LiveTests {
 
     @Test("50 publishers and 20 devices at once: no 5xx, no lost update, feeds replay to the service's state", arguments: Backend.available)
     func concurrency(backend: Backend) async throws {
-        let harness = try await Harness(backend) { $0.publishRate = 1_000_000; $0.publishBurst = 1_000_000 }
+        let harness = try await ServiceHarness(backend) { $0.publishRate = 1_000_000; $0.publishBurst = 1_000_000 }
         try await harness.live { client in
             let port = try #require(client.port)
             let world = try await harness.world(client)

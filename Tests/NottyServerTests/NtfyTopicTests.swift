@@ -98,7 +98,7 @@ struct NtfyTopicTests {
     @Test("an NDJSON and a WebSocket subscriber see message, then message_clear after a read elsewhere, then message_delete after a delete; poll and since replay Unread; revoked, the streams end and the topic is 404",
           arguments: Backend.available)
     func followers(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.live { client in
             let port = try #require(client.port)
             let world = try await harness.world(client)
@@ -173,8 +173,8 @@ struct NtfyTopicTests {
 
     @Test("a topic revoked through one instance ends its stream on another at once", .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
     func revokedElsewhere() async throws {
-        let one = try await Harness(.postgres)
-        let two = try await Harness(sharingDatabaseOf: one)
+        let one = try await ServiceHarness(.postgres)
+        let two = try await ServiceHarness(sharingDatabaseOf: one)
         try await one.router { c1 in
             try await two.live { c2 in
                 let world = try await one.world(c1)
@@ -194,7 +194,7 @@ struct NtfyTopicTests {
 
     @Test("a stream outlives the idle timeout of kept-alive connections: its request is in progress")
     func outlivesIdleTimeout() async throws {
-        let harness = try await Harness { $0.connections.idleTimeout = .seconds(1) }
+        let harness = try await ServiceHarness { $0.connections.idleTimeout = .seconds(1) }
         try await harness.live { client in
             let world = try await harness.world(client)
             let (topic, _) = try await world.ntfyTopic(client)

@@ -12,7 +12,7 @@ import Testing
 struct PublishingTests {
     @Test("Graph's two documented sample bodies are accepted as they are", arguments: Backend.available)
     func graphSamples(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let toast = try await world.publish(client, graphToastSample)
@@ -39,7 +39,7 @@ struct PublishingTests {
 
     @Test("Re-publishing the same appNotificationId updates in place and makes it new again", arguments: Backend.available)
     func republish(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let first = try await world.publish(client, id: "build-1", title: "Build started")
@@ -61,7 +61,7 @@ struct PublishingTests {
 
     @Test("U+0000 in any text is a 400 on both backends (PostgreSQL's text cannot hold it), never a 5xx", arguments: Backend.available)
     func nulCharacter(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             for body in [
@@ -90,7 +90,7 @@ struct PublishingTests {
 
     @Test("A batch of concurrent publishes with one row PostgreSQL refuses: the others are stored, only that one fails", arguments: Backend.available)
     func badRowInABatch(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let user = try #require(try await harness.storage.user(name: "alice")).id
@@ -119,7 +119,7 @@ struct PublishingTests {
     @Test("Two users' devices changing at once (one batch on PostgreSQL): each change lands on its own user's notification, a mutationId is per user and applies once, another user's id is 404",
           arguments: Backend.available)
     func concurrentMutations(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let alice = try await harness.world(client)
             _ = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
@@ -176,7 +176,7 @@ struct PublishingTests {
 
     @Test("Default priority is High with a visual toast and None for raw content", arguments: Backend.available)
     func defaultPriority(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             #expect(try await world.publish(client, id: "v").string("priority") == "High")
@@ -204,7 +204,7 @@ struct PublishingTests {
         ("another app's host", #"{"targetHostName":"other.example.com","appNotificationId":"a","payload":{"rawContent":"x"}}"#),
     ])
     func validation(_ name: String, _ body: String) async throws {
-        let harness = try await Harness()
+        let harness = try await ServiceHarness()
         try await harness.router { client in
             let world = try await harness.world(client)
             let reply = try await world.publish(client, body)
@@ -225,7 +225,7 @@ struct PublishingTests {
     @Test("Expiry given by the app is kept; absent, the default TTL applies", arguments: Backend.available)
     func expiry(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try await Harness(backend, clock: clock)
+        let harness = try await ServiceHarness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             let now = clock.now()
@@ -239,7 +239,7 @@ struct PublishingTests {
 
     @Test("Header, media type, size, auth and subscription errors", arguments: Backend.available)
     func requestErrors(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let other = try await harness.world(client, user: "bob", host: "ci.example.com")
@@ -278,7 +278,7 @@ struct PublishingTests {
 
     @Test("The app-side DELETE removes it on every device; unknown is 404", arguments: Backend.available)
     func appDelete(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let id = try #require(try await world.publish(client, id: "deploy-7").string("id"))
@@ -296,7 +296,7 @@ struct PublishingTests {
     @Test("A re-publish over an expired notification the sweeper has not reached deletes it and makes a new one", arguments: Backend.available)
     func republishOverExpired(backend: Backend) async throws {
         // At the storage level, where no maintenance service sweeps in between.
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         defer { try? FileManager.default.removeItem(at: harness.directory) }
         let user = try await harness.service.admin.addUser(name: "alice", password: "pw")
         let storage = harness.storage
@@ -322,7 +322,7 @@ struct PublishingTests {
 
     @Test("SQLite acknowledges a publish only after a commit with synchronous=FULL")
     func durableCommits() async throws {
-        let harness = try await Harness(.sqlite)
+        let harness = try await ServiceHarness(.sqlite)
         defer { try? FileManager.default.removeItem(at: harness.directory) }
         let storage = try #require(harness.storage as? SQLiteStorage)
         // GRDB's pool sets NORMAL when it turns WAL on, after `prepareDatabase`; NORMAL may
@@ -333,7 +333,7 @@ struct PublishingTests {
 
     @Test("The Authorization scheme is read in any case and around blanks; anything else is 401", arguments: Backend.available)
     func authorizationHeader(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             var n = 0
@@ -397,7 +397,7 @@ struct PublishingTests {
     @Test("Publishing is rate limited per app with 429 and Retry-After", arguments: Backend.available)
     func rateLimit(backend: Backend) async throws {
         // One token per 20 s: a slow machine cannot refill the bucket between the four publishes.
-        let harness = try await Harness(backend) { $0.publishRate = 0.05; $0.publishBurst = 3 }
+        let harness = try await ServiceHarness(backend) { $0.publishRate = 0.05; $0.publishBurst = 3 }
         try await harness.router { client in
             let world = try await harness.world(client)
             for i in 0..<3 { #expect(try await world.publish(client, id: "n\(i)").status == .created) }
@@ -413,7 +413,7 @@ struct PublishingTests {
 struct LinkPublishingTests {
     @Test("launchUrl is validated, stored, echoed, carried in the feed and replaced by a re-publish", arguments: Backend.available)
     func launchUrl(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let bad = try await world.publish(client, id: "x", extra: #","launchUrl":"ftp://example.com/x""#)
@@ -435,7 +435,7 @@ struct LinkPublishingTests {
 struct ChangeOrderTests {
     @Test("the change handler (latest cursors, doorbells) has run when a publish or a mutation returns, however slow it is", arguments: Backend.available)
     func handlerBeforeReturn(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         defer { try? FileManager.default.removeItem(at: harness.directory) }
         let user = try await harness.service.admin.addUser(name: "alice", password: "pw")
         let storage = harness.storage

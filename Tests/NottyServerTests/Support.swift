@@ -35,7 +35,7 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 
 /// A fresh service on a fresh store (a temporary SQLite file, or a new PostgreSQL database),
 /// with fast bcrypt and an optional manual clock.
-struct Harness {
+struct ServiceHarness {
     let directory: URL
     let storage: any NotificationStorage
     let service: NotificationService
@@ -47,7 +47,7 @@ struct Harness {
     }
 
     /// A second instance of the service on `other`'s PostgreSQL database (its own pool and listener).
-    init(sharingDatabaseOf other: Harness) async throws {
+    init(sharingDatabaseOf other: ServiceHarness) async throws {
         let postgres = try #require(other.storage as? PostgresStorage, "only PostgreSQL is shared between instances")
         try await self.init(storage: PostgresStorage.connect(url: postgres.url, logger: .quiet, timeout: .seconds(30)), clock: other.clock)
     }
@@ -145,7 +145,7 @@ struct World: Sendable {
     var host: String
 }
 
-extension Harness {
+extension ServiceHarness {
     /// Creates a user (and, unless `app` is given, an app), signs both in through the real
     /// routes, and subscribes the user to the app.
     func world(

@@ -11,7 +11,7 @@ import Testing
 struct TokenTests {
     @Test("Refresh rotates: the new pair works, the old refresh token stops working", arguments: Backend.available)
     func refreshRotation(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let refreshed = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=refresh_token&refresh_token=\(world.refreshToken)")
@@ -28,7 +28,7 @@ struct TokenTests {
 
     @Test("OAuth errors follow RFC 6749", arguments: Backend.available)
     func oauthErrors(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let wrongPassword = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=nope")
@@ -51,7 +51,7 @@ struct TokenTests {
     @Test("Expired and revoked access tokens get 401", arguments: Backend.available)
     func expiredAndRevoked(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try await Harness(backend, clock: clock)
+        let harness = try await ServiceHarness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             #expect(try await client.call(.get, "/v1/me", token: world.userToken).status == .ok)
@@ -71,7 +71,7 @@ struct TokenTests {
 
     @Test("Tokens and client secrets are stored only as hashes; passwords with bcrypt", arguments: Backend.available)
     func storedHashed(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             #expect(try await harness.storage.token(hash: world.userToken) == nil)
@@ -95,7 +95,7 @@ struct GuessingTests {
     @Test("10 wrong passwords lock the user name: 429 with Retry-After and no hash computed; other users and refresh grants go on; the lock ends, and failing again doubles it", arguments: Backend.available)
     func passwordLockout(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try await Harness(backend, clock: clock)
+        let harness = try await ServiceHarness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             try await harness.service.admin.addUser(name: "bob", password: "pw-bob")
@@ -134,7 +134,7 @@ struct GuessingTests {
 
     @Test("10 wrong client secrets lock that client_id (429), not another app's", arguments: Backend.available)
     func secretLockout(backend: Backend) async throws {
-        let harness = try await Harness(backend, clock: ManualClock())
+        let harness = try await ServiceHarness(backend, clock: ManualClock())
         try await harness.router { client in
             let world = try await harness.world(client)
             let other = try await harness.service.admin.addApp(hostName: "other.example.com")

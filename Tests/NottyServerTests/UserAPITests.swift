@@ -11,7 +11,7 @@ import Testing
 struct UserAPITests {
     @Test("Change feed: pages, cursors, hasMore, tombstones, 304, X-Poll-Interval, ETag", arguments: Backend.available)
     func changeFeed(backend: Backend) async throws {
-        let harness = try await Harness(backend) { $0.pollInterval = 42 }
+        let harness = try await ServiceHarness(backend) { $0.pollInterval = 42 }
         try await harness.router { client in
             let world = try await harness.world(client)
             var ids: [String] = []
@@ -49,7 +49,7 @@ struct UserAPITests {
     @Test("Bad cursors: 400 for garbage, 410 cursorExpired for one from elsewhere or too old", arguments: Backend.available)
     func cursors(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try await Harness(backend, clock: clock)
+        let harness = try await ServiceHarness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             #expect(try await client.call(.get, "/v1/me/notifications/changes?since=abc", token: world.userToken).status == .badRequest)
@@ -78,7 +78,7 @@ struct UserAPITests {
     @Test("Views partition the active notifications; counts add up; snooze ends by time alone", arguments: Backend.available)
     func viewsAndSnooze(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try await Harness(backend, clock: clock)
+        let harness = try await ServiceHarness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             var ids: [String] = []
@@ -119,7 +119,7 @@ struct UserAPITests {
     @Test("Expiry deletes at expirationDateTime on its own and the feed says so", arguments: Backend.available)
     func expiry(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try await Harness(backend, clock: clock)
+        let harness = try await ServiceHarness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             let at = ISOTime.format(clock.now() + 60)
@@ -142,7 +142,7 @@ struct UserAPITests {
 
     @Test("PATCH, DELETE and batch errors; delete is final and idempotent", arguments: Backend.available)
     func mutationsAndErrors(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let id = try #require(try await world.publish(client, id: "a").string("id"))
@@ -166,7 +166,7 @@ struct UserAPITests {
 
     @Test("Batch: per-item results; one bad item does not fail the others", arguments: Backend.available)
     func batch(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let a = try #require(try await world.publish(client, id: "a").string("id"))
@@ -190,7 +190,7 @@ struct UserAPITests {
 
     @Test("The same mutationId twice applies once", arguments: Backend.available)
     func idempotence(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let id = try #require(try await world.publish(client, id: "a").string("id"))
@@ -210,7 +210,7 @@ struct UserAPITests {
     @Test("Last writer wins per field by the device clock, even when it arrives late; future clocks are clamped", arguments: Backend.available)
     func lastWriterWins(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try await Harness(backend, clock: clock)
+        let harness = try await ServiceHarness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             clock.advance(by: 600)
@@ -243,7 +243,7 @@ struct UserAPITests {
 
     @Test("User B gets 404 for every route on user A's ids and changes nothing", arguments: Backend.available)
     func isolation(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let alice = try await harness.world(client)
             let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
@@ -267,7 +267,7 @@ struct UserAPITests {
 
     @Test("Subscriptions: create, list, revoke; me; bad bodies", arguments: Backend.available)
     func subscriptions(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let me = try await client.call(.get, "/v1/me", token: world.userToken)
@@ -288,7 +288,7 @@ struct UserAPITests {
 
     @Test("Operations: healthz, metrics, unknown routes, request ids, plain GET of the doorbell", arguments: Backend.available)
     func operations(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             _ = try await world.publish(client, id: "x")
@@ -313,7 +313,7 @@ struct DeviceAPITests {
           arguments: Backend.available)
     func revokeDevice(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try await Harness(backend, clock: clock)
+        let harness = try await ServiceHarness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             // A second sign-in is a second device; it registers and is seen.

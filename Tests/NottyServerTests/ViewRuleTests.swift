@@ -14,7 +14,7 @@ struct ViewRuleTests {
     @Test("every read state × action × snooze (none, running, ended): list and counts put each notification where partition says", arguments: Backend.available)
     func everyCombination(backend: Backend) async throws {
         let clock = ManualClock()
-        let harness = try await Harness(backend, clock: clock)
+        let harness = try await ServiceHarness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
             let actions: [(UserActionState, snoozeHours: Double?)] = [

@@ -73,7 +73,7 @@ extension Reply {
 struct WebhookTests {
     @Test("a webhook's URL is shown once and only its hash is stored; the app must exist; revoking it makes the URL 404", arguments: Backend.available)
     func lifecycle(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let (path, id) = try await world.webhook(client)
@@ -104,7 +104,7 @@ struct WebhookTests {
 
     @Test("GitHub: with a secret the signature must match (else 401, nothing written); a passing run after a failure dismisses it; ping is nothing", arguments: Backend.available)
     func github(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let (path, _) = try await world.webhook(client, secret: "It's a Secret to Everybody")
@@ -139,7 +139,7 @@ struct WebhookTests {
 
     @Test("GitLab: with a secret X-Gitlab-Token must equal it; other kinds send it as a bearer token", arguments: Backend.available)
     func secrets(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let (path, _) = try await world.webhook(client, secret: "s3cret")
@@ -156,7 +156,7 @@ struct WebhookTests {
 
     @Test("Alertmanager: one notification per alert; resolved moves them to Dismissed with the service's clock, and a later user change still wins", arguments: Backend.available)
     func alerts(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let (path, _) = try await world.webhook(client)
@@ -177,7 +177,7 @@ struct WebhookTests {
 
     @Test("a group of 50 alerts is 50 notifications from one request; one bad alert in it refuses the request and writes nothing", arguments: Backend.available)
     func groups(backend: Backend) async throws {
-        let harness = try await Harness(backend)
+        let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let (path, _) = try await world.webhook(client)
@@ -195,7 +195,7 @@ struct WebhookTests {
 
     @Test("malformed, truncated, wrongly typed, non-UTF-8 and huge bodies: 400 or 413 with the envelope, never a 5xx, the store unchanged", arguments: Backend.available)
     func badBodies(backend: Backend) async throws {
-        let harness = try await Harness(backend) { $0.maxWebhookBodyBytes = 64 * 1024 }
+        let harness = try await ServiceHarness(backend) { $0.maxWebhookBodyBytes = 64 * 1024 }
         try await harness.router { client in
             let world = try await harness.world(client)
             let (path, _) = try await world.webhook(client)
@@ -225,7 +225,7 @@ struct WebhookTests {
 
     @Test("the app's publish rate applies: 429 with Retry-After, counting each notification")
     func rateLimit() async throws {
-        let harness = try await Harness { $0.publishRate = 0.01; $0.publishBurst = 3 }
+        let harness = try await ServiceHarness { $0.publishRate = 0.01; $0.publishBurst = 3 }
         try await harness.router { client in
             let world = try await harness.world(client)
             let (path, _) = try await world.webhook(client)
