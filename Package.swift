@@ -203,6 +203,7 @@ let package = Package(
         .testTarget(name: "NottyDesktopTests", dependencies: ["NottyDesktop", "NottyCore", "NottyTestSupport"]),
         .testTarget(name: "NottyTerminalTests", dependencies: ["NottyTerminal", "NottyTUI", "NottyPOSIX", "CNcursesw", "NottyTestSupport"]),
         .testTarget(name: "NottyPOSIXTests", dependencies: ["NottyPOSIX"]),
+        .testTarget(name: "NottyDBusTests", dependencies: ["NottyDBus", "NottyDesktop", "NottyCore", "NottyTestSupport"]),
         .testTarget(name: "NottyPollTests", dependencies: ["NottyPoll", "NottyCore", "NottyTestSupport"]),
         .testTarget(name: "NottyTUITests", dependencies: ["NottyTUI", "NottyCore", "NottyTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "NottyWebhooksTests", dependencies: ["NottyWebhooks", "NottyCore"], exclude: ["Fixtures"]),

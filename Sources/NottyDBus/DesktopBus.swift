@@ -32,13 +32,14 @@ public final class DesktopBus: @unchecked Sendable {
     private static let service = "org.freedesktop.Notifications"
     private static let path = "/org/freedesktop/Notifications"
 
-    /// Connects to the session bus and asks the notification daemon who it is. Throws, with a
-    /// sentence for the user, when there is no session bus or no daemon on it.
-    public init(onSignal: @escaping @Sendable (Signal) -> Void) throws(Failure) {
+    /// Connects to the session bus (`DBUS_SESSION_BUS_ADDRESS`, or `address` when given) and
+    /// asks the notification daemon who it is. Throws, with a sentence for the user, when
+    /// there is no session bus or no daemon on it.
+    public init(address: String? = nil, onSignal: @escaping @Sendable (Signal) -> Void) throws(Failure) {
         try Self.loadLibrary()
         dbus_threads_init_default()
         var error = notty_dbus_error()
-        guard let connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error) else {
+        guard let connection = Self.connect(address: address, &error) else {
             let detail = Self.text(error)
             dbus_error_free(&error)
             throw Failure(description: "no session D-Bus (\(detail)): is DBUS_SESSION_BUS_ADDRESS set? Desktop popups are off")
@@ -95,6 +96,18 @@ public final class DesktopBus: @unchecked Sendable {
             let detail = String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             throw Failure(description: "\(missingLibrary): \(detail)")
         }
+    }
+
+    /// A private connection to the session bus, or to the bus at `address`, registered on it.
+    private static func connect(address: String?, _ error: inout DBusError) -> OpaquePointer? {
+        guard let address else { return dbus_bus_get_private(DBUS_BUS_SESSION, &error) }
+        guard let connection = dbus_connection_open_private(address, &error) else { return nil }
+        guard dbus_bus_register(connection, &error) != 0 else {
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            return nil
+        }
+        return connection
     }
 
     /// Shows a popup (replacing popup `replacing` in place when not 0); answers its id.

@@ -80,6 +80,11 @@ public final class TestDesktop: @unchecked Sendable {
     public struct NotifyCall: Sendable, Equatable {
         public let replacesId: UInt32
         public let summary: String
+
+        public init(replacesId: UInt32, summary: String) {
+            self.replacesId = replacesId
+            self.summary = summary
+        }
     }
 
     /// Every `Notify` call made on the bus so far, in order (`dbus-monitor`): an event counter,

@@ -61,6 +61,8 @@ typedef void (*DBusFreeFunction)(void *memory);
     RETURNING(dbus_bool_t, dbus_error_is_set, (const DBusError *error), (error)) \
     RETURNING(dbus_bool_t, dbus_threads_init_default, (void), ()) \
     RETURNING(DBusConnection *, dbus_bus_get_private, (DBusBusType type, DBusError *error), (type, error)) \
+    RETURNING(DBusConnection *, dbus_connection_open_private, (const char *address, DBusError *error), (address, error)) \
+    RETURNING(dbus_bool_t, dbus_bus_register, (DBusConnection *connection, DBusError *error), (connection, error)) \
     VOID(dbus_bus_add_match, (DBusConnection *connection, const char *rule, DBusError *error), (connection, rule, error)) \
     VOID(dbus_connection_set_exit_on_disconnect, (DBusConnection *connection, dbus_bool_t exit), (connection, exit)) \
     VOID(dbus_connection_close, (DBusConnection *connection), (connection)) \
