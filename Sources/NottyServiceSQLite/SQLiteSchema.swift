@@ -90,6 +90,8 @@ extension SQLiteStorage {
         // from its tenth character, then its first eight: the time in a notification id comes
         // first there (see `Identifiers.notification`). Ids made before this migration keep
         // working, as random keys. The table is rebuilt: SQLite cannot drop a primary key.
+        // v2 rebuilds the notifications table (SQLite cannot drop a primary key), so it repeats
+        // v1's columns on purpose: a shipped migration is never edited.
         migrator.registerMigration("v2") { db in
             try db.execute(sql: """
                 CREATE TABLE notifications_v2 (
