@@ -70,12 +70,11 @@ struct CLITests {
         try process.run()
         defer { if process.isRunning { process.terminate() } }
         var port = ""
-        for _ in 0..<100 where port.isEmpty {
-            try await Task.sleep(for: .milliseconds(50))
+        _ = await eventually(timeout: .seconds(30)) {
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            if let range = text.range(of: #"url=https://127\.0\.0\.1:\d+"#, options: .regularExpression) {
-                port = String(text[range].split(separator: ":").last!)
-            }
+            guard let range = text.range(of: #"url=https://127\.0\.0\.1:\d+"#, options: .regularExpression) else { return false }
+            port = String(text[range].split(separator: ":").last!)
+            return true
         }
         try #require(!port.isEmpty, "serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         let health = try await Repository.run(["curl", "-sk", "https://127.0.0.1:\(port)/healthz"])

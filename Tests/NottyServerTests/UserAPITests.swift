@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NottyCore
+import NottyTestSupport
 import Testing
 @testable import NottyService
 @testable import NottyServiceSQLite
@@ -332,11 +333,10 @@ struct DeviceAPITests {
             #expect(try await client.call(.get, "/v1/me", token: laptop).status == .ok)
             let seenAt = clock.nowMillis()
             var entry: SubscriptionInfo?
-            for _ in 0..<50 {  // last seen is written in the background
+            _ = try await eventually(timeout: .seconds(10)) {  // last seen is written in the background
                 let list = try await client.call(.get, "/v1/me/subscriptions", token: world.userToken).decode(SubscriptionList.self).value
                 entry = list.first { $0.userNotificationSubscriptionId == registration }
-                if entry?.lastSeenDateTime == seenAt { break }
-                try await Task.sleep(for: .milliseconds(20))
+                return entry?.lastSeenDateTime == seenAt
             }
             #expect(entry?.isDevice == true && entry?.deviceName == "laptop" && entry?.platform == "polling")
             #expect(entry?.createdDateTime == registeredAt && entry?.lastSeenDateTime == seenAt, "\(String(describing: entry))")

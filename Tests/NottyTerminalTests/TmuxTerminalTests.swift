@@ -114,14 +114,14 @@ private struct TmuxPane {
     func query(_ format: String) async throws -> String { try await session.query(format) }
     func sendKeys(_ keys: [String]) async throws { try await session.keys(keys) }
 
-    /// Polls the pane for up to 5 seconds.
+    /// Polls the pane until `condition` holds (10 s at most).
     func waitFor(_ condition: (Capture) async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         var last = try await capture()
-        for _ in 0..<100 {
-            if try await condition(last) { return }
-            try await Task.sleep(for: .milliseconds(50))
+        let met = try await eventually(timeout: .seconds(10)) {
             last = try await capture()
+            return try await condition(last)
         }
+        if met { return }
         Issue.record("pane never matched; it shows:\n\(last.lines.joined(separator: "\n"))", sourceLocation: sourceLocation)
     }
 }
