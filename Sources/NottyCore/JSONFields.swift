@@ -130,7 +130,7 @@ public struct JSONFields {
     public func clock(_ key: String) throws(ValidationError) -> Int64? {
         guard let value = present(key) else { return nil }
         switch value {
-        case .number(let number) where number >= 0 && number < 1e15: return Int64(number)
+        case .number(let number) where number >= 0 && number < 1e15 && number == number.rounded(): return Int64(number)
         case .string(let text):
             if let date = ISOTime.parse(text) { return ISOTime.millis(date) }
         default: break

@@ -150,6 +150,17 @@ extension ChangesPage: JSONWritable {
         }
         w.raw(#"],"cursor":"#); w.string(cursor)
         w.raw(#","hasMore":"#); hasMore ? w.raw("true") : w.raw("false")
+        if let preferences {
+            w.raw(#","preferences":["#)
+            for (index, entry) in preferences.enumerated() {
+                if index > 0 { w.raw(",") }
+                w.raw(#"{"changedAt":"#); w.time(entry.changedAt)
+                w.raw(#","key":"#); w.string(entry.key)
+                w.raw(#","value":"#); w.value(entry.value)
+                w.raw("}")
+            }
+            w.raw("]")
+        }
         w.raw("}")
     }
 }

@@ -66,6 +66,16 @@ extension ChangesPage {
         }
         guard sawChanges else { throw ValidationError("changes of the page is required") }
         let f = JSONFields(members: others, "the page", leniency: .wire)
-        self.init(changes: changes, cursor: try f.requiredString("cursor"), hasMore: try f.required("hasMore", f.bool))
+        let preferences = try f.array("preferences")?.map { item throws(ValidationError) in
+            try PreferenceEntry(wire: try JSONFields(value: item, what: "a preference", leniency: .wire))
+        }
+        self.init(changes: changes, cursor: try f.requiredString("cursor"), hasMore: try f.required("hasMore", f.bool), preferences: preferences)
+    }
+}
+
+extension PreferenceEntry {
+    /// Reads a preference from its JSON object, as the service writes it (a `null` value: unset).
+    init(wire f: JSONFields) throws(ValidationError) {
+        self.init(key: try f.requiredString("key"), value: f.any("value") ?? .null, changedAt: try f.required("changedAt", f.time))
     }
 }

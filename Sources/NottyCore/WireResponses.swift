@@ -3,16 +3,40 @@ import Foundation
 // The bodies the service writes (SPEC §2), encoded with `NottyJSON` or `JSONWriter`; a page
 // of the change feed is read back without `JSONDecoder` (`WireReading.swift`).
 
-/// `GET /v1/me/notifications/changes`.
+/// `GET /v1/me/notifications/changes`: the notifications and (SPEC §9) the preferences
+/// changed after `since`, up to `cursor`. `preferences` is left out when none changed.
 public struct ChangesPage: Codable, Sendable, Equatable {
     public var changes: [UserNotification]
     public var cursor: String
     public var hasMore: Bool
-    public init(changes: [UserNotification], cursor: String, hasMore: Bool) {
+    public var preferences: [PreferenceEntry]?
+    public init(changes: [UserNotification], cursor: String, hasMore: Bool, preferences: [PreferenceEntry]? = nil) {
         self.changes = changes
         self.cursor = cursor
         self.hasMore = hasMore
+        self.preferences = preferences
     }
+}
+
+/// One of the user's preferences (SPEC §9): a key, its value (any JSON; `null` unsets it and
+/// is kept, so an older value set offline cannot come back) and when a device set it, by the
+/// hybrid clock of §1: the last writer wins, per key.
+public struct PreferenceEntry: Codable, Sendable, Equatable {
+    public var key: String
+    public var value: JSONValue
+    public var changedAt: Date
+
+    public init(key: String, value: JSONValue, changedAt: Date) {
+        self.key = key
+        self.value = value
+        self.changedAt = changedAt
+    }
+}
+
+/// `GET`/`PATCH /v1/me/preferences`: every preference the user has (unset ones as `null`).
+public struct PreferenceList: Codable, Sendable, Equatable {
+    public var preferences: [PreferenceEntry]
+    public init(preferences: [PreferenceEntry]) { self.preferences = preferences }
 }
 
 /// `GET /v1/me/notifications?view=`.

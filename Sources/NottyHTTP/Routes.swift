@@ -100,6 +100,14 @@ public struct Routes: Sendable {
                 try await self.service.inbox.revokeSubscription(userId: context.requireUser(), id: context.pathParameter("id"))
                 return JSONResponse.empty(.noContent)
             },
+            Route(method: .get, path: "/v1/me/preferences", audience: .user) { _, context in
+                try JSONResponse.make(try await self.service.inbox.preferences(userId: context.requireUser()))
+            },
+            Route(method: .patch, path: "/v1/me/preferences", audience: .user) { request, context in
+                var request = request
+                let body = try await request.jsonBody(limit: self.limit)
+                return try JSONResponse.make(try await self.service.inbox.setPreferences(userId: context.requireUser(), body: body))
+            },
             Route(method: .get, path: "/v1/me/notifications/changes", audience: .user) { request, context in try await self.changes(request, user: context.requireUser()) },
             Route(method: .get, path: "/v1/me/notifications/counts", audience: .user) { _, context in
                 try JSONResponse.make(try await self.service.inbox.counts(userId: context.requireUser()), headers: self.pollHeader)

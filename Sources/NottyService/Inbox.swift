@@ -102,7 +102,8 @@ public final class Inbox: ServicePart {
         guard let page = try await db({ try await storage.changes(userId: userId, since: since, limit: limit) }) else {
             throw ServiceError.cursorExpired
         }
-        return ChangesPage(changes: page.changes, cursor: String(page.lastSeq), hasMore: page.hasMore)
+        return ChangesPage(changes: page.changes, cursor: String(page.lastSeq), hasMore: page.hasMore,
+                           preferences: page.preferences.isEmpty ? nil : page.preferences)
     }
 
     public func list(userId: String, view: NotificationView, top: Int, skip: Int) async throws -> [UserNotification] {

@@ -96,6 +96,13 @@ public protocol NotificationStorage: Sendable {
     /// `nil` when `since` is older than the kept history (410).
     func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage?
     func latestSeq(userId: String) async throws -> Int64
+
+    // Preferences (SPEC §9)
+    /// Every preference of the user, by key (unset ones with a `null` value).
+    func preferences(userId: String) async throws -> [PreferenceEntry]
+    /// Applies `entries` in one transaction by ``PreferenceRules``; each one applied moves the
+    /// user's feed (and rings their devices). Answers every preference after it.
+    func setPreferences(userId: String, _ entries: [PreferenceEntry]) async throws -> [PreferenceEntry]
     /// The newest cursor handed out to anyone (a larger one comes from another database).
     func highestSeq() async throws -> Int64
     func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification]

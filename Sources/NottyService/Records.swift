@@ -130,10 +130,13 @@ public struct ChangeFeedPage: Sendable {
     public var changes: [UserNotification]
     public var lastSeq: Int64
     public var hasMore: Bool
-    public init(changes: [UserNotification], lastSeq: Int64, hasMore: Bool) {
+    /// The preferences changed after the page's `since`, up to `lastSeq`, in the feed's order.
+    public var preferences: [PreferenceEntry]
+    public init(changes: [UserNotification], lastSeq: Int64, hasMore: Bool, preferences: [PreferenceEntry] = []) {
         self.changes = changes
         self.lastSeq = lastSeq
         self.hasMore = hasMore
+        self.preferences = preferences
     }
 }
 

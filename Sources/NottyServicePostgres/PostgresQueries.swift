@@ -243,7 +243,11 @@ extension PostgresStorage {
                 SELECT \(unescaped: Self.columns) FROM notifications WHERE user_id = \(userId) AND seq > \(since) ORDER BY seq LIMIT \(Int64(limit + 1))
                 """)
             let page = rows.prefix(limit)
-            return ChangeFeedPage(changes: page.map(\.notification), lastSeq: page.last?.seq ?? max(since, purged), hasMore: rows.count > limit)
+            let hasMore = rows.count > limit
+            // Preferences share the positions: those up to the page's end (all, on the last page).
+            let preferences = try await self.preferencesChanged(connection, userId: userId, since: since, through: hasMore ? page.last?.seq : nil)
+            let lastSeq = max(page.last?.seq ?? max(since, purged), hasMore ? 0 : preferences.lastSeq ?? 0)
+            return ChangeFeedPage(changes: page.map(\.notification), lastSeq: lastSeq, hasMore: hasMore, preferences: preferences.entries)
         }
     }
 
@@ -252,6 +256,7 @@ extension PostgresStorage {
             try await connection.query(
                 """
                 SELECT greatest(coalesce((SELECT max(seq) FROM notifications WHERE user_id = \(userId)), 0),
+                                coalesce((SELECT max(seq) FROM preferences WHERE user_id = \(userId)), 0),
                                 coalesce((SELECT purged_through FROM users WHERE id = \(userId)), 0))
                 """,
                 logger: self.logger

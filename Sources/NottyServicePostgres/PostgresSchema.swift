@@ -123,6 +123,14 @@ extension PostgresStorage {
             """,
             "CREATE INDEX delayed_due ON delayed (due_at)",
         ]),
+        // The user's preferences (SPEC §9): one row per key, last writer wins, in the feed.
+        ("v8", [
+            """
+            CREATE TABLE preferences (user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE, key TEXT NOT NULL, value TEXT NOT NULL,
+                                      changed_at BIGINT NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (user_id, key))
+            """,
+            "CREATE INDEX preferences_feed ON preferences (user_id, seq)",
+        ]),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

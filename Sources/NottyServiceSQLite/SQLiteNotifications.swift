@@ -188,13 +188,20 @@ extension SQLiteStorage {
                 arguments: [userId, since, limit + 1]
             ).map { try Self.stored($0) }
             let page = rows.prefix(limit)
-            return ChangeFeedPage(changes: page.map(\.notification), lastSeq: page.last?.seq ?? max(since, purged), hasMore: rows.count > limit)
+            let hasMore = rows.count > limit
+            // Preferences share the positions: those up to the page's end (all, on the last page).
+            let preferences = try Self.preferencesChanged(db, userId: userId, since: since, through: hasMore ? page.last?.seq : nil)
+            let lastSeq = max(page.last?.seq ?? max(since, purged), hasMore ? 0 : preferences.lastSeq ?? 0)
+            return ChangeFeedPage(changes: page.map(\.notification), lastSeq: lastSeq, hasMore: hasMore, preferences: preferences.entries)
         }
     }
 
     public func latestSeq(userId: String) async throws -> Int64 {
         try await read { db in
-            let newest = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM notifications WHERE user_id = ?", arguments: [userId]) ?? 0
+            let newest = try Int64.fetchOne(db, sql: """
+                SELECT max(coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1), 0),
+                           coalesce((SELECT max(seq) FROM preferences WHERE user_id = ?1), 0))
+                """, arguments: [userId]) ?? 0
             let purged = try Int64.fetchOne(db, sql: "SELECT purged_through FROM users WHERE id = ?", arguments: [userId]) ?? 0
             return max(newest, purged)
         }

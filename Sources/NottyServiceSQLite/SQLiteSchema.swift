@@ -178,6 +178,20 @@ extension SQLiteStorage {
                 CREATE INDEX delayed_due ON delayed (due_at);
                 """)
         }
+        // The user's preferences (SPEC §9): one row per key, last writer wins, in the feed.
+        migrator.registerMigration("v8 preferences") { db in
+            try db.execute(sql: """
+                CREATE TABLE preferences (
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    key TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    changed_at INTEGER NOT NULL,
+                    seq INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, key)
+                );
+                CREATE INDEX preferences_feed ON preferences (user_id, seq);
+                """)
+        }
         return migrator
     }
 }

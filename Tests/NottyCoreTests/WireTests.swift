@@ -182,6 +182,24 @@ struct JSONWriterTests {
         }
     }
 
+    @Test("A page with preferences (SPEC §9) is the bytes JSONEncoder writes and reads back the same both ways, a null value included")
+    func pageWithPreferences() throws {
+        let preferences = [
+            PreferenceEntry(key: "quiet", value: .object(["until": .string("2027-01-15T07:00:00.000Z"), "strict": .bool(false)]),
+                            changedAt: Date(timeIntervalSince1970: 1_800_000_000.25)),
+            PreferenceEntry(key: "mute.app.\(Self.awkward)", value: .null, changedAt: Date(timeIntervalSince1970: 1_800_000_001)),
+        ]
+        let page = ChangesPage(changes: Array(Self.samples.prefix(1)), cursor: "7", hasMore: false, preferences: preferences)
+        let bytes = page.jsonBytes()
+        #expect(String(decoding: bytes, as: UTF8.self) == Self.encoded(page))
+        #expect(try ChangesPage(wire: Data(bytes)) == page)
+        #expect(try NottyJSON.decoder.decode(ChangesPage.self, from: Data(bytes)) == page)
+        // A page without them leaves the member out, and an older reader's page has none.
+        #expect(!String(decoding: ChangesPage(changes: [], cursor: "7", hasMore: false).jsonBytes(), as: UTF8.self).contains("preferences"))
+        #expect(try ChangesPage(wire: Data(#"{"changes":[],"cursor":"7","hasMore":false}"#.utf8)).preferences == nil)
+        #expect(throws: ValidationError.self) { try ChangesPage(wire: Data(#"{"changes":[],"cursor":"7","hasMore":false,"preferences":[{"value":1}]}"#.utf8)) }
+    }
+
     @Test("A change page reads back the same through the hand-written reader as through JSONDecoder, for every shape of notification")
     func pageReader() throws {
         var random = SystemRandomNumberGenerator()
