@@ -242,6 +242,17 @@ public final class LocalStore: Sendable {
             try db.execute(sql: "DROP TRIGGER view_blocks_insert")
             try db.execute(sql: ViewIndex.insertTrigger(when: "new.hidden = 0 AND NOT EXISTS (SELECT 1 FROM meta WHERE key = '\(ViewIndex.bulkKey)')"))
         }
+        // The user's preferences (SPEC §9): the service's, or this device's not yet sent.
+        migrator.registerMigration("v10 preferences") { db in
+            try db.execute(sql: """
+                CREATE TABLE preferences (
+                    key TEXT PRIMARY KEY,
+                    value TEXT NOT NULL,
+                    changed_at INTEGER NOT NULL,
+                    pending INTEGER NOT NULL DEFAULT 0
+                )
+                """)
+        }
         return migrator
     }
 
@@ -292,7 +303,7 @@ public final class LocalStore: Sendable {
                 try SearchIndex.reset(db)
                 // The revision goes on counting (readers key caches by it).
                 // Meta first: without `watch_states` the deletions are not queued as state changes.
-                try db.execute(sql: "DELETE FROM meta WHERE key <> 'revision'; DELETE FROM notifications; DELETE FROM outbox; DELETE FROM state_changes;")
+                try db.execute(sql: "DELETE FROM meta WHERE key <> 'revision'; DELETE FROM notifications; DELETE FROM outbox; DELETE FROM state_changes; DELETE FROM preferences;")
                 try bumpRevision(db)
             }
             try setMeta(db, "account", account)

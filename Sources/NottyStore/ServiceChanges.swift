@@ -52,6 +52,7 @@ extension LocalStore {
                 try ViewIndex.countRows(db, after: rowidBefore)
             }
             try observeClock(db, millis: newest)
+            if let preferences = page.preferences, try applyServicePreferences(db, preferences) { try bumpRevision(db) }
             try setMeta(db, "cursor", page.cursor)
             try setMeta(db, "last_sync", String(ISOTime.millis(now)))
             if !page.changes.isEmpty { try bumpRevision(db) }

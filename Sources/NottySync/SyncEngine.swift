@@ -13,6 +13,10 @@ public protocol SyncTransport: Sendable {
     /// A conditional pull (the polling contract): a nil page when nothing changed since
     /// `since`, with the service's poll interval when it says one.
     func changesIfChanged(since: String?, limit: Int) async throws -> (page: ChangesPage?, pollInterval: Int?)
+    /// The user's preferences (SPEC §9), all of them.
+    func preferences() async throws -> [PreferenceEntry]
+    /// Sends preferences set on this device; answers all of them after the write.
+    func setPreferences(_ entries: [PreferenceEntry]) async throws -> [PreferenceEntry]
 }
 
 extension SyncTransport {
@@ -45,6 +49,9 @@ public actor SyncEngine {
     /// first pull has looked (one a process killed mid-sync left), then only after it put some
     /// off itself, so that later pulls (every doorbell) do not ask the store again.
     private var indexesMayBeDeferred = true
+    /// Whether the store is known to hold the service's preferences (fetched whole once, or
+    /// pulled from the start); until then each pull asks the store.
+    private var preferencesFetched = false
 
     /// `pageSize` is the limit of pages after the store's cursor; a pull from the start uses
     /// `initialPageSize` (the service's maximum, 5000, unless given).
@@ -70,15 +77,27 @@ public actor SyncEngine {
     /// this one fails or the process dies).
     @discardableResult
     public func pull() async throws -> SyncSummary {
-        if try store.cursor() == nil, try store.deferIndexesIfEmpty() { indexesMayBeDeferred = true }
+        let fromStart = try store.cursor() == nil
+        if fromStart, try store.deferIndexesIfEmpty() { indexesMayBeDeferred = true }
         do {
             let summary = try await pullPages()
             try buildDeferredIndexes()
+            try await fetchPreferencesOnce(pulledFromStart: fromStart)
             return summary
         } catch {
             try? buildDeferredIndexes()
             throw error
         }
+    }
+
+    /// A store that synced before preferences existed has its cursor past them: it fetches
+    /// them whole once. One that pulled from the start has them all.
+    private func fetchPreferencesOnce(pulledFromStart: Bool) async throws {
+        guard !preferencesFetched else { return }
+        if try !store.preferencesFetched() {
+            try store.applyFetchedPreferences(pulledFromStart ? [] : try await transport.preferences())
+        }
+        preferencesFetched = true
     }
 
     private func buildDeferredIndexes() throws {
@@ -181,6 +200,12 @@ public actor SyncEngine {
             sent += done
             if done == 0 { break }  // every item was refused for now (e.g. rate limited): later
         }
+        // Preferences set here: sent together; the answer says who won each.
+        let preferences = try store.pendingPreferences()
+        if !preferences.isEmpty {
+            try store.acknowledgePreferences(sent: preferences, answer: try await transport.setPreferences(preferences))
+            sent += preferences.count
+        }
         return sent
     }
 }
@@ -255,6 +280,30 @@ public struct HTTPTransport: SyncTransport {
 
     /// A conditional pull (the polling contract): nil when nothing changed since `cursor`,
     /// with the service's poll interval.
+    public func preferences() async throws -> [PreferenceEntry] {
+        try Self.preferenceList(try await client.send(.GET, "/v1/me/preferences"))
+    }
+
+    public func setPreferences(_ entries: [PreferenceEntry]) async throws -> [PreferenceEntry] {
+        let items: [JSONValue] = entries.map { entry in
+            .object(["key": .string(entry.key), "value": entry.value, "changedAt": .number(Double(ISOTime.millis(entry.changedAt)))])
+        }
+        let body = JSONValue.object(["preferences": .array(items)]).jsonText
+        return try Self.preferenceList(try await client.send(.PATCH, "/v1/me/preferences", json: Data(body.utf8)))
+    }
+
+    static func preferenceList(_ answer: HTTPAnswer) throws -> [PreferenceEntry] {
+        guard answer.status == 200 else {
+            let error = answer.errorText
+            throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
+        }
+        do {
+            return try NottyJSON.decoder.decode(PreferenceList.self, from: answer.body).preferences
+        } catch {
+            throw SyncError.unreachable("the service sent preferences notty cannot read: \(error)")
+        }
+    }
+
     public func changesIfChanged(since cursor: String?, limit: Int) async throws -> (page: ChangesPage?, pollInterval: Int?) {
         let headers = cursor.map { [("If-None-Match", "\"\($0)\"")] } ?? []
         let answer = try await client.send(.GET, Self.changesPath(since: cursor, limit: limit), headers: headers)

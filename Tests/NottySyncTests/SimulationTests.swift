@@ -79,6 +79,21 @@ struct SimulatedTransport: SyncTransport {
         if faults.chance(0.15) { throw SyncError.unreachable("answer lost after the service applied it") }
         return results
     }
+
+    func preferences() async throws -> [PreferenceEntry] {
+        try reach()
+        return try await service.inbox.preferences(userId: userId).preferences
+    }
+
+    func setPreferences(_ entries: [PreferenceEntry]) async throws -> [PreferenceEntry] {
+        try reach()
+        let items = entries.map { JSONValue.object(["key": .string($0.key), "value": $0.value, "changedAt": .string(ISOTime.format($0.changedAt))]) }
+        let body = Data(JSONValue.object(["preferences": .array(items)]).jsonText.utf8)
+        var faults = network.faults(for: "preferences/\(device)/" + entries.map { "\($0.key)@\(ISOTime.millis($0.changedAt))" }.joined(separator: ","))
+        let answer = try await service.inbox.setPreferences(userId: userId, body: body).preferences
+        if faults.chance(0.15) { throw SyncError.unreachable("answer lost after the service applied it") }
+        return answer
+    }
 }
 
 /// An in-process service on SQLite in `directory`, with user alice, the app ci.example.com
@@ -333,6 +348,8 @@ struct CountingTransport: SyncTransport {
         return try await inner.changes(since: since, limit: limit)
     }
     func batch(_ mutations: [Mutation]) async throws -> [MutationResult] { try await inner.batch(mutations) }
+    func preferences() async throws -> [PreferenceEntry] { try await inner.preferences() }
+    func setPreferences(_ entries: [PreferenceEntry]) async throws -> [PreferenceEntry] { try await inner.setPreferences(entries) }
 }
 
 @Suite("A first sync through the engine")

@@ -1,0 +1,92 @@
+import Foundation
+import GRDB
+import NottyCore
+
+/// The user's preferences on this device (SPEC §9): the service's as the feed brought them,
+/// and the ones set here, pending until the service has them. Per key the later `changedAt`
+/// wins, as on the service; a pending one keeps a tie (it reaches the service later, and
+/// there the later arrival wins).
+extension LocalStore {
+    /// Every preference as this device knows it, by key (unset ones with a `null` value).
+    public func preferences() throws -> [PreferenceEntry] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT key, value, changed_at FROM preferences ORDER BY key").map(Self.entry)
+        }
+    }
+
+    /// Sets a preference on this device, stamped by its hybrid clock and pending until sent.
+    @discardableResult
+    public func setPreference(key: String, value: JSONValue, now: Date = Date()) throws -> PreferenceEntry {
+        try write { db in
+            let clock = try nextClock(db, now: now)
+            try setMeta(db, "hlc", String(clock))
+            try db.execute(sql: """
+                INSERT INTO preferences (key, value, changed_at, pending) VALUES (?, ?, ?, 1)
+                ON CONFLICT (key) DO UPDATE SET value = excluded.value, changed_at = excluded.changed_at, pending = 1
+                """, arguments: [key, value.jsonText, clock])
+            try bumpRevision(db)
+            return PreferenceEntry(key: key, value: value, changedAt: ISOTime.date(millis: clock))
+        }
+    }
+
+    /// The preferences set here and not yet acknowledged by the service.
+    public func pendingPreferences() throws -> [PreferenceEntry] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT key, value, changed_at FROM preferences WHERE pending = 1 ORDER BY key").map(Self.entry)
+        }
+    }
+
+    /// The service's answer to `sent`: each sent one that is unchanged here takes the
+    /// service's entry for its key (the winner, with the clock the service kept: it clamps one
+    /// ahead of its own) and is no longer pending; the rest of the answer is applied by the rule.
+    public func acknowledgePreferences(sent: [PreferenceEntry], answer: [PreferenceEntry]) throws {
+        try write { db in
+            let answered = Dictionary(answer.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
+            for entry in sent {
+                guard let winner = answered[entry.key] else { continue }
+                try db.execute(sql: """
+                    UPDATE preferences SET value = ?, changed_at = ?, pending = 0 WHERE key = ? AND value = ? AND changed_at = ? AND pending = 1
+                    """, arguments: [winner.value.jsonText, ISOTime.millis(winner.changedAt), entry.key, entry.value.jsonText, ISOTime.millis(entry.changedAt)])
+            }
+            if try applyServicePreferences(db, answer) { try bumpRevision(db) }
+        }
+    }
+
+    /// Whether the service's preferences were fetched whole once (a device that synced before
+    /// they existed has its cursor past them).
+    public func preferencesFetched() throws -> Bool {
+        try pool.read { db in try meta(db, "preferences_fetched") != nil }
+    }
+
+    /// Applies the service's whole list and remembers that it was fetched.
+    public func applyFetchedPreferences(_ entries: [PreferenceEntry]) throws {
+        try write { db in
+            if try applyServicePreferences(db, entries) { try bumpRevision(db) }
+            try setMeta(db, "preferences_fetched", "1")
+        }
+    }
+
+    /// Applies preferences from the service by the rule; answers whether any changed here.
+    func applyServicePreferences(_ db: Database, _ entries: [PreferenceEntry]) throws -> Bool {
+        var changed = false
+        for entry in entries {
+            let value = entry.value.jsonText, changedAt = ISOTime.millis(entry.changedAt)
+            try observeClock(db, millis: changedAt)
+            if let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT value, changed_at, pending FROM preferences WHERE key = ?"), arguments: [entry.key]) {
+                let (storedValue, storedAt, pending): (String, Int64, Bool) = (row[0], row[1], row[2])
+                if storedAt > changedAt || (pending && storedAt == changedAt) { continue }
+                if storedValue == value && storedAt == changedAt && !pending { continue }
+            }
+            try db.cachedStatement(sql: """
+                INSERT INTO preferences (key, value, changed_at, pending) VALUES (?, ?, ?, 0)
+                ON CONFLICT (key) DO UPDATE SET value = excluded.value, changed_at = excluded.changed_at, pending = 0
+                """).execute(arguments: [entry.key, value, changedAt])
+            changed = true
+        }
+        return changed
+    }
+
+    private static func entry(_ row: Row) -> PreferenceEntry {
+        PreferenceEntry(key: row[0], value: JSONParser.parse(Data((row[1] as String).utf8)) ?? .null, changedAt: ISOTime.date(millis: row[2]))
+    }
+}
