@@ -94,13 +94,20 @@ public struct PushPayload: Sendable, Equatable {
             throw .notNotty("a \"changes\" payload needs \"previousCursor\"")
         }
         guard case .array(let items)? = object["changes"] else { throw .notNotty("a \"changes\" payload needs a \"changes\" array") }
+        let changes: [UserNotification]
         do {
-            let data = Data(JSONValue.array(items).jsonText.utf8)
-            let changes = try NottyJSON.decoder.decode([UserNotification].self, from: data)
-            return DoorbellFrame(type: type, cursor: cursor, previousCursor: previous, changes: changes)
+            changes = try NottyJSON.decoder.decode([UserNotification].self, from: Data(JSONValue.array(items).jsonText.utf8))
         } catch {
             throw .notNotty("a change in the payload is not a notification: \(error)")
         }
+        var preferences: [PreferenceEntry]?
+        if let value = object["preferences"] {
+            guard case .array = value, let read = try? NottyJSON.decoder.decode([PreferenceEntry].self, from: Data(value.jsonText.utf8)) else {
+                throw .notNotty("\"preferences\" in the payload must be a list of preferences")
+            }
+            preferences = read
+        }
+        return DoorbellFrame(type: type, cursor: cursor, previousCursor: previous, changes: changes, preferences: preferences)
     }
 
     /// Whether `server` names the same service as `other` (scheme, host and port; case and a

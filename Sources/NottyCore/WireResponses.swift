@@ -180,15 +180,18 @@ public struct DoorbellFrame: Codable, Sendable, Equatable {
     public var cursor: String
     public var previousCursor: String?
     public var changes: [UserNotification]?
+    /// The preferences changed between the two cursors (SPEC §9), as in a page of the feed.
+    public var preferences: [PreferenceEntry]?
 
     public static func changed(cursor: String) -> DoorbellFrame {
         DoorbellFrame(type: "changed", cursor: cursor, previousCursor: nil, changes: nil)
     }
 
-    public init(type: String, cursor: String, previousCursor: String?, changes: [UserNotification]?) {
+    public init(type: String, cursor: String, previousCursor: String?, changes: [UserNotification]?, preferences: [PreferenceEntry]? = nil) {
         self.type = type
         self.cursor = cursor
         self.previousCursor = previousCursor
         self.changes = changes
+        self.preferences = preferences
     }
 }

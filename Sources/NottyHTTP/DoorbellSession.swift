@@ -40,7 +40,7 @@ struct DoorbellSession {
         while true {
             let page = try await service.inbox.changes(userId: userId, since: current, limit: 500)
             guard let next = Int64(page.cursor), next != current else { return current }
-            try await send(DoorbellFrame(type: "changes", cursor: page.cursor, previousCursor: String(current), changes: page.changes), outbound)
+            try await send(DoorbellFrame(type: "changes", cursor: page.cursor, previousCursor: String(current), changes: page.changes, preferences: page.preferences), outbound)
             current = next
             if !page.hasMore { return current }
         }

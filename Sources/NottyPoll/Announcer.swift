@@ -18,7 +18,9 @@ public final class Announcer: Sendable {
         self.runner = runner
     }
 
-    /// What arrived since the last call, each with its view now.
+    /// What arrived since the last call, each with its view now, for the popups: those in
+    /// Unread that may not interrupt (muted, or quiet: SPEC §9) are left out. Each in Unread
+    /// is a JSON line; `--exec` runs only for those that may interrupt.
     public func announce() throws -> [(UserNotification, NotificationView?)] {
         try lock.withLock { _ in
             let fresh = try store.unannounced()
@@ -26,13 +28,16 @@ public final class Announcer: Sendable {
             // Marked first: a crash may skip an announcement but never repeats a command.
             try store.markAnnounced(fresh.map(\.id))
             let now = Date()
+            let interruptions = Interruptions(preferences: try store.preferences(), now: now)
             let arrived = fresh.map { ($0, NotificationView.current(of: $0, now: now)) }
             for (notification, view) in arrived where view == .unread {
                 print(jsonLine(notification))
                 fflush(nil)
-                if let exec { runner.submit(.init(option: "--exec", command: exec, notification: notification)) }
+                if let exec, interruptions.interrupts(notification) {
+                    runner.submit(.init(option: "--exec", command: exec, notification: notification))
+                }
             }
-            return arrived
+            return arrived.filter { $0.1 != .unread || interruptions.interrupts($0.0) }
         }
     }
 

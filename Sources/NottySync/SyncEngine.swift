@@ -181,7 +181,7 @@ public actor SyncEngine {
     @discardableResult
     public func receive(_ frame: DoorbellFrame) async throws -> Bool {
         if frame.type == "changes", let changes = frame.changes, let previous = frame.previousCursor {
-            let page = ChangesPage(changes: changes, cursor: frame.cursor, hasMore: false)
+            let page = ChangesPage(changes: changes, cursor: frame.cursor, hasMore: false, preferences: frame.preferences)
             if case .applied = try store.apply(page: page, since: previous) { return true }
         }
         if try store.cursor() != frame.cursor { try await pull() }

@@ -41,6 +41,8 @@ struct Status: AsyncParsableCommand {
                 connection = "unreachable: \(error)"
             }
             let lastSync = info.lastSync.map { "\(ISOTime.format($0)) (\(TimeText.relative($0, now: Date())))" } ?? "never"
+            let now = Date()
+            let interruptions = Interruptions(preferences: try store.preferences(), now: now)
             if json {
                 let object: [String: JSONValue] = [
                     "account": .string(credentials.account), "server": .string(credentials.server), "user": .string(credentials.userName),
@@ -48,6 +50,14 @@ struct Status: AsyncParsableCommand {
                     "cursor": info.cursor.map(JSONValue.string) ?? .null, "outbox": .number(Double(info.outbox)),
                     "lastSync": info.lastSync.map { .string(ISOTime.format($0)) } ?? .null,
                     "counts": .object(Dictionary(uniqueKeysWithValues: NotificationView.allCases.map { ($0.rawValue, JSONValue.number(Double(counts[$0]))) })),
+                    "quiet": interruptions.quietUntil.map { .object(["until": .string(ISOTime.format($0)), "strict": .bool(interruptions.strict)]) } ?? .null,
+                    "mutes": .array(interruptions.mutes.map { mute in
+                        let (kind, name): (String, String) = switch mute.target {
+                        case .app(let host): ("app", host)
+                        case .group(let group): ("group", group)
+                        }
+                        return .object([kind: .string(name), "until": mute.until.map { .string(ISOTime.format($0)) } ?? .null])
+                    }),
                 ]
                 print(JSONValue.object(object).jsonText)
                 return
@@ -59,6 +69,10 @@ struct Status: AsyncParsableCommand {
             say("outbox:     \(info.outbox) change(s) waiting")
             say("last sync:  \(lastSync)")
             say("counts:     " + NotificationView.allCases.map { "\($0.rawValue) \(counts[$0])" }.joined(separator: ", "))
+            say("quiet:      " + (interruptions.quietUntil.map { "until \(TimeText.clock($0, in: .current, now: now))" + (interruptions.strict ? ", High included" : "") } ?? "off"))
+            say("muted:      " + (interruptions.mutes.isEmpty ? "nothing" : interruptions.mutes.map { mute in
+                mute.target.description + (mute.until.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? "")
+            }.joined(separator: ", ")))
         }
     }
 }

@@ -38,9 +38,9 @@ final class TwoDevices: @unchecked Sendable {
     }
 
     /// Publishes through the real `notty publish`; returns the new id.
-    func publish(_ title: String, body: String = "") async throws -> String {
+    func publish(_ title: String, body: String = "", extra: [String] = []) async throws -> String {
         let result = try await a.run(["publish", "--server", service.url, "--client-id", service.clientId, "--client-secret=\(service.clientSecret)",
-                                "--uns-id", uns, "--title", title, "--body", body])
+                                "--uns-id", uns, "--title", title, "--body", body] + extra)
         guard result.status == 0 else { throw SupportError("publish failed: \(result.err)") }
         return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
     }

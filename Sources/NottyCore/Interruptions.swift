@@ -1,0 +1,85 @@
+import Foundation
+
+/// What the user's preferences say about interrupting them (SPEC §9): quiet hours and mutes.
+/// Interrupting is a popup or an `--exec` command; history and counts never change.
+///
+/// The preferences behind it: `quiet` = `{"until": <ISO time>, "strict": <bool>}` (`null`: not
+/// quiet), `mute.app.<host>` and `mute.group.<name>` = `{"until": <ISO time or null: until
+/// unmuted>}` (`null`: not muted). A quiet period or a mute whose time has passed is over.
+public struct Interruptions: Sendable, Equatable {
+    public enum Target: Sendable, Equatable, Hashable {
+        case app(String)
+        case group(String)
+    }
+
+    public struct Mute: Sendable, Equatable {
+        public var target: Target
+        /// When it ends by itself; nil: when it is lifted.
+        public var until: Date?
+    }
+
+    /// When the quiet period ends; nil: not quiet.
+    public var quietUntil: Date?
+    /// Quiet for `High` too.
+    public var strict = false
+    public var mutes: [Mute] = []
+
+    public static let quietKey = "quiet"
+    public static func key(_ target: Target) -> String {
+        switch target {
+        case .app(let host): "mute.app." + host.lowercased()
+        case .group(let name): "mute.group." + name
+        }
+    }
+
+    public static func quietValue(until: Date, strict: Bool) -> JSONValue {
+        .object(["until": .string(ISOTime.format(until)), "strict": .bool(strict)])
+    }
+
+    public static func muteValue(until: Date?) -> JSONValue {
+        .object(["until": until.map { .string(ISOTime.format($0)) } ?? .null])
+    }
+
+    /// What `preferences` say at `now` (what has ended is left out).
+    public init(preferences: [PreferenceEntry], now: Date) {
+        for entry in preferences {
+            guard case .object(let value) = entry.value else { continue }
+            let until: Date? = if case .string(let text)? = value["until"] { ISOTime.parse(text) } else { nil }
+            if entry.key == Self.quietKey {
+                guard let until, until > now else { continue }
+                quietUntil = until
+                strict = value["strict"] == .bool(true)
+            } else if let target = Self.target(of: entry.key) {
+                if let until, until <= now { continue }
+                mutes.append(Mute(target: target, until: until))
+            }
+        }
+        mutes.sort { Self.key($0.target) < Self.key($1.target) }
+    }
+
+    static func target(of key: String) -> Target? {
+        if key.hasPrefix("mute.app."), key.count > 9 { return .app(String(key.dropFirst(9))) }
+        if key.hasPrefix("mute.group."), key.count > 11 { return .group(String(key.dropFirst(11))) }
+        return nil
+    }
+
+    public var isQuiet: Bool { quietUntil != nil }
+
+    /// Whether `notification` is muted (by its app or its group).
+    public func isMuted(_ notification: UserNotification) -> Bool {
+        mutes.contains { mute in
+            switch mute.target {
+            case .app(let host): notification.targetHostName.equalsIgnoringASCIICase(host)
+            case .group(let name): notification.groupName == name
+            }
+        }
+    }
+
+    /// Whether `notification` may interrupt: never when muted; while quiet only `High`, and
+    /// not even that when quiet is strict.
+    public func interrupts(_ notification: UserNotification) -> Bool {
+        if isMuted(notification) { return false }
+        if isQuiet { return notification.priority == .high && !strict }
+        return true
+    }
+}

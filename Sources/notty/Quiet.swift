@@ -1,0 +1,159 @@
+import ArgumentParser
+import Foundation
+import NottyCommandLine
+import NottyCore
+import NottyStore
+
+// Quiet hours and mutes (SPEC §9): preferences of the user's, set on this device and synced to
+// every other. Nothing is lost while quiet or muted; only popups and --exec hold back.
+
+struct Quiet: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "quiet",
+        abstract: "Quiet on every device: no popup and no --exec until it ends (High still comes through unless --strict).",
+        discussion: """
+            notty quiet --for 1h           quiet for an hour
+            notty quiet --until 07:00      quiet until the next 07:00 here
+            notty quiet off                interrupt again
+            Notifications still arrive, are kept and counted; notty status shows the quiet state.
+            """)
+
+    @Argument(help: ArgumentHelp("off: end the quiet period now.", valueName: "off")) var off: String?
+    @Option(name: .customLong("for"), help: ArgumentHelp("How long: 30m, 1h, 2d.", valueName: "duration")) var duration: DurationArgument?
+    @Option(help: ArgumentHelp("Until this time of day here (the next one to come).", valueName: "HH:MM")) var until: String?
+    @Flag(help: "High notifications are quiet too.") var strict = false
+
+    func validate() throws {
+        if let off, off != "off" { throw ArgumentParser.ValidationError("say off, or give --for or --until") }
+        let given = [off != nil, duration != nil, until != nil].filter { $0 }.count
+        guard given == 1 else { throw ArgumentParser.ValidationError("give one of --for DURATION, --until HH:MM or off") }
+        if let until, Self.timeOfDay(until) == nil { throw ArgumentParser.ValidationError("--until takes a time of day such as 07:00") }
+        if off != nil && strict { throw ArgumentParser.ValidationError("--strict goes with --for or --until") }
+    }
+
+    static func timeOfDay(_ text: String) -> DateComponents? {
+        let parts = text.split(separator: ":")
+        guard parts.count == 2, let hour = Int(parts[0]), let minute = Int(parts[1]), (0..<24).contains(hour), (0..<60).contains(minute) else { return nil }
+        return DateComponents(hour: hour, minute: minute)
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let local = Device()
+            let store = try local.store()
+            let now = Date()
+            if off != nil {
+                try store.setPreference(key: Interruptions.quietKey, value: .null, now: now)
+                say("quiet is off")
+            } else {
+                let end: Date
+                if let duration {
+                    end = now.addingTimeInterval(TimeInterval(duration.seconds))
+                } else {
+                    guard let time = until.flatMap(Self.timeOfDay),
+                          let next = Calendar.current.nextDate(after: now, matching: time, matchingPolicy: .nextTime)
+                    else { throw CLIError("--until takes a time of day such as 07:00") }
+                    end = next
+                }
+                try store.setPreference(key: Interruptions.quietKey, value: Interruptions.quietValue(until: end, strict: strict), now: now)
+                say("quiet until \(TimeText.clock(end, in: .current, now: now)) (\(TimeText.relative(end, now: now)))" + (strict ? ", High included" : ""))
+            }
+            await deliverQueued(local)
+        }
+    }
+}
+
+/// `--app HOST` or `--group NAME`.
+struct MuteTarget: ParsableArguments {
+    @Option(help: ArgumentHelp("An app's host name (its notifications' targetHostName).", valueName: "host")) var app: String?
+    @Option(help: ArgumentHelp("A group (groupName).", valueName: "name")) var group: String?
+
+    var target: Interruptions.Target? {
+        if let app { return .app(app) }
+        if let group { return .group(group) }
+        return nil
+    }
+
+    func validate() throws {
+        if app != nil && group != nil { throw ArgumentParser.ValidationError("give --app or --group, not both") }
+    }
+}
+
+extension Interruptions.Target {
+    var description: String {
+        switch self {
+        case .app(let host): "app \(host)"
+        case .group(let name): "group \(name)"
+        }
+    }
+}
+
+struct Mute: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mute",
+        abstract: "Mute an app or a group on every device: its notifications are kept and counted but never interrupt.",
+        discussion: """
+            notty mute --app ci.example.com            until notty unmute
+            notty mute --group HighCPU --for 2h        ends by itself
+            notty mute --list                          what is muted now
+            """)
+
+    @OptionGroup var target: MuteTarget
+    @Option(name: .customLong("for"), help: ArgumentHelp("How long: 30m, 1h, 2d (default: until unmuted).", valueName: "duration")) var duration: DurationArgument?
+    @Flag(help: "List what is muted now.") var list = false
+    @Flag(help: "With --list: one JSON object a line.") var json = false
+
+    func validate() throws {
+        if list && (target.target != nil || duration != nil) { throw ArgumentParser.ValidationError("--list takes no --app, --group or --for") }
+        if !list && target.target == nil { throw ArgumentParser.ValidationError("give --app HOST or --group NAME (or --list)") }
+        if json && !list { throw ArgumentParser.ValidationError("--json goes with --list") }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let local = Device()
+            let store = try local.store()
+            let now = Date()
+            if list {
+                for mute in Interruptions(preferences: try store.preferences(), now: now).mutes {
+                    if json {
+                        let (kind, name): (String, String) = switch mute.target {
+                        case .app(let host): ("app", host)
+                        case .group(let group): ("group", group)
+                        }
+                        print(JSONValue.object([kind: .string(name), "until": mute.until.map { .string(ISOTime.format($0)) } ?? .null]).jsonText)
+                    } else {
+                        say(mute.target.description + (mute.until.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? ""))
+                    }
+                }
+                return
+            }
+            guard let muted = target.target else { return }
+            let end = duration.map { now.addingTimeInterval(TimeInterval($0.seconds)) }
+            try store.setPreference(key: Interruptions.key(muted), value: Interruptions.muteValue(until: end), now: now)
+            say("muted \(muted.description)" + (end.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? ""))
+            await deliverQueued(local)
+        }
+    }
+}
+
+struct Unmute: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "unmute", abstract: "Lift a mute on every device.")
+
+    @OptionGroup var target: MuteTarget
+
+    func validate() throws {
+        if target.target == nil { throw ArgumentParser.ValidationError("give --app HOST or --group NAME") }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let local = Device()
+            let store = try local.store()
+            guard let muted = target.target else { return }
+            try store.setPreference(key: Interruptions.key(muted), value: .null)
+            say("unmuted \(muted.description)")
+            await deliverQueued(local)
+        }
+    }
+}

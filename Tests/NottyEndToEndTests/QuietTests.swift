@@ -1,0 +1,79 @@
+import Foundation
+import NottyCore
+import NottyTestSupport
+import Testing
+
+@Suite("Quiet and mute on every device (SPEC §9)", .timeLimit(.minutes(5)))
+struct QuietTests {
+    @Test("a mute and a quiet period set on A hold back B's --exec (High comes through quiet unless --strict) while B keeps and prints everything; status and mute --list show them; unmute and quiet off end them")
+    func heldBackEverywhere() async throws {
+        let world = try await TwoDevices()
+        let (a, b) = (world.a, world.b)
+        let marker = world.directory.appendingPathComponent("exec.txt")
+        let log = world.directory.appendingPathComponent("poll.log")
+        let poll = try b.start(["poll", "--live", "--exec", "echo \"$NOTTY_ID\" >> \(marker.path)"], log: log)
+        defer { if poll.isRunning { poll.terminate() } }
+        func ran() -> [String] { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+        func printed() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        #expect(await eventually(timeout: .seconds(10)) { printed().contains("connection: live") })
+
+        // Mute a group on A: B's poll prints the muted one but runs nothing for it; the one after
+        // (not muted) runs, so the muted one was handled before it.
+        let mute = try await a.run(["mute", "--group", "noisy"])
+        #expect(mute.status == 0, "\(mute.err)")
+        #expect(mute.out.contains("muted group noisy"))
+        let muted = try await world.publish("CPU high", extra: ["--group", "noisy"])
+        let plain = try await world.publish("Build failed")
+        #expect(await eventually(timeout: .seconds(10)) { ran().contains(plain) }, "\(ran())\n\(printed())")
+        #expect(!ran().contains(muted), "a muted notification ran --exec")
+        #expect(printed().contains(muted), "a muted notification must still be reported")
+        // B sees the mute in its status and list; the muted one is kept and counted.
+        #expect(try await b.run(["sync"]).status == 0)
+        let status = try #require(JSONValue(jsonText: try await b.run(["status", "--json"]).out))
+        #expect(member(status, "mutes") == .array([.object(["group": .string("noisy"), "until": .null])]), "\(status)")
+        #expect(try await b.run(["mute", "--list"]).out == "group noisy\n")
+        #expect(try world.store(b).notification(id: muted) != nil)
+
+        // Quiet on A: a normal one is held back, a High one comes through.
+        #expect(try await a.run(["unmute", "--group", "noisy"]).status == 0)
+        #expect(try await a.run(["quiet", "--for", "1h"]).status == 0)
+        let normal = try await world.publish("Disk 91% full", extra: ["--priority", "none"])
+        let high = try await world.publish("Site down", extra: ["--priority", "high"])
+        #expect(await eventually(timeout: .seconds(10)) { ran().contains(high) }, "\(ran())\n\(printed())")
+        #expect(!ran().contains(normal), "a normal notification ran --exec while quiet")
+        // Strict: not even High; the next after quiet ends runs.
+        #expect(try await a.run(["quiet", "--for", "1h", "--strict"]).status == 0)
+        let strict = try await world.publish("Site down again", extra: ["--priority", "high"])
+        #expect(try await eventually(timeout: .seconds(10)) { try world.store(b).notification(id: strict) != nil })
+        #expect(try await a.run(["quiet", "off"]).status == 0)
+        let after = try await world.publish("Deploy done")
+        #expect(await eventually(timeout: .seconds(10)) { ran().contains(after) }, "\(ran())\n\(printed())")
+        #expect(!ran().contains(strict), "a High notification ran --exec while strictly quiet")
+        #expect(try await b.run(["sync"]).status == 0)
+        let quiet = try #require(JSONValue(jsonText: try await b.run(["status", "--json"]).out))
+        #expect(member(quiet, "quiet") == .null)
+        #expect(member(quiet, "mutes") == .array([]))
+    }
+
+    @Test("what is asked wrongly gets one line that says what to give")
+    func refusals() async throws {
+        let world = try await TwoDevices()
+        for (arguments, message) in [
+            (["quiet"], "give one of --for DURATION, --until HH:MM or off"),
+            (["quiet", "--until", "25:00"], "--until takes a time of day"),
+            (["quiet", "soon"], "say off"),
+            (["mute"], "give --app HOST or --group NAME"),
+            (["mute", "--app", "a", "--group", "b"], "not both"),
+            (["unmute"], "give --app HOST or --group NAME"),
+        ] {
+            let result = try await world.a.run(arguments)
+            #expect(result.status != 0, "\(arguments)")
+            #expect(result.err.contains(message), "\(arguments): \(result.err)")
+        }
+    }
+}
+
+private func member(_ value: JSONValue, _ key: String) -> JSONValue? {
+    if case .object(let object) = value { return object[key] }
+    return nil
+}
