@@ -95,16 +95,18 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
         guard replay != .none else { return [] }
         let unread = try await inbox.list(userId: userId, view: .unread, top: Self.replayLimit, skip: 0)
             .sorted { ($0.createdDateTime, $0.id) < ($1.createdDateTime, $1.id) }
+        let interruptions = try await self.interruptions()
         switch replay {
         case .none: return []
-        case .all: return unread.map(message)
-        case .since(let date): return unread.filter { $0.createdDateTime >= date }.map(message)
+        case .all: return unread.map { message($0, interruptions) }
+        case .since(let date): return unread.filter { $0.createdDateTime >= date }.map { message($0, interruptions) }
         }
     }
 
     /// The events of the changes since the last call (after a ring).
     package func changes() async throws -> [NtfyAnswer] {
         var events: [NtfyAnswer] = []
+        let interruptions = try await self.interruptions()
         while true {
             let page = try await inbox.changes(userId: userId, since: cursor, limit: 500)
             let now = inbox.clock.nowMillis()
@@ -112,7 +114,7 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
                 if !notification.isLive(at: now) {
                     events.append(ended(notification, event: "message_delete"))
                 } else if NotificationView.unread.contains(notification, now: now) {
-                    events.append(message(notification))
+                    events.append(message(notification, interruptions))
                 } else {
                     events.append(ended(notification, event: "message_clear"))
                 }
@@ -128,12 +130,19 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
         NtfyAnswer(id: NtfyAnswer.newMessageId(), time: inbox.clock.nowMillis(), expires: nil, event: event, topic: topic)
     }
 
-    private func message(_ notification: UserNotification) -> NtfyAnswer {
+    /// What the user's quiet hours and mutes say now (SPEC §9).
+    private func interruptions() async throws -> Interruptions {
+        Interruptions(preferences: try await inbox.preferences(userId: userId).preferences, now: inbox.clock.nowMillis())
+    }
+
+    /// A notification as an ntfy message; one that may not interrupt now (quiet, muted) comes
+    /// at priority 1, so the phone keeps it without a sound.
+    private func message(_ notification: UserNotification, _ interruptions: Interruptions) -> NtfyAnswer {
         let title = notification.payload.visualContent?.title
         let body = notification.payload.visualContent?.body ?? notification.payload.rawContent
         return NtfyAnswer(
             id: Self.messageId(notification), time: notification.createdDateTime, expires: notification.expirationDateTime, event: "message",
-            topic: topic, title: body == nil ? nil : title, message: body ?? title ?? "(no text)", priority: NtfyMessage.number(notification.priority),
+            topic: topic, title: body == nil ? nil : title, message: body ?? title ?? "(no text)", priority: interruptions.interrupts(notification) ? NtfyMessage.number(notification.priority) : 1,
             click: notification.launchUrl, sequenceId: notification.id)
     }
 

@@ -117,4 +117,34 @@ struct PreferencesTests {
             #expect(try await client.call(.get, "/v1/me/preferences").status == .unauthorized)
         }
     }
+
+    @Test("an ntfy topic's messages come at priority 1 while quiet or muted; High comes through quiet unless strict", arguments: Backend.available)
+    func quietOnThePhone(backend: Backend) async throws {
+        let clock = ManualClock()
+        let harness = try await ServiceHarness(backend, clock: clock)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let (topic, _) = try await world.ntfyTopic(client)
+            let userId = try await harness.service.auth.authenticateUser(bearer: world.userToken)
+            _ = try await world.publish(client, id: "normal", extra: #","priority":"None""#)
+            clock.advance(by: 1)  // replayed oldest first
+            _ = try await world.publish(client, id: "high", extra: #","priority":"High""#)
+            func priorities() async throws -> [Int?] {
+                try await NtfyFollower(inbox: harness.service.inbox, userId: userId, topic: topic).start(replay: .all).map(\.priority)
+            }
+            let plain = try await priorities()
+            #expect(plain == [nil, 4], "\(plain)")  // ntfy leaves out its default, 3
+            let until = ISOTime.format(clock.now() + 3600)
+            _ = try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("quiet", #"{"until":"\#(until)","strict":false}"#, nil)]))
+            #expect(try await priorities() == [1, 4])
+            clock.advance(by: 1)
+            _ = try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("quiet", #"{"until":"\#(until)","strict":true}"#, nil)]))
+            #expect(try await priorities() == [1, 1])
+            clock.advance(by: 1)
+            _ = try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([
+                ("quiet", "null", nil), ("mute.app.\(world.host)", #"{"until":null}"#, nil),
+            ]))
+            #expect(try await priorities() == [1, 1], "a muted app's High is held back too")
+        }
+    }
 }
