@@ -94,9 +94,10 @@ public final class Center: Sendable {
 
     private func postStatus() {
         let info = try? store.syncInfo()
+        let interruptions = Interruptions(preferences: (try? store.preferences()) ?? [], now: Date())
         post(.status(SyncStatus(
             user: credentials.userName, server: credentials.server, connection: connection.withLock { $0 },
-            outbox: info?.outbox ?? 0, lastSync: info?.lastSync)))
+            outbox: info?.outbox ?? 0, lastSync: info?.lastSync, quietUntil: interruptions.quietUntil, mutes: interruptions.mutes.count)))
     }
 
     private func syncEvent(_ event: LiveSyncEvent) {
@@ -193,6 +194,15 @@ public final class Center: Sendable {
                         if let problem = LinkOpener.open(url) { pending.append(.message(problem)) }
                     case .sync:
                         requestSync()
+                    case .setQuiet(let until):
+                        do {
+                            let value = until.map { Interruptions.quietValue(until: $0, strict: false) } ?? .null
+                            try store.setPreference(key: Interruptions.quietKey, value: value)
+                            postStatus()
+                            requestSync()  // sends it
+                        } catch {
+                            pending.append(.message("\(error)"))
+                        }
                     case .quit:
                         running = false
                     }

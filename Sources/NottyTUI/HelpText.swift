@@ -22,6 +22,7 @@ public enum HelpText {
         ("n p", "next / previous unread"),
         ("/", "search; Esc clears"),
         ("R", "sync now"),
+        ("Q", "quiet for 1h / end it"),
         ("?", "this help"),
         ("Esc", "back, clear search/marks"),
         ("q", "close detail, else quit"),

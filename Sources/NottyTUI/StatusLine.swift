@@ -37,6 +37,13 @@ enum StatusLine {
         case .connecting: CellStyle(reverse: true, color: .muted)
         }
         parts.append(Span(words, style))
+        if let until = status.quietUntil, status.isQuiet(at: state.now) {
+            let time = TimeText.clock(until, in: state.timeZone, now: state.now)
+            parts.append(Span(short ? "quiet" : "quiet until \(time)", CellStyle(reverse: true, color: .muted)))
+        }
+        if status.mutes > 0 {
+            parts.append(Span(short ? "\(status.mutes) muted" : "\(status.mutes) muted", CellStyle(reverse: true, color: .muted)))
+        }
         if !short || status.outbox > 0 {
             parts.append(Span("outbox \(status.outbox)", status.outbox > 0 ? CellStyle(reverse: true, color: .warning) : bar))
         }

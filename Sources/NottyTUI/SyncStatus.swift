@@ -11,12 +11,22 @@ public struct SyncStatus: Sendable, Equatable {
     public var outbox: Int
     /// When the last sync finished; `nil` before the first one.
     public var lastSync: Date?
+    /// When the user's quiet period ends (SPEC §9); nil: not quiet.
+    public var quietUntil: Date?
+    /// How many apps and groups are muted.
+    public var mutes: Int
 
-    public init(user: String, server: String, connection: ConnectionState, outbox: Int = 0, lastSync: Date? = nil) {
+    public init(user: String, server: String, connection: ConnectionState, outbox: Int = 0, lastSync: Date? = nil,
+                quietUntil: Date? = nil, mutes: Int = 0) {
         self.user = user
         self.server = server
         self.connection = connection
         self.outbox = outbox
         self.lastSync = lastSync
+        self.quietUntil = quietUntil
+        self.mutes = mutes
     }
+
+    /// Whether the user is quiet at `now` (a period that has ended is over).
+    public func isQuiet(at now: Date) -> Bool { quietUntil.map { $0 > now } ?? false }
 }

@@ -49,6 +49,8 @@ public enum TUIEffect: Sendable, Equatable {
     case open(url: String)
     /// Sync now (pull, then flush the outbox); report with `.status` / `.message`.
     case sync
+    /// Make the user quiet until then on every device (SPEC §9), or end quiet (nil).
+    case setQuiet(until: Date?)
     /// Leave the program.
     case quit
 }

@@ -135,6 +135,13 @@ extension TUIState {
         case .character("R"):
             message = "syncing…"
             return [.sync]
+        case .character("Q"):
+            if status?.isQuiet(at: now) == true {
+                message = "quiet is off on every device"
+                return [.setQuiet(until: nil)]
+            }
+            message = "quiet for an hour on every device"
+            return [.setQuiet(until: now.addingTimeInterval(3600))]
         case .character("?"):
             help = HelpState()
             return []

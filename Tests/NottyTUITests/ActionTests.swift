@@ -405,6 +405,22 @@ struct ActionTests {
         #expect(h.state.prompt == .search("dxq"))
     }
 
+    @Test("Q makes every device quiet for an hour; Q while quiet ends it")
+    func quietToggle() {
+        var h = Harness()
+        #expect(h.send(.key(.ch("Q"))) == [.setQuiet(until: Fixtures.now.addingTimeInterval(3600))])
+        #expect(h.state.message == "quiet for an hour on every device")
+        var quiet = Fixtures.status
+        quiet.quietUntil = Fixtures.now.addingTimeInterval(3600)
+        _ = h.send(.status(quiet))
+        #expect(h.send(.key(.ch("Q"))) == [.setQuiet(until: nil)])
+        #expect(h.state.message == "quiet is off on every device")
+        // A quiet period that has ended is not quiet: Q starts a new one.
+        quiet.quietUntil = Fixtures.now.addingTimeInterval(-1)
+        _ = h.send(.status(quiet))
+        #expect(h.send(.key(.ch("Q"))) == [.setQuiet(until: Fixtures.now.addingTimeInterval(3600))])
+    }
+
     @Test func syncNow() {
         var h = Harness()
         #expect(h.send(.key(.ch("R"))) == [.sync])

@@ -133,7 +133,7 @@ struct FakeStore {
             return true
         case .markAllRead:
             return !perform(effect).isEmpty
-        case .load, .findUnread, .open, .sync, .quit:
+        case .load, .findUnread, .open, .sync, .setQuiet, .quit:
             return false
         }
     }

@@ -77,6 +77,22 @@ struct RenderTests {
         #expect(render(h.state).lines()[22].contains("offline since 2026-03-13 10:00"))
     }
 
+    @Test("the status line says quiet until when, and how many are muted; an ended quiet period is not shown")
+    func statusLineSaysQuietAndMutes() {
+        var h = Harness()
+        var status = Fixtures.status
+        status.quietUntil = Fixtures.now.addingTimeInterval(3 * 3600)
+        status.mutes = 2
+        _ = h.send(.status(status))
+        // At 80 columns the account gives way (it is shown when 16 cells are left for it).
+        #expect(render(h.state).lines()[22].trimmingTrailingSpaces() == " live · quiet until 13:00 · 2 muted · outbox 0 · synced 2m ago")
+        status.quietUntil = Fixtures.now.addingTimeInterval(-60)
+        status.mutes = 0
+        _ = h.send(.status(status))
+        #expect(!render(h.state).lines()[22].contains("quiet"))
+        #expect(!render(h.state).lines()[22].contains("muted"))
+    }
+
     @Test func layoutPlacesTheDetail() {
         #expect(Layout(size: Size(columns: 80, rows: 24), detailOpen: true).placement == .page)
         #expect(Layout(size: Size(columns: 100, rows: 24), detailOpen: true).placement == .right)
