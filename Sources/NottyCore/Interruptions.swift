@@ -4,8 +4,9 @@ import Foundation
 /// Interrupting is a popup or an `--exec` command; history and counts never change.
 ///
 /// The preferences behind it: `quiet` = `{"until": <ISO time>, "strict": <bool>}` (`null`: not
-/// quiet), `mute.app.<host>` and `mute.group.<name>` = `{"until": <ISO time or null: until
-/// unmuted>}` (`null`: not muted). A quiet period or a mute whose time has passed is over.
+/// quiet), `quiet.schedule` = ``QuietSchedule`` (`null`: none), `mute.app.<host>` and
+/// `mute.group.<name>` = `{"until": <ISO time or null: until unmuted>}` (`null`: not muted).
+/// A quiet period or a mute whose time has passed is over.
 public struct Interruptions: Sendable, Equatable {
     public enum Target: Sendable, Equatable, Hashable {
         case app(String)
@@ -25,6 +26,9 @@ public struct Interruptions: Sendable, Equatable {
     public var mutes: [Mute] = []
 
     public static let quietKey = "quiet"
+    public static let scheduleKey = "quiet.schedule"
+    /// The quiet schedule, when there is one (whether or not it is quiet now).
+    public var schedule: QuietSchedule?
     public static func key(_ target: Target) -> String {
         switch target {
         case .app(let host): "mute.app." + host.lowercased()
@@ -47,8 +51,14 @@ public struct Interruptions: Sendable, Equatable {
             let until: Date? = if case .string(let text)? = value["until"] { ISOTime.parse(text) } else { nil }
             if entry.key == Self.quietKey {
                 guard let until, until > now else { continue }
-                quietUntil = until
-                strict = value["strict"] == .bool(true)
+                if until > quietUntil ?? .distantPast { quietUntil = until }
+                strict = strict || value["strict"] == .bool(true)
+            } else if entry.key == Self.scheduleKey {
+                guard let schedule = QuietSchedule(entry.value) else { continue }
+                self.schedule = schedule
+                guard let end = schedule.end(containing: now) else { continue }
+                if end > quietUntil ?? .distantPast { quietUntil = end }
+                strict = strict || schedule.strict
             } else if let target = Self.target(of: entry.key) {
                 if let until, until <= now { continue }
                 mutes.append(Mute(target: target, until: until))

@@ -51,6 +51,7 @@ struct Status: AsyncParsableCommand {
                     "lastSync": info.lastSync.map { .string(ISOTime.format($0)) } ?? .null,
                     "counts": .object(Dictionary(uniqueKeysWithValues: NotificationView.allCases.map { ($0.rawValue, JSONValue.number(Double(counts[$0]))) })),
                     "quiet": interruptions.quietUntil.map { .object(["until": .string(ISOTime.format($0)), "strict": .bool(interruptions.strict)]) } ?? .null,
+                    "schedule": interruptions.schedule?.value ?? .null,
                     "mutes": .array(interruptions.mutes.map { mute in
                         let (kind, name): (String, String) = switch mute.target {
                         case .app(let host): ("app", host)
@@ -70,6 +71,7 @@ struct Status: AsyncParsableCommand {
             say("last sync:  \(lastSync)")
             say("counts:     " + NotificationView.allCases.map { "\($0.rawValue) \(counts[$0])" }.joined(separator: ", "))
             say("quiet:      " + (interruptions.quietUntil.map { "until \(TimeText.clock($0, in: .current, now: now))" + (interruptions.strict ? ", High included" : "") } ?? "off"))
+            say("schedule:   " + (interruptions.schedule?.description ?? "none"))
             say("muted:      " + (interruptions.mutes.isEmpty ? "nothing" : interruptions.mutes.map { mute in
                 mute.target.description + (mute.until.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? "")
             }.joined(separator: ", ")))

@@ -14,27 +14,38 @@ struct Quiet: AsyncParsableCommand {
         discussion: """
             notty quiet --for 1h           quiet for an hour
             notty quiet --until 07:00      quiet until the next 07:00 here
-            notty quiet off                interrupt again
+            notty quiet off                end a quiet period started with --for or --until
+            notty quiet --schedule 22:00-07:00 [--days mon-fri] [--zone Europe/Berlin]
+                                           quiet every night (the days a window starts on;
+                                           the zone's clock, across daylight-saving changes)
+            notty quiet --schedule off     no schedule
             Notifications still arrive, are kept and counted; notty status shows the quiet state.
             """)
 
     @Argument(help: ArgumentHelp("off: end the quiet period now.", valueName: "off")) var off: String?
     @Option(name: .customLong("for"), help: ArgumentHelp("How long: 30m, 1h, 2d.", valueName: "duration")) var duration: DurationArgument?
     @Option(help: ArgumentHelp("Until this time of day here (the next one to come).", valueName: "HH:MM")) var until: String?
+    @Option(help: ArgumentHelp("Quiet hours every day (or on --days), or off.", valueName: "HH:MM-HH:MM")) var schedule: String?
+    @Option(help: ArgumentHelp("With --schedule: the days a window starts on (mon-fri, sat,sun).", valueName: "days")) var days: String?
+    @Option(help: ArgumentHelp("With --schedule: the time zone of its times (default: this device's).", valueName: "zone")) var zone: String?
     @Flag(help: "High notifications are quiet too.") var strict = false
 
     func validate() throws {
-        if let off, off != "off" { throw ArgumentParser.ValidationError("say off, or give --for or --until") }
-        let given = [off != nil, duration != nil, until != nil].filter { $0 }.count
-        guard given == 1 else { throw ArgumentParser.ValidationError("give one of --for DURATION, --until HH:MM or off") }
-        if let until, Self.timeOfDay(until) == nil { throw ArgumentParser.ValidationError("--until takes a time of day such as 07:00") }
-        if off != nil && strict { throw ArgumentParser.ValidationError("--strict goes with --for or --until") }
-    }
-
-    static func timeOfDay(_ text: String) -> DateComponents? {
-        let parts = text.split(separator: ":")
-        guard parts.count == 2, let hour = Int(parts[0]), let minute = Int(parts[1]), (0..<24).contains(hour), (0..<60).contains(minute) else { return nil }
-        return DateComponents(hour: hour, minute: minute)
+        if let off, off != "off" { throw ArgumentParser.ValidationError("say off, or give --for, --until or --schedule") }
+        let given = [off != nil, duration != nil, until != nil, schedule != nil].filter { $0 }.count
+        guard given == 1 else { throw ArgumentParser.ValidationError("give one of --for DURATION, --until HH:MM, --schedule HH:MM-HH:MM or off") }
+        if let until, QuietSchedule.timeOfDay(until) == nil { throw ArgumentParser.ValidationError("--until takes a time of day such as 07:00") }
+        if off != nil && strict { throw ArgumentParser.ValidationError("--strict goes with --for, --until or --schedule") }
+        if schedule == nil && (days != nil || zone != nil) { throw ArgumentParser.ValidationError("--days and --zone go with --schedule") }
+        if let schedule, schedule != "off" {
+            guard QuietSchedule.window(schedule) != nil else {
+                throw ArgumentParser.ValidationError("--schedule takes two different times of day, such as 22:00-07:00 (or off)")
+            }
+            if let days, QuietSchedule.days(days) == nil { throw ArgumentParser.ValidationError("--days takes day names such as mon-fri or sat,sun") }
+            if let zone, TimeZone(identifier: zone) == nil { throw ArgumentParser.ValidationError("--zone takes a time zone such as Europe/Berlin") }
+        } else if schedule == "off" && (days != nil || zone != nil || strict) {
+            throw ArgumentParser.ValidationError("--schedule off takes nothing else")
+        }
     }
 
     func run() async throws {
@@ -42,7 +53,17 @@ struct Quiet: AsyncParsableCommand {
             let local = Device()
             let store = try local.store()
             let now = Date()
-            if off != nil {
+            if let schedule {
+                if schedule == "off" {
+                    try store.setPreference(key: Interruptions.scheduleKey, value: .null, now: now)
+                    say("no quiet schedule")
+                } else if let window = QuietSchedule.window(schedule) {
+                    let quiet = QuietSchedule(from: window.from, to: window.to, days: days.flatMap(QuietSchedule.days) ?? [],
+                                              zone: zone.flatMap(TimeZone.init(identifier:)) ?? .current, strict: strict)
+                    try store.setPreference(key: Interruptions.scheduleKey, value: quiet.value, now: now)
+                    say("quiet \(quiet.description)")
+                }
+            } else if off != nil {
                 try store.setPreference(key: Interruptions.quietKey, value: .null, now: now)
                 say("quiet is off")
             } else {
@@ -50,7 +71,7 @@ struct Quiet: AsyncParsableCommand {
                 if let duration {
                     end = now.addingTimeInterval(TimeInterval(duration.seconds))
                 } else {
-                    guard let time = until.flatMap(Self.timeOfDay),
+                    guard let time = until.flatMap(QuietSchedule.timeOfDay),
                           let next = Calendar.current.nextDate(after: now, matching: time, matchingPolicy: .nextTime)
                     else { throw CLIError("--until takes a time of day such as 07:00") }
                     end = next

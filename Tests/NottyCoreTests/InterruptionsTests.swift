@@ -43,3 +43,60 @@ struct InterruptionsTests {
         #expect(!interruptions.isQuiet)
     }
 }
+
+@Suite("Quiet schedules (SPEC §9)")
+struct QuietScheduleTests {
+    static let berlin = TimeZone(identifier: "Europe/Berlin")!
+    static func at(_ iso: String) -> Date { ISOTime.parse(iso)! }
+
+    @Test("a window that wraps midnight belongs to the day it starts on; days and the zone are honoured")
+    func wrapsAndDays() throws {
+        let window = try #require(QuietSchedule.window("22:00-07:00"))
+        let schedule = QuietSchedule(from: window.from, to: window.to, days: try #require(QuietSchedule.days("mon-fri")), zone: Self.berlin)
+        // 2027-01-15 is a Friday; Berlin is UTC+1 in winter.
+        #expect(schedule.end(containing: Self.at("2027-01-15T22:30:00Z")) == Self.at("2027-01-16T06:00:00Z"), "Friday 23:30 local")
+        #expect(schedule.end(containing: Self.at("2027-01-16T05:00:00Z")) == Self.at("2027-01-16T06:00:00Z"), "Saturday 06:00, Friday's window")
+        #expect(schedule.end(containing: Self.at("2027-01-16T22:30:00Z")) == nil, "Saturday night: not a day of the schedule")
+        #expect(schedule.end(containing: Self.at("2027-01-18T05:00:00Z")) == nil, "Monday 06:00 belongs to Sunday's window")
+        #expect(schedule.end(containing: Self.at("2027-01-18T12:00:00Z")) == nil, "midday")
+        #expect(schedule.end(containing: Self.at("2027-01-18T21:00:00Z")) == Self.at("2027-01-19T06:00:00Z"), "Monday 22:00 sharp")
+        #expect(schedule.end(containing: Self.at("2027-01-19T06:00:00Z")) == nil, "07:00 sharp has ended")
+        let day = QuietSchedule(from: try #require(QuietSchedule.timeOfDay("12:00")), to: try #require(QuietSchedule.timeOfDay("13:30")), zone: Self.berlin)
+        #expect(day.end(containing: Self.at("2027-01-17T11:15:00Z")) == Self.at("2027-01-17T12:30:00Z"), "every day, not wrapping")
+    }
+
+    @Test("across daylight-saving changes the window keeps its local times")
+    func daylightSaving() throws {
+        let window = try #require(QuietSchedule.window("22:00-07:00"))
+        let schedule = QuietSchedule(from: window.from, to: window.to, zone: Self.berlin)
+        // 2027-03-28: Berlin moves from UTC+1 to UTC+2 at 02:00. Saturday 22:00 is 21:00Z, Sunday 07:00 is 05:00Z.
+        #expect(schedule.end(containing: Self.at("2027-03-27T21:30:00Z")) == Self.at("2027-03-28T05:00:00Z"))
+        #expect(schedule.end(containing: Self.at("2027-03-28T04:30:00Z")) == Self.at("2027-03-28T05:00:00Z"), "06:30 local, summer time")
+        #expect(schedule.end(containing: Self.at("2027-03-28T05:30:00Z")) == nil, "07:30 local")
+        // 2027-10-31: back to UTC+1 at 03:00. Saturday 22:00 is 20:00Z, Sunday 07:00 is 06:00Z.
+        #expect(schedule.end(containing: Self.at("2027-10-30T20:00:00Z")) == Self.at("2027-10-31T06:00:00Z"))
+        #expect(schedule.end(containing: Self.at("2027-10-31T05:30:00Z")) == Self.at("2027-10-31T06:00:00Z"), "06:30 local, winter time")
+    }
+
+    @Test("parsing: times, windows, day lists; a schedule round-trips through its preference value and quiets the interruptions in its window")
+    func parsing() throws {
+        #expect(QuietSchedule.timeOfDay("24:00") == nil)
+        #expect(QuietSchedule.timeOfDay("7:00") == nil)
+        #expect(QuietSchedule.window("07:00-07:00") == nil)
+        #expect(QuietSchedule.days("mon-fri") == [2, 3, 4, 5, 6])
+        #expect(QuietSchedule.days("fri-mon") == [6, 7, 1, 2])
+        #expect(QuietSchedule.days("sat,sun") == [7, 1])
+        #expect(QuietSchedule.days("funday") == nil)
+        let window = try #require(QuietSchedule.window("22:00-07:00"))
+        let schedule = QuietSchedule(from: window.from, to: window.to, days: [2, 3], zone: Self.berlin, strict: true)
+        #expect(QuietSchedule(schedule.value) == schedule)
+        #expect(schedule.description == "22:00-07:00 mon,tue Europe/Berlin, High included")
+        let monday = Self.at("2027-01-18T22:00:00Z")
+        let interruptions = Interruptions(preferences: [PreferenceEntry(key: Interruptions.scheduleKey, value: schedule.value, changedAt: monday)], now: monday)
+        #expect(interruptions.quietUntil == Self.at("2027-01-19T06:00:00Z"))
+        #expect(interruptions.strict)
+        #expect(!interruptions.interrupts(.fixture(id: "1", priority: .high)))
+        #expect(Interruptions(preferences: [PreferenceEntry(key: Interruptions.scheduleKey, value: schedule.value, changedAt: monday)],
+                              now: Self.at("2027-01-19T12:00:00Z")).isQuiet == false)
+    }
+}

@@ -53,13 +53,23 @@ struct QuietTests {
         let quiet = try #require(JSONValue(jsonText: try await b.run(["status", "--json"]).out))
         #expect(member(quiet, "quiet") == .null)
         #expect(member(quiet, "mutes") == .array([]))
+        // A schedule set on A: B's status shows it.
+        let scheduled = try await a.run(["quiet", "--schedule", "22:00-07:00", "--days", "mon-fri", "--zone", "Europe/Berlin"])
+        #expect(scheduled.out == "quiet 22:00-07:00 mon,tue,wed,thu,fri Europe/Berlin\n", "\(scheduled.out)\(scheduled.err)")
+        #expect(try await b.run(["sync"]).status == 0)
+        let withSchedule = try #require(JSONValue(jsonText: try await b.run(["status", "--json"]).out))
+        #expect(member(withSchedule, "schedule").flatMap { member($0, "zone") } == .string("Europe/Berlin"))
     }
 
     @Test("what is asked wrongly gets one line that says what to give")
     func refusals() async throws {
         let world = try await TwoDevices()
         for (arguments, message) in [
-            (["quiet"], "give one of --for DURATION, --until HH:MM or off"),
+            (["quiet"], "give one of --for DURATION, --until HH:MM, --schedule HH:MM-HH:MM or off"),
+            (["quiet", "--schedule", "22:00"], "two different times of day"),
+            (["quiet", "--schedule", "22:00-07:00", "--days", "funday"], "--days takes day names"),
+            (["quiet", "--schedule", "22:00-07:00", "--zone", "Mars/Olympus"], "--zone takes a time zone"),
+            (["quiet", "--for", "1h", "--days", "mon"], "--days and --zone go with --schedule"),
             (["quiet", "--until", "25:00"], "--until takes a time of day"),
             (["quiet", "soon"], "say off"),
             (["mute"], "give --app HOST or --group NAME"),
