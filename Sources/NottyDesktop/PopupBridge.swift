@@ -15,6 +15,14 @@ public struct PopupContent: Sendable, Equatable {
     /// Milliseconds; -1 lets the daemon decide.
     public var expireTimeout: Int32 = -1
 
+    /// A popup with no actions but a click.
+    public init(summary: String, body: String, urgency: Urgency = .normal) {
+        self.summary = summary
+        self.body = body
+        self.urgency = urgency
+        actions = []
+    }
+
     /// The popup of a notification: summary = title, body = body, urgency Low for `Low`
     /// priority and normal otherwise, a click (`default`) activates (and opens the link),
     /// "Open" when there is a link, "Dismiss" dismisses.
@@ -66,8 +74,9 @@ public struct PopupBridge: Sendable, Equatable {
     }
 
     public enum Event: Sendable, Equatable {
-        /// A notification arrived, or was re-published, in `view` (nil: deleted or expired).
-        case arrived(UserNotification, view: NotificationView?)
+        /// A notification arrived, or was re-published, in `view` (nil: deleted or expired), at
+        /// `at` (what storms are counted by).
+        case arrived(UserNotification, view: NotificationView?, at: Date = Date(timeIntervalSince1970: 0))
         /// A notification the bridge tracks is now in `view` (nil: deleted or expired); the
         /// notification itself when it is still there.
         case moved(id: String, UserNotification?, view: NotificationView?)
@@ -92,8 +101,38 @@ public struct PopupBridge: Sendable, Equatable {
 
     public private(set) var entries: [String: Entry]
 
-    public init(entries: [String: Entry] = [:]) {
+    /// One app and group (SPEC §9's storms are counted per app and group).
+    public struct StormKey: Sendable, Hashable {
+        public var app: String
+        public var group: String?
+        public init(_ notification: UserNotification) {
+            app = notification.targetHostName.lowercased()
+            group = notification.groupName
+        }
+        /// The storm popup's id in `.show` and `.shown` (never a notification's).
+        var popupKey: String { "storm:\(app)/\(group ?? "")" }
+    }
+
+    /// A storm: one popup (nil until the daemon answers) for the notifications it stands for.
+    struct Storm: Sendable, Equatable {
+        var popupId: UInt32?
+        var ids: [String]
+        var latestTitle: String
+    }
+
+    /// More than this many popups of one app and group within ``stormWindow`` make a storm.
+    public let stormLimit: Int
+    public static let stormWindow: TimeInterval = 60
+    /// When each app and group last popped up (within the window).
+    private var recent: [StormKey: [Date]] = [:]
+    private var storms: [StormKey: Storm] = [:]
+    /// The storm key of each notification the bridge showed, while it is in a popup.
+    private var keys: [String: StormKey] = [:]
+
+    /// `stormLimit`: `[poll] storm` (5 by default in `notty poll`); none when not given.
+    public init(entries: [String: Entry] = [:], stormLimit: Int = .max) {
         self.entries = entries
+        self.stormLimit = stormLimit
     }
 
     /// The ids whose state the shell should report with `.moved` (after a store change, and at start).
@@ -101,10 +140,12 @@ public struct PopupBridge: Sendable, Equatable {
 
     public mutating func handle(_ event: Event) -> [Effect] {
         switch event {
-        case .arrived(let notification, let view):
+        case .arrived(let notification, let view, let at):
             if view == .unread {
+                if let storm = stormArrival(notification, at: at) { return storm }
                 let replacing = entries[notification.id]?.popupId ?? 0
                 entries[notification.id] = Entry(popupId: entries[notification.id]?.popupId, view: .unread)
+                keys[notification.id] = StormKey(notification)
                 return [.show(id: notification.id, PopupContent(notification), replacing: replacing)]
             }
             // Handled elsewhere before it arrived: no popup (and the one of an earlier version goes).
@@ -121,31 +162,106 @@ public struct PopupBridge: Sendable, Equatable {
             return leave(id, for: view)
 
         case .shown(let id, let popupId):
+            if let key = storms.keys.first(where: { $0.popupKey == id }) {
+                storms[key]?.popupId = popupId
+                for member in storms[key]?.ids ?? [] { entries[member]?.popupId = popupId }
+                return []
+            }
+            if id.hasPrefix("storm:") { return [.close(popupId: popupId)] }  // its storm ended while the daemon answered
             guard entries[id] != nil else { return [.close(popupId: popupId)] }  // handled while the daemon answered
             entries[id]?.popupId = popupId
             return []
 
         case .closed(let popupId, let reason):
-            guard let id = id(of: popupId) else { return [] }
-            entries[id] = nil
-            return reason == 2 ? [.dismiss(id: id)] : []
+            // A storm's popup stands for all its notifications: closing it dismisses them all.
+            let ids = ids(of: popupId)
+            guard !ids.isEmpty else { return [] }
+            forget(ids, popupId: popupId)
+            return reason == 2 ? ids.map { .dismiss(id: $0) } : []
 
         case .action(let popupId, let key):
-            guard let id = id(of: popupId) else { return [] }
+            let ids = ids(of: popupId)
+            guard !ids.isEmpty else { return [] }
+            let storm = ids.count > 1 || storms.values.contains { $0.popupId == popupId }
             // Forgotten first: the daemon then closes the popup (reason 2 on some), which must not dismiss it.
-            entries[id] = nil
+            forget(ids, popupId: popupId)
+            // A storm's popup has one action: dismiss all it stands for.
+            if storm { return ids.map { .dismiss(id: $0) } + [.close(popupId: popupId)] }
             switch key {
-            case "default", "open": return [.activate(id: id), .close(popupId: popupId)]
-            case "dismiss": return [.dismiss(id: id), .close(popupId: popupId)]
+            case "default", "open": return ids.map { .activate(id: $0) } + [.close(popupId: popupId)]
+            case "dismiss": return ids.map { .dismiss(id: $0) } + [.close(popupId: popupId)]
             default: return []
             }
         }
+    }
+
+    // MARK: - Storms (SPEC §9)
+
+    /// A notification arriving in Unread during a storm of its app and group (more than
+    /// ``stormLimit`` of its popups open, all come within ``stormWindow``): it joins the storm's
+    /// one popup, updated in place with the count; the open popups fold into it. Nil: no storm,
+    /// a popup of its own (a re-publish keeps its popup, replaced in place).
+    private mutating func stormArrival(_ notification: UserNotification, at now: Date) -> [Effect]? {
+        let key = StormKey(notification)
+        let inStorm = storms[key]?.ids.contains(notification.id) ?? false
+        if !inStorm, entries[notification.id]?.popupId != nil { return nil }  // a re-publish: its own popup, in place
+        let times = (recent[key] ?? []).filter { now.timeIntervalSince($0) < Self.stormWindow } + [now]
+        recent[key] = times
+        var effects: [Effect] = []
+        if storms[key] == nil {
+            let open = keys.filter { $0.value == key && entries[$0.key]?.popupId != nil }.count
+            guard times.count > stormLimit, open + 1 > stormLimit else { return nil }
+            // The storm begins: the popups of its app and group so far fold into its popup.
+            var storm = Storm(popupId: nil, ids: [], latestTitle: notification.displayTitle)
+            for (id, entryKey) in keys where entryKey == key {
+                if let popupId = entries[id]?.popupId { effects.append(.close(popupId: popupId)) }
+                storm.ids.append(id)
+                entries[id] = Entry(popupId: nil, view: .unread)
+            }
+            storm.ids.sort()
+            storms[key] = storm
+        }
+        if !(storms[key]?.ids.contains(notification.id) ?? false) { storms[key]?.ids.append(notification.id) }
+        storms[key]?.latestTitle = notification.displayTitle
+        keys[notification.id] = key
+        entries[notification.id] = Entry(popupId: storms[key]?.popupId, view: .unread)
+        return effects + [stormPopup(key)]
+    }
+
+    /// `Notify` for a storm's popup: "<group or app> ×N", the latest title as its body.
+    private func stormPopup(_ key: StormKey) -> Effect {
+        let storm = storms[key]!
+        var content = PopupContent(summary: "\(key.group ?? key.app) ×\(storm.ids.count)", body: PopupContent.escapingMarkup(storm.latestTitle))
+        content.actions = [("default", "Dismiss all"), ("dismiss", "Dismiss all")]
+        return .show(id: key.popupKey, content, replacing: storm.popupId ?? 0)
+    }
+
+    /// Forgets the notifications of a popup that closed.
+    private mutating func forget(_ ids: [String], popupId: UInt32) {
+        for id in ids {
+            entries[id] = nil
+            keys[id] = nil
+        }
+        for (key, storm) in storms where storm.popupId == popupId { storms[key] = nil }
     }
 
     /// The notification left Unread (or was never there): close its popup; keep tracking a
     /// snoozed one so that it pops up again when the snooze ends.
     private mutating func leave(_ id: String, for view: NotificationView?) -> [Effect] {
         guard let entry = entries[id] else { return [] }
+        // One of a storm: its popup counts one fewer, and goes with the last.
+        if let key = keys[id], var storm = storms[key], storm.ids.contains(id) {
+            storm.ids.removeAll { $0 == id }
+            entries[id] = nil
+            keys[id] = nil
+            if storm.ids.isEmpty {
+                storms[key] = nil
+                return storm.popupId.map { [.close(popupId: $0)] } ?? []
+            }
+            storms[key] = storm
+            return [stormPopup(key)]
+        }
+        keys[id] = nil
         if view == .snoozed {
             entries[id] = Entry(popupId: nil, view: .snoozed)
         } else {
@@ -154,7 +270,8 @@ public struct PopupBridge: Sendable, Equatable {
         return entry.popupId.map { [.close(popupId: $0)] } ?? []
     }
 
-    private func id(of popupId: UInt32) -> String? {
-        entries.first { $0.value.popupId == popupId }?.key
+    /// The notifications a popup stands for (one, or a storm's).
+    private func ids(of popupId: UInt32) -> [String] {
+        entries.filter { $0.value.popupId == popupId }.map(\.key).sorted()
     }
 }

@@ -19,7 +19,8 @@ public actor DesktopPopups {
 
     /// Connects to the session bus; without one (or without a daemon) says so in one line and
     /// answers nil: polling goes on without popups.
-    public static func start(store: LocalStore, changed: @escaping @Sendable () -> Void) -> DesktopPopups? {
+    /// `storm`: more popups than this of one app and group within 60 s become one (SPEC §9).
+    public static func start(store: LocalStore, storm: Int, changed: @escaping @Sendable () -> Void) -> DesktopPopups? {
         let (stream, continuation) = AsyncStream.makeStream(of: DesktopBus.Signal.self)
         let bus: DesktopBus
         do {
@@ -29,7 +30,7 @@ public actor DesktopPopups {
             return nil
         }
         let entries = ((try? store.popups()) ?? []).map { ($0.notificationId, PopupBridge.Entry(popupId: $0.popupId, view: $0.view)) }
-        let popups = DesktopPopups(bridge: PopupBridge(entries: Dictionary(entries, uniquingKeysWith: { a, _ in a })), bus: bus, store: store, changed: changed)
+        let popups = DesktopPopups(bridge: PopupBridge(entries: Dictionary(entries, uniquingKeysWith: { a, _ in a }), stormLimit: storm), bus: bus, store: store, changed: changed)
         warn("desktop popups through \(bus.server)")
         Task { await popups.listen(stream) }
         return popups
@@ -54,7 +55,8 @@ public actor DesktopPopups {
     }
 
     public func arrived(_ notifications: [(UserNotification, NotificationView?)]) async {
-        for (notification, view) in notifications { await handle(.arrived(notification, view: view)) }
+        let now = Date()
+        for (notification, view) in notifications { await handle(.arrived(notification, view: view, at: now)) }
     }
 
     /// Reports where every notification with a popup (or a snoozed one that had one) is now.

@@ -21,6 +21,9 @@ public struct ClientSettings: Sendable, Equatable {
     public var pollLive = false
     /// `notty poll`: desktop popups that follow the universal state (`--desktop`).
     public var pollDesktop = false
+    /// `notty poll --desktop`: more popups than this of one app and group within 60 s become one
+    /// (SPEC §9's storms).
+    public var pollStorm = 5
 
     public init() {}
 
@@ -37,6 +40,7 @@ public struct ClientSettings: Sendable, Equatable {
         on_change = 'echo "$NOTTY_ID $NOTTY_STATE" >> ~/notty.log'  # per change of state anywhere
         live = true       # the doorbell WebSocket, falling back to polling
         desktop = true    # desktop popups that close when handled anywhere
+        storm = 5         # more popups of one app and group within 60 s become one
         """
 
     /// The settings in the file at `path`; all defaults when there is no such file.
@@ -89,6 +93,9 @@ public struct ClientSettings: Sendable, Equatable {
                         pollLive = try reader.bool(value, "poll.live")
                     case "desktop":
                         pollDesktop = try reader.bool(value, "poll.desktop")
+                    case "storm":
+                        guard let count = value.int, count >= 1 else { throw reader.wrongType(value, "poll.storm", "a whole number, at least 1") }
+                        pollStorm = count
                     default:
                         throw reader.unknown("poll.\(pollKey)")
                     }
@@ -127,7 +134,7 @@ public struct ClientSettings: Sendable, Equatable {
         }
 
         func unknown(_ key: String) -> SettingsError {
-            SettingsError("\(file): unknown setting \(Self.shown(key)) (known: view, color, poll.interval, poll.exec, poll.on_change, poll.live, poll.desktop)")
+            SettingsError("\(file): unknown setting \(Self.shown(key)) (known: view, color, poll.interval, poll.exec, poll.on_change, poll.live, poll.desktop, poll.storm)")
         }
 
         /// A key as written when it is plain, else quoted with escapes: the error stays one line.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A real desktop for tests: a private session bus (`dbus-daemon --session`), an X server
 /// (`Xvfb`) and the `dunst` notification daemon on them, driven with `dunstctl`. Popups never
@@ -8,6 +9,10 @@ public final class TestDesktop: @unchecked Sendable {
         .allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
     /// In CI the desktop tests must run.
     public static let required = ProcessInfo.processInfo.environment["CI"] == "true"
+
+    private static let nextDisplay = Atomic<Int>(90 + Int(getpid() % 50) * 4)
+    fileprivate static let turn = DesktopTurn()
+    private let holdsTurn = Atomic<Bool>(false)
 
     public let busAddress: String
     public let display: String
@@ -22,21 +27,27 @@ public final class TestDesktop: @unchecked Sendable {
     public var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": busAddress, "DISPLAY": display] }
 
     public init() async throws {
+        // One desktop at a time in a process: two dunsts started together (tests of two suites)
+        // stopped answering dunstctl.
+        await Self.turn.acquire()
+        holdsTurn.store(true, ordering: .releasing)
         directory = Repository.temporaryDirectory("notty-desktop")
         // The bus, on a socket of its own; ready when the socket is there.
         let socket = directory.appendingPathComponent("bus").path
-        busAddress = "unix:path=\(socket)"
-        bus = try startLogged("/usr/bin/dbus-daemon", ["--session", "--nofork", "--nopidfile", "--address=\(busAddress)"],
-                              log: directory.appendingPathComponent("dbus.log"), environment: [:])
-        // An X display nobody else uses.
-        var number = 90 + Int(getpid() % 100)
+        let address = "unix:path=\(socket)", busLog = directory.appendingPathComponent("dbus.log")
+        busAddress = address
+        bus = try Self.releasingTurnOnFailure { try startLogged("/usr/bin/dbus-daemon", ["--session", "--nofork", "--nopidfile", "--address=\(address)"],
+                              log: busLog, environment: [:]) }
+        // An X display nobody else uses: of this process's desktops (they may start at once) each
+        // takes its own number, and one another process holds is stepped over.
+        var number = Self.nextDisplay.add(1, ordering: .relaxed).oldValue
         while FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") || FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") { number += 1 }
         display = ":\(number)"
         guard await eventually(timeout: .seconds(10), { FileManager.default.fileExists(atPath: socket) }) else {
             stop()
             throw SupportError("dbus-daemon did not start")
         }
-        xvfb = try startLogged("/usr/bin/Xvfb", [display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"], log: directory.appendingPathComponent("xvfb.log"), environment: [:])
+        xvfb = try Self.releasingTurnOnFailure { try startLogged("/usr/bin/Xvfb", [display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"], log: directory.appendingPathComponent("xvfb.log"), environment: [:]) }
         guard await eventually(timeout: .seconds(10), { FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") }) else {
             stop()
             throw SupportError("Xvfb did not start on \(display)")
@@ -60,7 +71,7 @@ public final class TestDesktop: @unchecked Sendable {
             [urgency_critical]
                 timeout = 0
             """.write(to: config, atomically: true, encoding: .utf8)
-        dunst = try startLogged("/usr/bin/dunst", ["-config", config.path], log: directory.appendingPathComponent("dunst.log"), environment: environment)
+        dunst = try Self.releasingTurnOnFailure { try startLogged("/usr/bin/dunst", ["-config", config.path], log: directory.appendingPathComponent("dunst.log"), environment: environment) }
         guard await eventually(timeout: .seconds(10), { (try? await self.displayed()) != nil }) else {
             let log = (try? String(contentsOf: directory.appendingPathComponent("dunst.log"), encoding: .utf8)) ?? ""
             stop()
@@ -68,8 +79,8 @@ public final class TestDesktop: @unchecked Sendable {
         }
         // Every Notify call on the bus, for `notifyCalls()`; ready once it is a monitor (it has
         // given up its name).
-        monitor = try startLogged("/usr/bin/dbus-monitor", ["--address", busAddress, "type='method_call',interface='org.freedesktop.Notifications',member='Notify'"],
-                                  log: monitorLog, environment: [:])
+        monitor = try Self.releasingTurnOnFailure { try startLogged("/usr/bin/dbus-monitor", ["--address", busAddress, "type='method_call',interface='org.freedesktop.Notifications',member='Notify'"],
+                                  log: monitorLog, environment: [:]) }
         guard await eventually(timeout: .seconds(10), { ((try? String(contentsOf: self.monitorLog, encoding: .utf8)) ?? "").contains("member=NameLost") }) else {
             stop()
             throw SupportError("dbus-monitor did not start")
@@ -147,7 +158,39 @@ public final class TestDesktop: @unchecked Sendable {
         xvfb = nil
         bus = nil
         try? FileManager.default.removeItem(at: directory)
+        if holdsTurn.exchange(false, ordering: .acquiringAndReleasing) { Task { await Self.turn.release() } }
     }
 
     deinit { stop() }
+}
+
+extension TestDesktop {
+    /// `body`'s result; when it throws, the turn taken at the start of `init` is given back (a
+    /// failed `init` never reaches ``stop()``).
+    fileprivate static func releasingTurnOnFailure<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            Task { await turn.release() }
+            throw error
+        }
+    }
+}
+
+/// Whose turn it is to run a desktop (``TestDesktop``): one at a time, in order of asking.
+private actor DesktopTurn {
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func acquire() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func release() {
+        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+    }
 }

@@ -78,7 +78,7 @@ struct Poll: AsyncParsableCommand {
             // A popup's change is sent at once: the sync engine is made below, so it is looked up then.
             let engineBox = Mutex<LiveSync?>(nil)
             let popups = (desktop ?? settings.pollDesktop)
-                ? DesktopPopups.start(store: store, changed: { if let sync = engineBox.withLock({ $0 }) { Task { await sync.requestSync() } } }) : nil
+                ? DesktopPopups.start(store: store, storm: settings.pollStorm, changed: { if let sync = engineBox.withLock({ $0 }) { Task { await sync.requestSync() } } }) : nil
             let report: @Sendable () async -> Void = {
                 let fresh = (try? announcer.announce()) ?? []
                 if let onChange {

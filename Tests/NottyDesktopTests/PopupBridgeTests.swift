@@ -109,4 +109,66 @@ struct PopupBridgeTests {
         #expect(bridge.handle(.moved(id: "n1", Self.note("n1"), view: .read)) == [])
         #expect(bridge.handle(.shown(id: "n1", popupId: 9)) == [.close(popupId: 9)])
     }
+
+    // MARK: - Storms (SPEC §9)
+
+    static func alert(_ n: Int, group: String? = "HighCPU") -> UserNotification {
+        .fixture(id: "a\(n)", app: "alerts.example.com", group: group, priority: .high, title: "CPU \(n)")
+    }
+
+    @Test("more than the limit of one app and group within 60 s fold into one popup, updated in place with the count")
+    func stormFolds() {
+        var bridge = PopupBridge(stormLimit: 3)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        for n in 0..<3 {
+            #expect(bridge.handle(.arrived(Self.alert(n), view: .unread, at: start + Double(n))) == [.show(id: "a\(n)", PopupContent(Self.alert(n)), replacing: 0)])
+            _ = bridge.handle(.shown(id: "a\(n)", popupId: UInt32(10 + n)))
+        }
+        // The fourth within the minute: the three close and one popup stands for all four.
+        let fold = bridge.handle(.arrived(Self.alert(3), view: .unread, at: start + 3))
+        #expect(fold.filter { if case .close = $0 { true } else { false } }.count == 3)
+        guard case .show(let stormId, let content, let replacing)? = fold.last else { Issue.record("no storm popup: \(fold)"); return }
+        #expect(content.summary == "HighCPU ×4")
+        #expect(content.body == "CPU 3")
+        #expect(replacing == 0)
+        #expect(bridge.handle(.shown(id: stormId, popupId: 20)) == [])
+        // More arrive: the same popup, replaced in place.
+        guard case .show(_, let more, let replacingMore)? = bridge.handle(.arrived(Self.alert(4), view: .unread, at: start + 4)).last else {
+            Issue.record("no update"); return
+        }
+        #expect(more.summary == "HighCPU ×5")
+        #expect(replacingMore == 20)
+        // Another group is not in the storm.
+        #expect(bridge.handle(.arrived(Self.alert(9, group: "Disk"), view: .unread, at: start + 5)) == [.show(id: "a9", PopupContent(Self.alert(9, group: "Disk")), replacing: 0)])
+        // One read elsewhere: the count goes down.
+        guard case .show(_, let fewer, _)? = bridge.handle(.moved(id: "a0", Self.alert(0), view: .read)).first else { Issue.record("no update"); return }
+        #expect(fewer.summary == "HighCPU ×4")
+        // The user closes the storm's popup: every notification it stands for is dismissed.
+        #expect(bridge.handle(.closed(popupId: 20, reason: 2)) == ["a1", "a2", "a3", "a4"].map { .dismiss(id: $0) })
+        #expect(bridge.entries.keys.sorted() == ["a9"])
+    }
+
+    @Test("arrivals spread over more than a minute are no storm; a storm's popup goes with its last notification; its action dismisses all")
+    func stormEnds() {
+        var bridge = PopupBridge(stormLimit: 2)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        for n in 0..<4 {
+            let effects = bridge.handle(.arrived(Self.alert(n), view: .unread, at: start + Double(n) * 61))
+            #expect(effects == [.show(id: "a\(n)", PopupContent(Self.alert(n)), replacing: 0)], "arrival \(n): \(effects)")
+        }
+        var storm = PopupBridge(stormLimit: 1)
+        _ = storm.handle(.arrived(Self.alert(0), view: .unread, at: start))
+        _ = storm.handle(.shown(id: "a0", popupId: 1))
+        guard case .show(let id, _, _)? = storm.handle(.arrived(Self.alert(1), view: .unread, at: start + 1)).last else { Issue.record("no storm"); return }
+        _ = storm.handle(.shown(id: id, popupId: 2))
+        #expect(storm.handle(.action(popupId: 2, key: "default")) == [.dismiss(id: "a0"), .dismiss(id: "a1"), .close(popupId: 2)])
+        #expect(storm.entries.isEmpty)
+        // A storm whose notifications are all handled elsewhere closes its popup.
+        _ = storm.handle(.arrived(Self.alert(2), view: .unread, at: start + 2))
+        _ = storm.handle(.shown(id: "a2", popupId: 3))
+        guard case .show(let again, _, _)? = storm.handle(.arrived(Self.alert(3), view: .unread, at: start + 3)).last else { Issue.record("no storm"); return }
+        _ = storm.handle(.shown(id: again, popupId: 4))
+        _ = storm.handle(.moved(id: "a2", Self.alert(2), view: .dismissed))
+        #expect(storm.handle(.moved(id: "a3", Self.alert(3), view: .dismissed)) == [.close(popupId: 4)])
+    }
 }

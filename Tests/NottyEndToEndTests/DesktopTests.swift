@@ -118,6 +118,43 @@ struct DesktopTests {
         #expect(!text(logB).contains(fourth), "poll reported a notification handled before it arrived:\n\(text(logB))")
     }
 
+    @Test("a storm of 40 alerts of one group is one popup with its count; quiet on A holds B's popups back but for High; closing the storm's popup dismisses all 40 on A")
+    func stormsAndQuiet() async throws {
+        let desktop = try await TestDesktop()
+        defer { desktop.stop() }
+        let world = try await TwoDevices()
+        let (a, b) = (world.a, world.b)
+        let log = world.directory.appendingPathComponent("poll-b.log")
+        let poll = try b.start(["poll", "--live", "--desktop"], log: log, environment: desktop.environment)
+        defer { if poll.isRunning { poll.terminate() } }
+        func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        #expect(await eventually(timeout: .seconds(10)) { text().contains("desktop popups through dunst") && text().contains("connection: live") }, "\(text())")
+
+        // Quiet on A: a normal one never pops up on B, a High one does (a barrier: it comes after).
+        #expect(try await a.run(["quiet", "--for", "1h"]).status == 0)
+        _ = try await world.publish("Disk 91% full", extra: ["--priority", "none"])
+        _ = try await world.publish("Site down", extra: ["--priority", "high"])
+        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Site down" } }, "\(desktop.notifyCalls())")
+        #expect(!desktop.notifyCalls().contains { $0.summary == "Disk 91% full" }, "a popup while quiet")
+        #expect(try await a.run(["quiet", "off"]).status == 0)
+        try await desktop.closeTopmost()
+        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 0 })
+
+        // 40 alerts of one group (well within a minute): one popup, replaced in place.
+        var ids: [String] = []
+        for n in 1...40 { ids.append(try await world.publish("CPU at 9\(n % 10)%", extra: ["--group", "HighCPU"])) }
+        #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "HighCPU ×40" } }, "\(desktop.notifyCalls().suffix(5))")
+        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 }, "the storm left more than one popup")
+        report("a storm of 40: \(desktop.notifyCalls().filter { $0.summary.hasPrefix("CPU") }.count) single popups before it folded, one popup after")
+        // Closing it dismisses all 40, on A too.
+        try await desktop.closeTopmost()
+        let storeA = try world.store(a)
+        #expect(try await eventually(timeout: .seconds(20)) {
+            _ = try await a.run(["sync"])
+            return try ids.allSatisfy { try storeA.notification(id: $0)?.userActionState == .dismissed }
+        }, "closing the storm's popup did not dismiss all 40 on A:\n\(text())")
+    }
+
     @Test("no libdbus-1 on the machine: notty does not need it to start, poll --desktop says so in one line and goes on syncing")
     func noLibrary() async throws {
         // notty does not link libdbus (it is opened when --desktop needs it).

@@ -34,7 +34,7 @@ struct ClientSettingsTests {
         ("view = ", "f: line 1, column"),
         ("view = \"inbox\"", #"f: view = "inbox" is not a view: use unread, read, activated, dismissed, snoozed or all"#),
         ("view = 3", "f: view must be a string, not 3"),
-        ("colour = false", "f: unknown setting colour (known: view, color, poll.interval, poll.exec, poll.on_change, poll.live, poll.desktop)"),
+        ("colour = false", "f: unknown setting colour (known: view, color, poll.interval, poll.exec, poll.on_change, poll.live, poll.desktop, poll.storm)"),
         ("color = \"no\"", "f: color must be true or false, not a string"),
         ("poll = 5", "f: poll must be a table ([poll]), not 5"),
         ("[poll]\ninterval = 0", "f: poll.interval must be a whole number of seconds, at least 1, not 0"),
