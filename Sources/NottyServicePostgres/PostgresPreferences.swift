@@ -8,11 +8,14 @@ import PostgresNIO
 /// positions from the shared sequence, as a notification's change does.
 extension PostgresStorage {
     public func preferences(userId: String) async throws -> [PreferenceEntry] {
-        try await run { connection in
-            try await connection.query("SELECT key, value, changed_at FROM preferences WHERE user_id = \(userId) ORDER BY key", logger: self.logger)
-                .collect((String, String, Int64).self)
-                .map { PreferenceRules.entry(key: $0.0, value: $0.1, changedAt: $0.2) }
-        }
+        try await run { connection in try await self.preferences(connection, userId: userId) }
+    }
+
+    /// Every preference of the user, by key, on `connection`.
+    func preferences(_ connection: PostgresConnection, userId: String) async throws -> [PreferenceEntry] {
+        try await connection.query("SELECT key, value, changed_at FROM preferences WHERE user_id = \(userId) ORDER BY key", logger: logger)
+            .collect((String, String, Int64).self)
+            .map { PreferenceRules.entry(key: $0.0, value: $0.1, changedAt: $0.2) }
     }
 
     public func setPreferences(userId: String, _ entries: [PreferenceEntry]) async throws -> [PreferenceEntry] {
@@ -34,9 +37,7 @@ extension PostgresStorage {
                     ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value, changed_at = excluded.changed_at, seq = excluded.seq
                     """, logger: self.logger)
             }
-            return try await connection.query("SELECT key, value, changed_at FROM preferences WHERE user_id = \(userId) ORDER BY key", logger: self.logger)
-                .collect((String, String, Int64).self)
-                .map { PreferenceRules.entry(key: $0.0, value: $0.1, changedAt: $0.2) }
+            return try await self.preferences(connection, userId: userId)
         }
     }
 

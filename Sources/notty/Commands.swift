@@ -52,13 +52,7 @@ struct Status: AsyncParsableCommand {
                     "counts": .object(Dictionary(uniqueKeysWithValues: NotificationView.allCases.map { ($0.rawValue, JSONValue.number(Double(counts[$0]))) })),
                     "quiet": interruptions.quietUntil.map { .object(["until": .string(ISOTime.format($0)), "strict": .bool(interruptions.strict)]) } ?? .null,
                     "schedule": interruptions.schedule?.value ?? .null,
-                    "mutes": .array(interruptions.mutes.map { mute in
-                        let (kind, name): (String, String) = switch mute.target {
-                        case .app(let host): ("app", host)
-                        case .group(let group): ("group", group)
-                        }
-                        return .object([kind: .string(name), "until": mute.until.map { .string(ISOTime.format($0)) } ?? .null])
-                    }),
+                    "mutes": .array(interruptions.mutes.map(\.json)),
                 ]
                 print(JSONValue.object(object).jsonText)
                 return

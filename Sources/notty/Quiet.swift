@@ -109,6 +109,17 @@ extension Interruptions.Target {
     }
 }
 
+extension Interruptions.Mute {
+    /// `{"app":"ci.example.com","until":…}` or `{"group":"builds","until":…}` (`mute --list --json`, `status --json`).
+    var json: JSONValue {
+        let (kind, name): (String, String) = switch target {
+        case .app(let host): ("app", host)
+        case .group(let group): ("group", group)
+        }
+        return .object([kind: .string(name), "until": until.map { .string(ISOTime.format($0)) } ?? .null])
+    }
+}
+
 struct Mute: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mute",
@@ -138,11 +149,7 @@ struct Mute: AsyncParsableCommand {
             if list {
                 for mute in Interruptions(preferences: try store.preferences(), now: now).mutes {
                     if json {
-                        let (kind, name): (String, String) = switch mute.target {
-                        case .app(let host): ("app", host)
-                        case .group(let group): ("group", group)
-                        }
-                        print(JSONValue.object([kind: .string(name), "until": mute.until.map { .string(ISOTime.format($0)) } ?? .null]).jsonText)
+                        print(mute.json.jsonText)
                     } else {
                         say(mute.target.description + (mute.until.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? ""))
                     }
