@@ -178,6 +178,10 @@ public final class Center: Sendable {
                             pending.append(.markedAllRead(ids))
                             requestSync()
                         }
+                    case .readGroup(let view, let query, let action):
+                        // A group is few rows: read whole, acted on as one step.
+                        let rows = try store.window(view: view, query: query, offset: 0, limit: Int(Int32.max), now: Date())
+                        pending.append(.groupRead(action, rows))
                     case .findUnread(let request, let forward):
                         let now = Date()
                         if let anchor = request.anchorId,

@@ -66,6 +66,10 @@ public final class WindowLoader: Sendable {
     }
 
     private func answer(_ request: WindowRequest, _ snapshot: StoreSnapshot, revision: Int64, counts: ViewCounts, now: Date) throws -> Answer {
+        if request.groups {
+            let groups = try snapshot.groups(view: request.view, query: request.query, now: now)
+            return (.groupsLoaded(GroupWindow(view: request.view, query: request.query, groups: groups), counts: counts), nil)
+        }
         let anchor = try request.anchorId.flatMap { try snapshot.position(of: $0, view: request.view, query: request.query, now: now) }
         let total: Int
         if request.query.isEmpty {

@@ -219,16 +219,9 @@ extension LocalStore {
             var branches: [ViewFilter.Branch]
             if view == .all {
                 let millis = ISOTime.millis(now)
-                branches = ["unread", "activated", "dismissed", "snoozed"].map {
+                branches = ViewFilter.narrowed(["unread", "activated", "dismissed", "snoozed"].map {
                     ViewFilter.Branch(sql: "bucket = '\($0)' AND hidden = 0 AND expires > ?", arguments: [millis])
-                }
-                if !ViewFilter.isEmpty(query) {
-                    let pattern = ViewFilter.likePattern(query)
-                    branches = branches.map {
-                        ViewFilter.Branch(sql: $0.sql + " AND " + ViewFilter.matching("?"),
-                                          arguments: $0.arguments + StatementArguments(Array(repeating: pattern, count: ViewFilter.searched.count)))
-                    }
-                }
+                }, to: query)
             } else if view == .read {
                 return nil
             } else {
@@ -341,7 +334,7 @@ enum ViewFilter {
     static func branches(_ view: NotificationView, now: Date, query: String) -> [Branch] {
         let millis = ISOTime.millis(now)
         let live = "hidden = 0 AND expires > ?"
-        var branches: [Branch]
+        let branches: [Branch]
         switch view {
         case .all:
             branches = [Branch(sql: live, arguments: [millis])]
@@ -355,7 +348,16 @@ enum ViewFilter {
                 Branch(sql: "bucket = 'snoozed' AND snoozed_until <= ? AND read_state = \(readState(view)) AND \(live)", arguments: [millis, millis]),
             ]
         }
+        return narrowed(branches, to: query)
+    }
+
+    /// `branches` with the rows that match `query` only: one group's (``GroupQuery``, an
+    /// exact key), or those whose searched columns contain the text.
+    static func narrowed(_ branches: [Branch], to query: String) -> [Branch] {
         guard !isEmpty(query) else { return branches }
+        if let key = GroupQuery.key(in: query) {
+            return branches.map { Branch(sql: $0.sql + " AND \(GroupQuery.sqlKey) = ?", arguments: $0.arguments + [key]) }
+        }
         let pattern = likePattern(query)
         return branches.map { Branch(sql: $0.sql + " AND " + matching("?"), arguments: $0.arguments + StatementArguments(Array(repeating: pattern, count: searched.count))) }
     }

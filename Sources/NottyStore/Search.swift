@@ -128,6 +128,8 @@ extension LocalStore {
 
     func quickCount(_ db: Database, view: NotificationView, query: String, now: Date) throws -> Int? {
         if ViewFilter.isEmpty(query) { return try ViewIndex(db, view: view, now: now).total() }
+        // A group is counted in one pass over the view (the groups are read the same way).
+        if GroupQuery.key(in: query) != nil { return try count(db, branches(db, view, now: now, query: query)) }
         return try searchKeys(db, query: query, view: view, now: now)?.count
     }
 
@@ -143,7 +145,7 @@ extension LocalStore {
     /// one; nil when there are more, or the query is shorter than a trigram.
     func searchKeys(_ db: Database, query: String) throws -> [SearchKey]? {
         let text = query.trimmingCharacters(in: .whitespaces)
-        guard text.unicodeScalars.count >= 3 else { return nil }
+        guard text.unicodeScalars.count >= 3, GroupQuery.key(in: text) == nil else { return nil }
         let revision = try self.revision(db)
         if let plan = searchPlan.withLock({ $0 }), plan.query == text, plan.revision == revision {
             return plan.keys

@@ -37,9 +37,9 @@ extension TUIState {
         return [.mutate([IdChange(id: row.id, change: StateChange(readState: .read))])]
     }
 
-    /// `a`: Activated and Read.
-    mutating func activate() -> [TUIEffect] {
-        perform("Activated", undoLabel: "activate", fields: [.read, .action], leavesView: true) { _ in
+    /// `a`: Activated and Read (`targets`: a group's rows, else ``actionTargets``).
+    mutating func activate(_ targets: [UserNotification]? = nil) -> [TUIEffect] {
+        perform("Activated", undoLabel: "activate", on: targets, fields: [.read, .action], leavesView: true) { _ in
             StateChange.activate
         }
     }
@@ -55,18 +55,34 @@ extension TUIState {
     }
 
     /// `d`: Dismissed.
-    mutating func dismiss() -> [TUIEffect] {
-        perform("Dismissed", undoLabel: "dismiss", fields: .action, leavesView: true) { _ in
+    mutating func dismiss(_ targets: [UserNotification]? = nil) -> [TUIEffect] {
+        perform("Dismissed", undoLabel: "dismiss", on: targets, fields: .action, leavesView: true) { _ in
             StateChange(userActionState: .dismissed)
         }
     }
 
     /// `r`: Read when any target is Unread, else Unread.
-    mutating func toggleRead() -> [TUIEffect] {
-        let toRead = actionTargets.contains { $0.readState == .unread }
+    mutating func toggleRead(_ targets: [UserNotification]? = nil) -> [TUIEffect] {
+        let toRead = (targets ?? actionTargets).contains { $0.readState == .unread }
         return perform(toRead ? "Marked read" : "Marked unread", undoLabel: toRead ? "mark read" : "mark unread",
-                       fields: .read, leavesView: false) { _ in
+                       on: targets, fields: .read, leavesView: false) { _ in
             StateChange(readState: toRead ? .read : .unread)
+        }
+    }
+
+    /// `a`, `d`, `r` on a group row: the shell reads the group's rows (`groupRead`), then
+    /// the action acts on all of them as one step that `u` undoes.
+    mutating func actOnGroup(_ action: GroupAction) -> [TUIEffect] {
+        guard let group = selectedGroup else { return showMessage(nothingToActOn) }
+        return [.readGroup(view: view, query: GroupQuery.query(for: group.key), action: action)]
+    }
+
+    /// Applies a group action to the rows the shell read.
+    mutating func perform(_ action: GroupAction, on rows: [UserNotification]) -> [TUIEffect] {
+        switch action {
+        case .activate: activate(rows)
+        case .dismiss: dismiss(rows)
+        case .toggleRead: toggleRead(rows)
         }
     }
 

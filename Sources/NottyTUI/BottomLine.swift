@@ -1,4 +1,5 @@
 import Foundation
+import NottyCore
 
 /// The last row: the open prompt, else the message, else a hint.
 enum BottomLine {
@@ -61,8 +62,15 @@ enum BottomLine {
         if !state.markedRows.isEmpty {
             return ["\(state.markedRows.count) marked · a d r s x act on them · Esc clears", "\(state.markedRows.count) marked · Esc clears"]
         }
+        if state.showingGroups, state.query.isEmpty {
+            return ["Group rows · Enter opens · d r a act on a whole group · = unfolds · ? help", "Enter opens · = unfolds · ? help"]
+        }
+        if let key = GroupQuery.key(in: state.query) {
+            let count = state.total == 1 ? "1 notification" : "\(state.total) notifications"
+            return ["Group \(key) · \(count) · Esc back\(state.grouping ? " to the groups" : "")", "\(key) · Esc back"]
+        }
         if !state.query.isEmpty {
-            let matches = state.isWindowCurrent && !state.window.counted ? "\(state.total)+ matches (counting)" : state.total == 1 ? "1 match" : "\(state.total) matches"
+            let matches = state.showingGroups ? (state.total == 1 ? "1 group" : "\(state.total) groups") : state.isWindowCurrent && !state.window.counted ? "\(state.total)+ matches (counting)" : state.total == 1 ? "1 match" : "\(state.total) matches"
             return ["/\(state.query) · \(matches) · Esc clears"]
         }
         return ["? help · q quit"]

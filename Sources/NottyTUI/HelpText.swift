@@ -20,6 +20,7 @@ public enum HelpText {
         ("M", "mark all read (asks y/n)"),
         ("u", "undo the last action"),
         ("n p", "next / previous unread"),
+        ("=", "fold rows into groups"),
         ("/", "search; Esc clears"),
         ("R", "sync now"),
         ("Q", "quiet for 1h / end it"),

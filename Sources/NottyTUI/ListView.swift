@@ -9,6 +9,7 @@ import NottyCore
 enum ListView {
     static func draw(into screen: inout Screen, state: TUIState, in rect: Layout.Rect) {
         guard rect.height > 0, rect.width > 0 else { return }
+        if state.showingGroups { return drawGroups(into: &screen, state: state, in: rect) }
         guard state.isWindowCurrent else {
             centre("Loading…", into: &screen, in: rect, style: CellStyle(dim: true))
             return
@@ -78,8 +79,55 @@ enum ListView {
         ]
     }
 
+    /// Group rows (`=`): `=● 25m app/group  12 notifications, 3 unread` — the unread dot
+    /// when any is Unread, the newest one's age, the group (with its app when it has one),
+    /// how many. Groups with Unread rows are bold.
+    static func drawGroups(into screen: inout Screen, state: TUIState, in rect: Layout.Rect) {
+        guard let groups = state.currentGroups else {
+            centre("Loading…", into: &screen, in: rect, style: CellStyle(dim: true))
+            return
+        }
+        guard !groups.isEmpty else {
+            centre(emptyText(state), into: &screen, in: rect, style: CellStyle(dim: true))
+            return
+        }
+        let top = TUIState.scrolledTop(top: state.top, selection: state.selection, height: rect.height, total: groups.count)
+        let shown = top..<min(top + rect.height, groups.count)
+        let rest = rect.width - 8
+        let widest = shown.map { DisplayWidth.width(of: label(of: groups[$0])) }.max() ?? 0
+        let sourceWidth = max(4, min(max(8, min(28, rest * 2 / 5)), widest))
+        for (line, index) in shown.enumerated() {
+            let group = groups[index]
+            let unread = group.unread > 0
+            let amount = TUIState.count(group.count) + (unread ? ", \(group.unread) unread" : "")
+            let spans = [
+                Span("=", CellStyle(bold: true, color: .accent)),
+                Span(unread ? RowGlyphs.unread(.unread) : RowGlyphs.unread(.read), CellStyle(bold: true, color: .accent)),
+                Span(" "),
+                Span(" "),
+                Span(DisplayWidth.pad(TimeText.age(of: group.newest, now: state.now), to: 3, alignRight: true), CellStyle(color: .muted)),
+                Span(" "),
+                Span(DisplayWidth.pad(label(of: group), to: sourceWidth), CellStyle(bold: unread, color: .muted)),
+                Span(" "),
+                Span(DisplayWidth.pad(amount, to: max(0, rest - sourceWidth - 1)), CellStyle(bold: unread)),
+            ]
+            let y = rect.y + line
+            screen.put(spans, column: rect.x, row: y, limit: rect.x + rect.width)
+            if index == state.selection {
+                screen.restyle(row: y, from: rect.x, to: rect.x + rect.width) { $0.reverse = true }
+            }
+        }
+    }
+
+    /// A group row's name: `app/group` when its rows are of one app other than the key.
+    static func label(of group: NotificationGroup) -> String {
+        guard let app = group.app, app != group.key else { return group.key }
+        return "\(app)/\(group.key)"
+    }
+
     /// What an empty view says.
     static func emptyText(_ state: TUIState) -> String {
+        if let key = GroupQuery.key(in: state.query) { return "Nothing left in \(key) in \(state.view.title). Esc goes back to the groups." }
         if !state.query.isEmpty { return "No matches for “\(state.query)” in \(state.view.title). Esc clears the search." }
         switch state.view {
         case .unread: return "Nothing unread. Press 6 for All."

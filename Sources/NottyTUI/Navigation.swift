@@ -5,13 +5,30 @@ import NottyCore
 extension TUIState {
     /// Whether the window holds rows of the current view and query (after a view switch or a
     /// new search it does not, until the shell answers).
-    public var isWindowCurrent: Bool { window.view == view && window.query == query }
+    /// Always false while group rows are shown.
+    public var isWindowCurrent: Bool { !showingGroups && window.view == view && window.query == query }
 
-    /// The number of rows in the current view (matching the query); 0 until loaded.
-    public var total: Int { isWindowCurrent ? window.total : 0 }
+    /// Whether the list shows group rows: folded (`=`) and no group open.
+    public var showingGroups: Bool { grouping && GroupQuery.key(in: query) == nil }
 
-    /// The selected row, when it is loaded.
+    /// The group rows of the current view and query, once loaded (nil otherwise).
+    public var currentGroups: [NotificationGroup]? {
+        guard showingGroups, let groupWindow, groupWindow.view == view, groupWindow.query == query else { return nil }
+        return groupWindow.groups
+    }
+
+    /// The number of rows in the current view (matching the query), or of group rows; 0
+    /// until loaded.
+    public var total: Int { showingGroups ? currentGroups?.count ?? 0 : isWindowCurrent ? window.total : 0 }
+
+    /// The selected row, when it is loaded (never a group row).
     public var selectedRow: UserNotification? { isWindowCurrent ? window.row(at: selection) : nil }
+
+    /// The selected group row, when group rows are shown.
+    public var selectedGroup: NotificationGroup? {
+        guard let groups = currentGroups, groups.indices.contains(selection) else { return nil }
+        return groups[selection]
+    }
 
     /// How many rows to ask the shell for around the selection: three screens (one above
     /// and one below the visible one, wherever the selection is on it).
@@ -19,14 +36,16 @@ extension TUIState {
 
     /// A request for the current view and query around the selection.
     func request(anchor: String?, index: Int? = nil) -> WindowRequest {
-        WindowRequest(view: view, query: query, anchorId: anchor, index: index ?? selection, span: span)
+        if showingGroups { return WindowRequest(view: view, query: query, span: 0, groups: true) }
+        return WindowRequest(view: view, query: query, anchorId: anchor, index: index ?? selection, span: span)
     }
 
     /// A request for the first rows of the current view and query: two screens (nothing
     /// lies above the first), or for a search one screen and a row (the row says whether
     /// there are more; the shell may have to step over many rows that do not match).
     var requestFromTop: WindowRequest {
-        WindowRequest(view: view, query: query, index: 0, span: query.isEmpty ? max(20, 2 * listHeight) : listHeight + 1)
+        if showingGroups { return request(anchor: nil) }
+        return WindowRequest(view: view, query: query, index: 0, span: query.isEmpty ? max(20, 2 * listHeight) : listHeight + 1)
     }
 }
 
@@ -38,6 +57,11 @@ extension TUIState {
     mutating func select(_ index: Int) -> [TUIEffect] {
         guard total > 0 else { return [] }
         selection = max(0, min(index, total - 1))
+        if showingGroups {
+            selectedGroupKey = selectedGroup?.key
+            scrollToSelection()
+            return []
+        }
         selectedId = window.row(at: selection)?.id
         scrollToSelection()
         if layout.placement == .right || layout.placement == .bottom, let row = selectedRow {
@@ -92,6 +116,11 @@ extension TUIState {
     /// shell looks in the whole view (`findUnread`) and answers with the window around it.
     mutating func moveToUnread(forward: Bool) -> [TUIEffect] {
         guard total > 0 else { return showMessage("Nothing here") }
+        if let groups = currentGroups {
+            let order = forward ? Array(groups.indices.filter { $0 > selection }) : groups.indices.filter { $0 < selection }.reversed()
+            guard let index = order.first(where: { groups[$0].unread > 0 }) else { return showMessage(Self.noUnread(forward: forward)) }
+            return select(index)
+        }
         let candidates = forward
             ? Array(window.rows.indices.map { $0 + window.offset }.filter { $0 > selection })
             : Array(window.rows.indices.map { $0 + window.offset }.filter { $0 < selection }.reversed())
@@ -124,8 +153,33 @@ extension TUIState {
         return reloadFromTop()
     }
 
+    /// `=`: folds the list into group rows, or unfolds it (closing an open group). The
+    /// selection goes to the group of the selected row, and back.
+    mutating func toggleGrouping() -> [TUIEffect] {
+        if grouping {
+            grouping = false
+            message = "Group rows off"
+            return GroupQuery.key(in: query) == nil ? reloadFromTop() : applyQuery("")
+        }
+        grouping = true
+        selectedGroupKey = selectedRow?.groupKey
+        message = "Group rows: Enter opens a group · d r a act on all of it · = unfolds"
+        return reloadFromTop()
+    }
+
+    /// Enter on a group row: shows its notifications (the search `group:KEY`); Esc goes back.
+    mutating func openGroup() -> [TUIEffect] {
+        guard let group = selectedGroup else { return showMessage(nothingToActOn) }
+        selectedGroupKey = group.key
+        return applyQuery(GroupQuery.query(for: group.key))
+    }
+
     private mutating func reloadFromTop() -> [TUIEffect] {
-        selection = 0
+        if showingGroups, let key = selectedGroupKey, let index = currentGroups?.firstIndex(where: { $0.key == key }) {
+            selection = index  // kept while the answer comes
+        } else {
+            selection = 0
+        }
         selectedId = nil
         top = 0
         clearMarks()
@@ -161,7 +215,7 @@ extension TUIState {
         for key in Self.readAheadKeys {
             var copy = self
             for case .load(let request) in update(&copy, .key(key)) where !requests.contains(request) {
-                if request.query.isEmpty || (key == .enter && request.query == typed && request.query.unicodeScalars.count >= 3) {
+                if request.query.isEmpty || GroupQuery.key(in: request.query) != nil || (key == .enter && request.query == typed && request.query.unicodeScalars.count >= 3) {
                     requests.append(request)
                 }
             }

@@ -27,6 +27,11 @@ public enum TUIEvent: Sendable, Equatable {
     /// The shell marked these notifications read for `TUIEffect.markAllRead` (the ones that
     /// were Unread): `u` marks them unread again, as one step.
     case markedAllRead([String])
+    /// The shell's answer to a load of group rows (`WindowRequest.groups`).
+    case groupsLoaded(GroupWindow, counts: ViewCounts)
+    /// The shell's answer to `TUIEffect.readGroup`: every notification of the group, in view
+    /// order, for the action to act on as one step.
+    case groupRead(GroupAction, [UserNotification])
 }
 
 /// I/O the shell performs for the UI. After writing a change to the store, the shell sends
@@ -45,6 +50,9 @@ public enum TUIEffect: Sendable, Equatable {
     /// after the request's anchor, in the whole view; answer with `TUIEvent.jumped` around it,
     /// or with a `.message` when there is none.
     case findUnread(WindowRequest, forward: Bool)
+    /// Read every notification of the view matching the query (one group, `group:KEY`) and
+    /// answer with `TUIEvent.groupRead`.
+    case readGroup(view: NotificationView, query: String, action: GroupAction)
     /// Open a notification's link (`$BROWSER`, else `xdg-open`); a problem comes back as `.message`.
     case open(url: String)
     /// Sync now (pull, then flush the outbox); report with `.status` / `.message`.

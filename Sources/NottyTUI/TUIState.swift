@@ -42,6 +42,16 @@ public struct TUIState: Sendable, Equatable {
     /// Whether a reload was asked for and not yet answered.
     public internal(set) var awaitingLoad = false
 
+    // MARK: - Group rows (`=`)
+
+    /// Whether the list folds into group rows (`=`). An open group (Enter) is the search
+    /// `group:KEY` (``GroupQuery``), whose rows are notifications again.
+    public internal(set) var grouping = false
+    /// The loaded group rows; shown only while they belong to `view` and `query`.
+    public internal(set) var groupWindow: GroupWindow?
+    /// The group under the selection, kept across loads and while a group is open.
+    public internal(set) var selectedGroupKey: String?
+
     // MARK: - Overlays, prompts and messages
 
     /// The open detail (page or pane, see `Layout`).
@@ -70,6 +80,24 @@ public struct TUIState: Sendable, Equatable {
 }
 
 // MARK: - Parts of the state
+
+/// Every group row of a view (matching a search): there are few, so all are loaded.
+public struct GroupWindow: Sendable, Equatable {
+    public var view: NotificationView
+    public var query: String
+    public var groups: [NotificationGroup]
+
+    public init(view: NotificationView, query: String, groups: [NotificationGroup]) {
+        self.view = view
+        self.query = query
+        self.groups = groups
+    }
+}
+
+/// What `a`, `d` and `r` do to every notification of a group row.
+public enum GroupAction: Sendable, Equatable {
+    case activate, dismiss, toggleRead
+}
 
 /// The notification shown in the detail page or pane. It is a copy: it stays on screen when
 /// the notification leaves the view (for example after Enter marked it read in Unread).

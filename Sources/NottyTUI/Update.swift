@@ -30,10 +30,16 @@ public func update(_ state: inout TUIState, _ event: TUIEvent) -> [TUIEffect] {
         return []
     case .jumped(let window, let counts, let selection):
         state.counts = counts
-        guard window.view == state.view, window.query == state.query else { return [] }
+        guard window.view == state.view, window.query == state.query, !state.showingGroups else { return [] }
         state.selectedId = nil
         state.apply(window, selection: selection)
         return []
+    case .groupsLoaded(let groups, let counts):
+        state.counts = counts
+        state.apply(groups)
+        return []
+    case .groupRead(let action, let rows):
+        return state.perform(action, on: rows)
     case .markedAllRead(let ids):
         state.lastAction = ids.isEmpty ? nil : .restore(
             label: "mark all read", changes: ids.map { IdChange(id: $0, change: StateChange(readState: .unread)) })
@@ -48,7 +54,7 @@ extension TUIState {
     /// rows (even if the user moved after asking); otherwise it goes to the shell's index.
     mutating func apply(_ newWindow: ViewWindow, selection answered: Int) {
         // An answer for a view or search the user has already left.
-        guard newWindow.view == view, newWindow.query == query else { return }
+        guard newWindow.view == view, newWindow.query == query, !showingGroups else { return }
         awaitingLoad = false
         window = newWindow
         var index = selectedId.flatMap { newWindow.index(of: $0) } ?? answered
@@ -62,6 +68,17 @@ extension TUIState {
 
     /// Forgets marks on rows that left the view (known only when the whole view is loaded)
     /// and refreshes the copies of marked rows.
+    /// Takes the shell's group rows; the selection stays on its group while it is there.
+    mutating func apply(_ groups: GroupWindow) {
+        guard showingGroups, groups.view == view, groups.query == query else { return }
+        awaitingLoad = false
+        groupWindow = groups
+        let index = selectedGroupKey.flatMap { key in groups.groups.firstIndex { $0.key == key } } ?? selection
+        selection = max(0, min(index, groups.groups.count - 1))
+        selectedGroupKey = groups.groups.indices.contains(selection) ? groups.groups[selection].key : nil
+        scrollToSelection()
+    }
+
     private mutating func refreshMarks() {
         if window.isComplete {
             let inView = Set(window.rows.map(\.id))
@@ -117,6 +134,13 @@ extension TUIState {
         case .backTab: return switchView(to: Self.view(after: view, by: -1))
         case .character(let c) where ("1"..."6").contains(c):
             return switchView(to: NotificationView.allCases[Int(String(c))! - 1])
+        case .character("="): return toggleGrouping()
+        case .enter where showingGroups: return openGroup()
+        case .character("a") where showingGroups: return actOnGroup(.activate)
+        case .character("d") where showingGroups: return actOnGroup(.dismiss)
+        case .character("r") where showingGroups: return actOnGroup(.toggleRead)
+        case .character(let c) where showingGroups && "osx ".contains(c):
+            return showMessage("On a group row: Enter opens it, d r a act on all of it")
         case .enter: return openDetail()
         case .character("a"): return activate()
         case .character("o"): return openLink()

@@ -61,13 +61,16 @@ public struct WindowRequest: Sendable, Hashable {
     public var index: Int
     /// How many rows to load around the selection.
     public var span: Int
+    /// Load the view's group rows (all of them) instead: answered with `TUIEvent.groupsLoaded`.
+    public var groups: Bool
 
-    public init(view: NotificationView, query: String = "", anchorId: String? = nil, index: Int = 0, span: Int) {
+    public init(view: NotificationView, query: String = "", anchorId: String? = nil, index: Int = 0, span: Int, groups: Bool = false) {
         self.view = view
         self.query = query
         self.anchorId = anchorId
         self.index = index
         self.span = span
+        self.groups = groups
     }
 
     /// The answer to this request given every row of the view that matches the query, in view

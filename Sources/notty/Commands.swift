@@ -82,7 +82,7 @@ struct List: AsyncParsableCommand {
     @Option(help: "unread, read, activated, dismissed, snoozed or all (default: view in config.toml, else unread).") var view: ViewArgument?
     @Flag(help: "One notification per line as JSON, with the service's field names (the same object as GET /v1/me/notifications/ID).") var json = false
     @Option(help: "At most this many.") var limit: Int = 50
-    @Option(help: "Only those whose title, body, app or group contains this.") var search: String = ""
+    @Option(help: "Only those whose title, body, app or group contains this; group:NAME: exactly one group (its group name, else its app).") var search: String = ""
 
     func validate() throws {
         guard limit > 0 else { throw ArgumentParser.ValidationError("--limit must be at least 1") }

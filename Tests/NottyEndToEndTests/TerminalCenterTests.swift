@@ -67,6 +67,47 @@ struct TerminalCenterTests {
         #expect(await !b.screen().contains("Unread"), "the terminal was not restored (alternate screen left on):\n\(b.shown)")
     }
 
+    @Test("= folds B's list into group rows; d on a group row dismisses exactly that group, on A too; u brings it back; Enter opens a group, Esc goes back")
+    func groupRows() async throws {
+        let world = try await TwoDevices()
+        var cpu: [String] = []
+        for n in 1...3 { cpu.append(try await world.publish("CPU at 9\(n)% on web-0\(n)", extra: ["--group", "HighCPU"])) }
+        let disk = try await world.publish("Disk usage 91% on db-primary", extra: ["--group", "DiskFull"])
+        let b = try TmuxSession(command: Repository.nottyBinary.path, environment: ["NOTTY_HOME": world.b.home.path])
+        #expect(await b.waitFor("Unread 4"), "B's notty did not open:\n\(b.shown)")
+        #expect(await b.waitFor("· live"), "B never went live:\n\(b.shown)")
+        try await b.keys("=")
+        #expect(await b.waitFor("3 notifications, 3 unread"), "no group rows:\n\(b.shown)")
+        let folded = await b.screen()
+        #expect(folded.contains("HighCPU") && folded.contains("DiskFull") && folded.contains("1 notification, 1 unread"))
+        #expect(!folded.contains("CPU at 91%"), "the rows are folded")
+
+        // The newest group (DiskFull) is first: j moves to HighCPU; d dismisses all three.
+        try await b.keys("j", "d")
+        #expect(await b.waitFor("Dismissed 3 notifications"), "d on the group row:\n\(b.shown)")
+        #expect(await b.waitFor("Unread 1"))
+        #expect(await eventually(timeout: .seconds(10)) { (try? world.store(world.b).outboxCount()) == 0 }, "B's changes were not sent")
+        #expect(try await world.a.run(["sync"]).status == 0)
+        for id in cpu { #expect(try await world.a.run(["show", id, "--json"]).out.contains(#""userActionState":"Dismissed""#)) }
+        #expect(try await world.a.run(["show", disk, "--json"]).out.contains(#""userActionState":"NoInteraction""#), "only that group")
+
+        try await b.keys("u")
+        #expect(await b.waitFor("Undid dismiss of 3 notifications"), "u:\n\(b.shown)")
+        #expect(await b.waitFor("Unread 4"))
+        #expect(await eventually(timeout: .seconds(10)) { (try? world.store(world.b).outboxCount()) == 0 }, "B's undo was not sent")
+        #expect(try await world.a.run(["sync"]).status == 0)
+        for id in cpu { #expect(try await world.a.run(["show", id, "--json"]).out.contains(#""userActionState":"NoInteraction""#)) }
+
+        // Enter opens the selected group; Esc goes back to the group rows.
+        try await b.keys("g", "Enter")
+        #expect(await b.waitFor("Group DiskFull · 1 notification"), "Enter on a group row:\n\(b.shown)")
+        #expect(await b.screen().contains("Disk usage 91% on db-primary"))
+        try await b.keys("Escape")
+        #expect(await b.waitFor("3 notifications, 3 unread"), "Esc back to the groups:\n\(b.shown)")
+        try await b.keys("q")
+        #expect(await b.waitFor("[exited 0]"), "q did not exit 0:\n\(b.shown)")
+    }
+
     @Test("searching a store of 1,500: the index is built in the background; many matches show at once and are counted after, few are counted at once")
     func search() async throws {
         let world = try await TwoDevices()

@@ -11,7 +11,8 @@ import Testing
 struct SearchTests {
     static let words = ["Deploy", "deploy", "DB-3", "db-30", "flaky test", "ビルド失敗", "✅ done", "50%_off", "Über alert", "a\"quote"]
     /// More rows than ``SearchPlan`` sorts itself, so "example" (every app) takes the other way.
-    static let queries = ["example", "deploy", "DB-3", "ビルド", "50%_o", "über", "a\"q", "zz", "de", "no such words", "ci.", "body 1"]
+    static let queries = ["example", "deploy", "DB-3", "ビルド", "50%_o", "über", "a\"q", "zz", "de", "no such words", "ci.", "body 1",
+                          "group:deploys", "group:ci.example.com", " group: mon.example.com ", "group:nope"]
 
     static func text(_ random: inout SeededRandom) -> String {
         "\(words.randomElement(using: &random)!) \(words.randomElement(using: &random)!) \(Int.random(in: 0..<99, using: &random))"
@@ -19,6 +20,7 @@ struct SearchTests {
 
     /// `LIKE`'s rule: a substring, ASCII letters in either case.
     static func matches(_ n: UserNotification, _ query: String) -> Bool {
+        if let key = GroupQuery.key(in: query) { return n.groupKey == key }
         func folded(_ text: String) -> String {
             String(String.UnicodeScalarView(text.unicodeScalars.map { ("A"..."Z").contains($0) ? Unicode.Scalar($0.value + 32)! : $0 }))
         }
@@ -45,6 +47,14 @@ struct SearchTests {
                     #expect(try store.window(view: view, query: query, offset: offset, limit: limit, now: now).map(\.id) == slice, "offset \(offset) \(label)")
                     #expect(try store.window(view: view, query: query, offset: offset, limit: limit, total: whole.count, now: now).map(\.id) == slice,
                             "offset \(offset) with total \(label)")
+                }
+                if GroupQuery.key(in: query) == nil {
+                    let rows = shown.filter { view.contains($0, now: now) && matches($0, query) }
+                    let expected = Dictionary(grouping: rows, by: \.groupKey).map { key, rows in
+                        NotificationGroup(key: key, app: Set(rows.map(\.targetHostName)).count == 1 ? rows[0].targetHostName : nil, count: rows.count,
+                                          unread: rows.filter { $0.readState == .unread }.count, newest: rows.map(\.createdDateTime).max()!)
+                    }.sorted { ($0.newest, $1.key) > ($1.newest, $0.key) }
+                    #expect(try store.groups(view: view, query: query, now: now) == expected, "groups \(label)")
                 }
                 for _ in 0..<4 {
                     let id = whole.isEmpty || Bool.random(using: &random) ? ids.randomElement(using: &random)! : whole.randomElement(using: &random)!

@@ -76,6 +76,7 @@ struct FakeStore {
 
     static func matches(_ n: UserNotification, query: String) -> Bool {
         guard !query.isEmpty else { return true }
+        if let key = GroupQuery.key(in: query) { return n.groupKey == key }
         let fields = [n.displayTitle, n.payload.visualContent?.body ?? "", n.targetHostName, n.groupName ?? ""]
         return fields.contains { $0.range(of: query, options: [.caseInsensitive, .diacriticInsensitive]) != nil }
     }
@@ -86,7 +87,26 @@ struct FakeStore {
         return counts
     }
 
+    /// The group rows of a view, computed from the rows (the store does it in SQL).
+    func groups(_ view: NotificationView, query: String) -> [NotificationGroup] {
+        var groups: [NotificationGroup] = []
+        for row in matching(view, query: query) {
+            if let i = groups.firstIndex(where: { $0.key == row.groupKey }) {
+                groups[i].count += 1
+                groups[i].unread += row.readState == .unread ? 1 : 0
+                if groups[i].app != row.targetHostName { groups[i].app = nil }
+            } else {
+                groups.append(NotificationGroup(key: row.groupKey, app: row.targetHostName, count: 1,
+                                                unread: row.readState == .unread ? 1 : 0, newest: row.createdDateTime))
+            }
+        }
+        return groups
+    }
+
     func answer(_ request: WindowRequest) -> TUIEvent {
+        if request.groups {
+            return .groupsLoaded(GroupWindow(view: request.view, query: request.query, groups: groups(request.view, query: request.query)), counts: counts)
+        }
         let (window, selection) = request.answer(from: matching(request.view, query: request.query))
         return .loaded(window, counts: counts, selection: selection)
     }
@@ -112,6 +132,9 @@ struct FakeStore {
             for i in notifications.indices where ids.contains(notifications[i].id) { notifications[i].readState = .read }
             return [.markedAllRead(ids), .storeChanged]
         }
+        if case .readGroup(let view, let query, let action) = effect {
+            return [.groupRead(action, matching(view, query: query))]
+        }
         return apply(effect) ? [.storeChanged] : []
     }
 
@@ -133,7 +156,7 @@ struct FakeStore {
             return true
         case .markAllRead:
             return !perform(effect).isEmpty
-        case .load, .findUnread, .open, .sync, .setQuiet, .quit:
+        case .load, .findUnread, .readGroup, .open, .sync, .setQuiet, .quit:
             return false
         }
     }

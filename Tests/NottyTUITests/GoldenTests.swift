@@ -51,6 +51,20 @@ struct GoldenTests {
         try Golden.check("detail-pane-bottom-90x34", render(h.state))
     }
 
+    @Test("group rows", arguments: [Size(columns: 80, rows: 24), Size(columns: 40, rows: 10)])
+    func groupRows(_ size: Size) throws {
+        var h = Harness(size: size, view: .all)
+        h.keys(.ch("="), .ch("j"))
+        h.state.message = nil
+        try Golden.check("groups-all-\(size.columns)x\(size.rows)", render(h.state))
+    }
+
+    @Test func openGroup() throws {
+        var h = Harness(view: .all)
+        h.keys(.ch("="), .ch("G"), .ch("k"), .ch("k"), .ch("k"), .ch("k"), .ch("k"), .enter)
+        try Golden.check("group-open-80x24", render(h.state))
+    }
+
     @Test("help", arguments: [Size(columns: 80, rows: 24), Size(columns: 40, rows: 10)])
     func help(_ size: Size) throws {
         var h = Harness(size: size)

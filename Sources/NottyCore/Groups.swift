@@ -1,0 +1,50 @@
+import Foundation
+
+/// The center's group rows (`=`): notifications fold by their group name, or by their app when
+/// they have none. One group of a view is a search, `group:KEY`, that matches exactly the
+/// notifications of that group (so every windowed read of the store serves an open group).
+public enum GroupQuery {
+    public static let prefix = "group:"
+
+    /// The search that shows exactly the group `key`.
+    public static func query(for key: String) -> String { prefix + key }
+
+    /// The group a search names (`group:KEY`), nil for a text search.
+    public static func key(in query: String) -> String? {
+        let text = query.trimmingCharacters(in: .whitespaces)
+        guard text.hasPrefix(prefix) else { return nil }
+        let key = text.dropFirst(prefix.count).trimmingCharacters(in: .whitespaces)
+        return key.isEmpty ? nil : key
+    }
+
+    /// ``UserNotification/groupKey`` as SQL over the columns `group_name` and `app`.
+    public static let sqlKey = "coalesce(nullif(group_name, ''), app)"
+}
+
+extension UserNotification {
+    /// The group row the notification folds into: its group name, else its app.
+    public var groupKey: String {
+        if let groupName, !groupName.isEmpty { return groupName }
+        return targetHostName
+    }
+}
+
+/// One group row: the notifications of a view (matching its search) that share a group key.
+public struct NotificationGroup: Sendable, Equatable {
+    /// ``UserNotification/groupKey``.
+    public var key: String
+    /// The apps of the group's notifications, when they are one app (shown before the key).
+    public var app: String?
+    public var count: Int
+    public var unread: Int
+    /// The creation time of its newest notification.
+    public var newest: Date
+
+    public init(key: String, app: String?, count: Int, unread: Int, newest: Date) {
+        self.key = key
+        self.app = app
+        self.count = count
+        self.unread = unread
+        self.newest = newest
+    }
+}
