@@ -11,6 +11,9 @@ public final class Announcer: Sendable {
     public let exec: String?
     public let runner: CommandRunner
     private let lock = Mutex(())
+    /// Ids that arrived in Unread while quiet and did not interrupt (not muted ones): at the
+    /// end of the quiet period, those still Unread are one summary.
+    private let heldByQuiet = Mutex<[String]>([])
 
     public init(store: LocalStore, exec: String?, runner: CommandRunner) {
         self.store = store
@@ -33,11 +36,37 @@ public final class Announcer: Sendable {
             for (notification, view) in arrived where view == .unread {
                 print(jsonLine(notification))
                 fflush(nil)
-                if let exec, interruptions.interrupts(notification) {
-                    runner.submit(.init(option: "--exec", command: exec, notification: notification))
+                if interruptions.interrupts(notification) {
+                    if let exec { runner.submit(.init(option: "--exec", command: exec, notification: notification)) }
+                } else if !interruptions.isMuted(notification) {
+                    heldByQuiet.withLock { $0.append(notification.id) }
                 }
             }
             return arrived.filter { $0.1 != .unread || interruptions.interrupts($0.0) }
+        }
+    }
+
+    /// When the quiet period that holds notifications back ends (nil: none is held back).
+    public func quietEnds(now: Date = Date()) throws -> Date? {
+        guard !heldByQuiet.withLock({ $0.isEmpty }) else { return nil }
+        return Interruptions(preferences: try store.preferences(), now: now).quietUntil ?? now
+    }
+
+    /// Once quiet has ended: what it held back and is still Unread (and not muted now), as one
+    /// summary, run once through `--exec`; nil while quiet or when nothing is left.
+    public func summarizeQuiet(now: Date = Date()) throws -> QuietSummary? {
+        try lock.withLock { _ in
+            let held = heldByQuiet.withLock { $0 }
+            guard !held.isEmpty else { return nil }
+            let interruptions = Interruptions(preferences: try store.preferences(), now: now)
+            guard !interruptions.isQuiet else { return nil }
+            heldByQuiet.withLock { $0.removeFirst(held.count) }
+            let still = try held.compactMap { try store.notification(id: $0) }
+                .filter { NotificationView.current(of: $0, now: now) == .unread && !interruptions.isMuted($0) }
+            guard !still.isEmpty else { return nil }
+            let summary = QuietSummary(notifications: still.sorted { $0.createdDateTime > $1.createdDateTime })
+            if let exec { runner.submit(.init(option: "--exec", command: exec, summary: summary)) }
+            return summary
         }
     }
 
@@ -52,6 +81,49 @@ public final class Announcer: Sendable {
                     runner.submit(.init(option: "--on-change", command: command, notification: change.notification, state: change.stateName))
                 }
             }
+        }
+    }
+}
+
+/// What a quiet period held back and is still Unread when it ends: announced as one (SPEC §9).
+public struct QuietSummary: Sendable, Equatable {
+    /// Newest first.
+    public var notifications: [UserNotification]
+
+    /// "12 notifications while quiet".
+    public var title: String {
+        notifications.count == 1 ? "1 notification while quiet" : "\(notifications.count) notifications while quiet"
+    }
+
+    /// The newest titles, a line each (at most 5, then "and N more").
+    public var body: String {
+        let shown = notifications.prefix(5).map { "\($0.targetHostName): \($0.displayTitle)" }
+        let more = notifications.count > 5 ? ["and \(notifications.count - 5) more"] : []
+        return (shown + more).joined(separator: "\n")
+    }
+}
+
+/// While a quiet period holds notifications back, looks for its summary when it is due to end
+/// (a period's end, a schedule's window): `arm` after each announcement.
+public final class QuietEndWatch: Sendable {
+    private let announcer: Announcer
+    private let summarize: @Sendable () async -> Void
+    /// The end a wait is running for.
+    private let awaited = Mutex<Date?>(nil)
+
+    public init(announcer: Announcer, summarize: @escaping @Sendable () async -> Void) {
+        self.announcer = announcer
+        self.summarize = summarize
+    }
+
+    /// Starts a wait for the quiet period's end, unless one runs for that end already.
+    public func arm() {
+        guard let end = (try? announcer.quietEnds()) ?? nil,
+              awaited.withLock({ awaited in defer { awaited = end }; return awaited != end }) else { return }
+        Task { [self] in
+            try? await Task.sleep(for: .seconds(max(0.05, end.timeIntervalSinceNow + 0.05)))
+            awaited.withLock { if $0 == end { $0 = nil } }
+            await summarize()
         }
     }
 }

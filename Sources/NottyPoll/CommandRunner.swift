@@ -10,15 +10,35 @@ public final class CommandRunner: Sendable {
         /// The option the command came from, for messages.
         public let option: String
         public let command: String
-        public let notification: UserNotification
-        /// `NOTTY_STATE` (`--on-change`).
-        public var state: String?
+        /// What messages call the run (a notification's id).
+        public let subject: String
+        /// The `NOTTY_*` variables it gets (SPEC §4, §7.1, §7.4, §9).
+        public let variables: [String: String]
 
-        public init(option: String, command: String, notification: UserNotification, state: String? = nil) {
+        /// A run for one notification; `state` is `NOTTY_STATE` (`--on-change`).
+        public init(option: String, command: String, notification n: UserNotification, state: String? = nil) {
             self.option = option
             self.command = command
-            self.notification = notification
-            self.state = state
+            subject = n.id
+            var variables = [
+                "NOTTY_ID": n.id, "NOTTY_TITLE": n.displayTitle, "NOTTY_BODY": n.payload.visualContent?.body ?? n.payload.rawContent ?? "",
+                "NOTTY_PRIORITY": n.priority.rawValue, "NOTTY_APP": n.targetHostName, "NOTTY_GROUP": n.groupName ?? "", "NOTTY_URL": n.launchUrl ?? "",
+            ]
+            variables["NOTTY_STATE"] = state
+            self.variables = variables
+        }
+
+        /// The one run for what a quiet period held back (SPEC §9): `NOTTY_SUMMARY=1`,
+        /// `NOTTY_COUNT`, `NOTTY_TITLE` ("12 notifications while quiet"), `NOTTY_BODY` (their
+        /// titles, a line each) and `NOTTY_IDS` (their ids, space-separated).
+        public init(option: String, command: String, summary: QuietSummary) {
+            self.option = option
+            self.command = command
+            subject = "the quiet period's summary"
+            variables = [
+                "NOTTY_SUMMARY": "1", "NOTTY_COUNT": String(summary.notifications.count), "NOTTY_TITLE": summary.title,
+                "NOTTY_BODY": summary.body, "NOTTY_IDS": summary.notifications.map(\.id).joined(separator: " "),
+            ]
         }
     }
 
@@ -65,23 +85,13 @@ public final class CommandRunner: Sendable {
         for pid in processes.withLock({ Array($0.keys) }) { kill(-pid, SIGTERM) }  // its process group: sh and what it runs
     }
 
-    /// The variables a command gets (SPEC §4, §7.1, §7.4).
+    /// The variables a command gets: this process's environment and the job's `NOTTY_*`.
     public static func environment(_ job: Job) -> [String: String] {
-        let n = job.notification
-        var environment = ProcessInfo.processInfo.environment
-        environment["NOTTY_ID"] = n.id
-        environment["NOTTY_TITLE"] = n.displayTitle
-        environment["NOTTY_BODY"] = n.payload.visualContent?.body ?? n.payload.rawContent ?? ""
-        environment["NOTTY_PRIORITY"] = n.priority.rawValue
-        environment["NOTTY_APP"] = n.targetHostName
-        environment["NOTTY_GROUP"] = n.groupName ?? ""
-        environment["NOTTY_URL"] = n.launchUrl ?? ""
-        environment["NOTTY_STATE"] = job.state
-        return environment
+        ProcessInfo.processInfo.environment.merging(job.variables) { _, job in job }
     }
 
     private func launch(_ job: Job) {
-        let id = job.notification.id
+        let id = job.subject
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", job.command]

@@ -68,6 +68,16 @@ public actor DesktopPopups {
         }
     }
 
+    /// The one popup for what a quiet period held back (SPEC §9); it stands for nothing to
+    /// act on: the notifications stay in Unread.
+    public func show(_ summary: QuietSummary) async {
+        do {
+            _ = try await bus.notify(PopupContent(summary: summary.title, body: PopupContent.escapingMarkup(summary.body)))
+        } catch {
+            warn("cannot show a popup: \(error)")
+        }
+    }
+
     public func stop() {
         signals?.cancel()
         bus.stop()

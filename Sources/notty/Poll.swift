@@ -17,7 +17,10 @@ struct Poll: AsyncParsableCommand {
             on stdout (the service's field names); one already read, dismissed or snoozed
             on another device when it arrives is not reported. --exec runs a command for
             each (NOTTY_ID, NOTTY_TITLE, NOTTY_BODY, NOTTY_PRIORITY, NOTTY_APP,
-            NOTTY_GROUP, NOTTY_URL set) beside syncing: at most 4 at once, the rest queued
+            NOTTY_GROUP, NOTTY_URL set) beside syncing; while quiet (notty quiet) or
+            muted it runs for none, and when quiet ends it runs once for what is still
+            Unread (NOTTY_SUMMARY=1, NOTTY_COUNT, NOTTY_TITLE "12 notifications while
+            quiet", NOTTY_IDS), as --desktop shows one popup: at most 4 at once, the rest queued
             in order, each stopped after --exec-timeout. --on-change runs a command (same
             variables, and NOTTY_STATE: read, unread, activated, dismissed, snoozed or
             deleted) when a notification known here changes state on any device, once per
@@ -79,13 +82,25 @@ struct Poll: AsyncParsableCommand {
             let engineBox = Mutex<LiveSync?>(nil)
             let popups = (desktop ?? settings.pollDesktop)
                 ? DesktopPopups.start(store: store, storm: settings.pollStorm, changed: { if let sync = engineBox.withLock({ $0 }) { Task { await sync.requestSync() } } }) : nil
+            /// When a quiet period that held notifications back ends: one summary.
+            let summarizeQuiet: @Sendable () async -> Void = {
+                do {
+                    if let summary = try announcer.summarizeQuiet() { await popups?.show(summary) }
+                } catch {
+                    warn("cannot read what quiet held back: \(error)")
+                }
+            }
+            // Quiet ends by the clock too (a period's end, a schedule's window).
+            let quietEnd = QuietEndWatch(announcer: announcer, summarize: summarizeQuiet)
             let report: @Sendable () async -> Void = {
                 let fresh = (try? announcer.announce()) ?? []
+                quietEnd.arm()
                 if let onChange {
                     do { try announcer.reportStateChanges(onChange) } catch { warn("cannot read the state changes: \(error)") }
                 }
                 await popups?.arrived(fresh)
                 await popups?.storeChanged()
+                await summarizeQuiet()
             }
             let liveSync = LiveSync(engine: engine, client: client, mode: mode) { event in
                 switch event {

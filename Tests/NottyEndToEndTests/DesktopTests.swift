@@ -118,7 +118,7 @@ struct DesktopTests {
         #expect(!text(logB).contains(fourth), "poll reported a notification handled before it arrived:\n\(text(logB))")
     }
 
-    @Test("a storm of 40 alerts of one group is one popup with its count; quiet on A holds B's popups back but for High; closing the storm's popup dismisses all 40 on A")
+    @Test("a storm of 40 alerts of one group is one popup with its count; quiet on A holds B's popups back but for High and ends in one summary popup; a timed mute ends by itself; closing the storm's popup dismisses all 40 on A")
     func stormsAndQuiet() async throws {
         let desktop = try await TestDesktop()
         defer { desktop.stop() }
@@ -136,9 +136,30 @@ struct DesktopTests {
         _ = try await world.publish("Site down", extra: ["--priority", "high"])
         #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Site down" } }, "\(desktop.notifyCalls())")
         #expect(!desktop.notifyCalls().contains { $0.summary == "Disk 91% full" }, "a popup while quiet")
+        // Quiet ends: what it held back and is still Unread is one summary popup.
         #expect(try await a.run(["quiet", "off"]).status == 0)
-        try await desktop.closeTopmost()
-        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 0 })
+        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "1 notification while quiet" } },
+                "no summary when quiet ended: \(desktop.notifyCalls())")
+        #expect(!desktop.notifyCalls().contains { $0.summary == "Disk 91% full" }, "held back, then popped up one by one")
+        #expect(await eventually(timeout: .seconds(10)) {
+            if (try? await desktop.displayed()) ?? 1 > 0 { try? await desktop.closeTopmost() }
+            return (try? await desktop.displayed()) == 0
+        })
+
+        // A timed mute set on A holds back B's popups of that group, then ends by itself.
+        #expect(try await a.run(["mute", "--group", "Backups", "--for", "10s"]).status == 0)
+        _ = try await world.publish("Backup slow", extra: ["--group", "Backups"])
+        _ = try await world.publish("Cert expires soon")
+        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Cert expires soon" } }, "\(desktop.notifyCalls())")
+        #expect(!desktop.notifyCalls().contains { $0.summary == "Backup slow" }, "a popup while muted")
+        #expect(await eventually(timeout: .seconds(60)) { (try? await b.run(["mute", "--list"]).out) == "" }, "the mute did not end by itself on B")
+        _ = try await world.publish("Backup done", extra: ["--group", "Backups"])
+        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Backup done" } }, "the mute did not end: \(desktop.notifyCalls())")
+        #expect(!desktop.notifyCalls().contains { $0.summary == "Backup slow" }, "a muted one is never announced")
+        #expect(await eventually(timeout: .seconds(10)) {
+            if (try? await desktop.displayed()) ?? 1 > 0 { try? await desktop.closeTopmost() }
+            return (try? await desktop.displayed()) == 0
+        })
 
         // 40 alerts of one group (well within a minute): one popup, replaced in place.
         var ids: [String] = []

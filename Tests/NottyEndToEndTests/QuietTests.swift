@@ -5,13 +5,13 @@ import Testing
 
 @Suite("Quiet and mute on every device (SPEC §9)", .timeLimit(.minutes(5)))
 struct QuietTests {
-    @Test("a mute and a quiet period set on A hold back B's --exec (High comes through quiet unless --strict) while B keeps and prints everything; status and mute --list show them; unmute and quiet off end them")
+    @Test("a mute and a quiet period set on A hold back B's --exec (High comes through quiet unless --strict; its end runs --exec once for what it held back) while B keeps and prints everything; status and mute --list show them; unmute and quiet off end them")
     func heldBackEverywhere() async throws {
         let world = try await TwoDevices()
         let (a, b) = (world.a, world.b)
         let marker = world.directory.appendingPathComponent("exec.txt")
         let log = world.directory.appendingPathComponent("poll.log")
-        let poll = try b.start(["poll", "--live", "--exec", "echo \"$NOTTY_ID\" >> \(marker.path)"], log: log)
+        let poll = try b.start(["poll", "--live", "--exec", "echo \"${NOTTY_ID:-summary $NOTTY_COUNT $NOTTY_IDS}\" >> \(marker.path)"], log: log)
         defer { if poll.isRunning { poll.terminate() } }
         func ran() -> [String] { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
         func printed() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
@@ -49,6 +49,14 @@ struct QuietTests {
         let after = try await world.publish("Deploy done")
         #expect(await eventually(timeout: .seconds(10)) { ran().contains(after) }, "\(ran())\n\(printed())")
         #expect(!ran().contains(strict), "a High notification ran --exec while strictly quiet")
+        // The end of quiet ran --exec once for both it held back (newest first).
+        #expect(await eventually(timeout: .seconds(10)) { ran().contains("summary 2 \(strict) \(normal)") }, "\(ran())\n\(printed())")
+        #expect(ran().filter { $0.hasPrefix("summary") }.count == 1)
+        // A quiet period that ends by the clock ends in a summary too.
+        #expect(try await a.run(["quiet", "--for", "8s"]).status == 0)
+        let during = try await world.publish("Nightly report ready", extra: ["--priority", "none"])
+        #expect(await eventually(timeout: .seconds(60)) { ran().contains("summary 1 \(during)") }, "\(ran())\n\(printed())")
+        #expect(!ran().contains(during))
         #expect(try await b.run(["sync"]).status == 0)
         let quiet = try #require(JSONValue(jsonText: try await b.run(["status", "--json"]).out))
         #expect(member(quiet, "quiet") == .null)
