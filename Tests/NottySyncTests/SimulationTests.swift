@@ -233,6 +233,10 @@ struct SimulationTests {
         var frames: [DoorbellFrame] = []
         var expected: [String: Expected] = [:]
         var current: [String: String] = [:]  // appNotificationId → id
+        // Preferences (SPEC §9) are set from a stream of their own, so that a seed's other
+        // draws are the ones it made before they were simulated.
+        var preferenceRandom = SeededRandom(seed: seed ^ 0x7072_6566_6572_656e)
+        var expectedPreferences: [String: JSONValue] = [:]
 
         func outcome<T>(_ body: () async throws -> T) async -> String {
             do { return "ok \(try await body())" } catch { return "failed \(error)" }
@@ -292,6 +296,18 @@ struct SimulationTests {
                 if network.offline.contains(device.index) { network.offline.remove(device.index) } else { network.offline.insert(device.index) }
                 line += network.offline.contains(device.index) ? " goes offline" : " comes back"
             }
+            // The user sets a preference on a device (online or not): quiet, or a mute.
+            if Int.random(in: 0..<100, using: &preferenceRandom) < 12 {
+                let setter = devices[Int.random(in: 0..<deviceCount, using: &preferenceRandom)]
+                let key = ["quiet", "mute.app.ci.example.com", "mute.group.deploys"][Int.random(in: 0..<3, using: &preferenceRandom)]
+                let value: JSONValue = if Int.random(in: 0..<3, using: &preferenceRandom) == 0 { .null }
+                    else if key == "quiet" { Interruptions.quietValue(until: now.addingTimeInterval(Double(Int.random(in: 60...7200, using: &preferenceRandom))),
+                                                                      strict: Bool.random(using: &preferenceRandom)) }
+                    else { Interruptions.muteValue(until: Bool.random(using: &preferenceRandom) ? nil : now.addingTimeInterval(3600)) }
+                let entry = try setter.store.setPreference(key: key, value: value, now: now)
+                expectedPreferences[key] = value
+                line += "; device \(setter.index) sets \(key) = \(value.jsonText) at \(ISOTime.millis(entry.changedAt))"
+            }
         }
 
         // Quiet: everyone online, no faults; sync until every outbox is empty and nothing moves.
@@ -300,7 +316,7 @@ struct SimulationTests {
         var settled = false
         for round in 0..<20 where !settled {
             for device in devices { try await device.engine.sync() }
-            let pending = try devices.reduce(0) { $0 + (try $1.store.outboxCount()) }
+            let pending = try devices.reduce(0) { $0 + (try $1.store.outboxCount()) + (try $1.store.pendingPreferences().count) }
             let latest = String(try await service.inbox.latestCursor(userId: user.id))
             settled = try pending == 0 && devices.allSatisfy({ try $0.store.cursor() == latest })
             let cursors = try devices.map { try $0.store.cursor() ?? "-" }
@@ -321,6 +337,19 @@ struct SimulationTests {
             let localCounts = try device.store.counts(now: clock.now())
             if localCounts != truthCounts { return "device \(device.index): counts \(localCounts) vs \(truthCounts)" }
         }
+        // Preferences: the last one set of each key, on the service and on every device.
+        let servicePreferences = try await service.inbox.preferences(userId: user.id).preferences
+        trace += servicePreferences.map { "end preference \($0.key) = \($0.value.jsonText) at \(ISOTime.millis($0.changedAt))" }
+        let serviceValues = Dictionary(servicePreferences.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+        for (key, want) in expectedPreferences where (serviceValues[key] ?? .null) != want {
+            return "preference \(key): the service has \(serviceValues[key]?.jsonText ?? "nothing"), the last set was \(want.jsonText)"
+        }
+        for device in devices {
+            let local = try device.store.preferences()
+            if local.map(\.key) != servicePreferences.map(\.key) || local.map(\.value) != servicePreferences.map(\.value) {
+                return "device \(device.index): preferences \(local) vs the service's \(servicePreferences)"
+            }
+        }
         // No lost update, nothing applied twice: the service holds what §1's rules give for
         // every change the devices made, whatever the network did to them.
         let byId = Dictionary(uniqueKeysWithValues: truth.map { ($0.id, $0) })
@@ -335,6 +364,7 @@ struct SimulationTests {
             }
         }
         if truth.isEmpty && steps > 50 { return "the simulation published nothing that survived: it tests nothing" }
+        if expectedPreferences.isEmpty && steps > 100 { return "the simulation set no preference: it tests none" }
         return nil
     }
 }
