@@ -57,13 +57,4 @@ struct DesktopBench {
         print(String(format: "`notty poll --live --desktop` with %d notifications in its store: resident %.1f MiB, peak %.1f MiB",
                      device.count, Double(resident) / 1_048_576, Double(peak) / 1_048_576))
     }
-
-    private func waitFor<T>(_ timeout: Duration, _ probe: () throws -> T?) async throws -> T {
-        let start = ContinuousClock.now
-        while ContinuousClock.now - start < timeout {
-            if let value = try probe() { return value }
-            try await Task.sleep(for: .microseconds(200))
-        }
-        throw SupportError("timed out after \(timeout)")
-    }
 }

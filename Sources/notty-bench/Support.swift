@@ -1,4 +1,5 @@
 import Foundation
+import NottyTestSupport
 
 // MARK: - Helpers
 
@@ -82,3 +83,14 @@ extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
+
+/// Looks every 200 µs until `probe` answers, for at most `timeout` (a benchmark's timing loop:
+/// the probe is a cheap read of a file or a store).
+func waitFor<T>(_ timeout: Duration, _ probe: () throws -> T?) async throws -> T {
+    let start = ContinuousClock.now
+    while ContinuousClock.now - start < timeout {
+        if let value = try probe() { return value }
+        try await Task.sleep(for: .microseconds(200))
+    }
+    throw SupportError("timed out after \(timeout)")
+}

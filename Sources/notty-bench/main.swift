@@ -7,6 +7,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench client [--quick] [--count N]
 //   swift run -c release notty-bench tui [--quick] [--count N]
 //   swift run -c release notty-bench desktop [--quick] [--count N]   (needs dbus-daemon, Xvfb, dunst)
+//   swift run -c release notty-bench interruptions [--quick] [--count N]   (quiet toggles and a storm of 1,000; needs dbus-daemon, Xvfb, dunst)
 //   swift run -c release notty-bench sync [--count N] [--rounds R] [--baseline PATH]
 //   swift run -c release notty-bench startup [--count N] [--rounds R] [--baseline PATH]
 //   swift run -c release notty-bench webhooks [--quick]
@@ -46,12 +47,14 @@ case "service":
         print("benchmark failed: \(error)")
     }
     await bench.stop()
-case "client", "tui", "desktop":
+case "client", "tui", "desktop", "interruptions":
     let service = try await ServiceBench.start()
     do {
         let device = try await SyncedDevice.prepare(service: service, count: count)
         if arguments.first == "client" {
             try await ClientBench(service: service, device: device).run(quick: quick)
+        } else if arguments.first == "interruptions" {
+            try await InterruptionsBench(service: service, device: device).run(toggles: quick ? 20 : 100, storm: 1000)
         } else if arguments.first == "desktop" {
             try await DesktopBench(service: service, device: device).run(rounds: quick ? 50 : 200)
         } else {
@@ -112,6 +115,6 @@ case "windows" where arguments.count > 1:
 case "frames" where arguments.count > 1:
     try FrameBench.run(storePath: arguments[1], repeats: quick ? 100 : 1000, pause: .milliseconds(option("--pause-ms").flatMap { Int($0) } ?? 0))
 default:
-    print("usage: notty-bench service|client|tui|desktop|sync|startup|webhooks|ntfy|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]")
+    print("usage: notty-bench service|client|tui|desktop|interruptions|sync|startup|webhooks|ntfy|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]")
     exit(2)
 }
