@@ -8,6 +8,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench tui [--quick] [--count N]
 //   swift run -c release notty-bench desktop [--quick] [--count N]   (needs dbus-daemon, Xvfb, dunst)
 //   swift run -c release notty-bench interruptions [--quick] [--count N]   (quiet toggles and a storm of 1,000; needs dbus-daemon, Xvfb, dunst)
+//   swift run -c release notty-bench doorbells [--quick]   (idle doorbells: memory at 5,000/10,000/15,000, fan-out to 100 users)
 //   swift run -c release notty-bench sync [--count N] [--rounds R] [--baseline PATH]
 //   swift run -c release notty-bench startup [--count N] [--rounds R] [--baseline PATH]
 //   swift run -c release notty-bench webhooks [--quick]
@@ -64,6 +65,8 @@ case "client", "tui", "desktop", "interruptions":
         print("benchmark failed: \(error)")
     }
     await service.stop()
+case "doorbells":
+    try await DoorbellBench(steps: quick ? [1000, 2000] : [5000, 10_000, 15_000], breakdownCount: quick ? 1000 : 5000).run()
 case "startup":
     let service = try await ServiceBench.start()
     do {
@@ -115,6 +118,6 @@ case "windows" where arguments.count > 1:
 case "frames" where arguments.count > 1:
     try FrameBench.run(storePath: arguments[1], repeats: quick ? 100 : 1000, pause: .milliseconds(option("--pause-ms").flatMap { Int($0) } ?? 0))
 default:
-    print("usage: notty-bench service|client|tui|desktop|interruptions|sync|startup|webhooks|ntfy|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]")
+    print("usage: notty-bench service|client|tui|desktop|interruptions|doorbells|sync|startup|webhooks|ntfy|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]")
     exit(2)
 }
