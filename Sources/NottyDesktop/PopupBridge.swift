@@ -169,6 +169,7 @@ public struct PopupBridge: Sendable, Equatable {
             }
             if id.hasPrefix("storm:") { return [.close(popupId: popupId)] }  // its storm ended while the daemon answered
             guard entries[id] != nil else { return [.close(popupId: popupId)] }  // handled while the daemon answered
+            if isInStorm(id) { return [.close(popupId: popupId)] }  // folded into a storm while the daemon answered
             entries[id]?.popupId = popupId
             return []
 
@@ -209,7 +210,8 @@ public struct PopupBridge: Sendable, Equatable {
         recent[key] = times
         var effects: [Effect] = []
         if storms[key] == nil {
-            let open = keys.filter { $0.value == key && entries[$0.key]?.popupId != nil }.count
+            // Open, or asked for and not answered yet.
+            let open = keys.filter { $0.value == key && entries[$0.key]?.view == .unread }.count
             guard times.count > stormLimit, open + 1 > stormLimit else { return nil }
             // The storm begins: the popups of its app and group so far fold into its popup.
             var storm = Storm(popupId: nil, ids: [], latestTitle: notification.displayTitle)
@@ -226,6 +228,25 @@ public struct PopupBridge: Sendable, Equatable {
         keys[notification.id] = key
         entries[notification.id] = Entry(popupId: storms[key]?.popupId, view: .unread)
         return effects + [stormPopup(key)]
+    }
+
+    /// Whether `id` is one of a storm's: a popup of its own is not wanted (the storm's stands for it).
+    public func isInStorm(_ id: String) -> Bool {
+        keys[id].flatMap { storms[$0] }?.ids.contains(id) ?? false
+    }
+
+    /// Effects of several events as one: a popup asked for several times is asked for once,
+    /// with its last content, and one that has folded into a storm meanwhile not at all.
+    public func coalesced(_ effects: [Effect]) -> [Effect] {
+        var lastShow: [String: Int] = [:]
+        for (index, effect) in effects.enumerated() {
+            if case .show(let id, _, _) = effect { lastShow[id] = index }
+        }
+        return effects.enumerated().compactMap { index, effect in
+            guard case .show(let id, _, _) = effect else { return effect }
+            guard lastShow[id] == index, id.hasPrefix("storm:") || !isInStorm(id) else { return nil }
+            return effect
+        }
     }
 
     /// `Notify` for a storm's popup: "<group or app> ×N", the latest title as its body.

@@ -56,16 +56,16 @@ public actor DesktopPopups {
 
     public func arrived(_ notifications: [(UserNotification, NotificationView?)]) async {
         let now = Date()
-        for (notification, view) in notifications { await handle(.arrived(notification, view: view, at: now)) }
+        await handle(notifications.map { .arrived($0.0, view: $0.1, at: now) })
     }
 
     /// Reports where every notification with a popup (or a snoozed one that had one) is now.
     public func storeChanged() async {
         let now = Date()
-        for id in bridge.trackedIds {
+        await handle(bridge.trackedIds.map { id in
             let notification = try? store.notification(id: id)
-            await handle(.moved(id: id, notification, view: notification.flatMap { NotificationView.current(of: $0, now: now) }))
-        }
+            return .moved(id: id, notification, view: notification.flatMap { NotificationView.current(of: $0, now: now) })
+        })
     }
 
     /// The one popup for what a quiet period held back (SPEC §9); it stands for nothing to
@@ -84,7 +84,31 @@ public actor DesktopPopups {
     }
 
     private func handle(_ event: PopupBridge.Event) async {
-        var pending = bridge.handle(event)
+        await handle([event])
+    }
+
+    /// Events waiting while a batch's D-Bus calls run.
+    private var queued: [PopupBridge.Event] = []
+    private var draining = false
+
+    /// Handles events in batches, one batch at a time: an actor call that waits for the daemon
+    /// lets other calls in, so events that come meanwhile are queued and handled by the call
+    /// already draining (never interleaved with its batch). A batch's effects are coalesced: a
+    /// storm of arrivals asks for its popup once, not once an arrival.
+    private func handle(_ events: [PopupBridge.Event]) async {
+        queued += events
+        guard !draining else { return }
+        draining = true
+        defer { draining = false }
+        while !queued.isEmpty {
+            let batch = queued
+            queued.removeAll()
+            await run(bridge.coalesced(batch.flatMap { bridge.handle($0) }))
+        }
+    }
+
+    private func run(_ effects: [PopupBridge.Effect]) async {
+        var pending = effects
         while !pending.isEmpty {
             let effect = pending.removeFirst()
             switch effect {

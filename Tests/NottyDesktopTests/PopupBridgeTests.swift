@@ -148,6 +148,24 @@ struct PopupBridgeTests {
         #expect(bridge.entries.keys.sorted() == ["a9"])
     }
 
+    @Test("a storm that arrives in one batch, before the daemon answers any popup, is one popup: singles asked for and not shown are not asked for at all; a late answer for one closes it")
+    func stormInOneBatch() {
+        var bridge = PopupBridge(stormLimit: 5)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let effects = (0..<1000).flatMap { n in bridge.handle(.arrived(Self.alert(n), view: .unread, at: start + Double(n) / 100)) }
+        let shows = bridge.coalesced(effects).compactMap { effect -> PopupContent? in if case .show(_, let content, _) = effect { content } else { nil } }
+        #expect(shows.map(\.summary) == ["HighCPU ×1000"])
+        // A few alone, the way the daemon sees them one by one: five singles, then the storm.
+        var calm = PopupBridge(stormLimit: 5)
+        let few = (0..<3).flatMap { n in calm.handle(.arrived(Self.alert(n), view: .unread, at: start)) }
+        #expect(calm.coalesced(few).count == 3)
+        // A single whose Notify was already sent when its storm began: its answer closes it.
+        var racing = PopupBridge(stormLimit: 1)
+        _ = racing.handle(.arrived(Self.alert(0), view: .unread, at: start))
+        _ = racing.handle(.arrived(Self.alert(1), view: .unread, at: start + 1))
+        #expect(racing.handle(.shown(id: "a0", popupId: 30)) == [.close(popupId: 30)])
+    }
+
     @Test("arrivals spread over more than a minute are no storm; a storm's popup goes with its last notification; its action dismisses all")
     func stormEnds() {
         var bridge = PopupBridge(stormLimit: 2)
