@@ -14,14 +14,8 @@ struct DesktopBench {
     let device: SyncedDevice
 
     func run(rounds: Int) async throws {
-        guard TestDesktop.available else {
-            print("desktop: skipped: dbus-daemon, Xvfb or dunst is missing (apt-get install -y dbus-daemon xvfb dunst)")
-            return
-        }
-        let desktop = try await TestDesktop()
+        guard let (desktop, poll, log) = try await device.pollOnDesktop(bench: "desktop") else { return }
         defer { desktop.stop() }
-        let log = device.home.appendingPathComponent("poll-desktop.log")
-        let poll = try device.cli.start(["poll", "--live", "--desktop"], log: log, environment: desktop.environment)
         defer {
             poll.terminate()
             poll.waitUntilExit()
@@ -56,5 +50,25 @@ struct DesktopBench {
         let (resident, peak) = memory(pid: poll.processIdentifier)
         print(String(format: "`notty poll --live --desktop` with %d notifications in its store: resident %.1f MiB, peak %.1f MiB",
                      device.count, Double(resident) / 1_048_576, Double(peak) / 1_048_576))
+    }
+}
+
+extension SyncedDevice {
+    /// dunst on a private session bus (and Xvfb) with this device's `notty poll --live
+    /// --desktop` against it, logging to poll-`bench`.log; nil, said, when the desktop's
+    /// programs are missing. The caller stops both.
+    func pollOnDesktop(bench: String) async throws -> (desktop: TestDesktop, poll: Process, log: URL)? {
+        guard TestDesktop.available else {
+            print("\(bench): skipped: dbus-daemon, Xvfb or dunst is missing (apt-get install -y dbus-daemon xvfb dunst)")
+            return nil
+        }
+        let desktop = try await TestDesktop()
+        let log = home.appendingPathComponent("poll-\(bench).log")
+        do {
+            return (desktop, try cli.start(["poll", "--live", "--desktop"], log: log, environment: desktop.environment), log)
+        } catch {
+            desktop.stop()
+            throw error
+        }
     }
 }

@@ -16,14 +16,8 @@ struct InterruptionsBench {
     let device: SyncedDevice
 
     func run(toggles: Int, storm: Int) async throws {
-        guard TestDesktop.available else {
-            print("interruptions: skipped: dbus-daemon, Xvfb or dunst is missing (apt-get install -y dbus-daemon xvfb dunst)")
-            return
-        }
-        let desktop = try await TestDesktop()
+        guard let (desktop, poll, log) = try await device.pollOnDesktop(bench: "interruptions") else { return }
         defer { desktop.stop() }
-        let log = device.home.appendingPathComponent("poll-interruptions.log")
-        let poll = try device.cli.start(["poll", "--live", "--desktop"], log: log, environment: desktop.environment)
         defer {
             poll.terminate()
             poll.waitUntilExit()
