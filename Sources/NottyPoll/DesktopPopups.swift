@@ -60,11 +60,16 @@ public actor DesktopPopups {
     }
 
     /// Reports where every notification with a popup (or a snoozed one that had one) is now.
+    /// A snooze that ended while the notification may not interrupt (quiet, a mute: SPEC §9)
+    /// is not reported yet: it pops up again at the first change after it may.
     public func storeChanged() async {
         let now = Date()
-        await handle(bridge.trackedIds.map { id in
+        let interruptions = Interruptions(preferences: (try? store.preferences()) ?? [], now: now)
+        await handle(bridge.trackedIds.compactMap { id in
             let notification = try? store.notification(id: id)
-            return .moved(id: id, notification, view: notification.flatMap { NotificationView.current(of: $0, now: now) })
+            let view = notification.flatMap { NotificationView.current(of: $0, now: now) }
+            if view == .unread, let notification, bridge.entries[id]?.popupId == nil, !interruptions.interrupts(notification) { return nil }
+            return .moved(id: id, notification, view: view)
         })
     }
 

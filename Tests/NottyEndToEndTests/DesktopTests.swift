@@ -118,7 +118,7 @@ struct DesktopTests {
         #expect(!text(logB).contains(fourth), "poll reported a notification handled before it arrived:\n\(text(logB))")
     }
 
-    @Test("a storm of 40 alerts of one group is one popup with its count; quiet on A holds B's popups back but for High and ends in one summary popup; a timed mute ends by itself; closing the storm's popup dismisses all 40 on A")
+    @Test("a storm of 40 alerts of one group is one popup with its count; quiet on A holds B's popups back but for High and ends in one summary popup; an ended snooze waits while muted; a timed mute ends by itself; closing the storm's popup dismisses all 40 on A")
     func stormsAndQuiet() async throws {
         let desktop = try await TestDesktop()
         defer { desktop.stop() }
@@ -136,6 +136,21 @@ struct DesktopTests {
         _ = try await world.publish("Site down", extra: ["--priority", "high"])
         #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Site down" } }, "\(desktop.notifyCalls())")
         #expect(!desktop.notifyCalls().contains { $0.summary == "Disk 91% full" }, "a popup while quiet")
+        // A snooze that ends while its group is muted does not pop up again until it may.
+        let snoozed = try await world.publish("Renew the certificate", extra: ["--priority", "high", "--group", "Certs"])
+        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Renew the certificate" } })
+        #expect(try await b.run(["snooze", snoozed, "--for", "2s"]).status == 0)
+        #expect(try await a.run(["mute", "--group", "Certs"]).status == 0)
+        try await Task.sleep(for: .seconds(3))  // the snooze runs out (what is waited for is a time that has passed)
+        _ = try await world.publish("Site still down", extra: ["--priority", "high"])
+        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Site still down" } })
+        _ = try await world.publish("Site down for good", extra: ["--priority", "high"])
+        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Site down for good" } })
+        #expect(desktop.notifyCalls().filter { $0.summary == "Renew the certificate" }.count == 1, "an ended snooze popped up while muted")
+        #expect(try await a.run(["unmute", "--group", "Certs"]).status == 0)
+        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().filter { $0.summary == "Renew the certificate" }.count == 2 },
+                "the ended snooze did not pop up once unmuted")
+
         // Quiet ends: what it held back and is still Unread is one summary popup.
         #expect(try await a.run(["quiet", "off"]).status == 0)
         #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "1 notification while quiet" } },
