@@ -267,21 +267,11 @@ public struct HTTPTransport: SyncTransport {
     private func send(_ items: [JSONValue]) async throws -> [MutationResult] {
         let body = JSONValue.object(["mutations": .array(items)]).jsonText
         let answer = try await client.send(.POST, "/v1/me/notifications/batch", json: Data(body.utf8))
-        guard answer.status == 200 else {
-            let error = answer.errorText
-            throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
-        }
-        do {
-            return try NottyJSON.decoder.decode(BatchResponse.self, from: answer.body).results
-        } catch {
-            throw SyncError.unreachable("the service sent a batch answer notty cannot read: \(error)")
-        }
+        return try Self.decoded(BatchResponse.self, from: answer, what: "a batch answer").results
     }
 
-    /// A conditional pull (the polling contract): nil when nothing changed since `cursor`,
-    /// with the service's poll interval.
     public func preferences() async throws -> [PreferenceEntry] {
-        try Self.preferenceList(try await client.send(.GET, "/v1/me/preferences"))
+        try Self.decoded(PreferenceList.self, from: try await client.send(.GET, "/v1/me/preferences"), what: "preferences").preferences
     }
 
     public func setPreferences(_ entries: [PreferenceEntry]) async throws -> [PreferenceEntry] {
@@ -289,21 +279,26 @@ public struct HTTPTransport: SyncTransport {
             .object(["key": .string(entry.key), "value": entry.value, "changedAt": .number(Double(ISOTime.millis(entry.changedAt)))])
         }
         let body = JSONValue.object(["preferences": .array(items)]).jsonText
-        return try Self.preferenceList(try await client.send(.PATCH, "/v1/me/preferences", json: Data(body.utf8)))
+        let answer = try await client.send(.PATCH, "/v1/me/preferences", json: Data(body.utf8))
+        return try Self.decoded(PreferenceList.self, from: answer, what: "preferences").preferences
     }
 
-    static func preferenceList(_ answer: HTTPAnswer) throws -> [PreferenceEntry] {
+    /// A `200` answer's body as `T`; any other status is the service's refusal, a body notty
+    /// cannot read is as if the answer never came.
+    static func decoded<T: Decodable>(_ type: T.Type, from answer: HTTPAnswer, what: String) throws -> T {
         guard answer.status == 200 else {
             let error = answer.errorText
             throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
         }
         do {
-            return try NottyJSON.decoder.decode(PreferenceList.self, from: answer.body).preferences
+            return try NottyJSON.decoder.decode(T.self, from: answer.body)
         } catch {
-            throw SyncError.unreachable("the service sent preferences notty cannot read: \(error)")
+            throw SyncError.unreachable("the service sent \(what) notty cannot read: \(error)")
         }
     }
 
+    /// A conditional pull (the polling contract): nil when nothing changed since `cursor`,
+    /// with the service's poll interval.
     public func changesIfChanged(since cursor: String?, limit: Int) async throws -> (page: ChangesPage?, pollInterval: Int?) {
         let headers = cursor.map { [("If-None-Match", "\"\($0)\"")] } ?? []
         let answer = try await client.send(.GET, Self.changesPath(since: cursor, limit: limit), headers: headers)
