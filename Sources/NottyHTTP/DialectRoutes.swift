@@ -212,36 +212,4 @@ extension Routes {
             }
         })
     }
-
-    /// `<base>/<topic>/ws`: the same events as WebSocket text frames.
-    func addNtfyWebSocket(to router: Router<NottyRequestContext>) {
-        router.ws("/:tenant/ws") { _, context in
-            _ = try await self.service.inbox.topic(token: context.topic())
-            return .upgrade([:])
-        } onUpgrade: { inbound, outbound, context in
-            let segment = String(context.request.uri.path.split(separator: "/").first ?? "")
-            let topic = segment.removingPercentEncoding ?? segment
-            let subscription = try await self.service.inbox.topic(token: topic)
-            let follower = NtfyFollower(inbox: self.service.inbox, userId: subscription.userId, topic: topic)
-            let hub = self.service.hub
-            let (connection, rings) = hub.connect(userId: subscription.userId, ticks: true)
-            defer { hub.disconnect(userId: subscription.userId, id: connection) }
-            let replay = try await follower.start(replay: NtfyFollower.Replay(query: Self.query(context.request.uri)))
-            func send(_ event: NtfyAnswer) async throws {
-                try await outbound.write(.text(String(decoding: event.jsonBytes(), as: UTF8.self)))
-            }
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for try await _ in inbound {}  // keeps control frames flowing; anything sent is ignored
-                }
-                group.addTask {
-                    try await send(follower.control("open"))
-                    for event in replay { try await send(event) }
-                    try await follower.follow(rings: rings, send: send)
-                }
-                try await group.next()
-                group.cancelAll()
-            }
-        }
-    }
 }

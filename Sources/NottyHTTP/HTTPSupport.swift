@@ -1,17 +1,15 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NottyCore
 import NottyService
 
-/// The request context of every route: Hummingbird's core storage, the WebSocket handler
-/// slot for the doorbell, and the request id every response carries.
-public struct NottyRequestContext: RequestContext, WebSocketRequestContext {
+/// The request context of every route: Hummingbird's core storage and the request id every
+/// response carries.
+public struct NottyRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    public let webSocket: WebSocketHandlerReference<Self>
     public var requestId: String = ""
     /// The caller, set by the authentication middleware of the route's audience.
     public var user: String?
@@ -23,7 +21,6 @@ public struct NottyRequestContext: RequestContext, WebSocketRequestContext {
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        webSocket = .init()
         remoteAddress = source.channel.remoteAddress?.ipAddress
     }
 

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdWebSocket
 import NIOCore
 import NottyCore
 import NottyService
@@ -188,19 +187,25 @@ public struct Routes: Sendable {
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: service.metrics.render())))
     }
 
-    /// The router that decides WebSocket upgrades (the doorbell, SPEC §3).
-    public func webSocketRouter() -> Router<NottyRequestContext> {
-        let router = Router(context: NottyRequestContext.self)
-        router.ws("/v1/me/push") { request, _ in
-            _ = try await self.service.auth.authenticateUser(bearer: request.bearerToken)
-            return .upgrade([:])
-        } onUpgrade: { inbound, outbound, context in
-            let user = try await self.service.auth.authenticateUser(bearer: context.request.bearerToken)
-            let full = context.request.uri.queryParameters.get("payload") == "full"
-            try await DoorbellSession(service: self.service, userId: user, fullPayload: full).run(inbound: inbound, outbound: outbound)
+    /// Which bell a WebSocket upgrade rings: the doorbell (`/v1/me/push`, SPEC §3) or an ntfy
+    /// topic's `ws` (SPEC §8.2); nil for any other path. Throws when the credentials are wrong.
+    func bellPlan(for request: Request) async throws -> BellPlan? {
+        let segments = request.uri.path.split(separator: "/")
+        let counted: @Sendable () -> Void = { [metrics = service.metrics] in metrics.doorbellFrames.increment() }
+        if segments == ["v1", "me", "push"] {
+            let user = try await service.auth.authenticateUser(bearer: request.bearerToken)
+            let full = request.uri.queryParameters.get("payload") == "full"
+            return BellPlan(hub: service.hub, userId: user, kind: full ? .feed(FullDoorbellFeed(inbox: service.inbox, userId: user)) : .doorbell,
+                            ticks: false, counted: counted)
         }
-        addNtfyWebSocket(to: router)
-        return router
+        if segments.count == 2, segments[1] == "ws" {
+            let topic = String(segments[0]).removingPercentEncoding ?? String(segments[0])
+            let subscription = try await service.inbox.topic(token: topic)
+            let follower = NtfyFollower(inbox: service.inbox, userId: subscription.userId, topic: topic)
+            let feed = NtfyBellFeed(follower: follower, replay: NtfyFollower.Replay(query: Self.query(request.uri)))
+            return BellPlan(hub: service.hub, userId: subscription.userId, kind: .feed(feed), ticks: true, counted: nil)
+        }
+        return nil
     }
 
     // MARK: - Handlers

@@ -3,7 +3,6 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOSSL
@@ -22,17 +21,14 @@ public enum ServerApplication {
     ) throws -> some ApplicationProtocol {
         let config = service.config
         let routes = Routes(service: service)
-        var wsConfig = WebSocketServerConfiguration()
-        wsConfig.autoPing = .enabled(timePeriod: .seconds(30))
         // Every connection is counted and its heads timed (GuardedChannel); a kept-alive one
-        // with no request in progress is closed after the idle timeout.
-        let webSocketResponder = routes.webSocketRouter().buildResponder()
+        // with no request in progress is closed after the idle timeout; a WebSocket upgrade is
+        // a bell socket (the doorbell, ntfy's ws) that pings every 30 s.
         let limits = config.connections
         let count = ConnectionCount()
-        let channel = HTTP1WebSocketUpgradeChannel.Configuration(http1: .init(idleTimeout: TimeAmount(limits.idleTimeout)), ws: wsConfig)
         var server = HTTPServerBuilder { responder in
             GuardedChannel(
-                inner: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: channel),
+                inner: BellUpgradeChannel(responder: responder, idleTimeout: TimeAmount(limits.idleTimeout)) { request in try await routes.bellPlan(for: request) },
                 limits: limits, count: count)
         }
         if let cert = config.tlsCertPath, let key = config.tlsKeyPath {

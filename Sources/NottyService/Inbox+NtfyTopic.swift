@@ -161,18 +161,28 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
         return id
     }
 
+    /// What one wake of the hub sends (a ring, or a tick: ``DoorbellHub/tickValue``): the
+    /// inbox's events since the last wake, and a keepalive for a tick; nil when the topic was
+    /// revoked and the stream ends.
+    package func events(after value: Int64) async throws -> [NtfyAnswer]? {
+        guard await inbox.topicIsLive(token: topic) else { return nil }
+        // A tick may have taken a ring's place: the feed is read unless this stream is known
+        // to be at the user's newest position.
+        var events: [NtfyAnswer] = []
+        if value != DoorbellHub.tickValue || inbox.knownLatestCursor(userId: userId) != cursor {
+            events = try await changes()
+        }
+        if value == DoorbellHub.tickValue { events.append(control("keepalive")) }
+        return events
+    }
+
     /// Sends the inbox's events as they happen, and a keepalive at each of the hub's ticks,
     /// until `rings` ends (the service stops) or the topic is revoked. Woken only by rings and
     /// ticks: no polling, no timer of its own.
     package func follow(rings: AsyncStream<Int64>, send: (NtfyAnswer) async throws -> Void) async throws {
         for await value in rings {
-            guard await inbox.topicIsLive(token: topic) else { return }
-            // A tick may have taken a ring's place: the feed is read unless this stream is known
-            // to be at the user's newest position.
-            if value != DoorbellHub.tickValue || inbox.knownLatestCursor(userId: userId) != cursor {
-                for event in try await changes() { try await send(event) }
-            }
-            if value == DoorbellHub.tickValue { try await send(control("keepalive")) }
+            guard let events = try await events(after: value) else { return }
+            for event in events { try await send(event) }
         }
     }
 }

@@ -28,12 +28,13 @@ final class FrameLog: Sendable {
     }
 }
 
-/// Connects a doorbell client in the background; cancel the task to hang up.
-func connectDoorbell(port: Int, token: String?, query: String = "", log: FrameLog) -> Task<Void, any Error> {
+/// Connects a doorbell client in the background; cancel the task to hang up. The task's value
+/// is the service's close frame (nil when the connection ended without one).
+func connectDoorbell(port: Int, token: String?, query: String = "", log: FrameLog) -> Task<WebSocketCloseFrame?, any Error> {
     Task {
         var headers = HTTPFields()
         if let token { headers[.authorization] = "Bearer \(token)" }
-        try await WebSocketClient.connect(
+        return try await WebSocketClient.connect(
             url: "ws://127.0.0.1:\(port)/v1/me/push\(query)", configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: headers),
             logger: Logger(label: "test.ws")
         ) { inbound, _, _ in
@@ -98,6 +99,32 @@ struct LiveTests {
             #expect(bobs.all.isEmpty)
             _ = try await bob.publish(client, id: "bob-1")
             #expect(await bobs.wait { $0.count == 1 })
+        }
+    }
+
+    @Test("When the service stops, each doorbell (plain and full) is closed with a close handshake, and leaves the hub", arguments: Backend.available)
+    func doorbellGoodbye(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.live { client in
+            let port = try #require(client.port)
+            let alice = try await harness.world(client)
+            let plain = connectDoorbell(port: port, token: alice.userToken, log: FrameLog())
+            let full = connectDoorbell(port: port, token: alice.userToken, query: "?payload=full", log: FrameLog())
+            try await waitForConnections(harness.service, 2)
+            // Each client's connect returns the service's close frame (after 30 s, the test
+            // hangs up instead).
+            let deadline = Task {
+                try await Task.sleep(for: .seconds(30))
+                plain.cancel()
+                full.cancel()
+            }
+            defer { deadline.cancel() }
+            harness.service.hub.closeAll()  // what a graceful stop does
+            for task in [plain, full] {
+                let goodbye = try? await task.value
+                #expect(goodbye?.closeCode == .normalClosure)
+            }
+            #expect(harness.service.hub.connectionCount == 0)
         }
     }
 

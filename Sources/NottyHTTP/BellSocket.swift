@@ -1,0 +1,317 @@
+import Foundation
+import NIOCore
+import NIOWebSocket
+import NottyCore
+import NottyService
+
+/// What one WebSocket of the hub sends (SPEC §3 doorbell, §8.2 ntfy `ws`), decided when the
+/// upgrade is asked for.
+struct BellPlan: Sendable {
+    enum Kind: Sendable {
+        /// `{"cursor":"…","type":"changed"}` on each ring, written on the socket's event loop.
+        case doorbell
+        /// Frames read from the store when woken (full doorbell frames, ntfy events).
+        case feed(any BellFeed)
+    }
+
+    let hub: DoorbellHub
+    let userId: String
+    let kind: Kind
+    /// Woken by the hub's ticks too (ntfy's keepalives).
+    let ticks: Bool
+    /// Counts each frame sent (the doorbell's metric); nil for none.
+    let counted: (@Sendable () -> Void)?
+}
+
+/// What a bell socket reads from the store. One socket's feed is used by one task at a time.
+protocol BellFeed: AnyObject, Sendable {
+    /// The frames sent right after the upgrade; fixes the position later wakes read from.
+    func opening() async throws -> [String]
+    /// The frames one wake sends (a cursor, or ``DoorbellHub/tickValue``); nil ends the socket.
+    func frames(after value: Int64) async throws -> [String]?
+}
+
+/// An upgraded WebSocket of the hub, driven by events on its channel's event loop: no task
+/// waits on it while it is idle, so an idle doorbell costs its channel and this handler
+/// (the Swift task a connection would otherwise keep, and the allocator slabs of every frame
+/// on its stack, were most of what an idle doorbell cost).
+///
+/// It answers pings, echoes a close, pings every `pingInterval` and closes a socket that did not
+/// answer the last ping; data from the device is ignored. A ring of a doorbell is written at
+/// once, or, when the socket cannot take more, kept as the one newest cursor not yet sent. A
+/// feed's wakes run one short task at a time, which reads the store and writes what it read
+/// (waiting for the socket to take it), then takes the newest wake that came meanwhile.
+final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private let plan: BellPlan
+    private let pingInterval: TimeAmount
+    private let closeTimeout: TimeAmount
+    private var context: ChannelHandlerContext?
+    private var connection: UUID?
+    private var pinger: RepeatedTask?
+    private var awaitingPong = false
+    private var closeSent = false
+    /// A doorbell's newest cursor not yet written (the socket could not take it).
+    private var unsentCursor: Int64?
+    /// A feed's wakes not yet read, and whether its task runs.
+    private var pendingRing: Int64?
+    private var pendingTick = false
+    private var reading = false
+
+    init(plan: BellPlan, pingInterval: TimeAmount = .seconds(30), closeTimeout: TimeAmount = .seconds(5)) {
+        self.plan = plan
+        self.pingInterval = pingInterval
+        self.closeTimeout = closeTimeout
+    }
+
+    // MARK: - The channel
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let line = BellLine(handler: NIOLoopBound(self, eventLoop: context.eventLoop))
+        connection = plan.hub.connect(userId: plan.userId, ticks: plan.ticks, listener: line)
+        pinger = context.eventLoop.scheduleRepeatedTask(initialDelay: pingInterval, delay: pingInterval) { _ in line.ping() }
+        if case .feed = plan.kind { startReading(opening: true) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { hangUpHub() }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        hangUpHub()
+        context.fireChannelInactive()
+    }
+
+    private func hangUpHub() {
+        pinger?.cancel()
+        pinger = nil
+        if let connection { plan.hub.disconnect(userId: plan.userId, id: connection) }
+        connection = nil
+        context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .ping:
+            guard frame.fin, !closeSent else { return }
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+        case .pong:
+            awaitingPong = false
+        case .connectionClose:
+            if closeSent {
+                context.close(promise: nil)
+            } else {
+                // The device closes: the same code back, then the connection ends.
+                closeSent = true
+                var data = frame.unmaskedData
+                let code = data.readWebSocketErrorCode() ?? .normalClosure
+                var answer = context.channel.allocator.buffer(capacity: 2)
+                answer.write(webSocketErrorCode: code)
+                let channel = context.channel
+                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: answer))).whenComplete { _ in
+                    channel.close(promise: nil)
+                }
+            }
+        default:
+            break  // data from the device is ignored
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, let cursor = unsentCursor {
+            unsentCursor = nil
+            ring(cursor)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    // MARK: - The hub and the clock (on the event loop)
+
+    fileprivate func ring(_ value: Int64) {
+        guard let context, !closeSent else { return }
+        switch plan.kind {
+        case .doorbell:
+            guard value != DoorbellHub.tickValue else { return }
+            guard context.channel.isWritable else {
+                unsentCursor = max(unsentCursor ?? value, value)
+                return
+            }
+            context.writeAndFlush(wrapOutboundOut(text(Self.changedFrame(cursor: value), context.channel.allocator)), promise: nil)
+            plan.counted?()
+        case .feed:
+            if value == DoorbellHub.tickValue { pendingTick = true } else { pendingRing = max(pendingRing ?? value, value) }
+            if !reading { startReading(opening: false) }
+        }
+    }
+
+    /// Every `pingInterval`: a ping, unless the last one went unanswered (the device is gone).
+    fileprivate func ping() {
+        guard let context, !closeSent else { return }
+        if awaitingPong {
+            close(code: .goingAway)
+            context.close(promise: nil)
+            return
+        }
+        awaitingPong = true
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, data: context.channel.allocator.buffer(string: "notty"))), promise: nil)
+    }
+
+    /// Says goodbye (a close frame); the connection ends when the device answers, or after
+    /// `closeTimeout`.
+    fileprivate func close(code: WebSocketErrorCode) {
+        guard let context, !closeSent else { return }
+        closeSent = true
+        var data = context.channel.allocator.buffer(capacity: 2)
+        data.write(webSocketErrorCode: code)
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)), promise: nil)
+        let channel = context.channel
+        context.eventLoop.scheduleTask(in: closeTimeout) { channel.close(promise: nil) }
+    }
+
+    // MARK: - A feed's reads
+
+    /// The wake to read next (the newest ring first, then a tick), or nil: the task ends.
+    private func takeWake() -> Int64? {
+        guard context != nil, !closeSent else {
+            reading = false
+            return nil
+        }
+        if let ring = pendingRing {
+            pendingRing = nil
+            return ring
+        }
+        if pendingTick {
+            pendingTick = false
+            return DoorbellHub.tickValue
+        }
+        reading = false
+        return nil
+    }
+
+    /// Writes `frames`; the future completes when the socket has taken the last one.
+    private func write(_ frames: [String]) -> EventLoopFuture<Void>? {
+        guard let context, !closeSent else { return nil }
+        var last: EventLoopFuture<Void>?
+        for frame in frames {
+            last = context.writeAndFlush(wrapOutboundOut(text(frame, context.channel.allocator)))
+            plan.counted?()
+        }
+        return last
+    }
+
+    private func startReading(opening: Bool) {
+        guard case .feed(let feed) = plan.kind, let context else { return }
+        reading = true
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        Task {
+            do {
+                var frames: [String]? = opening ? try await feed.opening() : nil
+                while true {
+                    if let frames {
+                        let written = try await loop.submit { handler.value.write(frames) }.get()
+                        try await written?.get()
+                    }
+                    guard let wake = try await loop.submit({ handler.value.takeWake() }).get() else { return }
+                    frames = try await feed.frames(after: wake)
+                    if frames == nil {
+                        // The feed ended (its topic was revoked).
+                        loop.execute { handler.value.close(code: .normalClosure) }
+                        return
+                    }
+                }
+            } catch {
+                // The store failed or the socket went: the device reconnects and catches up.
+                loop.execute {
+                    handler.value.reading = false
+                    handler.value.context?.close(promise: nil)
+                }
+            }
+        }
+    }
+
+    // MARK: - Frames
+
+    /// The doorbell's frame, as ``NottyJSON/encoder`` writes ``DoorbellFrame/changed(cursor:)``.
+    static func changedFrame(cursor: Int64) -> String { #"{"cursor":"\#(cursor)","type":"changed"}"# }
+
+    private func text(_ string: String, _ allocator: ByteBufferAllocator) -> WebSocketFrame {
+        WebSocketFrame(fin: true, opcode: .text, data: allocator.buffer(string: string))
+    }
+}
+
+/// The hub's line to one socket: hands each call to the socket's event loop.
+private struct BellLine: DoorbellListener {
+    let handler: NIOLoopBound<BellSocketHandler>
+
+    func ring(_ value: Int64) {
+        let handler = handler
+        handler.eventLoop.execute { handler.value.ring(value) }
+    }
+
+    func hangUp() {
+        let handler = handler
+        handler.eventLoop.execute { handler.value.close(code: .normalClosure) }
+    }
+
+    func ping() {
+        handler.value.ping()  // the pinger runs on the socket's event loop
+    }
+}
+
+/// `?payload=full`: the changes themselves, a page a frame (SPEC §3).
+final class FullDoorbellFeed: BellFeed, @unchecked Sendable {  // one task at a time (BellFeed)
+    private let inbox: Inbox
+    private let userId: String
+    private var sent: Int64 = 0
+
+    init(inbox: Inbox, userId: String) {
+        self.inbox = inbox
+        self.userId = userId
+    }
+
+    func opening() async throws -> [String] {
+        sent = try await inbox.latestCursor(userId: userId)
+        return []
+    }
+
+    func frames(after value: Int64) async throws -> [String]? {
+        var frames: [String] = []
+        while true {
+            let page = try await inbox.changes(userId: userId, since: sent, limit: 500)
+            guard let next = Int64(page.cursor), next != sent else { return frames }
+            let frame = DoorbellFrame(type: "changes", cursor: page.cursor, previousCursor: String(sent), changes: page.changes, preferences: page.preferences)
+            frames.append(String(decoding: try NottyJSON.encoder.encode(frame), as: UTF8.self))
+            sent = next
+            if !page.hasMore { return frames }
+        }
+    }
+}
+
+/// ntfy's `<topic>/ws`: the inbox as ntfy events (SPEC §8.2).
+final class NtfyBellFeed: BellFeed, @unchecked Sendable {  // one task at a time (BellFeed)
+    private let follower: NtfyFollower
+    private let replay: NtfyFollower.Replay
+
+    init(follower: NtfyFollower, replay: NtfyFollower.Replay) {
+        self.follower = follower
+        self.replay = replay
+    }
+
+    func opening() async throws -> [String] {
+        let events = try await follower.start(replay: replay)
+        return ([follower.control("open")] + events).map(Self.text)
+    }
+
+    func frames(after value: Int64) async throws -> [String]? {
+        try await follower.events(after: value)?.map(Self.text)
+    }
+
+    private static func text(_ event: NtfyAnswer) -> String { String(decoding: event.jsonBytes(), as: UTF8.self) }
+}
