@@ -27,6 +27,12 @@ package final class WriteContext {
         return seq + 1
     }
 
+    /// Positions drawn later in the same transaction (after those reserved first).
+    package func reserve(more positions: [Int64]) {
+        precondition(reserved != nil, "positions were not reserved")
+        reserved?.append(contentsOf: positions)
+    }
+
     /// The next position in the change order.
     package func nextSeq(for userId: String) -> Int64 {
         if reserved != nil {

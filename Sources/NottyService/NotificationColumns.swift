@@ -100,6 +100,12 @@ extension NotificationColumns {
         writer.integer(seq)
     }
 
+    /// A row with every column set, for a backend that learns the columns' types by writing one.
+    package static let sample = NotificationColumns(
+        id: "", userId: "", hostName: "", appNotificationId: "", groupName: "", priority: "", rawContent: "", hasVisual: true,
+        title: "", body: "", displayTTL: 0, expires: 0, created: 0, modified: 0, deleted: false, readState: "", readAt: 0,
+        actionState: "", snoozedUntil: 0, actionAt: 0, targetPolicy: "", fallbackPolicy: "", launchUrl: "", seq: 0)
+
     package init(_ s: StoredNotification) {
         let n = s.notification
         self.init(

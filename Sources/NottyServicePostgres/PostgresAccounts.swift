@@ -198,9 +198,24 @@ extension PostgresStorage {
 
     public func subscription(id: String) async throws -> SubscriptionRecord? {
         try await run { connection in
-            try await connection.query("SELECT \(unescaped: Self.subscriptionColumns) FROM subscriptions WHERE id = \(id)", logger: self.logger)
-                .collect(SubscriptionRow.self).first.map(Self.subscription)
+            for try await row in try await connection.execute(SubscriptionById(id: id), logger: self.logger) { return Self.subscription(row) }
+            return nil
         }
+    }
+
+    /// What every publish reads (through a short cache): prepared, so planned once a connection.
+    struct SubscriptionById: PostgresPreparedStatement {
+        static let sql = "SELECT \(PostgresStorage.subscriptionColumns) FROM subscriptions WHERE id = $1::text"
+        typealias Row = SubscriptionRow
+        let id: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(id)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> SubscriptionRow { try row.decode(SubscriptionRow.self) }
     }
 
     public func subscription(webhookHash hash: String) async throws -> SubscriptionRecord? {

@@ -19,34 +19,17 @@ extension PostgresStorage {
     }
 
     static let columns = NotificationColumns.list
-    static let updateAll = NotificationColumns.names.dropFirst().map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
 
-    /// Writes rows whole (insert, or replace by id), one statement for up to
-    /// ``maxRowsPerInsert`` of them. Each id at most once (one statement cannot change a row twice).
+    /// Writes rows whole (insert, or replace by id) with one statement. Each id at most once
+    /// (one statement cannot change a row twice).
     func save(_ rows: [StoredNotification], _ connection: PostgresConnection) async throws {
-        var start = 0
-        while start < rows.count {
-            let chunk = rows[start..<min(rows.count, start + Self.maxRowsPerInsert)]
-            start = chunk.endIndex
-            var values = PostgresValues()
-            for row in chunk { NotificationColumns(row).write(to: &values) }
-            let sql = "INSERT INTO notifications (\(Self.columns)) VALUES \(Self.valueTuples(chunk.count)) ON CONFLICT (id) DO UPDATE SET \(Self.updateAll)"
-            try await connection.exec(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
-        }
+        guard !rows.isEmpty else { return }
+        _ = try await connection.execute(FeedStatements.Save(rows: ColumnArrays(rows)), logger: logger)
     }
 
     func save(_ row: StoredNotification, _ connection: PostgresConnection) async throws {
         try await save([row], connection)
     }
-
-    /// "($1, …, $24), ($25, …)": the placeholders of `rows` whole rows.
-    static func valueTuples(_ rows: Int) -> String {
-        let columns = NotificationColumns.names.count
-        return (0..<rows).map { r in "(" + (1...columns).map { "$\(r * columns + $0)" }.joined(separator: ", ") + ")" }.joined(separator: ", ")
-    }
-
-    /// PostgreSQL takes at most 65,535 parameters in a statement.
-    static let maxRowsPerInsert = 65_535 / NotificationColumns.names.count
 
     func activeRow(_ connection: PostgresConnection, userId: String, hostName: String, appNotificationId: String) async throws -> StoredNotification? {
         try await fetchStored(connection, """
@@ -65,9 +48,10 @@ extension PostgresStorage {
         guard let user = inputs.first?.userId else { return [] }
         // Each input's new row is built here and inserted by the batch's one statement unless
         // the app has an active notification with its id; only then is it a re-publish here.
-        // Positions: one for the new row, two for a re-publish (a tombstone, then the row).
+        // Positions: one for the new row; a re-publish draws two more (a tombstone, then the
+        // row), still under the batch's locks.
         let fresh = inputs.map { NotificationRules.published($0, existing: nil, newId: Identifiers.notification(), seq: 0) }
-        return try await groupedFeedWrite(user: user, positions: 3 * inputs.count, fresh: fresh) { connection, context, inserted in
+        return try await groupedFeedWrite(user: user, positions: inputs.count, fresh: fresh) { connection, context, inserted in
             var published: [UserNotification] = []
             for (input, new) in zip(inputs, fresh) {
                 if inserted[new.notification.id] != nil {
@@ -76,6 +60,7 @@ extension PostgresStorage {
                 }
                 let active = try await self.activeRow(
                     connection, userId: input.userId, hostName: input.hostName, appNotificationId: input.request.appNotificationId)
+                try await self.reserveMore(2, context, connection)
                 let rows = NotificationRules.publishRows(input, active: active, newId: new.notification.id) { context.nextSeq(for: input.userId) }
                 try await self.save(rows, connection)
                 published.append(rows[rows.count - 1].notification)

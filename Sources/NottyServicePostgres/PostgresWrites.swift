@@ -9,26 +9,28 @@ import Synchronization
 /// notices of what committed, and the group commit that batches concurrent writes.
 extension PostgresStorage {
     /// Locks the rows of `users` (in id order, so writers never deadlock) and reserves
-    /// `positions` change positions after the lock, in one statement when there are both: the
-    /// locking subquery is an InitPlan, run once before the first position is drawn.
+    /// `positions` change positions after the lock (``FeedStatements/LockAndReserve``).
     func lockFeeds(of users: [String], positions: Int, _ connection: PostgresConnection) async throws -> WriteContext {
         let users = users.sorted()
-        var reserved: [Int64] = []
-        if !users.isEmpty && positions > 0 {
-            reserved = try await connection.query(
-                """
-                SELECT nextval('notty_seq') FROM generate_series(1, \(positions))
-                WHERE (SELECT count(*) FROM (SELECT id FROM users WHERE id = ANY(\(users)) ORDER BY id FOR NO KEY UPDATE) AS locked) >= 0
-                """, logger: logger
-            ).collect(Int64.self)
-        } else if !users.isEmpty {
-            try await connection.exec("SELECT id FROM users WHERE id = ANY(\(users)) ORDER BY id FOR NO KEY UPDATE", logger: logger)
-        } else if positions > 0 {
-            reserved = try await connection.query(
-                "SELECT nextval('notty_seq') FROM generate_series(1, \(positions))", logger: logger
-            ).collect(Int64.self)
+        if positions == 0 {
+            if !users.isEmpty { try await connection.exec("SELECT id FROM users WHERE id = ANY(\(users)) ORDER BY id FOR NO KEY UPDATE", logger: logger) }
+            return WriteContext(reserved: [])
         }
+        var reserved: [Int64] = []
+        let rows = users.isEmpty
+            ? try await connection.execute(FeedStatements.Reserve(positions: Int32(positions)), logger: logger)
+            : try await connection.execute(FeedStatements.LockAndReserve(users: users, positions: Int32(positions)), logger: logger)
+        for try await position in rows { reserved.append(position) }
         return WriteContext(reserved: reserved.sorted())
+    }
+
+    /// `count` more positions for a transaction whose users are locked already.
+    func reserveMore(_ count: Int, _ context: WriteContext, _ connection: PostgresConnection) async throws {
+        var more: [Int64] = []
+        for try await position in try await connection.execute(FeedStatements.Reserve(positions: Int32(count)), logger: logger) {
+            more.append(position)
+        }
+        context.reserve(more: more.sorted())
     }
 
     /// Inside the transaction, before its commit: tells the other instances what moved, with
@@ -36,7 +38,7 @@ extension PostgresStorage {
     func announce(_ context: WriteContext, _ connection: PostgresConnection) async throws {
         let payloads = Self.announcements(context.changedUsers, from: instanceId)
         guard !payloads.isEmpty else { return }
-        try await connection.exec("SELECT pg_notify(\(Self.channel), payload) FROM unnest(\(payloads)::text[]) AS payload", logger: logger)
+        _ = try await connection.execute(FeedStatements.Announce(channel: Self.channel, payloads: payloads), logger: logger)
     }
 
     /// A write of `users`' feeds in a transaction of its own: locks them, reserves
@@ -223,23 +225,15 @@ extension PostgresStorage {
     /// Inserts `rows` (each at the next position) unless the app already has an active
     /// notification with the same id; the rows inserted, id → position.
     private func insertFresh(_ rows: [StoredNotification], _ context: WriteContext, _ connection: PostgresConnection) async throws -> [String: Int64] {
+        guard !rows.isEmpty else { return [:] }
+        var columns = ColumnArrays()
+        for var row in rows {
+            row.seq = context.nextSeq(for: row.userId)
+            columns.append(NotificationColumns(row))
+        }
         var inserted: [String: Int64] = [:]
-        var start = 0
-        while start < rows.count {
-            let chunk = rows[start..<min(rows.count, start + Self.maxRowsPerInsert)]
-            start = chunk.endIndex
-            var values = PostgresValues()
-            for var row in chunk {
-                row.seq = context.nextSeq(for: row.userId)
-                NotificationColumns(row).write(to: &values)
-            }
-            let sql = """
-                INSERT INTO notifications (\(Self.columns)) VALUES \(Self.valueTuples(chunk.count))
-                ON CONFLICT (user_id, lower(host_name), app_notification_id) WHERE NOT deleted DO NOTHING RETURNING id, seq
-                """
-            for (id, seq) in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger).collect((String, Int64).self) {
-                inserted[id] = seq
-            }
+        for try await (id, seq) in try await connection.execute(FeedStatements.InsertFresh(rows: columns), logger: logger) {
+            inserted[id] = seq
         }
         return inserted
     }

@@ -13,7 +13,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench startup [--count N] [--rounds R] [--baseline PATH]
 //   swift run -c release notty-bench webhooks [--quick]
 //   swift run -c release notty-bench ntfy [--quick]
-//   swift run -c release notty-bench instances [--quick] [--postgres URL]
+//   swift run -c release notty-bench instances [--quick] [--postgres URL] [--rounds R]
 //   swift run -c release notty-bench explain
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
 //   swift run -c release notty-bench frames STORE [--quick] [--pause-ms N]   (a center frame's phases on an existing store, N ms idle before each key)
@@ -103,7 +103,7 @@ case "ntfy":
 case "instances":
     let postgres = option("--postgres")
     do {
-        try await InstancesBench(quick: quick, postgresServer: postgres).run()
+        try await InstancesBench(quick: quick, postgresServer: postgres, roundCount: rounds).run()
     } catch {
         print("benchmark failed: \(error)")
     }

@@ -1,0 +1,218 @@
+import Foundation
+import NottyService
+import PostgresNIO
+
+/// The statements of every feed write, prepared once per connection: PostgreSQL parses and
+/// plans them once, and a batch sends only their values. Rows go as one array a column
+/// (`unnest`), so a statement's text is the same however many rows it writes.
+enum FeedStatements {
+    /// Locks the rows of `users` (in id order, so writers never deadlock) and reserves
+    /// `positions` change positions after the lock: the locking subquery is an InitPlan, run
+    /// once before the first position is drawn.
+    ///
+    /// PostgreSQL plans it at each call, knowing the users: a generic plan, made without the
+    /// array, scans the whole `users` table while it is small.
+    struct LockAndReserve: PostgresPreparedStatement {
+        static let sql = """
+            SELECT nextval('notty_seq') FROM generate_series(1, $2::integer)
+            WHERE (SELECT count(*) FROM (SELECT id FROM users WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE) AS locked) >= 0
+            """
+        typealias Row = Int64
+        let users: [String]
+        let positions: Int32
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(users)
+            bindings.append(positions)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+    }
+
+    /// More positions, later in a transaction that holds its users' locks already.
+    ///
+    /// (`LIMIT $1` changes no result: it makes PostgreSQL's generic plan, which guesses how many
+    /// rows `generate_series` gives, look no dearer than one made for each count, so that the
+    /// statement is planned once rather than at every call.)
+    struct Reserve: PostgresPreparedStatement {
+        static let sql = "SELECT nextval('notty_seq') FROM generate_series(1, $1::integer) LIMIT $1"  // LIMIT: see below
+        typealias Row = Int64
+        let positions: Int32
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(positions)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+    }
+
+    /// New rows, each unless the app has an active notification with its id; the rows
+    /// inserted come back as (id, position).
+    struct InsertFresh: PostgresPreparedStatement {
+        static let sql = """
+            INSERT INTO notifications (\(NotificationColumns.list)) SELECT * FROM \(ColumnArrays.unnest)
+            ON CONFLICT (user_id, lower(host_name), app_notification_id) WHERE NOT deleted DO NOTHING RETURNING id, seq
+            """
+        typealias Row = (String, Int64)
+        let rows: ColumnArrays
+
+        func makeBindings() throws -> PostgresBindings { rows.bindings }
+        func decodeRow(_ row: PostgresRow) throws -> (String, Int64) { try row.decode((String, Int64).self) }
+    }
+
+    /// Rows written whole: inserted, or replacing the row of the same id.
+    struct Save: PostgresPreparedStatement {
+        static let sql = """
+            INSERT INTO notifications (\(NotificationColumns.list)) SELECT * FROM \(ColumnArrays.unnest)
+            ON CONFLICT (id) DO UPDATE SET \(NotificationColumns.names.dropFirst().map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", "))
+            """
+        typealias Row = ()
+        let rows: ColumnArrays
+
+        func makeBindings() throws -> PostgresBindings { rows.bindings }
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// Tells the other instances what moved (``PostgresStorage/announcements(_:from:)``).
+    struct Announce: PostgresPreparedStatement {
+        static let sql = "SELECT pg_notify($1::text, payload) FROM unnest($2::text[]) AS payload"
+        typealias Row = ()
+        let channel: String
+        let payloads: [String]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(channel)
+            bindings.append(payloads)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+}
+
+/// Rows of `notifications` as one array a column, in ``NotificationColumns/names`` order.
+struct ColumnArrays: ColumnWriter, Sendable {
+    private var columns: [NullableArray] = []
+    private var column = 0
+    private(set) var count = 0
+
+    /// `unnest($1::text[], $2::text[], …)`: the arrays' types, in column order.
+    static let unnest: String = {
+        var probe = ColumnArrays()
+        NotificationColumns.sample.write(to: &probe)
+        let casts = probe.columns.enumerated().map { index, array in "$\(index + 1)::\(array.sqlType)" }
+        return "unnest(\(casts.joined(separator: ", ")))"
+    }()
+
+    init() {}
+
+    init(_ rows: some Sequence<StoredNotification>) {
+        for row in rows { append(NotificationColumns(row)) }
+    }
+
+    mutating func append(_ row: NotificationColumns) {
+        column = 0
+        row.write(to: &self)
+        count += 1
+    }
+
+    var bindings: PostgresBindings {
+        var bindings = PostgresBindings(capacity: columns.count)
+        for array in columns { bindings.append(array) }
+        return bindings
+    }
+
+    mutating func text(_ value: String?) { columns[next(.text)].append(text: value) }
+    mutating func integer(_ value: Int64?) { columns[next(.int8)].append(integer: value) }
+    mutating func flag(_ value: Bool) { columns[next(.bool)].append(flag: value) }
+
+    /// The index of the next column's array (made at the first row).
+    private mutating func next(_ element: NullableArray.Element) -> Int {
+        if column == columns.count { columns.append(NullableArray(element: element)) }
+        column += 1
+        return column - 1
+    }
+}
+
+/// A one-dimensional array whose elements may be NULL, in PostgreSQL's binary array format
+/// (PostgresNIO encodes arrays of values, not of optionals).
+struct NullableArray: PostgresDynamicTypeEncodable, Sendable {
+    enum Element: Sendable {
+        case text, int8, bool
+
+        var type: PostgresDataType {
+            switch self {
+            case .text: .text
+            case .int8: .int8
+            case .bool: .bool
+            }
+        }
+
+        var arrayType: PostgresDataType {
+            switch self {
+            case .text: .textArray
+            case .int8: .int8Array
+            case .bool: .boolArray
+            }
+        }
+    }
+
+    let element: Element
+    private var count: Int32 = 0
+    private var hasNull = false
+    private var elements = ByteBuffer()
+
+    init(element: Element) { self.element = element }
+
+    var sqlType: String {
+        switch element {
+        case .text: "text[]"
+        case .int8: "bigint[]"
+        case .bool: "boolean[]"
+        }
+    }
+
+    mutating func append(text value: String?) {
+        guard let value else { return appendNull() }
+        count += 1
+        let lengthAt = elements.writerIndex
+        elements.writeInteger(Int32(0))
+        elements.setInteger(Int32(elements.writeString(value)), at: lengthAt)
+    }
+
+    mutating func append(integer value: Int64?) {
+        guard let value else { return appendNull() }
+        count += 1
+        elements.writeInteger(Int32(8))
+        elements.writeInteger(value)
+    }
+
+    mutating func append(flag value: Bool) {
+        count += 1
+        elements.writeInteger(Int32(1))
+        elements.writeInteger(UInt8(value ? 1 : 0))
+    }
+
+    private mutating func appendNull() {
+        count += 1
+        hasNull = true
+        elements.writeInteger(Int32(-1))
+    }
+
+    var psqlType: PostgresDataType { element.arrayType }
+    var psqlFormat: PostgresFormat { .binary }
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
+        buffer.writeInteger(Int32(1))  // dimensions
+        buffer.writeInteger(Int32(hasNull ? 1 : 0))
+        buffer.writeInteger(element.type.rawValue)
+        buffer.writeInteger(count)  // the dimension's length
+        buffer.writeInteger(Int32(1))  // its lower bound
+        buffer.writeImmutableBuffer(elements)
+    }
+}
