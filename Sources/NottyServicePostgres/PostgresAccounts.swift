@@ -13,12 +13,19 @@ extension PostgresStorage {
     }
 
     public func deleteUser(name: String) async throws -> Bool {
-        try await deleteAccount(table: "users", idColumn: "id", nameColumn: "user_name", name: name)
+        try await deleteAccount(table: "users", idColumn: "id", nameColumn: "user_name", name: name, feedLock: true)
     }
 
-    /// Deletes a user or an app found by its (case-insensitive) name, with its tokens.
-    func deleteAccount(table: String, idColumn: String, nameColumn: String, name: String) async throws -> Bool {
+    /// Deletes a user or an app found by its (case-insensitive) name, with its tokens; a user
+    /// under its feed lock, taken first as every feed write does (``FeedLock``).
+    func deleteAccount(table: String, idColumn: String, nameColumn: String, name: String, feedLock: Bool = false) async throws -> Bool {
         try await transaction { connection in
+            if feedLock {
+                let ids = try await connection.query(
+                    "SELECT \(unescaped: idColumn) FROM \(unescaped: table) WHERE lower(\(unescaped: nameColumn)) = lower(\(name))", logger: self.logger
+                ).collect(String.self)
+                _ = try await self.lockFeeds(of: ids, positions: 0, connection)
+            }
             let ids = try await connection.query(
                 "SELECT \(unescaped: idColumn) FROM \(unescaped: table) WHERE lower(\(unescaped: nameColumn)) = lower(\(name)) FOR UPDATE",
                 logger: self.logger

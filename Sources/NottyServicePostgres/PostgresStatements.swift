@@ -6,16 +6,16 @@ import PostgresNIO
 /// plans them once, and a batch sends only their values. Rows go as one array a column
 /// (`unnest`), so a statement's text is the same however many rows it writes.
 enum FeedStatements {
-    /// Locks the rows of `users` (in id order, so writers never deadlock) and reserves
-    /// `positions` change positions after the lock: the locking subquery is an InitPlan, run
-    /// once before the first position is drawn.
+    /// Takes the feed locks of `users` (``FeedLock``) and reserves `positions` change positions
+    /// after them: the locking subquery is an InitPlan, run once before the first position is
+    /// drawn.
     ///
-    /// PostgreSQL plans it at each call, knowing the users: a generic plan, made without the
-    /// array, scans the whole `users` table while it is small.
+    /// (`LIMIT $2` changes no result: it makes PostgreSQL's generic plan, which guesses how many
+    /// rows `generate_series` gives, look no dearer than one made for each count, so that the
+    /// statement is planned once rather than at every call.)
     struct LockAndReserve: PostgresPreparedStatement {
         static let sql = """
-            SELECT nextval('notty_seq') FROM generate_series(1, $2::integer)
-            WHERE (SELECT count(*) FROM (SELECT id FROM users WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE) AS locked) >= 0
+            SELECT nextval('notty_seq') FROM generate_series(1, $2::integer) WHERE (\(FeedLock.count("$1"))) >= 0 LIMIT $2
             """
         typealias Row = Int64
         let users: [String]
@@ -29,6 +29,21 @@ enum FeedStatements {
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+    }
+
+    /// Takes the feed locks of `users`, reserving nothing.
+    struct Lock: PostgresPreparedStatement {
+        static let sql = FeedLock.count("$1")
+        typealias Row = ()
+        let users: [String]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(users)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
     }
 
     /// More positions, later in a transaction that holds its users' locks already.
@@ -92,6 +107,26 @@ enum FeedStatements {
         }
 
         func decodeRow(_ row: PostgresRow) throws {}
+    }
+}
+
+/// A user's feed lock: a transaction-scoped advisory lock keyed by a hash of the user id,
+/// held by every write of the user's feed (and by deleting the user) until it commits, so
+/// that positions are drawn in commit order. Locks are taken in key order, so two writers
+/// never deadlock; two users whose keys collide only wait for each other.
+///
+/// (It was a row lock on the user: that wrote the lock into the `users` row in every batch,
+/// and its statement had to be planned at each call, the generic plan scanning the table.)
+enum FeedLock {
+    /// The keys' namespace (a seed of the hash), apart from other advisory locks.
+    static let seed = 7_262_032
+
+    /// A query that takes the locks of the user ids in the array `parameter` and counts them.
+    static func count(_ parameter: String) -> String {
+        """
+        SELECT count(*) FROM (SELECT pg_advisory_xact_lock(key) FROM (SELECT DISTINCT hashtextextended(id, \(seed)) AS key \
+        FROM unnest(\(parameter)::text[]) AS id) AS keys ORDER BY key) AS locked
+        """
     }
 }
 

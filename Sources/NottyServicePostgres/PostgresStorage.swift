@@ -9,8 +9,8 @@ import Synchronization
 /// several `notty serve` instances sharing one database.
 ///
 /// - A user's change feed is in commit order on every instance: each write transaction first
-///   locks the rows of the users it writes for (in id order), then reserves positions from
-///   one sequence. Positions are global, so a cursor means the same on every instance.
+///   takes the feed locks of the users it writes for (``FeedLock``), then reserves positions
+///   from one sequence. Positions are global, so a cursor means the same on every instance.
 /// - Every committed change is announced with `NOTIFY notty_changes` inside its transaction
 ///   (so only committed changes are announced). Each instance listens and rings its own
 ///   connected devices; after the listening connection is lost and regained, the service is
@@ -200,9 +200,6 @@ public final class PostgresStorage: NotificationStorage {
             }
         }
     }
-
-    /// Inside a transaction: locks the rows of `users` (in id order, so writers never
-    /// deadlock) and reserves `positions` change positions after the lock.
 
     /// The group-commit queue of feed writes (see PostgresWrites.swift).
     let queue = GroupCommitQueue<FeedJob>(maxBatch: 500)

@@ -8,12 +8,11 @@ import Synchronization
 /// Writes to users' change feeds: row locks in id order, positions from one sequence, the
 /// notices of what committed, and the group commit that batches concurrent writes.
 extension PostgresStorage {
-    /// Locks the rows of `users` (in id order, so writers never deadlock) and reserves
-    /// `positions` change positions after the lock (``FeedStatements/LockAndReserve``).
+    /// Takes the feed locks of `users` (``FeedLock``) and reserves `positions` change
+    /// positions after them (``FeedStatements/LockAndReserve``).
     func lockFeeds(of users: [String], positions: Int, _ connection: PostgresConnection) async throws -> WriteContext {
-        let users = users.sorted()
         if positions == 0 {
-            if !users.isEmpty { try await connection.exec("SELECT id FROM users WHERE id = ANY(\(users)) ORDER BY id FOR NO KEY UPDATE", logger: logger) }
+            if !users.isEmpty { _ = try await connection.execute(FeedStatements.Lock(users: users), logger: logger) }
             return WriteContext(reserved: [])
         }
         var reserved: [Int64] = []

@@ -88,6 +88,40 @@ struct PublishingTests {
         }
     }
 
+    @Test("Removing a user while their feed is written: the removal and the writes each happen whole, nothing of the user is left, another user's feed is untouched",
+          arguments: Backend.available)
+    func removeUserDuringWrites(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.router { client in
+            let alice = try await harness.world(client)
+            let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
+            #expect(try await bob.publish(client, id: "bob-1").status == .created)
+            let aliceId = try #require(try await harness.storage.user(name: "alice")).id
+            let bobId = try #require(try await harness.storage.user(name: "bob")).id
+            let user = aliceId
+            // Straight to storage, as many writes of one batch, while the user is removed.
+            let removed = try await withThrowingTaskGroup(of: Bool?.self) { group in
+                for n in 0..<40 {
+                    group.addTask {
+                        let request = PublishRequest(appNotificationId: "n\(n)", payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "t", body: nil)))
+                        _ = try? await harness.storage.publish(PublishInput(userId: user, hostName: alice.host, request: request, expiration: Date().addingTimeInterval(3600), now: Date()))
+                        return nil
+                    }
+                    if n == 20 { group.addTask { try await harness.service.admin.removeUser(name: "alice") } }
+                }
+                return try await group.reduce(into: [Bool]()) { if let value = $1 { $0.append(value) } }
+            }
+            #expect(removed == [true])
+            #expect(try await harness.storage.user(name: "alice") == nil)
+            if backend == .postgres {
+                // A write after the removal finds no user (the feed's foreign key): nothing of hers is left.
+                #expect(try await harness.storage.changes(userId: aliceId, since: 0, limit: 100)?.changes.isEmpty ?? true)
+            }
+            #expect(try await harness.storage.changes(userId: bobId, since: 0, limit: 100)?.changes.map(\.appNotificationId) == ["bob-1"])
+            #expect(try await alice.publish(client, id: "late").status == .forbidden)
+        }
+    }
+
     @Test("A batch of concurrent publishes with one row PostgreSQL refuses: the others are stored, only that one fails", arguments: Backend.available)
     func badRowInABatch(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
