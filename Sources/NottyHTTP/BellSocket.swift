@@ -41,7 +41,7 @@ protocol BellFeed: AnyObject, Sendable {
 /// once, or, when the socket cannot take more, kept as the one newest cursor not yet sent. A
 /// feed's wakes run one short task at a time, which reads the store and writes what it read
 /// (waiting for the socket to take it), then takes the newest wake that came meanwhile.
-final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler {
+final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler, BellPumpOwner {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
@@ -55,10 +55,8 @@ final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var closeSent = false
     /// A doorbell's newest cursor not yet written (the socket could not take it).
     private var unsentCursor: Int64?
-    /// A feed's wakes not yet read, and whether its task runs.
-    private var pendingRing: Int64?
-    private var pendingTick = false
-    private var reading = false
+    /// What reads a feed when woken.
+    private var pump: BellPump?
 
     init(plan: BellPlan, pingInterval: TimeAmount = .seconds(30), closeTimeout: TimeAmount = .seconds(5)) {
         self.plan = plan
@@ -73,7 +71,10 @@ final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler {
         let line = BellLine(handler: NIOLoopBound(self, eventLoop: context.eventLoop))
         connection = plan.hub.connect(userId: plan.userId, ticks: plan.ticks, listener: line)
         pinger = context.eventLoop.scheduleRepeatedTask(initialDelay: pingInterval, delay: pingInterval) { _ in line.ping() }
-        if case .feed = plan.kind { startReading(opening: true) }
+        if case .feed(let feed) = plan.kind {
+            pump = BellPump(feed: feed, owner: self, eventLoop: context.eventLoop)
+            pump?.start(opening: true)
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) { hangUpHub() }
@@ -89,6 +90,7 @@ final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler {
         if let connection { plan.hub.disconnect(userId: plan.userId, id: connection) }
         connection = nil
         context = nil
+        pump = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -145,8 +147,7 @@ final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.writeAndFlush(wrapOutboundOut(text(Self.changedFrame(cursor: value), context.channel.allocator)), promise: nil)
             plan.counted?()
         case .feed:
-            if value == DoorbellHub.tickValue { pendingTick = true } else { pendingRing = max(pendingRing ?? value, value) }
-            if !reading { startReading(opening: false) }
+            pump?.wake(value)
         }
     }
 
@@ -174,11 +175,103 @@ final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.eventLoop.scheduleTask(in: closeTimeout) { channel.close(promise: nil) }
     }
 
-    // MARK: - A feed's reads
+    // MARK: - The pump's owner
 
-    /// The wake to read next (the newest ring first, then a tick), or nil: the task ends.
+    var isOpen: Bool { context != nil && !closeSent }
+
+    func write(_ frames: [String]) -> EventLoopFuture<Void>? {
+        guard let context, !closeSent else { return nil }
+        var last: EventLoopFuture<Void>?
+        for frame in frames {
+            last = context.writeAndFlush(wrapOutboundOut(text(frame, context.channel.allocator)))
+            plan.counted?()
+        }
+        return last
+    }
+
+    func feedEnded() { close(code: .normalClosure) }
+
+    func feedFailed() { context?.close(promise: nil) }
+
+    // MARK: - Frames
+
+    /// The doorbell's frame, as ``NottyJSON/encoder`` writes ``DoorbellFrame/changed(cursor:)``.
+    static func changedFrame(cursor: Int64) -> String { #"{"cursor":"\#(cursor)","type":"changed"}"# }
+
+    private func text(_ string: String, _ allocator: ByteBufferAllocator) -> WebSocketFrame {
+        WebSocketFrame(fin: true, opcode: .text, data: allocator.buffer(string: string))
+    }
+}
+
+/// What a bell's handler lends its ``BellPump`` (all on the channel's event loop).
+protocol BellPumpOwner: AnyObject {
+    /// Still open: a wake is worth reading.
+    var isOpen: Bool { get }
+    /// Writes `frames`; the future completes when the connection has taken the last one (nil:
+    /// it is closing, nothing was written).
+    func write(_ frames: [String]) -> EventLoopFuture<Void>?
+    /// The feed ended (its topic was revoked): goodbye.
+    func feedEnded()
+    /// The store failed or the connection went: the device reconnects and catches up.
+    func feedFailed()
+}
+
+/// Reads a feed when the hub wakes it, one short task at a time: the task reads the store,
+/// writes what it read (waiting for the connection to take it), then takes the newest wake that
+/// came meanwhile (the newest ring, then a tick), and ends when there is none. No task waits
+/// while the feed is idle. Used on its handler's event loop.
+final class BellPump {
+    private let feed: any BellFeed
+    private weak var owner: (any BellPumpOwner)?
+    private let eventLoop: any EventLoop
+    private var pendingRing: Int64?
+    private var pendingTick = false
+    private var reading = false
+
+    init(feed: any BellFeed, owner: any BellPumpOwner, eventLoop: any EventLoop) {
+        self.feed = feed
+        self.owner = owner
+        self.eventLoop = eventLoop
+    }
+
+    /// A ring (a cursor) or a tick (``DoorbellHub/tickValue``).
+    func wake(_ value: Int64) {
+        if value == DoorbellHub.tickValue { pendingTick = true } else { pendingRing = max(pendingRing ?? value, value) }
+        if !reading { start(opening: false) }
+    }
+
+    /// Starts the task: the feed's opening frames first when `opening`, then the wakes.
+    func start(opening: Bool) {
+        reading = true
+        let pump = NIOLoopBound(self, eventLoop: eventLoop)
+        let loop = eventLoop, feed = feed
+        Task {
+            do {
+                var frames: [String]? = opening ? try await feed.opening() : nil
+                while true {
+                    if let frames {
+                        let written = try await loop.submit { pump.value.owner?.write(frames) }.get()
+                        try await written?.get()
+                    }
+                    guard let wake = try await loop.submit({ pump.value.takeWake() }).get() else { return }
+                    frames = try await feed.frames(after: wake)
+                    if frames == nil {
+                        loop.execute { pump.value.owner?.feedEnded() }
+                        return
+                    }
+                }
+            } catch {
+                loop.execute {
+                    pump.value.reading = false
+                    pump.value.owner?.feedFailed()
+                }
+            }
+        }
+    }
+
+    /// The wake to read next, or nil: the task ends.
     private func takeWake() -> Int64? {
-        guard context != nil, !closeSent else {
+        guard owner?.isOpen == true else {
             reading = false
             return nil
         }
@@ -192,57 +285,6 @@ final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         reading = false
         return nil
-    }
-
-    /// Writes `frames`; the future completes when the socket has taken the last one.
-    private func write(_ frames: [String]) -> EventLoopFuture<Void>? {
-        guard let context, !closeSent else { return nil }
-        var last: EventLoopFuture<Void>?
-        for frame in frames {
-            last = context.writeAndFlush(wrapOutboundOut(text(frame, context.channel.allocator)))
-            plan.counted?()
-        }
-        return last
-    }
-
-    private func startReading(opening: Bool) {
-        guard case .feed(let feed) = plan.kind, let context else { return }
-        reading = true
-        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let loop = context.eventLoop
-        Task {
-            do {
-                var frames: [String]? = opening ? try await feed.opening() : nil
-                while true {
-                    if let frames {
-                        let written = try await loop.submit { handler.value.write(frames) }.get()
-                        try await written?.get()
-                    }
-                    guard let wake = try await loop.submit({ handler.value.takeWake() }).get() else { return }
-                    frames = try await feed.frames(after: wake)
-                    if frames == nil {
-                        // The feed ended (its topic was revoked).
-                        loop.execute { handler.value.close(code: .normalClosure) }
-                        return
-                    }
-                }
-            } catch {
-                // The store failed or the socket went: the device reconnects and catches up.
-                loop.execute {
-                    handler.value.reading = false
-                    handler.value.context?.close(promise: nil)
-                }
-            }
-        }
-    }
-
-    // MARK: - Frames
-
-    /// The doorbell's frame, as ``NottyJSON/encoder`` writes ``DoorbellFrame/changed(cursor:)``.
-    static func changedFrame(cursor: Int64) -> String { #"{"cursor":"\#(cursor)","type":"changed"}"# }
-
-    private func text(_ string: String, _ allocator: ByteBufferAllocator) -> WebSocketFrame {
-        WebSocketFrame(fin: true, opcode: .text, data: allocator.buffer(string: string))
     }
 }
 
@@ -294,24 +336,26 @@ final class FullDoorbellFeed: BellFeed, @unchecked Sendable {  // one task at a 
     }
 }
 
-/// ntfy's `<topic>/ws`: the inbox as ntfy events (SPEC §8.2).
+/// An ntfy subscriber (SPEC §8.2): the inbox as ntfy events, each a frame as `encode` writes it
+/// (a WebSocket's text, a line of NDJSON, an SSE event).
 final class NtfyBellFeed: BellFeed, @unchecked Sendable {  // one task at a time (BellFeed)
     private let follower: NtfyFollower
     private let replay: NtfyFollower.Replay
+    private let encode: @Sendable (NtfyAnswer) -> String
 
-    init(follower: NtfyFollower, replay: NtfyFollower.Replay) {
+    init(follower: NtfyFollower, replay: NtfyFollower.Replay, encode: @escaping @Sendable (NtfyAnswer) -> String) {
         self.follower = follower
         self.replay = replay
+        self.encode = encode
     }
 
+    /// `open`, then what `replay` asks for; fixes the feed position later wakes read from.
     func opening() async throws -> [String] {
         let events = try await follower.start(replay: replay)
-        return ([follower.control("open")] + events).map(Self.text)
+        return ([follower.control("open")] + events).map(encode)
     }
 
     func frames(after value: Int64) async throws -> [String]? {
-        try await follower.events(after: value)?.map(Self.text)
+        try await follower.events(after: value)?.map(encode)
     }
-
-    private static func text(_ event: NtfyAnswer) -> String { String(decoding: event.jsonBytes(), as: UTF8.self) }
 }

@@ -32,9 +32,12 @@ struct BellUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
     let maxFrameSize: Int
     /// Which bell an upgrade request rings; nil (or a throw) refuses it.
     let plan: @Sendable (Request) async throws -> BellPlan?
+    /// The ntfy stream a request opens; nil (or a throw): the routes answer it.
+    let stream: @Sendable (Request) async throws -> NtfyStreamPlan?
 
     init(responder: @escaping HTTPChannelHandler.Responder, idleTimeout: TimeAmount?, maxFrameSize: Int = 1 << 14,
-         plan: @escaping @Sendable (Request) async throws -> BellPlan?) {
+         plan: @escaping @Sendable (Request) async throws -> BellPlan?,
+         stream: @escaping @Sendable (Request) async throws -> NtfyStreamPlan?) {
         // NIO looks for an upgrade only in a connection's first request: a later one asking for
         // it is sent to open a new connection (307 to the same place, and this one closes).
         self.responder = { request, writer, channel in
@@ -48,9 +51,14 @@ struct BellUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
         self.idleTimeout = idleTimeout
         self.maxFrameSize = maxFrameSize
         self.plan = plan
+        self.stream = stream
     }
 
     private struct UpgradeOnLaterRequest: Error {}
+
+    /// The read buffers of a connection that reads little (a bell's pings and close): 256 bytes
+    /// to start with, grown as NIO sees fit.
+    static let smallReads = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65536)
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -75,17 +83,21 @@ struct BellUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                     channel.eventLoop.makeCompletedFuture {
                         guard let bell = decided.value else { throw ChannelError.inappropriateOperationForState }
                         // A bell reads little (pings, a close): a small read buffer to start with.
-                        try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65536))
+                        try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: Self.smallReads)
                         try channel.pipeline.syncOperations.addHandler(BellSocketHandler(plan: bell))
                         return Upgrade.bell
                     }
                 })
             let idleTimeout = self.idleTimeout
+            let stream = self.stream
             let http = NIOTypedHTTPServerUpgradeConfiguration<Upgrade>(upgraders: [upgrader]) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let operations = channel.pipeline.syncOperations
                     try operations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                    let streams = NtfyStreamHandler { head in try? await stream(Request(head: head, body: .init(buffer: ByteBuffer()))) }
+                    try operations.addHandler(NtfyStreamHandler.QuiesceTap(streams))
                     try operations.addHandler(HTTPConnectionStateHandler(idleTimeout: idleTimeout.map { .init($0) }, logger: logger))
+                    try operations.addHandler(streams)
                     let async = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
                         wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
                     return asked.value ? .refused(async) : .http(async)

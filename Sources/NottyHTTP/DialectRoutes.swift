@@ -158,16 +158,20 @@ extension Routes {
     enum StreamFormat {
         case json, sse
 
-        func frame(_ event: NtfyAnswer) -> ByteBuffer {
+        func frame(_ event: NtfyAnswer) -> ByteBuffer { ByteBuffer(string: text(event)) }
+
+        func text(_ event: NtfyAnswer) -> String {
             let json = String(decoding: event.jsonBytes(), as: UTF8.self)
             switch self {
             case .json:
-                return ByteBuffer(string: json + "\n")
+                return json + "\n"
             case .sse:
                 let head = event.event == "message" ? "id: \(event.id)\n" : "id: \(event.id)\nevent: \(event.event)\n"
-                return ByteBuffer(string: head + "data: \(json)\n\n")
+                return head + "data: \(json)\n\n"
             }
         }
+
+        var contentType: String { self == .json ? "application/x-ndjson; charset=utf-8" : "text/event-stream; charset=utf-8" }
     }
 
     /// `GET <base>/<topic>/json|sse`: `open`, the replay `poll`/`since` ask for, then the
@@ -188,7 +192,7 @@ extension Routes {
             for event in replay { body.writeImmutableBuffer(StreamFormat.json.frame(event)) }
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
         }
-        headers[.contentType] = format == .json ? "application/x-ndjson; charset=utf-8" : "text/event-stream; charset=utf-8"
+        headers[.contentType] = format.contentType
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             // Joined to the bell only here, where the stream is sure to end it (a subscriber gone
             // before the answer's head is written never runs this); what changed since the

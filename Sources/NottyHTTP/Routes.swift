@@ -202,10 +202,27 @@ public struct Routes: Sendable {
             let topic = String(segments[0]).removingPercentEncoding ?? String(segments[0])
             let subscription = try await service.inbox.topic(token: topic)
             let follower = NtfyFollower(inbox: service.inbox, userId: subscription.userId, topic: topic)
-            let feed = NtfyBellFeed(follower: follower, replay: NtfyFollower.Replay(query: Self.query(request.uri)))
+            let feed = NtfyBellFeed(follower: follower, replay: NtfyFollower.Replay(query: Self.query(request.uri))) { event in
+                String(decoding: event.jsonBytes(), as: UTF8.self)
+            }
             return BellPlan(hub: service.hub, userId: subscription.userId, kind: .feed(feed), ticks: true, counted: nil)
         }
         return nil
+    }
+
+    /// The ntfy subscription a `GET /TOPIC/json|sse` opens (SPEC §8.2), with its `open` and
+    /// replay read; nil when it is not one (or `poll=1`, a plain answer). Throws as the route
+    /// would (an unknown topic), which then answers it.
+    func ntfyStreamPlan(for request: Request) async throws -> NtfyStreamPlan? {
+        let segments = request.uri.path.split(separator: "/")
+        guard segments.count == 2, let format = ["json": StreamFormat.json, "sse": .sse][String(segments[1])] else { return nil }
+        let query = Self.query(request.uri)
+        guard !["1", "true", "yes"].contains(query["poll"]?.lowercased() ?? "") else { return nil }
+        let topic = String(segments[0]).removingPercentEncoding ?? String(segments[0])
+        let subscription = try await service.inbox.topic(token: topic)
+        let follower = NtfyFollower(inbox: service.inbox, userId: subscription.userId, topic: topic)
+        let feed = NtfyBellFeed(follower: follower, replay: NtfyFollower.Replay(query: query), encode: format.text)
+        return NtfyStreamPlan(hub: service.hub, userId: subscription.userId, feed: feed, opening: try await feed.opening(), contentType: format.contentType)
     }
 
     // MARK: - Handlers

@@ -23,12 +23,16 @@ public enum ServerApplication {
         let routes = Routes(service: service)
         // Every connection is counted and its heads timed (GuardedChannel); a kept-alive one
         // with no request in progress is closed after the idle timeout; a WebSocket upgrade is
-        // a bell socket (the doorbell, ntfy's ws) that pings every 30 s.
+        // a bell socket (the doorbell, ntfy's ws) that pings every 30 s, and an ntfy stream
+        // (`/TOPIC/json|sse`) is served from the hub too (BellStream.swift).
         let limits = config.connections
         let count = ConnectionCount()
         var server = HTTPServerBuilder { responder in
             GuardedChannel(
-                inner: BellUpgradeChannel(responder: responder, idleTimeout: TimeAmount(limits.idleTimeout)) { request in try await routes.bellPlan(for: request) },
+                inner: BellUpgradeChannel(
+                    responder: responder, idleTimeout: TimeAmount(limits.idleTimeout),
+                    plan: { request in try await routes.bellPlan(for: request) },
+                    stream: { request in try await routes.ntfyStreamPlan(for: request) }),
                 limits: limits, count: count)
         }
         if let cert = config.tlsCertPath, let key = config.tlsKeyPath {

@@ -192,6 +192,33 @@ struct NtfyTopicTests {
         }
     }
 
+    @Test("when the service stops, each NDJSON and SSE stream ends its response (not a cut connection), and leaves the hub")
+    func streamsEndOnStop() async throws {
+        let harness = try await ServiceHarness()
+        try await harness.live { client in
+            let world = try await harness.world(client)
+            let (topic, _) = try await world.ntfyTopic(client)
+            let port = try #require(client.port)
+            let ndjson = NtfyLog(), events = NtfyLog()
+            let streams = [ntfyStream("http://127.0.0.1:\(port)/\(topic)/json", log: ndjson),
+                           ntfyStream("http://127.0.0.1:\(port)/\(topic)/sse", log: events, sse: true)]
+            for log in [ndjson, events] { #expect(await log.wait { $0.kinds.first?.0 == "open" }, "no open event: \(log.kinds)") }
+            #expect(harness.service.hub.connectionCount == 2)
+            // After 30 s the test hangs up instead (the task then throws).
+            let deadline = Task {
+                try await Task.sleep(for: .seconds(30))
+                for stream in streams { stream.cancel() }
+            }
+            defer { deadline.cancel() }
+            harness.service.hub.closeAll()  // what a graceful stop does
+            for stream in streams {
+                // A response that ends returns; one cut mid-body throws.
+                await #expect(throws: Never.self) { try await stream.value }
+            }
+            #expect(harness.service.hub.connectionCount == 0)
+        }
+    }
+
     @Test("a stream outlives the idle timeout of kept-alive connections: its request is in progress")
     func outlivesIdleTimeout() async throws {
         let harness = try await ServiceHarness { $0.connections.idleTimeout = .seconds(1) }
