@@ -41,7 +41,7 @@ protocol BellFeed: AnyObject, Sendable {
 /// once, or, when the socket cannot take more, kept as the one newest cursor not yet sent. A
 /// feed's wakes run one short task at a time, which reads the store and writes what it read
 /// (waiting for the socket to take it), then takes the newest wake that came meanwhile.
-final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler, BellPumpOwner {
+final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler, BellPumpOwner, HubLineEnd {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
@@ -68,9 +68,9 @@ final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler, B
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        let line = BellLine(handler: NIOLoopBound(self, eventLoop: context.eventLoop))
-        connection = plan.hub.connect(userId: plan.userId, ticks: plan.ticks, listener: line)
-        pinger = context.eventLoop.scheduleRepeatedTask(initialDelay: pingInterval, delay: pingInterval) { _ in line.ping() }
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        connection = plan.hub.connect(userId: plan.userId, ticks: plan.ticks, listener: HubLine(end: handler))
+        pinger = context.eventLoop.scheduleRepeatedTask(initialDelay: pingInterval, delay: pingInterval) { _ in handler.value.ping() }
         if case .feed(let feed) = plan.kind {
             pump = BellPump(feed: feed, owner: self, eventLoop: context.eventLoop)
             pump?.start(opening: true)
@@ -135,7 +135,7 @@ final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler, B
 
     // MARK: - The hub and the clock (on the event loop)
 
-    fileprivate func ring(_ value: Int64) {
+    func ring(_ value: Int64) {
         guard let context, !closeSent else { return }
         switch plan.kind {
         case .doorbell:
@@ -151,8 +151,11 @@ final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler, B
         }
     }
 
+    /// The service stops: goodbye.
+    func hangUp() { close(code: .normalClosure) }
+
     /// Every `pingInterval`: a ping, unless the last one went unanswered (the device is gone).
-    fileprivate func ping() {
+    private func ping() {
         guard let context, !closeSent else { return }
         if awaitingPong {
             close(code: .goingAway)
@@ -288,22 +291,24 @@ final class BellPump {
     }
 }
 
-/// The hub's line to one socket: hands each call to the socket's event loop.
-private struct BellLine: DoorbellListener {
-    let handler: NIOLoopBound<BellSocketHandler>
+/// What the hub's line reaches, on its connection's event loop.
+protocol HubLineEnd: AnyObject, SendableMetatype {
+    func ring(_ value: Int64)
+    func hangUp()
+}
+
+/// The hub's line to one connection: hands each call to the connection's event loop.
+struct HubLine<End: HubLineEnd>: DoorbellListener {
+    let end: NIOLoopBound<End>
 
     func ring(_ value: Int64) {
-        let handler = handler
-        handler.eventLoop.execute { handler.value.ring(value) }
+        let end = end
+        end.eventLoop.execute { end.value.ring(value) }
     }
 
     func hangUp() {
-        let handler = handler
-        handler.eventLoop.execute { handler.value.close(code: .normalClosure) }
-    }
-
-    func ping() {
-        handler.value.ping()  // the pinger runs on the socket's event loop
+        let end = end
+        end.eventLoop.execute { end.value.hangUp() }
     }
 }
 

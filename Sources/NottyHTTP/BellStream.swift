@@ -28,7 +28,7 @@ struct NtfyStreamPlan: Sendable {
 /// catches up with what changed meanwhile, and from then on writes what the hub wakes it for;
 /// a revoked topic or a stopping service ends the response and closes the connection. Anything
 /// the subscriber sends after its request is ignored.
-final class NtfyStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, BellPumpOwner {
+final class NtfyStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, BellPumpOwner, HubLineEnd {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
@@ -128,8 +128,7 @@ final class NtfyStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, Be
         fields[.cacheControl] = "no-cache"
         context.write(wrapOutboundOut(.head(HTTPResponse(status: .ok, headerFields: fields))), promise: nil)
         _ = write(plan.opening)
-        let line = StreamLine(handler: NIOLoopBound(self, eventLoop: context.eventLoop))
-        connection = plan.hub.connect(userId: plan.userId, ticks: true, listener: line)
+        connection = plan.hub.connect(userId: plan.userId, ticks: true, listener: HubLine(end: NIOLoopBound(self, eventLoop: context.eventLoop)))
         pump = BellPump(feed: plan.feed, owner: self, eventLoop: context.eventLoop)
         // What changed between reading the replay and joining the hub (a ring reads the feed
         // from the position the opening fixed).
@@ -138,10 +137,13 @@ final class NtfyStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, Be
 
     // MARK: - The hub and the pump (on the event loop)
 
-    fileprivate func ring(_ value: Int64) {
+    func ring(_ value: Int64) {
         guard case .streaming = state else { return }
         pump?.wake(value)
     }
+
+    /// The service stops: the response ends.
+    func hangUp() { feedEnded() }
 
     var isOpen: Bool {
         if case .streaming = state { return context != nil }
@@ -181,20 +183,5 @@ final class NtfyStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, Be
             if event is ChannelShouldQuiesceEvent { stream?.feedEnded() }
             context.fireUserInboundEventTriggered(event)
         }
-    }
-}
-
-/// The hub's line to one stream: hands each call to the stream's event loop.
-private struct StreamLine: DoorbellListener {
-    let handler: NIOLoopBound<NtfyStreamHandler>
-
-    func ring(_ value: Int64) {
-        let handler = handler
-        handler.eventLoop.execute { handler.value.ring(value) }
-    }
-
-    func hangUp() {
-        let handler = handler
-        handler.eventLoop.execute { handler.value.feedEnded() }
     }
 }
