@@ -96,6 +96,7 @@ struct PublishingTests {
             let alice = try await harness.world(client)
             let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
             #expect(try await bob.publish(client, id: "bob-1").status == .created)
+            #expect(try await alice.publish(client, id: "alice-1").status == .created)  // so she has a feed to lose
             let aliceId = try #require(try await harness.storage.user(name: "alice")).id
             let bobId = try #require(try await harness.storage.user(name: "bob")).id
             let user = aliceId
@@ -113,10 +114,9 @@ struct PublishingTests {
             }
             #expect(removed == [true])
             #expect(try await harness.storage.user(name: "alice") == nil)
-            if backend == .postgres {
-                // A write after the removal finds no user (the feed's foreign key): nothing of hers is left.
-                #expect(try await harness.storage.changes(userId: aliceId, since: 0, limit: 100)?.changes.isEmpty ?? true)
-            }
+            // Her notifications went with her (the feed's foreign key cascades), and a write after
+            // the removal finds no user: nothing of hers is left.
+            #expect(try await harness.storage.changes(userId: aliceId, since: 0, limit: 100)?.changes.isEmpty ?? true)
             #expect(try await harness.storage.changes(userId: bobId, since: 0, limit: 100)?.changes.map(\.appNotificationId) == ["bob-1"])
             #expect(try await alice.publish(client, id: "late").status == .forbidden)
         }
