@@ -8,8 +8,9 @@ import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import NIOWebSocket
 
-/// One connection of the service: HTTP/1.1 for the routes, or, when its first request asks
-/// to upgrade to a WebSocket the hub rings (a doorbell, an ntfy `ws`), a ``BellSocketHandler``.
+/// One connection of the service: HTTP/1.1 for the routes (an ntfy stream among them answered
+/// by ``NtfyStreamHandler``), or, when its first request asks to upgrade to a WebSocket the hub
+/// rings (a doorbell, an ntfy `ws`), a ``BellSocketHandler``.
 ///
 /// A connection's task ends once it is upgraded: the socket lives on its event loop alone.
 /// (Hummingbird's WebSocket channel keeps a task, and a task group of three more, for each
