@@ -9,13 +9,14 @@ import Synchronization
 extension PostgresStorage {
     // MARK: - Announcements between instances
 
-    /// `instance|user:seq;user:seq…`, split to stay well under NOTIFY's 8000-byte payload limit.
+    /// `instance|user:seq;user:seq…`, split to stay well under NOTIFY's 8000-byte payload limit
+    /// (``FeedStatements/PublishTogether`` makes the same payloads in SQL).
     static func announcements(_ cursors: [String: Int64], from instance: String) -> [String] {
         var payloads: [String] = []
         var current = ""
         for (user, seq) in cursors.sorted(by: { $0.key < $1.key }) {
             let item = "\(user):\(seq)"
-            if !current.isEmpty && current.utf8.count + item.utf8.count > 7000 {
+            if !current.isEmpty && current.utf8.count + item.utf8.count > announcementBytes {
                 payloads.append("\(instance)|\(current)")
                 current = ""
             }
@@ -24,6 +25,9 @@ extension PostgresStorage {
         if !current.isEmpty { payloads.append("\(instance)|\(current)") }
         return payloads
     }
+
+    /// About how many bytes of cursors one announcement carries.
+    static let announcementBytes = 7000
 
     /// What a transaction that revokes or deletes credentials announces: `INSTANCE|credentials`.
     static func credentialsAnnouncement(from instance: String) -> String { "\(instance)|credentials" }

@@ -51,7 +51,9 @@ extension PostgresStorage {
         // Positions: one for the new row; a re-publish draws two more (a tombstone, then the
         // row), still under the batch's locks.
         let fresh = inputs.map { NotificationRules.published($0, existing: nil, newId: Identifiers.notification(), seq: 0) }
-        return try await groupedFeedWrite(user: user, positions: inputs.count, fresh: fresh) { connection, context, inserted in
+        return try await groupedFeedWrite(
+            user: user, positions: inputs.count, fresh: fresh, written: { fresh.map(\.notification) }
+        ) { connection, context, inserted in
             var published: [UserNotification] = []
             for (input, new) in zip(inputs, fresh) {
                 if inserted[new.notification.id] != nil {

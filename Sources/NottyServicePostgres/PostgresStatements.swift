@@ -92,6 +92,61 @@ enum FeedStatements {
         func decodeRow(_ row: PostgresRow) throws {}
     }
 
+    /// A batch of new notifications and nothing else, whole in one statement (so in one
+    /// transaction of its own, one round trip): takes the feed locks of `users`, reserves a
+    /// position a row, inserts each row at its position, announces each user's new cursor
+    /// (``PostgresStorage/announcements(_:from:)``'s payloads, made here) and answers the rows
+    /// as (id, user, position).
+    ///
+    /// All or nothing: if the app already has an active notification with a row's id (a
+    /// re-publish), the statement fails (the cast of a text that is no number: an error
+    /// nothing else of it can raise) and writes nothing, or, when no row was inserted at all,
+    /// answers none. The batch is then written the usual way, where such a row is a re-publish.
+    struct PublishTogether: PostgresPreparedStatement {
+        static let sql: String = {
+            let columns = NotificationColumns.names.count
+            let (users, count, channel, instance) = ("$\(columns + 1)", "$\(columns + 2)::integer", "$\(columns + 3)::text", "$\(columns + 4)::text")
+            let values = NotificationColumns.names.map { $0 == "seq" ? "positions.seq" : "fresh.\($0)" }.joined(separator: ", ")
+            return """
+                WITH positions AS (
+                    SELECT seq, row_number() OVER (ORDER BY seq) AS n FROM (
+                        SELECT nextval('notty_seq') AS seq FROM generate_series(1, \(count)) WHERE (\(FeedLock.count(users))) >= 0 LIMIT \(count)
+                    ) AS drawn
+                ), inserted AS (
+                    INSERT INTO notifications (\(NotificationColumns.list))
+                    SELECT \(values) FROM \(ColumnArrays.unnest) WITH ORDINALITY AS fresh(\(NotificationColumns.list), n) JOIN positions USING (n)
+                    ON CONFLICT (user_id, lower(host_name), app_notification_id) WHERE NOT deleted DO NOTHING
+                    RETURNING id, user_id, seq
+                ), cursors AS (
+                    SELECT user_id || ':' || max(seq) AS item FROM inserted GROUP BY user_id
+                ), announced AS (
+                    SELECT pg_notify(\(channel), \(instance) || '|' || string_agg(item, ';')) FROM (
+                        SELECT item, sum(octet_length(item) + 1) OVER (ORDER BY item) / \(PostgresStorage.announcementBytes) AS chunk FROM cursors
+                    ) AS chunked GROUP BY chunk
+                )
+                SELECT id, user_id, seq FROM inserted
+                WHERE (SELECT count(*) FROM announced) >= 0
+                  AND (SELECT CASE WHEN count(*) = \(count) THEN 0 ELSE ('notty: ' || (\(count) - count(*)) || ' re-published')::integer END FROM inserted) = 0
+                """
+        }()
+        typealias Row = (String, String, Int64)
+        let rows: ColumnArrays
+        let users: [String]
+        let channel: String
+        let instance: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = rows.bindings
+            bindings.append(users)
+            bindings.append(Int32(rows.count))
+            bindings.append(channel)
+            bindings.append(instance)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> (String, String, Int64) { try row.decode((String, String, Int64).self) }
+    }
+
     /// Tells the other instances what moved (``PostgresStorage/announcements(_:from:)``).
     struct Announce: PostgresPreparedStatement {
         static let sql = "SELECT pg_notify($1::text, payload) FROM unnest($2::text[]) AS payload"

@@ -79,6 +79,10 @@ extension PostgresStorage {
         let run: @Sendable (PostgresConnection, WriteContext, [String: Int64]) async -> Void
         /// Called once the batch committed (`nil`) or failed.
         let finish: @Sendable ((any Error)?) -> Void
+        /// For a job that only publishes `fresh`: keeps its outcome once every row of `fresh`
+        /// was inserted, with no statement of its own. A batch of such jobs alone is written
+        /// whole by one statement (``FeedStatements/PublishTogether``).
+        var written: (@Sendable () -> Void)? = nil
     }
 
     /// Writes of users' feeds are queued and run in batches: one transaction locks every user
@@ -87,19 +91,28 @@ extension PostgresStorage {
     /// devices' changes (four statements), runs what is left of each write in its own savepoint
     /// (a failing one is rolled back alone), announces (one statement), and commits once. A
     /// batch of new publishes and state changes is nine round trips whatever its size.
+    ///
+    /// `written`, for a write that publishes `fresh` (one position each) and nothing else: its
+    /// answer when every row of `fresh` was inserted; `body` then does not run.
     func groupedFeedWrite<T: Sendable>(
-        user: String, positions: Int, fresh: [StoredNotification] = [],
+        user: String, positions: Int, fresh: [StoredNotification] = [], written: (@Sendable () -> T)? = nil,
         _ body: @escaping @Sendable (PostgresConnection, WriteContext, [String: Int64]) async throws -> T
     ) async throws -> T {
         let outcome = JobOutcome<T>()
         let logger = logger
         let freshIds = Set(fresh.map(\.notification.id))
+        var answer: (@Sendable () -> Void)?
+        if let written { answer = { outcome.set(.success(written())) } }
         try await submit { finish in
             FeedJob(
                 user: user, positions: positions, fresh: fresh,
                 run: { connection, context, inserted in
                     if !freshIds.isEmpty && freshIds.isSubset(of: inserted.keys) {
                         // Written already: `body` only answers.
+                        if let written {
+                            outcome.set(.success(written()))
+                            return
+                        }
                         do { outcome.set(.success(try await body(connection, context, inserted))) } catch { outcome.set(.failure(error)) }
                         return
                     }
@@ -121,7 +134,8 @@ extension PostgresStorage {
                         outcome.set(.failure(error))
                     }
                 },
-                finish: finish)
+                finish: finish,
+                written: answer)
         }
         return try outcome.result(missing: StorageError.unavailable("a write did not run"))
             .mapError { Self.storageError($0, url: url) }.get()
@@ -178,16 +192,21 @@ extension PostgresStorage {
             var changed: [String: Int64] = [:]
             let togetherFailed = Mutex(false)
             do {
-                do {
-                    changed = try await transaction { connection in
-                        try await self.writeBatch(jobs, together: true, togetherFailed: togetherFailed, connection)
-                    }
-                } catch where togetherFailed.withLock({ $0 }) {
-                    // A statement written for all the batch's jobs at once failed (and PostgreSQL
-                    // rolled the transaction back): once more, each job on its own, so that a bad
-                    // row fails only its own job.
-                    changed = try await transaction { connection in
-                        try await self.writeBatch(jobs, together: false, togetherFailed: togetherFailed, connection)
+                if let published = try await publishTogether(jobs) {
+                    changed = published
+                    for job in jobs { job.written?() }
+                } else {
+                    do {
+                        changed = try await transaction { connection in
+                            try await self.writeBatch(jobs, together: true, togetherFailed: togetherFailed, connection)
+                        }
+                    } catch where togetherFailed.withLock({ $0 }) {
+                        // A statement written for all the batch's jobs at once failed (and PostgreSQL
+                        // rolled the transaction back): once more, each job on its own, so that a
+                        // bad row fails only its own job.
+                        changed = try await transaction { connection in
+                            try await self.writeBatch(jobs, together: false, togetherFailed: togetherFailed, connection)
+                        }
                     }
                 }
             } catch {
@@ -198,6 +217,35 @@ extension PostgresStorage {
             if failure == nil, !changed.isEmpty { onChange.handler?(changed) }
             for job in jobs { job.finish(failure) }
         }
+    }
+
+    /// A batch that only publishes new notifications, written whole by one statement
+    /// (``FeedStatements/PublishTogether``): each user's new cursor, or `nil` when the batch
+    /// has other writes, or when that statement wrote nothing (a row is a re-publish, or was
+    /// refused): then the batch is to be written the usual way.
+    private func publishTogether(_ jobs: [FeedJob]) async throws -> [String: Int64]? {
+        guard jobs.allSatisfy({ $0.written != nil && $0.mutations == nil && $0.positions == $0.fresh.count }) else { return nil }
+        var rows = ColumnArrays()
+        for job in jobs { for row in job.fresh { rows.append(NotificationColumns(row)) } }
+        let statement = FeedStatements.PublishTogether(
+            rows: rows, users: Array(Set(jobs.map(\.user))), channel: Self.channel, instance: instanceId)
+        let inserted: [(id: String, user: String, seq: Int64)]
+        do {
+            inserted = try await withTimeout(timeout) { connection in
+                var inserted: [(id: String, user: String, seq: Int64)] = []
+                for try await row in try await connection.execute(statement, logger: self.logger) { inserted.append(row) }
+                return inserted
+            }
+        } catch let error as PSQLError where error.serverInfo != nil {
+            return nil
+        } catch {
+            throw Self.storageError(error, url: url)
+        }
+        // All or none (see the statement).
+        guard inserted.count == rows.count else { return nil }
+        var cursors: [String: Int64] = [:]
+        for row in inserted { cursors[row.user] = max(cursors[row.user] ?? 0, row.seq) }
+        return cursors
     }
 
     /// One batch in its transaction; `together`: the new rows of its publishes in one statement

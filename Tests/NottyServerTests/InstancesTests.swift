@@ -2,6 +2,7 @@ import Foundation
 import HummingbirdTesting
 import NottyCore
 import NottyTestSupport
+import Synchronization
 import Testing
 @testable import NottyService
 @testable import NottyServiceSQLite
@@ -121,6 +122,45 @@ struct InstancesTests {
                 #expect(feedOne.changes == feedTwo.changes && feedOne.cursor == feedTwo.cursor && feedOne.changes.count == 17)
             }
         }
+    }
+}
+
+extension InstancesTests {
+    @Test("Publishes to 400 users at once through one instance (big batches, each written by one statement): the other is told every user's newest cursor")
+    func announcedByBatches() async throws {
+        let one = try await ServiceHarness(.postgres)
+        let two = try await ServiceHarness(sharingDatabaseOf: one)
+        let told = Mutex<[String: Int64]>([:])
+        two.storage.setChangeHandler { cursors in told.withLock { $0.merge(cursors) { max($0, $1) } } }
+        var users: [String] = []
+        for n in 0..<400 {
+            let id = UUID().uuidString.lowercased()
+            try await one.storage.createUser(UserRecord(id: id, userName: "user\(n)", displayName: "User \(n)", passwordHash: "x"))
+            users.append(id)
+        }
+        // User ids of 36 characters: a batch of more than about 150 users is announced in
+        // several payloads.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (n, user) in users.enumerated() {
+                for k in 0..<2 {
+                    group.addTask {
+                        let request = PublishRequest(
+                            appNotificationId: "n\(n)-\(k)", payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "t", body: nil)))
+                        _ = try await one.storage.publish(PublishInput(userId: user, hostName: "h.example", request: request, expiration: Date().addingTimeInterval(3600), now: Date()))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        var newest: [String: Int64] = [:]
+        for user in users {
+            let page = try #require(try await one.storage.changes(userId: user, since: 0, limit: 10))
+            #expect(page.changes.count == 2)
+            newest[user] = page.lastSeq
+        }
+        let all = await eventually(timeout: .seconds(30)) { told.withLock { cursors in users.allSatisfy { cursors[$0] == newest[$0] } } }
+        let missing = told.withLock { cursors in users.filter { cursors[$0] != newest[$0] }.count }
+        #expect(all, "instance two was not told the newest cursor of \(missing) of 400 users")
     }
 }
 

@@ -150,6 +150,39 @@ struct PublishingTests {
         }
     }
 
+    @Test("Concurrent publishes mixing new ids, re-publishes and one id sent three times: every id ends with one active notification, with its newest title, and the feed lists each once",
+          arguments: Backend.available)
+    func mixedBatch(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let user = try #require(try await harness.storage.user(name: "alice")).id
+            func publish(_ id: String, _ title: String) async throws -> UserNotification {
+                let request = PublishRequest(appNotificationId: id, payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: title, body: nil)))
+                return try await harness.storage.publish(PublishInput(userId: user, hostName: world.host, request: request, expiration: Date().addingTimeInterval(3600), now: Date()))
+            }
+            for n in 0..<10 { _ = try await publish("old\(n)", "first") }
+            let published = try await withThrowingTaskGroup(of: UserNotification.self) { group in
+                for n in 0..<20 { group.addTask { try await publish("new\(n)", "new") } }
+                for n in 0..<10 { group.addTask { try await publish("old\(n)", "second") } }
+                for _ in 0..<3 { group.addTask { try await publish("thrice", "again") } }
+                return try await group.reduce(into: [UserNotification]()) { $0.append($1) }
+            }
+            #expect(published.count == 33)
+            #expect(Set(published.filter { $0.appNotificationId.hasPrefix("old") }.map { $0.payload.visualContent?.title }) == ["second"])
+            let feed = try #require(try await harness.storage.changes(userId: user, since: 0, limit: 1000))
+            let active = feed.changes.filter { $0.status == .active }
+            #expect(active.count == 31, "\(active.map(\.appNotificationId).sorted())")
+            #expect(Set(active.map(\.appNotificationId)).count == 31, "an id has two active notifications")
+            #expect(active.filter { $0.appNotificationId.hasPrefix("old") }.allSatisfy { $0.payload.visualContent?.title == "second" })
+            #expect(Set(feed.changes.map(\.id)).count == feed.changes.count, "a notification is in the feed twice")
+            for id in ["new0", "old0", "thrice"] {
+                let current = try #require(try await harness.storage.notification(userId: user, hostName: world.host, appNotificationId: id))
+                #expect(active.contains { $0.id == current.id })
+            }
+        }
+    }
+
     @Test("Two users' devices changing at once (one batch on PostgreSQL): each change lands on its own user's notification, a mutationId is per user and applies once, another user's id is 404",
           arguments: Backend.available)
     func concurrentMutations(backend: Backend) async throws {
