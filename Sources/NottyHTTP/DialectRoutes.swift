@@ -177,38 +177,44 @@ extension Routes {
     /// `GET <base>/<topic>/json|sse`: `open`, the replay `poll`/`since` ask for, then the
     /// inbox's events as they happen, until the subscriber goes, the topic is revoked or the
     /// service stops. With `poll=1`, the replay alone.
+    ///
+    /// A stream is served here only where ``NtfyStreamHandler`` does not take it (behind another
+    /// request on its connection, or under the in-process test router); both read the same
+    /// plan (``Routes/ntfyStreamPlan(for:)``).
     private func ntfySubscribe(_ request: Request, topic: String, format: StreamFormat) async throws -> Response {
-        let subscription = try await service.inbox.topic(token: topic)
-        let query = Self.query(request.uri)
-        let follower = NtfyFollower(inbox: service.inbox, userId: subscription.userId, topic: topic)
-        let hub = service.hub, userId = subscription.userId
-        // The feed position and the replay are read here, where a failure is still an answer.
-        let replay = try await follower.start(replay: NtfyFollower.Replay(query: query))
         var headers = HTTPFields()
         headers[.cacheControl] = "no-cache"
-        if ["1", "true", "yes"].contains(query["poll"]?.lowercased() ?? "") {
-            headers[.contentType] = "application/x-ndjson; charset=utf-8"
+        // The feed position and the replay are read here, where a failure is still an answer.
+        guard let plan = try await ntfyStreamPlan(for: request) else {
+            let subscription = try await service.inbox.topic(token: topic)
+            let follower = NtfyFollower(inbox: service.inbox, userId: subscription.userId, topic: topic)
+            let replay = try await follower.start(replay: NtfyFollower.Replay(query: Self.query(request.uri)))
+            headers[.contentType] = StreamFormat.json.contentType
             var body = ByteBuffer()
             for event in replay { body.writeImmutableBuffer(StreamFormat.json.frame(event)) }
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
         }
-        headers[.contentType] = format.contentType
+        headers[.contentType] = plan.contentType
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            // Joined to the bell only here, where the stream is sure to end it (a subscriber gone
-            // before the answer's head is written never runs this); what changed since the
-            // position read above is caught up right after.
-            let (connection, rings) = hub.connect(userId: userId, ticks: true)
-            defer { hub.disconnect(userId: userId, id: connection) }
+            // Joined to the hub only here, where the stream is sure to end it (a subscriber gone
+            // before the answer's head is written never runs this).
+            let (connection, rings) = plan.hub.connect(userId: plan.userId, ticks: true)
+            defer { plan.hub.disconnect(userId: plan.userId, id: connection) }
             do {
-                try await writer.write(format.frame(follower.control("open")))
-                for event in replay { try await writer.write(format.frame(event)) }
-                for event in try await follower.changes() { try await writer.write(format.frame(event)) }
+                try await writer.write(ByteBuffer(string: plan.opening.joined()))
                 // A graceful shutdown waits for requests in progress, which a stream always is: it
                 // ends the stream (as WebSockets are closed) instead of waiting out its timeout.
                 try await withGracefulShutdownHandler {
-                    try await follower.follow(rings: rings) { event in try await writer.write(format.frame(event)) }
+                    // First what changed between reading the opening and joining the hub (any
+                    // cursor reads the feed), then each wake; nil: the topic was revoked.
+                    var wake: Int64? = 0
+                    var next = rings.makeAsyncIterator()
+                    while let value = wake, let frames = try await plan.feed.frames(after: value) {
+                        if !frames.isEmpty { try await writer.write(ByteBuffer(string: frames.joined())) }
+                        wake = await next.next()
+                    }
                 } onGracefulShutdown: {
-                    hub.disconnect(userId: userId, id: connection)
+                    plan.hub.disconnect(userId: plan.userId, id: connection)
                 }
                 try await writer.finish(nil)
             } catch {

@@ -199,15 +199,24 @@ public struct Routes: Sendable {
                             ticks: false, counted: counted)
         }
         if segments.count == 2, segments[1] == "ws" {
-            let topic = String(segments[0]).removingPercentEncoding ?? String(segments[0])
-            let subscription = try await service.inbox.topic(token: topic)
-            let follower = NtfyFollower(inbox: service.inbox, userId: subscription.userId, topic: topic)
-            let feed = NtfyBellFeed(follower: follower, replay: NtfyFollower.Replay(query: Self.query(request.uri))) { event in
+            let (userId, feed) = try await ntfyFeed(topic: segments[0], query: Self.query(request.uri)) { event in
                 String(decoding: event.jsonBytes(), as: UTF8.self)
             }
-            return BellPlan(hub: service.hub, userId: subscription.userId, kind: .feed(feed), ticks: true, counted: nil)
+            return BellPlan(hub: service.hub, userId: userId, kind: .feed(feed), ticks: true, counted: nil)
         }
         return nil
+    }
+
+    /// The inbox's events for the ntfy topic in a path's `segment` (percent-encoded), each as
+    /// `encode` writes it, with the replay `query` asks for (`since`, `poll`); throws as the
+    /// routes answer an unknown topic.
+    private func ntfyFeed(
+        topic segment: Substring, query: [String: String], encode: @escaping @Sendable (NtfyAnswer) -> String
+    ) async throws -> (userId: String, feed: NtfyBellFeed) {
+        let topic = String(segment).removingPercentEncoding ?? String(segment)
+        let subscription = try await service.inbox.topic(token: topic)
+        let follower = NtfyFollower(inbox: service.inbox, userId: subscription.userId, topic: topic)
+        return (subscription.userId, NtfyBellFeed(follower: follower, replay: NtfyFollower.Replay(query: query), encode: encode))
     }
 
     /// The ntfy subscription a `GET /TOPIC/json|sse` opens (SPEC §8.2), with its `open` and
@@ -218,11 +227,8 @@ public struct Routes: Sendable {
         guard segments.count == 2, let format = ["json": StreamFormat.json, "sse": .sse][String(segments[1])] else { return nil }
         let query = Self.query(request.uri)
         guard !["1", "true", "yes"].contains(query["poll"]?.lowercased() ?? "") else { return nil }
-        let topic = String(segments[0]).removingPercentEncoding ?? String(segments[0])
-        let subscription = try await service.inbox.topic(token: topic)
-        let follower = NtfyFollower(inbox: service.inbox, userId: subscription.userId, topic: topic)
-        let feed = NtfyBellFeed(follower: follower, replay: NtfyFollower.Replay(query: query), encode: format.text)
-        return NtfyStreamPlan(hub: service.hub, userId: subscription.userId, feed: feed, opening: try await feed.opening(), contentType: format.contentType)
+        let (userId, feed) = try await ntfyFeed(topic: segments[0], query: query, encode: format.text)
+        return NtfyStreamPlan(hub: service.hub, userId: userId, feed: feed, opening: try await feed.opening(), contentType: format.contentType)
     }
 
     // MARK: - Handlers

@@ -175,14 +175,4 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
         if value == DoorbellHub.tickValue { events.append(control("keepalive")) }
         return events
     }
-
-    /// Sends the inbox's events as they happen, and a keepalive at each of the hub's ticks,
-    /// until `rings` ends (the service stops) or the topic is revoked. Woken only by rings and
-    /// ticks: no polling, no timer of its own.
-    package func follow(rings: AsyncStream<Int64>, send: (NtfyAnswer) async throws -> Void) async throws {
-        for await value in rings {
-            guard let events = try await events(after: value) else { return }
-            for event in events { try await send(event) }
-        }
-    }
 }
