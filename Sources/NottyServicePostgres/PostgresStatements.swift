@@ -94,14 +94,11 @@ enum FeedStatements {
 
     /// A batch of new notifications and nothing else, whole in one statement (so in one
     /// transaction of its own, one round trip): takes the feed locks of `users`, reserves a
-    /// position a row, inserts each row at its position, announces each user's new cursor
-    /// (``PostgresStorage/announcements(_:from:)``'s payloads, made here) and answers the rows
-    /// as (id, user, position).
-    ///
-    /// All or nothing: if the app already has an active notification with a row's id (a
-    /// re-publish), the statement fails (the cast of a text that is no number: an error
-    /// nothing else of it can raise) and writes nothing, or, when no row was inserted at all,
-    /// answers none. The batch is then written the usual way, where such a row is a re-publish.
+    /// position a row, inserts each row at its position unless the app already has an active
+    /// notification with its id (a re-publish, left to the caller), announces each user's new
+    /// cursor (``PostgresStorage/announcements(_:from:)``'s payloads, made here) and answers the
+    /// rows inserted as (id, user, position). A position drawn for a row not inserted is left
+    /// unused: positions order a feed, and need not follow each other.
     struct PublishTogether: PostgresPreparedStatement {
         static let sql: String = {
             let columns = NotificationColumns.names.count
@@ -124,9 +121,7 @@ enum FeedStatements {
                         SELECT item, sum(octet_length(item) + 1) OVER (ORDER BY item) / \(PostgresStorage.announcementBytes) AS chunk FROM cursors
                     ) AS chunked GROUP BY chunk
                 )
-                SELECT id, user_id, seq FROM inserted
-                WHERE (SELECT count(*) FROM announced) >= 0
-                  AND (SELECT CASE WHEN count(*) = \(count) THEN 0 ELSE ('notty: ' || (\(count) - count(*)) || ' re-published')::integer END FROM inserted) = 0
+                SELECT id, user_id, seq FROM inserted WHERE (SELECT count(*) FROM announced) >= 0
                 """
         }()
         typealias Row = (String, String, Int64)

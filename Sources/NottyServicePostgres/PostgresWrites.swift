@@ -186,47 +186,45 @@ extension PostgresStorage {
 
     func drain() async {
         while true {
-            let jobs = queue.nextBatch()
+            var jobs = queue.nextBatch()
             if jobs.isEmpty { return }
-            var failure: (any Error)?
-            var changed: [String: Int64] = [:]
-            let togetherFailed = Mutex(false)
             do {
-                if let published = try await publishTogether(jobs) {
-                    changed = published
-                    for job in jobs { job.written?() }
-                } else {
-                    do {
-                        changed = try await transaction { connection in
-                            try await self.writeBatch(jobs, together: true, togetherFailed: togetherFailed, connection)
-                        }
-                    } catch where togetherFailed.withLock({ $0 }) {
-                        // A statement written for all the batch's jobs at once failed (and PostgreSQL
-                        // rolled the transaction back): once more, each job on its own, so that a
-                        // bad row fails only its own job.
-                        changed = try await transaction { connection in
-                            try await self.writeBatch(jobs, together: false, togetherFailed: togetherFailed, connection)
-                        }
-                    }
+                if let together = try await publishTogether(jobs) {
+                    finish(together.written, changed: together.cursors, failure: nil)
+                    jobs = together.rest
                 }
+                if !jobs.isEmpty { finish(jobs, changed: try await writeBatch(jobs), failure: nil) }
             } catch {
-                failure = error
+                finish(jobs, changed: [:], failure: error)
             }
-            // Before any writer returns: a caller that reads the latest cursor after its write
-            // must see it (as SQLiteWriter).
-            if failure == nil, !changed.isEmpty { onChange.handler?(changed) }
-            for job in jobs { job.finish(failure) }
         }
     }
 
-    /// A batch that only publishes new notifications, written whole by one statement
-    /// (``FeedStatements/PublishTogether``): each user's new cursor, or `nil` when the batch
-    /// has other writes, or when that statement wrote nothing (a row is a re-publish, or was
-    /// refused): then the batch is to be written the usual way.
-    private func publishTogether(_ jobs: [FeedJob]) async throws -> [String: Int64]? {
-        guard jobs.allSatisfy({ $0.written != nil && $0.mutations == nil && $0.positions == $0.fresh.count }) else { return nil }
+    /// Tells this instance what `jobs` changed, then their callers how they ended. (Before any
+    /// writer returns: a caller that reads the latest cursor after its write must see it, as
+    /// with SQLiteWriter.)
+    private func finish(_ jobs: [FeedJob], changed: [String: Int64], failure: (any Error)?) {
+        if !changed.isEmpty { onChange.handler?(changed) }
+        for job in jobs { job.finish(failure) }
+    }
+
+    /// What ``publishTogether(_:)`` wrote: each user's new cursor, the jobs it wrote whole
+    /// (answered already), and the rest (re-publishes), of which it wrote nothing.
+    struct PublishedTogether {
+        let cursors: [String: Int64]
+        let written: [FeedJob]
+        let rest: [FeedJob]
+    }
+
+    /// A batch of single new notifications (a publish each, the usual load) is written by one
+    /// statement (``FeedStatements/PublishTogether``), rather than by a transaction of five
+    /// round trips; nil when the batch has other writes, or when that statement failed (a row
+    /// PostgreSQL refuses): then the batch is written the usual way. A publish whose app has an
+    /// active notification with its id is not written, and comes back among the `rest`.
+    private func publishTogether(_ jobs: [FeedJob]) async throws -> PublishedTogether? {
+        guard jobs.allSatisfy({ $0.written != nil && $0.mutations == nil && $0.fresh.count == 1 && $0.positions == 1 }) else { return nil }
         var rows = ColumnArrays()
-        for job in jobs { for row in job.fresh { rows.append(NotificationColumns(row)) } }
+        for job in jobs { rows.append(NotificationColumns(job.fresh[0])) }
         let statement = FeedStatements.PublishTogether(
             rows: rows, users: Array(Set(jobs.map(\.user))), channel: Self.channel, instance: instanceId)
         let inserted: [(id: String, user: String, seq: Int64)]
@@ -241,11 +239,31 @@ extension PostgresStorage {
         } catch {
             throw Self.storageError(error, url: url)
         }
-        // All or none (see the statement).
-        guard inserted.count == rows.count else { return nil }
         var cursors: [String: Int64] = [:]
         for row in inserted { cursors[row.user] = max(cursors[row.user] ?? 0, row.seq) }
-        return cursors
+        let ids = Set(inserted.map(\.id))
+        let (written, rest) = jobs.reduce(into: ([FeedJob](), [FeedJob]())) { split, job in
+            if ids.contains(job.fresh[0].notification.id) { split.0.append(job) } else { split.1.append(job) }
+        }
+        for job in written { job.written?() }
+        return PublishedTogether(cursors: cursors, written: written, rest: rest)
+    }
+
+    /// `jobs` in one transaction: the new rows of their publishes by one statement and their
+    /// mutations by four; if one of those fails, once more with each job on its own, so that a
+    /// bad row fails only its own job.
+    private func writeBatch(_ jobs: [FeedJob]) async throws -> [String: Int64] {
+        let togetherFailed = Mutex(false)
+        do {
+            return try await transaction { connection in
+                try await self.writeBatch(jobs, together: true, togetherFailed: togetherFailed, connection)
+            }
+        } catch where togetherFailed.withLock({ $0 }) {
+            // PostgreSQL rolled the transaction back.
+            return try await transaction { connection in
+                try await self.writeBatch(jobs, together: false, togetherFailed: togetherFailed, connection)
+            }
+        }
     }
 
     /// One batch in its transaction; `together`: the new rows of its publishes in one statement

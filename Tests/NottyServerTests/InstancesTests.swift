@@ -164,6 +164,41 @@ extension InstancesTests {
     }
 }
 
+@Suite("PostgreSQL's schema", .timeLimit(.minutes(5)), .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
+struct PostgresSchemaTests {
+    @Test("A database of the previous schema, with a user, a device and a notification, moves to byte-order ids: its rows stay, readable and writable")
+    func byteOrderIds() async throws {
+        let url = try await TestPostgres.createDatabase()
+        var sql = "CREATE TABLE notty_migrations (name TEXT PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now());\n"
+        for migration in PostgresStorage.migrations where migration.name != "v9" {
+            sql += migration.statements.joined(separator: ";\n") + ";\nINSERT INTO notty_migrations (name) VALUES ('\(migration.name)');\n"
+        }
+        sql += """
+            INSERT INTO users (id, user_name, display_name, password_hash) VALUES ('u-1', 'alice', 'Alice', 'x');
+            INSERT INTO subscriptions (id, user_id, host_name, device_id, created, expires) VALUES ('s-1', 'u-1', 'h.example', 'd-1', 0, 9999999999999);
+            INSERT INTO notifications (id, user_id, host_name, app_notification_id, priority, has_visual, title, expires, created, modified,
+                                       read_state, read_at, action_state, action_at, seq)
+            VALUES ('n-1', 'u-1', 'h.example', 'first', 'High', true, 'Kept', 9999999999999, 1000, 1000, 'Unread', 0, 'None', 0, nextval('notty_seq'));
+            """
+        try await TestPostgres.psql(url, sql)
+        let storage = try await PostgresStorage.connect(url: PostgresURL(url), logger: .quiet, timeout: .seconds(30))
+        defer { Task { try? await storage.close() } }
+        let collations = try await storage.run { connection in
+            try await connection.query(
+                "SELECT table_name || '.' || column_name, coalesce(collation_name, 'default') FROM information_schema.columns WHERE table_name IN ('users', 'notifications') AND column_name IN ('id', 'user_id')",
+                logger: .quiet
+            ).collect((String, String).self)
+        }
+        #expect(Dictionary(uniqueKeysWithValues: collations) == ["users.id": "C", "notifications.id": "C", "notifications.user_id": "C"])
+        let page = try #require(try await storage.changes(userId: "u-1", since: 0, limit: 10))
+        #expect(page.changes.map(\.payload.visualContent?.title) == ["Kept"])
+        #expect(try await storage.subscription(id: "s-1")?.userId == "u-1")
+        let request = PublishRequest(appNotificationId: "second", payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "New", body: nil)))
+        _ = try await storage.publish(PublishInput(userId: "u-1", hostName: "h.example", request: request, expiration: Date().addingTimeInterval(3600), now: Date()))
+        #expect(try await storage.changes(userId: "u-1", since: 0, limit: 10)?.changes.count == 2)
+    }
+}
+
 @Suite("PostgreSQL going away and coming back", .timeLimit(.minutes(5)), .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
 struct OutageTests {
     @Test("PostgreSQL down: 503 serviceUnavailable, /healthz fails, nothing half-written; back: the service recovers without a restart")
