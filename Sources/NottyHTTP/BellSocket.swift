@@ -29,6 +29,12 @@ protocol BellFeed: AnyObject, Sendable {
     func opening() async throws -> [String]
     /// The frames one wake sends (a cursor, or ``DoorbellHub/tickValue``); nil ends the socket.
     func frames(after value: Int64) async throws -> [String]?
+    /// More is to be read at once, without a wake: the last `frames(after:)` stopped at a page.
+    var behind: Bool { get }
+}
+
+extension BellFeed {
+    var behind: Bool { false }
 }
 
 /// An upgraded WebSocket of the hub, driven by events on its channel's event loop: no task
@@ -256,7 +262,9 @@ final class BellPump {
                         let written = try await loop.submit { pump.value.owner?.write(frames) }.get()
                         try await written?.get()
                     }
-                    guard let wake = try await loop.submit({ pump.value.takeWake() }).get() else { return }
+                    // A feed that stopped at a page reads on (with any cursor) before a new wake.
+                    let wake = feed.behind ? 0 : try await loop.submit({ pump.value.takeWake() }).get()
+                    guard let wake else { return }
                     frames = try await feed.frames(after: wake)
                     if frames == nil {
                         loop.execute { pump.value.owner?.feedEnded() }
@@ -328,17 +336,19 @@ final class FullDoorbellFeed: BellFeed, @unchecked Sendable {  // one task at a 
         return []
     }
 
+    /// One page (500 changes) a call, written before the next is read: a device far behind
+    /// is caught up without holding its whole gap in memory.
     func frames(after value: Int64) async throws -> [String]? {
-        var frames: [String] = []
-        while true {
-            let page = try await inbox.changes(userId: userId, since: sent, limit: 500)
-            guard let next = Int64(page.cursor), next != sent else { return frames }
-            let frame = DoorbellFrame(type: "changes", cursor: page.cursor, previousCursor: String(sent), changes: page.changes, preferences: page.preferences)
-            frames.append(String(decoding: try NottyJSON.encoder.encode(frame), as: UTF8.self))
-            sent = next
-            if !page.hasMore { return frames }
-        }
+        let page = try await inbox.changes(userId: userId, since: sent, limit: 500)
+        behind = false
+        guard let next = Int64(page.cursor), next != sent else { return [] }
+        let frame = DoorbellFrame(type: "changes", cursor: page.cursor, previousCursor: String(sent), changes: page.changes, preferences: page.preferences)
+        sent = next
+        behind = page.hasMore
+        return [String(decoding: try NottyJSON.encoder.encode(frame), as: UTF8.self)]
     }
+
+    private(set) var behind = false
 }
 
 /// An ntfy subscriber (SPEC §8.2): the inbox as ntfy events, each a frame as `encode` writes it

@@ -102,6 +102,34 @@ struct LiveTests {
         }
     }
 
+    @Test("A full-payload doorbell 1,200 changes behind after one ring gets them page by page, each page continuing the last", arguments: Backend.available)
+    func fullDoorbellPages(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.live { client in
+            let port = try #require(client.port)
+            let alice = try await harness.world(client)
+            let full = FrameLog()
+            let task = connectDoorbell(port: port, token: alice.userToken, query: "?payload=full", log: full)
+            defer { task.cancel() }
+            try await waitForConnections(harness.service, 1)
+            let before = try await client.call(.get, "/v1/me/notifications/changes", token: alice.userToken).decode(ChangesPage.self).cursor
+            let user = try #require(try await harness.storage.user(name: "alice")).id
+            let inputs = (0..<1200).map { n in
+                PublishInput(userId: user, hostName: alice.host, request: PublishRequest(
+                    appNotificationId: "bulk-\(n)", payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "n\(n)", body: nil))),
+                    expiration: Date().addingTimeInterval(3600), now: Date())
+            }
+            _ = try await harness.storage.publish(batch: inputs)  // one write, one ring
+            #expect(await full.wait(timeout: .seconds(30)) { frames in frames.reduce(0) { $0 + ($1.changes?.count ?? 0) } >= 1200 })
+            let frames = full.all
+            #expect(frames.count == 3, "\(frames.map { $0.changes?.count ?? 0 })")
+            #expect(frames.map { $0.changes?.count ?? 0 } == [500, 500, 200])
+            #expect(frames.first?.previousCursor == before)
+            for (earlier, later) in zip(frames, frames.dropFirst()) { #expect(later.previousCursor == earlier.cursor) }
+            #expect(Set(frames.flatMap { $0.changes ?? [] }.map(\.appNotificationId)).count == 1200)
+        }
+    }
+
     @Test("When the service stops, each doorbell (plain and full) is closed with a close handshake, and leaves the hub", arguments: Backend.available)
     func doorbellGoodbye(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
