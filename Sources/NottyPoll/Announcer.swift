@@ -11,9 +11,6 @@ public final class Announcer: Sendable {
     public let exec: String?
     public let runner: CommandRunner
     private let lock = Mutex(())
-    /// Ids that arrived in Unread while quiet and did not interrupt (not muted ones): at the
-    /// end of the quiet period, those still Unread are one summary.
-    private let heldByQuiet = Mutex<[String]>([])
 
     public init(store: LocalStore, exec: String?, runner: CommandRunner) {
         self.store = store
@@ -28,18 +25,20 @@ public final class Announcer: Sendable {
         try lock.withLock { _ in
             let fresh = try store.unannounced()
             guard !fresh.isEmpty else { return [] }
-            // Marked first: a crash may skip an announcement but never repeats a command.
-            try store.markAnnounced(fresh.map(\.id))
             let now = Date()
             let interruptions = Interruptions(preferences: try store.preferences(), now: now)
             let arrived = fresh.map { ($0, NotificationView.current(of: $0, now: now)) }
+            // Those in Unread that quiet holds back (not muted ones): at the end of the quiet
+            // period, those still Unread are one summary. Kept in the store, so that a restart
+            // meanwhile loses none.
+            let held = arrived.filter { $0.1 == .unread && !interruptions.interrupts($0.0) && !interruptions.isMuted($0.0) }.map(\.0.id)
+            // Marked first: a crash may skip an announcement but never repeats a command.
+            try store.markAnnounced(fresh.map(\.id), held: held)
             for (notification, view) in arrived where view == .unread {
                 print(jsonLine(notification))
                 fflush(nil)
-                if interruptions.interrupts(notification) {
-                    if let exec { runner.submit(.init(option: "--exec", command: exec, notification: notification)) }
-                } else if !interruptions.isMuted(notification) {
-                    heldByQuiet.withLock { $0.append(notification.id) }
+                if interruptions.interrupts(notification), let exec {
+                    runner.submit(.init(option: "--exec", command: exec, notification: notification))
                 }
             }
             return arrived.filter { $0.1 != .unread || interruptions.interrupts($0.0) }
@@ -48,7 +47,7 @@ public final class Announcer: Sendable {
 
     /// When the quiet period that holds notifications back ends (nil: none is held back).
     public func quietEnds(now: Date = Date()) throws -> Date? {
-        guard !heldByQuiet.withLock({ $0.isEmpty }) else { return nil }
+        guard try store.holdsForQuiet() else { return nil }
         return Interruptions(preferences: try store.preferences(), now: now).quietUntil ?? now
     }
 
@@ -56,11 +55,11 @@ public final class Announcer: Sendable {
     /// summary, run once through `--exec`; nil while quiet or when nothing is left.
     public func summarizeQuiet(now: Date = Date()) throws -> QuietSummary? {
         try lock.withLock { _ in
-            let held = heldByQuiet.withLock { $0 }
-            guard !held.isEmpty else { return nil }
+            guard try store.holdsForQuiet() else { return nil }
             let interruptions = Interruptions(preferences: try store.preferences(), now: now)
             guard !interruptions.isQuiet else { return nil }
-            heldByQuiet.withLock { $0.removeFirst(held.count) }
+            let held = try store.heldByQuiet()
+            try store.releaseHeldByQuiet(held)
             let still = try held.compactMap { try store.notification(id: $0) }
                 .filter { NotificationView.current(of: $0, now: now) == .unread && !interruptions.isMuted($0) }
             guard !still.isEmpty else { return nil }

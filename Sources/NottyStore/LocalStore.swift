@@ -253,6 +253,11 @@ public final class LocalStore: Sendable {
                 )
                 """)
         }
+        // What a quiet period held back (SPEC §9), kept until its summary: `notty poll`
+        // restarted while quiet still sums it up when quiet ends.
+        migrator.registerMigration("v11 quiet held") { db in
+            try db.execute(sql: "CREATE TABLE quiet_held (notification_id TEXT PRIMARY KEY) WITHOUT ROWID")
+        }
         return migrator
     }
 

@@ -17,12 +17,37 @@ extension LocalStore {
         }
     }
 
-    /// Marks notifications as announced.
-    public func markAnnounced(_ ids: [String]) throws {
+    /// Marks notifications as announced, and keeps those of them that quiet holds back
+    /// (`held`) for its summary (``heldByQuiet()``), in one transaction.
+    public func markAnnounced(_ ids: [String], held: [String] = []) throws {
         guard !ids.isEmpty else { return }
         try write { db in
             for id in ids {
                 try db.cachedStatement(sql: "UPDATE notifications SET announced = 1 WHERE id = ?").execute(arguments: [id])
+            }
+            for id in held {
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO quiet_held (notification_id) VALUES (?)").execute(arguments: [id])
+            }
+        }
+    }
+
+    /// The notifications a quiet period held back whose summary is still to come (they may
+    /// have been handled or removed since).
+    public func heldByQuiet() throws -> [String] {
+        try pool.read { db in try String.fetchAll(db, sql: "SELECT notification_id FROM quiet_held") }
+    }
+
+    /// Whether quiet holds anything back for a summary.
+    public func holdsForQuiet() throws -> Bool {
+        try pool.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quiet_held)") ?? false }
+    }
+
+    /// Forgets `ids` as held back (their summary was made).
+    public func releaseHeldByQuiet(_ ids: [String]) throws {
+        guard !ids.isEmpty else { return }
+        try write { db in
+            for id in ids {
+                try db.cachedStatement(sql: "DELETE FROM quiet_held WHERE notification_id = ?").execute(arguments: [id])
             }
         }
     }

@@ -69,6 +69,35 @@ struct QuietTests {
         #expect(member(withSchedule, "schedule").flatMap { member($0, "zone") } == .string("Europe/Berlin"))
     }
 
+    @Test("notty poll restarted while quiet still sums up, when quiet ends, what it held back before the restart")
+    func summaryOutlivesARestart() async throws {
+        let world = try await TwoDevices()
+        let (a, b) = (world.a, world.b)
+        let marker = world.directory.appendingPathComponent("exec.txt")
+        func ran() -> [String] { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+        let exec = "echo \"${NOTTY_ID:-summary $NOTTY_COUNT $NOTTY_IDS}\" >> \(marker.path)"
+        let firstLog = world.directory.appendingPathComponent("poll-1.log")
+        let first = try b.start(["poll", "--live", "--exec", exec], log: firstLog)
+        defer { if first.isRunning { first.terminate() } }
+        func printed(_ log: URL) -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        #expect(await eventually(timeout: .seconds(10)) { printed(firstLog).contains("connection: live") })
+        #expect(try await a.run(["quiet", "--for", "1h"]).status == 0)
+        let held = try await world.publish("Disk 91% full", extra: ["--priority", "none"])
+        // Announced (printed) and held back, then the poll stops.
+        #expect(await eventually(timeout: .seconds(10)) { printed(firstLog).contains(held) }, "\(printed(firstLog))")
+        first.terminate()
+        first.waitUntilExit()
+        #expect(!ran().contains(held))
+
+        let secondLog = world.directory.appendingPathComponent("poll-2.log")
+        let second = try b.start(["poll", "--live", "--exec", exec], log: secondLog)
+        defer { if second.isRunning { second.terminate() } }
+        #expect(await eventually(timeout: .seconds(10)) { printed(secondLog).contains("connection: live") })
+        #expect(try await a.run(["quiet", "off"]).status == 0)
+        #expect(await eventually(timeout: .seconds(10)) { ran().contains("summary 1 \(held)") }, "\(ran())\n\(printed(secondLog))")
+        #expect(ran().filter { $0.hasPrefix("summary") }.count == 1)
+    }
+
     @Test("what is asked wrongly gets one line that says what to give")
     func refusals() async throws {
         let world = try await TwoDevices()
