@@ -200,7 +200,8 @@ public final class Center: Sendable {
                         requestSync()
                     case .setQuiet(let until):
                         do {
-                            let value = until.map { Interruptions.quietValue(until: $0, strict: false) } ?? .null
+                            let value = try until.map { Interruptions.quietValue(until: $0, strict: false) }
+                                ?? Interruptions(preferences: store.preferences(), now: Date()).offValue(now: Date())
                             try store.setPreference(key: Interruptions.quietKey, value: value)
                             postStatus()
                             requestSync()  // sends it

@@ -4,7 +4,8 @@ import Foundation
 /// Interrupting is a popup or an `--exec` command; history and counts never change.
 ///
 /// The preferences behind it: `quiet` = `{"until": <ISO time>, "strict": <bool>}` (`null`: not
-/// quiet), `quiet.schedule` = ``QuietSchedule`` (`null`: none), `mute.app.<host>` and
+/// quiet; `{"skip": <ISO time>}`: not quiet, and a window of the schedule that ends by then is
+/// skipped: what `quiet off` writes inside a window), `quiet.schedule` = ``QuietSchedule`` (`null`: none), `mute.app.<host>` and
 /// `mute.group.<name>` = `{"until": <ISO time or null: until unmuted>}` (`null`: not muted).
 /// A quiet period or a mute whose time has passed is over.
 public struct Interruptions: Sendable, Equatable {
@@ -46,25 +47,35 @@ public struct Interruptions: Sendable, Equatable {
 
     /// What `preferences` say at `now` (what has ended is left out).
     public init(preferences: [PreferenceEntry], now: Date) {
+        var skip: Date?
         for entry in preferences {
             guard case .object(let value) = entry.value else { continue }
             let until: Date? = if case .string(let text)? = value["until"] { ISOTime.parse(text) } else { nil }
             if entry.key == Self.quietKey {
+                if case .string(let text)? = value["skip"] { skip = ISOTime.parse(text) }
                 guard let until, until > now else { continue }
                 if until > quietUntil ?? .distantPast { quietUntil = until }
                 strict = strict || value["strict"] == .bool(true)
             } else if entry.key == Self.scheduleKey {
-                guard let schedule = QuietSchedule(entry.value) else { continue }
-                self.schedule = schedule
-                guard let end = schedule.end(containing: now) else { continue }
-                if end > quietUntil ?? .distantPast { quietUntil = end }
-                strict = strict || schedule.strict
+                schedule = QuietSchedule(entry.value)
             } else if let target = Self.target(of: entry.key) {
                 if let until, until <= now { continue }
                 mutes.append(Mute(target: target, until: until))
             }
         }
         mutes.sort { Self.key($0.target) < Self.key($1.target) }
+        if let schedule, let end = schedule.end(containing: now), end > skip ?? .distantPast {
+            if end > quietUntil ?? .distantPast { quietUntil = end }
+            strict = strict || schedule.strict
+        }
+    }
+
+    /// The `quiet` value that ends quiet at `now`: `null`, or inside a window of the schedule,
+    /// `{"skip": <the window's end>}`, so that the window is over now and the next one is quiet
+    /// again.
+    public func offValue(now: Date) -> JSONValue {
+        guard let end = schedule?.end(containing: now) else { return .null }
+        return .object(["skip": .string(ISOTime.format(end))])
     }
 
     static func target(of key: String) -> Target? {

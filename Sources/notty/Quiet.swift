@@ -14,7 +14,7 @@ struct Quiet: AsyncParsableCommand {
         discussion: """
             notty quiet --for 1h           quiet for an hour
             notty quiet --until 07:00      quiet until the next 07:00 here
-            notty quiet off                end a quiet period started with --for or --until
+            notty quiet off                end quiet now (in a scheduled window: until the next one)
             notty quiet --schedule 22:00-07:00 [--days mon-fri] [--zone Europe/Berlin]
                                            quiet every night (the days a window starts on;
                                            the zone's clock, across daylight-saving changes)
@@ -64,8 +64,9 @@ struct Quiet: AsyncParsableCommand {
                     say("quiet \(quiet.description)")
                 }
             } else if off != nil {
-                try store.setPreference(key: Interruptions.quietKey, value: .null, now: now)
-                say("quiet is off")
+                let value = Interruptions(preferences: try store.preferences(), now: now).offValue(now: now)
+                try store.setPreference(key: Interruptions.quietKey, value: value, now: now)
+                say(value == .null ? "quiet is off" : "quiet is off; the schedule's next window is quiet again")
             } else {
                 let end: Date
                 if let duration {

@@ -99,4 +99,24 @@ struct QuietScheduleTests {
         #expect(Interruptions(preferences: [PreferenceEntry(key: Interruptions.scheduleKey, value: schedule.value, changedAt: monday)],
                               now: Self.at("2027-01-19T12:00:00Z")).isQuiet == false)
     }
+
+    @Test("quiet off inside a scheduled window ends that window only; outside one it is null; a later quiet --for still quiets")
+    func offInsideAWindow() throws {
+        let window = try #require(QuietSchedule.window("22:00-07:00"))
+        let schedule = QuietSchedule(from: window.from, to: window.to, days: [], zone: Self.berlin, strict: false)
+        let night = Self.at("2027-01-18T22:30:00Z")  // 23:30 in Berlin
+        let scheduled = PreferenceEntry(key: Interruptions.scheduleKey, value: schedule.value, changedAt: night)
+        let before = Interruptions(preferences: [scheduled], now: night)
+        #expect(before.isQuiet)
+        let off = before.offValue(now: night)
+        #expect(off == .object(["skip": .string(ISOTime.format(Self.at("2027-01-19T06:00:00Z")))]))
+        let skipped = PreferenceEntry(key: Interruptions.quietKey, value: off, changedAt: night)
+        #expect(!Interruptions(preferences: [skipped, scheduled], now: night).isQuiet, "the window goes on after quiet off")
+        #expect(!Interruptions(preferences: [scheduled, skipped], now: Self.at("2027-01-19T05:59:00Z")).isQuiet)
+        let nextNight = Interruptions(preferences: [scheduled, skipped], now: Self.at("2027-01-19T21:30:00Z"))
+        #expect(nextNight.quietUntil == Self.at("2027-01-20T06:00:00Z"), "the next window is quiet again")
+        #expect(Interruptions(preferences: [scheduled], now: Self.at("2027-01-19T12:00:00Z")).offValue(now: Self.at("2027-01-19T12:00:00Z")) == .null)
+        let hour = PreferenceEntry(key: Interruptions.quietKey, value: Interruptions.quietValue(until: Self.at("2027-01-18T23:30:00Z"), strict: false), changedAt: night)
+        #expect(Interruptions(preferences: [scheduled, hour], now: night).quietUntil == Self.at("2027-01-19T06:00:00Z"))
+    }
 }

@@ -98,6 +98,31 @@ struct QuietTests {
         #expect(ran().filter { $0.hasPrefix("summary") }.count == 1)
     }
 
+    @Test("quiet off inside a scheduled window ends it now, on every device, and keeps the schedule")
+    func offInsideAWindow() async throws {
+        let world = try await TwoDevices()
+        let (a, b) = (world.a, world.b)
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC")!
+        func clock(_ date: Date) -> String {
+            let parts = utc.dateComponents([.hour, .minute], from: date)
+            return String(format: "%02d:%02d", parts.hour!, parts.minute!)
+        }
+        let now = Date()
+        let window = "\(clock(now.addingTimeInterval(-3600)))-\(clock(now.addingTimeInterval(3600)))"
+        #expect(try await a.run(["quiet", "--schedule", window, "--zone", "UTC"]).status == 0)
+        #expect(try await b.run(["sync"]).status == 0)
+        let during = try #require(JSONValue(jsonText: try await b.run(["status", "--json"]).out))
+        #expect(member(during, "quiet") != .null, "\(during)")
+        let off = try await a.run(["quiet", "off"])
+        #expect(off.out == "quiet is off; the schedule's next window is quiet again\n", "\(off.out)\(off.err)")
+        #expect(try await b.run(["sync"]).status == 0)
+        let after = try #require(JSONValue(jsonText: try await b.run(["status", "--json"]).out))
+        #expect(member(after, "quiet") == .null, "\(after)")
+        #expect(member(after, "schedule") != .null, "\(after)")
+        #expect(try await a.run(["quiet", "off"]).out == "quiet is off; the schedule's next window is quiet again\n")
+    }
+
     @Test("what is asked wrongly gets one line that says what to give")
     func refusals() async throws {
         let world = try await TwoDevices()
