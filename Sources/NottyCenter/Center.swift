@@ -200,8 +200,9 @@ public final class Center: Sendable {
                         requestSync()
                     case .setQuiet(let until):
                         do {
-                            let value = try until.map { Interruptions.quietValue(until: $0, strict: false) }
-                                ?? Interruptions(preferences: store.preferences(), now: Date()).offValue(now: Date())
+                            let now = Date()
+                            let current = Interruptions(preferences: try store.preferences(), now: now)
+                            let value = until.map { Interruptions.quietValue(until: $0, strict: false, skip: current.skip) } ?? current.offValue(now: now)
                             try store.setPreference(key: Interruptions.quietKey, value: value)
                             postStatus()
                             requestSync()  // sends it

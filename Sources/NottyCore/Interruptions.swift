@@ -25,6 +25,9 @@ public struct Interruptions: Sendable, Equatable {
     /// Quiet for `High` too.
     public var strict = false
     public var mutes: [Mute] = []
+    /// The end of a scheduled window that `quiet off` ended early, while it is still to come:
+    /// a new quiet period keeps it, so that the window does not come back when the period ends.
+    public var skip: Date?
 
     public static let quietKey = "quiet"
     public static let scheduleKey = "quiet.schedule"
@@ -37,8 +40,11 @@ public struct Interruptions: Sendable, Equatable {
         }
     }
 
-    public static func quietValue(until: Date, strict: Bool) -> JSONValue {
-        .object(["until": .string(ISOTime.format(until)), "strict": .bool(strict)])
+    /// A quiet period until `until`; `skip`: a scheduled window ended early (``skip``), kept.
+    public static func quietValue(until: Date, strict: Bool, skip: Date? = nil) -> JSONValue {
+        var value: [String: JSONValue] = ["until": .string(ISOTime.format(until)), "strict": .bool(strict)]
+        if let skip { value["skip"] = .string(ISOTime.format(skip)) }
+        return .object(value)
     }
 
     public static func muteValue(until: Date?) -> JSONValue {
@@ -47,12 +53,11 @@ public struct Interruptions: Sendable, Equatable {
 
     /// What `preferences` say at `now` (what has ended is left out).
     public init(preferences: [PreferenceEntry], now: Date) {
-        var skip: Date?
         for entry in preferences {
             guard case .object(let value) = entry.value else { continue }
             let until: Date? = if case .string(let text)? = value["until"] { ISOTime.parse(text) } else { nil }
             if entry.key == Self.quietKey {
-                if case .string(let text)? = value["skip"] { skip = ISOTime.parse(text) }
+                if case .string(let text)? = value["skip"], let end = ISOTime.parse(text), end > now { skip = end }
                 guard let until, until > now else { continue }
                 if until > quietUntil ?? .distantPast { quietUntil = until }
                 strict = strict || value["strict"] == .bool(true)

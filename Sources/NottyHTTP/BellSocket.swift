@@ -263,8 +263,8 @@ final class BellPump {
                         try await written?.get()
                     }
                     // A feed that stopped at a page reads on (with any cursor) before a new wake.
-                    let wake = feed.behind ? 0 : try await loop.submit({ pump.value.takeWake() }).get()
-                    guard let wake else { return }
+                    let behind = feed.behind
+                    guard let wake = try await loop.submit({ pump.value.takeWake(readingOn: behind) }).get() else { return }
                     frames = try await feed.frames(after: wake)
                     if frames == nil {
                         loop.execute { pump.value.owner?.feedEnded() }
@@ -280,12 +280,14 @@ final class BellPump {
         }
     }
 
-    /// The wake to read next, or nil: the task ends.
-    private func takeWake() -> Int64? {
+    /// The wake to read next, or nil: the task ends (the connection is closing, or nothing is
+    /// left to read). `readingOn`: the feed has more to read at once, with any cursor.
+    private func takeWake(readingOn: Bool = false) -> Int64? {
         guard owner?.isOpen == true else {
             reading = false
             return nil
         }
+        if readingOn { return 0 }
         if let ring = pendingRing {
             pendingRing = nil
             return ring

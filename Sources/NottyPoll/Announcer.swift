@@ -58,8 +58,7 @@ public final class Announcer: Sendable {
             guard try store.holdsForQuiet() else { return nil }
             let interruptions = Interruptions(preferences: try store.preferences(), now: now)
             guard !interruptions.isQuiet else { return nil }
-            let held = try store.heldByQuiet()
-            try store.releaseHeldByQuiet(held)
+            let held = try store.takeHeldByQuiet()
             let still = try held.compactMap { try store.notification(id: $0) }
                 .filter { NotificationView.current(of: $0, now: now) == .unread && !interruptions.isMuted($0) }
             guard !still.isEmpty else { return nil }

@@ -111,7 +111,7 @@ enum FeedStatements {
                     ) AS drawn
                 ), inserted AS (
                     INSERT INTO notifications (\(NotificationColumns.list))
-                    SELECT \(values) FROM \(ColumnArrays.unnest) WITH ORDINALITY AS fresh(\(NotificationColumns.list), n) JOIN positions USING (n)
+                    SELECT \(values) FROM \(ColumnArrays.unnest) WITH ORDINALITY AS fresh(\(NotificationColumns.list), n) JOIN positions USING (n) ORDER BY n
                     ON CONFLICT (user_id, lower(host_name), app_notification_id) WHERE NOT deleted DO NOTHING
                     RETURNING id, user_id, seq
                 ), cursors AS (

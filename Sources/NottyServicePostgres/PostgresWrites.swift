@@ -196,6 +196,10 @@ extension PostgresStorage {
                 if !jobs.isEmpty { finish(jobs, changed: try await writeBatch(jobs), failure: nil) }
             } catch {
                 finish(jobs, changed: [:], failure: error)
+                // A batch that timed out or lost its connection may have committed all the
+                // same (announced to the other instances, not to this one): this instance
+                // re-checks its connected users, as after losing its listening connection.
+                onResync.handler?()
             }
         }
     }

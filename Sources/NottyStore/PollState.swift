@@ -31,25 +31,16 @@ extension LocalStore {
         }
     }
 
-    /// The notifications a quiet period held back whose summary is still to come (they may
-    /// have been handled or removed since).
-    public func heldByQuiet() throws -> [String] {
-        try pool.read { db in try String.fetchAll(db, sql: "SELECT notification_id FROM quiet_held") }
-    }
-
     /// Whether quiet holds anything back for a summary.
     public func holdsForQuiet() throws -> Bool {
         try pool.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quiet_held)") ?? false }
     }
 
-    /// Forgets `ids` as held back (their summary was made).
-    public func releaseHeldByQuiet(_ ids: [String]) throws {
-        guard !ids.isEmpty else { return }
-        try write { db in
-            for id in ids {
-                try db.cachedStatement(sql: "DELETE FROM quiet_held WHERE notification_id = ?").execute(arguments: [id])
-            }
-        }
+    /// The notifications a quiet period held back, forgotten as held in the same statement:
+    /// each goes into one summary, whichever process makes it (they may have been handled or
+    /// removed since).
+    public func takeHeldByQuiet() throws -> [String] {
+        try write { db in try String.fetchAll(db, sql: "DELETE FROM quiet_held RETURNING notification_id") }
     }
 
     /// Marks everything in the store as announced (what `notty poll` does when it starts).

@@ -77,7 +77,8 @@ struct Quiet: AsyncParsableCommand {
                     else { throw CLIError("--until takes a time of day such as 07:00") }
                     end = next
                 }
-                try store.setPreference(key: Interruptions.quietKey, value: Interruptions.quietValue(until: end, strict: strict), now: now)
+                let skip = Interruptions(preferences: try store.preferences(), now: now).skip
+                try store.setPreference(key: Interruptions.quietKey, value: Interruptions.quietValue(until: end, strict: strict, skip: skip), now: now)
                 say("quiet until \(TimeText.clock(end, in: .current, now: now)) (\(TimeText.relative(end, now: now)))" + (strict ? ", High included" : ""))
             }
             await deliverQueued(local)

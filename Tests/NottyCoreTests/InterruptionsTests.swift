@@ -118,5 +118,13 @@ struct QuietScheduleTests {
         #expect(Interruptions(preferences: [scheduled], now: Self.at("2027-01-19T12:00:00Z")).offValue(now: Self.at("2027-01-19T12:00:00Z")) == .null)
         let hour = PreferenceEntry(key: Interruptions.quietKey, value: Interruptions.quietValue(until: Self.at("2027-01-18T23:30:00Z"), strict: false), changedAt: night)
         #expect(Interruptions(preferences: [scheduled, hour], now: night).quietUntil == Self.at("2027-01-19T06:00:00Z"))
+        // Quiet for an hour after quiet off in the window: the hour, then not the window again.
+        let skippedThen = Interruptions(preferences: [scheduled, skipped], now: night)
+        #expect(skippedThen.skip == Self.at("2027-01-19T06:00:00Z"))
+        let hourAfterOff = PreferenceEntry(
+            key: Interruptions.quietKey, value: Interruptions.quietValue(until: Self.at("2027-01-18T23:30:00Z"), strict: false, skip: skippedThen.skip), changedAt: night)
+        #expect(Interruptions(preferences: [scheduled, hourAfterOff], now: night).quietUntil == Self.at("2027-01-18T23:30:00Z"))
+        #expect(!Interruptions(preferences: [scheduled, hourAfterOff], now: Self.at("2027-01-18T23:45:00Z")).isQuiet)
+        #expect(Interruptions(preferences: [scheduled, skipped], now: Self.at("2027-01-19T12:00:00Z")).skip == nil, "a skip that has passed is over")
     }
 }

@@ -1,8 +1,10 @@
 import Foundation
 import NIOCore
 import NIOEmbedded
+import NIOPosix
 import NIOWebSocket
 import NottyCore
+import Synchronization
 import Testing
 @testable import NottyHTTP
 @testable import NottyService
@@ -135,4 +137,63 @@ struct BellSocketTests {
         silent.embeddedEventLoop.advanceTime(by: .seconds(1))
         #expect(!silent.isActive)
     }
+
+    @Test("A feed behind by pages reads on without a wake, and stops once its socket has closed")
+    func pagesStopAtClose() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let feed = PagedFeed(pages: 5)
+        let owner = ClosingOwner(loop: loop)
+        let pump = try await loop.submit { BellPump(feed: feed, owner: owner, eventLoop: loop) }.get()
+        try await loop.submit { pump.wake(1) }.get()
+        // The owner closes at its first write; the pump looks at it once more and ends.
+        let asked = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await owner.askedWhileClosed.first { _ in true } != nil }
+            group.addTask { try? await Task.sleep(for: .seconds(30)); return false }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        #expect(asked, "the pump never looked at the closed socket")
+        #expect(feed.calls.withLock { $0 } == 1, "pages were read for a closed socket")
+        withExtendedLifetime(pump) {}
+    }
+}
+
+/// A feed `pages` pages behind: each read is one page.
+private final class PagedFeed: BellFeed, Sendable {
+    let pages: Int
+    let calls = Mutex(0)
+    init(pages: Int) { self.pages = pages }
+    func opening() async throws -> [String] { [] }
+    func frames(after value: Int64) async throws -> [String]? {
+        let call = calls.withLock { calls in calls += 1; return calls }
+        return ["page \(call)"]
+    }
+    var behind: Bool { calls.withLock { $0 } < pages }
+}
+
+/// A connection that closes at its first write, and tells when it is asked whether it is open
+/// after that.
+private final class ClosingOwner: BellPumpOwner, Sendable {
+    let loop: any EventLoop
+    let closed = Mutex(false)
+    let askedWhileClosed: AsyncStream<Void>
+    private let asked: AsyncStream<Void>.Continuation
+    init(loop: any EventLoop) {
+        self.loop = loop
+        (askedWhileClosed, asked) = AsyncStream.makeStream()
+    }
+    var isOpen: Bool {
+        if closed.withLock({ $0 }) {
+            asked.yield()
+            return false
+        }
+        return true
+    }
+    func write(_ frames: [String]) -> EventLoopFuture<Void>? {
+        closed.withLock { $0 = true }
+        return loop.makeSucceededVoidFuture()
+    }
+    func feedEnded() {}
+    func feedFailed() {}
 }
