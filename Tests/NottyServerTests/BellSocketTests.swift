@@ -143,8 +143,8 @@ struct BellSocketTests {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let feed = PagedFeed(pages: 5)
         let owner = ClosingOwner(loop: loop)
-        let pump = try await loop.submit { BellPump(feed: feed, owner: owner, eventLoop: loop) }.get()
-        try await loop.submit { pump.wake(1) }.get()
+        let pump = try await loop.submit { NIOLoopBound(BellPump(feed: feed, owner: owner, eventLoop: loop), eventLoop: loop) }.get()
+        try await loop.submit { pump.value.wake(1) }.get()
         // The owner closes at its first write; the pump looks at it once more and ends.
         let asked = await withTaskGroup(of: Bool.self) { group in
             group.addTask { await owner.askedWhileClosed.first { _ in true } != nil }
