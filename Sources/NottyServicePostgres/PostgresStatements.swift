@@ -180,23 +180,32 @@ enum FeedLock {
     }
 }
 
-/// Rows of `notifications` as one array a column, in ``NotificationColumns/names`` order.
+/// Rows of `notifications` as one array a column, in ``NotificationColumns/names`` order (with
+/// no rows, one empty array a column).
 struct ColumnArrays: ColumnWriter, Sendable {
-    private var columns: [NullableArray] = []
+    private var columns: [NullableArray]
     private var column = 0
     private(set) var count = 0
 
+    /// The columns' element types, in order (read from a sample row once).
+    private static let elements: [NullableArray.Element] = {
+        var probe = ColumnArrays(columns: [])
+        NotificationColumns.sample.write(to: &probe)
+        return probe.columns.map(\.element)
+    }()
+
     /// `unnest($1::text[], $2::text[], …)`: the arrays' types, in column order.
     static let unnest: String = {
-        var probe = ColumnArrays()
-        NotificationColumns.sample.write(to: &probe)
-        let casts = probe.columns.enumerated().map { index, array in "$\(index + 1)::\(array.sqlType)" }
+        let casts = elements.enumerated().map { index, element in "$\(index + 1)::\(NullableArray(element: element).sqlType)" }
         return "unnest(\(casts.joined(separator: ", ")))"
     }()
 
-    init() {}
+    init() { self.init(columns: Self.elements.map { NullableArray(element: $0) }) }
+
+    private init(columns: [NullableArray]) { self.columns = columns }
 
     init(_ rows: some Sequence<StoredNotification>) {
+        self.init()
         for row in rows { append(NotificationColumns(row)) }
     }
 
@@ -216,7 +225,7 @@ struct ColumnArrays: ColumnWriter, Sendable {
     mutating func integer(_ value: Int64?) { columns[next(.int8)].append(integer: value) }
     mutating func flag(_ value: Bool) { columns[next(.bool)].append(flag: value) }
 
-    /// The index of the next column's array (made at the first row).
+    /// The index of the next column's array (made here only while ``elements`` probes).
     private mutating func next(_ element: NullableArray.Element) -> Int {
         if column == columns.count { columns.append(NullableArray(element: element)) }
         column += 1
@@ -293,6 +302,13 @@ struct NullableArray: PostgresDynamicTypeEncodable, Sendable {
     var psqlFormat: PostgresFormat { .binary }
 
     func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
+        guard count > 0 else {
+            // PostgreSQL's empty array: no dimensions.
+            buffer.writeInteger(Int32(0))
+            buffer.writeInteger(Int32(0))
+            buffer.writeInteger(element.type.rawValue)
+            return
+        }
         buffer.writeInteger(Int32(1))  // dimensions
         buffer.writeInteger(Int32(hasNull ? 1 : 0))
         buffer.writeInteger(element.type.rawValue)

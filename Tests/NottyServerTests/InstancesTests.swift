@@ -199,6 +199,28 @@ struct PostgresSchemaTests {
     }
 }
 
+extension PostgresSchemaTests {
+    @Test("The feed statements take no rows as well as many: empty column arrays write and answer nothing")
+    func emptyColumnArrays() async throws {
+        let storage = try await PostgresStorage.connect(url: PostgresURL(TestPostgres.createDatabase()), logger: .quiet, timeout: .seconds(30))
+        defer { Task { try? await storage.close() } }
+        #expect(ColumnArrays().bindings.count == NotificationColumns.names.count)
+        let answered = try await storage.run { connection in
+            _ = try await connection.execute(FeedStatements.Save(rows: ColumnArrays()), logger: .quiet)
+            var rows = 0
+            for try await _ in try await connection.execute(FeedStatements.InsertFresh(rows: ColumnArrays()), logger: .quiet) { rows += 1 }
+            for try await _ in try await connection.execute(
+                FeedStatements.PublishTogether(rows: ColumnArrays(), users: [], channel: "notty_test", instance: "test"), logger: .quiet) { rows += 1 }
+            return rows
+        }
+        #expect(answered == 0)
+        let count = try await storage.run { connection in
+            try await connection.query("SELECT count(*)::bigint FROM notifications", logger: .quiet).collect(Int64.self)
+        }
+        #expect(count == [0])
+    }
+}
+
 @Suite("PostgreSQL going away and coming back", .timeLimit(.minutes(5)), .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
 struct OutageTests {
     @Test("PostgreSQL down: 503 serviceUnavailable, /healthz fails, nothing half-written; back: the service recovers without a restart")
