@@ -64,9 +64,11 @@ struct Quiet: AsyncParsableCommand {
                     say("quiet \(quiet.description)")
                 }
             } else if off != nil {
-                let value = Interruptions(preferences: try store.preferences(), now: now).offValue(now: now)
+                let current = Interruptions(preferences: try store.preferences(), now: now)
+                let value = current.offValue(now: now)
                 try store.setPreference(key: Interruptions.quietKey, value: value, now: now)
-                say(value == .null ? "quiet is off" : "quiet is off; the schedule's next window is quiet again")
+                // (A window skipped already stays skipped.)
+                say(value != .null && current.isQuiet ? "quiet is off; the schedule's next window is quiet again" : "quiet is off")
             } else {
                 let end: Date
                 if let duration {
