@@ -62,8 +62,7 @@ final class NtfyStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, Be
         let segments = parts[0].split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         guard segments.count == 2, !segments.first!.isEmpty, segments.last == "json" || segments.last == "sse" else { return false }
         guard parts.count == 2 else { return true }
-        let poll = parts[1].split(separator: "&").first { $0.hasPrefix("poll=") }?.dropFirst(5).lowercased()
-        return !["1", "true", "yes"].contains(poll ?? "")
+        return !NtfyFollower.Replay.isPoll(parts[1].split(separator: "&").first { $0.hasPrefix("poll=") }?.dropFirst(5))
     }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }

@@ -71,13 +71,10 @@ extension Routes {
             Route(method: .post, path: "/message", audience: .webhook, handle: speaking(.gotify) { request, _ in try await self.gotifyPublish(request) }),
         ]
         // §8.2: following the inbox (a topic made by notty subscribe --ntfy).
+        let ntfyStream = speaking(.ntfy) { request, context in try await self.ntfySubscribe(request, topic: context.topic()) }
         routes += [
-            Route(method: .get, path: "/:tenant/json", audience: .webhook, handle: speaking(.ntfy) { request, context in
-                try await self.ntfySubscribe(request, topic: context.topic(), format: .json)
-            }),
-            Route(method: .get, path: "/:tenant/sse", audience: .webhook, handle: speaking(.ntfy) { request, context in
-                try await self.ntfySubscribe(request, topic: context.topic(), format: .sse)
-            }),
+            Route(method: .get, path: "/:tenant/json", audience: .webhook, handle: ntfyStream),
+            Route(method: .get, path: "/:tenant/sse", audience: .webhook, handle: ntfyStream),
             Route(method: .get, path: "/:tenant/auth", audience: .webhook, handle: speaking(.ntfy) { _, context in
                 _ = try await self.service.inbox.topic(token: context.topic())
                 return try JSONResponse.make(["success": true])
@@ -181,7 +178,7 @@ extension Routes {
     /// A stream is served here only where ``NtfyStreamHandler`` does not take it (behind another
     /// request on its connection, or under the in-process test router); both read the same
     /// plan (``Routes/ntfyStreamPlan(for:)``).
-    private func ntfySubscribe(_ request: Request, topic: String, format: StreamFormat) async throws -> Response {
+    private func ntfySubscribe(_ request: Request, topic: String) async throws -> Response {
         var headers = HTTPFields()
         headers[.cacheControl] = "no-cache"
         // The feed position and the replay are read here, where a failure is still an answer.

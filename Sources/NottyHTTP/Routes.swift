@@ -226,7 +226,7 @@ public struct Routes: Sendable {
         let segments = request.uri.path.split(separator: "/")
         guard segments.count == 2, let format = ["json": StreamFormat.json, "sse": .sse][String(segments[1])] else { return nil }
         let query = Self.query(request.uri)
-        guard !["1", "true", "yes"].contains(query["poll"]?.lowercased() ?? "") else { return nil }
+        guard !NtfyFollower.Replay.isPoll(query["poll"]) else { return nil }
         let (userId, feed) = try await ntfyFeed(topic: segments[0], query: query, encode: format.text)
         return NtfyStreamPlan(hub: service.hub, userId: userId, feed: feed, opening: try await feed.opening(), contentType: format.contentType)
     }

@@ -69,9 +69,14 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
         /// Those that arrived at or after this time (`since=<unix seconds>`).
         case since(Date)
 
+        /// Whether a `poll=` value asks for the replay alone (ntfy's `1`, `true`, `yes`).
+        package static func isPoll(_ value: (some StringProtocol)?) -> Bool {
+            ["1", "true", "yes"].contains(value?.lowercased() ?? "")
+        }
+
         /// `since=all|<unix time>|<message id>`, `poll=1` (the whole of Unread when no `since`).
         package init(query: [String: String]) {
-            let poll = ["1", "true", "yes"].contains(query["poll"]?.lowercased() ?? "")
+            let poll = Self.isPoll(query["poll"])
             switch query["since"] {
             case nil, ""?: self = poll ? .all : .none
             case let value?:

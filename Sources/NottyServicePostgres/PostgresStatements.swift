@@ -196,7 +196,7 @@ struct ColumnArrays: ColumnWriter, Sendable {
 
     /// `unnest($1::text[], $2::text[], …)`: the arrays' types, in column order.
     static let unnest: String = {
-        let casts = elements.enumerated().map { index, element in "$\(index + 1)::\(NullableArray(element: element).sqlType)" }
+        let casts = elements.enumerated().map { index, element in "$\(index + 1)::\(element.sqlType)" }
         return "unnest(\(casts.joined(separator: ", ")))"
     }()
 
@@ -247,6 +247,15 @@ struct NullableArray: PostgresDynamicTypeEncodable, Sendable {
             }
         }
 
+        /// The array's type in SQL, for a cast.
+        var sqlType: String {
+            switch self {
+            case .text: "text[]"
+            case .int8: "bigint[]"
+            case .bool: "boolean[]"
+            }
+        }
+
         var arrayType: PostgresDataType {
             switch self {
             case .text: .textArray
@@ -262,14 +271,6 @@ struct NullableArray: PostgresDynamicTypeEncodable, Sendable {
     private var elements = ByteBuffer()
 
     init(element: Element) { self.element = element }
-
-    var sqlType: String {
-        switch element {
-        case .text: "text[]"
-        case .int8: "bigint[]"
-        case .bool: "boolean[]"
-        }
-    }
 
     mutating func append(text value: String?) {
         guard let value else { return appendNull() }

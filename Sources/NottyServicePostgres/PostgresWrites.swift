@@ -101,18 +101,14 @@ extension PostgresStorage {
         let outcome = JobOutcome<T>()
         let logger = logger
         let freshIds = Set(fresh.map(\.notification.id))
-        var answer: (@Sendable () -> Void)?
-        if let written { answer = { outcome.set(.success(written())) } }
+        let answer: (@Sendable () -> Void)? = if let written { { outcome.set(.success(written())) } } else { nil }
         try await submit { finish in
             FeedJob(
                 user: user, positions: positions, fresh: fresh,
                 run: { connection, context, inserted in
                     if !freshIds.isEmpty && freshIds.isSubset(of: inserted.keys) {
-                        // Written already: `body` only answers.
-                        if let written {
-                            outcome.set(.success(written()))
-                            return
-                        }
+                        // Written already: `written` (else `body`) only answers.
+                        if let answer { return answer() }
                         do { outcome.set(.success(try await body(connection, context, inserted))) } catch { outcome.set(.failure(error)) }
                         return
                     }

@@ -18,7 +18,7 @@ extension LocalStore {
     }
 
     /// Marks notifications as announced, and keeps those of them that quiet holds back
-    /// (`held`) for its summary (``heldByQuiet()``), in one transaction.
+    /// (`held`) for its summary (``takeHeldByQuiet()``), in one transaction.
     public func markAnnounced(_ ids: [String], held: [String] = []) throws {
         guard !ids.isEmpty else { return }
         try write { db in

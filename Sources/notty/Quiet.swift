@@ -53,6 +53,7 @@ struct Quiet: AsyncParsableCommand {
             let local = Device()
             let store = try local.store()
             let now = Date()
+            let current = Interruptions(preferences: try store.preferences(), now: now)
             if let schedule {
                 if schedule == "off" {
                     try store.setPreference(key: Interruptions.scheduleKey, value: .null, now: now)
@@ -64,7 +65,6 @@ struct Quiet: AsyncParsableCommand {
                     say("quiet \(quiet.description)")
                 }
             } else if off != nil {
-                let current = Interruptions(preferences: try store.preferences(), now: now)
                 let value = current.offValue(now: now)
                 try store.setPreference(key: Interruptions.quietKey, value: value, now: now)
                 // (A window skipped already stays skipped.)
@@ -79,8 +79,7 @@ struct Quiet: AsyncParsableCommand {
                     else { throw CLIError("--until takes a time of day such as 07:00") }
                     end = next
                 }
-                let skip = Interruptions(preferences: try store.preferences(), now: now).skip
-                try store.setPreference(key: Interruptions.quietKey, value: Interruptions.quietValue(until: end, strict: strict, skip: skip), now: now)
+                try store.setPreference(key: Interruptions.quietKey, value: Interruptions.quietValue(until: end, strict: strict, skip: current.skip), now: now)
                 say("quiet until \(TimeText.clock(end, in: .current, now: now)) (\(TimeText.relative(end, now: now)))" + (strict ? ", High included" : ""))
             }
             await deliverQueued(local)
