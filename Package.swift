@@ -93,7 +93,7 @@ let package = Package(
         // The client's durable store: notifications, outbox, cursor (GRDB/SQLite, WAL).
         .target(
             name: "NottyStore",
-            dependencies: ["NottyCore", "NottySQLite", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
+            dependencies: ["NottyCore", "NottyPOSIX", "NottySQLite", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
         ),
         // The sync engine: HTTP client and tokens, pull/flush, doorbell and polling.
         .target(
@@ -207,7 +207,7 @@ let package = Package(
         .testTarget(name: "NottyTerminalTests", dependencies: ["NottyTerminal", "NottyTUI", "NottyPOSIX", "CNcursesw", "NottyTestSupport"]),
         .testTarget(name: "NottyPOSIXTests", dependencies: ["NottyPOSIX"]),
         .testTarget(name: "NottyDBusTests", dependencies: ["NottyDBus", "NottyDesktop", "NottyCore", "NottyTestSupport"]),
-        .testTarget(name: "NottyPollTests", dependencies: ["NottyPoll", "NottyCore", "NottyTestSupport"]),
+        .testTarget(name: "NottyPollTests", dependencies: ["NottyPoll", "NottyCore", "NottyStore", "NottyDesktop", "NottyDBus", "NottyTestSupport"]),
         .testTarget(name: "NottyTUITests", dependencies: ["NottyTUI", "NottyCore", "NottyTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "NottyWebhooksTests", dependencies: ["NottyWebhooks", "NottyCore"], exclude: ["Fixtures"]),
         .testTarget(name: "NottyCenterTests", dependencies: ["NottyCenter", "NottyStore", "NottyTUI", "NottyCore", "NottyTestSupport"]),
@@ -229,7 +229,7 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "NottyServerTests",
+            name: "NottyServiceTests",
             dependencies: [
                 "NottyCore",
                 "NottyService",

@@ -17,7 +17,11 @@ public final class Center: Sendable {
     let client: ServiceClient
     let engine: SyncEngine
     let settings: ClientSettings
-    private let inbox = Mutex<[TUIEvent]>([])
+    /// Events posted from other threads (the sync's callbacks, the store's watcher) for the loop.
+    private let eventQueue = Mutex<[TUIEvent]>([])
+    /// Set when the status line's facts may have changed; the loop reads them from the store
+    /// (reads block: never on a callback's thread, which may be Swift's cooperative pool).
+    private let statusStale = Atomic<Bool>(true)
     private let quitRequested = Atomic<Bool>(false)
     /// Ends the loop's wait for a key when an event is posted or a quit requested, so that the
     /// loop sleeps until its next tick instead of looking every 50 ms (nil: it looks).
@@ -88,16 +92,23 @@ public final class Center: Sendable {
     }
 
     public func post(_ event: TUIEvent) {
-        inbox.withLock { $0.append(event) }
+        eventQueue.withLock { $0.append(event) }
         wakeUp?.signal()
     }
 
+    /// Asks the loop to read the status line's facts again.
     private func postStatus() {
+        statusStale.store(true, ordering: .releasing)
+        wakeUp?.signal()
+    }
+
+    /// The status line's facts, read from the store (on the loop's thread).
+    private func readStatus() -> TUIEvent {
         let info = try? store.syncInfo()
         let interruptions = Interruptions(preferences: (try? store.preferences()) ?? [], now: Date())
-        post(.status(SyncStatus(
+        return .status(SyncStatus(
             user: credentials.userName, server: credentials.server, connection: connection.withLock { $0 },
-            outbox: info?.outbox ?? 0, lastSync: info?.lastSync, quietUntil: interruptions.quietUntil, mutes: interruptions.mutes.count)))
+            outbox: info?.outbox ?? 0, lastSync: info?.lastSync, quietUntil: interruptions.quietUntil, mutes: interruptions.mutes.count))
     }
 
     private func syncEvent(_ event: LiveSyncEvent) {
@@ -123,7 +134,6 @@ public final class Center: Sendable {
         var state = TUIState(size: terminal.size(), now: Date(), timeZone: .current, useColor: useColor, view: settings.view)
         let loader = WindowLoader(store: store) { [weak self] in self?.post(.storeChanged) }
         var pending: [TUIEvent] = [.storeChanged]
-        postStatus()
         var lastTick = Date()
         var running = true
         // Windows and frames read and rendered ahead of their keys while the user is idle.
@@ -144,7 +154,8 @@ public final class Center: Sendable {
         }
         while running {
             if quitRequested.load(ordering: .relaxed) { break }
-            pending += inbox.withLock { events in defer { events.removeAll() }; return events }
+            pending += eventQueue.withLock { events in defer { events.removeAll() }; return events }
+            if statusStale.exchange(false, ordering: .acquiringAndReleasing) { pending.append(readStatus()) }
             let now = Date()
             if now.timeIntervalSince(lastTick) >= 1 || now < lastTick {  // or the wall clock stepped back
                 pending.append(.tick(now))
@@ -172,9 +183,8 @@ public final class Center: Sendable {
                         if try saved({ _ = try store.record(ids.map { ($0, LocalAction.delete) }) }) { requestSync() }
                     case .markAllRead(let view, let query):
                         // Only the Unread ones change (and are what `u` restores).
-                        let ids = try store.window(view: view, query: query, offset: 0, limit: Int(Int32.max), now: Date())
-                            .filter { $0.readState == .unread }.map(\.id)
-                        if try saved({ _ = try store.record(ids.map { ($0, LocalAction.patch(StateChange(readState: .read))) }) }) {
+                        var ids: [String] = []
+                        if try saved({ ids = try store.markAllRead(view: view, query: query) }) {
                             pending.append(.markedAllRead(ids))
                             requestSync()
                         }
@@ -200,10 +210,7 @@ public final class Center: Sendable {
                         requestSync()
                     case .setQuiet(let until):
                         do {
-                            let now = Date()
-                            let current = Interruptions(preferences: try store.preferences(), now: now)
-                            let value = until.map { Interruptions.quietValue(until: $0, strict: false, skip: current.skip) } ?? current.offValue(now: now)
-                            try store.setPreference(key: Interruptions.quietKey, value: value)
+                            try store.setQuiet(until: until)
                             postStatus()
                             requestSync()  // sends it
                         } catch {

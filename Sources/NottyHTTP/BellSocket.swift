@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import NIOCore
 import NIOWebSocket
 import NottyCore
@@ -323,10 +324,11 @@ struct HubLine<End: HubLineEnd>: DoorbellListener {
 }
 
 /// `?payload=full`: the changes themselves, a page a frame (SPEC §3).
-final class FullDoorbellFeed: BellFeed, @unchecked Sendable {  // one task at a time (BellFeed)
+final class FullDoorbellFeed: BellFeed {
     private let inbox: Inbox
     private let userId: String
-    private var sent: Int64 = 0
+    /// The cursor sent up to, and whether the last page stopped short of the feed's end.
+    private let position = Mutex<(sent: Int64, behind: Bool)>((0, false))
 
     init(inbox: Inbox, userId: String) {
         self.inbox = inbox
@@ -334,28 +336,31 @@ final class FullDoorbellFeed: BellFeed, @unchecked Sendable {  // one task at a 
     }
 
     func opening() async throws -> [String] {
-        sent = try await inbox.latestCursor(userId: userId)
+        let latest = try await inbox.latestCursor(userId: userId)
+        position.withLock { $0.sent = latest }
         return []
     }
 
     /// One page (500 changes) a call, written before the next is read: a device far behind
     /// is caught up without holding its whole gap in memory.
     func frames(after value: Int64) async throws -> [String]? {
+        let sent = position.withLock { $0.sent }
         let page = try await inbox.changes(userId: userId, since: sent, limit: 500)
-        behind = false
-        guard let next = Int64(page.cursor), next != sent else { return [] }
+        guard let next = Int64(page.cursor), next != sent else {
+            position.withLock { $0.behind = false }
+            return []
+        }
         let frame = DoorbellFrame(type: "changes", cursor: page.cursor, previousCursor: String(sent), changes: page.changes, preferences: page.preferences)
-        sent = next
-        behind = page.hasMore
+        position.withLock { $0 = (next, page.hasMore) }
         return [String(decoding: try NottyJSON.encoder.encode(frame), as: UTF8.self)]
     }
 
-    private(set) var behind = false
+    var behind: Bool { position.withLock { $0.behind } }
 }
 
 /// An ntfy subscriber (SPEC §8.2): the inbox as ntfy events, each a frame as `encode` writes it
 /// (a WebSocket's text, a line of NDJSON, an SSE event).
-final class NtfyBellFeed: BellFeed, @unchecked Sendable {  // one task at a time (BellFeed)
+final class NtfyBellFeed: BellFeed {
     private let follower: NtfyFollower
     private let replay: NtfyFollower.Replay
     private let encode: @Sendable (NtfyAnswer) -> String

@@ -6,26 +6,36 @@ import Synchronization
 
 /// Reports notifications not yet announced on this device: a JSON line and `--exec` for those
 /// in Unread when they arrive (the others were handled elsewhere first: they are only marked).
+/// Blocks on the store: ``PollReporter`` calls it off the pool.
 public final class Announcer: Sendable {
     public let store: LocalStore
     public let exec: String?
-    public let runner: CommandRunner
+    public let jobs: any CommandJobs
+    /// Where each announced notification's JSON line goes (stdout).
+    let output: @Sendable (String) -> Void
     private let lock = Mutex(())
 
-    public init(store: LocalStore, exec: String?, runner: CommandRunner) {
+    public init(store: LocalStore, exec: String?, jobs: any CommandJobs, output: @escaping @Sendable (String) -> Void = Announcer.printLine) {
         self.store = store
         self.exec = exec
-        self.runner = runner
+        self.jobs = jobs
+        self.output = output
+    }
+
+    /// A line on stdout, flushed at once (a pipe reader sees each when it is announced).
+    public static let printLine: @Sendable (String) -> Void = { line in
+        print(line)
+        fflush(nil)
     }
 
     /// What arrived since the last call, each with its view now, for the popups: those in
     /// Unread that may not interrupt (muted, or quiet: SPEC §9) are left out. Each in Unread
     /// is a JSON line; `--exec` runs only for those that may interrupt.
-    public func announce() throws -> [(UserNotification, NotificationView?)] {
+    @available(*, noasync, message: "blocks on the store: call it off the pool (PollReporter does)")
+    public func announce(now: Date = Date()) throws -> [(UserNotification, NotificationView?)] {
         try lock.withLock { _ in
-            let fresh = try store.unannounced()
+            let fresh = try store.unannounced(now: now)
             guard !fresh.isEmpty else { return [] }
-            let now = Date()
             let interruptions = Interruptions(preferences: try store.preferences(), now: now)
             let arrived = fresh.map { ($0, NotificationView.current(of: $0, now: now)) }
             // Those in Unread that quiet holds back (not muted ones): at the end of the quiet
@@ -35,10 +45,9 @@ public final class Announcer: Sendable {
             // Marked first: a crash may skip an announcement but never repeats a command.
             try store.markAnnounced(fresh.map(\.id), held: held)
             for (notification, view) in arrived where view == .unread {
-                print(jsonLine(notification))
-                fflush(nil)
+                output(jsonLine(notification))
                 if interruptions.interrupts(notification), let exec {
-                    runner.submit(.init(option: "--exec", command: exec, notification: notification))
+                    jobs.submit(.init(option: "--exec", command: exec, notification: notification))
                 }
             }
             return arrived.filter { $0.1 != .unread || interruptions.interrupts($0.0) }
@@ -46,6 +55,7 @@ public final class Announcer: Sendable {
     }
 
     /// When the quiet period that holds notifications back ends (nil: none is held back).
+    @available(*, noasync, message: "blocks on the store: call it off the pool (PollReporter does)")
     public func quietEnds(now: Date = Date()) throws -> Date? {
         guard try store.holdsForQuiet() else { return nil }
         return Interruptions(preferences: try store.preferences(), now: now).quietUntil ?? now
@@ -53,6 +63,7 @@ public final class Announcer: Sendable {
 
     /// Once quiet has ended: what it held back and is still Unread (and not muted now), as one
     /// summary, run once through `--exec`; nil while quiet or when nothing is left.
+    @available(*, noasync, message: "blocks on the store: call it off the pool (PollReporter does)")
     public func summarizeQuiet(now: Date = Date()) throws -> QuietSummary? {
         try lock.withLock { _ in
             guard try store.holdsForQuiet() else { return nil }
@@ -63,20 +74,21 @@ public final class Announcer: Sendable {
                 .filter { NotificationView.current(of: $0, now: now) == .unread && !interruptions.isMuted($0) }
             guard !still.isEmpty else { return nil }
             let summary = QuietSummary(notifications: still.sorted { $0.createdDateTime > $1.createdDateTime })
-            if let exec { runner.submit(.init(option: "--exec", command: exec, summary: summary)) }
+            if let exec { jobs.submit(.init(option: "--exec", command: exec, summary: summary)) }
             return summary
         }
     }
 
     /// `--on-change`: runs `command` for each notification known here whose state changed
     /// (anywhere) since the last call, with `NOTTY_STATE` set.
-    public func reportStateChanges(_ command: String) throws {
+    @available(*, noasync, message: "blocks on the store: call it off the pool (PollReporter does)")
+    public func reportStateChanges(_ command: String, now: Date = Date()) throws {
         try lock.withLock { _ in
             while true {
-                let changes = try store.stateChanges()
+                let changes = try store.stateChanges(now: now)
                 guard !changes.isEmpty else { return }
                 for change in changes {
-                    runner.submit(.init(option: "--on-change", command: command, notification: change.notification, state: change.stateName))
+                    jobs.submit(.init(option: "--on-change", command: command, notification: change.notification, state: change.stateName))
                 }
             }
         }
@@ -98,30 +110,5 @@ public struct QuietSummary: Sendable, Equatable {
         let shown = notifications.prefix(5).map { "\($0.targetHostName): \($0.displayTitle)" }
         let more = notifications.count > 5 ? ["and \(notifications.count - 5) more"] : []
         return (shown + more).joined(separator: "\n")
-    }
-}
-
-/// While a quiet period holds notifications back, looks for its summary when it is due to end
-/// (a period's end, a schedule's window): `arm` after each announcement.
-public final class QuietEndWatch: Sendable {
-    private let announcer: Announcer
-    private let summarize: @Sendable () async -> Void
-    /// The end a wait is running for.
-    private let awaited = Mutex<Date?>(nil)
-
-    public init(announcer: Announcer, summarize: @escaping @Sendable () async -> Void) {
-        self.announcer = announcer
-        self.summarize = summarize
-    }
-
-    /// Starts a wait for the quiet period's end, unless one runs for that end already.
-    public func arm() {
-        guard let end = (try? announcer.quietEnds()) ?? nil,
-              awaited.withLock({ awaited in defer { awaited = end }; return awaited != end }) else { return }
-        Task { [self] in
-            try? await Task.sleep(for: .seconds(max(0.05, end.timeIntervalSinceNow + 0.05)))
-            awaited.withLock { if $0 == end { $0 = nil } }
-            await summarize()
-        }
     }
 }

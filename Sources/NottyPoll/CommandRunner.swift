@@ -3,9 +3,14 @@ import NottyCommandLine
 import NottyCore
 import Synchronization
 
+/// Where `notty poll`'s commands go: a ``CommandRunner``, or a recording list in the tests.
+public protocol CommandJobs: Sendable {
+    func submit(_ job: CommandRunner.Job)
+}
+
 /// Runs `--exec` and `--on-change` commands beside syncing: at most `limit` at once, the rest
 /// queued in order, each stopped (SIGTERM, then SIGKILL) after `timeout` seconds.
-public final class CommandRunner: Sendable {
+public final class CommandRunner: CommandJobs {
     public struct Job: Sendable {
         /// The option the command came from, for messages.
         public let option: String

@@ -7,12 +7,35 @@ import NottyDesktop
 import NottyStore
 import Synchronization
 
+/// Where popups are shown: the desktop's notification daemon (``DesktopBus``, libdbus), or a
+/// recording bus in the tests.
+public protocol PopupBus: Sendable {
+    /// Shows `content` (in place of popup `replacing`, when not 0); answers the popup's id.
+    func notify(_ content: PopupContent, replacing: UInt32) async throws -> UInt32
+    func close(_ popupId: UInt32)
+    func stop()
+}
+
+extension DesktopBus: PopupBus {}
+
+/// What ``PollReporter`` tells the popups (``DesktopPopups``).
+public protocol PollPopups: Sendable {
+    /// Notifications that arrived at `now`, each with its view.
+    func arrived(_ notifications: [(UserNotification, NotificationView?)], at now: Date) async
+    /// The store changed: every popup follows its notification.
+    func storeChanged(now: Date) async
+    /// The one popup for what a quiet period held back.
+    func show(_ summary: QuietSummary) async
+    func stop() async
+}
+
 /// `notty poll --desktop`: the desktop's popups kept true to the store through ``PopupBridge``
-/// (pure) and ``DesktopBus`` (libdbus). Signals from the daemon and the store's changes are
-/// handled one at a time; the mapping is saved to the store after each.
-public actor DesktopPopups {
+/// (pure) and a ``PopupBus`` (the daemon through libdbus). Signals from the daemon and the
+/// store's changes are handled one at a time; the mapping is saved to the store after each.
+/// Store calls run off the pool (``LocalStore/perform(_:)``).
+public actor DesktopPopups: PollPopups {
     private var bridge: PopupBridge
-    private let bus: DesktopBus
+    private let bus: any PopupBus
     private let store: LocalStore
     private let changed: @Sendable () -> Void
     private var signals: Task<Void, Never>?
@@ -20,7 +43,7 @@ public actor DesktopPopups {
     /// Connects to the session bus; without one (or without a daemon) says so in one line and
     /// answers nil: polling goes on without popups.
     /// `storm`: more popups than this of one app and group within 60 s become one (SPEC §9).
-    public static func start(store: LocalStore, storm: Int, changed: @escaping @Sendable () -> Void) -> DesktopPopups? {
+    public static func start(store: LocalStore, storm: Int, changed: @escaping @Sendable () -> Void) async -> DesktopPopups? {
         let (stream, continuation) = AsyncStream.makeStream(of: DesktopBus.Signal.self)
         let bus: DesktopBus
         do {
@@ -29,14 +52,21 @@ public actor DesktopPopups {
             warn(error.description)
             return nil
         }
-        let entries = ((try? store.popups()) ?? []).map { ($0.notificationId, PopupBridge.Entry(popupId: $0.popupId, view: $0.view)) }
-        let popups = DesktopPopups(bridge: PopupBridge(entries: Dictionary(entries, uniquingKeysWith: { a, _ in a }), stormLimit: storm), bus: bus, store: store, changed: changed)
         warn("desktop popups through \(bus.server)")
-        Task { await popups.listen(stream) }
+        return await start(store: store, bus: bus, signals: stream, storm: storm, changed: changed)
+    }
+
+    /// Popups on `bus`, told of the daemon's `signals` (a popup closed, an action pressed).
+    public static func start(store: LocalStore, bus: any PopupBus, signals: AsyncStream<DesktopBus.Signal>, storm: Int,
+                             changed: @escaping @Sendable () -> Void) async -> DesktopPopups {
+        let records = (try? await store.perform { try $0.popups() }) ?? []
+        let entries = records.map { ($0.notificationId, PopupBridge.Entry(popupId: $0.popupId, view: $0.view)) }
+        let popups = DesktopPopups(bridge: PopupBridge(entries: Dictionary(entries, uniquingKeysWith: { a, _ in a }), stormLimit: storm), bus: bus, store: store, changed: changed)
+        await popups.listen(signals)
         return popups
     }
 
-    private init(bridge: PopupBridge, bus: DesktopBus, store: LocalStore, changed: @escaping @Sendable () -> Void) {
+    private init(bridge: PopupBridge, bus: any PopupBus, store: LocalStore, changed: @escaping @Sendable () -> Void) {
         self.bridge = bridge
         self.bus = bus
         self.store = store
@@ -54,21 +84,23 @@ public actor DesktopPopups {
         }
     }
 
-    public func arrived(_ notifications: [(UserNotification, NotificationView?)]) async {
-        let now = Date()
+    public func arrived(_ notifications: [(UserNotification, NotificationView?)], at now: Date) async {
         await handle(notifications.map { .arrived($0.0, view: $0.1, at: now) })
     }
 
     /// Reports where every notification with a popup (or a snoozed one that had one) is now.
     /// A snooze that ended while the notification may not interrupt (quiet, a mute: SPEC §9)
     /// is not reported yet: it pops up again at the first change after it may.
-    public func storeChanged() async {
-        let now = Date()
-        let interruptions = Interruptions(preferences: (try? store.preferences()) ?? [], now: now)
-        await handle(bridge.trackedIds.compactMap { id in
-            let notification = try? store.notification(id: id)
+    public func storeChanged(now: Date) async {
+        let tracked = bridge.trackedIds
+        guard let (preferences, notifications) = try? await store.perform({ store in
+            (try store.preferences(), try tracked.map { try store.notification(id: $0) })
+        }) else { return }
+        let interruptions = Interruptions(preferences: preferences, now: now)
+        let entries = bridge.entries
+        await handle(zip(tracked, notifications).compactMap { id, notification in
             let view = notification.flatMap { NotificationView.current(of: $0, now: now) }
-            if view == .unread, let notification, bridge.entries[id]?.popupId == nil, !interruptions.interrupts(notification) { return nil }
+            if view == .unread, let notification, entries[id]?.popupId == nil, !interruptions.interrupts(notification) { return nil }
             return .moved(id: id, notification, view: view)
         })
     }
@@ -77,7 +109,7 @@ public actor DesktopPopups {
     /// act on: the notifications stay in Unread.
     public func show(_ summary: QuietSummary) async {
         do {
-            _ = try await bus.notify(PopupContent(summary: summary.title, body: PopupContent.escapingMarkup(summary.body)))
+            _ = try await bus.notify(PopupContent(summary: summary.title, body: PopupContent.escapingMarkup(summary.body)), replacing: 0)
         } catch {
             warn("cannot show a popup: \(error)")
         }
@@ -127,20 +159,20 @@ public actor DesktopPopups {
             case .close(let popupId):
                 bus.close(popupId)
             case .dismiss(let id):
-                record(id, StateChange(userActionState: .dismissed))
+                await record(id, StateChange(userActionState: .dismissed))
             case .activate(let id):
-                let url = (try? store.notification(id: id))?.launchUrl
-                record(id, StateChange.activate)
+                let url = (try? await store.perform { try $0.notification(id: id) })??.launchUrl
+                await record(id, StateChange.activate)
                 if let url, let problem = LinkOpener.open(url) { warn(problem) }
             }
         }
         let records = bridge.entries.map { LocalStore.PopupRecord(notificationId: $0.key, popupId: $0.value.popupId, view: $0.value.view) }
-        do { try store.savePopups(records) } catch { warn("cannot save the popups: \(error)") }
+        do { try await store.perform { try $0.savePopups(records) } } catch { warn("cannot save the popups: \(error)") }
     }
 
-    private func record(_ id: String, _ change: StateChange) {
+    private func record(_ id: String, _ change: StateChange) async {
         do {
-            try store.record([(id, .patch(change))])
+            _ = try await store.perform { try $0.record([(id, .patch(change))]) }
             changed()
         } catch {
             warn("cannot record the popup's change: \(error)")

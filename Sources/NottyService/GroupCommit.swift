@@ -62,22 +62,24 @@ package final class JobOutcome<T: Sendable>: Sendable {
     }
 }
 
-/// Holds a callback set after start-up. (Not a `Mutex<closure?>`: reading a closure through
-/// `withLock`'s `inout` re-wraps it in reabstraction thunks on every call, and the chain grows
-/// without end.)
-package final class HandlerSlot<Handler>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Handler?
+/// Holds a callback set after start-up. (The callback is kept in a box of its own: reading a
+/// closure straight through `Mutex.withLock`'s `inout` re-wraps it in reabstraction thunks on
+/// every call, and the chain grows without end; a box is read as one reference.)
+package final class HandlerSlot<Handler: Sendable>: Sendable {
+    private final class Box: Sendable {
+        let handler: Handler
+        init(_ handler: Handler) { self.handler = handler }
+    }
+    private let stored = Mutex<Box?>(nil)
 
     package init() {}
 
     package func set(_ handler: Handler) {
-        lock.withLock { stored = handler }
+        let box = Box(handler)
+        stored.withLock { $0 = box }
     }
 
     package var handler: Handler? {
-        lock.lock()
-        defer { lock.unlock() }
-        return stored
+        stored.withLock { $0 }?.handler
     }
 }

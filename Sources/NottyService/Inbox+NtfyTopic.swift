@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 import NottyCore
 import NottyWebhooks
 
@@ -47,11 +48,12 @@ extension Inbox {
 /// notification and its content (the ntfy app keeps each id once, so a change that leaves it
 /// in Unread with the same content shows nothing new, and a re-publish with other content
 /// shows again), and clearing or deleting what a phone does not have does nothing there.
-package final class NtfyFollower: @unchecked Sendable {  // used by one stream's task at a time
+package final class NtfyFollower: Sendable {
     let inbox: Inbox
     let userId: String
     let topic: String
-    private var cursor: Int64 = 0
+    /// The feed position read up to.
+    private let cursor = Mutex<Int64>(0)
 
     /// How many notifications in Unread a stream reads when it starts (what a phone replays).
     static let replayLimit = 1000
@@ -63,7 +65,7 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
     }
 
     /// Which of what is in Unread a new stream replays (`poll=1`, `since=`).
-    package enum Replay: Equatable {
+    package enum Replay: Equatable, Sendable {
         case none
         case all
         /// Those that arrived at or after this time (`since=<unix seconds>`).
@@ -96,7 +98,8 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
     /// Starts following: the feed position first (nothing after it is missed), then the
     /// `message` events of what is in Unread that `replay` asks for, oldest first.
     package func start(replay: Replay) async throws -> [NtfyAnswer] {
-        cursor = try await inbox.latestCursor(userId: userId)
+        let latest = try await inbox.latestCursor(userId: userId)
+        cursor.withLock { $0 = latest }
         guard replay != .none else { return [] }
         let unread = try await inbox.list(userId: userId, view: .unread, top: Self.replayLimit, skip: 0)
             .sorted { ($0.createdDateTime, $0.id) < ($1.createdDateTime, $1.id) }
@@ -113,7 +116,7 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
         var events: [NtfyAnswer] = []
         let interruptions = try await self.interruptions()
         while true {
-            let page = try await inbox.changes(userId: userId, since: cursor, limit: 500)
+            let page = try await inbox.changes(userId: userId, since: cursor.withLock { $0 }, limit: 500)
             let now = inbox.clock.nowMillis()
             for notification in page.changes {
                 if !notification.isLive(at: now) {
@@ -125,7 +128,7 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
                 }
             }
             guard let next = Int64(page.cursor) else { return events }
-            cursor = max(cursor, next)
+            cursor.withLock { $0 = max($0, next) }
             if !page.hasMore { return events }
         }
     }
@@ -174,7 +177,7 @@ package final class NtfyFollower: @unchecked Sendable {  // used by one stream's
         // A tick may have taken a ring's place: the feed is read unless this stream is known
         // to be at the user's newest position.
         var events: [NtfyAnswer] = []
-        if value != DoorbellHub.tickValue || inbox.knownLatestCursor(userId: userId) != cursor {
+        if value != DoorbellHub.tickValue || inbox.knownLatestCursor(userId: userId) != cursor.withLock({ $0 }) {
             events = try await changes()
         }
         if value == DoorbellHub.tickValue { events.append(control("keepalive")) }

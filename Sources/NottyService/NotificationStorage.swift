@@ -1,13 +1,20 @@
 import Foundation
 import NottyCore
 
-/// Where the service keeps accounts, tokens, subscriptions and every user's notifications.
-///
-/// Each method is one transaction: it happens entirely or not at all. Implementations throw
-/// ``StorageError/unavailable(_:)`` when the database cannot be reached, and the service maps
-/// that to `503 serviceUnavailable`. The merge rules themselves live in ``NotificationRules``
-/// so that every backend applies them the same way.
-public protocol NotificationStorage: Sendable {
+// Each method of these protocols is one transaction: it happens entirely or not at all.
+// Implementations throw `StorageError.unavailable` when the database cannot be reached, and
+// the service maps that to `503 serviceUnavailable`. The merge rules themselves live in
+// `NotificationRules` so that every backend applies them the same way.
+
+/// Where the service keeps accounts, tokens, subscriptions and every user's notifications:
+/// every concern's protocol together. A backend conforms to this; a part of the service that
+/// needs one concern asks for that protocol alone. A new concern (a new job's rows) is a new
+/// protocol here, added to this list, and a file of its own in each backend.
+public typealias NotificationStorage = StorageLifecycle & AccountStorage & TokenStorage & SubscriptionStorage
+    & SignInGuessStorage & FeedStorage & DelayedPublishStorage & RetentionStorage & PreferenceStorage
+
+/// Opening, checking and closing the storage, and what it tells the service of changes.
+public protocol StorageLifecycle: Sendable {
     /// Creates or upgrades the schema.
     func migrate() async throws
     /// Throws when storage does not answer (`/healthz`).
@@ -25,8 +32,19 @@ public protocol NotificationStorage: Sendable {
     /// before every use of a cached credential.
     func credentialsStamp() -> Int64
     func close() async throws
+}
 
-    // MARK: Accounts
+extension StorageLifecycle {
+    /// A backend that only this process writes never misses a change.
+    public func setResyncHandler(_ handler: @escaping @Sendable () -> Void) {}
+    /// A backend that only this process writes has no other instance to revoke credentials.
+    public func setCredentialsChangeHandler(_ handler: @escaping @Sendable () -> Void) {}
+    /// A backend whose instances tell each other (``setCredentialsChangeHandler(_:)``) needs no stamp.
+    public func credentialsStamp() -> Int64 { 0 }
+}
+
+/// Users and apps (`notty admin`, sign-in, publishing's app check).
+public protocol AccountStorage: Sendable {
     func createUser(_ user: UserRecord) async throws
     func deleteUser(name: String) async throws -> Bool
     func user(name: String) async throws -> UserRecord?
@@ -35,16 +53,20 @@ public protocol NotificationStorage: Sendable {
     func deleteApp(hostName: String) async throws -> Bool
     func app(clientId: String) async throws -> AppRecord?
     func app(hostName: String) async throws -> AppRecord?
+}
 
-    // MARK: Tokens
+/// Access and refresh tokens (stored as hashes).
+public protocol TokenStorage: Sendable {
     func insertTokens(_ tokens: [TokenRecord]) async throws
     func token(hash: String) async throws -> TokenRecord?
     /// Revokes `oldHash` and stores `replacements`, atomically; `false` (and nothing stored)
     /// when `oldHash` is unknown, revoked or expired at `now`.
     func rotateToken(oldHash: String, replacements: [TokenRecord], now: Date) async throws -> Bool
     func revokeTokens(hashes: [String]) async throws
+}
 
-    // MARK: Subscriptions
+/// Subscriptions (an app's channel to a user, a webhook's secret URL) and devices.
+public protocol SubscriptionStorage: Sendable {
     func insertSubscription(_ subscription: SubscriptionRecord) async throws
     func subscription(id: String) async throws -> SubscriptionRecord?
     /// The subscription (live or not) whose webhook URL token hashes to `hash`.
@@ -55,8 +77,10 @@ public protocol NotificationStorage: Sendable {
     func revokeSubscription(id: String, userId: String) async throws -> Bool
     /// Records that the device made a request at `at` (its registration's last seen).
     func touchDevice(deviceId: String, userId: String, at: Date) async throws
+}
 
-    // MARK: Failed sign-ins (GuessLimiter)
+/// Failed sign-ins (``GuessLimiter``).
+public protocol SignInGuessStorage: Sendable {
     /// The records of `keys` that exist.
     func guesses(keys: [String]) async throws -> [GuessRecord]
     /// Replaces the record of each key with what `update` makes of it (nil: none), in one
@@ -66,8 +90,10 @@ public protocol NotificationStorage: Sendable {
     func allGuesses() async throws -> [GuessRecord]
     /// Forgets the records of `keys` (every record when nil); answers how many there were.
     func forgetGuesses(keys: [String]?) async throws -> Int
+}
 
-    // MARK: Notifications (writes)
+/// Every user's notifications and their change feed: publishing, devices' mutations, reads.
+public protocol FeedStorage: Sendable {
     /// Publishes or re-publishes (same user, app and `appNotificationId`).
     func publish(_ input: PublishInput) async throws -> UserNotification
     /// Publishes several notifications of one user in one transaction (a webhook request):
@@ -79,6 +105,19 @@ public protocol NotificationStorage: Sendable {
     func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool
     /// Applies device mutations (PATCH, DELETE, batch) with idempotence by `mutationId`.
     func mutate(userId: String, mutations: [Mutation], now: Date) async throws -> [MutationResult]
+    func notification(id: String, userId: String) async throws -> UserNotification?
+    /// `nil` when `since` is older than the kept history (410).
+    func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage?
+    func latestSeq(userId: String) async throws -> Int64
+    /// The newest cursor handed out to anyone (a larger one comes from another database).
+    func highestSeq() async throws -> Int64
+    func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification]
+    func counts(userId: String, now: Date) async throws -> ViewCounts
+}
+
+/// Publishes held until they are due (`deliveryDateTime`), claimed with a lease so that one
+/// instance of several publishes each.
+public protocol DelayedPublishStorage: Sendable {
     /// Holds a publish until it is due.
     func insertDelayed(_ record: DelayedRecord) async throws
     /// Claims up to `limit` held publishes due at `now` until `lease` (another sweep, of this
@@ -86,36 +125,23 @@ public protocol NotificationStorage: Sendable {
     func claimDueDelayed(now: Date, lease: Date, limit: Int) async throws -> [DelayedRecord]
     /// Forgets held publishes once published.
     func deleteDelayed(ids: [String]) async throws
+}
+
+/// What the service forgets by the clock: expired notifications, old tombstones.
+public protocol RetentionStorage: Sendable {
     /// Deletes every notification whose `expirationDateTime` has passed; returns how many.
     func expire(now: Date) async throws -> Int
     /// Forgets tombstones and mutation records older than `before`.
     func purgeHistory(before: Date) async throws
+}
 
-    // MARK: Notifications (reads)
-    func notification(id: String, userId: String) async throws -> UserNotification?
-    /// `nil` when `since` is older than the kept history (410).
-    func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage?
-    func latestSeq(userId: String) async throws -> Int64
-
-    // Preferences (SPEC §9)
+/// The user's preferences (SPEC §9).
+public protocol PreferenceStorage: Sendable {
     /// Every preference of the user, by key (unset ones with a `null` value).
     func preferences(userId: String) async throws -> [PreferenceEntry]
     /// Applies `entries` in one transaction by ``PreferenceRules``; each one applied moves the
     /// user's feed (and rings their devices). Answers every preference after it.
     func setPreferences(userId: String, _ entries: [PreferenceEntry]) async throws -> [PreferenceEntry]
-    /// The newest cursor handed out to anyone (a larger one comes from another database).
-    func highestSeq() async throws -> Int64
-    func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification]
-    func counts(userId: String, now: Date) async throws -> ViewCounts
-}
-
-extension NotificationStorage {
-    /// A backend that only this process writes never misses a change.
-    public func setResyncHandler(_ handler: @escaping @Sendable () -> Void) {}
-    /// A backend that only this process writes has no other instance to revoke credentials.
-    public func setCredentialsChangeHandler(_ handler: @escaping @Sendable () -> Void) {}
-    /// A backend whose instances tell each other (``setCredentialsChangeHandler(_:)``) needs no stamp.
-    public func credentialsStamp() -> Int64 { 0 }
 }
 
 /// What a publish stores, after the service has checked the app, subscription and limits.

@@ -8,6 +8,7 @@ extension LocalStore {
     /// The groups of `view` at `now` among the rows matching `query` (``GroupQuery``): each
     /// group's count, Unread count and newest time, newest group first. One grouped pass over
     /// the view's index ranges (the center reads it when the store changes, not per key).
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func groups(view: NotificationView, query: String = "", now: Date = Date()) throws -> [NotificationGroup] {
         try pool.read { db in try groups(db, view: view, query: query, now: now) }
     }

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import NottyCore
+import NottyPOSIX
 import NottySQLite
 import Synchronization
 
@@ -10,8 +11,13 @@ import Synchronization
 /// Every notification keeps two states: the service's (as last pulled or acknowledged) and the
 /// shown one, which is the service's with the pending outbox re-applied on top. Every user
 /// action writes the shown state and an outbox entry in one transaction. Several processes of
-/// one device may open the same file (WAL, busy timeout); ``dataVersion()`` tells a reader
+/// one device may open the same file (WAL, busy timeout); ``revision()`` tells a reader
 /// that another connection committed.
+///
+/// Every method blocks (SQLite, its locks, the disk) and so is unavailable from async code:
+/// the compiler refuses a call on Swift's cooperative pool (2 threads here), and async code
+/// goes through ``perform(_:)`` or ``open(path:)`` instead, which run it on a thread of its own.
+/// A thread of the caller's own (the center's loop, a command's main) calls them directly.
 public final class LocalStore: Sendable {
     public let path: String
     let pool: DatabasePool
@@ -22,10 +28,24 @@ public final class LocalStore: Sendable {
 
     /// Opens (and creates) the store at `path` and migrates it. `readers`: how many
     /// connections read at once (tests take one, to look at its statements).
+    @available(*, noasync, message: "blocks on SQLite: use `await LocalStore.open(path:)` (a thread of its own), never on Swift's cooperative pool")
     public convenience init(path: String) throws {
         try self.init(path: path, readers: 4)
     }
 
+    /// ``init(path:)`` from async code: opens and migrates the store off the pool.
+    public static func open(path: String) async throws -> LocalStore {
+        try await offThePool { try LocalStore(path: path) }
+    }
+
+    /// Runs `body`, which calls the store's blocking methods, on a thread of its own and
+    /// awaits its result: how async code (the sync engine, `notty poll`, commands) uses the store.
+    @discardableResult
+    public func perform<T: Sendable>(_ body: @escaping @Sendable (LocalStore) throws -> T) async throws -> T {
+        try await offThePool { [self] in try body(self) }
+    }
+
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     init(path: String, readers: Int) throws {
         self.path = path
         checkpointer = WALCheckpointer(path: path)
@@ -103,6 +123,7 @@ public final class LocalStore: Sendable {
     /// one of a store opened with `readers: 1`) that were prepared again, with how many times.
     /// Tests: SQLite prepares a statement again each time a value is bound to a parameter its
     /// plan depends on.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     func readerReprepares() throws -> [String: Int] {
         try pool.read { db in
             var found: [String: Int] = [:]
@@ -117,6 +138,7 @@ public final class LocalStore: Sendable {
     }
 
     /// A pragma's value on the writer's connection (tests check `synchronous`).
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     func writerPragma(_ name: String) throws -> Int? {
         try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA \(name)") }
     }
@@ -277,6 +299,7 @@ public final class LocalStore: Sendable {
     }
 
     /// The change-feed cursor of the last applied page (nil: never synced).
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func cursor() throws -> String? {
         try pool.read { db in try meta(db, "cursor") }
     }
@@ -288,6 +311,7 @@ public final class LocalStore: Sendable {
         public var outbox: Int
     }
 
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func syncInfo() throws -> SyncInfo {
         try pool.read { db in
             SyncInfo(
@@ -299,6 +323,7 @@ public final class LocalStore: Sendable {
 
     /// Ties the store to `account`; when it held another account's notifications they are
     /// forgotten (with their outbox) so users never mix.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func bind(account: String) throws {
         // Every command binds at its start: the store already bound to this account (the usual
         // case) is read, not written (a write commits and waits for the disk).
@@ -317,6 +342,7 @@ public final class LocalStore: Sendable {
 
     /// A number that changes whenever any process commits a change to the store (every write
     /// method bumps it in its transaction). Cheap enough to ask several times a second.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func revision() throws -> Int64 {
         try pool.read { db in try revision(db) }
     }
@@ -334,15 +360,20 @@ public final class LocalStore: Sendable {
     }
 
     /// The one watcher of the store for every process of a device: checks ``revision()``
-    /// every `interval` and yields when it moved (another process, the sync engine, this one)
-    /// or when a snooze ended or a notification expired. Ends when the consumer stops.
+    /// every `interval` on a thread of its own and yields when it moved (another process, the
+    /// sync engine, this one) or when a snooze ended or a notification expired. Ends when the
+    /// consumer stops (within one `interval`).
     public func changes(every interval: Duration = .milliseconds(200)) -> AsyncStream<Change> {
         AsyncStream { continuation in
-            let task = Task { [self] in
-                var revision = (try? revision()) ?? 0
+            let flag = StopFlag()
+            continuation.onTermination = { _ in flag.stop() }
+            let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+            startOffThePool(name: "notty-store-watch") { [self] in
+                var revision = (try? self.revision()) ?? 0
                 var nextTimed = try? nextTimedChange()
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: interval)
+                while !flag.isStopped {
+                    Thread.sleep(forTimeInterval: seconds)
+                    if flag.isStopped { break }
                     let now = (try? self.revision()) ?? revision
                     if now != revision {
                         revision = now
@@ -355,7 +386,6 @@ public final class LocalStore: Sendable {
                 }
                 continuation.finish()
             }
-            continuation.onTermination = { _ in task.cancel() }
         }
     }
 
@@ -381,4 +411,12 @@ public final class LocalStore: Sendable {
         let last = try meta(db, "hlc").flatMap(Int64.init) ?? 0
         if millis > last { try setMeta(db, "hlc", String(millis)) }
     }
+}
+
+
+/// Tells a watcher's thread to end (set once, from any thread).
+final class StopFlag: Sendable {
+    private let stopped = Atomic<Bool>(false)
+    func stop() { stopped.store(true, ordering: .releasing) }
+    var isStopped: Bool { stopped.load(ordering: .acquiring) }
 }

@@ -55,6 +55,7 @@ extension LocalStore {
 
     /// One notification as shown (service state plus pending changes), if it is in the store
     /// and not deleted locally. Expired ones are returned too; callers check `isLive`.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func notification(id: String) throws -> UserNotification? {
         try pool.read { db in
             try Self.notifications(db.cachedStatement(sql: "SELECT \(Self.columns) FROM notifications WHERE id = ? AND hidden = 0"), arguments: [id]).first
@@ -62,6 +63,7 @@ extension LocalStore {
     }
 
     /// The full id for `text`: an id, or a unique prefix of at least 6 characters.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func resolve(_ text: String) throws -> String {
         let text = text.trimmingCharacters(in: .whitespaces).lowercased()
         guard text.count >= 6 else { throw StoreError.tooShort(text) }
@@ -80,6 +82,7 @@ extension LocalStore {
     /// the block counts (``ViewIndex``) wherever it is in the view. With one, the rows' keys
     /// are stepped over in an index, from whichever end of the matches is nearer when `total`
     /// (their number) is given. Only the returned rows are read from the table.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func window(view: NotificationView, query: String = "", offset: Int = 0, limit: Int, total: Int? = nil, now: Date = Date()) throws -> [UserNotification] {
         try pool.read { db in try window(db, view: view, query: query, offset: offset, limit: limit, total: total, now: now) }
     }
@@ -139,6 +142,7 @@ extension LocalStore {
     }
 
     /// How many rows of `view` match `query` at `now`.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func count(view: NotificationView, query: String = "", now: Date = Date()) throws -> Int {
         try pool.read { db in
             try quickCount(db, view: view, query: query, now: now) ?? count(db, branches(db, view, now: now, query: query))
@@ -156,6 +160,7 @@ extension LocalStore {
     }
 
     /// The index of notification `id` in `view` (newest first) or nil when it is not in it.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func position(of id: String, view: NotificationView, query: String = "", now: Date = Date()) throws -> Int? {
         try pool.read { db in try position(db, of: id, view: view, query: query, now: now) }
     }
@@ -182,6 +187,7 @@ extension LocalStore {
 
     /// The six counts at `now` (SPEC §1: the first five add up to All): the largest block
     /// counts of each bucket, with expired rows and ended snoozes moved where they belong.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func counts(now: Date = Date()) throws -> ViewCounts {
         try pool.read { db in try counts(db, now: now) }
     }
@@ -211,6 +217,7 @@ extension LocalStore {
     /// The id of the next (`forward`: older) or previous Unread notification of `view` matching
     /// `query` after notification `id`, anywhere in the view; nil when there is none. One seek
     /// in the Unread rows' index per bucket the view takes rows from (the Read bucket has none).
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func nextUnread(view: NotificationView, query: String = "", after id: String, forward: Bool, now: Date = Date()) throws -> String? {
         try pool.read { db in
             guard let created = try Int64.fetchOne(db.cachedStatement(sql: "SELECT created FROM notifications WHERE id = ?"), arguments: [id]) else {
@@ -247,12 +254,14 @@ extension LocalStore {
     }
 
     /// Ids of every notification in `view` matching `query` (for `--all --view` and "mark all read").
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func ids(view: NotificationView, query: String = "", now: Date = Date()) throws -> [String] {
         try window(view: view, query: query, offset: 0, limit: Int(Int32.max), now: now).map(\.id)
     }
 
     /// The soonest future time at which a snooze ends or a notification expires: when views
     /// change by time alone.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func nextTimedChange(after now: Date = Date()) throws -> Date? {
         try pool.read { db in try nextTimedChange(db, after: now) }
     }
@@ -268,6 +277,7 @@ extension LocalStore {
 
     /// Runs `body` with one read transaction of the store: everything it reads through the
     /// snapshot is of one revision, and it takes one reader once instead of once a read.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func snapshot<T>(_ body: (StoreSnapshot) throws -> T) throws -> T {
         try pool.read { db in try body(StoreSnapshot(store: self, db: db)) }
     }

@@ -93,6 +93,7 @@ struct SearchPlan: Sendable {
 extension LocalStore {
     /// Adds up to `rows` not yet indexed rows to the search index in one transaction; returns
     /// whether rows remain. The TUI calls it in the background after the store changes.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     @discardableResult
     public func indexForSearch(rows: Int = 2000) throws -> Bool {
         try write { db in
@@ -114,6 +115,7 @@ extension LocalStore {
     }
 
     /// How many rows are not in the search index yet.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func rowsToIndexForSearch() throws -> Int {
         try pool.read { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications WHERE rowid > ?", arguments: [try SearchIndex.indexed(db)]) ?? 0
@@ -122,6 +124,7 @@ extension LocalStore {
 
     /// How many rows of `view` match `query` at `now` when that is quick to know (no query,
     /// or few candidates); nil when it takes a scan of the view (``count(view:query:now:)``).
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func quickCount(view: NotificationView, query: String, now: Date = Date()) throws -> Int? {
         try pool.read { db in try quickCount(db, view: view, query: query, now: now) }
     }

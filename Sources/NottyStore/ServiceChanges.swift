@@ -8,6 +8,7 @@ import NottyCore
 extension LocalStore {
     /// Applies one page of the change feed in one transaction, if the store's cursor is still
     /// `since` (another process of this device may have pulled meanwhile).
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func apply(page: ChangesPage, since: String?, now: Date = Date()) throws -> PageOutcome {
         try writeWithoutTransaction { db in try Self.inRepairableTransaction(db) {
             guard try meta(db, "cursor") == since else { return .cursorMoved }
@@ -93,6 +94,7 @@ extension LocalStore {
     /// 0.4 s). ``buildDeferredIndexes()`` makes them again at the end of the pull, or of the
     /// next one if this process dies first: until then the store is complete and correct, only
     /// slower to read. Returns whether it dropped any.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     @discardableResult
     public func deferIndexesIfEmpty() throws -> Bool {
         try write { db in
@@ -118,6 +120,7 @@ extension LocalStore {
     static let defaultCacheSize = -2_000
 
     /// Makes the indexes ``deferIndexesIfEmpty()`` dropped, if any (one sorted pass each).
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func buildDeferredIndexes() throws {
         let pattern = Self.deferredIndexPrefix + "%"
         let deferred = "SELECT key, value FROM meta WHERE key LIKE ?"
@@ -145,6 +148,7 @@ extension LocalStore {
     /// Starts a full resync (after `410 cursorExpired`): forgets the cursor and marks every
     /// notification stale; pages from the start clear the mark; ``finishResync()`` drops what
     /// the service no longer has. The outbox is kept.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func beginResync() throws {
         try write { db in
             try setMeta(db, "cursor", nil)
@@ -154,6 +158,7 @@ extension LocalStore {
     }
 
     /// Ends a full resync: notifications the service did not send again are gone.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func finishResync() throws {
         try write { db in
             try db.execute(sql: "DELETE FROM outbox WHERE notification_id IN (SELECT id FROM notifications WHERE stale = 1)")

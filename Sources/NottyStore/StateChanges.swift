@@ -52,6 +52,7 @@ extension LocalStore {
 
     /// Starts (or stops) keeping state changes for ``stateChanges(now:)``; either way what was
     /// kept before is forgotten (it was from an earlier run).
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func watchStates(_ on: Bool) throws {
         try write { db in
             try db.execute(sql: "DELETE FROM state_changes")
@@ -62,6 +63,7 @@ extension LocalStore {
     /// Takes the state changes kept since the last call, one per notification (its state
     /// before the first change against its state now), oldest first; those that came back to
     /// where they were are left out. At most `limit` queued changes are taken per call.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func stateChanges(now: Date = Date(), limit: Int = 1_000) throws -> [StateChanged] {
         try write { db in
             var reader = RowReader()

@@ -55,9 +55,27 @@ extension LocalStore {
     /// Records actions on notifications: for each, the shown state and a durable outbox entry in
     /// one transaction. Ids not in the store (or deleted) are skipped. Returns the state of each
     /// affected notification before the action (for undo).
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     @discardableResult
     public func record(_ actions: [(id: String, action: LocalAction)], now: Date = Date()) throws -> [ShownState] {
+        try write { db in try record(db, actions, now: now) }
+    }
+
+    /// Marks every Unread notification of `view` matching `query` Read, in one transaction
+    /// (no other write comes between the rows read and the rows changed). Answers their ids
+    /// (what an undo restores to Unread).
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @discardableResult
+    public func markAllRead(view: NotificationView, query: String = "", now: Date = Date()) throws -> [String] {
         try write { db in
+            let ids = try window(db, view: view, query: query, offset: 0, limit: Int(Int32.max), total: nil, now: now)
+                .filter { $0.readState == .unread }.map(\.id)
+            try record(db, ids.map { ($0, LocalAction.patch(StateChange(readState: .read))) }, now: now)
+            return ids
+        }
+    }
+
+    func record(_ db: Database, _ actions: [(id: String, action: LocalAction)], now: Date) throws -> [ShownState] {
             var before: [ShownState] = []
             // One clock read for the whole batch: after the first, each action's clock is the
             // previous one + 1 (what reading and writing `hlc` each time would give), and `hlc`
@@ -95,7 +113,6 @@ extension LocalStore {
             if let lastClock { try setMeta(db, "hlc", String(lastClock)) }
             if !before.isEmpty { try bumpRevision(db) }
             return before
-        }
     }
 
     /// Recomputes the shown state of `id`: the service's state with every pending outbox entry
@@ -128,6 +145,7 @@ extension LocalStore {
     // MARK: - The outbox
 
     /// The oldest pending changes, at most `limit`.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func pending(limit: Int = 1000) throws -> [OutboxEntry] {
         try pool.read { db in
             try Row.fetchAll(db.cachedStatement(sql: """
@@ -149,23 +167,24 @@ extension LocalStore {
     }
 
     /// How many changes wait to be sent.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func outboxCount() throws -> Int {
         try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") ?? 0 }
     }
 
     /// Takes the service's answers to a flushed batch: an entry the service applied (2xx) or
     /// refused for good (4xx: unknown or deleted notification, invalid) leaves the outbox;
-    /// anything else (429, 5xx) stays to be sent again with the same `mutationId`. A returned
+    /// one worth retrying (``HTTPStatusRule``: 408, 429, 5xx) stays to be sent again with the same `mutationId`. A returned
     /// notification becomes the service state when it is not older than the stored one.
     /// Returns how many entries left the outbox.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     @discardableResult
     public func acknowledge(_ results: [MutationResult]) throws -> Int {
         try write { db in
             var done = 0
             for result in results {
                 guard let mutationId = result.mutationId else { continue }
-                let permanent = (200..<300).contains(result.status) || (400..<500).contains(result.status) && result.status != 429 && result.status != 408
-                guard permanent else {
+                guard !HTTPStatusRule.isWorthRetrying(result.status) else {
                     try db.execute(sql: "UPDATE outbox SET attempts = attempts + 1 WHERE mutation_id = ?", arguments: [mutationId])
                     continue
                 }

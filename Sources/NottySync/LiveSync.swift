@@ -167,7 +167,7 @@ public actor LiveSync {
                     failed(.unreachable(String(describing: error)))
                     wait = backoff.next(interval: interval)
                 }
-            } else if (try? engine.store.outboxCount()) ?? 0 > 0 {
+            } else if (try? await engine.store.perform({ try $0.outboxCount() })) ?? 0 > 0 {
                 kicks?.yield()
             }
             // Polling waits the whole interval asked for (`--interval 300` means 5 minutes);

@@ -114,7 +114,7 @@ public actor ServiceClient {
                 throw SyncError.signInAgain("the service no longer accepts this device's sign-in: run notty login again (queued changes are kept)")
             }
         }
-        if answer.status >= 500 || answer.status == 429 || answer.status == 408 {
+        if HTTPStatusRule.isWorthRetrying(answer.status) {
             let error = answer.errorText
             throw SyncError.unreachable("the service answered \(answer.status) \(error.code): \(error.message)")
         }
@@ -147,7 +147,7 @@ public actor ServiceClient {
                     credentials.server + "/oauth2/v2.0/token", ["grant_type": "refresh_token", "refresh_token": refreshToken],
                     http: http, timeout: timeout)
                 guard answer.status == 200 else {
-                    if answer.status >= 500 || answer.status == 429 {
+                    if HTTPStatusRule.isWorthRetrying(answer.status) {
                         throw SyncError.unreachable("the service answered \(answer.status) while refreshing the sign-in")
                     }
                     throw SyncError.signInAgain("this device's sign-in is no longer valid (\(answer.errorText.code)): run notty login again (queued changes are kept)")

@@ -77,15 +77,18 @@ public actor SyncEngine {
     /// this one fails or the process dies).
     @discardableResult
     public func pull() async throws -> SyncSummary {
-        let fromStart = try store.cursor() == nil
-        if fromStart, try store.deferIndexesIfEmpty() { indexesMayBeDeferred = true }
+        let (fromStart, deferred) = try await store.perform { store in
+            let fromStart = try store.cursor() == nil
+            return (fromStart, try fromStart && store.deferIndexesIfEmpty())
+        }
+        if deferred { indexesMayBeDeferred = true }
         do {
             let summary = try await pullPages()
-            try buildDeferredIndexes()
+            try await buildDeferredIndexes()
             try await fetchPreferencesOnce(pulledFromStart: fromStart)
             return summary
         } catch {
-            try? buildDeferredIndexes()
+            try? await buildDeferredIndexes()
             throw error
         }
     }
@@ -94,15 +97,16 @@ public actor SyncEngine {
     /// them whole once. One that pulled from the start has them all.
     private func fetchPreferencesOnce(pulledFromStart: Bool) async throws {
         guard !preferencesFetched else { return }
-        if try !store.preferencesFetched() {
-            try store.applyFetchedPreferences(pulledFromStart ? [] : try await transport.preferences())
+        if try await !store.perform({ try $0.preferencesFetched() }) {
+            let entries = pulledFromStart ? [] : try await transport.preferences()
+            try await store.perform { try $0.applyFetchedPreferences(entries) }
         }
         preferencesFetched = true
     }
 
-    private func buildDeferredIndexes() throws {
+    private func buildDeferredIndexes() async throws {
         guard indexesMayBeDeferred else { return }
-        try store.buildDeferredIndexes()
+        try await store.perform { try $0.buildDeferredIndexes() }
         indexesMayBeDeferred = false
     }
 
@@ -115,7 +119,7 @@ public actor SyncEngine {
         while true {
             rounds += 1
             if rounds > 1_000_000 { break }
-            let since = try store.cursor()
+            let since = try await store.perform { try $0.cursor() }
             if since == nil { limit = initialPageSize }  // from the start: large pages to the end
             let page: ChangesPage
             do {
@@ -129,7 +133,7 @@ public actor SyncEngine {
             } catch SyncError.cursorExpired {
                 prefetched = nil
                 guard !summary.resynced else { throw SyncError.cursorExpired }
-                try store.beginResync()
+                try await store.perform { try $0.beginResync() }
                 summary.resynced = true
                 continue
             }
@@ -137,7 +141,7 @@ public actor SyncEngine {
                 let transport = transport, cursor = page.cursor, size = limit
                 prefetched = (cursor, Task { try await transport.changes(since: cursor, limit: size) })
             }
-            switch try store.apply(page: page, since: since) {
+            switch try await store.perform({ try $0.apply(page: page, since: since) }) {
             case .cursorMoved:
                 continue
             case .applied(let changed):
@@ -145,14 +149,14 @@ public actor SyncEngine {
             }
             if !page.hasMore { break }
         }
-        if summary.resynced { try store.finishResync() }
+        if summary.resynced { try await store.perform { try $0.finishResync() } }
         return summary
     }
 
     /// One conditional poll: applies what changed (pulling on while there is more) and returns
     /// the service's poll interval, if it said one.
     public func poll() async throws -> (summary: SyncSummary, pollInterval: Int?) {
-        let since = try store.cursor()
+        let since = try await store.perform { try $0.cursor() }
         // From the start, a whole pull: large pages, an empty store's indexes made at the end.
         if since == nil { return (try await pull(), nil) }
         let answer: (page: ChangesPage?, pollInterval: Int?)
@@ -163,15 +167,18 @@ public actor SyncEngine {
         }
         var summary = SyncSummary()
         if let page = answer.page {
-            if case .applied(let changed) = try store.apply(page: page, since: since) { summary.pulled = changed }
-            let moved = try store.cursor() != page.cursor
+            let (outcome, cursor) = try await store.perform { store in
+                (try store.apply(page: page, since: since), try store.cursor())
+            }
+            if case .applied(let changed) = outcome { summary.pulled = changed }
+            let moved = cursor != page.cursor
             if page.hasMore || moved {
                 let more = try await pull()
                 summary.pulled += more.pulled
                 summary.resynced = more.resynced
             }
         } else {
-            try store.noteSynced()
+            try await store.perform { try $0.noteSynced() }
         }
         return (summary, answer.pollInterval)
     }
@@ -182,9 +189,9 @@ public actor SyncEngine {
     public func receive(_ frame: DoorbellFrame) async throws -> Bool {
         if frame.type == "changes", let changes = frame.changes, let previous = frame.previousCursor {
             let page = ChangesPage(changes: changes, cursor: frame.cursor, hasMore: false, preferences: frame.preferences)
-            if case .applied = try store.apply(page: page, since: previous) { return true }
+            if case .applied = try await store.perform({ try $0.apply(page: page, since: previous) }) { return true }
         }
-        if try store.cursor() != frame.cursor { try await pull() }
+        if try await store.perform({ try $0.cursor() }) != frame.cursor { try await pull() }
         return false
     }
 
@@ -193,17 +200,19 @@ public actor SyncEngine {
     public func flush() async throws -> Int {
         var sent = 0
         while true {
-            let entries = try store.pending(limit: batchSize)
+            let batchSize = batchSize
+            let entries = try await store.perform { try $0.pending(limit: batchSize) }
             guard !entries.isEmpty else { break }
             let results = try await transport.batch(entries.map(\.mutation))
-            let done = try store.acknowledge(results)
+            let done = try await store.perform { try $0.acknowledge(results) }
             sent += done
             if done == 0 { break }  // every item was refused for now (e.g. rate limited): later
         }
         // Preferences set here: sent together; the answer says who won each.
-        let preferences = try store.pendingPreferences()
+        let preferences = try await store.perform { try $0.pendingPreferences() }
         if !preferences.isEmpty {
-            try store.acknowledgePreferences(sent: preferences, answer: try await transport.setPreferences(preferences))
+            let answer = try await transport.setPreferences(preferences)
+            try await store.perform { try $0.acknowledgePreferences(sent: preferences, answer: answer) }
             sent += preferences.count
         }
         return sent

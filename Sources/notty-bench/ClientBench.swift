@@ -10,7 +10,7 @@ struct ClientBench {
     let device: SyncedDevice
 
     func run(quick: Bool) async throws {
-        let store = try LocalStore(path: device.storePath)
+        let store = try await LocalStore.open(path: device.storePath)
         print("")
         try Self.windows(store, repeats: quick ? 5 : 20)
         print("")
@@ -92,7 +92,7 @@ struct ClientBench {
     /// Real 1,000-change pages: another device marks 1,000 notifications read through the
     /// service; this device fetches the page and applies it (timed: the apply, one transaction).
     func pageApply(_ store: LocalStore, pages: Int) async throws {
-        let ids = try store.ids(view: .unread)
+        let ids = try (await store.perform { try $0.ids(view: .unread) })
         guard ids.count >= pages * 1000 else { throw SupportError("not enough unread notifications for \(pages) pages") }
         var samples: [Double] = [], fetching: [Double] = [], decoding: [Double] = [], foundation: [Double] = []
         for round in 0..<pages {
@@ -100,7 +100,7 @@ struct ClientBench {
             try await service.sendBatches(chunk.map {
                 #"{"id":"\#($0)","readState":"Read","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#
             })
-            let since = try store.cursor()
+            let since = try (await store.perform { try $0.cursor() })
             let fetchStart = ContinuousClock.now
             let (_, text) = try await service.request(.GET, "/v1/me/notifications/changes?limit=1000" + (since.map { "&since=\($0)" } ?? ""), token: service.userToken)
             fetching.append((ContinuousClock.now - fetchStart).seconds * 1000)
@@ -128,7 +128,7 @@ struct ClientBench {
             poll.waitUntilExit()
         }
         // Connected once a change made elsewhere reaches the store.
-        let ids = Array(try store.ids(view: .unread).suffix(rounds + 1))
+        let ids = Array(try (await store.perform { try $0.ids(view: .unread) }).suffix(rounds + 1))
         _ = try await dismiss(ids[0], store: store, timeout: .seconds(15))
         var samples: [Double] = [], answered: [Double] = []
         for id in ids.dropFirst() {
@@ -148,12 +148,15 @@ struct ClientBench {
                                                        body: #"{"userActionState":"Dismissed","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#)
         let patch = (ContinuousClock.now - start).seconds * 1000
         guard status == 200 else { throw SupportError("PATCH answered \(status): \(text.prefix(200))") }
-        while ContinuousClock.now - start < timeout {
-            if try store.notification(id: id)?.userActionState == .dismissed {
-                return ((ContinuousClock.now - start).seconds * 1000, patch)
+        // Looked at every 100 µs on a thread of its own (the store blocks).
+        let seen = try await store.perform { store in
+            while ContinuousClock.now - start < timeout {
+                if try store.notification(id: id)?.userActionState == .dismissed { return true }
+                usleep(100)
             }
-            usleep(100)
+            return false
         }
+        if seen { return ((ContinuousClock.now - start).seconds * 1000, patch) }
         throw SupportError("device B's store never showed \(id) dismissed")
     }
 }

@@ -20,7 +20,7 @@ struct DesktopBench {
             poll.terminate()
             poll.waitUntilExit()
         }
-        let store = try LocalStore(path: device.storePath)
+        let store = try await LocalStore.open(path: device.storePath)
         var samples: [Double] = []
         do {
             for round in 0...rounds {

@@ -2,7 +2,6 @@ import Foundation
 import NottyService
 import NottyServiceSQLite
 import NottyServicePostgres
-import NottyHTTP
 import NottyTestSupport
 
 /// `notty-bench instances`: SQLite (one instance) against PostgreSQL (one and two instances

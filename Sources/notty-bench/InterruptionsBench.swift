@@ -22,7 +22,7 @@ struct InterruptionsBench {
             poll.terminate()
             poll.waitUntilExit()
         }
-        let store = try LocalStore(path: device.storePath)
+        let store = try await LocalStore.open(path: device.storePath)
         do {
             _ = try await waitFor(.seconds(30)) { (try? String(contentsOf: log, encoding: .utf8))?.contains("connection: live") == true ? true : nil }
             try await quietToggles(toggles, store: store)

@@ -19,8 +19,8 @@ struct StartupBench {
         let desktop = TestDesktop.available ? try await TestDesktop() : nil
         defer { desktop?.stop() }
         if desktop == nil { print("startup: no dbus-daemon, Xvfb or dunst: poll runs without --desktop") }
-        let store = try LocalStore(path: device.storePath)
-        guard let newest = try store.window(view: .unread, limit: 1).first?.payload.visualContent?.title else {
+        let store = try await LocalStore.open(path: device.storePath)
+        guard let newest = try (await store.perform { try $0.window(view: .unread, limit: 1) }).first?.payload.visualContent?.title else {
             throw SupportError("no unread notification to look for")
         }
         var figures: [String: [String: [Double]]] = [:]
@@ -59,7 +59,7 @@ struct StartupBench {
                 }
                 let deadline = ContinuousClock.now + .seconds(20)
                 while ContinuousClock.now < deadline {
-                    if desktop == nil ? (try store.notification(id: id) != nil) : (try store.popups().contains { $0.notificationId == id }) { break }
+                    if desktop == nil ? (try (await store.perform { try $0.notification(id: id) }) != nil) : (try (await store.perform { try $0.popups() }).contains { $0.notificationId == id }) { break }
                     try await Task.sleep(for: .milliseconds(20))
                 }
                 try await Task.sleep(for: .milliseconds(500))

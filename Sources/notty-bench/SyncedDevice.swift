@@ -29,7 +29,7 @@ struct SyncedDevice {
         let sync = try milliseconds {
             try device.run(["sync"])
         }
-        let stored = try LocalStore(path: device.storePath).counts().all
+        let stored = try await LocalStore.open(path: device.storePath).perform { try $0.counts() }.all
         guard stored == count else { throw SupportError("device B's store holds \(stored) notifications, expected \(count)") }
         let size = (try? FileManager.default.attributesOfItem(atPath: device.storePath)[.size] as? Int) ?? 0
         print(String(format: "initial sync of %d notifications into an empty store (`notty sync`, whole process): %.2f s; store %.0f MiB", count, sync / 1000, Double(size) / 1_048_576))

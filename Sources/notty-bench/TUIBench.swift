@@ -14,8 +14,8 @@ struct TUIBench {
     static let quiet: Duration = .milliseconds(15)
 
     func run(quick: Bool) async throws {
-        let store = try LocalStore(path: device.storePath)
-        guard let newest = try store.window(view: .unread, limit: 1).first?.payload.visualContent?.title else {
+        let store = try await LocalStore.open(path: device.storePath)
+        guard let newest = try (await store.perform { try $0.window(view: .unread, limit: 1) }).first?.payload.visualContent?.title else {
             throw SupportError("no unread notification to look for")
         }
         let terminal = try PseudoTerminal(columns: 120, rows: 40)
@@ -38,10 +38,10 @@ struct TUIBench {
         try await Task.sleep(for: .seconds(2))  // the doorbell connects, the status line settles
         _ = terminal.drain(quiet: .milliseconds(200))
         // notty builds its search index in the background after the first frame.
-        var unindexed = try store.rowsToIndexForSearch()
+        var unindexed = try (await store.perform { try $0.rowsToIndexForSearch() })
         while unindexed > 0, ContinuousClock.now - first < .seconds(30) {
             try await Task.sleep(for: .milliseconds(50))
-            unindexed = try store.rowsToIndexForSearch()
+            unindexed = try (await store.perform { try $0.rowsToIndexForSearch() })
         }
         let indexed = memory(pid: process)
         print(String(format: "search index built in the background: %@ %.1f s after the first frame; resident memory then %.1f MiB",
@@ -101,7 +101,7 @@ struct TUIBench {
 
         // A burst: another device dismisses 1,000 notifications at once; the doorbell brings
         // them in while keys keep arriving every 10 ms.
-        let ids = Array(try store.ids(view: .unread).prefix(1000))
+        let ids = Array(try (await store.perform { try $0.ids(view: .unread) }).prefix(1000))
         let burst = Task {
             try await service.sendBatches(ids.map {
                 #"{"id":"\#($0)","userActionState":"Dismissed","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#
@@ -113,7 +113,7 @@ struct TUIBench {
         while ContinuousClock.now - burstStart < .seconds(10) {
             during.append(try terminal.keyToFrame(during.count % 2 == 0 ? "j" : "k"))
             try await Task.sleep(for: .milliseconds(10))
-            if try store.count(view: .dismissed) >= ids.count, ContinuousClock.now - burstStart > .seconds(2) {
+            if try (await store.perform { try $0.count(view: .dismissed) }) >= ids.count, ContinuousClock.now - burstStart > .seconds(2) {
                 applied = true
                 break
             }

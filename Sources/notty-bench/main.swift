@@ -114,7 +114,7 @@ case "explain":
         print("benchmark failed: \(error)")
     }
 case "windows" where arguments.count > 1:
-    try ClientBench.windows(try LocalStore(path: arguments[1]), repeats: quick ? 5 : 20)
+    try ClientBench.windows(try await LocalStore.open(path: arguments[1]), repeats: quick ? 5 : 20)
 case "frames" where arguments.count > 1:
     try FrameBench.run(storePath: arguments[1], repeats: quick ? 100 : 1000, pause: .milliseconds(option("--pause-ms").flatMap { Int($0) } ?? 0))
 default:

@@ -36,7 +36,7 @@ struct Login: AsyncParsableCommand {
             guard !password.isEmpty else { throw CLIError("no password given") }
             let deviceName = device ?? ProcessInfo.processInfo.hostName
             let store = try await signInDevice(Device(), server: server, userName: user, password: password, deviceName: deviceName)
-            let counts = try store.counts()
+            let counts = try await store.perform { try $0.counts() }
             say("signed in as \(user) at \(server) (device \(deviceName)): \(counts.all) notification(s), \(counts.unread) unread")
         }
     }
@@ -132,7 +132,7 @@ struct Subscribe: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let (client, _, _) = try Device().session()
+            let (client, _, _) = try await Device().session()
             if ntfy {
                 let topic = try await client.subscribe(deviceName: name ?? "ntfy", platform: "ntfy")
                 guard let url = topic.topicUrl else { throw CLIError("the service answered without a topic URL: is it older than notty's ntfy topics?") }
@@ -164,8 +164,9 @@ func signInDevice(_ device: Device, server: String, userName: String, password: 
     credentials.deviceId = subscription.deviceId
     credentials.subscriptionId = subscription.userNotificationSubscriptionId
     try await client.update { $0 = credentials }
-    let store = try device.store()
-    try store.bind(account: credentials.account)
+    let store = try await device.store()
+    let account = credentials.account
+    try await store.perform { try $0.bind(account: account) }
     do {
         try await SyncEngine(store: store, transport: HTTPTransport(client: client)).sync()
     } catch {

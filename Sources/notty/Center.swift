@@ -30,6 +30,6 @@ func openCenter(_ device: Device) async throws {
         throw CLIError("the notification center needs a terminal; for scripts use notty list, notty poll or notty sync")
     }
     let settings = try device.settings()
-    let (client, store, engine) = try device.session()
+    let (client, store, engine) = try await device.session()
     try await Center(store: store, credentials: await client.current, client: client, engine: engine, settings: settings).run()
 }

@@ -12,9 +12,9 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let (_, store, engine) = try Device().session()
+            let (_, store, engine) = try await Device().session()
             let summary = try await engine.sync()
-            let counts = try store.counts()
+            let counts = try await store.perform { try $0.counts() }
             say("pulled \(summary.pulled) change(s)\(summary.resynced ? " (full resync)" : ""), sent \(summary.sent); \(counts.unread) unread, \(counts.all) in all")
         }
     }
@@ -29,9 +29,10 @@ struct Status: AsyncParsableCommand {
         try await reportingErrors {
             let local = Device()
             let credentials = try local.credentials()
-            let store = try local.store()
-            let info = try store.syncInfo()
-            let counts = try store.counts()
+            let store = try await local.store()
+            let (info, counts, preferences) = try await store.perform { store in
+                (try store.syncInfo(), try store.counts(), try store.preferences())
+            }
             let client = ServiceClient(file: local.credentialsFile, credentials: credentials, timeout: .seconds(3))
             var connection = "reachable"
             do {
@@ -42,7 +43,7 @@ struct Status: AsyncParsableCommand {
             }
             let lastSync = info.lastSync.map { "\(ISOTime.format($0)) (\(TimeText.relative($0, now: Date())))" } ?? "never"
             let now = Date()
-            let interruptions = Interruptions(preferences: try store.preferences(), now: now)
+            let interruptions = Interruptions(preferences: preferences, now: now)
             if json {
                 let object: [String: JSONValue] = [
                     "account": .string(credentials.account), "server": .string(credentials.server), "user": .string(credentials.userName),
@@ -92,9 +93,13 @@ struct List: AsyncParsableCommand {
         try await reportingErrors {
             let device = Device()
             let view = try self.view?.view ?? device.settings().view
-            let store = try device.store()
+            let store = try await device.store()
             let now = Date()
-            let rows = try store.window(view: view, query: search, offset: 0, limit: limit, now: now)
+            let (search, limit) = (search, limit)
+            let (rows, total) = try await store.perform { store in
+                let rows = try store.window(view: view, query: search, offset: 0, limit: limit, now: now)
+                return (rows, rows.count < limit ? rows.count : try store.count(view: view, query: search, now: now))
+            }
             if json {
                 for row in rows { print(jsonLine(row)) }
                 return
@@ -106,7 +111,6 @@ struct List: AsyncParsableCommand {
                 let source = row.groupName.map { "\(row.targetHostName)/\($0)" } ?? row.targetHostName
                 say("\(row.id.prefix(8)) \(mark)\(priority) \(TimeText.age(of: row.createdDateTime, now: now).leftPadded(3))  \(source)  \(row.displayTitle)")
             }
-            let total = try store.count(view: view, query: search, now: now)
             if total > rows.count { say("… \(total - rows.count) more (--limit)") }
         }
     }
@@ -120,8 +124,9 @@ struct Show: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let store = try Device().store()
-            guard let n = try store.notification(id: try store.resolve(id)) else { throw CLIError("no notification \(id)") }
+            let store = try await Device().store()
+            let id = id
+            guard let n = try await store.perform({ try $0.notification(id: try $0.resolve(id)) }) else { throw CLIError("no notification \(id)") }
             if json { print(jsonLine(n)); return }
             say(n.displayTitle)
             if let body = n.payload.visualContent?.body { say(""); say(body, keepingLineBreaks: true); say("") }
@@ -148,10 +153,9 @@ extension StateCommand {
     func run() async throws {
         try await reportingErrors {
             let local = Device()
-            let store = try local.store()
-            let ids = try targets.resolve(in: store)
-            let action = try action()
-            let changed = try store.record(ids.map { ($0, action) })
+            let store = try await local.store()
+            let (targets, action) = (targets, try action())
+            let changed = try await store.perform { store in try store.record(try targets.resolve(in: store).map { ($0, action) }) }
             say("\(verb) \(changed.count) notification(s)")
             await deliverQueued(local)
         }
@@ -162,7 +166,7 @@ extension StateCommand {
 /// sends it (one line says so).
 func deliverQueued(_ local: Device) async {
     do {
-        let (_, _, engine) = try local.session(timeout: 5)
+        let (_, _, engine) = try await local.session(timeout: 5)
         try await engine.flush()
     } catch let error as SyncError where error.isTransient {
         warn("queued: \(error); the next sync sends it")
@@ -223,10 +227,11 @@ struct Open: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let local = Device()
-            let store = try local.store()
-            guard let n = try store.notification(id: try store.resolve(id)) else { throw CLIError("no notification \(id)") }
+            let store = try await local.store()
+            let id = id
+            guard let n = try await store.perform({ try $0.notification(id: try $0.resolve(id)) }) else { throw CLIError("no notification \(id)") }
             guard let url = n.launchUrl else { throw CLIError("\(n.id.prefix(8)) has no link: nothing changed") }
-            try store.record([(n.id, .patch(StateChange.activate))])
+            _ = try await store.perform { try $0.record([(n.id, .patch(StateChange.activate))]) }
             if let problem = LinkOpener.open(url) { warn(problem) }
             say("opened \(url) and activated 1 notification")
             await deliverQueued(local)

@@ -3,6 +3,7 @@ import Foundation
 import NottyCenter
 import NottyCore
 import NottyCommandLine
+import NottyPOSIX
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -101,7 +102,8 @@ final class DemoServiceProcess {
         process.standardOutput = output
         process.standardError = FileHandle(forWritingAtPath: logPath)
         do { try process.run() } catch { throw CLIError("cannot start the demo's service: \(error)") }
-        let line = await Task.detached { readLine(from: output.fileHandleForReading.fileDescriptor, seconds: 30) }.value
+        let descriptor = output.fileHandleForReading.fileDescriptor
+        let line = try await offThePool { LineReader.line(from: descriptor, seconds: 30) }
         guard let line, case .object(let ready)? = JSONParser.parse(Data(line.utf8)),
               case .string(let url)? = ready["url"], case .string(let password)? = ready["password"]
         else {
@@ -117,20 +119,4 @@ final class DemoServiceProcess {
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
     }
-}
-
-/// One line from `fd` (without its newline), or nil at its end or after `seconds`.
-private func readLine(from fd: Int32, seconds: Double) -> String? {
-    var bytes: [UInt8] = []
-    let deadline = Date().addingTimeInterval(seconds)
-    var byte: UInt8 = 0
-    while Date() < deadline {
-        var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&ready, 1, 100) >= 0 || errno == EINTR else { return nil }
-        guard ready.revents != 0 else { continue }
-        guard read(fd, &byte, 1) == 1 else { return nil }
-        if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
-        bytes.append(byte)
-    }
-    return nil
 }

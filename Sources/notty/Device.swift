@@ -15,10 +15,10 @@ struct Device {
         paths = ClientPaths(environment: environment)
     }
 
-    /// The local store (created on first use).
-    func store() throws -> LocalStore {
+    /// The local store (created on first use), opened off the pool.
+    func store() async throws -> LocalStore {
         do {
-            return try LocalStore(path: paths.store)
+            return try await LocalStore.open(path: paths.store)
         } catch StoreError.diskFull(let directory) {
             throw CLIError("cannot open the local store at \(paths.store): no space left on device (\(directory)). Free some space and try again.")
         } catch {
@@ -39,11 +39,11 @@ struct Device {
     }
 
     /// The signed-in client, the store (bound to the account) and a sync engine over HTTP.
-    func session(timeout: Int64 = 15) throws -> (client: ServiceClient, store: LocalStore, engine: SyncEngine) {
+    func session(timeout: Int64 = 15) async throws -> (client: ServiceClient, store: LocalStore, engine: SyncEngine) {
         let credentials = try credentials()
         let client = ServiceClient(file: credentialsFile, credentials: credentials, timeout: .seconds(timeout))
-        let store = try store()
-        try store.bind(account: credentials.account)
+        let store = try await store()
+        try await store.perform { try $0.bind(account: credentials.account) }
         return (client, store, SyncEngine(store: store, transport: HTTPTransport(client: client)))
     }
 }
@@ -62,6 +62,7 @@ struct Targets: ParsableArguments {
         if !all && view != nil { throw ArgumentParser.ValidationError("--view goes with --all") }
     }
 
+    @available(*, noasync, message: "blocks on the store: call it inside `await store.perform { … }`")
     func resolve(in store: LocalStore) throws -> [String] {
         if all, let view { return try store.ids(view: view.view) }
         var seen = Set<String>()

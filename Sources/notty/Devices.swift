@@ -31,7 +31,7 @@ struct DeviceList: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let (client, _, _) = try Device().session()
+            let (client, _, _) = try await Device().session()
             let mine = await client.current.subscriptionId
             let all = try await client.subscriptions()
             if json {
@@ -94,7 +94,7 @@ struct DeviceRevoke: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let (client, _, _) = try Device().session()
+            let (client, _, _) = try await Device().session()
             let all = try await client.subscriptions()
             let matches = all.filter { $0.userNotificationSubscriptionId.hasPrefix(id.lowercased()) }
             guard let target = matches.first else { throw CLIError("no device or app subscription \(id): notty devices lists them") }

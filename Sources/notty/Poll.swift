@@ -54,24 +54,15 @@ struct Poll: AsyncParsableCommand {
         try await reportingErrors {
             let device = Device()
             let settings = try device.settings()
-            let (client, store, engine) = try device.session()
+            let (client, store, engine) = try await device.session()
             let runner = CommandRunner(timeout: execTimeout?.seconds ?? 60)
-            let announcer = Announcer(store: store, exec: exec ?? settings.pollExec, runner: runner)
-            let onChange = self.onChange ?? settings.pollOnChange
-            // What the store already holds is not news: report what arrives from now on. On a
-            // full disk this bookkeeping cannot be written: poll says so and runs on, syncing
-            // as soon as there is room again.
-            do {
-                try store.markAllAnnounced()
-                try store.watchStates(onChange != nil)
-            } catch let error as StoreError {
-                warn(error.description)
-            }
-            defer { try? store.watchStates(false) }
+            let exec = exec ?? settings.pollExec, onChange = self.onChange ?? settings.pollOnChange
             if once {
+                let reporter = PollReporter(store: store, exec: exec, onChange: onChange, jobs: runner, popups: nil)
+                await reporter.begin()
                 try await engine.sync()
-                _ = try announcer.announce()
-                if let onChange { try announcer.reportStateChanges(onChange) }
+                await reporter.reportOnce()
+                await reporter.end()
                 await runner.waitUntilIdle()
                 return
             }
@@ -81,34 +72,16 @@ struct Poll: AsyncParsableCommand {
             // A popup's change is sent at once: the sync engine is made below, so it is looked up then.
             let engineBox = Mutex<LiveSync?>(nil)
             let popups = (desktop ?? settings.pollDesktop)
-                ? DesktopPopups.start(store: store, storm: settings.pollStorm, changed: { if let sync = engineBox.withLock({ $0 }) { Task { await sync.requestSync() } } }) : nil
-            /// When a quiet period that held notifications back ends: one summary.
-            let summarizeQuiet: @Sendable () async -> Void = {
-                do {
-                    if let summary = try announcer.summarizeQuiet() { await popups?.show(summary) }
-                } catch {
-                    warn("cannot read what quiet held back: \(error)")
-                }
-            }
-            // Quiet ends by the clock too (a period's end, a schedule's window).
-            let quietEnd = QuietEndWatch(announcer: announcer, summarize: summarizeQuiet)
-            let report: @Sendable () async -> Void = {
-                let fresh = (try? announcer.announce()) ?? []
-                quietEnd.arm()
-                if let onChange {
-                    do { try announcer.reportStateChanges(onChange) } catch { warn("cannot read the state changes: \(error)") }
-                }
-                await popups?.arrived(fresh)
-                await popups?.storeChanged()
-                await summarizeQuiet()
-            }
+                ? await DesktopPopups.start(store: store, storm: settings.pollStorm, changed: { if let sync = engineBox.withLock({ $0 }) { Task { await sync.requestSync() } } }) : nil
+            let reporter = PollReporter(store: store, exec: exec, onChange: onChange, jobs: runner, popups: popups)
+            await reporter.begin()
             let liveSync = LiveSync(engine: engine, client: client, mode: mode) { event in
                 switch event {
                 case .connection(let state): warn("connection: \(state.words { ISOTime.format($0) })")
                 case .failed(let error): warn(error.description)
                 case .synced:
                     Task {
-                        await report()  // at once: popups close within milliseconds
+                        await reporter.report()  // at once: popups close within milliseconds
                         // Started and synced once: the code only start-up needed is given back.
                         ResidentMemory.releaseStartupCodeOnce()
                     }
@@ -118,13 +91,14 @@ struct Poll: AsyncParsableCommand {
             let task = Task { await liveSync.run() }
             // The store's one watcher: whatever else wrote (the center, another process).
             let watcher = Task {
-                await popups?.storeChanged()
-                for await _ in store.changes() { await report() }
+                await popups?.storeChanged(now: Date())
+                for await _ in store.changes() { await reporter.report() }
             }
             await waitForTermination()
             watcher.cancel()
             task.cancel()
             await task.value
+            await reporter.end()
             await popups?.stop()
             runner.stop()
         }

@@ -49,7 +49,7 @@ struct Push: AsyncParsableCommand {
             throw ExitCode(4)
         }
         do {
-            let (_, _, engine) = try local.session(timeout: 10)
+            let (_, _, engine) = try await local.session(timeout: 10)
             let applied = try await engine.receive(payload.frame)
             if !applied { try await engine.flush() }
         } catch {

@@ -51,24 +51,22 @@ struct Quiet: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let local = Device()
-            let store = try local.store()
+            let store = try await local.store()
             let now = Date()
-            let current = Interruptions(preferences: try store.preferences(), now: now)
             if let schedule {
                 if schedule == "off" {
-                    try store.setPreference(key: Interruptions.scheduleKey, value: .null, now: now)
+                    _ = try await store.perform { try $0.setPreference(key: Interruptions.scheduleKey, value: .null, now: now) }
                     say("no quiet schedule")
                 } else if let window = QuietSchedule.window(schedule) {
                     let quiet = QuietSchedule(from: window.from, to: window.to, days: days.flatMap(QuietSchedule.days) ?? [],
                                               zone: zone.flatMap(TimeZone.init(identifier:)) ?? .current, strict: strict)
-                    try store.setPreference(key: Interruptions.scheduleKey, value: quiet.value, now: now)
+                    _ = try await store.perform { try $0.setPreference(key: Interruptions.scheduleKey, value: quiet.value, now: now) }
                     say("quiet \(quiet.description)")
                 }
             } else if off != nil {
-                let value = current.offValue(now: now)
-                try store.setPreference(key: Interruptions.quietKey, value: value, now: now)
+                let (before, value) = try await store.perform { try $0.setQuiet(until: nil, now: now) }
                 // (A window skipped already stays skipped.)
-                say(value != .null && current.isQuiet ? "quiet is off; the schedule's next window is quiet again" : "quiet is off")
+                say(value != .null && before.isQuiet ? "quiet is off; the schedule's next window is quiet again" : "quiet is off")
             } else {
                 let end: Date
                 if let duration {
@@ -79,7 +77,8 @@ struct Quiet: AsyncParsableCommand {
                     else { throw CLIError("--until takes a time of day such as 07:00") }
                     end = next
                 }
-                try store.setPreference(key: Interruptions.quietKey, value: Interruptions.quietValue(until: end, strict: strict, skip: current.skip), now: now)
+                let strict = strict
+                _ = try await store.perform { try $0.setQuiet(until: end, strict: strict, now: now) }
                 say("quiet until \(TimeText.clock(end, in: .current, now: now)) (\(TimeText.relative(end, now: now)))" + (strict ? ", High included" : ""))
             }
             await deliverQueued(local)
@@ -147,10 +146,10 @@ struct Mute: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let local = Device()
-            let store = try local.store()
+            let store = try await local.store()
             let now = Date()
             if list {
-                for mute in Interruptions(preferences: try store.preferences(), now: now).mutes {
+                for mute in Interruptions(preferences: try await store.perform { try $0.preferences() }, now: now).mutes {
                     if json {
                         print(mute.json.jsonText)
                     } else {
@@ -161,7 +160,7 @@ struct Mute: AsyncParsableCommand {
             }
             guard let muted = target.target else { return }
             let end = duration.map { now.addingTimeInterval(TimeInterval($0.seconds)) }
-            try store.setPreference(key: Interruptions.key(muted), value: Interruptions.muteValue(until: end), now: now)
+            _ = try await store.perform { try $0.setPreference(key: Interruptions.key(muted), value: Interruptions.muteValue(until: end), now: now) }
             say("muted \(muted.description)" + (end.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? ""))
             await deliverQueued(local)
         }
@@ -180,9 +179,9 @@ struct Unmute: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let local = Device()
-            let store = try local.store()
+            let store = try await local.store()
             guard let muted = target.target else { return }
-            try store.setPreference(key: Interruptions.key(muted), value: .null)
+            _ = try await store.perform { try $0.setPreference(key: Interruptions.key(muted), value: .null) }
             say("unmuted \(muted.description)")
             await deliverQueued(local)
         }

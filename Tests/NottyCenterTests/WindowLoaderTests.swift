@@ -204,7 +204,7 @@ struct WindowLoaderTests {
     static func searchLoader(in directory: URL) async throws -> (WindowLoader, Recounts) {
         let (store, _) = try filledStore(3000, in: directory)
         SearchIndexer(store: store).catchUp()
-        #expect(await eventually(timeout: .seconds(10)) { (try? store.rowsToIndexForSearch()) == 0 }, "the search index was not built")
+        #expect(await eventually(timeout: .seconds(10)) { (try? (await store.perform { try $0.rowsToIndexForSearch() })) == 0 }, "the search index was not built")
         let recounts = Recounts()
         return (WindowLoader(store: store) { recounts.value.add(1, ordering: .relaxed) }, recounts)
     }

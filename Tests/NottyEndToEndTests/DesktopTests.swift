@@ -45,7 +45,7 @@ struct DesktopTests {
         let second = try await world.publish("Disk 91% full")
         #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 })
         try await desktop.closeTopmost()
-        #expect(try await eventually(timeout: .seconds(10)) { try storeA.notification(id: second)?.userActionState == .dismissed },
+        #expect(try await eventually(timeout: .seconds(10)) { try (await storeA.perform { try $0.notification(id: second) })?.userActionState == .dismissed },
                 "closing the popup did not dismiss it on A:\n\(text(logB))")
 
         // A click on a popup (its default action) activates it everywhere and opens its link;
@@ -57,7 +57,7 @@ struct DesktopTests {
         #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 })
         try await desktop.clickTopmost()
         #expect(try await eventually(timeout: .seconds(10)) {
-            let n = try storeA.notification(id: clicked)
+            let n = try (await storeA.perform { try $0.notification(id: clicked) })
             return n?.userActionState == .activated && n?.readState == .read
         }, "a click did not activate it on A:\n\(text(logB))")
         #expect(await eventually(timeout: .seconds(10)) { text(opened) == "https://example.com/pr/7\n" }, "the link was not opened: \(text(opened))")
@@ -65,7 +65,7 @@ struct DesktopTests {
         let menu = try await world.publish("Certificate expires in 7 days")
         #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 })
         try await desktop.chooseAction("Dismiss")
-        #expect(try await eventually(timeout: .seconds(10)) { try storeA.notification(id: menu)?.userActionState == .dismissed },
+        #expect(try await eventually(timeout: .seconds(10)) { try (await storeA.perform { try $0.notification(id: menu) })?.userActionState == .dismissed },
                 "Dismiss in the popup's menu did not dismiss it on A:\n\(text(logB))")
         #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 0 })
 
@@ -110,7 +110,7 @@ struct DesktopTests {
         #expect(try await a.run(["dismiss", fourth]).status == 0)
         let callsBeforeThird = desktop.notifyCalls().count
         (pollB, logB) = try startB("poll-b3.log")
-        #expect(try await eventually(timeout: .seconds(10)) { try world.store(b).notification(id: fourth)?.userActionState == .dismissed })
+        #expect(try await eventually(timeout: .seconds(10)) { try (await world.store(b).perform { try $0.notification(id: fourth) })?.userActionState == .dismissed })
         _ = try await world.publish("Barrier after the third start")
         #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Barrier after the third start" } })
         #expect(desktop.notifyCalls().dropFirst(callsBeforeThird).map(\.summary) == ["Barrier after the third start"],
@@ -213,7 +213,7 @@ struct DesktopTests {
         defer { if poll.isRunning { poll.terminate() } }
         func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         let id = try await world.publish("Synced all the same")
-        #expect(try await eventually(timeout: .seconds(10)) { try world.store(world.b).notification(id: id) != nil }, "poll stopped syncing:\n\(text())")
+        #expect(try await eventually(timeout: .seconds(10)) { try (await world.store(world.b).perform { try $0.notification(id: id) }) != nil }, "poll stopped syncing:\n\(text())")
         #expect(await eventually(timeout: .seconds(5)) { text().contains(id) }, "poll stopped reporting without libdbus:\n\(text())")
         let lines = text().split(separator: "\n").filter { $0.contains("libdbus") }
         #expect(lines.count == 1 && lines[0].hasPrefix("notty: desktop popups need libdbus-1 (apt install libdbus-1-3)"), "\(text())")
@@ -228,7 +228,7 @@ struct DesktopTests {
         let poll = try world.b.start(["poll", "--live", "--desktop"], log: log, environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
         defer { if poll.isRunning { poll.terminate() } }
         let id = try await world.publish("Still synced")
-        #expect(try await eventually(timeout: .seconds(10)) { try world.store(world.b).notification(id: id) != nil })
+        #expect(try await eventually(timeout: .seconds(10)) { try (await world.store(world.b).perform { try $0.notification(id: id) }) != nil })
         func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         #expect(await eventually(timeout: .seconds(10)) { text().contains(id) }, "poll stopped reporting without a bus:\n\(text())")
         #expect(text().split(separator: "\n").filter { $0.contains("D-Bus") }.count == 1, "\(text())")

@@ -82,19 +82,21 @@ struct DiskFullTests {
         report("poll on a full disk said:\n" + text())
         #expect(poll.isRunning, "poll ended on a full disk:\n\(text())")
         try disk.makeRoom()
-        #expect(try await eventually(timeout: .seconds(30)) { try world.store(b).notification(id: during) != nil },
+        #expect(try await eventually(timeout: .seconds(30)) { try (await world.store(b).perform { try $0.notification(id: during) }) != nil },
                 "poll did not catch up when space returned:\n\(text())")
         let after = try await world.publish("After space returned")
-        #expect(try await eventually(timeout: .seconds(20)) { try world.store(b).notification(id: after) != nil })
+        #expect(try await eventually(timeout: .seconds(20)) { try (await world.store(b).perform { try $0.notification(id: after) }) != nil })
         poll.terminate()
 
         // The change refused before can be made now, and it reaches the other device.
         #expect(try await b.run(["dismiss", ids[0]]).status == 0)
         #expect(try await world.a.run(["sync"]).status == 0)
-        #expect(try world.store(world.a).notification(id: ids[0])?.userActionState == .dismissed)
+        let first = ids[0]
+        let dismissed = try await world.store(world.a).perform { try $0.notification(id: first) }
+        #expect(dismissed?.userActionState == .dismissed)
         let integrity = try await Repository.run(["sqlite3", b.home.appendingPathComponent("store.sqlite").path, "PRAGMA integrity_check"])
         #expect(integrity.output.trimmingCharacters(in: .whitespacesAndNewlines) == "ok", "\(integrity.output)")
-        let count = try world.store(b).window(view: .all, limit: 100).count
+        let count = try (await world.store(b).perform { try $0.window(view: .all, limit: 100) }).count
         #expect(count == 5, "B holds \(count) notifications, not 5")
     }
 
@@ -156,7 +158,7 @@ struct DiskFullTests {
         let after = try await world.publish("After the disk had room again")
         #expect(try await world.b.run(["sync"]).status == 0)
         let store = try world.store(world.b)
-        for id in acknowledged + [after] { #expect(try store.notification(id: id) != nil, "\(id) was acknowledged and is gone") }
+        for id in acknowledged + [after] { #expect(try (await store.perform { try $0.notification(id: id) }) != nil, "\(id) was acknowledged and is gone") }
         let integrity = try await Repository.run(["sqlite3", directory.appendingPathComponent("server/server.sqlite").path, "PRAGMA integrity_check"])
         #expect(integrity.output.trimmingCharacters(in: .whitespacesAndNewlines) == "ok", "\(integrity.output)")
     }

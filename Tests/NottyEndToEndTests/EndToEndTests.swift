@@ -78,10 +78,10 @@ struct EndToEndTests {
         #expect(await eventually(timeout: .seconds(10)) { (try? String(contentsOf: seen, encoding: .utf8)) == url + "\n" },
                 "the browser did not get the link as one argument: \((try? String(contentsOf: seen, encoding: .utf8)) ?? "nothing"); notty open said: \(opened.err)")
         #expect(try await world.a.run(["sync"]).status == 0)
-        #expect(try world.store(world.a).notification(id: id)?.userActionState == .activated)
+        #expect(try (await world.store(world.a).perform { try $0.notification(id: id) })?.userActionState == .activated)
         let none = try await world.b.run(["open", plain], environment: ["BROWSER": browser.path])
         #expect(none.status == 1 && none.err.contains("has no link") && none.err.split(separator: "\n").count == 1)
-        #expect(try world.store(world.b).notification(id: plain)?.userActionState == .noInteraction)
+        #expect(try (await world.store(world.b).perform { try $0.notification(id: plain) })?.userActionState == .noInteraction)
         let noBrowser = try await world.b.run(["open", String(id.prefix(8))], environment: ["BROWSER": "", "PATH": "/nonexistent"])
         #expect(noBrowser.status == 0 && noBrowser.err.contains("cannot open the link"), "\(noBrowser.err)")
     }
@@ -96,7 +96,7 @@ struct EndToEndTests {
         let storeB = try world.store(world.b)
         #expect(await eventually(timeout: .seconds(10)) { (try? String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8))?.contains("connection: live") == true })
         let first = try await world.publish("First")
-        #expect(try await eventually(timeout: .seconds(10)) { try storeB.notification(id: first) != nil })
+        #expect(try await eventually(timeout: .seconds(10)) { try (await storeB.perform { try $0.notification(id: first) }) != nil })
         #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains(first) }, "--exec did not start")
         // The first command sleeps 30 s; three more arrive meanwhile.
         var more: [String] = []
@@ -130,7 +130,7 @@ struct EndToEndTests {
         let fourth = try await world.publish("New one")
         let expected = ["\(first) dismissed Build failed", "\(second) deleted Disk 91% full", "\(third) read Deploy done"].sorted()
         #expect(await eventually(timeout: .seconds(5)) { lines() == expected }, "\(lines())\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
-        #expect(try await eventually(timeout: .seconds(5)) { try world.store(world.b).notification(id: fourth) != nil })
+        #expect(try await eventually(timeout: .seconds(5)) { try (await world.store(world.b).perform { try $0.notification(id: fourth) }) != nil })
         // A barrier: one more change, whose command is started after any the new one ran.
         #expect(try await world.a.run(["sync"]).status == 0)
         #expect(try await world.a.run(["dismiss", fourth]).status == 0)
@@ -165,7 +165,7 @@ struct EndToEndTests {
         #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8)) ?? "").contains("connection: live") })
         #expect(try await world.a.run(["dismiss", third]).status == 0)
         let start = ContinuousClock.now
-        #expect(try await eventually(timeout: .seconds(10)) { try bStore.notification(id: third)?.userActionState == .dismissed },
+        #expect(try await eventually(timeout: .seconds(10)) { try (await bStore.perform { try $0.notification(id: third) })?.userActionState == .dismissed },
                 "B's store did not show A's dismiss within 1 s")
         report("dismiss on A → B's store (poll --live): \(ContinuousClock.now - start)")
 
@@ -266,7 +266,7 @@ struct EndToEndTests {
         #expect(try await world.a.run(["dismiss", "--all", "--view", "unread"]).out == "dismissed \(count) notification(s)\n")
         #expect(try await world.a.run(["read", "--all", "--view", "dismissed"]).out == "read \(count) notification(s)\n")
         let aStore = try world.store(world.a)
-        #expect(try aStore.outboxCount() == 2 * count)
+        #expect(try (await aStore.perform { try $0.outboxCount() }) == 2 * count)
         try await world.service.start()
 
         // Kill `notty sync` part way through its flush (retry with other delays until it was).
@@ -276,14 +276,14 @@ struct EndToEndTests {
             try await Task.sleep(for: .milliseconds(delay))
             kill(sync.processIdentifier, SIGKILL)
             sync.waitUntilExit()
-            let left = try aStore.outboxCount()
+            let left = try (await aStore.perform { try $0.outboxCount() })
             partial = left > 0 && left < 2 * count
             if left == 0 { break }
         }
         report("killed mid-flush: \(partial)")
         let finish = try await world.a.run(["sync"])
         #expect(finish.status == 0, "\(finish.err) \((try? String(contentsOf: world.directory.appendingPathComponent("sync.log"), encoding: .utf8)) ?? "")")
-        #expect(try aStore.outboxCount() == 0)
+        #expect(try (await aStore.perform { try $0.outboxCount() }) == 0)
 
         // Exactly once: the service recorded each of the 2 × count mutationIds once and no more.
         let server = try DatabaseQueue(path: world.service.admin.home.appendingPathComponent("server.sqlite").path)
@@ -291,8 +291,8 @@ struct EndToEndTests {
         #expect(recorded == 2 * count, "the service applied \(recorded) changes, expected \(2 * count)")
         #expect(try await world.b.run(["sync"]).status == 0)
         let bStore = try world.store(world.b)
-        #expect(try bStore.count(view: .dismissed) == count)
-        #expect(try bStore.window(view: .dismissed, limit: count).allSatisfy { $0.readState == .read })
+        #expect(try (await bStore.perform { try $0.count(view: .dismissed) }) == count)
+        #expect(try (await bStore.perform { try $0.window(view: .dismissed, limit: count) }).allSatisfy { $0.readState == .read })
     }
 
     /// Publishes `count` notifications (`<prefix>-<n>`, titled "alert <n>") from 8 concurrent clients.
@@ -349,13 +349,13 @@ struct EndToEndTests {
         let finish = try await world.b.run(["sync"])
         #expect(finish.status == 0, "\(finish.err)")
         let store = try world.store(world.b)
-        #expect(try store.count(view: .unread) == count)
+        #expect(try (await store.perform { try $0.count(view: .unread) }) == count)
         let (made, left) = try await DatabaseQueue(path: path).read { db in
             (try String.fetchAll(db, sql: indexes), try Int.fetchOne(db, sql: "SELECT count(*) FROM meta WHERE key LIKE 'deferred_index %'") ?? 0)
         }
         #expect(made == expected)
         #expect(left == 0)
-        #expect(try Set(store.ids(view: .unread)).count == count)
+        #expect(try Set((await store.perform { try $0.ids(view: .unread) })).count == count)
     }
 
     @Test("notty push: each form, and foreign or broken payloads leave the store byte-for-byte unchanged")

@@ -33,32 +33,32 @@ struct InstancesEndToEndTests {
         // A publish through instance 1 rings A (on 1) and B (on 2).
         let first = try await world.publish("Build failed")
         let second = try await world.publish("Disk 91% full")
-        #expect(try await eventually(timeout: .seconds(10)) { try storeA.notification(id: second) != nil && storeB.notification(id: second) != nil },
+        #expect(try await eventually(timeout: .seconds(10)) { try (await storeA.perform { try $0.notification(id: second) }) != nil && storeB.notification(id: second) != nil },
                 "the publish through instance 1 did not reach both devices within 2 s")
 
         // A dismiss through instance 2 (B's) reaches A on instance 1.
         let dismiss = try await b.run(["dismiss", first])
         #expect(dismiss.status == 0, "\(dismiss.err)")
-        #expect(try await eventually(timeout: .seconds(10)) { try storeA.notification(id: first)?.userActionState == .dismissed },
+        #expect(try await eventually(timeout: .seconds(10)) { try (await storeA.perform { try $0.notification(id: first) })?.userActionState == .dismissed },
                 "B's dismiss through instance 2 did not reach A within 2 s")
 
         // A delete through instance 1 (A's) reaches B on instance 2.
         #expect(try await a.run(["delete", second]).status == 0)
-        #expect(try await eventually(timeout: .seconds(10)) { try storeB.notification(id: second) == nil },
+        #expect(try await eventually(timeout: .seconds(10)) { try (await storeB.perform { try $0.notification(id: second) }) == nil },
                 "A's delete through instance 1 did not reach B within 2 s")
 
         // Instance 2 killed: instance 1 keeps serving; B cannot sync meanwhile.
         two.sigkill()
         let third = try await world.publish("Deploy finished")
-        #expect(try await eventually(timeout: .seconds(10)) { try storeA.notification(id: third) != nil })
+        #expect(try await eventually(timeout: .seconds(10)) { try (await storeA.perform { try $0.notification(id: third) }) != nil })
         #expect(try await b.run(["sync"]).status != 0, "instance 2 is down")
 
         // Restarted on its port, instance 2 rejoins: B reconnects, catches up and is rung again.
         try await two.start()
-        #expect(try await eventually(timeout: .seconds(30)) { try storeB.notification(id: third) != nil },
+        #expect(try await eventually(timeout: .seconds(30)) { try (await storeB.perform { try $0.notification(id: third) }) != nil },
                 "B did not catch up after instance 2 came back")
         let fourth = try await world.publish("Backup finished")
-        #expect(try await eventually(timeout: .seconds(5)) { try storeB.notification(id: fourth) != nil })
+        #expect(try await eventually(timeout: .seconds(5)) { try (await storeB.perform { try $0.notification(id: fourth) }) != nil })
         #expect(try await a.run(["sync"]).status == 0)
         #expect(try await b.run(["sync"]).status == 0)
         let listA = try await a.run(["list", "--view", "all", "--json"]).out
@@ -236,7 +236,7 @@ struct InstancesEndToEndTests {
         // The doorbell across instances rings again: a publish through 1 reaches B on 2.
         let storeB = try world.store(world.b)
         let after = try await world.publish("After PostgreSQL came back")
-        #expect(try await eventually(timeout: .seconds(15)) { try storeB.notification(id: after) != nil }, "B was not rung after the outage:\n\(text(logB))")
+        #expect(try await eventually(timeout: .seconds(15)) { try (await storeB.perform { try $0.notification(id: after) }) != nil }, "B was not rung after the outage:\n\(text(logB))")
     }
 }
 

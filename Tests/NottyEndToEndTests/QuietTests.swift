@@ -32,7 +32,7 @@ struct QuietTests {
         let status = try #require(JSONValue(jsonText: try await b.run(["status", "--json"]).out))
         #expect(member(status, "mutes") == .array([.object(["group": .string("noisy"), "until": .null])]), "\(status)")
         #expect(try await b.run(["mute", "--list"]).out == "group noisy\n")
-        #expect(try world.store(b).notification(id: muted) != nil)
+        #expect(try (await world.store(b).perform { try $0.notification(id: muted) }) != nil)
 
         // Quiet on A: a normal one is held back, a High one comes through.
         #expect(try await a.run(["unmute", "--group", "noisy"]).status == 0)
@@ -44,7 +44,7 @@ struct QuietTests {
         // Strict: not even High; the next after quiet ends runs.
         #expect(try await a.run(["quiet", "--for", "1h", "--strict"]).status == 0)
         let strict = try await world.publish("Site down again", extra: ["--priority", "high"])
-        #expect(try await eventually(timeout: .seconds(10)) { try world.store(b).notification(id: strict) != nil })
+        #expect(try await eventually(timeout: .seconds(10)) { try (await world.store(b).perform { try $0.notification(id: strict) }) != nil })
         #expect(try await a.run(["quiet", "off"]).status == 0)
         let after = try await world.publish("Deploy done")
         #expect(await eventually(timeout: .seconds(10)) { ran().contains(after) }, "\(ran())\n\(printed())")

@@ -115,9 +115,9 @@ struct StressTests {
             let truth = try NottyJSON.decoder.decode(NotificationList.self, from: answer.body).value
             difference = nil
             for (index, device) in devices.enumerated() {
-                let store = try LocalStore(path: device.home.appendingPathComponent("store.sqlite").path)
-                if try store.outboxCount() != 0 { difference = "D\(index): outbox not empty"; break }
-                let local = try store.window(view: .all, limit: 1000)
+                let store = try await LocalStore.open(path: device.home.appendingPathComponent("store.sqlite").path)
+                if try (await store.perform { try $0.outboxCount() }) != 0 { difference = "D\(index): outbox not empty"; break }
+                let local = try (await store.perform { try $0.window(view: .all, limit: 1000) })
                 if local.count != truth.count { difference = "D\(index): \(local.count) notifications, service \(truth.count)"; break }
                 if let (mine, theirs) = zip(local, truth).first(where: { $0 != $1 }) {
                     difference = "D\(index) differs on \(theirs.appNotificationId):\n  device  \(mine)\n  service \(theirs)"
@@ -127,7 +127,7 @@ struct StressTests {
             if difference != nil { try await Task.sleep(for: .milliseconds(500)) }
         }
         if difference == nil {
-            let counts = try LocalStore(path: devices[0].home.appendingPathComponent("store.sqlite").path).counts()
+            let counts = try await LocalStore.open(path: devices[0].home.appendingPathComponent("store.sqlite").path).perform { try $0.counts() }
             report("  \(done.value) of 100 commands done; the end: \(counts)")
         }
         return difference

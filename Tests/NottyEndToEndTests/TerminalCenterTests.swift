@@ -46,7 +46,7 @@ struct TerminalCenterTests {
         #expect(await b.waitFor("y/n"), "no delete confirmation:\n\(b.shown)")
         try await b.keys("y")
         #expect(await b.waitFor("All 3"))
-        #expect(await eventually(timeout: .seconds(5)) { (try? world.store(world.b).outboxCount()) == 0 }, "B's changes were not sent")
+        #expect(await eventually(timeout: .seconds(5)) { (try? (await world.store(world.b).perform { try $0.outboxCount() })) == 0 }, "B's changes were not sent")
 
         #expect(try await world.a.run(["sync"]).status == 0)
         #expect(try await world.a.run(["show", fourth, "--json"]).out.contains(#""userActionState":"Dismissed""#))
@@ -86,7 +86,7 @@ struct TerminalCenterTests {
         try await b.keys("j", "d")
         #expect(await b.waitFor("Dismissed 3 notifications"), "d on the group row:\n\(b.shown)")
         #expect(await b.waitFor("Unread 1"))
-        #expect(await eventually(timeout: .seconds(10)) { (try? world.store(world.b).outboxCount()) == 0 }, "B's changes were not sent")
+        #expect(await eventually(timeout: .seconds(10)) { (try? (await world.store(world.b).perform { try $0.outboxCount() })) == 0 }, "B's changes were not sent")
         #expect(try await world.a.run(["sync"]).status == 0)
         for id in cpu { #expect(try await world.a.run(["show", id, "--json"]).out.contains(#""userActionState":"Dismissed""#)) }
         #expect(try await world.a.run(["show", disk, "--json"]).out.contains(#""userActionState":"NoInteraction""#), "only that group")
@@ -94,7 +94,7 @@ struct TerminalCenterTests {
         try await b.keys("u")
         #expect(await b.waitFor("Undid dismiss of 3 notifications"), "u:\n\(b.shown)")
         #expect(await b.waitFor("Unread 4"))
-        #expect(await eventually(timeout: .seconds(10)) { (try? world.store(world.b).outboxCount()) == 0 }, "B's undo was not sent")
+        #expect(await eventually(timeout: .seconds(10)) { (try? (await world.store(world.b).perform { try $0.outboxCount() })) == 0 }, "B's undo was not sent")
         #expect(try await world.a.run(["sync"]).status == 0)
         for id in cpu { #expect(try await world.a.run(["show", id, "--json"]).out.contains(#""userActionState":"NoInteraction""#)) }
 
@@ -115,18 +115,18 @@ struct TerminalCenterTests {
         #expect(try await world.b.run(["sync"]).status == 0)
         // Rows the service does not have, straight into B's store (the TUI reads the store).
         let store = try world.store(world.b)
-        let cursor = try #require(try store.cursor())
+        let cursor = try #require(try (await store.perform { try $0.cursor() }))
         let now = Date()
         let rows = (0..<1500).map { n in
             UserNotification.fixture(id: UUID().uuidString.lowercased(), appNotificationId: "bulk-\(n)", title: n % 500 == 7 ? "needle \(n) deploy" : "deploy \(n) of web",
                      created: now.addingTimeInterval(-Double(n)), modified: now, expires: now.addingTimeInterval(86_400))
         }
-        #expect(try store.apply(page: ChangesPage(changes: rows, cursor: cursor, hasMore: false), since: cursor) == .applied(changed: 1500))
-        #expect(try store.rowsToIndexForSearch() == 1501)
+        #expect(try (await store.perform { try $0.apply(page: ChangesPage(changes: rows, cursor: cursor, hasMore: false), since: cursor) }) == .applied(changed: 1500))
+        #expect(try (await store.perform { try $0.rowsToIndexForSearch() }) == 1501)
 
         let b = try TmuxSession(command: Repository.nottyBinary.path, environment: ["NOTTY_HOME": world.b.home.path])
         #expect(await b.waitFor("Unread 1501"), "B's notty did not open:\n\(b.shown)")
-        #expect(await eventually(timeout: .seconds(10)) { (try? store.rowsToIndexForSearch()) == 0 }, "the open notty did not index the store")
+        #expect(await eventually(timeout: .seconds(10)) { (try? (await store.perform { try $0.rowsToIndexForSearch() })) == 0 }, "the open notty did not index the store")
         try await b.keys("/", "deploy")
         try await b.keys("Enter")
         #expect(await b.waitFor("1500 matches"), "the many matches were never counted:\n\(b.shown)")

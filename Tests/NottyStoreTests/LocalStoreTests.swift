@@ -54,23 +54,25 @@ struct LocalStoreTests {
     func walCheckpointsBesideTheWriter() async throws {
         let t = try TemporaryStore()
         let all = (0..<400).map { notification($0, read: .unread, action: .noInteraction) }
-        #expect(try t.store.apply(page: ChangesPage(changes: all, cursor: "0", hasMore: false), since: nil, now: base) == .applied(changed: 400))
-        // One commit a change, as a live device applies another device's dismissals.
-        var cursor = "0"
-        for (index, row) in all.enumerated() {
-            var dismissed = row
-            dismissed.userActionState = .dismissed
-            dismissed.lastModifiedDateTime = base.addingTimeInterval(10_000 + Double(index))
-            let next = String(index + 1)
-            #expect(try t.store.apply(page: ChangesPage(changes: [dismissed], cursor: next, hasMore: false), since: cursor, now: base) == .applied(changed: 1))
-            cursor = next
+        try await t.store.perform { store throws in
+            #expect(try store.apply(page: ChangesPage(changes: all, cursor: "0", hasMore: false), since: nil, now: base) == .applied(changed: 400))
+            // One commit a change, as a live device applies another device's dismissals.
+            var cursor = "0"
+            for (index, row) in all.enumerated() {
+                var dismissed = row
+                dismissed.userActionState = .dismissed
+                dismissed.lastModifiedDateTime = base.addingTimeInterval(10_000 + Double(index))
+                let next = String(index + 1)
+                #expect(try store.apply(page: ChangesPage(changes: [dismissed], cursor: next, hasMore: false), since: cursor, now: base) == .applied(changed: 1))
+                cursor = next
+            }
         }
         await t.store.checkpointer.finished()
         #expect(t.store.checkpointer.runCount >= 1, "the writer's WAL hook asked for a checkpoint")
         let walPages = ((try? FileManager.default.attributesOfItem(atPath: t.path + "-wal")[.size] as? Int) ?? 0) / 4096
         #expect(walPages < 5 * 1000, "the WAL grew to \(walPages) pages")
-        let reopened = try LocalStore(path: t.path)
-        #expect(try reopened.counts(now: base).dismissed == 400)
+        let reopened = try await LocalStore.open(path: t.path)
+        #expect(try await reopened.perform { try $0.counts(now: base) }.dismissed == 400)
     }
 
     @Test("a new notification is stored with every field as it came (each bound value in its column), and one with none of the optional ones")
@@ -305,22 +307,29 @@ struct LocalStoreTests {
     @Test("two processes' connections on one file: concurrent writers never see 'database is locked', and each sees the other's writes")
     func twoWriters() async throws {
         let t = try TemporaryStore()
-        let other = try LocalStore(path: t.path)
-        _ = try t.store.apply(page: ChangesPage(changes: (1...200).map { notification($0) }, cursor: "200", hasMore: false), since: nil)
-        let revision = try other.revision()
+        let other = try await LocalStore.open(path: t.path)
+        let store = t.store
+        let revision = try await other.perform { other throws in
+            _ = try store.apply(page: ChangesPage(changes: (1...200).map { notification($0) }, cursor: "200", hasMore: false), since: nil)
+            return try other.revision()
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, store) in [t.store, other].enumerated() {
                 group.addTask {
-                    for n in 1...200 where n % 2 == index {
-                        try store.record([(notification(n).id, .patch(StateChange(readState: .read)))])
+                    try await store.perform { store in
+                        for n in 1...200 where n % 2 == index {
+                            try store.record([(notification(n).id, .patch(StateChange(readState: .read)))])
+                        }
                     }
                 }
             }
             try await group.waitForAll()
         }
-        #expect(try other.outboxCount() == 200)
-        #expect(try t.store.count(view: .read) == 200)
-        #expect(try other.revision() != revision)
+        try await other.perform { other throws in
+            #expect(try other.outboxCount() == 200)
+            #expect(try store.count(view: .read) == 200)
+            #expect(try other.revision() != revision)
+        }
     }
 }
 

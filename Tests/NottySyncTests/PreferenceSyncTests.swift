@@ -29,36 +29,36 @@ struct PreferenceSyncTests {
 
         // B, offline, mutes an app at 10:00; A unmutes it at 10:05, online.
         network.offline.insert(1)
-        try b.setPreference(key: "mute.app.ci.example.com", value: .object(["until": .null]), now: now)
-        #expect(try b.pendingPreferences().map(\.key) == ["mute.app.ci.example.com"])
+        try (await b.perform { try $0.setPreference(key: "mute.app.ci.example.com", value: .object(["until": .null]), now: now) })
+        #expect(try (await b.perform { try $0.pendingPreferences() }).map(\.key) == ["mute.app.ci.example.com"])
         clock.advance(by: 300)  // the service clamps a device's clock to its own
-        try a.setPreference(key: "mute.app.ci.example.com", value: .null, now: now + 300)
-        try a.setPreference(key: "quiet", value: .object(["until": .string("2027-01-15T07:00:00.000Z")]), now: now + 300)
+        try (await a.perform { try $0.setPreference(key: "mute.app.ci.example.com", value: .null, now: now + 300) })
+        try (await a.perform { try $0.setPreference(key: "quiet", value: .object(["until": .string("2027-01-15T07:00:00.000Z")]), now: now + 300) })
         try await engineA.sync()
-        #expect(try a.pendingPreferences().isEmpty)
+        #expect(try (await a.perform { try $0.pendingPreferences() }).isEmpty)
         // B still offline: a pull fails, its pending change stays.
         await #expect(throws: SyncError.self) { try await engineB.sync() }
-        #expect(try b.pendingPreferences().count == 1)
+        #expect(try (await b.perform { try $0.pendingPreferences() }).count == 1)
 
         // Back online: B's older mute loses to A's later unmute; A's quiet reaches B.
         network.offline.remove(1)
         try await engineB.sync()
         try await engineA.sync()
         for store in [a, b] {
-            let preferences = try store.preferences()
+            let preferences = try (await store.perform { try $0.preferences() })
             #expect(preferences.first { $0.key == "mute.app.ci.example.com" }?.value == .null, "\(preferences)")
             #expect(preferences.first { $0.key == "quiet" }?.value == .object(["until": .string("2027-01-15T07:00:00.000Z")]))
-            #expect(try store.pendingPreferences().isEmpty)
+            #expect(try (await store.perform { try $0.pendingPreferences() }).isEmpty)
         }
-        #expect(try await service.inbox.preferences(userId: user.id).preferences == (try a.preferences()))
+        #expect(try await service.inbox.preferences(userId: user.id).preferences == (try (await a.perform { try $0.preferences() })))
 
         // A later change on B wins everywhere.
         clock.advance(by: 300)
-        try b.setPreference(key: "quiet", value: .null, now: now + 600)
+        try (await b.perform { try $0.setPreference(key: "quiet", value: .null, now: now + 600) })
         try await engineB.sync()
         try await engineA.sync()
-        #expect(try a.preferences().first { $0.key == "quiet" }?.value == .null)
-        #expect(try a.preferences() == (try b.preferences()))
+        #expect(try (await a.perform { try $0.preferences() }).first { $0.key == "quiet" }?.value == .null)
+        #expect(try (await a.perform { try $0.preferences() }) == (try (await b.perform { try $0.preferences() })))
     }
 
     @Test("a device that synced before preferences existed fetches them whole once; a first sync takes them from the feed")
@@ -70,18 +70,18 @@ struct PreferenceSyncTests {
         network.faults = false
         _ = try await service.inbox.setPreferences(userId: user.id, body: Data(#"{"preferences":[{"key":"quiet","value":true}]}"#.utf8))
         // A fresh device: the pull from the start brings it.
-        let fresh = try LocalStore(path: directory.appendingPathComponent("fresh.sqlite").path)
+        let fresh = try await LocalStore.open(path: directory.appendingPathComponent("fresh.sqlite").path)
         try await SyncEngine(store: fresh, transport: SimulatedTransport(service: service, userId: user.id, device: 0, network: network)).sync()
-        #expect(try fresh.preferences().map(\.key) == ["quiet"])
-        #expect(try fresh.preferencesFetched())
+        #expect(try (await fresh.perform { try $0.preferences() }).map(\.key) == ["quiet"])
+        #expect(try (await fresh.perform { try $0.preferencesFetched() }))
         // A device whose cursor is already past the preference (as one from before them is):
         // its first pull finds nothing new, so it fetches them whole, once.
-        let older = try LocalStore(path: directory.appendingPathComponent("older.sqlite").path)
+        let older = try await LocalStore.open(path: directory.appendingPathComponent("older.sqlite").path)
         let cursor = try await service.inbox.latestCursor(userId: user.id)
-        _ = try older.apply(page: ChangesPage(changes: [], cursor: String(cursor), hasMore: false), since: nil)
-        #expect(try !older.preferencesFetched())
+        _ = try (await older.perform { try $0.apply(page: ChangesPage(changes: [], cursor: String(cursor), hasMore: false), since: nil) })
+        #expect(try !(await older.perform { try $0.preferencesFetched() }))
         try await SyncEngine(store: older, transport: SimulatedTransport(service: service, userId: user.id, device: 1, network: network)).sync()
-        #expect(try older.preferences().map(\.key) == ["quiet"])
-        #expect(try older.preferencesFetched())
+        #expect(try (await older.perform { try $0.preferences() }).map(\.key) == ["quiet"])
+        #expect(try (await older.perform { try $0.preferencesFetched() }))
     }
 }

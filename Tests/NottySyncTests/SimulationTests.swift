@@ -268,7 +268,7 @@ struct SimulationTests {
                     if let id = current[appId] { expected[id]?.deleted = true }
                 }
             case 21..<55:  // the user acts on a device (online or not)
-                let rows = try device.store.window(view: .all, limit: 30, now: now)
+                let rows = try (await device.store.perform { try $0.window(view: .all, limit: 30, now: now) })
                 guard let target = rows.randomElement(using: &network.random) else { break }
                 let action: LocalAction
                 switch Int.random(in: 0..<7, using: &network.random) {
@@ -280,7 +280,7 @@ struct SimulationTests {
                 case 5: action = .patch(StateChange(userActionState: .noInteraction))
                 default: action = network.chance(0.5) ? .delete : .patch(StateChange(readState: .read))
                 }
-                let recorded = try !device.store.record([(target.id, action)], now: now).isEmpty
+                let recorded = try !(await device.store.perform { try $0.record([(target.id, action)], now: now) }).isEmpty
                 if recorded { expected[target.id]?.apply(action, at: step) }
                 line += " user \(action) on \(target.appNotificationId): \(recorded ? "recorded" : "not recorded")"
             case 55..<70:  // a device syncs (may fail half way)
@@ -304,7 +304,7 @@ struct SimulationTests {
                     else if key == "quiet" { Interruptions.quietValue(until: now.addingTimeInterval(Double(Int.random(in: 60...7200, using: &preferenceRandom))),
                                                                       strict: Bool.random(using: &preferenceRandom)) }
                     else { Interruptions.muteValue(until: Bool.random(using: &preferenceRandom) ? nil : now.addingTimeInterval(3600)) }
-                let entry = try setter.store.setPreference(key: key, value: value, now: now)
+                let entry = try (await setter.store.perform { try $0.setPreference(key: key, value: value, now: now) })
                 expectedPreferences[key] = value
                 line += "; device \(setter.index) sets \(key) = \(value.jsonText) at \(ISOTime.millis(entry.changedAt))"
             }
@@ -328,13 +328,13 @@ struct SimulationTests {
         trace += truth.map { "end \($0.appNotificationId) \($0.readState) \($0.userActionState) \(String(describing: $0.snoozedUntil)) \($0.lastModifiedDateTime)" }
         let truthCounts = try await service.inbox.counts(userId: user.id)
         for device in devices {
-            if try device.store.outboxCount() != 0 { return "device \(device.index): outbox not empty" }
-            let local = try device.store.window(view: .all, limit: 10_000, now: clock.now())
+            if try (await device.store.perform { try $0.outboxCount() }) != 0 { return "device \(device.index): outbox not empty" }
+            let local = try (await device.store.perform { try $0.window(view: .all, limit: 10_000, now: clock.now()) })
             if local.count != truth.count { return "device \(device.index): \(local.count) notifications, service \(truth.count)" }
             for (mine, theirs) in zip(local, truth) where mine != theirs {
                 return "device \(device.index) differs on \(theirs.id):\n  device  \(mine)\n  service \(theirs)"
             }
-            let localCounts = try device.store.counts(now: clock.now())
+            let localCounts = try (await device.store.perform { try $0.counts(now: clock.now()) })
             if localCounts != truthCounts { return "device \(device.index): counts \(localCounts) vs \(truthCounts)" }
         }
         // Preferences: the last one set of each key, on the service and on every device.
@@ -345,7 +345,7 @@ struct SimulationTests {
             return "preference \(key): the service has \(serviceValues[key]?.jsonText ?? "nothing"), the last set was \(want.jsonText)"
         }
         for device in devices {
-            let local = try device.store.preferences()
+            let local = try (await device.store.perform { try $0.preferences() })
             if local.map(\.key) != servicePreferences.map(\.key) || local.map(\.value) != servicePreferences.map(\.value) {
                 return "device \(device.index): preferences \(local) vs the service's \(servicePreferences)"
             }
@@ -396,16 +396,16 @@ struct FirstSyncTests {
         let network = SimulatedNetwork(seed: 1)
         network.faults = false
         for (index, name) in ["poll", "pull"].enumerated() {
-            let store = try LocalStore(path: directory.appendingPathComponent("\(name).sqlite").path)
+            let store = try await LocalStore.open(path: directory.appendingPathComponent("\(name).sqlite").path)
             let transport = CountingTransport(inner: SimulatedTransport(service: service, userId: user.id, device: index, network: network))
             let engine = SyncEngine(store: store, transport: transport, pageSize: 7, initialPageSize: 50)
             let pulled = name == "poll" ? try await engine.poll().summary.pulled : try await engine.pull().pulled
             #expect(pulled == 120, "\(name)")
             #expect(transport.limits.value == [50, 50, 50], "\(name): pages of the initial size from the start")
-            #expect(try store.counts().unread == 120, "\(name)")
-            #expect(try store.deferIndexesIfEmpty() == false, "\(name): the store has rows and a cursor")
-            try store.buildDeferredIndexes()  // nothing left to make: a no-op
-            #expect(try store.counts().unread == 120, "\(name)")
+            #expect(try (await store.perform { try $0.counts() }).unread == 120, "\(name)")
+            #expect(try (await store.perform { try $0.deferIndexesIfEmpty() }) == false, "\(name): the store has rows and a cursor")
+            try (await store.perform { try $0.buildDeferredIndexes() })  // nothing left to make: a no-op
+            #expect(try (await store.perform { try $0.counts() }).unread == 120, "\(name)")
         }
     }
 }
