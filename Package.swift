@@ -81,7 +81,20 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
-        // Webhook senders (GitHub, GitLab, Alertmanager/Grafana, JSON, text) as pure parsers.
+        // The service's outbound HTTP (escalation targets, actions, the ntfy upstream) on
+        // AsyncHTTPClient, behind NottyService's `OutboundHTTP`; and a recording one for tests.
+        .target(
+            name: "NottyOutbound",
+            dependencies: [
+                "NottyService",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ]
+        ),
+        // Webhook senders (GitHub, GitLab, Alertmanager/Grafana, JSON, text) and the ntfy
+        // dialect's wire types, as pure parsers and writers.
         .target(name: "NottyWebhooks", dependencies: ["NottyCore"]),
         // What both SQLite stores (the service's and a device's) do alike: WAL checkpoints,
         // plans kept whatever values are bound (CSQLiteConfig: the variadic sqlite3_db_config).
@@ -206,6 +219,15 @@ let package = Package(
         .testTarget(name: "NottyDesktopTests", dependencies: ["NottyDesktop", "NottyCore", "NottyTestSupport"]),
         .testTarget(name: "NottyTerminalTests", dependencies: ["NottyTerminal", "NottyTUI", "NottyPOSIX", "CNcursesw", "NottyTestSupport"]),
         .testTarget(name: "NottyPOSIXTests", dependencies: ["NottyPOSIX"]),
+        .testTarget(
+            name: "NottyOutboundTests",
+            dependencies: [
+                "NottyOutbound", "NottyService",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
         .testTarget(name: "NottyDBusTests", dependencies: ["NottyDBus", "NottyDesktop", "NottyCore", "NottyTestSupport"]),
         .testTarget(name: "NottyPollTests", dependencies: ["NottyPoll", "NottyCore", "NottyStore", "NottyDesktop", "NottyDBus", "NottyTestSupport"]),
         .testTarget(name: "NottyTUITests", dependencies: ["NottyTUI", "NottyCore", "NottyTestSupport"], exclude: ["Golden"]),

@@ -3,6 +3,7 @@ import Synchronization
 import NIOCore
 import NIOWebSocket
 import NottyCore
+import NottyWebhooks
 import NottyService
 
 /// What one WebSocket of the hub sends (SPEC §3 doorbell, §8.2 ntfy `ws`), decided when the

@@ -51,35 +51,14 @@ public enum ServerApplication {
     }
 }
 
-/// Deletes expired notifications and publishes held ones that are due every half second, and
-/// forgets old history hourly; on
-/// graceful shutdown it closes every doorbell so connections end cleanly.
+/// Runs the service's background jobs (``BackgroundJobs``) until shutdown; on graceful
+/// shutdown it closes every doorbell so connections end cleanly.
 struct MaintenanceService: Service {
     let service: NotificationService
-    /// How often an idle ntfy stream says it is alive (ntfy's default).
-    static let keepalive: Duration = .seconds(45)
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
-            var lastPurge = ContinuousClock.now - .seconds(3600)
-            var lastTick = ContinuousClock.now
-            while !Task.isCancelled {
-                do {
-                    _ = try await service.maintenance.expireDue()
-                    if ContinuousClock.now - lastTick >= Self.keepalive {
-                        service.hub.tick()  // ntfy streams' keepalives
-                        lastTick = .now
-                    }
-                    _ = try await service.publishing.publishDueDelayed()
-                    if ContinuousClock.now - lastPurge >= .seconds(3600) {
-                        try await service.maintenance.purgeHistory()
-                        lastPurge = .now
-                    }
-                } catch {
-                    service.logger.warning("maintenance failed; will retry", metadata: ["error": "\(error)"])
-                }
-                try? await Task.sleep(for: .milliseconds(500))
-            }
+            await BackgroundJobs(service: service).run()
         }
         service.hub.closeAll()
     }

@@ -45,7 +45,7 @@ extension LocalStore {
         try write { db in
             let before = Interruptions(preferences: try preferences(db), now: now)
             let value = until.map { Interruptions.quietValue(until: $0, strict: strict, skip: before.skip) } ?? before.offValue(now: now)
-            try setPreference(db, key: Interruptions.quietKey, value: value, now: now)
+            _ = try setPreference(db, key: Interruptions.quietKey, value: value, now: now)
             return (before, value)
         }
     }

@@ -70,7 +70,7 @@ extension LocalStore {
         try write { db in
             let ids = try window(db, view: view, query: query, offset: 0, limit: Int(Int32.max), total: nil, now: now)
                 .filter { $0.readState == .unread }.map(\.id)
-            try record(db, ids.map { ($0, LocalAction.patch(StateChange(readState: .read))) }, now: now)
+            _ = try record(db, ids.map { ($0, LocalAction.patch(StateChange(readState: .read))) }, now: now)
             return ids
         }
     }

@@ -103,31 +103,37 @@ public struct NottyCLI: Sendable {
         try process.run()
         if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
         try stdin.fileHandleForWriting.close()
-        // Read both pipes concurrently so a chatty stderr cannot block the child.
-        let errData = Locked<Data?>(nil)
-        let reader = Thread { let data = err.fileHandleForReading.readDataToEndOfFile(); errData.update { $0 = data } }
+        // Read both pipes concurrently so a chatty stderr cannot block the child; stderr's
+        // reader hands its bytes over when it has read to the end (this thread sleeps until then).
+        let errData = OneShot<Data>()
+        let reader = Thread { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
         reader.start()
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        var errText: Data? = nil
-        while errText == nil { errText = errData.value; if errText == nil { usleep(1000) } }
-        return Result(status: process.terminationStatus, out: String(decoding: outData, as: UTF8.self), err: String(decoding: errText ?? Data(), as: UTF8.self))
+        let errText = errData.wait() ?? Data()
+        return Result(status: process.terminationStatus, out: String(decoding: outData, as: UTF8.self), err: String(decoding: errText, as: UTF8.self))
     }
 
-    /// Starts `notty arguments…` in the background with stdout and stderr going to `log`.
-    public func start(_ arguments: [String], log: URL, environment: [String: String] = [:]) throws -> Process {
-        try startLogged(binary.path, arguments, log: log, environment: ["NOTTY_HOME": home.path].merging(environment) { $1 })
+    /// Starts `notty arguments…` in the background with stdout and stderr going to `log`;
+    /// `terminationHandler` (see ``startLogged(_:_:log:environment:terminationHandler:)``) runs when it ends.
+    public func start(_ arguments: [String], log: URL, environment: [String: String] = [:],
+                      terminationHandler: (@Sendable (Process) -> Void)? = nil) throws -> Process {
+        try startLogged(binary.path, arguments, log: log, environment: ["NOTTY_HOME": home.path].merging(environment) { $1 },
+                        terminationHandler: terminationHandler)
     }
 }
 
 /// Starts `path arguments…` in the background, stdin empty, stdout and stderr going to `log`
-/// (made anew), with this process's environment plus `environment`.
-public func startLogged(_ path: String, _ arguments: [String], log: URL, environment: [String: String]) throws -> Process {
+/// (made anew), with this process's environment plus `environment`. `terminationHandler`, when
+/// given, is the process's (set before it runs, so it cannot miss an early exit; Foundation
+/// calls it on a thread of its own once the process has been reaped).
+public func startLogged(_ path: String, _ arguments: [String], log: URL, environment: [String: String],
+                        terminationHandler: (@Sendable (Process) -> Void)? = nil) throws -> Process {
     // A regular file, made anew (createFile replaces what is there: never a device such as /dev/null).
     if let type = try? FileManager.default.attributesOfItem(atPath: log.path)[.type] as? FileAttributeType, type != .typeRegular {
         throw SupportError("startLogged logs to a regular file, not \(log.path)")
     }
-    FileManager.default.createFile(atPath: log.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
@@ -136,6 +142,7 @@ public func startLogged(_ path: String, _ arguments: [String], log: URL, environ
     process.standardOutput = handle
     process.standardError = handle
     process.standardInput = FileHandle.nullDevice
+    if let terminationHandler { process.terminationHandler = terminationHandler }
     try process.run()
     return process
 }
@@ -148,6 +155,8 @@ public final class ServeProcess: @unchecked Sendable {
     /// For `notty serve` and `notty admin` (e.g. `NOTTY_POSTGRES_URL`).
     public let environment: [String: String]
     public private(set) var process: Process?
+    /// Set when `process` has ended (by its termination handler).
+    private var exited: OneShot<Void>?
     public private(set) var port = 0
     /// `https` when the service was started with `--tls-cert`/`--tls-key`.
     public private(set) var scheme = "http"
@@ -185,8 +194,11 @@ public final class ServeProcess: @unchecked Sendable {
 
     /// Starts (or restarts, on the same port when `port` is given) the service.
     public func start(port wanted: Int? = nil, extraArguments: [String] = []) async throws {
-        let process = try admin.start(["serve", "--port", String(wanted ?? port), "--log-level", "notice"] + extraArguments, log: log, environment: environment)
+        let exited = OneShot<Void>()
+        let process = try admin.start(["serve", "--port", String(wanted ?? port), "--log-level", "notice"] + extraArguments, log: log, environment: environment,
+                                      terminationHandler: { _ in exited.set(()) })
         self.process = process
+        self.exited = exited
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
@@ -209,13 +221,15 @@ public final class ServeProcess: @unchecked Sendable {
         process.waitUntilExit()
     }
 
-    /// SIGTERM, then waits (at most 10 s, then SIGKILL).
+    /// SIGTERM, then waits (at most 10 s, then SIGKILL): woken by the process's end itself.
     public func stop() {
         guard let process, process.isRunning else { return }
         process.terminate()
-        let deadline = Date().addingTimeInterval(10)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        guard let exited else { process.waitUntilExit(); return }
+        if exited.wait(until: Date().addingTimeInterval(10)) == nil {
+            kill(process.processIdentifier, SIGKILL)
+            _ = exited.wait()
+        }
     }
 
     deinit { stop() }
@@ -307,6 +321,33 @@ public func writeProgram(_ text: String, to url: URL) throws {
 /// test's buffered stdout may only appear after the runner's summary.
 public func report(_ line: String) {
     FileHandle.standardError.write(Data((line + "\n").utf8))
+}
+
+/// A value one thread sets once and others wait for, asleep (a condition variable, no polling).
+final class OneShot<Value: Sendable>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var value: Value?
+
+    func set(_ newValue: Value) {
+        condition.lock()
+        value = newValue
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The value once set; nil when `deadline` (if any) passes first.
+    func wait(until deadline: Date? = nil) -> Value? {
+        condition.lock()
+        defer { condition.unlock() }
+        while value == nil {
+            if let deadline {
+                if !condition.wait(until: deadline) { break }
+            } else {
+                condition.wait()
+            }
+        }
+        return value
+    }
 }
 
 /// A value shared between tasks behind a lock.

@@ -67,8 +67,9 @@ struct ConnectionTests {
         func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
         #expect(await eventually(timeout: .seconds(20)) { text(logB).contains("connection: live") }, "\(text(logB))")
         let doorbellOpened = ContinuousClock.now
-        _ = try await world.publish("before")
-        try await Task.sleep(for: .milliseconds(500))
+        // The baseline once the publish has run its course: B was rung and has synced it.
+        let before = try await world.publish("before")
+        #expect(await eventually(timeout: .seconds(20)) { text(logB).contains(before) }, "B was not rung:\n\(text(logB))")
         let baseline = Self.descriptors(pid)
         report("descriptors of notty serve at the start: \(baseline)")
 
@@ -131,8 +132,12 @@ struct ConnectionTests {
     func connectionLimit() async throws {
         let directory = Repository.temporaryDirectory("notty-limit")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let serve = try await ServeProcess(directory: directory, extraArguments: ["--max-connections", "20", "--header-timeout", "60s", "--idle-timeout", "2s"])
+        // One I/O thread (the default on 2 cores): connections are accepted and counted on it
+        // one after another, in the order they reached the listening socket.
+        let serve = try await ServeProcess(directory: directory, extraArguments: ["--max-connections", "20", "--header-timeout", "60s", "--idle-timeout", "2s",
+                                                                                 "--io-threads", "1"])
         defer { serve.stop() }
+        let pid = try #require(serve.process?.processIdentifier)
         // Kept alive after one answer, then idle: closed by the service after about 2 s.
         let start = ContinuousClock.now
         let idle = try await offThePool { () throws -> (String, Bool) in
@@ -144,6 +149,7 @@ struct ConnectionTests {
         let waited = start.duration(to: .now)
         #expect(idle.0.hasPrefix("HTTP/1.1 200") && idle.1 && waited >= .seconds(1.5), "\(idle) after \(waited)")
         report("an idle kept-alive connection was closed \(waited) after its request (--idle-timeout 2s)")
+        let baseline = Self.descriptors(pid)
         let held = try await offThePool {
             try (0..<20).map { _ in
                 let connection = try RawConnection(port: serve.port)
@@ -151,7 +157,10 @@ struct ConnectionTests {
                 return connection
             }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // The service has accepted all 20 (a descriptor each) before the 21st connects; on its
+        // one I/O thread each was counted as it was accepted, so the 21st is counted after them.
+        #expect(await eventually(timeout: .seconds(10)) { Self.descriptors(pid) >= baseline + 20 },
+                "the held connections were not open at the service (\(Self.descriptors(pid)) vs \(baseline))")
         let refused = try await offThePool { () throws -> (String, Bool) in
             let connection = try RawConnection(port: serve.port)
             defer { connection.close() }

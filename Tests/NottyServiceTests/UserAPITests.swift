@@ -129,14 +129,12 @@ struct UserAPITests {
             // Hidden at once, even before the sweeper runs.
             #expect(try await client.call(.get, "/v1/me/notifications/\(id)", token: world.userToken).status == .notFound)
             // The application's maintenance service deletes it on its own (it sweeps every 0.5 s);
-            // no request and no explicit call is needed. Bounded wait.
-            var feed = ChangesPage(changes: [], cursor: "", hasMore: false)
-            let deadline = ContinuousClock.now + .seconds(5)
-            repeat {
-                try await Task.sleep(for: .milliseconds(100))
-                feed = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
-            } while feed.changes.first?.status != .deleted && ContinuousClock.now < deadline
-            #expect(feed.changes.map(\.status) == [.deleted])
+            // no request and no explicit call is needed. Bounded wait (10 s: 20 sweeps).
+            func feed() async throws -> ChangesPage {
+                try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
+            }
+            #expect(try await eventually(timeout: .seconds(10)) { try await feed().changes.first?.status == .deleted })
+            #expect(try await feed().changes.map(\.status) == [.deleted])
             #expect(try await harness.service.maintenance.expireDue() == 0, "nothing is left to expire, and it is deleted once")
         }
     }

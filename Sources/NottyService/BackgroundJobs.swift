@@ -1,0 +1,68 @@
+import Foundation
+import Logging
+
+/// Work the service does by itself, on a schedule. Each job runs in a loop of its own, so a
+/// slow one (a database that hesitates, a target that does not answer) never holds up another.
+/// Rows that several instances share are claimed with a lease by the job that works on them
+/// (delayed publishes: ``DelayedPublishStorage/claimDueDelayed(now:lease:limit:)``); work that
+/// any instance may do twice harmlessly (expiry, forgetting old history) is not claimed.
+public struct BackgroundJob: Sendable {
+    public let name: String
+    /// The pause between two runs (after a failure too).
+    public let every: Duration
+    /// The wait before the first run.
+    public let firstAfter: Duration
+    public let work: @Sendable () async throws -> Void
+
+    public init(_ name: String, every: Duration, firstAfter: Duration = .zero, work: @escaping @Sendable () async throws -> Void) {
+        self.name = name
+        self.every = every
+        self.firstAfter = firstAfter
+        self.work = work
+    }
+}
+
+/// The service's background jobs (what `notty serve` runs beside serving).
+public struct BackgroundJobs: Sendable {
+    public let jobs: [BackgroundJob]
+    let logger: Logger
+
+    /// How often an idle ntfy stream says it is alive (ntfy's default).
+    public static let keepalive: Duration = .seconds(45)
+
+    /// The service's jobs: expiry and held publishes every half second, ntfy streams'
+    /// keepalives, and forgetting old history and old failed sign-ins hourly.
+    public init(service: NotificationService) {
+        self.init(jobs: [
+            BackgroundJob("expiry", every: .milliseconds(500)) { _ = try await service.maintenance.expireDue() },
+            BackgroundJob("delayed publishes", every: .milliseconds(500)) { _ = try await service.publishing.publishDueDelayed() },
+            BackgroundJob("keepalive", every: Self.keepalive, firstAfter: Self.keepalive) { service.hub.tick() },
+            BackgroundJob("history", every: .seconds(3600)) { try await service.maintenance.purgeHistory() },
+        ], logger: service.logger)
+    }
+
+    public init(jobs: [BackgroundJob], logger: Logger) {
+        self.jobs = jobs
+        self.logger = logger
+    }
+
+    /// Runs every job until the task is cancelled; a job that fails is logged and runs again
+    /// at its next turn.
+    public func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            for job in jobs {
+                group.addTask { [logger] in
+                    if job.firstAfter > .zero { try? await Task.sleep(for: job.firstAfter) }
+                    while !Task.isCancelled {
+                        do {
+                            try await job.work()
+                        } catch {
+                            logger.warning("background job failed; will retry", metadata: ["job": "\(job.name)", "error": "\(error)"])
+                        }
+                        try? await Task.sleep(for: job.every)
+                    }
+                }
+            }
+        }
+    }
+}
