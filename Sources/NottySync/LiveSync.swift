@@ -151,7 +151,7 @@ public actor LiveSync {
             var wait = interval
             if state != .live {
                 do {
-                    let (summary, pollInterval) = try await engine.poll()
+                    let (summary, pollInterval) = try await engine.pullIfChanged()
                     if let pollInterval, pollInterval > 0 { serviceInterval = pollInterval }
                     _ = try await engine.flush()
                     backoff.reset()

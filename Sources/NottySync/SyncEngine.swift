@@ -153,9 +153,9 @@ public actor SyncEngine {
         return summary
     }
 
-    /// One conditional poll: applies what changed (pulling on while there is more) and returns
+    /// One conditional pull (the polling contract): applies what changed (pulling on while there is more) and returns
     /// the service's poll interval, if it said one.
-    public func poll() async throws -> (summary: SyncSummary, pollInterval: Int?) {
+    public func pullIfChanged() async throws -> (summary: SyncSummary, pollInterval: Int?) {
         let since = try await store.perform { try $0.cursor() }
         // From the start, a whole pull: large pages, an empty store's indexes made at the end.
         if since == nil { return (try await pull(), nil) }

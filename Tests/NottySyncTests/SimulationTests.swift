@@ -399,7 +399,7 @@ struct FirstSyncTests {
             let store = try await LocalStore.open(path: directory.appendingPathComponent("\(name).sqlite").path)
             let transport = CountingTransport(inner: SimulatedTransport(service: service, userId: user.id, device: index, network: network))
             let engine = SyncEngine(store: store, transport: transport, pageSize: 7, initialPageSize: 50)
-            let pulled = name == "poll" ? try await engine.poll().summary.pulled : try await engine.pull().pulled
+            let pulled = name == "poll" ? try await engine.pullIfChanged().summary.pulled : try await engine.pull().pulled
             #expect(pulled == 120, "\(name)")
             #expect(transport.limits.value == [50, 50, 50], "\(name): pages of the initial size from the start")
             #expect(try (await store.perform { try $0.counts() }).unread == 120, "\(name)")
