@@ -149,7 +149,7 @@ public func startLogged(_ path: String, _ arguments: [String], log: URL, environ
 
 /// A real `notty serve` on 127.0.0.1 with a free port, a user `alice` (password `pw`) and an
 /// app `ci.example.com`; always stopped by ``stop()``.
-public final class ServeProcess: @unchecked Sendable {
+public final class ServeProcess: @unchecked Sendable {  // @unchecked: holds Foundation `Process` objects (not Sendable, but safe to use from any thread)
     public let admin: NottyCLI
     public let log: URL
     /// For `notty serve` and `notty admin` (e.g. `NOTTY_POSTGRES_URL`).
@@ -324,7 +324,7 @@ public func report(_ line: String) {
 }
 
 /// A value one thread sets once and others wait for, asleep (a condition variable, no polling).
-final class OneShot<Value: Sendable>: @unchecked Sendable {
+final class OneShot<Value: Sendable>: @unchecked Sendable {  // @unchecked: its state is guarded by an NSCondition, which Mutex cannot wait on
     private let condition = NSCondition()
     private var value: Value?
 

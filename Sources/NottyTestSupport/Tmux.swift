@@ -3,7 +3,7 @@ import Foundation
 /// A tmux session on a private server (its own socket, no config) running one shell command:
 /// the one way tests drive a real terminal, whether `notty` runs in it or the test paints on
 /// its pane's tty (``paneTTY()``). The server is killed by ``close()`` and deinit.
-public final class TmuxSession: @unchecked Sendable {
+public final class TmuxSession: Sendable {
     public static let available = Tmux.path != nil
     /// In CI the terminal tests must run.
     public static let required = ProcessInfo.processInfo.environment["CI"] == "true"

@@ -11,7 +11,7 @@ import NottyTestSupport
 
 // MARK: - The service under test
 
-final class ServiceBench: @unchecked Sendable {
+final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are set once while it starts, before it is shared
     let serve: ServeProcess
     let directory: URL
     let base: String
