@@ -131,6 +131,15 @@ public enum DurationText {
         guard let number = Int(trimmed), number > 0 else { return nil }
         return number
     }
+
+    /// Seconds as they would be written: the largest unit that divides them (`90s`, `15m`,
+    /// `2h`, `3d`), so that ``seconds(_:)`` reads back the same number.
+    public static func words(_ seconds: Int) -> String {
+        for (suffix, factor) in [("w", 604_800), ("d", 86_400), ("h", 3600), ("m", 60)] where seconds > 0 && seconds % factor == 0 {
+            return "\(seconds / factor)\(suffix)"
+        }
+        return "\(seconds)s"
+    }
 }
 
 /// Shared JSON coders with notty's conventions (times as ISO 8601 with milliseconds).

@@ -107,6 +107,19 @@ public struct Routes: Sendable {
                 let body = try await request.jsonBody(limit: self.limit)
                 return try JSONResponse.make(try await self.service.inbox.setPreferences(userId: context.requireUser(), body: body))
             },
+            // §11 escalation rules
+            Route(method: .get, path: "/v1/me/escalations", audience: .user) { _, context in
+                try JSONResponse.make(try await self.service.inbox.escalationRules(userId: context.requireUser()))
+            },
+            Route(method: .post, path: "/v1/me/escalations", audience: .user) { request, context in
+                var request = request
+                let body = try await request.jsonBody(limit: self.limit)
+                return try JSONResponse.make(try await self.service.inbox.addEscalationRule(userId: context.requireUser(), body: body), status: .created)
+            },
+            Route(method: .delete, path: "/v1/me/escalations/:id", audience: .user) { _, context in
+                try await self.service.inbox.removeEscalationRule(userId: context.requireUser(), id: context.pathParameter("id"))
+                return JSONResponse.empty(.noContent)
+            },
             Route(method: .get, path: "/v1/me/notifications/changes", audience: .user) { request, context in try await self.changes(request, user: context.requireUser()) },
             Route(method: .get, path: "/v1/me/notifications/counts", audience: .user) { _, context in
                 try JSONResponse.make(try await self.service.inbox.counts(userId: context.requireUser()), headers: self.pollHeader)

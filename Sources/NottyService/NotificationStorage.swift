@@ -11,7 +11,7 @@ import NottyCore
 /// needs one concern asks for that protocol alone. A new concern (a new job's rows) is a new
 /// protocol here, added to this list, and a file of its own in each backend.
 public typealias NotificationStorage = StorageLifecycle & AccountStorage & TokenStorage & SubscriptionStorage
-    & SignInGuessStorage & FeedStorage & DelayedPublishStorage & RetentionStorage & PreferenceStorage
+    & SignInGuessStorage & FeedStorage & DelayedPublishStorage & RetentionStorage & PreferenceStorage & EscalationRuleStorage
 
 /// Opening, checking and closing the storage, and what it tells the service of changes.
 public protocol StorageLifecycle: Sendable {
@@ -142,6 +142,17 @@ public protocol PreferenceStorage: Sendable {
     /// Applies `entries` in one transaction by ``PreferenceRules``; each one applied moves the
     /// user's feed (and rings their devices). Answers every preference after it.
     func setPreferences(userId: String, _ entries: [PreferenceEntry]) async throws -> [PreferenceEntry]
+}
+
+/// The user's escalation rules (SPEC §11).
+public protocol EscalationRuleStorage: Sendable {
+    /// The user's rules, oldest first.
+    func escalationRules(userId: String) async throws -> [EscalationRule]
+    /// Stores a new rule; `false` (nothing stored) when the user has a rule of that name, or
+    /// `limit` rules already.
+    func insertEscalationRule(_ rule: EscalationRule, userId: String, limit: Int) async throws -> Bool
+    /// Deletes one of the user's rules; `false` when there is none with that id.
+    func deleteEscalationRule(id: String, userId: String) async throws -> Bool
 }
 
 /// What a publish stores, after the service has checked the app, subscription and limits.

@@ -34,6 +34,9 @@ public struct ServiceConfig: Sendable {
     public var limits = FieldLimits()
     /// Head and idle timeouts, and how many connections may be open.
     public var connections = ConnectionLimits()
+    /// The commands escalation rules may name (`command:NAME`, SPEC §11), by name: each a line
+    /// for `/bin/sh -c`, set by the administrator (`[escalation.commands]` in `server.toml`).
+    public var escalationCommands: [String: String] = [:]
 
     public init() {}
 }

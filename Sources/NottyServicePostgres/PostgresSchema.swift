@@ -145,6 +145,14 @@ extension PostgresStorage {
             #"ALTER TABLE delayed ALTER COLUMN id TYPE text COLLATE "C", ALTER COLUMN user_id TYPE text COLLATE "C""#,
             #"ALTER TABLE tokens ALTER COLUMN hash TYPE text COLLATE "C", ALTER COLUMN subject TYPE text COLLATE "C""#,
         ]),
+        // Escalation rules (SPEC §11): the user's own, a name each.
+        ("v10", [
+            """
+            CREATE TABLE escalation_rules (id TEXT COLLATE "C" PRIMARY KEY, user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                                           name TEXT NOT NULL, after_seconds BIGINT NOT NULL, repeat_seconds BIGINT, targets TEXT NOT NULL,
+                                           priority TEXT NOT NULL, app TEXT, group_name TEXT, created BIGINT NOT NULL, UNIQUE (user_id, name))
+            """,
+        ]),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

@@ -192,6 +192,24 @@ extension SQLiteStorage {
                 CREATE INDEX preferences_feed ON preferences (user_id, seq);
                 """)
         }
+        // Escalation rules (SPEC §11): the user's own, a name each.
+        migrator.registerMigration("v9 escalation rules") { db in
+            try db.execute(sql: """
+                CREATE TABLE escalation_rules (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    after_seconds INTEGER NOT NULL,
+                    repeat_seconds INTEGER,
+                    targets TEXT NOT NULL,
+                    priority TEXT NOT NULL,
+                    app TEXT,
+                    group_name TEXT,
+                    created INTEGER NOT NULL,
+                    UNIQUE (user_id, name)
+                );
+                """)
+        }
         return migrator
     }
 }

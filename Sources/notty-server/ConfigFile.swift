@@ -55,10 +55,36 @@ enum ServeConfigFile {
         }
         var flags: [String] = []
         for (key, setting) in table.sorted(by: { $0.0 < $1.0 }) {
+            if key == "escalation" {
+                flags += try escalationFlags(setting, file: file)
+                continue
+            }
             let value = try Self.text(of: setting, key: key, file: file)
             guard key != "config" else { throw CLIError("\(file): config cannot name another settings file") }
             try check(key: key, value: value, file: file)
             flags += ["--\(key)", value]
+        }
+        return flags
+    }
+
+    /// `[escalation.commands]`: `NAME = "LINE"` a command, as `--escalation-command NAME=LINE`.
+    private static func escalationFlags(_ setting: TOMLValueConvertible, file: String) throws -> [String] {
+        guard let escalation = setting.table else { throw CLIError("\(file): escalation must be a table: [escalation.commands] with NAME = \"LINE\" lines") }
+        var flags: [String] = []
+        for (key, value) in escalation.sorted(by: { $0.0 < $1.0 }) {
+            guard key == "commands", let commands = value.table else {
+                throw CLIError("\(file): escalation.\(key) is not a setting (known: [escalation.commands], NAME = \"LINE\" a command)")
+            }
+            for (name, line) in commands.sorted(by: { $0.0 < $1.0 }) {
+                guard let text = line.string else { throw CLIError("\(file): escalation.commands.\(name) must be a string: the command line") }
+                let flag = "\(name)=\(text)"
+                do {
+                    _ = try Serve.commands([flag])
+                } catch {
+                    throw CLIError("\(file): \(Serve.message(for: error))")
+                }
+                flags += ["--escalation-command", flag]
+            }
         }
         return flags
     }

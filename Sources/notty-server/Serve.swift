@@ -54,6 +54,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("A kept-alive connection with no request in progress is closed after this long; doorbells are not (default 60s).", valueName: "duration")) var idleTimeout: DurationArgument?
     @Option(name: .customLong("max-connections"), help: ArgumentHelp("Connections open at once, doorbells included; one more is answered 503 and closed (default 10000). Raise the descriptor limit (LimitNOFILE) with it.", valueName: "n")) var maxConnections: Int?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
+    @Option(name: .customLong("escalation-command"), help: ArgumentHelp(
+        "A command escalation rules may name as command:NAME, run with /bin/sh -c on this machine with the notification in NOTTY_* variables (repeatable; in server.toml: [escalation.commands] NAME = \"LINE\").",
+        valueName: "NAME=LINE")) var escalationCommands: [String] = []
     @Option(name: .customLong("io-threads"), help: ArgumentHelp(
         "Threads that read, write and (with --tls-cert) encrypt sockets (default: half the cores, at least 1). Handlers run on Swift's own pool, one thread per core, beside them. With TLS on few cores, try the core count.",
         valueName: "n")) var ioThreads: Int?
@@ -79,6 +82,25 @@ struct Serve: AsyncParsableCommand {
         for (flag, value) in [("--history", history), ("--access-token-lifetime", accessTokenLifetime), ("--refresh-token-lifetime", refreshTokenLifetime)] {
             if let value, value.seconds < 60 { throw ArgumentParser.ValidationError("\(flag) must be at least 1m") }
         }
+        _ = try Self.commands(escalationCommands)
+    }
+
+    /// `NAME=LINE` flags as a table; a name is a word (letters, digits, - _ .) and each is given once.
+    static func commands(_ flags: [String]) throws -> [String: String] {
+        var commands: [String: String] = [:]
+        for flag in flags {
+            guard let equals = flag.firstIndex(of: "=") else {
+                throw ArgumentParser.ValidationError("--escalation-command takes NAME=LINE, e.g. ops='apprise -t \"$NOTTY_TITLE\" tgram://…'")
+            }
+            let name = String(flag[..<equals]), line = String(flag[flag.index(after: equals)...])
+            guard (try? EscalationTarget(parsing: "command:" + name)) != nil else {
+                throw ArgumentParser.ValidationError("--escalation-command: \(name.isEmpty ? "a name is missing" : "\(name) is not a name (letters, digits, - _ .)")")
+            }
+            guard !line.trimmingCharacters(in: .whitespaces).isEmpty else { throw ArgumentParser.ValidationError("--escalation-command \(name) has no command line") }
+            guard commands[name] == nil else { throw ArgumentParser.ValidationError("--escalation-command \(name) is given twice") }
+            commands[name] = line
+        }
+        return commands
     }
 
     func run() async throws {
@@ -105,6 +127,7 @@ struct Serve: AsyncParsableCommand {
             if let headerTimeout { config.connections.headerTimeout = .seconds(headerTimeout.seconds) }
             if let idleTimeout { config.connections.idleTimeout = .seconds(idleTimeout.seconds) }
             if let maxConnections { config.connections.maxConnections = maxConnections }
+            config.escalationCommands = try Self.commands(escalationCommands)
             if config.defaultTTL > config.maxTTL { throw CLIError("--default-ttl is longer than --max-ttl") }
             if config.accessTokenLifetime > config.refreshTokenLifetime { throw CLIError("--access-token-lifetime is longer than --refresh-token-lifetime") }
             LogLines.bootstrap()

@@ -1,0 +1,130 @@
+import Foundation
+
+// Escalation (SPEC §11): the user's rules, kept on the service; what a rule says and where it
+// sends. The wire form of a rule is the object `GET /v1/me/escalations` lists.
+
+/// Where an escalation goes: an ntfy topic, a webhook, or a command the service's
+/// administrator named (`[escalation.commands]` in `server.toml`).
+public enum EscalationTarget: Sendable, Equatable, Hashable, CustomStringConvertible {
+    case ntfy(String)
+    case webhook(String)
+    case command(String)
+
+    /// `ntfy:URL`, `webhook:URL` or `command:NAME`; a message a person can act on otherwise.
+    public init(parsing text: String) throws(ValidationError) {
+        guard let colon = text.firstIndex(of: ":") else {
+            throw ValidationError("\(Self.quoted(text)) is not a target: write ntfy:URL, webhook:URL or command:NAME")
+        }
+        let kind = text[..<colon].lowercased(), rest = String(text[text.index(after: colon)...])
+        switch kind {
+        case "ntfy", "webhook":
+            guard Self.isHTTPURL(rest) else {
+                throw ValidationError("\(Self.quoted(text)): \(kind): takes an absolute http(s) URL, such as \(kind):https://ntfy.sh/my-alerts")
+            }
+            self = kind == "ntfy" ? .ntfy(rest) : .webhook(rest)
+        case "command":
+            guard !rest.isEmpty, rest.count <= 64, rest.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) else {
+                throw ValidationError("\(Self.quoted(text)): command: takes the name of a command the service's administrator set up (letters, digits, - _ .)")
+            }
+            self = .command(rest)
+        default:
+            throw ValidationError("\(Self.quoted(text)): unknown kind \(Self.quoted(String(kind))): write ntfy:URL, webhook:URL or command:NAME")
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .ntfy(let url): "ntfy:\(url)"
+        case .webhook(let url): "webhook:\(url)"
+        case .command(let name): "command:\(name)"
+        }
+    }
+
+    /// The target as a person reads it: credentials in a URL are never shown.
+    public var shown: String {
+        switch self {
+        case .ntfy(let url): "ntfy:\(Self.withoutCredentials(url))"
+        case .webhook(let url): "webhook:\(Self.withoutCredentials(url))"
+        case .command(let name): "command:\(name)"
+        }
+    }
+
+    static func isHTTPURL(_ text: String) -> Bool {
+        guard text.count <= 2048, !text.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true }),
+              let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = url.host, !host.isEmpty
+        else { return false }
+        return true
+    }
+
+    /// `url` with any `user:password@` of its authority shown as `…@`.
+    static func withoutCredentials(_ url: String) -> String {
+        guard let scheme = url.range(of: "://") else { return url }
+        let authority = url[scheme.upperBound...].prefix { !"/?#".contains($0) }
+        guard let at = authority.lastIndex(of: "@") else { return url }
+        return String(url[..<scheme.upperBound]) + "…" + String(url[at...])
+    }
+
+    static func quoted(_ text: String) -> String { "\"\(text.prefix(80))\"" }
+}
+
+/// One of the user's escalation rules (SPEC §11): a notification of `priority` (and of `app`
+/// and `group`, when given) that is still unhandled `afterSeconds` after it arrived is sent to
+/// every target, and again every `repeatSeconds` while it stays unhandled.
+public struct EscalationRule: Codable, Sendable, Equatable {
+    public var id: String
+    public var name: String
+    public var afterSeconds: Int
+    public var repeatSeconds: Int?
+    /// `ntfy:URL`, `webhook:URL`, `command:NAME`, as written.
+    public var targets: [String]
+    /// `high` (the default) or `all`.
+    public var priority: String
+    public var app: String?
+    public var group: String?
+    public var createdDateTime: Date
+
+    public init(id: String, name: String, afterSeconds: Int, repeatSeconds: Int? = nil, targets: [String], priority: String = "high",
+                app: String? = nil, group: String? = nil, createdDateTime: Date) {
+        self.id = id
+        self.name = name
+        self.afterSeconds = afterSeconds
+        self.repeatSeconds = repeatSeconds
+        self.targets = targets
+        self.priority = priority
+        self.app = app
+        self.group = group
+        self.createdDateTime = createdDateTime
+    }
+
+    /// The rules' limits.
+    public static let minimumSeconds = 5
+    public static let maximumSeconds = 30 * 86_400
+    public static let maxTargets = 10
+    public static let maxRulesPerUser = 50
+
+    /// Whether the rule is about `notification` (its priority, app and group), whatever its state.
+    public func covers(_ notification: UserNotification) -> Bool {
+        if priority == "high" && notification.priority != .high { return false }
+        if let app, app.caseInsensitiveCompare(notification.targetHostName) != .orderedSame { return false }
+        if let group, group != notification.groupName { return false }
+        return true
+    }
+
+    /// What `notty escalate --list` shows of it, a line.
+    public var summary: String {
+        var parts = ["after \(DurationText.words(afterSeconds))"]
+        if let repeatSeconds { parts.append("every \(DurationText.words(repeatSeconds)) again") }
+        parts.append(priority == "all" ? "any priority" : "High only")
+        if let app { parts.append("app \(app)") }
+        if let group { parts.append("group \(group)") }
+        let shown = targets.map { (try? EscalationTarget(parsing: $0))?.shown ?? $0 }
+        return "\(name): " + parts.joined(separator: ", ") + " → " + shown.joined(separator: ", ")
+    }
+}
+
+/// `GET /v1/me/escalations`.
+public struct EscalationRuleList: Codable, Sendable, Equatable {
+    public var value: [EscalationRule]
+    public init(value: [EscalationRule]) { self.value = value }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import NottyCore
+
+// The user's escalation rules (SPEC §11) through the service's API.
+extension ServiceClient {
+    /// Every rule, oldest first.
+    public func escalationRules() async throws -> [EscalationRule] {
+        let answer = try await send(.GET, "/v1/me/escalations")
+        return try Self.decoded(EscalationRuleList.self, answer, status: 200).value
+    }
+
+    /// Adds a rule (`body` as `POST /v1/me/escalations` takes it); answers it as stored.
+    public func addEscalationRule(_ body: JSONValue) async throws -> EscalationRule {
+        let answer = try await send(.POST, "/v1/me/escalations", json: Data(body.jsonText.utf8))
+        return try Self.decoded(EscalationRule.self, answer, status: 201)
+    }
+
+    public func removeEscalationRule(id: String) async throws {
+        let answer = try await send(.DELETE, "/v1/me/escalations/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)")
+        guard answer.status == 204 else {
+            let error = answer.errorText
+            throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
+        }
+    }
+
+    /// `answer`'s body as `T` when its status is `status`; the service's refusal otherwise.
+    static func decoded<T: Decodable>(_ type: T.Type, _ answer: HTTPAnswer, status: Int) throws -> T {
+        guard answer.status == status else {
+            let error = answer.errorText
+            throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
+        }
+        do {
+            return try NottyJSON.decoder.decode(T.self, from: answer.body)
+        } catch {
+            throw SyncError.unreachable("the service sent an answer notty cannot read: \(error)")
+        }
+    }
+}
