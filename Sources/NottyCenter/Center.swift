@@ -19,11 +19,10 @@ public final class Center: Sendable {
     let settings: ClientSettings
     /// Events posted from other threads (the sync's callbacks, the store's watcher) for the loop.
     private let eventQueue = Mutex<[TUIEvent]>([])
-    /// A read of the status line's facts is running, and another was asked for meanwhile.
-    /// The reads run on a thread of their own: never on a callback's thread (Swift's
-    /// cooperative pool) nor on the loop's, which paints frames meanwhile.
-    private let statusReading = Atomic<Bool>(false)
-    private let statusAgain = Atomic<Bool>(false)
+    /// Set when the status line's facts may have changed; the loop reads them from the store
+    /// (two small reads: never on a callback's thread, which may be Swift's cooperative pool,
+    /// and no thread of their own, whose malloc arena would stay resident).
+    private let statusStale = Atomic<Bool>(true)
     private let quitRequested = Atomic<Bool>(false)
     /// Ends the loop's wait for a key when an event is posted or a quit requested, so that the
     /// loop sleeps until its next tick instead of looking every 50 ms (nil: it looks).
@@ -98,23 +97,13 @@ public final class Center: Sendable {
         wakeUp?.signal()
     }
 
-    /// Reads the status line's facts again and posts them; requests that come while a read
-    /// runs make one more read after it.
+    /// Asks the loop to read the status line's facts again.
     private func postStatus() {
-        statusAgain.store(true, ordering: .releasing)
-        guard statusReading.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
-        startOffThePool(name: "notty-status") { [self] in
-            while true {
-                while statusAgain.exchange(false, ordering: .acquiringAndReleasing) { post(readStatus()) }
-                statusReading.store(false, ordering: .releasing)
-                // One asked for after the last read but before the flag was cleared.
-                guard statusAgain.load(ordering: .acquiring),
-                      statusReading.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
-            }
-        }
+        statusStale.store(true, ordering: .releasing)
+        wakeUp?.signal()
     }
 
-    /// The status line's facts, read from the store (blocks: off the pool and the loop).
+    /// The status line's facts, read from the store (on the loop's thread).
     private func readStatus() -> TUIEvent {
         let info = try? store.syncInfo()
         let interruptions = Interruptions(preferences: (try? store.preferences()) ?? [], now: Date())
@@ -146,7 +135,6 @@ public final class Center: Sendable {
         var state = TUIState(size: terminal.size(), now: Date(), timeZone: .current, useColor: useColor, view: settings.view)
         let loader = WindowLoader(store: store) { [weak self] in self?.post(.storeChanged) }
         var pending: [TUIEvent] = [.storeChanged]
-        postStatus()
         var lastTick = Date()
         var running = true
         // Windows and frames read and rendered ahead of their keys while the user is idle.
@@ -168,6 +156,7 @@ public final class Center: Sendable {
         while running {
             if quitRequested.load(ordering: .relaxed) { break }
             pending += eventQueue.withLock { events in defer { events.removeAll() }; return events }
+            if statusStale.exchange(false, ordering: .acquiringAndReleasing) { pending.append(readStatus()) }
             let now = Date()
             if now.timeIntervalSince(lastTick) >= 1 || now < lastTick {  // or the wall clock stepped back
                 pending.append(.tick(now))
