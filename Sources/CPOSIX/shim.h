@@ -7,6 +7,8 @@
 
 // Gives the heap's free pages at its top back to the system (malloc.h).
 int malloc_trim(size_t pad);
+// Sets a malloc parameter (malloc.h): M_ARENA_MAX (-8), how many arenas threads share.
+int mallopt(int param, int value);
 // A value of the auxiliary vector the kernel gave the process (sys/auxv.h): AT_PHDR, AT_PHNUM.
 unsigned long getauxval(unsigned long type);
 // Pseudo-terminals (stdlib.h with _XOPEN_SOURCE).

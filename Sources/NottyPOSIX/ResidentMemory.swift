@@ -4,6 +4,14 @@ import Synchronization
 
 /// What a long-running `notty` (`notty poll`) holds in memory after it has started.
 public enum ResidentMemory {
+    /// At most two malloc arenas for the whole process (glibc makes one per thread that
+    /// allocates, up to 8 per core, and each keeps its free pages resident): the device's
+    /// threads of their own (the store's watcher, work off the pool) share them instead.
+    /// Call first thing, before any thread starts.
+    public static func shareArenas() {
+        _ = mallopt(-8 /* M_ARENA_MAX */, 2)
+    }
+
     /// Unmaps from this process the pages of its own program file's code mapping (`r-xp`:
     /// machine code, the relocation and symbol tables the loader read once, the unwind
     /// tables): start-up touches most of the 26 MiB of code once (the loader's relocations,

@@ -39,6 +39,7 @@ struct Notty: AsyncParsableCommand {
     /// over whole, before any parsing here. Everything else is parsed here; invalid input of
     /// any kind ends with one line on stderr and a non-zero exit (``runRoot(_:)``).
     static func main() async {
+        ResidentMemory.shareArenas()
         // The loader is done with its relocation and symbol tables (3 to 4 MiB resident).
         ResidentMemory.releaseLoaderTables()
         let arguments = Array(CommandLine.arguments.dropFirst())
