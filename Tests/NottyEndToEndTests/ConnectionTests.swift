@@ -25,6 +25,14 @@ struct RawConnection {
         }
     }
 
+    /// This end's port (the service sees it as the peer's).
+    var localPort: Int {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
     func send(_ text: String) {
         var bytes = Array(text.utf8)
         _ = Glibc.send(fd, &bytes, bytes.count, Int32(MSG_NOSIGNAL))
@@ -50,6 +58,45 @@ struct RawConnection {
 struct ConnectionTests {
     static func descriptors(_ pid: Int32) -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+    }
+
+    /// A /proc file's text, read to its end (such files say they are empty: Foundation's
+    /// readers, which go by the size, get nothing).
+    static func procText(_ path: String) -> String {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return "" }
+        defer { Glibc.close(descriptor) }
+        var bytes: [UInt8] = [], buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = read(descriptor, &buffer, buffer.count)
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += buffer[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// How many connections from `peers` (this end's ports) the service `pid` has accepted on
+    /// `port`: the sockets of /proc/net/tcp between the two that are among its descriptors.
+    /// (Counting descriptors against a baseline is fooled by other connections closing meanwhile.)
+    static func accepted(by pid: Int32, port: Int, from peers: Set<Int>) -> Int {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        let sockets = Set(files.compactMap { file -> Substring? in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(file)"), target.hasPrefix("socket:[") else { return nil }
+            return target.dropFirst("socket:[".count).dropLast()
+        })
+        var count = 0
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            for line in procText(table).split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                guard fields.count > 9 else { continue }
+                let local = fields[1].split(separator: ":"), remote = fields[2].split(separator: ":")
+                guard local.count == 2, remote.count == 2, Int(local[1], radix: 16) == port,
+                      let peer = Int(remote[1], radix: 16), peers.contains(peer), sockets.contains(fields[9]) else { continue }
+                count += 1
+            }
+        }
+        return count
     }
 
     @Test("1,000 heads the parser rejects get 400 and are closed; 300 heads that never end are cut after --header-timeout; the descriptors return to their baseline; /healthz and publishing answer throughout; a doorbell outlives the head timeout")
@@ -83,8 +130,9 @@ struct ConnectionTests {
         }
         defer { for connection in slow { connection.close() } }
         // (The service accepts them as it goes: wait until it holds them.)
-        #expect(await eventually(timeout: .seconds(60)) { Self.descriptors(pid) >= baseline + 300 },
-                "the slow connections were not open at the service (\(Self.descriptors(pid)) vs \(baseline))")
+        let peers = Set(slow.map(\.localPort))
+        #expect(await eventually(timeout: .seconds(60)) { Self.accepted(by: pid, port: serve.port, from: peers) == 300 },
+                "the slow connections were not open at the service (\(Self.accepted(by: pid, port: serve.port, from: peers)) of 300)")
         report("with 300 slow heads: \(Self.descriptors(pid))")
 
         // 1,000 malformed heads (ESC and BEL in a header value), 100 at a time; /healthz and a
@@ -149,7 +197,6 @@ struct ConnectionTests {
         let waited = start.duration(to: .now)
         #expect(idle.0.hasPrefix("HTTP/1.1 200") && idle.1 && waited >= .seconds(1.5), "\(idle) after \(waited)")
         report("an idle kept-alive connection was closed \(waited) after its request (--idle-timeout 2s)")
-        let baseline = Self.descriptors(pid)
         let held = try await offThePool {
             try (0..<20).map { _ in
                 let connection = try RawConnection(port: serve.port)
@@ -157,10 +204,11 @@ struct ConnectionTests {
                 return connection
             }
         }
-        // The service has accepted all 20 (a descriptor each) before the 21st connects; on its
-        // one I/O thread each was counted as it was accepted, so the 21st is counted after them.
-        #expect(await eventually(timeout: .seconds(10)) { Self.descriptors(pid) >= baseline + 20 },
-                "the held connections were not open at the service (\(Self.descriptors(pid)) vs \(baseline))")
+        // The service has accepted all 20 before the 21st connects; on its one I/O thread each
+        // was counted as it was accepted, so the 21st is counted after them.
+        let peers = Set(held.map(\.localPort))
+        #expect(await eventually(timeout: .seconds(10)) { Self.accepted(by: pid, port: serve.port, from: peers) == 20 },
+                "the held connections were not open at the service (\(Self.accepted(by: pid, port: serve.port, from: peers)) of 20)")
         let refused = try await offThePool { () throws -> (String, Bool) in
             let connection = try RawConnection(port: serve.port)
             defer { connection.close() }
