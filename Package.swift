@@ -180,6 +180,7 @@ let package = Package(
                 "NottyServiceSQLite",
                 "NottyServicePostgres",
                 "NottyHTTP",
+                "NottyOutbound",
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -241,6 +242,8 @@ let package = Package(
             dependencies: [
                 "NottyCore", "NottyStore", "NottySync", "NottyTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),
         .testTarget(

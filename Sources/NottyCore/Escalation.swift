@@ -58,7 +58,7 @@ public enum EscalationTarget: Sendable, Equatable, Hashable, CustomStringConvert
     }
 
     /// `url` with any `user:password@` of its authority shown as `…@`.
-    static func withoutCredentials(_ url: String) -> String {
+    public static func withoutCredentials(_ url: String) -> String {
         guard let scheme = url.range(of: "://") else { return url }
         let authority = url[scheme.upperBound...].prefix { !"/?#".contains($0) }
         guard let at = authority.lastIndex(of: "@") else { return url }
@@ -101,7 +101,7 @@ public struct EscalationRule: Codable, Sendable, Equatable {
     public static let minimumSeconds = 5
     public static let maximumSeconds = 30 * 86_400
     public static let maxTargets = 10
-    public static let maxRulesPerUser = 50
+    public static let maxRulesPerUser = 20
 
     /// Whether the rule is about `notification` (its priority, app and group), whatever its state.
     public func covers(_ notification: UserNotification) -> Bool {
@@ -123,8 +123,52 @@ public struct EscalationRule: Codable, Sendable, Equatable {
     }
 }
 
-/// `GET /v1/me/escalations`.
+/// `GET /v1/me/escalations`: the rules, and how each target of each went lately.
 public struct EscalationRuleList: Codable, Sendable, Equatable {
     public var value: [EscalationRule]
-    public init(value: [EscalationRule]) { self.value = value }
+    /// By rule id: each target's last delivery and last error (SPEC §11, `escalate --list`).
+    public var deliveries: [String: [EscalationTargetState]]?
+    public init(value: [EscalationRule], deliveries: [String: [EscalationTargetState]]? = nil) {
+        self.value = value
+        self.deliveries = deliveries
+    }
+}
+
+/// One target of a rule as `notty escalate --list` shows it: its last delivery, its last
+/// error, and how many deliveries wait for it (retries included). The target is shown
+/// without credentials.
+public struct EscalationTargetState: Codable, Sendable, Equatable {
+    public var target: String
+    public var lastDelivery: Date?
+    public var lastError: String?
+    public var lastErrorAt: Date?
+    public var pending: Int
+
+    public init(target: String, lastDelivery: Date? = nil, lastError: String? = nil, lastErrorAt: Date? = nil, pending: Int = 0) {
+        self.target = target
+        self.lastDelivery = lastDelivery
+        self.lastError = lastError
+        self.lastErrorAt = lastErrorAt
+        self.pending = pending
+    }
+}
+
+/// `POST /v1/me/escalations/{id}/test`: how the test message went at each target.
+public struct EscalationTestOutcome: Codable, Sendable, Equatable {
+    /// The target, shown without credentials.
+    public var target: String
+    public var ok: Bool
+    public var error: String?
+
+    public init(target: String, ok: Bool, error: String? = nil) {
+        self.target = target
+        self.ok = ok
+        self.error = error
+    }
+}
+
+/// The answer of `POST /v1/me/escalations/{id}/test`.
+public struct EscalationTestReport: Codable, Sendable, Equatable {
+    public var value: [EscalationTestOutcome]
+    public init(value: [EscalationTestOutcome]) { self.value = value }
 }

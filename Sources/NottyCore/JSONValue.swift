@@ -52,3 +52,11 @@ public enum JSONValue: Codable, Sendable, Equatable {
         self = value
     }
 }
+
+extension JSONValue {
+    /// `value` as notty encodes it (``NottyJSON``), as a JSON value (`null` if it cannot be).
+    public static func encoding(_ value: some Encodable) -> JSONValue {
+        guard let data = try? NottyJSON.encoder.encode(value) else { return .null }
+        return JSONParser.parse(data) ?? .null
+    }
+}

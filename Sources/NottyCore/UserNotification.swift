@@ -108,3 +108,15 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
         status == .active && expirationDateTime > now
     }
 }
+
+extension UserNotification {
+    /// The notification as a command gets it (`notty poll --exec`, an escalation's
+    /// `command:`): `NOTTY_ID`, `NOTTY_TITLE`, `NOTTY_BODY`, `NOTTY_PRIORITY`, `NOTTY_APP`,
+    /// `NOTTY_GROUP`, `NOTTY_URL`, always as variables, never pasted into the command's line.
+    public var commandVariables: [String: String] {
+        [
+            "NOTTY_ID": id, "NOTTY_TITLE": displayTitle, "NOTTY_BODY": payload.visualContent?.body ?? payload.rawContent ?? "",
+            "NOTTY_PRIORITY": priority.rawValue, "NOTTY_APP": targetHostName, "NOTTY_GROUP": groupName ?? "", "NOTTY_URL": launchUrl ?? "",
+        ]
+    }
+}

@@ -116,6 +116,10 @@ public struct Routes: Sendable {
                 let body = try await request.jsonBody(limit: self.limit)
                 return try JSONResponse.make(try await self.service.inbox.addEscalationRule(userId: context.requireUser(), body: body), status: .created)
             },
+            Route(method: .post, path: "/v1/me/escalations/:id/test", audience: .user) { _, context in
+                let outcomes = try await self.service.escalation.test(userId: context.requireUser(), ruleId: context.pathParameter("id"))
+                return try JSONResponse.make(EscalationTestReport(value: outcomes))
+            },
             Route(method: .delete, path: "/v1/me/escalations/:id", audience: .user) { _, context in
                 try await self.service.inbox.removeEscalationRule(userId: context.requireUser(), id: context.pathParameter("id"))
                 return JSONResponse.empty(.noContent)
@@ -125,15 +129,18 @@ public struct Routes: Sendable {
                 try JSONResponse.make(try await self.service.inbox.counts(userId: context.requireUser()), headers: self.pollHeader)
             },
             Route(method: .get, path: "/v1/me/notifications", audience: .user) { request, context in try await self.list(request, user: context.requireUser()) },
-            Route(method: .post, path: "/v1/me/notifications/batch", audience: .user) { request, context in try await self.batch(request, user: context.requireUser()) },
+            Route(method: .post, path: "/v1/me/notifications/batch", audience: .user) { request, context in
+                try await self.batch(request, user: context.requireUser(), device: context.deviceId)
+            },
             Route(method: .get, path: "/v1/me/notifications/:id", audience: .user) { _, context in
                 try JSONResponse.make(try await self.service.inbox.notification(userId: context.requireUser(), id: context.pathParameter("id")))
             },
             Route(method: .patch, path: "/v1/me/notifications/:id", audience: .user) { request, context in
-                try await self.patch(request, user: context.requireUser(), id: context.pathParameter("id"))
+                try await self.patch(request, user: context.requireUser(), device: context.deviceId, id: context.pathParameter("id"))
             },
             Route(method: .delete, path: "/v1/me/notifications/:id", audience: .user) { _, context in
-                let result = try await self.service.inbox.mutate(userId: context.requireUser(), [Mutation(id: try context.pathParameter("id"), operation: .delete)])[0]
+                let result = try await self.service.inbox.mutate(
+                    userId: context.requireUser(), device: context.deviceId, [Mutation(id: try context.pathParameter("id"), operation: .delete)])[0]
                 guard result.status == 204 else { throw ServiceError.notFound() }
                 return JSONResponse.empty(.noContent)
             },
@@ -339,7 +346,7 @@ public struct Routes: Sendable {
         return try JSONResponse.make(NotificationList(value: items), headers: pollHeader)
     }
 
-    private func patch(_ request: Request, user: String, id: String) async throws -> Response {
+    private func patch(_ request: Request, user: String, device: String?, id: String) async throws -> Response {
         var request = request
         let body = try await request.jsonBody(limit: limit)
         let mutation: Mutation
@@ -349,14 +356,14 @@ public struct Routes: Sendable {
             throw ServiceError.badRequest(error.message)
         }
         guard mutation.operation == .patch else { throw ServiceError.badRequest("op delete goes with DELETE or the batch route") }
-        let result = try await service.inbox.mutate(userId: user, [mutation])[0]
+        let result = try await service.inbox.mutate(userId: user, device: device, [mutation])[0]
         guard result.status == 200, let notification = result.notification else {
             throw ServiceError.notFound(result.error?.message ?? "no such notification")
         }
         return try JSONResponse.make(notification)
     }
 
-    private func batch(_ request: Request, user: String) async throws -> Response {
+    private func batch(_ request: Request, user: String, device: String?) async throws -> Response {
         var request = request
         let body = try await request.jsonBody(limit: limit)
         let items: [JSONValue]
@@ -381,7 +388,7 @@ public struct Routes: Sendable {
             }
         }
         let order = parsed.keys.sorted()
-        let applied = try await service.inbox.mutate(userId: user, order.map { parsed[$0]! })
+        let applied = try await service.inbox.mutate(userId: user, device: device, order.map { parsed[$0]! })
         for (index, result) in zip(order, applied) { results[index] = result }
         return try JSONResponse.make(BatchResponse(results: results.map { $0! }))
     }

@@ -25,10 +25,7 @@ public final class CommandRunner: CommandJobs {
             self.option = option
             self.command = command
             subject = n.id
-            var variables = [
-                "NOTTY_ID": n.id, "NOTTY_TITLE": n.displayTitle, "NOTTY_BODY": n.payload.visualContent?.body ?? n.payload.rawContent ?? "",
-                "NOTTY_PRIORITY": n.priority.rawValue, "NOTTY_APP": n.targetHostName, "NOTTY_GROUP": n.groupName ?? "", "NOTTY_URL": n.launchUrl ?? "",
-            ]
+            var variables = n.commandVariables
             variables["NOTTY_STATE"] = state
             self.variables = variables
         }

@@ -20,6 +20,12 @@ public struct BackgroundJob: Sendable {
         self.firstAfter = firstAfter
         self.work = work
     }
+
+    /// A job that is a loop of its own (it returns only when cancelled); started again a
+    /// second later should it return early.
+    public static func loop(_ name: String, _ body: @escaping @Sendable () async -> Void) -> BackgroundJob {
+        BackgroundJob(name, every: .seconds(1)) { await body() }
+    }
 }
 
 /// The service's background jobs (what `notty serve` runs beside serving).
@@ -38,6 +44,15 @@ public struct BackgroundJobs: Sendable {
             BackgroundJob("delayed publishes", every: .milliseconds(500)) { _ = try await service.publishing.publishDueDelayed() },
             BackgroundJob("keepalive", every: Self.keepalive, firstAfter: Self.keepalive) { service.hub.tick() },
             BackgroundJob("history", every: .seconds(3600)) { try await service.maintenance.purgeHistory() },
+            // Escalation (SPEC §11): due tracks fired every half second; changes planned as they
+            // are committed, and everyone now and then (what an instance that stopped left);
+            // deliveries sent as they are made, retries as they come due.
+            BackgroundJob("escalations due", every: .milliseconds(500)) { try await service.escalation.fireDue() },
+            BackgroundJob("escalation catch-up", every: .seconds(30)) { try await service.escalation.planEveryone() },
+            BackgroundJob("escalation metrics", every: .seconds(5)) { try await service.escalation.measureBacklog() },
+            BackgroundJob.loop("escalation planner") { await service.escalation.runPlanner() },
+            BackgroundJob.loop("escalation sender") { await service.escalation.runSender() },
+            BackgroundJob.loop("escalation clock") { await service.escalation.sendBell.tick(every: .milliseconds(500)) },
         ], logger: service.logger)
     }
 

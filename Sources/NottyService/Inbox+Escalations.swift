@@ -4,9 +4,21 @@ import NottyCore
 // MARK: - The user's escalation rules (SPEC §11)
 
 extension Inbox {
-    /// `GET /v1/me/escalations`: the user's rules, oldest first.
+    /// `GET /v1/me/escalations`: the user's rules, oldest first, with each target's last
+    /// delivery and last error (targets shown without credentials).
     public func escalationRules(userId: String) async throws -> EscalationRuleList {
-        EscalationRuleList(value: try await db { try await storage.escalationRules(userId: userId) })
+        let rules = try await db { try await storage.escalationRules(userId: userId) }
+        let status = try await db { try await storage.escalationStatus(userId: userId) }
+        var deliveries: [String: [EscalationTargetState]] = [:]
+        for rule in rules {
+            let known = status[rule.id] ?? []
+            deliveries[rule.id] = rule.targets.map { target in
+                var state = known.first { $0.target == target } ?? EscalationTargetState(target: target)
+                state.target = (try? EscalationTarget(parsing: target))?.shown ?? target
+                return state
+            }
+        }
+        return EscalationRuleList(value: rules, deliveries: deliveries)
     }
 
     /// `POST /v1/me/escalations` `{"name", "after", "targets": [...], "priority", "app", "group",
@@ -29,6 +41,7 @@ extension Inbox {
             }
             throw ServiceError.badRequest("there is already an escalation rule named \(rule.name): remove it first, or choose another name")
         }
+        escalation.rulesChanged(userId: userId, has: true)
         return rule
     }
 

@@ -7,9 +7,11 @@ import Synchronization
 /// ntfy topics), their inbox by view, the change feed and its cursors, state changes.
 public final class Inbox: ServicePart {
     package let core: ServiceCore
+    let escalation: Escalation
 
-    init(core: ServiceCore) {
+    init(core: ServiceCore, escalation: Escalation) {
         self.core = core
+        self.escalation = escalation
     }
 
     public func me(userId: String) async throws -> Me {
@@ -122,8 +124,10 @@ public final class Inbox: ServicePart {
         return found
     }
 
-    /// Applies device mutations; one result per mutation, in order.
-    public func mutate(userId: String, _ mutations: [Mutation]) async throws -> [MutationResult] {
+    /// Applies device mutations; one result per mutation, in order. `device` (the caller's
+    /// name or id) is who handled them, should that take an escalation back.
+    public func mutate(userId: String, device: String? = nil, _ mutations: [Mutation]) async throws -> [MutationResult] {
+        if let device { escalation.noteHandled(ids: mutations.map(\.id), device: device) }
         let results = try await db { try await storage.mutate(userId: userId, mutations: mutations, now: clock.nowMillis()) }
         metrics.mutations.increment(by: Int64(mutations.count))
         return results

@@ -14,6 +14,7 @@ public final class NotificationService: Sendable {
     public let inbox: Inbox
     public let admin: Administration
     public let maintenance: Maintenance
+    public let escalation: Escalation
 
     public var storage: any NotificationStorage { core.storage }
     public var config: ServiceConfig { core.config }
@@ -22,19 +23,24 @@ public final class NotificationService: Sendable {
     public var metrics: ServiceMetrics { core.metrics }
     package var logger: Logger { core.logger }
 
+    /// `outbound` makes the requests escalation sends (nil: it sends none, and says so).
     public init(storage: any NotificationStorage, config: ServiceConfig = ServiceConfig(), clock: any ServiceClock = SystemClock(),
-                metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve")) {
+                metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil) {
         let core = ServiceCore(storage: storage, config: config, clock: clock, metrics: metrics, logger: logger)
         self.core = core
         auth = Authentication(core: core)
-        inbox = Inbox(core: core)
+        let escalation = Escalation(core: core, outbound: outbound)
+        self.escalation = escalation
+        inbox = Inbox(core: core, escalation: escalation)
         publishing = Publishing(core: core, inbox: inbox)
         admin = Administration(core: core)
         maintenance = Maintenance(core: core)
-        // A change: what conditional polls compare with, and a frame to every connected device.
+        // A change: what conditional polls compare with, a frame to every connected device, and
+        // escalation's plan (clocks started and stopped, retractions made at once).
         let changed: @Sendable ([String: Int64]) -> Void = { [hub = core.hub, latestCursors = core.latestCursors] cursors in
             latestCursors.advance(cursors)
             hub.ring(cursors)
+            escalation.changed(cursors)
         }
         storage.setChangeHandler(changed)
         // Another instance revoked something: forget what is cached, and wake the ntfy streams

@@ -11,7 +11,7 @@ import NottyCore
 /// needs one concern asks for that protocol alone. A new concern (a new job's rows) is a new
 /// protocol here, added to this list, and a file of its own in each backend.
 public typealias NotificationStorage = StorageLifecycle & AccountStorage & TokenStorage & SubscriptionStorage
-    & SignInGuessStorage & FeedStorage & DelayedPublishStorage & RetentionStorage & PreferenceStorage & EscalationRuleStorage
+    & SignInGuessStorage & FeedStorage & DelayedPublishStorage & RetentionStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage
 
 /// Opening, checking and closing the storage, and what it tells the service of changes.
 public protocol StorageLifecycle: Sendable {
@@ -153,6 +153,35 @@ public protocol EscalationRuleStorage: Sendable {
     func insertEscalationRule(_ rule: EscalationRule, userId: String, limit: Int) async throws -> Bool
     /// Deletes one of the user's rules; `false` when there is none with that id.
     func deleteEscalationRule(id: String, userId: String) async throws -> Bool
+}
+
+/// What escalation keeps (SPEC §11): tracks, deliveries, what each target was sent, each
+/// target's last delivery and error. Deciding is ``EscalationPlanner``'s; a backend reads and
+/// writes in one transaction around it, so that instances never decide the same thing twice.
+public protocol EscalationStorage: Sendable {
+    /// The users who have escalation rules.
+    func escalationUserIds() async throws -> [String]
+    /// Hands `plan` the user's notifications that changed since the last plan (at most `limit`,
+    /// in feed order) with what is kept about them, writes what it decides and moves the
+    /// user's escalation cursor past them. A user seen for the first time starts at their
+    /// newest cursor. Answers how many deliveries were made, and whether more changes wait.
+    func planEscalations(userId: String, limit: Int, now: Date,
+                         _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan) async throws -> (deliveries: Int, more: Bool)
+    /// Hands `fire` each track due at `now` (at most `limit`, soonest first, each to one
+    /// instance) and writes what it makes of it; answers how many deliveries were made.
+    func fireDueEscalations(now: Date, limit: Int, _ fire: @escaping @Sendable (EscalationDue) -> EscalationFiring) async throws -> Int
+    /// Claims up to `limit` deliveries due at `now` until `lease`, soonest first; one to a
+    /// target about a notification waits until the earlier ones to it are done.
+    func claimEscalationDeliveries(now: Date, lease: Date, limit: Int) async throws -> [EscalationDelivery]
+    /// Records how a claimed delivery went: delivered (what the target was sent is kept),
+    /// retried later, or given up; the target's last delivery or error either way.
+    func finishEscalationDelivery(_ delivery: EscalationDelivery, result: DeliveryResult, now: Date) async throws
+    /// Records a test message's outcome as the target's last delivery or error.
+    func recordEscalationTest(ruleId: String, target: String, error: String?, now: Date) async throws
+    /// Each target's last delivery and error, and deliveries waiting, of the user's rules, by rule id.
+    func escalationStatus(userId: String) async throws -> [String: [EscalationTargetState]]
+    /// Deliveries waiting, and of them those that failed at least once (`/metrics`).
+    func escalationBacklog() async throws -> (pending: Int, failing: Int)
 }
 
 /// What a publish stores, after the service has checked the app, subscription and limits.

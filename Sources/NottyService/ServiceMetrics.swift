@@ -16,6 +16,12 @@ public final class ServiceMetrics: Sendable {
     /// Sign-ins refused with 429 because their user name, client id or address is locked.
     let lockedOut: Counter
     package let requestDuration: DurationHistogram
+    /// Escalation deliveries (SPEC §11) by how they went, and the backlog.
+    let escalationDelivered: Counter
+    let escalationRetried: Counter
+    let escalationFailed: Counter
+    let escalationPending: Gauge
+    let escalationFailing: Gauge
 
     public init() {
         func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
@@ -29,6 +35,13 @@ public final class ServiceMetrics: Sendable {
         rateLimited = registry.makeCounter(descriptor: name("rate_limited", "total", "Publishes refused with 429."))
         passwordHashes = registry.makeCounter(descriptor: name("password_hashes", "total", "Password hashes computed for sign-ins."))
         lockedOut = registry.makeCounter(descriptor: name("locked_out", "total", "Sign-ins refused with 429 after too many failures."))
+        let outcome = MetricNameDescriptor(namespace: "notty", metricName: "escalation_deliveries", unitName: "total",
+                                           helpText: "Escalation deliveries (escalated, handled, deleted) by outcome: delivered, retry (failed, tried again later), failed (given up).")
+        escalationDelivered = registry.makeCounter(descriptor: outcome, labels: [("outcome", "delivered")])
+        escalationRetried = registry.makeCounter(descriptor: outcome, labels: [("outcome", "retry")])
+        escalationFailed = registry.makeCounter(descriptor: outcome, labels: [("outcome", "failed")])
+        escalationPending = registry.makeGauge(descriptor: name("escalation_deliveries", "pending", "Escalation deliveries waiting to be sent (retries included)."))
+        escalationFailing = registry.makeGauge(descriptor: name("escalation_deliveries", "failing", "Escalation deliveries waiting after failing at least once."))
         requestDuration = registry.makeDurationHistogram(
             descriptor: name("http_request_duration", "seconds", "Time to answer an HTTP request."),
             buckets: [.microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),

@@ -153,6 +153,41 @@ extension PostgresStorage {
                                            priority TEXT NOT NULL, app TEXT, group_name TEXT, created BIGINT NOT NULL, UNIQUE (user_id, name))
             """,
         ]),
+        // Escalation's work (SPEC §11): tracks, deliveries, what each target was sent, status.
+        ("v11", [
+            """
+            CREATE TABLE escalation_cursors (user_id TEXT COLLATE "C" PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE, seq BIGINT NOT NULL)
+            """,
+            """
+            CREATE TABLE escalation_tracks (notification_id TEXT COLLATE "C" NOT NULL,
+                                            rule_id TEXT COLLATE "C" NOT NULL REFERENCES escalation_rules (id) ON DELETE CASCADE,
+                                            user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                                            since BIGINT NOT NULL, due_at BIGINT, sent INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (notification_id, rule_id))
+            """,
+            "CREATE INDEX escalation_tracks_due ON escalation_tracks (due_at) WHERE due_at IS NOT NULL",
+            "CREATE INDEX escalation_tracks_rule ON escalation_tracks (rule_id)",
+            """
+            CREATE TABLE escalation_deliveries (id TEXT COLLATE "C" PRIMARY KEY, user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                                                notification_id TEXT COLLATE "C" NOT NULL, rule_id TEXT COLLATE "C" NOT NULL, rule_name TEXT NOT NULL,
+                                                target TEXT NOT NULL, event TEXT NOT NULL, payload TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+                                                first_at BIGINT NOT NULL, next_at BIGINT NOT NULL, lease_until BIGINT NOT NULL DEFAULT 0, last_error TEXT)
+            """,
+            "CREATE INDEX escalation_deliveries_next ON escalation_deliveries (next_at)",
+            "CREATE INDEX escalation_deliveries_notification ON escalation_deliveries (notification_id, target)",
+            "CREATE INDEX escalation_deliveries_user ON escalation_deliveries (user_id)",
+            """
+            CREATE TABLE escalation_sent (notification_id TEXT COLLATE "C" NOT NULL, target TEXT NOT NULL,
+                                          user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                                          rule_id TEXT COLLATE "C" NOT NULL, rule_name TEXT NOT NULL, last_event TEXT NOT NULL,
+                                          PRIMARY KEY (notification_id, target))
+            """,
+            """
+            CREATE TABLE escalation_status (rule_id TEXT COLLATE "C" NOT NULL REFERENCES escalation_rules (id) ON DELETE CASCADE, target TEXT NOT NULL,
+                                            user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                                            last_delivery BIGINT, last_error TEXT, last_error_at BIGINT, PRIMARY KEY (rule_id, target))
+            """,
+            "CREATE INDEX escalation_status_user ON escalation_status (user_id)",
+        ]),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

@@ -210,6 +210,64 @@ extension SQLiteStorage {
                 );
                 """)
         }
+        // Escalation's work (SPEC §11): which rules watch which notifications, what is to be
+        // sent, what each target was sent, each target's last delivery and error.
+        migrator.registerMigration("v10 escalation work") { db in
+            try db.execute(sql: """
+                CREATE TABLE escalation_cursors (
+                    user_id TEXT PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+                    seq INTEGER NOT NULL
+                );
+                CREATE TABLE escalation_tracks (
+                    notification_id TEXT NOT NULL,
+                    rule_id TEXT NOT NULL REFERENCES escalation_rules (id) ON DELETE CASCADE,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    since INTEGER NOT NULL,
+                    due_at INTEGER,
+                    sent INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (notification_id, rule_id)
+                );
+                CREATE INDEX escalation_tracks_due ON escalation_tracks (due_at) WHERE due_at IS NOT NULL;
+                CREATE INDEX escalation_tracks_rule ON escalation_tracks (rule_id);
+                CREATE TABLE escalation_deliveries (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    notification_id TEXT NOT NULL,
+                    rule_id TEXT NOT NULL,
+                    rule_name TEXT NOT NULL,
+                    target TEXT NOT NULL,
+                    event TEXT NOT NULL,
+                    payload TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    first_at INTEGER NOT NULL,
+                    next_at INTEGER NOT NULL,
+                    lease_until INTEGER NOT NULL DEFAULT 0,
+                    last_error TEXT
+                );
+                CREATE INDEX escalation_deliveries_next ON escalation_deliveries (next_at);
+                CREATE INDEX escalation_deliveries_notification ON escalation_deliveries (notification_id, target);
+                CREATE INDEX escalation_deliveries_user ON escalation_deliveries (user_id);
+                CREATE TABLE escalation_sent (
+                    notification_id TEXT NOT NULL,
+                    target TEXT NOT NULL,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    rule_id TEXT NOT NULL,
+                    rule_name TEXT NOT NULL,
+                    last_event TEXT NOT NULL,
+                    PRIMARY KEY (notification_id, target)
+                );
+                CREATE TABLE escalation_status (
+                    rule_id TEXT NOT NULL REFERENCES escalation_rules (id) ON DELETE CASCADE,
+                    target TEXT NOT NULL,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    last_delivery INTEGER,
+                    last_error TEXT,
+                    last_error_at INTEGER,
+                    PRIMARY KEY (rule_id, target)
+                );
+                CREATE INDEX escalation_status_user ON escalation_status (user_id);
+                """)
+        }
         return migrator
     }
 }

@@ -5,8 +5,19 @@ import NottyCore
 extension ServiceClient {
     /// Every rule, oldest first.
     public func escalationRules() async throws -> [EscalationRule] {
+        try await escalationRuleList().value
+    }
+
+    /// Every rule, oldest first, with each target's last delivery and last error.
+    public func escalationRuleList() async throws -> EscalationRuleList {
         let answer = try await send(.GET, "/v1/me/escalations")
-        return try Self.decoded(EscalationRuleList.self, answer, status: 200).value
+        return try Self.decoded(EscalationRuleList.self, answer, status: 200)
+    }
+
+    /// Sends a test message to each target of the rule; answers how each went.
+    public func testEscalationRule(id: String) async throws -> [EscalationTestOutcome] {
+        let answer = try await send(.POST, "/v1/me/escalations/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)/test", json: Data("{}".utf8))
+        return try Self.decoded(EscalationTestReport.self, answer, status: 200).value
     }
 
     /// Adds a rule (`body` as `POST /v1/me/escalations` takes it); answers it as stored.

@@ -10,6 +10,7 @@ import NottyService
 import NottyServiceSQLite
 import NottyServicePostgres
 import NottyHTTP
+import NottyOutbound
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -134,7 +135,8 @@ struct Serve: AsyncParsableCommand {
             var logger = Logger(label: "notty.serve")
             logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
             let store = try await storage.open(logger: logger)
-            let service = NotificationService(storage: store, config: config, logger: logger)
+            let outbound = HTTPClientOutbound()
+            let service = NotificationService(storage: store, config: config, logger: logger, outbound: outbound)
             let scheme = tlsCert == nil ? "http" : "https"
             let dbPath = storage.place
             // Fewer socket threads than cores: on 2 cores, one I/O thread beside Swift's two
@@ -151,6 +153,7 @@ struct Serve: AsyncParsableCommand {
             } catch {
                 throw CLIError("the service stopped: \(error). Is port \(port) already in use? Try --port.")
             }
+            await outbound.shutdown()
             try? await store.close()
         }
     }

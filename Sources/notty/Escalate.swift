@@ -12,22 +12,26 @@ struct Escalate: AsyncParsableCommand {
         discussion: """
             A rule says who is told when a notification is still unhandled (in Unread: not
             read, activated, dismissed, snoozed or deleted on any device) a while after it
-            arrived, and the moment it is handled anywhere it is taken back. Rules are kept
-            on the service and apply to every device. This version of the service keeps
-            and checks the rules; it does not send escalations yet.
+            arrived, and the moment it is handled anywhere it is taken back (ntfy: cleared
+            from the phone; webhook and command: told "handled", with the device). Rules
+            are kept on the service and apply to every device; a muted app or group is never
+            escalated, and quiet hours do not hold escalation back.
 
               notty escalate add --after 10m --to ntfy:https://ntfy.sh/my-alerts
               notty escalate add --after 5m --to webhook:https://hooks.example.com/oncall --app mon.example.com
               notty escalate add --after 15m --to command:ops --repeat 30m --name night
-              notty escalate --list
+              notty escalate test night        (a test message to each target, now)
+              notty escalate --list            (each target's last delivery and last error)
               notty escalate remove night
 
             Targets: ntfy:URL (an ntfy topic; credentials as ntfy takes them, user:pass@ in
             the URL or ?auth=), webhook:URL (a JSON POST), command:NAME (a command the
             service's administrator named in [escalation.commands] of server.toml).
-            --priority high (the default) or all; --after and --repeat from 5s.
+            A token goes as ntfy:https://tk_mytoken@ntfy.example/alerts. --priority high (the
+            default) or all; --after and --repeat from 5s. A target that fails is retried
+            with backoff for a day.
             """,
-        subcommands: [EscalateAdd.self, EscalateRemove.self])
+        subcommands: [EscalateAdd.self, EscalateRemove.self, EscalateTest.self])
 
     @Flag(help: "List the rules (also what notty escalate alone does).") var list = false
     @Flag(help: "With --list: one JSON object per rule, as the service keeps it.") var json = false
@@ -39,13 +43,61 @@ struct Escalate: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let (client, _, _) = try await Device().session()
-            let rules = try await client.escalationRules()
+            let list = try await client.escalationRuleList()
+            let rules = list.value
             if json {
-                for rule in rules { print(String(decoding: try NottyJSON.encoder.encode(rule), as: UTF8.self)) }
+                for rule in rules {
+                    var object = JSONValue.encoding(rule)
+                    if case .object(var fields) = object {
+                        fields["deliveries"] = JSONValue.encoding(list.deliveries?[rule.id] ?? [])
+                        object = .object(fields)
+                    }
+                    print(object.jsonText)
+                }
                 return
             }
             if rules.isEmpty { say("no escalation rules (notty escalate add --after 10m --to ntfy:URL)"); return }
-            for rule in rules { say(rule.summary) }
+            let now = Date()
+            for rule in rules {
+                say(rule.summary)
+                for state in list.deliveries?[rule.id] ?? [] where state.lastDelivery != nil || state.lastError != nil || state.pending > 0 {
+                    say("  " + Self.line(state, now: now))
+                }
+            }
+        }
+    }
+
+    /// A target's line under its rule: its last delivery, its last error, what waits.
+    static func line(_ state: EscalationTargetState, now: Date) -> String {
+        var parts: [String] = []
+        if let at = state.lastDelivery { parts.append("delivered \(TimeText.relative(at, now: now))") } else { parts.append("never delivered") }
+        if let error = state.lastError, let at = state.lastErrorAt { parts.append("last error \(TimeText.relative(at, now: now)): \(error)") }
+        if state.pending > 0 { parts.append("\(state.pending) waiting") }
+        return state.target + ": " + parts.joined(separator: "; ")
+    }
+}
+
+struct EscalateTest: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "test", abstract: "Send a test message to each target of a rule now, and print how each went.",
+        discussion: """
+            Exits 1 when any target failed; each target's outcome is also its last delivery
+            or last error in notty escalate --list.
+
+              notty escalate test night
+            """)
+
+    @Argument(help: "The rule's name.") var name: String
+
+    func run() async throws {
+        try await reportingErrors {
+            let (client, _, _) = try await Device().session()
+            guard let rule = try await client.escalationRules().first(where: { $0.name == name }) else {
+                throw CLIError("no escalation rule named \(name) (notty escalate --list shows them)")
+            }
+            let outcomes = try await client.testEscalationRule(id: rule.id)
+            for outcome in outcomes { say(outcome.ok ? "ok \(outcome.target)" : "failed \(outcome.target): \(outcome.error ?? "")") }
+            if outcomes.contains(where: { !$0.ok }) { throw ExitCode(1) }
         }
     }
 }

@@ -96,7 +96,7 @@ struct EscalationRuleTests {
         }
     }
 
-    @Test("a user has at most 50 rules, also when two instances add at once", arguments: Backend.available)
+    @Test("a user has at most 20 rules, also when two instances add at once", arguments: Backend.available)
     func limit(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         try await harness.router { client in
@@ -114,9 +114,9 @@ struct EscalationRuleTests {
                 }
                 return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
             }
-            #expect(stored == 50)
+            #expect(stored == 20)
             let over = try await client.call(.post, "/v1/me/escalations", token: world.userToken, json: #"{"after":"10m","targets":["ntfy:https://ntfy.sh/x"]}"#)
-            #expect(over.status == .badRequest && over.text.contains("at most 50 escalation rules"), "\(over.text)")
+            #expect(over.status == .badRequest && over.text.contains("at most 20 escalation rules"), "\(over.text)")
         }
     }
 

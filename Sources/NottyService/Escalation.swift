@@ -1,0 +1,250 @@
+import Foundation
+import Logging
+import NottyCore
+import Synchronization
+
+/// Escalation at work (SPEC §11): it plans on every change, on the path that rings devices
+/// (clocks start and stop, retractions are made at once), fires due tracks, and sends what is
+/// to be sent, each delivery on its own, so that a slow or dead target delays no other.
+public final class Escalation: ServicePart {
+    package let core: ServiceCore
+    let sender: EscalationSender
+    /// Users whose changes wait to be planned.
+    private let waiting = Mutex<Set<String>>([])
+    /// The users who have rules, as last read (nil: not read yet; every change is planned).
+    private let ruleUsers = Mutex<Set<String>?>(nil)
+    /// Who handled which notification, as this instance saw it (a `handled` event's device).
+    private let handlers = Mutex<[String: (device: String, at: Date)]>([:])
+    let planBell = Bell()
+    let sendBell = Bell()
+    /// Deliveries being sent now.
+    private let inFlight = Atomic<Int>(0)
+
+    /// The most deliveries sent at once; the most planned for one user in one transaction.
+    public static let maxInFlight = 64
+    static let planPage = 500
+    /// How long a claimed delivery is this instance's (after a crash, another takes it then).
+    static let lease: TimeInterval = 60
+
+    init(core: ServiceCore, outbound: (any OutboundHTTP)?) {
+        self.core = core
+        sender = EscalationSender(outbound: outbound, commands: core.config.escalationCommands)
+    }
+
+    // MARK: - Planning, on the change path
+
+    /// The storage committed changes for these users: those with rules are planned now.
+    func changed(_ cursors: [String: Int64]) {
+        let known = ruleUsers.withLock { $0 }
+        let users = cursors.keys.filter { known?.contains($0) ?? true }
+        guard !users.isEmpty else { return }
+        waiting.withLock { $0.formUnion(users) }
+        planBell.ring()
+    }
+
+    /// A device handled these notifications (the `handled` event says which device).
+    func noteHandled(ids: [String], device: String) {
+        let now = clock.nowMillis()
+        handlers.withLock { map in
+            if map.count > 10_000 { map = map.filter { now.timeIntervalSince($0.value.at) < 60 } }
+            for id in ids { map[id] = (device, now) }
+        }
+    }
+
+    /// A rule was added or removed for this user.
+    func rulesChanged(userId: String, has: Bool) {
+        ruleUsers.withLock { users in
+            if has { users?.insert(userId) }
+        }
+        if has {
+            waiting.withLock { _ = $0.insert(userId) }
+            planBell.ring()
+        }
+    }
+
+    /// Plans every user who has rules (at start, and now and then: what another instance
+    /// committed and could not plan before it stopped).
+    public func planEveryone() async throws {
+        let users = try await db { try await storage.escalationUserIds() }
+        ruleUsers.withLock { $0 = Set(users) }
+        waiting.withLock { $0.formUnion(users) }
+        planBell.ring()
+    }
+
+    /// Plans waiting users as they come, until cancelled.
+    public func runPlanner() async {
+        for await _ in planBell.rings {
+            while !Task.isCancelled {
+                let users = waiting.withLock { waiting -> [String] in
+                    defer { waiting.removeAll() }
+                    return Array(waiting)
+                }
+                if users.isEmpty { break }
+                for userId in users {
+                    do {
+                        try await plan(userId: userId)
+                    } catch {
+                        logger.warning("cannot plan escalations; will retry", metadata: ["user": "\(userId)", "error": "\(error)"])
+                        waiting.withLock { _ = $0.insert(userId) }
+                        try? await Task.sleep(for: .seconds(1))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Plans one user's changes, page by page.
+    public func plan(userId: String) async throws {
+        while true {
+            var devices = handlers.withLock { $0.mapValues(\.device) }
+            if !devices.isEmpty, let known = try? await storage.subscriptions(userId: userId) {
+                // The device's name, as `notty devices` shows it, when it has one.
+                let names = Dictionary(known.compactMap { s in s.deviceName.map { (s.deviceId, $0) } }, uniquingKeysWith: { first, _ in first })
+                devices = devices.mapValues { names[$0] ?? $0 }
+            }
+            let named = devices
+            let outcome = try await db {
+                try await storage.planEscalations(userId: userId, limit: Self.planPage, now: clock.nowMillis()) { input in
+                    EscalationPlanner.plan(input, devices: named) { DeliveryIds.next(now: input.now) }
+                }
+            }
+            if outcome.deliveries > 0 { sendBell.ring() }
+            if !outcome.more { return }
+        }
+    }
+
+    // MARK: - Firing due tracks
+
+    /// Fires every track due now; answers how many deliveries that made.
+    @discardableResult
+    public func fireDue() async throws -> Int {
+        var total = 0
+        while true {
+            let now = clock.nowMillis()
+            let made = try await db {
+                try await storage.fireDueEscalations(now: now, limit: 200) { due in
+                    EscalationPlanner.fire(due, now: now) { DeliveryIds.next(now: now) }
+                }
+            }
+            total += made
+            if made > 0 { sendBell.ring() }
+            if made < 200 { return total }
+        }
+    }
+
+    // MARK: - Sending
+
+    /// Claims and sends deliveries until cancelled: each on a task of its own, at most
+    /// ``maxInFlight`` at once; woken by what plans and fires, by a delivery ending, and by
+    /// the clock (retries).
+    public func runSender() async {
+        await withDiscardingTaskGroup { group in
+            for await _ in sendBell.rings {
+                if Task.isCancelled { break }
+                let room = Self.maxInFlight - inFlight.load(ordering: .relaxed)
+                guard room > 0 else { continue }
+                let now = clock.nowMillis()
+                let claimed: [EscalationDelivery]
+                do {
+                    claimed = try await db { try await storage.claimEscalationDeliveries(now: now, lease: now + Self.lease, limit: room) }
+                } catch {
+                    logger.warning("cannot claim escalation deliveries; will retry", metadata: ["error": "\(error)"])
+                    continue
+                }
+                for delivery in claimed {
+                    inFlight.add(1, ordering: .relaxed)
+                    group.addTask {
+                        await self.deliver(delivery)
+                        self.inFlight.subtract(1, ordering: .relaxed)
+                        self.sendBell.ring()
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends one delivery and records how it went.
+    func deliver(_ delivery: EscalationDelivery) async {
+        let failure = await sender.send(delivery)
+        let now = clock.nowMillis()
+        let result: DeliveryResult = failure.map {
+            EscalationPlanner.afterFailure(delivery, attempts: delivery.attempts + 1, error: $0.message, retryable: $0.retryable, now: now)
+        } ?? .delivered
+        switch result {
+        case .delivered: metrics.escalationDelivered.increment()
+        case .retry: metrics.escalationRetried.increment()
+        case .failed: metrics.escalationFailed.increment()
+        }
+        if case .failed(let error) = result {
+            logger.warning("an escalation could not be delivered: given up", metadata: [
+                "target": "\((try? EscalationTarget(parsing: delivery.target))?.shown ?? delivery.target)", "event": "\(delivery.event.rawValue)",
+                "error": "\(error)"])
+        }
+        do {
+            try await db { try await storage.finishEscalationDelivery(delivery, result: result, now: now) }
+        } catch {
+            // The lease runs out and it is sent again: once more at most (SPEC §11).
+            logger.warning("cannot record an escalation delivery", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Reads the backlog into `/metrics`.
+    public func measureBacklog() async throws {
+        let backlog = try await db { try await storage.escalationBacklog() }
+        metrics.escalationPending.set(Int64(backlog.pending))
+        metrics.escalationFailing.set(Int64(backlog.failing))
+    }
+
+    // MARK: - Testing a rule
+
+    /// `POST /v1/me/escalations/{id}/test`: one test message to each target of the rule, now,
+    /// each outcome answered (and kept as the target's last delivery or error).
+    public func test(userId: String, ruleId: String) async throws -> [EscalationTestOutcome] {
+        guard let rule = try await db({ try await storage.escalationRules(userId: userId) }).first(where: { $0.id == ruleId }) else {
+            throw ServiceError.notFound("no such escalation rule")
+        }
+        let now = clock.nowMillis()
+        let sample = UserNotification(
+            id: "notty-test-" + DeliveryIds.next(now: now), appNotificationId: "notty-escalation-test", targetHostName: "notty", priority: .high,
+            payload: NotificationPayload(visualContent: VisualContent(title: "notty escalation test", body: "The rule \(rule.name) reaches this target.")),
+            expirationDateTime: now + 60, createdDateTime: now, lastModifiedDateTime: now)
+        return await withTaskGroup(of: EscalationTestOutcome.self) { group in
+            for target in rule.targets {
+                group.addTask {
+                    let delivery = EscalationDelivery(id: "test", userId: userId, notificationId: sample.id, ruleId: rule.id, ruleName: rule.name,
+                                                      target: target, event: .test, notification: sample, firstAt: now, nextAt: now)
+                    let failure = await self.sender.send(delivery)
+                    try? await self.storage.recordEscalationTest(ruleId: rule.id, target: target, error: failure?.message, now: self.clock.nowMillis())
+                    return EscalationTestOutcome(target: (try? EscalationTarget(parsing: target))?.shown ?? target, ok: failure == nil, error: failure?.message)
+                }
+            }
+            var outcomes: [EscalationTestOutcome] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return rule.targets.compactMap { target in
+                let shown = (try? EscalationTarget(parsing: target))?.shown ?? target
+                return outcomes.first { $0.target == shown }
+            }
+        }
+    }
+}
+
+/// A wake-up: rung by anyone, heard by one loop; rings while nobody listens count once. A
+/// ticker rings it every half second as well, so that work due by the clock (retries) is seen.
+final class Bell: Sendable {
+    let rings: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() {
+        (rings, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    func ring() { continuation.yield() }
+
+    /// Rings every `period` until cancelled.
+    func tick(every period: Duration) async {
+        while !Task.isCancelled {
+            ring()
+            try? await Task.sleep(for: period)
+        }
+    }
+}

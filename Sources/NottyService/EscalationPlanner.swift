@@ -1,0 +1,166 @@
+import Foundation
+import NottyCore
+import Synchronization
+
+/// SPEC §11's rules as pure functions, shared by every storage backend: what is unhandled, when
+/// a rule's clock starts, what a change takes back, what a due track sends, how long a failed
+/// delivery waits.
+public enum EscalationPlanner {
+    /// Where a notification stands for escalation at `now`.
+    public enum Standing: Equatable, Sendable {
+        /// In Unread: the rules' clocks run.
+        case unhandled
+        /// Snoozed until then: handled now, unhandled again (a new clock) when the snooze ends.
+        case snoozed(until: Date)
+        /// Read, activated or dismissed (the view's name).
+        case handled(String)
+        /// Deleted or expired.
+        case gone
+    }
+
+    public static func standing(of notification: UserNotification, now: Date) -> Standing {
+        guard let view = NotificationView.current(of: notification, now: now) else { return .gone }
+        switch view {
+        case .unread: return .unhandled
+        case .snoozed: return .snoozed(until: notification.snoozedUntil ?? now)
+        default: return .handled(view.rawValue)
+        }
+    }
+
+    /// What the changes of one user's notifications mean: clocks started, restarted or stopped;
+    /// escalations not yet begun called back; those sent taken back (`handled`, `deleted`).
+    /// `devices` names who handled a notification, by its id, when the service knows.
+    public static func plan(_ input: EscalationPlanInput, devices: [String: String] = [:], newId: () -> String) -> EscalationPlan {
+        var plan = EscalationPlan()
+        let tracks = Dictionary(grouping: input.tracks, by: \.notificationId)
+        let sent = Dictionary(grouping: input.sent, by: \.notificationId)
+        let pending = Dictionary(grouping: input.pending, by: \.notificationId)
+        let rulesById = Dictionary(input.rules.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        for notification in input.changed {
+            let id = notification.id
+            let ownTracks = tracks[id] ?? []
+            let standing = standing(of: notification, now: input.now)
+            if standing == .unhandled {
+                let covering = input.rules.filter { $0.covers(notification) }
+                for rule in covering {
+                    if let track = ownTracks.first(where: { $0.ruleId == rule.id }) {
+                        // A re-publish (new again) restarts the clock; anything else leaves it.
+                        guard notification.createdDateTime > track.since else { continue }
+                    }
+                    let since = ownTracks.first(where: { $0.ruleId == rule.id }) == nil
+                        ? max(notification.createdDateTime, notification.lastModifiedDateTime) : notification.createdDateTime
+                    plan.saveTracks.append(EscalationTrack(notificationId: id, ruleId: rule.id, userId: input.userId, since: since,
+                                                           dueAt: since + TimeInterval(rule.afterSeconds)))
+                }
+                for track in ownTracks where !covering.contains(where: { $0.id == track.ruleId }) {
+                    plan.dropTracks.append((id, track.ruleId))
+                }
+                continue
+            }
+            // Handled, snoozed or gone: nothing more is sent, and what was sent is taken back.
+            if case .snoozed(let until) = standing {
+                for rule in input.rules where rule.covers(notification) {
+                    plan.saveTracks.append(EscalationTrack(notificationId: id, ruleId: rule.id, userId: input.userId, since: until,
+                                                           dueAt: until + TimeInterval(rule.afterSeconds)))
+                }
+                for track in ownTracks where !input.rules.contains(where: { $0.id == track.ruleId && $0.covers(notification) }) {
+                    plan.dropTracks.append((id, track.ruleId))
+                }
+            } else {
+                plan.dropTracks.append(contentsOf: ownTracks.map { (id, $0.ruleId) })
+            }
+            let event: EscalationEvent = standing == .gone ? .deleted : .handled
+            var handledBy: HandledBy?
+            switch standing {
+            case .handled(let state): handledBy = HandledBy(device: devices[id], state: state, at: notification.lastModifiedDateTime)
+            case .snoozed: handledBy = HandledBy(device: devices[id], state: NotificationView.snoozed.rawValue, at: notification.lastModifiedDateTime)
+            default: break
+            }
+            // Targets told already (or being told now) get the retraction once each.
+            var retract: [String: (ruleId: String, ruleName: String)] = [:]
+            for record in sent[id] ?? [] {
+                let due = event == .deleted ? record.lastEvent != .deleted : record.lastEvent == .escalated
+                if due { retract[record.target] = (record.ruleId, record.ruleName) }
+            }
+            for delivery in pending[id] ?? [] {
+                if delivery.event == .escalated && !delivery.inFlight {
+                    plan.cancel.append(delivery.id)
+                } else if delivery.event == .escalated || (event == .deleted && delivery.event == .handled) {
+                    // Being sent now, or a retraction still to come: follow it.
+                    retract[delivery.target] = retract[delivery.target] ?? (delivery.ruleId, delivery.ruleName)
+                } else if delivery.event == event {
+                    retract[delivery.target] = nil  // already on its way
+                }
+            }
+            for (target, origin) in retract.sorted(by: { $0.key < $1.key }) {
+                let ruleName = origin.ruleName.isEmpty ? rulesById[origin.ruleId]?.name ?? "" : origin.ruleName
+                plan.deliveries.append(EscalationDelivery(
+                    id: newId(), userId: input.userId, notificationId: id, ruleId: origin.ruleId, ruleName: ruleName, target: target, event: event,
+                    notification: notification, handledBy: handledBy, firstAt: input.now, nextAt: input.now))
+            }
+            for record in sent[id] ?? [] where retract[record.target] != nil {
+                var updated = record
+                updated.lastEvent = event
+                plan.saveSent.append(updated)
+            }
+        }
+        return plan
+    }
+
+    /// What a due track does at `now`: sends to each of the rule's targets when the
+    /// notification is still unhandled and not muted, and comes due again after `repeat`.
+    public static func fire(_ due: EscalationDue, now: Date, newId: () -> String) -> EscalationFiring {
+        var track = due.track
+        guard let notification = due.notification, let rule = due.rule, rule.covers(notification) else {
+            return EscalationFiring(deliveries: [], track: nil)
+        }
+        switch standing(of: notification, now: now) {
+        case .unhandled:
+            break
+        case .snoozed(let until):
+            // A snooze the planner has not seen yet: the clock starts when it ends.
+            track.since = until
+            track.dueAt = until + TimeInterval(rule.afterSeconds)
+            track.sent = 0
+            return EscalationFiring(deliveries: [], track: track)
+        case .handled, .gone:
+            return EscalationFiring(deliveries: [], track: nil)
+        }
+        if Interruptions(preferences: due.preferences, now: now).isMuted(notification) {
+            // Muted: never escalated (SPEC §9, §11); quiet hours do not hold it back.
+            track.dueAt = nil
+            return EscalationFiring(deliveries: [], track: track)
+        }
+        let deliveries = rule.targets.map { target in
+            EscalationDelivery(id: newId(), userId: track.userId, notificationId: notification.id, ruleId: rule.id, ruleName: rule.name,
+                               target: target, event: .escalated, notification: notification, firstAt: now, nextAt: now)
+        }
+        track.sent += 1
+        track.dueAt = rule.repeatSeconds.map { now + TimeInterval($0) }
+        return EscalationFiring(deliveries: deliveries, track: track)
+    }
+
+    /// How long retries go on.
+    public static let retryWindow: TimeInterval = 86_400
+
+    /// What becomes of a delivery that failed at `now` for the `attempts`-th time: tried again
+    /// after 5 s, 10 s, 20 s … at most an hour apart, for a day; `retryable` false ends it.
+    public static func afterFailure(_ delivery: EscalationDelivery, attempts: Int, error: String, retryable: Bool, now: Date) -> DeliveryResult {
+        guard retryable, now < delivery.firstAt + retryWindow else { return .failed(error: error) }
+        let wait = min(3600.0, 5.0 * pow(2.0, Double(max(0, min(attempts - 1, 20)))))
+        return .retry(at: now + wait, error: error)
+    }
+}
+
+/// Delivery ids that sort in the order they were made (the outbox sends a target's deliveries
+/// about one notification in that order): milliseconds, a counter, and a random tail so that
+/// instances never make the same one.
+public enum DeliveryIds {
+    private static let counter = Atomic<UInt32>(0)
+
+    public static func next(now: Date) -> String {
+        let count = counter.add(1, ordering: .relaxed).newValue
+        let millis = max(0, ISOTime.millis(now))
+        return String(format: "%013lld-%08x-%08x", millis, count, UInt32.random(in: 0...UInt32.max))
+    }
+}

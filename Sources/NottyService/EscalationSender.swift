@@ -1,0 +1,216 @@
+import Foundation
+import NottyCore
+
+/// How one delivery reaches its target (SPEC §11): ntfy's JSON publish, its clear and delete;
+/// a webhook's JSON event; the administrator's command with the notification in `NOTTY_*`
+/// variables. What is sent is built by pure functions (tested on their own); sending is the
+/// outbound client's and the shell's.
+public struct EscalationSender: Sendable {
+    /// Why a delivery did not go through, in words `notty escalate --list` shows.
+    public struct Failure: Error, Sendable, Equatable {
+        public var message: String
+        /// Whether trying again later may help.
+        public var retryable: Bool
+    }
+
+    let outbound: (any OutboundHTTP)?
+    let commands: [String: String]
+    /// How long a command may run before it is stopped (and counts as failed).
+    let commandTimeout: Duration
+
+    public init(outbound: (any OutboundHTTP)?, commands: [String: String], commandTimeout: Duration = .seconds(30)) {
+        self.outbound = outbound
+        self.commands = commands
+        self.commandTimeout = commandTimeout
+    }
+
+    /// Sends `delivery`; nil when the target took it.
+    public func send(_ delivery: EscalationDelivery) async -> Failure? {
+        let target: EscalationTarget
+        do {
+            target = try EscalationTarget(parsing: delivery.target)
+        } catch {
+            return Failure(message: error.message, retryable: false)
+        }
+        switch target {
+        case .ntfy(let url):
+            guard let request = Self.ntfyRequest(url: url, delivery: delivery) else {
+                return Failure(message: "not an ntfy topic URL: \(EscalationTarget.withoutCredentials(url))", retryable: false)
+            }
+            return await http(request)
+        case .webhook(let url):
+            return await http(Self.webhookRequest(url: url, delivery: delivery))
+        case .command(let name):
+            guard let line = commands[name] else {
+                return Failure(message: "the service has no command named \(name) any more ([escalation.commands] in server.toml)", retryable: false)
+            }
+            return await CommandRun.run(line: line, variables: Self.commandVariables(delivery), timeout: commandTimeout)
+        }
+    }
+
+    private func http(_ request: OutboundRequest) async -> Failure? {
+        guard let outbound else { return Failure(message: "this service makes no outbound requests", retryable: false) }
+        do {
+            let response = try await outbound.send(request)
+            if response.succeeded { return nil }
+            return Failure(message: "answered \(response.status)", retryable: response.isWorthRetrying)
+        } catch {
+            return Failure(message: error.description, retryable: error.isWorthRetrying)
+        }
+    }
+
+    // MARK: - What is sent
+
+    /// An ntfy topic URL taken apart: the server's root (where JSON is published), the topic,
+    /// and the credentials of its `user:password@` (Basic) or `token@` (Bearer).
+    struct NtfyTopic: Equatable {
+        var root: String
+        var topicURL: String
+        var topic: String
+        var query: String
+        var authorization: String?
+    }
+
+    static func ntfyTopic(_ url: String) -> NtfyTopic? {
+        guard var parts = URLComponents(string: url), let host = parts.host, !host.isEmpty else { return nil }
+        var authorization: String?
+        if let user = parts.percentEncodedUser.flatMap({ $0.removingPercentEncoding }), !user.isEmpty {
+            if let password = parts.percentEncodedPassword.flatMap({ $0.removingPercentEncoding }) {
+                authorization = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+            } else {
+                authorization = "Bearer " + user
+            }
+        }
+        parts.user = nil
+        parts.password = nil
+        let query = parts.percentEncodedQuery.map { "?" + $0 } ?? ""
+        parts.query = nil
+        parts.fragment = nil
+        var path = parts.percentEncodedPath
+        while path.hasSuffix("/") { path.removeLast() }
+        guard let slash = path.lastIndex(of: "/"), path.index(after: slash) < path.endIndex,
+              let topic = String(path[path.index(after: slash)...]).removingPercentEncoding
+        else { return nil }
+        parts.percentEncodedPath = String(path[..<slash])
+        guard let root = parts.string else { return nil }
+        return NtfyTopic(root: root + "/", topicURL: root + "/" + String(path[path.index(after: slash)...]), topic: topic, query: query,
+                         authorization: authorization)
+    }
+
+    /// ntfy: the JSON publish (`sequence_id` = the notification's id, priority 5) for
+    /// `escalated`, `PUT …/<id>/clear` for `handled`, `DELETE …/<id>` for `deleted`.
+    static func ntfyRequest(url: String, delivery: EscalationDelivery) -> OutboundRequest? {
+        guard let topic = ntfyTopic(url) else { return nil }
+        var headers: [OutboundHeader] = []
+        if let authorization = topic.authorization { headers.append(OutboundHeader("Authorization", authorization)) }
+        let n = delivery.notification
+        let sequence = n.id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? n.id
+        switch delivery.event {
+        case .escalated, .test:
+            var body: [String: JSONValue] = ["topic": .string(topic.topic)]
+            let text = n.payload.visualContent?.body ?? n.payload.rawContent ?? ""
+            body["title"] = .string(n.displayTitle)
+            body["message"] = .string(text.isEmpty ? n.displayTitle : text)
+            if delivery.event == .escalated {
+                body["priority"] = .number(5)
+                body["sequence_id"] = .string(n.id)
+                body["tags"] = .array([.string("rotating_light")])
+            } else {
+                body["priority"] = .number(3)
+            }
+            if let launchUrl = n.launchUrl { body["click"] = .string(launchUrl) }
+            headers.append(OutboundHeader("Content-Type", "application/json"))
+            return OutboundRequest(method: "POST", url: topic.root + topic.query, headers: headers, body: Data(JSONValue.object(body).jsonText.utf8))
+        case .handled:
+            return OutboundRequest(method: "PUT", url: topic.topicURL + "/" + sequence + "/clear" + topic.query, headers: headers)
+        case .deleted:
+            return OutboundRequest(method: "DELETE", url: topic.topicURL + "/" + sequence + topic.query, headers: headers)
+        }
+    }
+
+    /// A webhook: `POST` of `{"event", "rule", "notification", "handledBy"}`.
+    static func webhookRequest(url: String, delivery: EscalationDelivery) -> OutboundRequest {
+        struct Event: Encodable {
+            var event: String
+            var rule: String
+            var notification: UserNotification
+            var handledBy: HandledBy?
+        }
+        let body = (try? NottyJSON.encoder.encode(Event(event: delivery.event.rawValue, rule: delivery.ruleName, notification: delivery.notification,
+                                                         handledBy: delivery.handledBy))) ?? Data()
+        return OutboundRequest(method: "POST", url: url, headers: [OutboundHeader("Content-Type", "application/json")], body: body)
+    }
+
+    /// A command's variables: the notification's `NOTTY_*`, `NOTTY_EVENT`, `NOTTY_RULE`, and
+    /// with `handled`, `NOTTY_HANDLED_BY` (the device) and `NOTTY_STATE`.
+    static func commandVariables(_ delivery: EscalationDelivery) -> [String: String] {
+        var variables = delivery.notification.commandVariables
+        variables["NOTTY_EVENT"] = delivery.event.rawValue
+        variables["NOTTY_RULE"] = delivery.ruleName
+        if let handledBy = delivery.handledBy {
+            variables["NOTTY_STATE"] = handledBy.state
+            variables["NOTTY_HANDLED_BY"] = handledBy.device ?? ""
+        }
+        return variables
+    }
+}
+
+/// One run of an administrator's command line: `/bin/sh -c LINE` in its own process group,
+/// with this process's environment and `variables`, stopped (SIGTERM, then SIGKILL) after
+/// `timeout`. A run that exits 0 went through; otherwise the failure says how it ended and the
+/// last line it wrote to standard error.
+enum CommandRun {
+    static func run(line: String, variables: [String: String], timeout: Duration) async -> EscalationSender.Failure? {
+        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("notty-command-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: errors.path, contents: nil), let errorFile = try? FileHandle(forWritingTo: errors) else {
+            return EscalationSender.Failure(message: "cannot make a file for the command's errors in \(FileManager.default.temporaryDirectory.path)",
+                                            retryable: true)
+        }
+        defer {
+            try? errorFile.close()
+            try? FileManager.default.removeItem(at: errors)
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", line]
+        process.environment = ProcessInfo.processInfo.environment.merging(variables) { _, given in given }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errorFile
+        let ended: (reason: Process.TerminationReason, status: Int32, timedOut: Bool) = await withCheckedContinuation { continuation in
+            let stopped = StopOnce()
+            process.terminationHandler = { finished in
+                continuation.resume(returning: (finished.terminationReason, finished.terminationStatus, stopped.happened))
+            }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(returning: (.exit, 127, false))
+                return
+            }
+            let pid = process.processIdentifier
+            let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+                guard process.isRunning else { return }
+                stopped.mark()
+                kill(-pid, SIGTERM)
+                DispatchQueue.global().asyncAfter(deadline: .now() + 2) { if process.isRunning { kill(-pid, SIGKILL) } }
+            }
+        }
+        if ended.timedOut { return EscalationSender.Failure(message: "ran longer than \(timeout): stopped", retryable: true) }
+        if ended.reason == .exit && ended.status == 0 { return nil }
+        let said = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        let last = said.split(whereSeparator: \.isNewline).last.map { String($0.prefix(300)) }
+        let how = ended.reason == .exit ? "exited with \(ended.status)" : "was killed by signal \(ended.status)"
+        return EscalationSender.Failure(message: "the command " + how + (last.map { ": \($0)" } ?? ""), retryable: true)
+    }
+}
+
+/// Set once, read after.
+private final class StopOnce: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func mark() { lock.withLock { value = true } }
+    var happened: Bool { lock.withLock { value } }
+}

@@ -1,0 +1,208 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NottyCore
+import NottySync
+import NottyTestSupport
+import Testing
+
+/// A stand-in for an ntfy server and a webhook receiver on loopback: it records every request
+/// and answers `503` to the next `failNext` of them (a target that fails on purpose).
+final class TargetRecorder: @unchecked Sendable {
+    struct Hit: Sendable {
+        var method: String
+        var path: String
+        var headers: [String: String]
+        var body: String
+        var at: Date
+        var json: [String: Any]? { (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] }
+    }
+
+    let hits = Locked<[Hit]>([])
+    let failNext = Locked<Int>(0)
+
+    func application() -> some ApplicationProtocol {
+        let router = Router()
+        for method in [HTTPRequest.Method.get, .post, .put, .delete] {
+            router.on("**", method: method) { request, _ -> Response in
+                let body = try await request.body.collect(upTo: 1 << 20)
+                var headers: [String: String] = [:]
+                for field in request.headers { headers[field.name.canonicalName] = field.value }
+                self.hits.update { $0.append(Hit(method: request.method.rawValue, path: request.uri.path, headers: headers, body: String(buffer: body), at: Date())) }
+                let fail = self.failNext.update { count -> Bool in
+                    guard count > 0 else { return false }
+                    count -= 1
+                    return true
+                }
+                return Response(status: fail ? .serviceUnavailable : .ok, body: .init(byteBuffer: ByteBuffer(string: "{}")))
+            }
+        }
+        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+    }
+
+    func matching(_ method: String, _ path: String) -> [Hit] { hits.value.filter { $0.method == method && $0.path == path } }
+    func paths() -> [String] { hits.value.map { "\($0.method) \($0.path)" } }
+}
+
+extension Locked {
+    var value: Value { update { $0 } }
+}
+
+/// Escalation (SPEC §11) with real processes: `notty serve`, devices through the real `notty`,
+/// a stand-in ntfy server and webhook receiver, Apprise as the administrator's command.
+@Suite("Escalation end to end", .timeLimit(.minutes(5)), .serialized)
+struct EscalationEndToEndTests {
+    @Test("a High notification unhandled for --after reaches ntfy (JSON, sequence_id, priority 5) and a webhook; dismissed on B it is cleared and told handled (device, state); deleted, it is deleted; Low, handled in time, snoozed and muted are never sent")
+    func escalatedAndTakenBack() async throws {
+        let recorder = TargetRecorder()
+        try await recorder.application().test(.live) { client in
+            let port = try #require(client.port)
+            let world = try await TwoDevices()
+            let (a, b) = (world.a, world.b)
+            let ntfy = "http://127.0.0.1:\(port)/ntfy/alerts", hook = "http://127.0.0.1:\(port)/hook"
+            let added = try await a.run(["escalate", "add", "--after", "5s", "--to", "ntfy:\(ntfy)", "--to", "webhook:\(hook)", "--name", "night"])
+            #expect(added.status == 0, "\(added.err)")
+            let mute = try await a.run(["mute", "--group", "noisy"])
+            #expect(mute.status == 0, "\(mute.err)")
+            #expect(try await a.run(["sync"]).status == 0)
+
+            let urgent = try await world.publish("Disk full", body: "/var at 99%", extra: ["--priority", "high", "--url", "https://mon.example/disk"])
+            let low = try await world.publish("FYI", extra: ["--priority", "low"])
+            let handledInTime = try await world.publish("Flapping", extra: ["--priority", "high"])
+            let snoozed = try await world.publish("Later", extra: ["--priority", "high"])
+            let muted = try await world.publish("Noise", extra: ["--priority", "high", "--group", "noisy"])
+            #expect(try await b.run(["sync"]).status == 0)
+            #expect(try await b.run(["read", handledInTime]).status == 0)
+            #expect(try await b.run(["snooze", snoozed, "--for", "1h"]).status == 0)
+
+            // Escalated: ntfy's JSON publish at the server's root, and the webhook's event.
+            #expect(await eventually(timeout: .seconds(30)) { recorder.matching("POST", "/hook").count >= 1 && recorder.matching("POST", "/ntfy/").count >= 1 },
+                    "nothing escalated: \(recorder.paths()) \(String(decoding: (try? Data(contentsOf: world.service.log)) ?? Data(), as: UTF8.self))")
+            let published = try #require(recorder.matching("POST", "/ntfy/").first?.json)
+            #expect(published["topic"] as? String == "alerts")
+            #expect(published["sequence_id"] as? String == urgent)
+            #expect(published["priority"] as? Int == 5)
+            #expect(published["title"] as? String == "Disk full")
+            #expect(published["message"] as? String == "/var at 99%")
+            #expect(published["click"] as? String == "https://mon.example/disk")
+            let escalated = try #require(recorder.matching("POST", "/hook").first?.json)
+            #expect(escalated["event"] as? String == "escalated" && escalated["rule"] as? String == "night")
+            #expect((escalated["notification"] as? [String: Any])?["id"] as? String == urgent)
+
+            // Handled on B: cleared at ntfy, and the webhook told who handled it.
+            let dismissedAt = Date()
+            #expect(try await b.run(["dismiss", urgent]).status == 0)
+            #expect(await eventually(timeout: .seconds(10)) { recorder.matching("PUT", "/ntfy/alerts/\(urgent)/clear").count == 1
+                && recorder.matching("POST", "/hook").count == 2 }, "\(recorder.paths())")
+            let handled = try #require(recorder.matching("POST", "/hook").last?.json)
+            #expect(handled["event"] as? String == "handled")
+            let by = try #require(handled["handledBy"] as? [String: Any])
+            #expect(by["device"] as? String == "B" && by["state"] as? String == "dismissed", "\(by)")
+            let retracted = try #require(recorder.matching("PUT", "/ntfy/alerts/\(urgent)/clear").first)
+            report("dismiss → ntfy clear: \(Int(retracted.at.timeIntervalSince(dismissedAt) * 1000)) ms (the dismiss command's own run included)")
+
+            // Deleted: deleted at ntfy, and the webhook told.
+            #expect(try await b.run(["delete", urgent]).status == 0)
+            #expect(await eventually(timeout: .seconds(10)) { recorder.matching("DELETE", "/ntfy/alerts/\(urgent)").count == 1
+                && recorder.matching("POST", "/hook").count == 3 }, "\(recorder.paths())")
+            #expect(recorder.matching("POST", "/hook").last?.json?["event"] as? String == "deleted")
+
+            // Nothing else was ever sent: not the Low one, the one handled in time, the snoozed or the muted one.
+            let all = recorder.hits.value
+            for other in [low, handledInTime, snoozed, muted] {
+                #expect(!all.contains { $0.body.contains(other) || $0.path.contains(other) }, "\(other) was sent: \(recorder.paths())")
+            }
+            #expect(all.count == 6, "\(recorder.paths())")
+
+            // --list: each target's last delivery.
+            let listed = try await a.run(["escalate", "--list"])
+            #expect(listed.out.contains("ntfy:\(ntfy): delivered") && listed.out.contains("webhook:\(hook): delivered"), "\(listed.out)")
+            let json = try await a.run(["escalate", "--list", "--json"])
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
+            #expect((object["deliveries"] as? [[String: Any]])?.count == 2, "\(json.out)")
+        }
+    }
+
+    @Test("a target that fails is retried with backoff, its error in --list and /metrics; a SIGKILL between publish and due time loses nothing; escalate test reports each target")
+    func durable() async throws {
+        let recorder = TargetRecorder()
+        try await recorder.application().test(.live) { client in
+            let port = try #require(client.port)
+            let world = try await TwoDevices()
+            let a = world.a
+            let hook = "http://127.0.0.1:\(port)/hook"
+            #expect(try await a.run(["escalate", "add", "--after", "5s", "--to", "webhook:\(hook)", "--name", "pager"]).status == 0)
+
+            // escalate test: one test message, its outcome printed.
+            let tested = try await a.run(["escalate", "test", "pager"])
+            #expect(tested.status == 0 && tested.out == "ok webhook:\(hook)\n", "\(tested.out)\(tested.err)")
+            #expect(recorder.matching("POST", "/hook").first?.json?["event"] as? String == "test")
+            let dead = try await a.run(["escalate", "add", "--after", "1h", "--to", "webhook:http://127.0.0.1:9/nothing", "--name", "dead"])
+            #expect(dead.status == 0)
+            let failed = try await a.run(["escalate", "test", "dead"])
+            #expect(failed.status == 1 && failed.out.hasPrefix("failed webhook:http://127.0.0.1:9/nothing: "), "\(failed.out)")
+
+            // Published, then the service is killed before the due time; restarted, it sends.
+            let id = try await world.publish("Backup failed", extra: ["--priority", "high"])
+            world.service.sigkill()
+            recorder.failNext.update { $0 = 2 }
+            try await world.service.start(port: world.service.port)
+            // Two failures (503), then delivered: 5 s after the due time, then 10 s more.
+            #expect(await eventually(timeout: .seconds(60)) { recorder.matching("POST", "/hook").filter { $0.body.contains(id) }.count == 3 },
+                    "\(recorder.paths())")
+            let attempts = recorder.matching("POST", "/hook").filter { $0.body.contains(id) }
+            #expect(attempts.allSatisfy { $0.json?["event"] as? String == "escalated" })
+            if attempts.count == 3 {
+                let gaps = zip(attempts.dropFirst(), attempts).map { $0.at.timeIntervalSince($1.at) }
+                #expect(gaps[0] >= 4.5 && gaps[1] >= gaps[0], "backoff gaps \(gaps)")
+            }
+            let listed = try await a.run(["escalate", "--list"])
+            #expect(listed.out.contains("webhook:\(hook): delivered") && listed.out.contains("last error") && listed.out.contains("answered 503"), "\(listed.out)")
+            let metrics = String(decoding: try await ServiceClient.send(.GET, world.service.url + "/metrics").body, as: UTF8.self)
+            #expect(metrics.contains(#"notty_escalation_deliveries_total{outcome="retry"} 2"#), "\(metrics)")
+        }
+    }
+
+    @Test("Apprise as the administrator's command: the notification reaches it in NOTTY_* variables only (a title of $(touch FILE) arrives as text), with NOTTY_EVENT")
+    func appriseCommand() async throws {
+        guard let apprise = which("apprise") else {
+            Issue.record("apprise is not installed (pip install apprise): .ci/run installs it")
+            return
+        }
+        let recorder = TargetRecorder()
+        try await recorder.application().test(.live) { client in
+            let port = try #require(client.port)
+            let directory = Repository.temporaryDirectory("notty-apprise")
+            let settings = directory.appendingPathComponent("server.toml")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try """
+                [escalation.commands]
+                apprise = "\(apprise) -t \\"$NOTTY_EVENT: $NOTTY_TITLE\\" -b \\"$NOTTY_BODY\\" json://127.0.0.1:\(port)/apprise"
+                """.write(to: settings, atomically: true, encoding: .utf8)
+            let service = try await ServeProcess(directory: directory.appendingPathComponent("service"), extraArguments: ["--config", settings.path])
+            let world = try await TwoDevices(directory: directory, a: service, b: service)
+            #expect(try await world.a.run(["escalate", "add", "--after", "5s", "--to", "command:apprise"]).status == 0)
+            let marker = directory.appendingPathComponent("touched")
+            let title = "$(touch \(marker.path))"
+            let id = try await world.publish(title, body: "`id` and \"quotes\"", extra: ["--priority", "high"])
+            #expect(await eventually(timeout: .seconds(60)) { recorder.matching("POST", "/apprise").count >= 1 }, "\(recorder.paths())")
+            let sent = try #require(recorder.matching("POST", "/apprise").first?.json)
+            #expect(sent["title"] as? String == "escalated: " + title, "\(sent)")
+            #expect(sent["message"] as? String == "`id` and \"quotes\"", "\(sent)")
+            #expect(!FileManager.default.fileExists(atPath: marker.path), "the title ran as a command")
+            #expect(try await world.b.run(["sync"]).status == 0)
+            #expect(try await world.b.run(["read", id]).status == 0)
+            #expect(await eventually(timeout: .seconds(30)) { recorder.matching("POST", "/apprise").count == 2 }, "\(recorder.paths())")
+            #expect((recorder.matching("POST", "/apprise").last?.json?["title"] as? String)?.hasPrefix("handled: ") == true)
+        }
+    }
+}
+
+/// The program `name` on `PATH`, if any.
+func which(_ name: String) -> String? {
+    for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+        let path = "\(directory)/\(name)"
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return nil
+}
