@@ -206,3 +206,42 @@ func which(_ name: String) -> String? {
     }
     return nil
 }
+
+@Suite("Escalation on two instances sharing PostgreSQL", .timeLimit(.minutes(5)), .serialized,
+       .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
+struct EscalationInstancesTests {
+    @Test("20 escalations published through two instances: each sent once, each taken back once")
+    func eachOnce() async throws {
+        let recorder = TargetRecorder()
+        try await recorder.application().test(.live) { client in
+            let port = try #require(client.port)
+            let directory = Repository.temporaryDirectory("notty-escalation-instances")
+            let environment = ["NOTTY_POSTGRES_URL": try await TestPostgres.createDatabase()]
+            let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment)
+            let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
+            let world = try await TwoDevices(directory: directory, a: one, b: two)
+            #expect(try await world.a.run(["escalate", "add", "--after", "5s", "--to", "webhook:http://127.0.0.1:\(port)/hook"]).status == 0)
+            var ids: [String] = []
+            for n in 0..<20 {
+                let server = n.isMultiple(of: 2) ? one : two
+                let result = try await world.a.run(["publish", "--server", server.url, "--client-id", one.clientId, "--client-secret=\(one.clientSecret)",
+                                                    "--uns-id", world.uns, "--title", "Alert \(n)", "--priority", "high"])
+                #expect(result.status == 0, "\(result.err)")
+                ids.append(result.out.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+            func events(_ event: String) -> [String] {
+                recorder.matching("POST", "/hook").compactMap { hit -> String? in
+                    guard let json = hit.json, json["event"] as? String == event else { return nil }
+                    return (json["notification"] as? [String: Any])?["id"] as? String
+                }
+            }
+            #expect(await eventually(timeout: .seconds(60)) { Set(events("escalated")) == Set(ids) }, "\(events("escalated").count) of 20 escalated")
+            // Handled on B (instance two): each taken back once.
+            #expect(try await world.b.run(["sync"]).status == 0)
+            #expect(try await world.b.run(["read"] + ids).status == 0)
+            #expect(await eventually(timeout: .seconds(60)) { Set(events("handled")) == Set(ids) }, "\(events("handled").count) of 20 handled")
+            #expect(events("escalated").count == 20, "sent more than once: \(events("escalated").count)")
+            #expect(events("handled").count == 20, "taken back more than once: \(events("handled").count)")
+        }
+    }
+}
