@@ -123,6 +123,64 @@ public struct EscalationRule: Codable, Sendable, Equatable {
     }
 }
 
+extension EscalationRule {
+    /// A rule from a `POST /v1/me/escalations` body, checked against the limits; `commands`
+    /// are the names the service's administrator gave (`command:NAME` must be one of them).
+    public init(body: Data, commands: [String: String], id: String, now: Date) throws(ValidationError) {
+        let fields = try JSONFields(body: body)
+        let after = try Self.duration(fields, "after", required: true)!
+        let repeatSeconds = try Self.duration(fields, "repeat", required: false)
+        let items = try fields.array("targets", required: true)!
+        guard !items.isEmpty else { throw ValidationError("targets is empty: give at least one target (ntfy:URL, webhook:URL or command:NAME)") }
+        guard items.count <= EscalationRule.maxTargets else {
+            throw ValidationError("targets has \(items.count) entries: a rule sends to at most \(EscalationRule.maxTargets)")
+        }
+        var targets: [String] = []
+        for (index, item) in items.enumerated() {
+            guard case .string(let text) = item else { throw ValidationError("targets[\(index)] must be a string such as ntfy:https://ntfy.sh/my-alerts") }
+            let target = try EscalationTarget(parsing: text)
+            if case .command(let name) = target, commands[name] == nil {
+                let known = commands.keys.sorted()
+                throw ValidationError("no command named \(name) on this service: "
+                    + (known.isEmpty ? "its administrator has named none ([escalation.commands] in server.toml)" : "there are \(known.joined(separator: ", "))"))
+            }
+            targets.append(target.description)
+        }
+        let priority = try fields.string("priority", max: 8)?.lowercased() ?? "high"
+        guard priority == "high" || priority == "all" else { throw ValidationError("priority must be high or all") }
+        let app = try fields.string("app", max: 256)
+        let group = try fields.string("group", max: 256)
+        let name = try fields.string("name", max: 64) ?? "rule-" + id.suffix(6)
+        guard !name.contains(where: { $0.isWhitespace || $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) else {
+            throw ValidationError("name must be one word (no spaces or control characters)")
+        }
+        self.init(id: id, name: name, afterSeconds: after, repeatSeconds: repeatSeconds, targets: targets, priority: priority,
+                  app: app, group: group, createdDateTime: now)
+    }
+
+    /// A duration member: whole seconds, or text such as `10m`; within the rules' limits.
+    private static func duration(_ fields: JSONFields, _ key: String, required: Bool) throws(ValidationError) -> Int? {
+        let seconds: Int
+        switch fields.any(key) {
+        case nil, .null?:
+            if required { throw ValidationError("\(key) is required: a duration such as 10m") }
+            return nil
+        case .number(let value)?:
+            guard value == value.rounded(), let whole = Int(exactly: value) else { throw ValidationError("\(key) must be whole seconds or a duration such as 10m") }
+            seconds = whole
+        case .string(let text)?:
+            guard let parsed = DurationText.seconds(text) else { throw ValidationError("\(key) must be a duration such as 30s, 10m or 2h") }
+            seconds = parsed
+        default:
+            throw ValidationError("\(key) must be whole seconds or a duration such as 10m")
+        }
+        guard seconds >= EscalationRule.minimumSeconds, seconds <= EscalationRule.maximumSeconds else {
+            throw ValidationError("\(key) must be from \(EscalationRule.minimumSeconds)s to \(DurationText.words(EscalationRule.maximumSeconds))")
+        }
+        return seconds
+    }
+}
+
 /// `GET /v1/me/escalations`: the rules, and how each target of each went lately.
 public struct EscalationRuleList: Codable, Sendable, Equatable {
     public var value: [EscalationRule]

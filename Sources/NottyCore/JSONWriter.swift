@@ -111,6 +111,14 @@ extension UserNotification: JSONWritable {
         w.raw(#"{"appNotificationId":"#); w.string(appNotificationId)
         w.raw(#","createdDateTime":"#); w.time(createdDateTime)
         w.raw(#","displayTimeToLive":"#); w.int(displayTimeToLive)
+        if let escalations, !escalations.isEmpty {
+            w.raw(#","escalations":["#)
+            for (index, record) in escalations.enumerated() {
+                if index > 0 { w.raw(",") }
+                record.write(to: &w)
+            }
+            w.raw("]")
+        }
         w.raw(#","expirationDateTime":"#); w.time(expirationDateTime)
         if let fallbackPolicy { w.raw(#","fallbackPolicy":"#); w.value(fallbackPolicy) }
         w.raw(#","groupName":"#); w.string(groupName)

@@ -42,6 +42,8 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
     public var fallbackPolicy: JSONValue?
     /// An absolute http(s) URL the notification is about (SPEC §7.1): what "open" opens.
     public var launchUrl: String?
+    /// Where it was escalated (SPEC §11), oldest first; nil (absent on the wire) when never.
+    public var escalations: [EscalationRecord]?
 
     public init(
         id: String, appNotificationId: String, targetHostName: String, groupName: String? = nil,
@@ -49,7 +51,7 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
         expirationDateTime: Date, createdDateTime: Date, lastModifiedDateTime: Date,
         status: NotificationStatus = .active, readState: ReadState = .unread,
         userActionState: UserActionState = .noInteraction, snoozedUntil: Date? = nil,
-        targetPolicy: JSONValue? = nil, fallbackPolicy: JSONValue? = nil, launchUrl: String? = nil
+        targetPolicy: JSONValue? = nil, fallbackPolicy: JSONValue? = nil, launchUrl: String? = nil, escalations: [EscalationRecord]? = nil
     ) {
         self.id = id
         self.appNotificationId = appNotificationId
@@ -68,12 +70,13 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
         self.targetPolicy = targetPolicy
         self.fallbackPolicy = fallbackPolicy
         self.launchUrl = launchUrl
+        self.escalations = escalations
     }
 
     enum CodingKeys: String, CodingKey {
         case id, appNotificationId, targetHostName, groupName, priority, payload, displayTimeToLive
         case expirationDateTime, createdDateTime, lastModifiedDateTime, status, readState
-        case userActionState, snoozedUntil, targetPolicy, fallbackPolicy, launchUrl
+        case userActionState, snoozedUntil, targetPolicy, fallbackPolicy, launchUrl, escalations
     }
 
     /// Writes every field, nulls included, so clients see a stable shape.
@@ -96,6 +99,7 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
         try c.encodeIfPresent(targetPolicy, forKey: .targetPolicy)
         try c.encodeIfPresent(fallbackPolicy, forKey: .fallbackPolicy)
         try c.encodeIfPresent(launchUrl, forKey: .launchUrl)  // absent means none, as for the policies
+        if let escalations, !escalations.isEmpty { try c.encode(escalations, forKey: .escalations) }
     }
 
     /// The title shown to a person: the visual title, else the raw content, else the app id.
@@ -118,5 +122,61 @@ extension UserNotification {
             "NOTTY_ID": id, "NOTTY_TITLE": displayTitle, "NOTTY_BODY": payload.visualContent?.body ?? payload.rawContent ?? "",
             "NOTTY_PRIORITY": priority.rawValue, "NOTTY_APP": targetHostName, "NOTTY_GROUP": groupName ?? "", "NOTTY_URL": launchUrl ?? "",
         ]
+    }
+}
+
+/// One escalation of a notification (SPEC §11): to which target (shown without credentials),
+/// by which rule, when, and how it went (`sent`, or `failed` with the error, given up after a
+/// day of retries).
+public struct EscalationRecord: Codable, Sendable, Equatable, JSONWritable {
+    public var target: String
+    public var rule: String
+    public var at: Date
+    public var outcome: String
+    public var error: String?
+
+    public init(target: String, rule: String, at: Date, outcome: String, error: String? = nil) {
+        self.target = target
+        self.rule = rule
+        self.at = at
+        self.outcome = outcome
+        self.error = error
+    }
+
+    public func write(to w: inout JSONWriter) {
+        w.raw(#"{"at":"#); w.time(at)
+        if let error { w.raw(#","error":"#); w.string(error) }
+        w.raw(#","outcome":"#); w.string(outcome)
+        w.raw(#","rule":"#); w.string(rule)
+        w.raw(#","target":"#); w.string(target)
+        w.raw("}")
+    }
+
+    /// The records of a JSON array (as the wire and the device's store have them); what is
+    /// not a record is left out.
+    public static func list(_ value: JSONValue?) -> [EscalationRecord]? {
+        guard case .array(let items)? = value else { return nil }
+        let records = items.compactMap { item -> EscalationRecord? in
+            guard case .object(let o) = item, case .string(let target)? = o["target"], case .string(let rule)? = o["rule"],
+                  case .string(let atText)? = o["at"], let at = ISOTime.parse(atText), case .string(let outcome)? = o["outcome"]
+            else { return nil }
+            let error: String? = if case .string(let text)? = o["error"] { text } else { nil }
+            return EscalationRecord(target: target, rule: rule, at: at, outcome: outcome, error: error)
+        }
+        return records.isEmpty ? nil : records
+    }
+
+    /// The records as a JSON value.
+    public static func value(_ records: [EscalationRecord]) -> JSONValue {
+        .array(records.map { r in
+            var o: [String: JSONValue] = ["target": .string(r.target), "rule": .string(r.rule), "at": .string(ISOTime.format(r.at)), "outcome": .string(r.outcome)]
+            if let error = r.error { o["error"] = .string(error) }
+            return .object(o)
+        })
+    }
+
+    /// A line for a person: `ntfy:https://ntfy.sh/alerts 2m ago (night)`, or its failure.
+    public func line(now: Date) -> String {
+        "\(target) \(TimeText.relative(at, now: now)) (\(rule))" + (outcome == "sent" ? "" : ": \(outcome)" + (error.map { ", \($0)" } ?? ""))
     }
 }

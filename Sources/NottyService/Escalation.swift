@@ -181,10 +181,21 @@ public final class Escalation: ServicePart {
                 "error": "\(error)"])
         }
         do {
-            try await db { try await storage.finishEscalationDelivery(delivery, result: result, now: now) }
+            try await db { try await storage.finishEscalationDelivery(delivery, result: result, log: Self.log(delivery, result: result, at: now), now: now) }
         } catch {
             // The lease runs out and it is sent again: once more at most (SPEC §11).
             logger.warning("cannot record an escalation delivery", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// What an `escalated` delivery leaves on its notification once it is over (sent, or given up).
+    static func log(_ delivery: EscalationDelivery, result: DeliveryResult, at: Date) -> EscalationRecord? {
+        guard delivery.event == .escalated else { return nil }
+        let shown = (try? EscalationTarget(parsing: delivery.target))?.shown ?? delivery.target
+        switch result {
+        case .delivered: return EscalationRecord(target: shown, rule: delivery.ruleName, at: at, outcome: "sent")
+        case .failed(let error): return EscalationRecord(target: shown, rule: delivery.ruleName, at: at, outcome: "failed", error: error)
+        case .retry: return nil
         }
     }
 

@@ -104,12 +104,25 @@ public final class Inbox: ServicePart {
         guard let page = try await db({ try await storage.changes(userId: userId, since: since, limit: limit) }) else {
             throw ServiceError.cursorExpired
         }
-        return ChangesPage(changes: page.changes, cursor: String(page.lastSeq), hasMore: page.hasMore,
+        return ChangesPage(changes: try await withEscalations(page.changes, userId: userId), cursor: String(page.lastSeq), hasMore: page.hasMore,
                            preferences: page.preferences.isEmpty ? nil : page.preferences)
     }
 
     public func list(userId: String, view: NotificationView, top: Int, skip: Int) async throws -> [UserNotification] {
-        try await db { try await storage.list(userId: userId, view: view, top: top, skip: skip, now: clock.nowMillis()) }
+        try await withEscalations(try await db { try await storage.list(userId: userId, view: view, top: top, skip: skip, now: clock.nowMillis()) },
+                                  userId: userId)
+    }
+
+    /// `notifications` with the escalations logged on them (SPEC §11).
+    func withEscalations(_ notifications: [UserNotification], userId: String) async throws -> [UserNotification] {
+        let live = notifications.filter { $0.status == .active }.map(\.id)
+        let log = try await db { try await storage.escalationLog(userId: userId, notificationIds: live) }
+        guard !log.isEmpty else { return notifications }
+        return notifications.map { n in
+            var n = n
+            n.escalations = log[n.id]
+            return n
+        }
     }
 
     public func counts(userId: String) async throws -> ViewCounts {
@@ -121,7 +134,7 @@ public final class Inbox: ServicePart {
         guard let found = try await db({ try await storage.notification(id: id, userId: userId) }), found.isLive(at: clock.nowMillis()) else {
             throw ServiceError.notFound()
         }
-        return found
+        return try await withEscalations([found], userId: userId)[0]
     }
 
     /// Applies device mutations; one result per mutation, in order. `device` (the caller's

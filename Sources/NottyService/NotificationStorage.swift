@@ -174,8 +174,12 @@ public protocol EscalationStorage: Sendable {
     /// target about a notification waits until the earlier ones to it are done.
     func claimEscalationDeliveries(now: Date, lease: Date, limit: Int) async throws -> [EscalationDelivery]
     /// Records how a claimed delivery went: delivered (what the target was sent is kept),
-    /// retried later, or given up; the target's last delivery or error either way.
-    func finishEscalationDelivery(_ delivery: EscalationDelivery, result: DeliveryResult, now: Date) async throws
+    /// retried later, or given up; the target's last delivery or error either way. An
+    /// `escalated` delivered or given up is logged on its notification (`log`), which moves
+    /// in the feed so that every device shows it.
+    func finishEscalationDelivery(_ delivery: EscalationDelivery, result: DeliveryResult, log: EscalationRecord?, now: Date) async throws
+    /// The escalations logged on these notifications of the user's, by notification id.
+    func escalationLog(userId: String, notificationIds: [String]) async throws -> [String: [EscalationRecord]]
     /// Records a test message's outcome as the target's last delivery or error.
     func recordEscalationTest(ruleId: String, target: String, error: String?, now: Date) async throws
     /// Each target's last delivery and error, and deliveries waiting, of the user's rules, by rule id.

@@ -170,9 +170,45 @@ extension PostgresStorage {
         }
     }
 
-    public func finishEscalationDelivery(_ delivery: EscalationDelivery, result: DeliveryResult, now: Date) async throws {
+    public func finishEscalationDelivery(_ delivery: EscalationDelivery, result: DeliveryResult, log: EscalationRecord?, now: Date) async throws {
+        guard let log else {
+            try await transaction { connection in try await self.finishRows(delivery, result: result, now: now, connection) }
+            return
+        }
+        // Logged on the notification, which moves in its user's feed: a position is reserved.
+        try await feedWrite(users: [delivery.userId], positions: 1) { connection, context in
+            if var row = try await self.fetchStored(
+                connection, "SELECT \(unescaped: Self.columns) FROM notifications WHERE id = \(delivery.notificationId) AND user_id = \(delivery.userId)"
+            ).first, row.notification.status == .active {
+                try await connection.exec("""
+                    INSERT INTO escalation_log (notification_id, user_id, at, target, rule_name, outcome, error)
+                    VALUES (\(delivery.notificationId), \(delivery.userId), \(ISOTime.millis(log.at)), \(log.target), \(log.rule), \(log.outcome), \(log.error))
+                    """, logger: self.logger)
+                row.seq = context.nextSeq(for: delivery.userId)
+                try await self.save([row], connection)
+            }
+            try await self.finishRows(delivery, result: result, now: now, connection)
+        }
+    }
+
+    public func escalationLog(userId: String, notificationIds: [String]) async throws -> [String: [EscalationRecord]] {
+        guard !notificationIds.isEmpty else { return [:] }
+        return try await run { connection in
+            var log: [String: [EscalationRecord]] = [:]
+            for row in try await connection.query("""
+                SELECT notification_id, at, target, rule_name, outcome, error FROM escalation_log
+                WHERE user_id = \(userId) AND notification_id = ANY(\(notificationIds)) ORDER BY at
+                """, logger: self.logger).collect((String, Int64, String, String, String, String?).self) {
+                log[row.0, default: []].append(EscalationRecord(target: row.2, rule: row.3, at: ISOTime.date(millis: row.1), outcome: row.4, error: row.5))
+            }
+            return log
+        }
+    }
+
+    /// What a finished delivery changes beside the log.
+    func finishRows(_ delivery: EscalationDelivery, result: DeliveryResult, now: Date, _ connection: PostgresConnection) async throws {
         let at = ISOTime.millis(now)
-        try await transaction { connection in
+        do {
             switch result {
             case .delivered:
                 try await connection.exec("DELETE FROM escalation_deliveries WHERE id = \(delivery.id)", logger: self.logger)

@@ -187,6 +187,12 @@ extension PostgresStorage {
                                             last_delivery BIGINT, last_error TEXT, last_error_at BIGINT, PRIMARY KEY (rule_id, target))
             """,
             "CREATE INDEX escalation_status_user ON escalation_status (user_id)",
+            """
+            CREATE TABLE escalation_log (notification_id TEXT COLLATE "C" NOT NULL, user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                                         at BIGINT NOT NULL, target TEXT NOT NULL, rule_name TEXT NOT NULL, outcome TEXT NOT NULL, error TEXT)
+            """,
+            "CREATE INDEX escalation_log_notification ON escalation_log (notification_id, at)",
+            "CREATE INDEX escalation_log_user ON escalation_log (user_id)",
         ]),
     ]
 

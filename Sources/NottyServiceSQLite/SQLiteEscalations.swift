@@ -143,9 +143,15 @@ extension SQLiteStorage {
         }
     }
 
-    public func finishEscalationDelivery(_ delivery: EscalationDelivery, result: DeliveryResult, now: Date) async throws {
+    public func finishEscalationDelivery(_ delivery: EscalationDelivery, result: DeliveryResult, log: EscalationRecord?, now: Date) async throws {
         let at = ISOTime.millis(now)
-        try await write { db, _ in
+        try await write { db, context in
+            if let log, var row = try Self.fetchStored(db, sql: Self.byIdSQL, [delivery.notificationId, delivery.userId]), row.notification.status == .active {
+                try db.execute(sql: "INSERT INTO escalation_log (notification_id, user_id, at, target, rule_name, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               arguments: [delivery.notificationId, delivery.userId, ISOTime.millis(log.at), log.target, log.rule, log.outcome, log.error])
+                row.seq = context.nextSeq(for: delivery.userId)  // moves in the feed: every device shows it
+                try Self.save(row, db)
+            }
             switch result {
             case .delivered:
                 try db.execute(sql: "DELETE FROM escalation_deliveries WHERE id = ?", arguments: [delivery.id])
@@ -194,6 +200,24 @@ extension SQLiteStorage {
                 status[row["rule_id"], default: [:]][target, default: EscalationTargetState(target: target)].pending = row["n"]
             }
             return status.mapValues { Array($0.values).sorted { $0.target < $1.target } }
+        }
+    }
+
+    public func escalationLog(userId: String, notificationIds: [String]) async throws -> [String: [EscalationRecord]] {
+        guard !notificationIds.isEmpty else { return [:] }
+        return try await read { db in
+            guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM escalation_log WHERE user_id = ? LIMIT 1"), arguments: [userId]) == true else {
+                return [:]
+            }
+            var log: [String: [EscalationRecord]] = [:]
+            let statement = try db.cachedStatement(sql: "SELECT at, target, rule_name, outcome, error FROM escalation_log WHERE notification_id = ? AND user_id = ? ORDER BY at")
+            for id in notificationIds {
+                for row in try Row.fetchAll(statement, arguments: [id, userId]) {
+                    log[id, default: []].append(EscalationRecord(target: row["target"], rule: row["rule_name"], at: ISOTime.date(millis: row["at"]),
+                                                                 outcome: row["outcome"], error: row["error"]))
+                }
+            }
+            return log
         }
     }
 

@@ -19,12 +19,14 @@ extension LocalStore {
             let title: String? = row[5]
             var targetPolicy: JSONValue?
             var fallbackPolicy: JSONValue?
+            var escalations: [EscalationRecord]?
             if let text: String = row[9] {
                 let value = policies[text] ?? JSONValue(jsonText: text) ?? .null
                 if policies.count < 64 { policies[text] = value }
                 if case .object(let object) = value {
                     targetPolicy = object["targetPolicy"]
                     fallbackPolicy = object["fallbackPolicy"]
+                    escalations = EscalationRecord.list(object["escalations"])
                 }
             }
             return UserNotification(
@@ -40,7 +42,7 @@ extension LocalStore {
                 readState: ReadState(spelling: row[13]) ?? .unread,
                 userActionState: UserActionState(spelling: row[14]) ?? .noInteraction,
                 snoozedUntil: (row[15] as Int64?).map(ISOTime.date(millis:)),
-                targetPolicy: targetPolicy, fallbackPolicy: fallbackPolicy, launchUrl: row[16])
+                targetPolicy: targetPolicy, fallbackPolicy: fallbackPolicy, launchUrl: row[16], escalations: escalations)
         }
     }
 

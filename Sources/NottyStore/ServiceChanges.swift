@@ -178,11 +178,14 @@ extension LocalStore {
            stored > modified {
             return
         }
+        // The column `policies` keeps what is rarely there: the policies, and the escalations
+        // (SPEC §11), as one JSON object.
         var policies: String?
-        if n.targetPolicy != nil || n.fallbackPolicy != nil {
+        if n.targetPolicy != nil || n.fallbackPolicy != nil || n.escalations != nil {
             var object: [String: JSONValue] = [:]
             object["targetPolicy"] = n.targetPolicy
             object["fallbackPolicy"] = n.fallbackPolicy
+            object["escalations"] = n.escalations.map(EscalationRecord.value)
             policies = JSONValue.object(object).jsonText
         }
         let read = n.readState.rawValue, action = n.userActionState.rawValue

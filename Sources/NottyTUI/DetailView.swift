@@ -59,6 +59,10 @@ enum DetailText {
             ("State", "\(n.readState.rawValue) · \(n.userActionState.rawValue)", CellStyle(bold: n.readState == .unread)),
             ("Id", n.id, CellStyle(dim: true)),
         ]
+        // Where it was escalated (SPEC §11), oldest first.
+        for record in n.escalations ?? [] {
+            fields.append(("Escalated", record.line(now: state.now), record.outcome == "sent" ? .plain : CellStyle(color: .high)))
+        }
         if let raw = n.payload.rawContent, !raw.isEmpty { fields.append(("Raw", raw, .plain)) }
         for (label, value, style) in fields {
             lines += labelled(label, value, width: width, style: style)

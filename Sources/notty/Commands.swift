@@ -138,6 +138,7 @@ struct Show: AsyncParsableCommand {
             say("created:     \(ISOTime.format(n.createdDateTime)) (\(TimeText.relative(n.createdDateTime, now: Date())))")
             say("expires:     \(ISOTime.format(n.expirationDateTime))\(n.isLive(at: Date()) ? "" : " (expired)")")
             if let raw = n.payload.rawContent { say("raw content: \(raw)") }
+            for record in n.escalations ?? [] { say("escalated:   \(record.line(now: Date()))") }
         }
     }
 }

@@ -169,6 +169,12 @@ struct JSONWriterTests {
         UserNotification(id: "n4", appNotificationId: "a4", targetHostName: "h", priority: .none, payload: NotificationPayload(),
                          expirationDateTime: Date(timeIntervalSince1970: 1), createdDateTime: Date(timeIntervalSince1970: 1),
                          lastModifiedDateTime: Date(timeIntervalSince1970: 1), userActionState: .activated),
+        // Escalated (SPEC §11): sent once, and failed once with its error.
+        UserNotification(id: "n5", appNotificationId: "a5", targetHostName: "h", priority: .high, payload: NotificationPayload(),
+                         expirationDateTime: Date(timeIntervalSince1970: 1), createdDateTime: Date(timeIntervalSince1970: 1),
+                         lastModifiedDateTime: Date(timeIntervalSince1970: 1),
+                         escalations: [EscalationRecord(target: "ntfy:https://…@ntfy.sh/a", rule: "night", at: Date(timeIntervalSince1970: 2), outcome: "sent"),
+                                       EscalationRecord(target: "command:\(awkward)", rule: "r", at: Date(timeIntervalSince1970: 3), outcome: "failed", error: "exit \"3\"")]),
     ]
 
     @Test("A notification and a page are the bytes JSONEncoder writes (DEL and C1 escaped), and decode back")

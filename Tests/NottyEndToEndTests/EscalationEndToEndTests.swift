@@ -89,6 +89,20 @@ struct EscalationEndToEndTests {
             #expect(escalated["event"] as? String == "escalated" && escalated["rule"] as? String == "night")
             #expect((escalated["notification"] as? [String: Any])?["id"] as? String == urgent)
 
+            // Every device shows it: notty show and list --json on B (after its next sync).
+            let shownOnB = await eventually(timeout: .seconds(10)) {
+                _ = try? await b.run(["sync"])
+                let shown = (try? await b.run(["show", urgent]))?.out ?? ""
+                return shown.contains("escalated:   ntfy:\(ntfy) ") && shown.contains("escalated:   webhook:\(hook) ")
+            }
+            let shown = try await b.run(["show", urgent]).out
+            #expect(shownOnB, "\(shown)")
+            let line = try #require(try await b.run(["list", "--json"]).out.split(separator: "\n").first { $0.contains(urgent) })
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let records = try #require(object["escalations"] as? [[String: Any]])
+            #expect(Set(records.compactMap { $0["target"] as? String }) == ["ntfy:\(ntfy)", "webhook:\(hook)"])
+            #expect(records.allSatisfy { $0["outcome"] as? String == "sent" && $0["rule"] as? String == "night" && $0["at"] is String })
+
             // Handled on B: cleared at ntfy, and the webhook told who handled it.
             let dismissedAt = Date()
             #expect(try await b.run(["dismiss", urgent]).status == 0)
@@ -118,8 +132,8 @@ struct EscalationEndToEndTests {
             let listed = try await a.run(["escalate", "--list"])
             #expect(listed.out.contains("ntfy:\(ntfy): delivered") && listed.out.contains("webhook:\(hook): delivered"), "\(listed.out)")
             let json = try await a.run(["escalate", "--list", "--json"])
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
-            #expect((object["deliveries"] as? [[String: Any]])?.count == 2, "\(json.out)")
+            let rule = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
+            #expect((rule["deliveries"] as? [[String: Any]])?.count == 2, "\(json.out)")
         }
     }
 

@@ -483,4 +483,18 @@ struct OpenLinkTests {
         h.keys(.enter)
         #expect(render(h.state).lines().contains { $0.contains("Link") && $0.contains("https://ci.acme.io/runs/4812") })
     }
+
+    @Test("the detail shows where it was escalated (SPEC §11): each target, when, by which rule, and a failure")
+    func detailShowsEscalations() {
+        var rows = Fixtures.notifications
+        var h = Harness(size: Size(columns: 120, rows: 40), view: .all, notifications: rows)
+        rows[0].escalations = [EscalationRecord(target: "ntfy:https://ntfy.sh/alerts", rule: "night", at: h.state.now - 120, outcome: "sent"),
+                               EscalationRecord(target: "command:sms", rule: "night", at: h.state.now - 60, outcome: "failed", error: "answered 503")]
+        h = Harness(size: Size(columns: 120, rows: 40), view: .all, notifications: rows)
+        h.keys(.enter)
+        let lines = render(h.state).lines()
+        #expect(lines.contains { $0.contains("Escalated ntfy:https://ntfy.sh/alerts 2m ago") }, "\(lines)")
+        #expect(lines.contains { $0.contains("Escalated command:sms 1m ago (night): failed") }, "\(lines)")
+        #expect(lines.contains { $0.contains("answered 503") }, "\(lines)")
+    }
 }

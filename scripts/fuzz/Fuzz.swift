@@ -38,6 +38,10 @@ enum Target: String, CaseIterable {
     /// Form bodies (urlencoded and multipart with the boundary `x`, the first byte picks):
     /// never traps.
     case forms
+    /// Escalation rules (`POST /v1/me/escalations`, SPEC §11): never traps; what is accepted
+    /// keeps the limits (durations of 5 s to 30 days, 1–10 targets each of a known kind and
+    /// command, a one-word name, priority high or all), and each target shown hides credentials.
+    case escalation
 }
 
 /// An input as "Name: value" header lines, a blank line and the body.
@@ -137,6 +141,22 @@ public func fuzz(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
         guard let first = data.first else { break }
         let type = first & 1 == 0 ? "application/x-www-form-urlencoded" : "multipart/form-data; boundary=x"
         _ = try? FormFields.fields(of: WebhookRequest(body: data.dropFirst(), headers: ["Content-Type": type]))
+    case .escalation:
+        if let rule = try? EscalationRule(body: data, commands: ["ops": "true"], id: "id", now: Date(timeIntervalSince1970: 0)) {
+            let durations = EscalationRule.minimumSeconds...EscalationRule.maximumSeconds
+            precondition(durations.contains(rule.afterSeconds) && (rule.repeatSeconds.map(durations.contains) ?? true), "durations \(rule)")
+            precondition((1...EscalationRule.maxTargets).contains(rule.targets.count), "targets \(rule.targets)")
+            precondition(["high", "all"].contains(rule.priority) && !rule.name.isEmpty && !rule.name.contains(where: \.isWhitespace), "\(rule)")
+            for text in rule.targets {
+                guard let target = try? EscalationTarget(parsing: text) else { preconditionFailure("an accepted target does not parse: \(text)") }
+                if case .command(let name) = target { precondition(name == "ops", "an unnamed command: \(name)") }
+                if let scheme = target.shown.range(of: "://") {
+                    let authority = target.shown[scheme.upperBound...].prefix { !"/?#".contains($0) }
+                    precondition(!authority.contains("@") || authority.hasPrefix("…@"), "credentials shown: \(target.shown)")
+                }
+            }
+            _ = rule.summary
+        }
     case .terminalText:
         let text = String(decoding: data, as: UTF8.self)
         for keep in [false, true] {
