@@ -203,6 +203,7 @@ let package = Package(
                 "NottyTUI",
                 "NottyTerminal",
                 "NottyTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),  // `escalation`'s stand-in webhook receiver
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -161,34 +161,7 @@ struct InstancesBench {
                    postgresCPU: postgres && postgresAfter.processes > 0 ? postgresAfter.seconds - postgresBefore.seconds : nil)
     }
 
-    /// `users` users, each with a subscription to the bench's app, written straight into the
-    /// service's storage (through the storage API, as `notty admin` does): signing 1,000 users
-    /// in would spend minutes in bcrypt and measure nothing of interest. Their subscription ids.
     func addUsers(to bench: ServiceBench) async throws -> [String] {
-        let storage: any NotificationStorage
-        if let url = bench.serve.environment["NOTTY_POSTGRES_URL"] {
-            storage = try await PostgresStorage.connect(url: PostgresURL(url))
-        } else {
-            storage = try SQLiteStorage(path: bench.directory.appendingPathComponent("server/server.sqlite").path)
-        }
-        let hash = Secrets.hashPassword("pw", cost: 4)  // nobody signs in with it
-        let now = Date()
-        var subscriptions: [String] = []
-        do {
-            for n in 0..<users {
-                let user = UserRecord(id: UUID().uuidString.lowercased(), userName: "bench-user-\(n)", displayName: "Bench user \(n)", passwordHash: hash)
-                try await storage.createUser(user)
-                let subscription = SubscriptionRecord(
-                    id: UUID().uuidString.lowercased(), userId: user.id, targetHostName: "ci.example.com", deviceId: UUID().uuidString.lowercased(),
-                    deviceName: nil, platform: nil, createdAt: now, expiresAt: now.addingTimeInterval(86_400))
-                try await storage.insertSubscription(subscription)
-                subscriptions.append(subscription.id)
-            }
-        } catch {
-            try? await storage.close()
-            throw error
-        }
-        try await storage.close()
-        return subscriptions
+        try await bench.addUsers(count: users)
     }
 }

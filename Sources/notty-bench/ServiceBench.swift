@@ -7,6 +7,9 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import NottyCore
+import NottyService
+import NottyServicePostgres
+import NottyServiceSQLite
 import NottyTestSupport
 
 // MARK: - The service under test
@@ -38,6 +41,41 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
     }
 
     static let unlimited = ["--publish-rate", "1000000", "--publish-burst", "1000000"]
+
+    /// This service's storage, opened beside it (as `notty admin` opens it).
+    func openStorage() async throws -> any NotificationStorage {
+        if let url = serve.environment["NOTTY_POSTGRES_URL"] {
+            return try await PostgresStorage.connect(url: PostgresURL(url))
+        }
+        return try SQLiteStorage(path: directory.appendingPathComponent("server/server.sqlite").path)
+    }
+
+    /// `users` users, each with a subscription to this bench's app, written straight into the
+    /// service's storage (through the storage API, as `notty admin` does): signing 1,000 users
+    /// in would spend minutes in bcrypt and measure nothing of interest. Their subscription ids.
+    func addUsers(count users: Int) async throws -> [String] {
+        let storage = try await openStorage()
+        let hash = Secrets.hashPassword("pw", cost: 4)  // nobody signs in with it
+        let now = Date()
+        var subscriptions: [String] = []
+        do {
+            for n in 0..<users {
+                let user = UserRecord(id: UUID().uuidString.lowercased(), userName: "bench-user-\(n)", displayName: "Bench user \(n)", passwordHash: hash)
+                try await storage.createUser(user)
+                let subscription = SubscriptionRecord(
+                    id: UUID().uuidString.lowercased(), userId: user.id, targetHostName: "ci.example.com", deviceId: UUID().uuidString.lowercased(),
+                    deviceName: nil, platform: nil, createdAt: now, expiresAt: now.addingTimeInterval(86_400))
+                try await storage.insertSubscription(subscription)
+                subscriptions.append(subscription.id)
+            }
+        } catch {
+            try? await storage.close()
+            throw error
+        }
+        try await storage.close()
+        return subscriptions
+    }
+
 
     init(serve: ServeProcess, directory: URL, http: HTTPClient) {
         self.serve = serve

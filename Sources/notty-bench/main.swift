@@ -14,6 +14,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench webhooks [--quick]
 //   swift run -c release notty-bench ntfy [--quick]
 //   swift run -c release notty-bench instances [--quick] [--postgres URL] [--rounds R]
+//   swift run -c release notty-bench escalation [--quick]   (10,000 pending across 1,000 users: due lag, retraction lag, CPU, publish rate)
 //   swift run -c release notty-bench explain
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
 //   swift run -c release notty-bench frames STORE [--quick] [--pause-ms N]   (a center frame's phases on an existing store, N ms idle before each key)
@@ -40,6 +41,14 @@ if let baseline = option("--baseline") {
 }
 
 switch arguments.first {
+case "escalation":
+    let service = try await ServiceBench.start()
+    do {
+        try await EscalationBench(service: service, users: quick ? 100 : 1000, pending: quick ? 1000 : 10_000).run()
+    } catch {
+        print("benchmark failed: \(error)")
+    }
+    await service.stop()
 case "service":
     let bench = try await ServiceBench.start()
     do {
