@@ -52,6 +52,7 @@ public struct BackgroundJobs: Sendable {
             BackgroundJob("escalation metrics", every: .seconds(5)) { try await service.escalation.measureBacklog() },
             BackgroundJob.loop("escalation planner") { await service.escalation.runPlanner() },
             BackgroundJob.loop("escalation sender") { await service.escalation.runSender() },
+            BackgroundJob.loop("escalation records") { await service.escalation.runFinisher() },
             BackgroundJob.loop("escalation clock") { await service.escalation.sendBell.tick(every: .milliseconds(500)) },
         ], logger: service.logger)
     }

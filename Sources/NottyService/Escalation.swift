@@ -14,14 +14,17 @@ public final class Escalation: ServicePart {
     /// The users who have rules, as last read (nil: not read yet; every change is planned).
     private let ruleUsers = Mutex<Set<String>?>(nil)
     /// Who handled which notification, as this instance saw it (a `handled` event's device).
-    private let handlers = Mutex<[String: (device: String, at: Date)]>([:])
+    private let handlers = Mutex<[String: (userId: String, device: String, at: Date)]>([:])
     let planBell = Bell()
     let sendBell = Bell()
+    let finishBell = Bell()
+    /// Deliveries sent (or failed) and not yet recorded.
+    private let finished = Mutex<[FinishedDelivery]>([])
     /// Deliveries being sent now.
     private let inFlight = Atomic<Int>(0)
 
     /// The most deliveries sent at once; the most planned for one user in one transaction.
-    public static let maxInFlight = 64
+    public static let maxInFlight = 256
     static let planPage = 500
     /// How long a claimed delivery is this instance's (after a crash, another takes it then).
     static let lease: TimeInterval = 60
@@ -43,11 +46,11 @@ public final class Escalation: ServicePart {
     }
 
     /// A device handled these notifications (the `handled` event says which device).
-    func noteHandled(ids: [String], device: String) {
+    func noteHandled(userId: String, ids: [String], device: String) {
         let now = clock.nowMillis()
         handlers.withLock { map in
             if map.count > 10_000 { map = map.filter { now.timeIntervalSince($0.value.at) < 60 } }
-            for id in ids { map[id] = (device, now) }
+            for id in ids { map[id] = (userId, device, now) }
         }
     }
 
@@ -71,46 +74,55 @@ public final class Escalation: ServicePart {
         planBell.ring()
     }
 
-    /// Plans waiting users as they come, until cancelled.
+    /// Plans waiting users as they come, until cancelled: up to ``planBatch`` users in one
+    /// transaction.
     public func runPlanner() async {
         for await _ in planBell.rings {
             while !Task.isCancelled {
                 let users = waiting.withLock { waiting -> [String] in
-                    defer { waiting.removeAll() }
-                    return Array(waiting)
+                    let batch = Array(waiting.prefix(Self.planBatch))
+                    waiting.subtract(batch)
+                    return batch
                 }
                 if users.isEmpty { break }
-                for userId in users {
-                    do {
-                        try await plan(userId: userId)
-                    } catch {
-                        logger.warning("cannot plan escalations; will retry", metadata: ["user": "\(userId)", "error": "\(error)"])
-                        waiting.withLock { _ = $0.insert(userId) }
-                        try? await Task.sleep(for: .seconds(1))
-                    }
+                do {
+                    let more = try await plan(userIds: users)
+                    waiting.withLock { $0.formUnion(more) }
+                } catch {
+                    logger.warning("cannot plan escalations; will retry", metadata: ["users": "\(users.count)", "error": "\(error)"])
+                    waiting.withLock { $0.formUnion(users) }
+                    try? await Task.sleep(for: .seconds(1))
                 }
             }
         }
     }
 
-    /// Plans one user's changes, page by page.
-    public func plan(userId: String) async throws {
-        while true {
-            var devices = handlers.withLock { $0.mapValues(\.device) }
-            if !devices.isEmpty, let known = try? await storage.subscriptions(userId: userId) {
-                // The device's name, as `notty devices` shows it, when it has one.
-                let names = Dictionary(known.compactMap { s in s.deviceName.map { (s.deviceId, $0) } }, uniquingKeysWith: { first, _ in first })
-                devices = devices.mapValues { names[$0] ?? $0 }
-            }
-            let named = devices
-            let outcome = try await db {
-                try await storage.planEscalations(userId: userId, limit: Self.planPage, now: clock.nowMillis()) { input in
-                    EscalationPlanner.plan(input, devices: named) { DeliveryIds.next(now: input.now) }
-                }
-            }
-            if outcome.deliveries > 0 { sendBell.ring() }
-            if !outcome.more { return }
+    /// The most users planned in one transaction.
+    static let planBatch = 200
+
+    /// Plans these users' changes (a page each); answers those with more waiting.
+    public func plan(userIds: [String]) async throws -> [String] {
+        let noted = handlers.withLock { $0 }
+        var devices: [String: String] = [:]
+        // The names of the devices that handled them, as `notty devices` shows them.
+        for userId in Set(noted.values.filter { userIds.contains($0.userId) }.map(\.userId)) {
+            let known = (try? await storage.subscriptions(userId: userId)) ?? []
+            let names = Dictionary(known.compactMap { s in s.deviceName.map { (s.deviceId, $0) } }, uniquingKeysWith: { first, _ in first })
+            for (id, note) in noted where note.userId == userId { devices[id] = names[note.device] ?? note.device }
         }
+        let named = devices
+        let outcome = try await db {
+            try await storage.planEscalations(userIds: userIds, limit: Self.planPage, now: clock.nowMillis()) { input in
+                EscalationPlanner.plan(input, devices: named) { DeliveryIds.next(now: input.now) }
+            }
+        }
+        if outcome.deliveries > 0 { sendBell.ring() }
+        return outcome.more
+    }
+
+    /// Plans one user's changes, all of them.
+    public func plan(userId: String) async throws {
+        while try await !plan(userIds: [userId]).isEmpty {}
     }
 
     // MARK: - Firing due tracks
@@ -156,7 +168,6 @@ public final class Escalation: ServicePart {
                     group.addTask {
                         await self.deliver(delivery)
                         self.inFlight.subtract(1, ordering: .relaxed)
-                        self.sendBell.ring()
                     }
                 }
             }
@@ -180,11 +191,27 @@ public final class Escalation: ServicePart {
                 "target": "\((try? EscalationTarget(parsing: delivery.target))?.shown ?? delivery.target)", "event": "\(delivery.event.rawValue)",
                 "error": "\(error)"])
         }
-        do {
-            try await db { try await storage.finishEscalationDelivery(delivery, result: result, log: Self.log(delivery, result: result, at: now), now: now) }
-        } catch {
-            // The lease runs out and it is sent again: once more at most (SPEC §11).
-            logger.warning("cannot record an escalation delivery", metadata: ["error": "\(error)"])
+        finished.withLock { $0.append(FinishedDelivery(delivery: delivery, result: result, log: Self.log(delivery, result: result, at: now))) }
+        finishBell.ring()
+    }
+
+    /// Records finished deliveries as they come, as many as have come in one transaction.
+    public func runFinisher() async {
+        for await _ in finishBell.rings {
+            while true {
+                let batch = finished.withLock { list -> [FinishedDelivery] in
+                    defer { list.removeAll() }
+                    return list
+                }
+                if batch.isEmpty { break }
+                do {
+                    try await db { try await storage.finishEscalationDeliveries(batch, now: clock.nowMillis()) }
+                } catch {
+                    // Their leases run out and they are sent again: once more at most (SPEC §11).
+                    logger.warning("cannot record escalation deliveries", metadata: ["count": "\(batch.count)", "error": "\(error)"])
+                }
+                sendBell.ring()  // what waited behind them (a retraction after its escalation) may go
+            }
         }
     }
 

@@ -232,6 +232,20 @@ public struct EscalationFiring: Sendable, Equatable {
     }
 }
 
+/// A delivery that is over for now, and what is recorded of it: how it went, and what its
+/// notification shows (an `escalated` delivered or given up).
+public struct FinishedDelivery: Sendable {
+    public var delivery: EscalationDelivery
+    public var result: DeliveryResult
+    public var log: EscalationRecord?
+
+    public init(delivery: EscalationDelivery, result: DeliveryResult, log: EscalationRecord?) {
+        self.delivery = delivery
+        self.result = result
+        self.log = log
+    }
+}
+
 /// How a delivery went.
 public enum DeliveryResult: Sendable, Equatable {
     case delivered

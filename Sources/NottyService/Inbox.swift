@@ -140,7 +140,7 @@ public final class Inbox: ServicePart {
     /// Applies device mutations; one result per mutation, in order. `device` (the caller's
     /// name or id) is who handled them, should that take an escalation back.
     public func mutate(userId: String, device: String? = nil, _ mutations: [Mutation]) async throws -> [MutationResult] {
-        if let device { escalation.noteHandled(ids: mutations.map(\.id), device: device) }
+        if let device { escalation.noteHandled(userId: userId, ids: mutations.map(\.id), device: device) }
         let results = try await db { try await storage.mutate(userId: userId, mutations: mutations, now: clock.nowMillis()) }
         metrics.mutations.increment(by: Int64(mutations.count))
         return results

@@ -161,23 +161,24 @@ public protocol EscalationRuleStorage: Sendable {
 public protocol EscalationStorage: Sendable {
     /// The users who have escalation rules.
     func escalationUserIds() async throws -> [String]
-    /// Hands `plan` the user's notifications that changed since the last plan (at most `limit`,
-    /// in feed order) with what is kept about them, writes what it decides and moves the
-    /// user's escalation cursor past them. A user seen for the first time starts at their
-    /// newest cursor. Answers how many deliveries were made, and whether more changes wait.
-    func planEscalations(userId: String, limit: Int, now: Date,
-                         _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan) async throws -> (deliveries: Int, more: Bool)
+    /// For each of `userIds`, in one transaction: hands `plan` the user's notifications that
+    /// changed since the last plan (at most `limit`, in feed order) with what is kept about
+    /// them, writes what it decides and moves the user's escalation cursor past them. A user
+    /// with rules and no cursor yet starts at their newest. Answers how many deliveries were
+    /// made, and the users with more changes waiting.
+    func planEscalations(userIds: [String], limit: Int, now: Date,
+                         _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan) async throws -> (deliveries: Int, more: [String])
     /// Hands `fire` each track due at `now` (at most `limit`, soonest first, each to one
     /// instance) and writes what it makes of it; answers how many deliveries were made.
     func fireDueEscalations(now: Date, limit: Int, _ fire: @escaping @Sendable (EscalationDue) -> EscalationFiring) async throws -> Int
     /// Claims up to `limit` deliveries due at `now` until `lease`, soonest first; one to a
     /// target about a notification waits until the earlier ones to it are done.
     func claimEscalationDeliveries(now: Date, lease: Date, limit: Int) async throws -> [EscalationDelivery]
-    /// Records how a claimed delivery went: delivered (what the target was sent is kept),
-    /// retried later, or given up; the target's last delivery or error either way. An
-    /// `escalated` delivered or given up is logged on its notification (`log`), which moves
-    /// in the feed so that every device shows it.
-    func finishEscalationDelivery(_ delivery: EscalationDelivery, result: DeliveryResult, log: EscalationRecord?, now: Date) async throws
+    /// Records how claimed deliveries went, in one transaction: delivered (what the target was
+    /// sent is kept), retried later, or given up; each target's last delivery or error either
+    /// way. A `log` is kept on its notification, which moves in the feed so that every device
+    /// shows it (escalation's own cursor moves past it when it had seen everything before).
+    func finishEscalationDeliveries(_ finished: [FinishedDelivery], now: Date) async throws
     /// The escalations logged on these notifications of the user's, by notification id.
     func escalationLog(userId: String, notificationIds: [String]) async throws -> [String: [EscalationRecord]]
     /// Records a test message's outcome as the target's last delivery or error.

@@ -32,11 +32,14 @@ extension PostgresStorage {
                 ON CONFLICT (user_id, name) DO NOTHING RETURNING id
                 """, logger: self.logger).collect(String.self)
             guard !inserted.isEmpty else { return false }
-            // A rule watches what changes from now on: escalation's cursor starts at the newest.
-            try await connection.exec("""
-                INSERT INTO escalation_cursors (user_id, seq)
-                VALUES (\(userId), coalesce((SELECT max(seq) FROM notifications WHERE user_id = \(userId)), 0)) ON CONFLICT (user_id) DO NOTHING
-                """, logger: self.logger)
+            // A first rule watches what changes from now on: escalation's cursor starts at the newest.
+            if (counted.first ?? 0) == 0 {
+                try await connection.exec("""
+                    INSERT INTO escalation_cursors (user_id, seq)
+                    VALUES (\(userId), coalesce((SELECT max(seq) FROM notifications WHERE user_id = \(userId)), 0))
+                    ON CONFLICT (user_id) DO UPDATE SET seq = excluded.seq
+                    """, logger: self.logger)
+            }
             return true
         }
     }
@@ -78,10 +81,25 @@ extension PostgresStorage {
         }
     }
 
-    public func planEscalations(userId: String, limit: Int, now: Date,
-                                _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan) async throws -> (deliveries: Int, more: Bool) {
+    public func planEscalations(userIds: [String], limit: Int, now: Date,
+                                _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan) async throws -> (deliveries: Int, more: [String]) {
+        try await transaction { connection in
+            var made = 0, more: [String] = []
+            // In one order on every instance: two planning at once wait for each other, never deadlock.
+            for userId in userIds.sorted() {
+                let outcome = try await self.planEscalations(connection, userId: userId, limit: limit, now: now, plan)
+                made += outcome.deliveries
+                if outcome.more { more.append(userId) }
+            }
+            return (made, more)
+        }
+    }
+
+    /// One user's plan, inside a transaction.
+    func planEscalations(_ connection: PostgresConnection, userId: String, limit: Int, now: Date,
+                         _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan) async throws -> (deliveries: Int, more: Bool) {
         let nowMillis = ISOTime.millis(now)
-        return try await transaction { connection in
+        do {
             // The cursor's row, locked: instances planning for one user take turns.
             guard let cursor = try await connection.query("SELECT seq FROM escalation_cursors WHERE user_id = \(userId) FOR UPDATE", logger: self.logger)
                 .collect(Int64.self).first
@@ -89,6 +107,7 @@ extension PostgresStorage {
                 try await connection.exec("""
                     INSERT INTO escalation_cursors (user_id, seq)
                     SELECT id, coalesce((SELECT max(seq) FROM notifications WHERE user_id = \(userId)), 0) FROM users WHERE id = \(userId)
+                    AND EXISTS (SELECT 1 FROM escalation_rules WHERE user_id = \(userId))
                     ON CONFLICT (user_id) DO NOTHING
                     """, logger: self.logger)
                 return (0, false)
@@ -170,24 +189,36 @@ extension PostgresStorage {
         }
     }
 
-    public func finishEscalationDelivery(_ delivery: EscalationDelivery, result: DeliveryResult, log: EscalationRecord?, now: Date) async throws {
-        guard let log else {
-            try await transaction { connection in try await self.finishRows(delivery, result: result, now: now, connection) }
+    public func finishEscalationDeliveries(_ finished: [FinishedDelivery], now: Date) async throws {
+        guard !finished.isEmpty else { return }
+        let logged = finished.filter { $0.log != nil }
+        guard !logged.isEmpty else {
+            try await transaction { connection in
+                for item in finished { try await self.finishRows(item.delivery, result: item.result, now: now, connection) }
+            }
             return
         }
-        // Logged on the notification, which moves in its user's feed: a position is reserved.
-        try await feedWrite(users: [delivery.userId], positions: 1) { connection, context in
-            if var row = try await self.fetchStored(
-                connection, "SELECT \(unescaped: Self.columns) FROM notifications WHERE id = \(delivery.notificationId) AND user_id = \(delivery.userId)"
-            ).first, row.notification.status == .active {
-                try await connection.exec("""
-                    INSERT INTO escalation_log (notification_id, user_id, at, target, rule_name, outcome, error)
-                    VALUES (\(delivery.notificationId), \(delivery.userId), \(ISOTime.millis(log.at)), \(log.target), \(log.rule), \(log.outcome), \(log.error))
-                    """, logger: self.logger)
-                row.seq = context.nextSeq(for: delivery.userId)
-                try await self.save([row], connection)
+        // Logged on their notifications, which move in their users' feeds: positions are reserved.
+        try await feedWrite(users: Array(Set(logged.map(\.delivery.userId))).sorted(), positions: logged.count) { connection, context in
+            for item in finished {
+                let delivery = item.delivery
+                if let log = item.log, var row = try await self.fetchStored(
+                    connection, "SELECT \(unescaped: Self.columns) FROM notifications WHERE id = \(delivery.notificationId) AND user_id = \(delivery.userId)"
+                ).first, row.notification.status == .active {
+                    try await connection.exec("""
+                        INSERT INTO escalation_log (notification_id, user_id, at, target, rule_name, outcome, error)
+                        VALUES (\(delivery.notificationId), \(delivery.userId), \(ISOTime.millis(log.at)), \(log.target), \(log.rule), \(log.outcome), \(log.error))
+                        """, logger: self.logger)
+                    row.seq = context.nextSeq(for: delivery.userId)
+                    try await self.save([row], connection)
+                    // Escalation has nothing to plan in it: its cursor follows, when it had seen the rest.
+                    try await connection.exec("""
+                        UPDATE escalation_cursors SET seq = \(row.seq) WHERE user_id = \(delivery.userId)
+                        AND seq >= coalesce((SELECT max(seq) FROM notifications WHERE user_id = \(delivery.userId) AND seq < \(row.seq)), 0)
+                        """, logger: self.logger)
+                }
+                try await self.finishRows(delivery, result: item.result, now: now, connection)
             }
-            try await self.finishRows(delivery, result: result, now: now, connection)
         }
     }
 

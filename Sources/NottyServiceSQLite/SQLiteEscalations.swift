@@ -23,11 +23,13 @@ extension SQLiteStorage {
                 arguments: [rule.id, userId, rule.name, rule.afterSeconds, rule.repeatSeconds, JSONValue.array(rule.targets.map(JSONValue.string)).jsonText,
                             rule.priority, rule.app, rule.group, ISOTime.millis(rule.createdDateTime)])
             guard db.changesCount == 1 else { return false }
-            // A rule watches what changes from now on: escalation's cursor starts at the newest.
-            try db.execute(sql: """
-                INSERT INTO escalation_cursors (user_id, seq)
-                VALUES (?1, coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1), 0)) ON CONFLICT (user_id) DO NOTHING
-                """, arguments: [userId])
+            // A first rule watches what changes from now on: escalation's cursor starts at the newest.
+            if count == 0 {
+                try db.execute(sql: """
+                    INSERT INTO escalation_cursors (user_id, seq)
+                    VALUES (?1, coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1), 0)) ON CONFLICT (user_id) DO UPDATE SET seq = excluded.seq
+                    """, arguments: [userId])
+            }
             return true
         }
     }
@@ -61,13 +63,28 @@ extension SQLiteStorage {
         try await read { db in try String.fetchAll(db, sql: "SELECT DISTINCT user_id FROM escalation_rules") }
     }
 
-    public func planEscalations(userId: String, limit: Int, now: Date,
-                                _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan) async throws -> (deliveries: Int, more: Bool) {
+    public func planEscalations(userIds: [String], limit: Int, now: Date,
+                                _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan) async throws -> (deliveries: Int, more: [String]) {
         try await write { db, _ in
-            guard let cursor = try Int64.fetchOne(db, sql: "SELECT seq FROM escalation_cursors WHERE user_id = ?", arguments: [userId]) else {
+            var made = 0, more: [String] = []
+            for userId in userIds {
+                let outcome = try Self.planEscalations(db, userId: userId, limit: limit, now: now, plan)
+                made += outcome.deliveries
+                if outcome.more { more.append(userId) }
+            }
+            return (made, more)
+        }
+    }
+
+    /// One user's plan, inside a write.
+    static func planEscalations(_ db: Database, userId: String, limit: Int, now: Date,
+                                _ plan: (EscalationPlanInput) -> EscalationPlan) throws -> (deliveries: Int, more: Bool) {
+        do {
+            guard let cursor = try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM escalation_cursors WHERE user_id = ?"), arguments: [userId]) else {
+                // Rules made before there was a cursor watch from now on; no rules, nothing to watch.
                 try db.execute(sql: """
                     INSERT INTO escalation_cursors (user_id, seq) SELECT id, coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1), 0)
-                    FROM users WHERE id = ?1
+                    FROM users WHERE id = ?1 AND EXISTS (SELECT 1 FROM escalation_rules WHERE user_id = ?1)
                     """, arguments: [userId])
                 return (0, false)
             }
@@ -77,7 +94,7 @@ extension SQLiteStorage {
             ).map { try Self.stored($0) }
             guard !rows.isEmpty else { return (0, false) }
             let page = rows.prefix(limit)
-            let rules = try Row.fetchAll(db, sql: "SELECT * FROM escalation_rules WHERE user_id = ? ORDER BY created, id", arguments: [userId])
+            let rules = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM escalation_rules WHERE user_id = ? ORDER BY created, id"), arguments: [userId])
                 .map(Self.escalationRule)
             var tracks: [EscalationTrack] = [], sent: [EscalationSent] = [], pending: [PendingDelivery] = []
             if !rules.isEmpty {
@@ -102,7 +119,7 @@ extension SQLiteStorage {
             let decided = plan(EscalationPlanInput(userId: userId, changed: page.map(\.notification), rules: rules, tracks: tracks, sent: sent,
                                                    pending: pending, now: now))
             try Self.apply(decided, db)
-            try db.execute(sql: "UPDATE escalation_cursors SET seq = ? WHERE user_id = ?", arguments: [page.last!.seq, userId])
+            try db.cachedStatement(sql: "UPDATE escalation_cursors SET seq = ? WHERE user_id = ?").execute(arguments: [page.last!.seq, userId])
             return (decided.deliveries.count, rows.count > limit)
         }
     }
@@ -114,11 +131,15 @@ extension SQLiteStorage {
                 arguments: [ISOTime.millis(now), limit]
             ).map(Self.track)
             var preferences: [String: [PreferenceEntry]] = [:]
+            var rules: [String: EscalationRule?] = [:]
             var made = 0
             for track in due {
                 if preferences[track.userId] == nil { preferences[track.userId] = try Self.preferences(db, userId: track.userId) }
                 let notification = try Self.fetchStored(db, sql: Self.byIdSQL, [track.notificationId, track.userId])?.notification
-                let rule = try Row.fetchOne(db, sql: "SELECT * FROM escalation_rules WHERE id = ?", arguments: [track.ruleId]).map(Self.escalationRule)
+                if rules[track.ruleId] == nil {
+                    rules[track.ruleId] = .some(try Row.fetchOne(db, sql: "SELECT * FROM escalation_rules WHERE id = ?", arguments: [track.ruleId]).map(Self.escalationRule))
+                }
+                let rule = rules[track.ruleId] ?? nil
                 let firing = fire(EscalationDue(track: track, notification: notification, rule: rule, preferences: preferences[track.userId] ?? []))
                 var plan = EscalationPlan()
                 plan.deliveries = firing.deliveries
@@ -143,38 +164,55 @@ extension SQLiteStorage {
         }
     }
 
-    public func finishEscalationDelivery(_ delivery: EscalationDelivery, result: DeliveryResult, log: EscalationRecord?, now: Date) async throws {
+    public func finishEscalationDeliveries(_ finished: [FinishedDelivery], now: Date) async throws {
+        guard !finished.isEmpty else { return }
         let at = ISOTime.millis(now)
         try await write { db, context in
-            if let log, var row = try Self.fetchStored(db, sql: Self.byIdSQL, [delivery.notificationId, delivery.userId]), row.notification.status == .active {
-                try db.execute(sql: "INSERT INTO escalation_log (notification_id, user_id, at, target, rule_name, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                               arguments: [delivery.notificationId, delivery.userId, ISOTime.millis(log.at), log.target, log.rule, log.outcome, log.error])
-                row.seq = context.nextSeq(for: delivery.userId)  // moves in the feed: every device shows it
-                try Self.save(row, db)
-            }
-            switch result {
-            case .delivered:
-                try db.execute(sql: "DELETE FROM escalation_deliveries WHERE id = ?", arguments: [delivery.id])
-                switch delivery.event {
-                case .escalated:
-                    try db.execute(sql: """
-                        INSERT INTO escalation_sent (notification_id, target, user_id, rule_id, rule_name, last_event) VALUES (?, ?, ?, ?, ?, 'escalated')
-                        ON CONFLICT (notification_id, target) DO UPDATE SET last_event = 'escalated', rule_id = excluded.rule_id, rule_name = excluded.rule_name
-                        """, arguments: [delivery.notificationId, delivery.target, delivery.userId, delivery.ruleId, delivery.ruleName])
-                case .deleted:
-                    try db.execute(sql: "DELETE FROM escalation_sent WHERE notification_id = ? AND target = ?", arguments: [delivery.notificationId, delivery.target])
-                case .handled, .test:
-                    break
+            for item in finished {
+                let delivery = item.delivery
+                if let log = item.log, let row = try Self.fetchStored(db, sql: Self.byIdSQL, [delivery.notificationId, delivery.userId]), row.notification.status == .active {
+                    try db.cachedStatement(sql: "INSERT INTO escalation_log (notification_id, user_id, at, target, rule_name, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?)")
+                        .execute(arguments: [delivery.notificationId, delivery.userId, ISOTime.millis(log.at), log.target, log.rule, log.outcome, log.error])
+                    // It moves in the feed (every device shows it); only its position changes.
+                    let seq = context.nextSeq(for: delivery.userId)
+                    try db.cachedStatement(sql: "UPDATE notifications SET seq = ?3 WHERE \(Self.idMatches) AND user_id = ?2")
+                        .execute(arguments: [delivery.notificationId, delivery.userId, seq])
+                    // Escalation has nothing to plan in it: its cursor follows, when it had seen the rest.
+                    try db.cachedStatement(sql: """
+                        UPDATE escalation_cursors SET seq = ?2 WHERE user_id = ?1
+                        AND seq >= coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1 AND seq < ?2), 0)
+                        """).execute(arguments: [delivery.userId, seq])
                 }
-                try Self.recordStatus(db, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: nil, at: at)
-            case .retry(let next, let error):
-                try db.execute(sql: "UPDATE escalation_deliveries SET attempts = attempts + 1, next_at = ?, lease_until = 0, last_error = ? WHERE id = ?",
-                               arguments: [ISOTime.millis(next), error, delivery.id])
-                try Self.recordStatus(db, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: error, at: at)
-            case .failed(let error):
-                try db.execute(sql: "DELETE FROM escalation_deliveries WHERE id = ?", arguments: [delivery.id])
-                try Self.recordStatus(db, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: error, at: at)
+                try Self.finish(delivery, result: item.result, at: at, db)
             }
+        }
+    }
+
+    /// What a finished delivery changes beside the log.
+    static func finish(_ delivery: EscalationDelivery, result: DeliveryResult, at: Int64, _ db: Database) throws {
+        switch result {
+        case .delivered:
+            try db.cachedStatement(sql: "DELETE FROM escalation_deliveries WHERE id = ?").execute(arguments: [delivery.id])
+            switch delivery.event {
+            case .escalated:
+                try db.cachedStatement(sql: """
+                    INSERT INTO escalation_sent (notification_id, target, user_id, rule_id, rule_name, last_event) VALUES (?, ?, ?, ?, ?, 'escalated')
+                    ON CONFLICT (notification_id, target) DO UPDATE SET last_event = 'escalated', rule_id = excluded.rule_id, rule_name = excluded.rule_name
+                    """).execute(arguments: [delivery.notificationId, delivery.target, delivery.userId, delivery.ruleId, delivery.ruleName])
+            case .deleted:
+                try db.cachedStatement(sql: "DELETE FROM escalation_sent WHERE notification_id = ? AND target = ?")
+                    .execute(arguments: [delivery.notificationId, delivery.target])
+            case .handled, .test:
+                break
+            }
+            try recordStatus(db, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: nil, at: at)
+        case .retry(let next, let error):
+            try db.cachedStatement(sql: "UPDATE escalation_deliveries SET attempts = attempts + 1, next_at = ?, lease_until = 0, last_error = ? WHERE id = ?")
+                .execute(arguments: [ISOTime.millis(next), error, delivery.id])
+            try recordStatus(db, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: error, at: at)
+        case .failed(let error):
+            try db.cachedStatement(sql: "DELETE FROM escalation_deliveries WHERE id = ?").execute(arguments: [delivery.id])
+            try recordStatus(db, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: error, at: at)
         }
     }
 
@@ -257,13 +295,13 @@ extension SQLiteStorage {
 
     /// A target's last delivery (`error` nil) or last error, kept while its rule is.
     static func recordStatus(_ db: Database, ruleId: String, userId: String, target: String, error: String?, at: Int64) throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO escalation_status (rule_id, target, user_id, last_delivery, last_error, last_error_at)
             SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM escalation_rules WHERE id = ?1)
             ON CONFLICT (rule_id, target) DO UPDATE SET
                 last_delivery = coalesce(excluded.last_delivery, last_delivery),
                 last_error = coalesce(excluded.last_error, last_error), last_error_at = coalesce(excluded.last_error_at, last_error_at)
-            """, arguments: [ruleId, target, userId, error == nil ? at : nil, error, error == nil ? nil : at])
+            """).execute(arguments: [ruleId, target, userId, error == nil ? at : nil, error, error == nil ? nil : at])
     }
 
     static func track(_ row: Row) -> EscalationTrack {

@@ -29,6 +29,7 @@ final class TargetRecorder: @unchecked Sendable {
                 var headers: [String: String] = [:]
                 for field in request.headers { headers[field.name.canonicalName] = field.value }
                 self.hits.update { $0.append(Hit(method: request.method.rawValue, path: request.uri.path, headers: headers, body: String(buffer: body), at: Date())) }
+                if request.uri.path.hasPrefix("/slow") { try await Task.sleep(for: .seconds(20)) }  // a target that does not answer (the service gives up at 15 s)
                 let fail = self.failNext.update { count -> Bool in
                     guard count > 0 else { return false }
                     count -= 1
@@ -174,6 +175,24 @@ struct EscalationEndToEndTests {
             #expect(listed.out.contains("webhook:\(hook): delivered") && listed.out.contains("last error") && listed.out.contains("answered 503"), "\(listed.out)")
             let metrics = String(decoding: try await ServiceClient.send(.GET, world.service.url + "/metrics").body, as: UTF8.self)
             #expect(metrics.contains(#"notty_escalation_deliveries_total{outcome="retry"} 2"#), "\(metrics)")
+        }
+    }
+
+    @Test("a target that does not answer delays no other target of the rule")
+    func slowTarget() async throws {
+        let recorder = TargetRecorder()
+        try await recorder.application().test(.live) { client in
+            let port = try #require(client.port)
+            let world = try await TwoDevices()
+            #expect(try await world.a.run(["escalate", "add", "--after", "5s", "--to", "webhook:http://127.0.0.1:\(port)/slow",
+                                           "--to", "webhook:http://127.0.0.1:\(port)/fast"]).status == 0)
+            let id = try await world.publish("Disk full", extra: ["--priority", "high"])
+            #expect(await eventually(timeout: .seconds(30)) { recorder.matching("POST", "/slow").count == 1 && recorder.matching("POST", "/fast").count == 1 },
+                    "\(recorder.paths())")
+            let slow = try #require(recorder.matching("POST", "/slow").first), fast = try #require(recorder.matching("POST", "/fast").first)
+            #expect(fast.body.contains(id))
+            // The slow one is still waiting for its answer (20 s): the fast one did not wait for it.
+            #expect(fast.at.timeIntervalSince(slow.at) < 5, "fast arrived \(fast.at.timeIntervalSince(slow.at)) s after slow")
         }
     }
 
