@@ -67,6 +67,14 @@ struct Escalate: AsyncParsableCommand {
         }
     }
 
+    /// The user's rule named `name`, or a line saying there is none.
+    static func rule(named name: String, _ client: ServiceClient) async throws -> EscalationRule {
+        guard let rule = try await client.escalationRules().first(where: { $0.name == name }) else {
+            throw CLIError("no escalation rule named \(name) (notty escalate --list shows them)")
+        }
+        return rule
+    }
+
     /// A target's line under its rule: its last delivery, its last error, what waits.
     static func line(_ state: EscalationTargetState, now: Date) -> String {
         var parts: [String] = []
@@ -92,9 +100,7 @@ struct EscalateTest: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let (client, _, _) = try await Device().session()
-            guard let rule = try await client.escalationRules().first(where: { $0.name == name }) else {
-                throw CLIError("no escalation rule named \(name) (notty escalate --list shows them)")
-            }
+            let rule = try await Escalate.rule(named: name, client)
             let outcomes = try await client.testEscalationRule(id: rule.id)
             for outcome in outcomes { say(outcome.ok ? "ok \(outcome.target)" : "failed \(outcome.target): \(outcome.error ?? "")") }
             if outcomes.contains(where: { !$0.ok }) { throw ExitCode(1) }
@@ -161,9 +167,7 @@ struct EscalateRemove: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let (client, _, _) = try await Device().session()
-            guard let rule = try await client.escalationRules().first(where: { $0.name == name }) else {
-                throw CLIError("no escalation rule named \(name) (notty escalate --list shows them)")
-            }
+            let rule = try await Escalate.rule(named: name, client)
             try await client.removeEscalationRule(id: rule.id)
             say("removed \(rule.name)")
         }
