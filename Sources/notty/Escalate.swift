@@ -14,11 +14,11 @@ struct Escalate: AsyncParsableCommand {
             read, activated, dismissed, snoozed or deleted on any device) a while after it
             arrived, and the moment it is handled anywhere it is taken back (ntfy: cleared
             from the phone; webhook and command: told "handled", with the device). Rules
-            are kept on the service and apply to every device; a muted app or group is never
-            escalated, and quiet hours do not hold escalation back.
+            are kept on the service and apply to every device; a muted app or group is
+            never escalated, and quiet hours do not hold escalation back.
 
               notty escalate add --after 10m --to ntfy:https://ntfy.sh/my-alerts
-              notty escalate add --after 5m --to webhook:https://hooks.example.com/oncall --app mon.example.com
+              notty escalate add --after 5m --to webhook:https://hooks.example.com/oncall
               notty escalate add --after 15m --to command:ops --repeat 30m --name night
               notty escalate test night        (a test message to each target, now)
               notty escalate --list            (each target's last delivery and last error)
@@ -27,9 +27,9 @@ struct Escalate: AsyncParsableCommand {
             Targets: ntfy:URL (an ntfy topic; credentials as ntfy takes them, user:pass@ in
             the URL or ?auth=), webhook:URL (a JSON POST), command:NAME (a command the
             service's administrator named in [escalation.commands] of server.toml).
-            A token goes as ntfy:https://tk_mytoken@ntfy.example/alerts. --priority high (the
-            default) or all; --after and --repeat from 5s. A target that fails is retried
-            with backoff for a day.
+            A token goes as ntfy:https://tk_mytoken@ntfy.example/alerts. --priority high
+            (the default) or all; --after and --repeat from 5s. A target that fails is
+            retried with backoff for a day.
             """,
         subcommands: [EscalateAdd.self, EscalateRemove.self, EscalateTest.self])
 
@@ -114,7 +114,7 @@ struct EscalateAdd: AsyncParsableCommand {
         abstract: "Add a rule: unhandled after --after, it is sent to each --to.",
         discussion: """
               notty escalate add --after 10m --to ntfy:https://ntfy.sh/my-alerts
-              notty escalate add --after 5m --to webhook:https://hooks.example.com/oncall --priority all --group deploys
+              notty escalate add --after 5m --priority all --group deploys --to webhook:URL
             """)
 
     @Option(help: ArgumentHelp("How long a notification may stay unhandled: 30s, 10m, 2h (from 5s).", valueName: "duration")) var after: DurationArgument
