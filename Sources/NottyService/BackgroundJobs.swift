@@ -53,7 +53,7 @@ public struct BackgroundJobs: Sendable {
             BackgroundJob.loop("escalation planner") { await service.escalation.runPlanner() },
             BackgroundJob.loop("escalation sender") { await service.escalation.runSender() },
             BackgroundJob.loop("escalation records") { await service.escalation.runFinisher() },
-            BackgroundJob.loop("escalation clock") { await service.escalation.sendBell.tick(every: .milliseconds(500)) },
+            BackgroundJob.loop("escalation clock") { await service.escalation.runClock() },
         ], logger: service.logger)
     }
 

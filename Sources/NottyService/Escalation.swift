@@ -22,6 +22,10 @@ public final class Escalation: ServicePart {
     private let finished = Mutex<[FinishedDelivery]>([])
     /// Deliveries being sent now.
     private let inFlight = Atomic<Int>(0)
+    /// When the sender looks again by the clock (milliseconds since 1970): soon after it found
+    /// work or a retry was put off until then; every 10 s otherwise (what another instance
+    /// left, whose lease ran out). Rings from planning and firing need no clock.
+    private let nextLook = Atomic<Int64>(0)
 
     /// The most deliveries sent at once; the most planned for one user in one transaction.
     public static let maxInFlight = 256
@@ -163,6 +167,12 @@ public final class Escalation: ServicePart {
                     logger.warning("cannot claim escalation deliveries; will retry", metadata: ["error": "\(error)"])
                     continue
                 }
+                // Found nothing: the clock need not look again for a while (a retry put off
+                // until sooner keeps its time).
+                if claimed.isEmpty {
+                    let nowMillis = ISOTime.millis(now), later = nowMillis + 10_000, planned = nextLook.load(ordering: .relaxed)
+                    lookLater(planned > nowMillis ? min(planned, later) : later)
+                }
                 for delivery in claimed {
                     inFlight.add(1, ordering: .relaxed)
                     group.addTask {
@@ -195,6 +205,23 @@ public final class Escalation: ServicePart {
         finishBell.ring()
     }
 
+    /// The sender looks by the clock again at `millis` (or sooner, if it was to already).
+    private func lookLater(_ millis: Int64) {
+        nextLook.store(millis, ordering: .relaxed)
+    }
+
+    /// The clock's tick: rings the sender when it is time to look (a retry come due, a lease
+    /// run out); between, an idle service asks its storage nothing.
+    public func runClock() async {
+        while !Task.isCancelled {
+            if ISOTime.millis(clock.nowMillis()) >= nextLook.load(ordering: .relaxed) {
+                nextLook.store(ISOTime.millis(clock.nowMillis()) + 500, ordering: .relaxed)
+                sendBell.ring()
+            }
+            try? await Task.sleep(for: .milliseconds(500))
+        }
+    }
+
     /// Records finished deliveries as they come, as many as have come in one transaction.
     public func runFinisher() async {
         for await _ in finishBell.rings {
@@ -204,6 +231,13 @@ public final class Escalation: ServicePart {
                     return list
                 }
                 if batch.isEmpty { break }
+                // A retry put off brings the clock's next look forward to it.
+                for item in batch {
+                    if case .retry(let at, _) = item.result {
+                        let millis = ISOTime.millis(at)
+                        if millis < nextLook.load(ordering: .relaxed) { lookLater(millis) }
+                    }
+                }
                 do {
                     try await db { try await storage.finishEscalationDeliveries(batch, now: clock.nowMillis()) }
                 } catch {
@@ -266,8 +300,7 @@ public final class Escalation: ServicePart {
     }
 }
 
-/// A wake-up: rung by anyone, heard by one loop; rings while nobody listens count once. A
-/// ticker rings it every half second as well, so that work due by the clock (retries) is seen.
+/// A wake-up: rung by anyone, heard by one loop; rings while nobody listens count once.
 final class Bell: Sendable {
     let rings: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
@@ -278,11 +311,4 @@ final class Bell: Sendable {
 
     func ring() { continuation.yield() }
 
-    /// Rings every `period` until cancelled.
-    func tick(every period: Duration) async {
-        while !Task.isCancelled {
-            ring()
-            try? await Task.sleep(for: period)
-        }
-    }
 }

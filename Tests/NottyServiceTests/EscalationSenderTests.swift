@@ -49,11 +49,12 @@ struct EscalationSenderTests {
         let variables = EscalationSender.commandVariables(delivery(.handled, target: "command:ops"))
         #expect(variables["NOTTY_TITLE"] == "Disk full" && variables["NOTTY_EVENT"] == "handled" && variables["NOTTY_RULE"] == "night")
         #expect(variables["NOTTY_HANDLED_BY"] == "B" && variables["NOTTY_STATE"] == "read")
-        let sender = EscalationSender(outbound: nil, commands: ["ok": "test \"$NOTTY_EVENT\" = escalated", "fails": "echo no route >&2; exit 3",
-                                                                "slow": "sleep 30"], commandTimeout: .milliseconds(300))
+        let sender = EscalationSender(outbound: nil, commands: ["ok": "test \"$NOTTY_EVENT\" = escalated", "fails": "echo no route >&2; exit 3"],
+                                      commandTimeout: .seconds(60))
         #expect(await sender.send(delivery(.escalated, target: "command:ok")) == nil)
         #expect(await sender.send(delivery(.escalated, target: "command:fails")) == EscalationSender.Failure(message: "the command exited with 3: no route", retryable: true))
-        #expect(await sender.send(delivery(.escalated, target: "command:slow"))?.message.contains("stopped") == true)
+        let impatient = EscalationSender(outbound: nil, commands: ["slow": "sleep 60"], commandTimeout: .seconds(1))
+        #expect(await impatient.send(delivery(.escalated, target: "command:slow"))?.message.contains("stopped") == true)
         #expect(await sender.send(delivery(.escalated, target: "command:gone"))?.retryable == false)
     }
 }
