@@ -124,11 +124,6 @@ public final class Escalation: ServicePart {
         return outcome.more
     }
 
-    /// Plans one user's changes, all of them.
-    public func plan(userId: String) async throws {
-        while try await !plan(userIds: [userId]).isEmpty {}
-    }
-
     // MARK: - Firing due tracks
 
     /// Fires every track due now; answers how many deliveries that made.

@@ -99,54 +99,52 @@ extension PostgresStorage {
     func planEscalations(_ connection: PostgresConnection, userId: String, limit: Int, now: Date,
                          _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan) async throws -> (deliveries: Int, more: Bool) {
         let nowMillis = ISOTime.millis(now)
-        do {
-            // The cursor's row, locked: instances planning for one user take turns.
-            guard let cursor = try await connection.query("SELECT seq FROM escalation_cursors WHERE user_id = \(userId) FOR UPDATE", logger: self.logger)
-                .collect(Int64.self).first
-            else {
-                try await connection.exec("""
-                    INSERT INTO escalation_cursors (user_id, seq)
-                    SELECT id, coalesce((SELECT max(seq) FROM notifications WHERE user_id = \(userId)), 0) FROM users WHERE id = \(userId)
-                    AND EXISTS (SELECT 1 FROM escalation_rules WHERE user_id = \(userId))
-                    ON CONFLICT (user_id) DO NOTHING
-                    """, logger: self.logger)
-                return (0, false)
-            }
-            let rows = try await self.fetchStored(connection, """
-                SELECT \(unescaped: Self.columns) FROM notifications WHERE user_id = \(userId) AND seq > \(cursor) ORDER BY seq LIMIT \(limit + 1)
-                """)
-            guard !rows.isEmpty else { return (0, false) }
-            let page = Array(rows.prefix(limit))
-            let ids = page.map(\.notification.id)
-            let rules = try await connection.query(
-                "SELECT \(unescaped: Self.escalationColumns) FROM escalation_rules WHERE user_id = \(userId) ORDER BY created, id", logger: self.logger
-            ).collect(EscalationRow.self).map(Self.escalationRule)
-            var tracks: [EscalationTrack] = [], sent: [EscalationSent] = [], pending: [PendingDelivery] = []
-            if !rules.isEmpty {
-                // The tracks first, locked: a sweep firing one of them ends before its deliveries are read.
-                tracks = try await connection.query(
-                    "SELECT \(unescaped: Self.trackColumns) FROM escalation_tracks WHERE notification_id = ANY(\(ids)) FOR UPDATE", logger: self.logger
-                ).collect(TrackRow.self).map(Self.track)
-                sent = try await connection.query(
-                    "SELECT notification_id, user_id, target, rule_id, rule_name, last_event FROM escalation_sent WHERE notification_id = ANY(\(ids))",
-                    logger: self.logger
-                ).collect((String, String, String, String, String, String).self).map {
-                    EscalationSent(notificationId: $0.0, userId: $0.1, target: $0.2, ruleId: $0.3, ruleName: $0.4, lastEvent: EscalationEvent(rawValue: $0.5) ?? .escalated)
-                }
-                pending = try await connection.query("""
-                    SELECT id, notification_id, rule_id, rule_name, target, event, lease_until FROM escalation_deliveries
-                    WHERE notification_id = ANY(\(ids)) ORDER BY id
-                    """, logger: self.logger).collect((String, String, String, String, String, String, Int64).self).map {
-                    PendingDelivery(id: $0.0, notificationId: $0.1, ruleId: $0.2, ruleName: $0.3, target: $0.4,
-                                    event: EscalationEvent(rawValue: $0.5) ?? .escalated, inFlight: $0.6 > nowMillis)
-                }
-            }
-            let decided = plan(EscalationPlanInput(userId: userId, changed: page.map(\.notification), rules: rules, tracks: tracks, sent: sent,
-                                                   pending: pending, now: now))
-            try await self.apply(decided, connection)
-            try await connection.exec("UPDATE escalation_cursors SET seq = \(page.last!.seq) WHERE user_id = \(userId)", logger: self.logger)
-            return (decided.deliveries.count, rows.count > limit)
+        // The cursor's row, locked: instances planning for one user take turns.
+        guard let cursor = try await connection.query("SELECT seq FROM escalation_cursors WHERE user_id = \(userId) FOR UPDATE", logger: self.logger)
+            .collect(Int64.self).first
+        else {
+            try await connection.exec("""
+                INSERT INTO escalation_cursors (user_id, seq)
+                SELECT id, coalesce((SELECT max(seq) FROM notifications WHERE user_id = \(userId)), 0) FROM users WHERE id = \(userId)
+                AND EXISTS (SELECT 1 FROM escalation_rules WHERE user_id = \(userId))
+                ON CONFLICT (user_id) DO NOTHING
+                """, logger: self.logger)
+            return (0, false)
         }
+        let rows = try await self.fetchStored(connection, """
+            SELECT \(unescaped: Self.columns) FROM notifications WHERE user_id = \(userId) AND seq > \(cursor) ORDER BY seq LIMIT \(limit + 1)
+            """)
+        guard !rows.isEmpty else { return (0, false) }
+        let page = Array(rows.prefix(limit))
+        let ids = page.map(\.notification.id)
+        let rules = try await connection.query(
+            "SELECT \(unescaped: Self.escalationColumns) FROM escalation_rules WHERE user_id = \(userId) ORDER BY created, id", logger: self.logger
+        ).collect(EscalationRow.self).map(Self.escalationRule)
+        var tracks: [EscalationTrack] = [], sent: [EscalationSent] = [], pending: [PendingDelivery] = []
+        if !rules.isEmpty {
+            // The tracks first, locked: a sweep firing one of them ends before its deliveries are read.
+            tracks = try await connection.query(
+                "SELECT \(unescaped: Self.trackColumns) FROM escalation_tracks WHERE notification_id = ANY(\(ids)) FOR UPDATE", logger: self.logger
+            ).collect(TrackRow.self).map(Self.track)
+            sent = try await connection.query(
+                "SELECT notification_id, user_id, target, rule_id, rule_name, last_event FROM escalation_sent WHERE notification_id = ANY(\(ids))",
+                logger: self.logger
+            ).collect((String, String, String, String, String, String).self).map {
+                EscalationSent(notificationId: $0.0, userId: $0.1, target: $0.2, ruleId: $0.3, ruleName: $0.4, lastEvent: EscalationEvent(rawValue: $0.5) ?? .escalated)
+            }
+            pending = try await connection.query("""
+                SELECT id, notification_id, rule_id, rule_name, target, event, lease_until FROM escalation_deliveries
+                WHERE notification_id = ANY(\(ids)) ORDER BY id
+                """, logger: self.logger).collect((String, String, String, String, String, String, Int64).self).map {
+                PendingDelivery(id: $0.0, notificationId: $0.1, ruleId: $0.2, ruleName: $0.3, target: $0.4,
+                                event: EscalationEvent(rawValue: $0.5) ?? .escalated, inFlight: $0.6 > nowMillis)
+            }
+        }
+        let decided = plan(EscalationPlanInput(userId: userId, changed: page.map(\.notification), rules: rules, tracks: tracks, sent: sent,
+                                               pending: pending, now: now))
+        try await self.apply(decided, connection)
+        try await connection.exec("UPDATE escalation_cursors SET seq = \(page.last!.seq) WHERE user_id = \(userId)", logger: self.logger)
+        return (decided.deliveries.count, rows.count > limit)
     }
 
     public func fireDueEscalations(now: Date, limit: Int, _ fire: @escaping @Sendable (EscalationDue) -> EscalationFiring) async throws -> Int {
@@ -239,34 +237,32 @@ extension PostgresStorage {
     /// What a finished delivery changes beside the log.
     func finishRows(_ delivery: EscalationDelivery, result: DeliveryResult, now: Date, _ connection: PostgresConnection) async throws {
         let at = ISOTime.millis(now)
-        do {
-            switch result {
-            case .delivered:
-                try await connection.exec("DELETE FROM escalation_deliveries WHERE id = \(delivery.id)", logger: self.logger)
-                switch delivery.event {
-                case .escalated:
-                    try await connection.exec("""
-                        INSERT INTO escalation_sent (notification_id, target, user_id, rule_id, rule_name, last_event)
-                        VALUES (\(delivery.notificationId), \(delivery.target), \(delivery.userId), \(delivery.ruleId), \(delivery.ruleName), 'escalated')
-                        ON CONFLICT (notification_id, target) DO UPDATE SET last_event = 'escalated', rule_id = excluded.rule_id, rule_name = excluded.rule_name
-                        """, logger: self.logger)
-                case .deleted:
-                    try await connection.exec(
-                        "DELETE FROM escalation_sent WHERE notification_id = \(delivery.notificationId) AND target = \(delivery.target)", logger: self.logger)
-                case .handled, .test:
-                    break
-                }
-                try await self.recordStatus(connection, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: nil, at: at)
-            case .retry(let next, let error):
+        switch result {
+        case .delivered:
+            try await connection.exec("DELETE FROM escalation_deliveries WHERE id = \(delivery.id)", logger: self.logger)
+            switch delivery.event {
+            case .escalated:
                 try await connection.exec("""
-                    UPDATE escalation_deliveries SET attempts = attempts + 1, next_at = \(ISOTime.millis(next)), lease_until = 0, last_error = \(error)
-                    WHERE id = \(delivery.id)
+                    INSERT INTO escalation_sent (notification_id, target, user_id, rule_id, rule_name, last_event)
+                    VALUES (\(delivery.notificationId), \(delivery.target), \(delivery.userId), \(delivery.ruleId), \(delivery.ruleName), 'escalated')
+                    ON CONFLICT (notification_id, target) DO UPDATE SET last_event = 'escalated', rule_id = excluded.rule_id, rule_name = excluded.rule_name
                     """, logger: self.logger)
-                try await self.recordStatus(connection, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: error, at: at)
-            case .failed(let error):
-                try await connection.exec("DELETE FROM escalation_deliveries WHERE id = \(delivery.id)", logger: self.logger)
-                try await self.recordStatus(connection, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: error, at: at)
+            case .deleted:
+                try await connection.exec(
+                    "DELETE FROM escalation_sent WHERE notification_id = \(delivery.notificationId) AND target = \(delivery.target)", logger: self.logger)
+            case .handled, .test:
+                break
             }
+            try await self.recordStatus(connection, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: nil, at: at)
+        case .retry(let next, let error):
+            try await connection.exec("""
+                UPDATE escalation_deliveries SET attempts = attempts + 1, next_at = \(ISOTime.millis(next)), lease_until = 0, last_error = \(error)
+                WHERE id = \(delivery.id)
+                """, logger: self.logger)
+            try await self.recordStatus(connection, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: error, at: at)
+        case .failed(let error):
+            try await connection.exec("DELETE FROM escalation_deliveries WHERE id = \(delivery.id)", logger: self.logger)
+            try await self.recordStatus(connection, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: error, at: at)
         }
     }
 

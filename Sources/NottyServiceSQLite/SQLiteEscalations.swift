@@ -79,49 +79,47 @@ extension SQLiteStorage {
     /// One user's plan, inside a write.
     static func planEscalations(_ db: Database, userId: String, limit: Int, now: Date,
                                 _ plan: (EscalationPlanInput) -> EscalationPlan) throws -> (deliveries: Int, more: Bool) {
-        do {
-            guard let cursor = try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM escalation_cursors WHERE user_id = ?"), arguments: [userId]) else {
-                // Rules made before there was a cursor watch from now on; no rules, nothing to watch.
-                try db.execute(sql: """
-                    INSERT INTO escalation_cursors (user_id, seq) SELECT id, coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1), 0)
-                    FROM users WHERE id = ?1 AND EXISTS (SELECT 1 FROM escalation_rules WHERE user_id = ?1)
-                    """, arguments: [userId])
-                return (0, false)
-            }
-            let rows = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
-                arguments: [userId, cursor, limit + 1]
-            ).map { try Self.stored($0) }
-            guard !rows.isEmpty else { return (0, false) }
-            let page = rows.prefix(limit)
-            let rules = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM escalation_rules WHERE user_id = ? ORDER BY created, id"), arguments: [userId])
-                .map(Self.escalationRule)
-            var tracks: [EscalationTrack] = [], sent: [EscalationSent] = [], pending: [PendingDelivery] = []
-            if !rules.isEmpty {
-                for row in page {
-                    let id = row.notification.id
-                    tracks += try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM escalation_tracks WHERE notification_id = ?"), arguments: [id])
-                        .map(Self.track)
-                    sent += try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM escalation_sent WHERE notification_id = ?"), arguments: [id])
-                        .map(Self.sent)
-                    pending += try Row.fetchAll(
-                        db.cachedStatement(sql: """
-                            SELECT id, notification_id, rule_id, rule_name, target, event, lease_until FROM escalation_deliveries
-                            WHERE notification_id = ? ORDER BY id
-                            """), arguments: [id]
-                    ).map { row in
-                        PendingDelivery(id: row["id"], notificationId: row["notification_id"], ruleId: row["rule_id"], ruleName: row["rule_name"],
-                                        target: row["target"], event: EscalationEvent(rawValue: row["event"]) ?? .escalated,
-                                        inFlight: (row["lease_until"] as Int64) > ISOTime.millis(now))
-                    }
+        guard let cursor = try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM escalation_cursors WHERE user_id = ?"), arguments: [userId]) else {
+            // Rules made before there was a cursor watch from now on; no rules, nothing to watch.
+            try db.execute(sql: """
+                INSERT INTO escalation_cursors (user_id, seq) SELECT id, coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1), 0)
+                FROM users WHERE id = ?1 AND EXISTS (SELECT 1 FROM escalation_rules WHERE user_id = ?1)
+                """, arguments: [userId])
+            return (0, false)
+        }
+        let rows = try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
+            arguments: [userId, cursor, limit + 1]
+        ).map { try Self.stored($0) }
+        guard !rows.isEmpty else { return (0, false) }
+        let page = rows.prefix(limit)
+        let rules = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM escalation_rules WHERE user_id = ? ORDER BY created, id"), arguments: [userId])
+            .map(Self.escalationRule)
+        var tracks: [EscalationTrack] = [], sent: [EscalationSent] = [], pending: [PendingDelivery] = []
+        if !rules.isEmpty {
+            for row in page {
+                let id = row.notification.id
+                tracks += try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM escalation_tracks WHERE notification_id = ?"), arguments: [id])
+                    .map(Self.track)
+                sent += try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM escalation_sent WHERE notification_id = ?"), arguments: [id])
+                    .map(Self.sent)
+                pending += try Row.fetchAll(
+                    db.cachedStatement(sql: """
+                        SELECT id, notification_id, rule_id, rule_name, target, event, lease_until FROM escalation_deliveries
+                        WHERE notification_id = ? ORDER BY id
+                        """), arguments: [id]
+                ).map { row in
+                    PendingDelivery(id: row["id"], notificationId: row["notification_id"], ruleId: row["rule_id"], ruleName: row["rule_name"],
+                                    target: row["target"], event: EscalationEvent(rawValue: row["event"]) ?? .escalated,
+                                    inFlight: (row["lease_until"] as Int64) > ISOTime.millis(now))
                 }
             }
-            let decided = plan(EscalationPlanInput(userId: userId, changed: page.map(\.notification), rules: rules, tracks: tracks, sent: sent,
-                                                   pending: pending, now: now))
-            try Self.apply(decided, db)
-            try db.cachedStatement(sql: "UPDATE escalation_cursors SET seq = ? WHERE user_id = ?").execute(arguments: [page.last!.seq, userId])
-            return (decided.deliveries.count, rows.count > limit)
         }
+        let decided = plan(EscalationPlanInput(userId: userId, changed: page.map(\.notification), rules: rules, tracks: tracks, sent: sent,
+                                               pending: pending, now: now))
+        try Self.apply(decided, db)
+        try db.cachedStatement(sql: "UPDATE escalation_cursors SET seq = ? WHERE user_id = ?").execute(arguments: [page.last!.seq, userId])
+        return (decided.deliveries.count, rows.count > limit)
     }
 
     public func fireDueEscalations(now: Date, limit: Int, _ fire: @escaping @Sendable (EscalationDue) -> EscalationFiring) async throws -> Int {
