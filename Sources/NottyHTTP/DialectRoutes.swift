@@ -106,7 +106,7 @@ extension Routes {
     /// A request's query parameters by lower-case name (the last of repeated ones).
     static func query(_ uri: HummingbirdCore.URI) -> [String: String] {
         var query: [String: String] = [:]
-        for (key, value) in uri.queryParameters { query[String(key).lowercased()] = String(value) }
+        for (key, value) in uri.form { query[key.lowercased()] = value }
         return query
     }
 

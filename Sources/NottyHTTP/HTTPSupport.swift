@@ -1,10 +1,12 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import NottyCore
 import NottyService
+import NottyWebhooks
 
 /// The request context of every route: Hummingbird's core storage and the request id every
 /// response carries.
@@ -145,6 +147,13 @@ struct MethodNotAllowed: Error {
     let allow: String
 }
 
+extension HummingbirdCore.URI {
+    /// The query as a form (the last of repeated names): `+` is a space and names are
+    /// percent-decoded too, as ntfy and every browser read `?t=Front+door`. Hummingbird's own
+    /// `queryParameters` leaves `+` as it is.
+    var form: [String: String] { query.map(FormFields.urlencoded) ?? [:] }
+}
+
 extension Request {
     /// The bearer token from `Authorization`, or `access_token` in the query (WebSocket clients).
     var bearerToken: String? {
@@ -161,7 +170,7 @@ extension Request {
             while end > start, isBlank(utf8[utf8.index(before: end)]) { end = utf8.index(before: end) }
             return String(header[start..<end])
         }
-        return uri.queryParameters.get("access_token")
+        return uri.form["access_token"]
     }
 
     /// The body as JSON bytes: checks the media type (415) and the size (413).

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NottyCore
+import NottyWebhooks
 import NottyService
 
 /// OpenID Connect discovery for the tenant authority (SPEC §2.1 "Microsoft's own libraries").
@@ -86,11 +87,7 @@ enum BasicCredentials {
         guard let data = Data(base64Encoded: encoded), let text = String(data: data, encoding: .utf8),
               let colon = text.firstIndex(of: ":")
         else { throw ServiceError.oauth(.unauthenticated, "invalid_client", "the Basic Authorization header is not base64 of client_id:client_secret") }
-        func decode(_ part: Substring) -> String {
-            let spaced = part.replacingOccurrences(of: "+", with: " ")
-            return spaced.removingPercentEncoding ?? spaced
-        }
-        return (decode(text[..<colon]), decode(text[text.index(after: colon)...]))
+        return (FormFields.decode(text[..<colon]), FormFields.decode(text[text.index(after: colon)...]))
     }
 
     /// The token request's form with the client credentials of `header` in it. A client that

@@ -214,7 +214,7 @@ public struct Routes: Sendable {
         let counted: @Sendable () -> Void = { [metrics = service.metrics] in metrics.doorbellFrames.increment() }
         if segments == ["v1", "me", "push"] {
             let user = try await service.auth.authenticateUser(bearer: request.bearerToken)
-            let full = request.uri.queryParameters.get("payload") == "full"
+            let full = request.uri.form["payload"] == "full"
             return BellPlan(hub: service.hub, userId: user, kind: full ? .feed(FullDoorbellFeed(inbox: service.inbox, userId: user)) : .doorbell,
                             ticks: false, counted: counted)
         }
@@ -314,9 +314,9 @@ public struct Routes: Sendable {
     }
 
     private func changes(_ request: Request, user: String) async throws -> Response {
-        let query = request.uri.queryParameters
-        let since = try service.inbox.parseCursor(query.get("since"))
-        let limit = try Self.integer(query.get("limit"), name: "limit", default: 500, range: 1...5000)
+        let query = request.uri.form
+        let since = try service.inbox.parseCursor(query["since"])
+        let limit = try Self.integer(query["limit"], name: "limit", default: 500, range: 1...5000)
         var headers = pollHeader
         if let tag = request.headers[.ifNoneMatch] {
             let wanted = tag.replacingOccurrences(of: "W/", with: "").trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
@@ -332,16 +332,16 @@ public struct Routes: Sendable {
     }
 
     private func list(_ request: Request, user: String) async throws -> Response {
-        let query = request.uri.queryParameters
+        let query = request.uri.form
         var view = NotificationView.all
-        if let name = query.get("view") {
+        if let name = query["view"] {
             guard let parsed = NotificationView(name: name) else {
                 throw ServiceError.badRequest("view must be one of \(NotificationView.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             view = parsed
         }
-        let top = try Self.integer(query.get("top"), name: "top", default: 100, range: 1...1000)
-        let skip = try Self.integer(query.get("skip"), name: "skip", default: 0, range: 0...Int(Int32.max))
+        let top = try Self.integer(query["top"], name: "top", default: 100, range: 1...1000)
+        let skip = try Self.integer(query["skip"], name: "skip", default: 0, range: 0...Int(Int32.max))
         let items = try await service.inbox.list(userId: user, view: view, top: top, skip: skip)
         return try JSONResponse.make(NotificationList(value: items), headers: pollHeader)
     }

@@ -35,7 +35,9 @@ public enum FormFields {
         return fields
     }
 
-    private static func decode(_ text: Substring) -> String {
+    /// One urlencoded name or value: `+` is a space, then percent escapes (as browsers and
+    /// ntfy read a query string too).
+    public static func decode(_ text: Substring) -> String {
         let spaced = text.replacingOccurrences(of: "+", with: " ")
         return spaced.removingPercentEncoding ?? spaced
     }

@@ -248,6 +248,37 @@ struct DialectTests {
         }
     }
 
+    @Test("a + in a query string is a space and names are decoded (form encoding, as ntfy and browsers read it): ntfy's GET publish, its query aliases, a text hook's title, Gotify's ?token=", arguments: Backend.available)
+    func queryStringsAreForms(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let topic = try await world.hookToken(client)
+            let sent = try await client.call(.get, "/\(topic)/publish?message=door+opened&t=Front+door", body: Data(), headers: [:])
+            #expect(sent.status == .ok, "\(sent.text)")
+            #expect(sent.string("title") == "Front door", "\(sent.text)")
+            #expect(sent.string("message") == "door opened", "\(sent.text)")
+            let plus = try await client.call(.post, "/\(topic)?title=1%2B1+is+2&%74ags=tada", body: Data("sum".utf8), headers: [:])
+            #expect(plus.status == .ok, "\(plus.text)")
+            let (path, _) = try await world.webhook(client)
+            let texted = try await client.hook("\(path)?title=Nightly+backup&group=home+lab", "finished", headers: ["Content-Type": "text/plain"])
+            #expect(texted.status == .ok || texted.status == .accepted, "\(texted.text)")
+            let token = try await world.hookToken(client)
+            let gotify = try await client.call(.post, "/message?token=\(token)", body: Data("message=from+gotify&title=Go+tify".utf8),
+                                               headers: ["Content-Type": "application/x-www-form-urlencoded"])
+            #expect(gotify.status == .ok, "\(gotify.text)")
+
+            let seen = try await world.all(client)
+            let titles = Set(seen.compactMap { $0.payload.visualContent?.title })
+            #expect(titles.contains("Front door"), "\(titles)")
+            #expect(titles.contains("🎉 1+1 is 2"), "\(titles)")
+            #expect(titles.contains("Nightly backup"), "\(titles)")
+            #expect(titles.contains("Go tify"), "\(titles)")
+            #expect(seen.first { $0.payload.visualContent?.title == "Front door" }?.payload.visualContent?.body == "door opened")
+            #expect(seen.first { $0.payload.visualContent?.title == "Nightly backup" }?.groupName == "home lab")
+        }
+    }
+
     @Test("Gotify: the token as X-Gotify-Key, ?token= or bearer; JSON, urlencoded and multipart bodies; priority 0–10; the click URL from extras; Gotify's answer and errors", arguments: Backend.available)
     func gotify(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
