@@ -60,6 +60,16 @@ public struct JSONWriter {
         if let value { bytes.append(contentsOf: String(value).utf8) } else { raw("null") }
     }
 
+    /// `[a,b,…]`.
+    public mutating func array(_ items: [some JSONWritable]) {
+        raw("[")
+        for (index, item) in items.enumerated() {
+            if index > 0 { raw(",") }
+            item.write(to: &self)
+        }
+        raw("]")
+    }
+
     public mutating func value(_ value: JSONValue) {
         switch value {
         case .null: raw("null")
@@ -108,17 +118,14 @@ extension JSONWritable {
 
 extension UserNotification: JSONWritable {
     public func write(to w: inout JSONWriter) {
-        w.raw(#"{"appNotificationId":"#); w.string(appNotificationId)
+        // Keys in sorted order, as the encoder writes them.
+        w.raw("{")
+        if let actionResults, !actionResults.isEmpty { w.raw(#""actionResults":"#); w.array(actionResults); w.raw(",") }
+        if let actions, !actions.isEmpty { w.raw(#""actions":"#); w.array(actions); w.raw(",") }
+        w.raw(#""appNotificationId":"#); w.string(appNotificationId)
         w.raw(#","createdDateTime":"#); w.time(createdDateTime)
         w.raw(#","displayTimeToLive":"#); w.int(displayTimeToLive)
-        if let escalations, !escalations.isEmpty {
-            w.raw(#","escalations":["#)
-            for (index, record) in escalations.enumerated() {
-                if index > 0 { w.raw(",") }
-                record.write(to: &w)
-            }
-            w.raw("]")
-        }
+        if let escalations, !escalations.isEmpty { w.raw(#","escalations":"#); w.array(escalations) }
         w.raw(#","expirationDateTime":"#); w.time(expirationDateTime)
         if let fallbackPolicy { w.raw(#","fallbackPolicy":"#); w.value(fallbackPolicy) }
         w.raw(#","groupName":"#); w.string(groupName)

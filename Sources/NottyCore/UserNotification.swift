@@ -44,6 +44,11 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
     public var launchUrl: String?
     /// Where it was escalated (SPEC §11), oldest first; nil (absent on the wire) when never.
     public var escalations: [EscalationRecord]?
+    /// What the publisher offers to do (SPEC §12), at most 3; nil (absent on the wire) when
+    /// nothing. Devices are sent each action's shown form only (``NotificationAction``).
+    public var actions: [NotificationAction]?
+    /// How the actions run so far went, one per action that ran (its latest run).
+    public var actionResults: [ActionResult]?
 
     public init(
         id: String, appNotificationId: String, targetHostName: String, groupName: String? = nil,
@@ -51,7 +56,8 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
         expirationDateTime: Date, createdDateTime: Date, lastModifiedDateTime: Date,
         status: NotificationStatus = .active, readState: ReadState = .unread,
         userActionState: UserActionState = .noInteraction, snoozedUntil: Date? = nil,
-        targetPolicy: JSONValue? = nil, fallbackPolicy: JSONValue? = nil, launchUrl: String? = nil, escalations: [EscalationRecord]? = nil
+        targetPolicy: JSONValue? = nil, fallbackPolicy: JSONValue? = nil, launchUrl: String? = nil, escalations: [EscalationRecord]? = nil,
+        actions: [NotificationAction]? = nil, actionResults: [ActionResult]? = nil
     ) {
         self.id = id
         self.appNotificationId = appNotificationId
@@ -71,12 +77,14 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
         self.fallbackPolicy = fallbackPolicy
         self.launchUrl = launchUrl
         self.escalations = escalations
+        self.actions = actions
+        self.actionResults = actionResults
     }
 
     enum CodingKeys: String, CodingKey {
         case id, appNotificationId, targetHostName, groupName, priority, payload, displayTimeToLive
         case expirationDateTime, createdDateTime, lastModifiedDateTime, status, readState
-        case userActionState, snoozedUntil, targetPolicy, fallbackPolicy, launchUrl, escalations
+        case userActionState, snoozedUntil, targetPolicy, fallbackPolicy, launchUrl, escalations, actions, actionResults
     }
 
     /// Writes every field, nulls included, so clients see a stable shape.
@@ -100,6 +108,8 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
         try c.encodeIfPresent(fallbackPolicy, forKey: .fallbackPolicy)
         try c.encodeIfPresent(launchUrl, forKey: .launchUrl)  // absent means none, as for the policies
         if let escalations, !escalations.isEmpty { try c.encode(escalations, forKey: .escalations) }
+        if let actions, !actions.isEmpty { try c.encode(actions, forKey: .actions) }
+        if let actionResults, !actionResults.isEmpty { try c.encode(actionResults, forKey: .actionResults) }
     }
 
     /// The title shown to a person: the visual title, else the raw content, else the app id.

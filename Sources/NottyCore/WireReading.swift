@@ -26,7 +26,8 @@ extension UserNotification {
             readState: try f.required("readState") { key throws(ValidationError) in try f.enumeration(key, ReadState.self) },
             userActionState: try f.required("userActionState") { key throws(ValidationError) in try f.enumeration(key, UserActionState.self) },
             snoozedUntil: try f.time("snoozedUntil"), targetPolicy: f.any("targetPolicy"), fallbackPolicy: f.any("fallbackPolicy"),
-            launchUrl: try f.string("launchUrl"), escalations: EscalationRecord.list(f.any("escalations")))
+            launchUrl: try f.string("launchUrl"), escalations: EscalationRecord.list(f.any("escalations")),
+            actions: NotificationAction.list(f.any("actions")), actionResults: ActionResult.list(f.any("actionResults")))
     }
 }
 

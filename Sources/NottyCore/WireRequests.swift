@@ -30,11 +30,13 @@ public struct PublishRequest: Sendable, Equatable {
     public var targetPolicy: JSONValue?
     public var fallbackPolicy: JSONValue?
     public var launchUrl: String?
+    /// What the publisher offers to do (SPEC §12): an extension field, ntfy's objects.
+    public var actions: [NotificationAction]?
 
     public init(
         targetHostName: String? = nil, appNotificationId: String, groupName: String? = nil, priority: Priority? = nil,
         payload: NotificationPayload, displayTimeToLive: Int? = nil, expirationDateTime: Date? = nil,
-        targetPolicy: JSONValue? = nil, fallbackPolicy: JSONValue? = nil, launchUrl: String? = nil
+        targetPolicy: JSONValue? = nil, fallbackPolicy: JSONValue? = nil, launchUrl: String? = nil, actions: [NotificationAction]? = nil
     ) {
         self.targetHostName = targetHostName
         self.appNotificationId = appNotificationId
@@ -46,6 +48,7 @@ public struct PublishRequest: Sendable, Equatable {
         self.targetPolicy = targetPolicy
         self.fallbackPolicy = fallbackPolicy
         self.launchUrl = launchUrl
+        self.actions = actions
     }
 
     /// Validates a publish body. Unknown fields are ignored, as Graph did.
@@ -81,6 +84,10 @@ public struct PublishRequest: Sendable, Equatable {
             guard LaunchURL.isValid(url) else { throw ValidationError("launchUrl must be an absolute http or https URL") }
             launchUrl = url
         }
+        if let value = fields.any("actions"), value != .null {
+            let parsed = try NotificationAction.parse(json: value)
+            actions = parsed.isEmpty ? nil : parsed
+        }
     }
 
     /// The priority to store: as given, else High with a visual toast, else None.
@@ -105,6 +112,7 @@ public struct PublishRequest: Sendable, Equatable {
         }
         object["payload"] = .object(payloadObject)
         if let launchUrl { object["launchUrl"] = .string(launchUrl) }
+        if let actions, !actions.isEmpty { object["actions"] = .array(actions.map(\.storedValue)) }
         if let targetPolicy { object["targetPolicy"] = targetPolicy }
         if let fallbackPolicy { object["fallbackPolicy"] = fallbackPolicy }
         return Data(JSONValue.object(object).jsonText.utf8)

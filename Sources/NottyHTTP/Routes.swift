@@ -144,6 +144,14 @@ public struct Routes: Sendable {
                 guard result.status == 204 else { throw ServiceError.notFound() }
                 return JSONResponse.empty(.noContent)
             },
+            // Actions (SPEC §12): run by the service, once.
+            Route(method: .post, path: "/v1/me/notifications/:id/actions/:n", audience: .user) { _, context in
+                let user = try context.requireUser()
+                let device = try await self.service.actions.deviceName(userId: user, deviceId: context.deviceId)
+                let result = try await self.service.actions.press(userId: user, device: device, id: try context.pathParameter("id"),
+                                                                  action: try Self.integer(try context.pathParameter("n"), name: "the action number", default: 1, range: 1...NotificationAction.maxPerNotification))
+                return try JSONResponse.make(result, status: result.status == .running ? .accepted : .ok)
+            },
             // A plain GET of the doorbell (no upgrade): authenticated, then told how to connect.
             Route(method: .get, path: "/v1/me/push", audience: .user) { _, _ in
                 throw ServiceError.upgradeRequired

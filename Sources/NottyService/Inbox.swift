@@ -113,14 +113,19 @@ public final class Inbox: ServicePart {
                                   userId: userId)
     }
 
-    /// `notifications` with the escalations logged on them (SPEC §11).
+    /// `notifications` with the escalations logged on them (SPEC §11) and how their actions
+    /// went (SPEC §12).
     func withEscalations(_ notifications: [UserNotification], userId: String) async throws -> [UserNotification] {
-        let live = notifications.filter { $0.status == .active }.map(\.id)
-        let log = try await db { try await storage.escalationLog(userId: userId, notificationIds: live) }
-        guard !log.isEmpty else { return notifications }
+        let live = notifications.filter { $0.status == .active }
+        let log = try await db { try await storage.escalationLog(userId: userId, notificationIds: live.map(\.id)) }
+        var published: [String: Int64] = [:]
+        for n in live where n.actions != nil { published[n.id] = ISOTime.millis(n.createdDateTime) }
+        let results = try await db { try await storage.actionResults(userId: userId, published: published) }
+        guard !log.isEmpty || !results.isEmpty else { return notifications }
         return notifications.map { n in
             var n = n
             n.escalations = log[n.id]
+            n.actionResults = results[n.id]
             return n
         }
     }

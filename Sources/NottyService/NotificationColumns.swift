@@ -4,11 +4,12 @@ import NottyCore
 /// A stored notification as the columns of a `notifications` row, the same in every backend:
 /// times in milliseconds since 1970, policies as JSON text, enums by their wire spelling.
 package struct NotificationColumns {
-    /// The column names, in the order every backend selects and inserts them.
+    /// The column names, in the order every backend selects and inserts them; `seq` is last
+    /// (the SQLite writer binds it apart).
     package static let names = [
         "id", "user_id", "host_name", "app_notification_id", "group_name", "priority", "raw_content",
         "has_visual", "title", "body", "display_ttl", "expires", "created", "modified", "deleted", "read_state", "read_at",
-        "action_state", "snoozed_until", "action_at", "target_policy", "fallback_policy", "launch_url", "seq",
+        "action_state", "snoozed_until", "action_at", "target_policy", "fallback_policy", "launch_url", "actions", "seq",
     ]
     package static let list = names.joined(separator: ", ")
 
@@ -35,6 +36,8 @@ package struct NotificationColumns {
     var targetPolicy: String?
     var fallbackPolicy: String?
     var launchUrl: String?
+    /// The whole actions (SPEC §12) as JSON: only the service reads them.
+    var actions: String?
     var seq: Int64
 
     package var stored: StoredNotification {
@@ -48,7 +51,8 @@ package struct NotificationColumns {
             userActionState: UserActionState(rawValue: actionState) ?? .noInteraction,
             snoozedUntil: snoozedUntil.map { ISOTime.date(millis: $0) },
             targetPolicy: targetPolicy.flatMap { JSONValue(jsonText: $0) },
-            fallbackPolicy: fallbackPolicy.flatMap { JSONValue(jsonText: $0) }, launchUrl: launchUrl)
+            fallbackPolicy: fallbackPolicy.flatMap { JSONValue(jsonText: $0) }, launchUrl: launchUrl,
+            actions: actions.flatMap { NotificationAction.list(JSONValue(jsonText: $0)) })
         return StoredNotification(userId: userId, notification: notification, readChangedAt: readAt, actionChangedAt: actionAt, seq: seq)
     }
 }
@@ -82,7 +86,7 @@ extension NotificationColumns {
             created: try r.integer(12), modified: try r.integer(13), deleted: try r.flag(14), readState: try r.text(15),
             readAt: try r.integer(16), actionState: try r.text(17), snoozedUntil: try r.optionalInteger(18), actionAt: try r.integer(19),
             targetPolicy: try r.optionalText(20), fallbackPolicy: try r.optionalText(21), launchUrl: try r.optionalText(22),
-            seq: try r.integer(23))
+            actions: try r.optionalText(23), seq: try r.integer(24))
     }
 
     /// Hands `writer` every value, in ``names`` order.
@@ -97,6 +101,7 @@ extension NotificationColumns {
         writer.text(actionState)
         for value in [snoozedUntil, actionAt] { writer.integer(value) }
         for value in [targetPolicy, fallbackPolicy, launchUrl] { writer.text(value) }
+        writer.text(actions)
         writer.integer(seq)
     }
 
@@ -104,7 +109,7 @@ extension NotificationColumns {
     package static let sample = NotificationColumns(
         id: "", userId: "", hostName: "", appNotificationId: "", groupName: "", priority: "", rawContent: "", hasVisual: true,
         title: "", body: "", displayTTL: 0, expires: 0, created: 0, modified: 0, deleted: false, readState: "", readAt: 0,
-        actionState: "", snoozedUntil: 0, actionAt: 0, targetPolicy: "", fallbackPolicy: "", launchUrl: "", seq: 0)
+        actionState: "", snoozedUntil: 0, actionAt: 0, targetPolicy: "", fallbackPolicy: "", launchUrl: "", actions: "", seq: 0)
 
     package init(_ s: StoredNotification) {
         let n = s.notification
@@ -116,6 +121,6 @@ extension NotificationColumns {
             modified: ISOTime.millis(n.lastModifiedDateTime), deleted: n.status == .deleted, readState: n.readState.rawValue,
             readAt: s.readChangedAt, actionState: n.userActionState.rawValue, snoozedUntil: n.snoozedUntil.map { ISOTime.millis($0) },
             actionAt: s.actionChangedAt, targetPolicy: n.targetPolicy?.jsonText, fallbackPolicy: n.fallbackPolicy?.jsonText,
-            launchUrl: n.launchUrl, seq: s.seq)
+            launchUrl: n.launchUrl, actions: NotificationAction.storedText(n.actions), seq: s.seq)
     }
 }

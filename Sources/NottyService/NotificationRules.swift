@@ -21,7 +21,8 @@ public enum NotificationRules {
             lastModifiedDateTime: input.now,
             targetPolicy: request.targetPolicy,
             fallbackPolicy: request.fallbackPolicy,
-            launchUrl: request.launchUrl)
+            launchUrl: request.launchUrl,
+            actions: request.actions)
         // A re-publish resets both fields with the service's own clock, so that state changes
         // made before it (older clocks) lose, and changes made after it win.
         let stamp = max(nowMillis, existing.map { max($0.readChangedAt, $0.actionChangedAt) } ?? 0)

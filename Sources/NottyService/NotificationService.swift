@@ -15,6 +15,7 @@ public final class NotificationService: Sendable {
     public let admin: Administration
     public let maintenance: Maintenance
     public let escalation: Escalation
+    public let actions: Actions
 
     public var storage: any NotificationStorage { core.storage }
     public var config: ServiceConfig { core.config }
@@ -23,7 +24,8 @@ public final class NotificationService: Sendable {
     public var metrics: ServiceMetrics { core.metrics }
     package var logger: Logger { core.logger }
 
-    /// `outbound` makes the requests escalation sends (nil: it sends none, and says so).
+    /// `outbound` makes the requests escalation sends and actions make (nil: none are made, and
+    /// they say so).
     public init(storage: any NotificationStorage, config: ServiceConfig = ServiceConfig(), clock: any ServiceClock = SystemClock(),
                 metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil) {
         let core = ServiceCore(storage: storage, config: config, clock: clock, metrics: metrics, logger: logger)
@@ -35,6 +37,7 @@ public final class NotificationService: Sendable {
         publishing = Publishing(core: core, inbox: inbox)
         admin = Administration(core: core)
         maintenance = Maintenance(core: core)
+        actions = Actions(core: core, inbox: inbox, outbound: outbound)
         // A change: what conditional polls compare with, a frame to every connected device, and
         // escalation's plan (clocks started and stopped, retractions made at once).
         let changed: @Sendable ([String: Int64]) -> Void = { [hub = core.hub, latestCursors = core.latestCursors] cursors in

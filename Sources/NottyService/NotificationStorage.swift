@@ -12,6 +12,7 @@ import NottyCore
 /// protocol here, added to this list, and a file of its own in each backend.
 public typealias NotificationStorage = StorageLifecycle & AccountStorage & TokenStorage & SubscriptionStorage
     & SignInGuessStorage & FeedStorage & DelayedPublishStorage & RetentionStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage
+    & ActionStorage
 
 /// Opening, checking and closing the storage, and what it tells the service of changes.
 public protocol StorageLifecycle: Sendable {
@@ -187,6 +188,48 @@ public protocol EscalationStorage: Sendable {
     func escalationStatus(userId: String) async throws -> [String: [EscalationTargetState]]
     /// Deliveries waiting, and of them those that failed at least once (`/metrics`).
     func escalationBacklog() async throws -> (pending: Int, failing: Int)
+}
+
+/// Runs of actions (SPEC §12): each action's latest run of a notification as published, claimed
+/// by one press at a time across every instance.
+public protocol ActionStorage: Sendable {
+    /// Makes `claim`'s press the one that runs the action, unless a run of the same
+    /// publication is in flight (its lease not over) or succeeded: then answers that run.
+    /// A failed run, a run of an earlier publication, or one whose lease ended is taken over.
+    /// Nil: claimed, the caller runs it.
+    func claimActionRun(_ claim: ActionClaim) async throws -> ActionResult?
+    /// Records a claimed run's outcome; the notification, when still active, moves in the feed
+    /// so that every device shows the outcome.
+    func finishActionRun(_ claim: ActionClaim, result: ActionResult) async throws
+    /// The latest done or failed run of each action of these notifications of the user's, of
+    /// each one's current publication (`published`: its `createdDateTime`, in ms), by id.
+    func actionResults(userId: String, published: [String: Int64]) async throws -> [String: [ActionResult]]
+}
+
+/// A press of an action, as ``ActionStorage`` claims and records it.
+public struct ActionClaim: Sendable, Equatable {
+    public var userId: String
+    public var notificationId: String
+    /// Which action, from 1.
+    public var index: Int
+    /// The notification's `createdDateTime` (ms): a re-publish makes its actions new.
+    public var published: Int64
+    public var label: String
+    public var device: String?
+    public var at: Date
+    /// Until when the run holds its claim (a press after it, the run died with its process).
+    public var leaseUntil: Date
+
+    public init(userId: String, notificationId: String, index: Int, published: Int64, label: String, device: String?, at: Date, leaseUntil: Date) {
+        self.userId = userId
+        self.notificationId = notificationId
+        self.index = index
+        self.published = published
+        self.label = label
+        self.device = device
+        self.at = at
+        self.leaseUntil = leaseUntil
+    }
 }
 
 /// What a publish stores, after the service has checked the app, subscription and limits.

@@ -149,6 +149,8 @@ struct DelayedPublish: Codable {
     var body: String?
     var priority: String
     var launchUrl: String?
+    /// The whole actions as the service stores them (their `Codable` form is what devices see).
+    var actions: String?
 
     init(_ notification: WebhookNotification) {
         appNotificationId = notification.appNotificationId ?? ""
@@ -156,10 +158,12 @@ struct DelayedPublish: Codable {
         body = notification.body
         priority = notification.priority.rawValue
         launchUrl = notification.launchUrl
+        actions = NotificationAction.storedText(notification.actions)
     }
 
     var notification: WebhookNotification {
-        WebhookNotification(appNotificationId: appNotificationId, title: title, body: body, priority: Priority(rawValue: priority) ?? .none, launchUrl: launchUrl)
+        WebhookNotification(appNotificationId: appNotificationId, title: title, body: body, priority: Priority(rawValue: priority) ?? .none, launchUrl: launchUrl,
+                            actions: NotificationAction.list(actions.flatMap { JSONValue(jsonText: $0) }))
     }
 }
 

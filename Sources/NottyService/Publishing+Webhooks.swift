@@ -111,7 +111,8 @@ extension Publishing {
         }
         let request = PublishRequest(
             appNotificationId: id, groupName: item.groupName, priority: item.priority,
-            payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: title, body: item.body)), launchUrl: item.launchUrl)
+            payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: title, body: item.body)), launchUrl: item.launchUrl,
+            actions: item.actions)
         return PublishInput(userId: userId, hostName: hostName, request: request, expiration: expiration, now: now, resolved: item.resolved)
     }
 }

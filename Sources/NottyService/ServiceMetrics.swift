@@ -22,6 +22,9 @@ public final class ServiceMetrics: Sendable {
     let escalationFailed: Counter
     let escalationPending: Gauge
     let escalationFailing: Gauge
+    /// Actions run (SPEC §12) by how they went.
+    let actionsDone: Counter
+    let actionsFailed: Counter
 
     public init() {
         func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
@@ -42,6 +45,10 @@ public final class ServiceMetrics: Sendable {
         escalationFailed = registry.makeCounter(descriptor: outcome, labels: [("outcome", "failed")])
         escalationPending = registry.makeGauge(descriptor: name("escalation_deliveries", "pending", "Escalation deliveries waiting to be sent (retries included)."))
         escalationFailing = registry.makeGauge(descriptor: name("escalation_deliveries", "failing", "Escalation deliveries waiting after failing at least once."))
+        let actionOutcome = MetricNameDescriptor(namespace: "notty", metricName: "action_runs", unitName: "total",
+                                                 helpText: "Actions run for devices, by outcome: done (2xx) or failed.")
+        actionsDone = registry.makeCounter(descriptor: actionOutcome, labels: [("outcome", "done")])
+        actionsFailed = registry.makeCounter(descriptor: actionOutcome, labels: [("outcome", "failed")])
         requestDuration = registry.makeDurationHistogram(
             descriptor: name("http_request_duration", "seconds", "Time to answer an HTTP request."),
             buckets: [.microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),

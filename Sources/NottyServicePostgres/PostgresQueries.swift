@@ -211,6 +211,7 @@ extension PostgresStorage {
             try await connection.exec("DELETE FROM tokens WHERE expires < \(cutoff)", logger: self.logger)
             // Escalations logged, and tracks, of notifications long gone (SPEC §11).
             try await connection.exec("DELETE FROM escalation_log WHERE at < \(cutoff)", logger: self.logger)
+            try await connection.exec("DELETE FROM action_runs WHERE at < \(cutoff) AND status <> 'running'", logger: self.logger)
             try await connection.exec(
                 "DELETE FROM escalation_sent s WHERE NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = s.notification_id)", logger: self.logger)
         }

@@ -194,6 +194,17 @@ extension PostgresStorage {
             "CREATE INDEX escalation_log_notification ON escalation_log (notification_id, at)",
             "CREATE INDEX escalation_log_user ON escalation_log (user_id)",
         ]),
+        // Actions (SPEC §12): each notification's actions, each action's latest run.
+        ("v12", [
+            "ALTER TABLE notifications ADD COLUMN actions TEXT",
+            """
+            CREATE TABLE action_runs (notification_id TEXT COLLATE "C" NOT NULL, idx INTEGER NOT NULL,
+                                      user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE, published BIGINT NOT NULL,
+                                      label TEXT NOT NULL, status TEXT NOT NULL, http_status INTEGER, error TEXT, device TEXT,
+                                      at BIGINT NOT NULL, lease_until BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (notification_id, idx))
+            """,
+            "CREATE INDEX action_runs_user ON action_runs (user_id)",
+        ]),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

@@ -279,6 +279,28 @@ extension SQLiteStorage {
                 CREATE INDEX escalation_log_user ON escalation_log (user_id);
                 """)
         }
+        // Actions (SPEC §12): each notification's actions, and each action's latest run (of the
+        // notification as published at `published`: a re-publish starts afresh).
+        migrator.registerMigration("v11 actions") { db in
+            try db.execute(sql: """
+                ALTER TABLE notifications ADD COLUMN actions TEXT;
+                CREATE TABLE action_runs (
+                    notification_id TEXT NOT NULL,
+                    idx INTEGER NOT NULL,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    published INTEGER NOT NULL,
+                    label TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    http_status INTEGER,
+                    error TEXT,
+                    device TEXT,
+                    at INTEGER NOT NULL,
+                    lease_until INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (notification_id, idx)
+                );
+                CREATE INDEX action_runs_user ON action_runs (user_id);
+                """)
+        }
         return migrator
     }
 }

@@ -20,6 +20,8 @@ extension LocalStore {
             var targetPolicy: JSONValue?
             var fallbackPolicy: JSONValue?
             var escalations: [EscalationRecord]?
+            var actions: [NotificationAction]?
+            var actionResults: [ActionResult]?
             if let text: String = row[9] {
                 let value = policies[text] ?? JSONValue(jsonText: text) ?? .null
                 if policies.count < 64 { policies[text] = value }
@@ -27,6 +29,8 @@ extension LocalStore {
                     targetPolicy = object["targetPolicy"]
                     fallbackPolicy = object["fallbackPolicy"]
                     escalations = EscalationRecord.list(object["escalations"])
+                    actions = NotificationAction.list(object["actions"])
+                    actionResults = ActionResult.list(object["actionResults"])
                 }
             }
             return UserNotification(
@@ -42,7 +46,8 @@ extension LocalStore {
                 readState: ReadState(spelling: row[13]) ?? .unread,
                 userActionState: UserActionState(spelling: row[14]) ?? .noInteraction,
                 snoozedUntil: (row[15] as Int64?).map(ISOTime.date(millis:)),
-                targetPolicy: targetPolicy, fallbackPolicy: fallbackPolicy, launchUrl: row[16], escalations: escalations)
+                targetPolicy: targetPolicy, fallbackPolicy: fallbackPolicy, launchUrl: row[16], escalations: escalations,
+                actions: actions, actionResults: actionResults)
         }
     }
 

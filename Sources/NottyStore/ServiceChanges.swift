@@ -178,14 +178,16 @@ extension LocalStore {
            stored > modified {
             return
         }
-        // The column `policies` keeps what is rarely there: the policies, and the escalations
-        // (SPEC §11), as one JSON object.
+        // The column `policies` keeps what is rarely there: the policies, the escalations
+        // (SPEC §11), the actions and how they went (SPEC §12), as one JSON object.
         var policies: String?
-        if n.targetPolicy != nil || n.fallbackPolicy != nil || n.escalations != nil {
+        if n.targetPolicy != nil || n.fallbackPolicy != nil || n.escalations != nil || n.actions != nil || n.actionResults != nil {
             var object: [String: JSONValue] = [:]
             object["targetPolicy"] = n.targetPolicy
             object["fallbackPolicy"] = n.fallbackPolicy
             object["escalations"] = n.escalations.map(EscalationRecord.value)
+            object["actions"] = n.actions.map(NotificationAction.shownValue)
+            object["actionResults"] = n.actionResults.map { .array($0.map(\.value)) }
             policies = JSONValue.object(object).jsonText
         }
         let read = n.readState.rawValue, action = n.userActionState.rawValue

@@ -15,7 +15,8 @@ public enum JSONHook: WebhookKind {
         [try notification(try request.object("JSON"), what: "a JSON body")]
     }
 
-    /// The notification of an object of these fields (a JSON body, or a form's fields as strings).
+    /// The notification of an object of these fields (a JSON body, or a form's fields as
+    /// strings), with `actions` (ntfy's objects, SPEC §12) in a JSON body.
     static func notification(_ json: JSONValue, what: String) throws(WebhookError) -> WebhookNotification {
         func string(_ key: String) throws(WebhookError) -> String? {
             switch json[key] {
@@ -36,7 +37,17 @@ public enum JSONHook: WebhookKind {
             appNotificationId: try string("id"), title: title, body: body,
             priority: try json["priority"].map { value throws(WebhookError) in try priority(value) } ?? .none,
             groupName: try string("group"), launchUrl: try string("url").map { url throws(WebhookError) in try link(url) },
-            expiration: try expiration(json["expires"]))
+            expiration: try expiration(json["expires"]), actions: try actions(json["actions"]))
+    }
+
+    /// An `actions` member: ntfy's array of objects.
+    static func actions(_ value: JSONValue?) throws(WebhookError) -> [NotificationAction]? {
+        guard let value, value != .null else { return nil }
+        do {
+            return try NotificationAction.parse(json: value)
+        } catch {
+            throw WebhookError(error.message)
+        }
     }
 
     /// `High`/`None`/`Low` (any case), `high`/`normal`/`low`, or 1–5 (1–2 low, 3 normal, 4–5 high,

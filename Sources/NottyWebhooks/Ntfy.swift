@@ -113,13 +113,21 @@ public enum Ntfy {
         let tags = try value(.tags).map { $0.split(separator: ",").map { $0.trimmed() }.filter { !$0.isEmpty } } ?? []
         var click = try value(.click)
         if let url = click, !LaunchURL.isValid(url) { throw WebhookError("invalid click URL: it must be an absolute http or https URL of at most 2,048 characters") }
-        if click == nil, let actions = try value(.actions) { click = viewURL(inActions: actions) }
+        var actions: [NotificationAction] = []
+        if let text = try value(.actions) {
+            do {
+                actions = try NotificationAction.parse(header: text)
+            } catch {
+                throw WebhookError("invalid request: actions invalid: \(error.message)")
+            }
+            if click == nil { click = actions.first { $0.kind == .view }?.url }
+        }
         let sequenceId = try value(.sequenceId)
         if let sequenceId, !isValidSequenceId(sequenceId) {
             throw WebhookError("invalid sequence ID: 1 to 64 letters, digits, - and _")
         }
         let title = try value(.title)
-        return NtfyMessage(title: title, message: text, priority: level, tags: tags, click: click, sequenceId: sequenceId, delay: delay)
+        return NtfyMessage(title: title, message: text, priority: level, tags: tags, click: click, sequenceId: sequenceId, delay: delay, actions: actions)
     }
 
     /// `X-Delay`/`X-At`/`X-In`: a duration (`30s`, `10m`, `2h`, `1d`, or seconds) or a Unix time.
@@ -150,34 +158,6 @@ public enum Ntfy {
         }
     }
 
-    /// The URL of the first `view` action, in ntfy's short form
-    /// (`view, Open, https://…, clear=true; http, …`) or as JSON (`[{"action":"view","url":…}]`).
-    static func viewURL(inActions text: String) -> String? {
-        let trimmed = text.trimmed()
-        if trimmed.hasPrefix("["), let items = JSONParser.parse(Data(trimmed.utf8))?.arrayValue {
-            for item in items where item.text("action")?.lowercased() == "view" {
-                if let url = item.link("url") { return url }
-            }
-            return nil
-        }
-        for action in trimmed.split(separator: ";") {
-            var positional: [String] = []
-            var named: [String: String] = [:]
-            for part in action.split(separator: ",", omittingEmptySubsequences: false) {
-                let piece = part.trimmed()
-                if let equals = piece.firstIndex(of: "="), !piece.hasPrefix("http") {
-                    named[piece[..<equals].lowercased()] = String(piece[piece.index(after: equals)...])
-                } else {
-                    positional.append(piece)
-                }
-            }
-            let kind = (named["action"] ?? positional.first)?.lowercased()
-            guard kind == "view" else { continue }
-            let url = named["url"] ?? (named["action"] == nil ? positional.dropFirst(2).first : positional.dropFirst(1).first)
-            if let url, LaunchURL.isValid(url) { return url }
-        }
-        return nil
-    }
 }
 
 /// What an ntfy publish asks for.
@@ -191,6 +171,8 @@ public struct NtfyMessage: Sendable, Equatable {
     public var sequenceId: String?
     /// When to publish it, if not now.
     public var delay: Delay?
+    /// Its actions (SPEC §12), at most 3.
+    public var actions: [NotificationAction] = []
 
     public enum Delay: Sendable, Equatable {
         case after(seconds: Int)
@@ -220,7 +202,7 @@ public struct NtfyMessage: Sendable, Equatable {
         }
         let shown = (emoji + [heading ?? "triggered"]).joined(separator: " ")
         return WebhookNotification(
-            appNotificationId: appNotificationId, title: shown, body: body, priority: Self.level(priority), launchUrl: click)
+            appNotificationId: appNotificationId, title: shown, body: body, priority: Self.level(priority), launchUrl: click, actions: actions)
     }
 
     /// ntfy's 1–5 as notty's priority: 4–5 High, 3 None, 1–2 Low.

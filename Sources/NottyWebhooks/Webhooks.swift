@@ -106,6 +106,8 @@ public struct WebhookNotification: Sendable, Equatable {
     /// The sender says the matter is over (a resolved alert, a passing run after a failure):
     /// the notification is updated and moved to Dismissed on every device.
     public var resolved: Bool
+    /// What the sender offers to do (SPEC §12), at most 3.
+    public var actions: [NotificationAction]?
 
     public enum Expiration: Sendable, Equatable {
         case at(Date)
@@ -113,7 +115,7 @@ public struct WebhookNotification: Sendable, Equatable {
     }
 
     public init(appNotificationId: String?, title: String, body: String? = nil, priority: Priority = .none, groupName: String? = nil,
-                launchUrl: String? = nil, expiration: Expiration? = nil, resolved: Bool = false) {
+                launchUrl: String? = nil, expiration: Expiration? = nil, resolved: Bool = false, actions: [NotificationAction]? = nil) {
         self.appNotificationId = appNotificationId
         let shaped = Text.title(title)
         self.title = shaped.isEmpty ? "(untitled)" : shaped
@@ -123,6 +125,7 @@ public struct WebhookNotification: Sendable, Equatable {
         self.launchUrl = launchUrl
         self.expiration = expiration
         self.resolved = resolved
+        self.actions = actions.flatMap { $0.isEmpty ? nil : $0 }
     }
 }
 

@@ -175,6 +175,14 @@ struct JSONWriterTests {
                          lastModifiedDateTime: Date(timeIntervalSince1970: 1),
                          escalations: [EscalationRecord(target: "ntfy:https://…@ntfy.sh/a", rule: "night", at: Date(timeIntervalSince1970: 2), outcome: "sent"),
                                        EscalationRecord(target: "command:\(awkward)", rule: "r", at: Date(timeIntervalSince1970: 3), outcome: "failed", error: "exit \"3\"")]),
+        // Actions (SPEC §12) as devices see them, and how two went.
+        UserNotification(id: "n6", appNotificationId: "a6", targetHostName: "h", priority: .high, payload: NotificationPayload(),
+                         expirationDateTime: Date(timeIntervalSince1970: 1), createdDateTime: Date(timeIntervalSince1970: 1),
+                         lastModifiedDateTime: Date(timeIntervalSince1970: 1),
+                         actions: [NotificationAction(kind: .http, label: "Silence 1h", clear: true),
+                                   NotificationAction(kind: .view, label: awkward, url: "https://example.com/\(awkward)")],
+                         actionResults: [ActionResult(action: 1, label: "Silence 1h", status: .done, httpStatus: 200, device: "laptop", at: Date(timeIntervalSince1970: 5)),
+                                         ActionResult(action: 2, label: awkward, status: .failed, error: "unreachable: \(awkward)", at: Date(timeIntervalSince1970: 6))]),
     ]
 
     @Test("A notification and a page are the bytes JSONEncoder writes (DEL and C1 escaped), and decode back")

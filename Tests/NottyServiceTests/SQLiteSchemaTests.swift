@@ -60,6 +60,7 @@ struct SQLiteSchemaTests {
         // Today's reads and writes name launch_url (migration v4): the v1 store gets it for the
         // time it is written here, and loses it again before it is migrated.
         try Self.alter(path, "ALTER TABLE notifications ADD COLUMN launch_url TEXT")
+        try Self.alter(path, "ALTER TABLE notifications ADD COLUMN actions TEXT")  // v11, likewise
         // The same for the preferences the feed reads (migration v8).
         try Self.alter(path, "CREATE TABLE preferences (user_id TEXT, key TEXT, value TEXT, changed_at INTEGER, seq INTEGER)")
         let userId = try await NotificationService(storage: old).admin.addUser(name: "alice", password: "pw").id
@@ -80,6 +81,7 @@ struct SQLiteSchemaTests {
         let before = try #require(try await reopenedOld.changes(userId: userId, since: 0, limit: 100))
         try await reopenedOld.close()
         try Self.alter(path, "ALTER TABLE notifications DROP COLUMN launch_url")
+        try Self.alter(path, "ALTER TABLE notifications DROP COLUMN actions")
         try Self.alter(path, "DROP TABLE preferences")
 
         // Opened by this notty: migrated, and everything is where it was.

@@ -41,21 +41,22 @@ struct ServiceHarness {
     let service: NotificationService
     let clock: ManualClock?
 
-    init(_ backend: Backend = .sqlite, clock: ManualClock? = nil, configure: (inout ServiceConfig) -> Void = { _ in }) async throws {
+    init(_ backend: Backend = .sqlite, clock: ManualClock? = nil, outbound: (any OutboundHTTP)? = nil, configure: (inout ServiceConfig) -> Void = { _ in }) async throws {
         let directory = Repository.temporaryDirectory("notty-test")
-        try await self.init(storage: backend.makeStorage(in: directory), directory: directory, clock: clock, configure: configure)
+        try await self.init(storage: backend.makeStorage(in: directory), directory: directory, clock: clock, outbound: outbound, configure: configure)
     }
 
     /// A second instance of the service on `other`'s PostgreSQL database (its own pool and listener).
-    init(sharingDatabaseOf other: ServiceHarness) async throws {
+    init(sharingDatabaseOf other: ServiceHarness, outbound: (any OutboundHTTP)? = nil) async throws {
         let postgres = try #require(other.storage as? PostgresStorage, "only PostgreSQL is shared between instances")
-        try await self.init(storage: PostgresStorage.connect(url: postgres.url, logger: .quiet, timeout: .seconds(30)), clock: other.clock)
+        try await self.init(storage: PostgresStorage.connect(url: postgres.url, logger: .quiet, timeout: .seconds(30)), clock: other.clock, outbound: outbound)
     }
 
     /// A service on a store made elsewhere.
     init(
         storage: any NotificationStorage, directory: URL = Repository.temporaryDirectory("notty-test"),
-        clock: ManualClock? = nil, logger: Logger = Logger(label: "notty.serve"), configure: (inout ServiceConfig) -> Void = { _ in }
+        clock: ManualClock? = nil, logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil,
+        configure: (inout ServiceConfig) -> Void = { _ in }
     ) async throws {
         self.directory = directory
         self.storage = storage
@@ -64,7 +65,7 @@ struct ServiceHarness {
         config.port = 0
         configure(&config)
         self.clock = clock
-        service = NotificationService(storage: storage, config: config, clock: clock ?? SystemClock(), logger: logger)
+        service = NotificationService(storage: storage, config: config, clock: clock ?? SystemClock(), logger: logger, outbound: outbound)
     }
 
     /// Runs `test` against the in-process router, then removes the store.
