@@ -42,6 +42,10 @@ enum Target: String, CaseIterable {
     /// keeps the limits (durations of 5 s to 30 days, 1–10 targets each of a known kind and
     /// command, a one-word name, priority high or all), and each target shown hides credentials.
     case escalation
+    /// Actions (`X-Actions` in both forms, SPEC §12): never traps; what is accepted keeps
+    /// ntfy's limit of 3, has a label and an http(s) URL, and what devices are sent of an
+    /// http action holds none of its URL, headers or body.
+    case actions
 }
 
 /// An input as "Name: value" header lines, a blank line and the body.
@@ -156,6 +160,18 @@ public func fuzz(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
                 }
             }
             _ = rule.summary
+        }
+    case .actions:
+        if let actions = try? NotificationAction.parse(header: String(decoding: data, as: UTF8.self)) {
+            precondition(actions.count <= NotificationAction.maxPerNotification, "\(actions.count) actions")
+            for action in actions {
+                precondition(!action.label.isEmpty && LaunchURL.isValid(action.url ?? ""), "\(action)")
+                let shown = String(decoding: action.jsonBytes(), as: UTF8.self)
+                if action.kind == .http {
+                    precondition(!shown.contains("\"url\"") && !shown.contains("headers") && !shown.contains("body"), "shown: \(shown)")
+                }
+                precondition(NotificationAction.list(JSONValue(jsonText: NotificationAction.storedText([action]) ?? "")) == [action], "stored: \(action)")
+            }
         }
     case .terminalText:
         let text = String(decoding: data, as: UTF8.self)
