@@ -403,3 +403,19 @@ public struct ActionResult: Sendable, Equatable, Codable, JSONWritable {
         }
     }
 }
+
+extension UserNotification {
+    /// One line per action, for `notty show` and the center's detail:
+    /// `1 Silence 1h (http, clears) — done on laptop 2m ago`.
+    public func actionLines(now: Date) -> [String] {
+        (actions ?? []).enumerated().map { index, action in
+            var line = "\(index + 1) \(action.label)"
+            switch action.kind {
+            case .view: line += " (opens \(action.url ?? "a link"))"
+            case .http: line += action.clear ? " (runs on the service, then dismisses)" : " (runs on the service)"
+            }
+            if let result = actionResults?.last(where: { $0.action == index + 1 }) { line += " — " + result.line(now: now) }
+            return line
+        }
+    }
+}

@@ -139,6 +139,63 @@ struct Show: AsyncParsableCommand {
             say("expires:     \(ISOTime.format(n.expirationDateTime))\(n.isLive(at: Date()) ? "" : " (expired)")")
             if let raw = n.payload.rawContent { say("raw content: \(raw)") }
             for record in n.escalations ?? [] { say("escalated:   \(record.line(now: Date()))") }
+            for line in n.actionLines(now: Date()) { say("action \(line)") }
+        }
+    }
+}
+
+/// `notty act ID N|LABEL` (SPEC §12): the service runs an http action once, whichever device
+/// presses first; a view action opens its link here and activates the notification.
+struct Act: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "act",
+        abstract: "Run one of a notification's actions (notty show ID lists them).",
+        discussion: """
+            An http action is run by the service, once: pressed again here or on another
+            device while it runs or after it succeeded, the outcome is shown and nothing runs
+            again; after a failure it runs again. Its request stays on the service. A view
+            action opens its link here and activates the notification.
+
+              notty act 0192f3a1 1              (the first action)
+              notty act 0192f3a1 "Silence 1h"   (by its label, any case)
+
+            Exits non-zero, with one line saying why, when the action failed.
+            """)
+
+    @Argument(help: "An id or a unique prefix of at least 6 characters.") var id: String
+    @Argument(help: "The action's number (from 1) or its label.") var action: String
+
+    func run() async throws {
+        try await reportingErrors {
+            let local = Device()
+            let store = try await local.store()
+            let id = id
+            guard let n = try await store.perform({ try $0.notification(id: try $0.resolve(id)) }) else { throw CLIError("no notification \(id)") }
+            let actions = n.actions ?? []
+            guard !actions.isEmpty else { throw CLIError("\(n.id.prefix(8)) has no actions") }
+            let index: Int
+            if let number = Int(action) {
+                guard actions.indices.contains(number - 1) else { throw CLIError("\(n.id.prefix(8)) has \(actions.count) action(s): give 1 to \(actions.count), or a label") }
+                index = number - 1
+            } else if let found = actions.firstIndex(where: { $0.label.caseInsensitiveCompare(action.trimmingCharacters(in: .whitespaces)) == .orderedSame }) {
+                index = found
+            } else {
+                throw CLIError("\(n.id.prefix(8)) has no action \"\(action)\" (it has \(actions.map { "\"\($0.label)\"" }.joined(separator: ", ")))")
+            }
+            let chosen = actions[index]
+            if chosen.kind == .view, let url = chosen.url {
+                _ = try await store.perform { try $0.record([(n.id, .patch(StateChange.activate))]) }
+                if let problem = LinkOpener.open(url) { warn(problem) }
+                say("opened \(url) and activated 1 notification")
+                await deliverQueued(local)
+                return
+            }
+            let (client, _, engine) = try await local.session()
+            let result = try await client.pressAction(id: n.id, action: index + 1)
+            _ = try? await engine.pull()  // the outcome (and a clear's dismissal) into this device's store
+            let line = "\(chosen.label): \(result.line(now: Date()))"
+            guard result.status != .failed else { throw CLIError(line) }
+            say(line)
         }
     }
 }

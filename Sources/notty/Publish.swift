@@ -15,7 +15,13 @@ struct Publish: AsyncParsableCommand {
             for the flags. Prints the new notification's id.
 
               notty publish --server http://127.0.0.1:8787 --client-id ID --client-secret S \\
-                --uns-id UNS --title "Build failed" --body "main: 3 tests failed" --priority high
+                --uns-id UNS --title "Build failed" --body "main: 3 tests failed" --priority high \\
+                --action "http, Re-run, https://ci.example.com/api/runs/42/rerun, clear=true"
+
+            --action takes ntfy's short form: view, LABEL, URL or http, LABEL, URL with
+            method=, headers.NAME=, body= and clear=true (at most 3). An http action is run by
+            the service when a device presses it (notty act); its URL, headers and body stay
+            on the service.
             """)
 
     @Option(help: "The service's base URL (or NOTTY_SERVER).") var server: String?
@@ -30,10 +36,27 @@ struct Publish: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A link (http or https) the notification is about: what o, notty open and a popup's click open.", valueName: "url")) var url: String?
     @Option(help: "none, low or high (default high).") var priority: String?
     @Option(help: ArgumentHelp("Lifetime: 90s, 15m, 4h, 7d (default: the service's).", valueName: "duration")) var expires: DurationArgument?
+    @Option(name: .customLong("action"), help: ArgumentHelp("An action, in ntfy's short form (repeatable, at most 3): \"http, Silence 1h, https://…, method=POST, clear=true\".", valueName: "action")) var actions: [String] = []
 
     func validate() throws {
         if let priority, Priority(spelling: priority) == nil { throw ArgumentParser.ValidationError("--priority must be none, low or high") }
         if let url, !LaunchURL.isValid(url) { throw ArgumentParser.ValidationError("--url must be an absolute http or https URL") }
+        _ = try parsedActions()
+    }
+
+    func parsedActions() throws -> [NotificationAction] {
+        var parsed: [NotificationAction] = []
+        for text in actions {
+            do {
+                parsed += try NotificationAction.parse(header: text)
+            } catch {
+                throw ArgumentParser.ValidationError("--action: \(error.message)")
+            }
+        }
+        if parsed.count > NotificationAction.maxPerNotification {
+            throw ArgumentParser.ValidationError("--action: at most \(NotificationAction.maxPerNotification) actions")
+        }
+        return parsed
     }
 
     func run() async throws {
@@ -54,7 +77,8 @@ struct Publish: AsyncParsableCommand {
                 appNotificationId: appNotificationId ?? UUID().uuidString.lowercased(), groupName: group,
                 priority: priority.flatMap { Priority(spelling: $0) },
                 payload: NotificationPayload(rawContent: raw, visualContent: VisualContent(title: title, body: body)),
-                expirationDateTime: expires.map { Date().addingTimeInterval(TimeInterval($0.seconds)) }, launchUrl: url)
+                expirationDateTime: expires.map { Date().addingTimeInterval(TimeInterval($0.seconds)) }, launchUrl: url,
+                actions: try parsedActions().isEmpty ? nil : try parsedActions())
             let answer = try await ServiceClient.send(
                 .POST, base + "/beta/me/notifications",
                 headers: [("Authorization", "Bearer \(token.access_token)"), ("X-UNS-ID", unsId), ("Content-Type", "application/json")],
