@@ -21,6 +21,10 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
     public var body: String?
     /// Whether the notification is dismissed everywhere once the action succeeded.
     public var clear: Bool
+    /// The service made it, and fills in its body's `{{createdBy}}`, `{{now}}` and `{{in:N}}`
+    /// (N seconds from now) when it runs (an Alertmanager silence). Never set by what a
+    /// publisher sends.
+    public var template = false
 
     /// ntfy's limit of actions on one notification.
     public static let maxPerNotification = 3
@@ -76,6 +80,7 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
         if let method { o["method"] = .string(method) }
         if !headers.isEmpty { o["headers"] = .object(headers.mapValues { .string($0) }) }
         if let body { o["body"] = .string(body) }
+        if template { o["template"] = .bool(true) }
         return .object(o)
     }
 
@@ -98,7 +103,9 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
                 for (name, value) in fields { if case .string(let text) = value { headers[name] = text } }
             }
             let clear: Bool = if case .bool(true)? = o["clear"] { true } else { false }
-            return NotificationAction(kind: kind, label: label, url: text("url"), method: text("method"), headers: headers, body: text("body"), clear: clear)
+            var action = NotificationAction(kind: kind, label: label, url: text("url"), method: text("method"), headers: headers, body: text("body"), clear: clear)
+            if case .bool(true)? = o["template"] { action.template = true }
+            return action
         }
         return actions.isEmpty ? nil : actions
     }
@@ -110,6 +117,34 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
             if a.kind == .view, let url = a.url { o["url"] = .string(url) }
             return .object(o)
         })
+    }
+
+    /// "Silence 1h": a silence of the alert's labels through Alertmanager's API v2
+    /// (`POST /api/v2/silences`), made by the service when pressed; clears the notification.
+    public static func silence(alertmanager: String, labels: [String: String], hours: Int) -> NotificationAction {
+        let matchers = labels.sorted { $0.key < $1.key }.map { name, value in
+            JSONValue.object(["name": .string(name), "value": .string(value), "isRegex": .bool(false), "isEqual": .bool(true)])
+        }
+        let body = JSONValue.object([
+            "matchers": .array(matchers), "startsAt": .string("{{now}}"), "endsAt": .string("{{in:\(hours * 3600)}}"),
+            "createdBy": .string("{{createdBy}}"), "comment": .string("Silenced for \(hours)h from notty"),
+        ]).jsonText
+        var action = NotificationAction(kind: .http, label: "Silence \(hours)h", url: alertmanager + "/api/v2/silences", method: "POST",
+                                        headers: ["Content-Type": "application/json"], body: body, clear: true)
+        action.template = true
+        return action
+    }
+
+    /// The body to send: a template's placeholders filled in (as JSON string content).
+    public func body(createdBy: String, now: Date) -> String? {
+        guard template, let body else { return body }
+        func escaped(_ text: String) -> String { String(JSONValue.string(text).jsonText.dropFirst().dropLast()) }
+        var filled = body.replacingOccurrences(of: "{{createdBy}}", with: escaped(createdBy)).replacingOccurrences(of: "{{now}}", with: ISOTime.format(now))
+        while let start = filled.range(of: "{{in:"), let end = filled.range(of: "}}", range: start.upperBound..<filled.endIndex) {
+            let seconds = TimeInterval(filled[start.upperBound..<end.lowerBound]) ?? 0
+            filled.replaceSubrange(start.lowerBound..<end.upperBound, with: ISOTime.format(now.addingTimeInterval(seconds)))
+        }
+        return filled
     }
 
     // MARK: Reading what a publisher sends

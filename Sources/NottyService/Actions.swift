@@ -47,7 +47,9 @@ public final class Actions: ServicePart {
         let claim = ActionClaim(userId: userId, notificationId: notification.id, index: n, published: ISOTime.millis(notification.createdDateTime),
                                 label: action.label, device: device, at: now, leaseUntil: now + Self.lease)
         if let recorded = try await db({ try await storage.claimActionRun(claim) }) { return recorded }
-        var result = await run(action, index: n, device: device)
+        let user = try await db { try await storage.user(id: userId) }
+        let createdBy = "notty: \(user?.userName ?? userId)" + (device.map { " on \($0)" } ?? "")
+        var result = await run(action, index: n, device: device, createdBy: createdBy)
         result.at = clock.nowMillis()
         let finished = result
         do {
@@ -74,7 +76,7 @@ public final class Actions: ServicePart {
 
     /// Makes the request of an `http` action and says how it went; a target the service
     /// will not call fails without a request. Bodies of answers are never kept.
-    func run(_ action: NotificationAction, index: Int, device: String?) async -> ActionResult {
+    func run(_ action: NotificationAction, index: Int, device: String?, createdBy: String) async -> ActionResult {
         var result = ActionResult(action: index, label: action.label, status: .failed, device: device, at: clock.nowMillis())
         guard let url = action.url else {
             result.error = "the action has no URL"
@@ -88,12 +90,13 @@ public final class Actions: ServicePart {
             result.error = "this service makes no outbound requests"
             return result
         }
+        let body = action.body(createdBy: createdBy, now: clock.nowMillis())
         var headers = action.headers.sorted { $0.key < $1.key }.map { OutboundHeader($0.key, $0.value) }
-        if let body = action.body, !body.isEmpty, !action.headers.keys.contains(where: { $0.lowercased() == "content-type" }) {
+        if let body, !body.isEmpty, !action.headers.keys.contains(where: { $0.lowercased() == "content-type" }) {
             headers.append(OutboundHeader("Content-Type", body.hasPrefix("{") || body.hasPrefix("[") ? "application/json" : "text/plain; charset=utf-8"))
         }
         headers.append(OutboundHeader("User-Agent", "notty"))
-        let request = OutboundRequest(method: action.method ?? "POST", url: url, headers: headers, body: action.body.map { Data($0.utf8) }, timeout: Self.timeout)
+        let request = OutboundRequest(method: action.method ?? "POST", url: url, headers: headers, body: body.map { Data($0.utf8) }, timeout: Self.timeout)
         do {
             let response = try await outbound.send(request)
             result.httpStatus = response.status

@@ -41,11 +41,18 @@ public final class Inbox: ServicePart {
         // An ntfy topic (SPEC §8.2): a read-only device whose URL is its credential.
         let topic = platform?.lowercased() == "ntfy"
         if topic && host != nil { throw ServiceError.badRequest("an ntfy topic follows the whole inbox: leave out targetHostName") }
-        let secret: String?
+        let secret: String?, alertmanager: String?
         do {
             secret = try fields.string("secret", max: 256)
+            alertmanager = try fields.string("alertmanager", max: 2048)
         } catch {
             throw ServiceError.badRequest(error.message)
+        }
+        if let alertmanager {
+            guard webhook else { throw ServiceError.badRequest("alertmanager is for webhooks (platform webhook)") }
+            guard LaunchURL.isValid(alertmanager), !alertmanager.contains("?") else {
+                throw ServiceError.badRequest("alertmanager must be Alertmanager's http(s) address, e.g. http://alertmanager:9093")
+            }
         }
         if webhook && host == nil { throw ServiceError.badRequest("a webhook needs targetHostName: the registered app it publishes as") }
         if secret != nil && !webhook { throw ServiceError.badRequest("secret is for webhooks (platform webhook)") }
@@ -61,7 +68,8 @@ public final class Inbox: ServicePart {
             // A webhook's URL lives until it is revoked: the tools it is pasted into do not renew it.
             expiresAt: webhook || topic ? SubscriptionRecord.never : now + TimeInterval(config.subscriptionLifetime),
             lastSeen: host == nil && !topic ? now : nil,  // a device registering is a device seen
-            webhookHash: token.map(Secrets.tokenHash), webhookSecret: secret)
+            webhookHash: token.map(Secrets.tokenHash), webhookSecret: secret,
+            alertmanagerURL: alertmanager.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 })
         try await db { try await storage.insertSubscription(record) }
         var info = record.info
         if let token, webhook { info.webhookUrl = "\(baseURL ?? "")/v1/hooks/\(token)" }

@@ -19,7 +19,17 @@ extension Publishing {
         } catch {
             throw ServiceError.badRequest("\(kind.name) webhook: \(error.message)")
         }
-        return try await publish(parsed, as: hook).map(\.id)
+        return try await publish(parsed.map { Self.withSilence($0, alertmanager: hook.subscription.alertmanagerURL) }, as: hook).map(\.id)
+    }
+
+    /// A firing alert from a webhook made with `--alertmanager` gets "Silence 1h" (SPEC §12),
+    /// after the sender's own actions (within the 3).
+    static func withSilence(_ item: WebhookNotification, alertmanager: String?) -> WebhookNotification {
+        guard let alertmanager, let labels = item.labels, !labels.isEmpty, !item.resolved,
+              (item.actions?.count ?? 0) < NotificationAction.maxPerNotification else { return item }
+        var item = item
+        item.actions = (item.actions ?? []) + [NotificationAction.silence(alertmanager: alertmanager, labels: labels, hours: 1)]
+        return item
     }
 
     /// The webhook whose URL token is `token`, and its app: `404` when there is none, it was

@@ -70,9 +70,11 @@ public struct SubscriptionRecord: Sendable, Equatable {
     public var webhookHash: String?
     /// A webhook's secret: the key of GitHub's signature, GitLab's token, or a bearer token.
     public var webhookSecret: String?
+    /// An Alertmanager webhook's Alertmanager (SPEC §12): its firing alerts get "Silence 1h".
+    public var alertmanagerURL: String?
 
     public init(id: String, userId: String, targetHostName: String?, deviceId: String, deviceName: String?, platform: String?, createdAt: Date, expiresAt: Date,
-                revoked: Bool = false, lastSeen: Date? = nil, webhookHash: String? = nil, webhookSecret: String? = nil) {
+                revoked: Bool = false, lastSeen: Date? = nil, webhookHash: String? = nil, webhookSecret: String? = nil, alertmanagerURL: String? = nil) {
         self.id = id
         self.userId = userId
         self.targetHostName = targetHostName
@@ -85,6 +87,7 @@ public struct SubscriptionRecord: Sendable, Equatable {
         self.lastSeen = lastSeen
         self.webhookHash = webhookHash
         self.webhookSecret = webhookSecret
+        self.alertmanagerURL = alertmanagerURL
     }
 
     public var info: SubscriptionInfo {

@@ -186,21 +186,21 @@ extension PostgresStorage {
         try await execute(
                 """
                 INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen,
-                                           webhook_hash, webhook_secret)
+                                           webhook_hash, webhook_secret, alertmanager_url)
                 VALUES (\(s.id), \(s.userId), \(s.targetHostName), \(s.deviceId), \(s.deviceName), \(s.platform),
                         \(ISOTime.millis(s.createdAt)), \(ISOTime.millis(s.expiresAt)), \(s.revoked), \(s.lastSeen.map(ISOTime.millis)),
-                        \(s.webhookHash), \(s.webhookSecret))
+                        \(s.webhookHash), \(s.webhookSecret), \(s.alertmanagerURL))
                 """)
     }
 
-    static let subscriptionColumns = "id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen, webhook_hash, webhook_secret"
-    typealias SubscriptionRow = (String, String, String?, String, String?, String?, Int64, Int64, Bool, Int64?, String?, String?)
+    static let subscriptionColumns = "id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen, webhook_hash, webhook_secret, alertmanager_url"
+    typealias SubscriptionRow = (String, String, String?, String, String?, String?, Int64, Int64, Bool, Int64?, String?, String?, String?)
 
     static func subscription(_ r: SubscriptionRow) -> SubscriptionRecord {
         SubscriptionRecord(
             id: r.0, userId: r.1, targetHostName: r.2, deviceId: r.3, deviceName: r.4, platform: r.5,
             createdAt: ISOTime.date(millis: r.6), expiresAt: ISOTime.date(millis: r.7), revoked: r.8, lastSeen: r.9.map(ISOTime.date(millis:)),
-            webhookHash: r.10, webhookSecret: r.11)
+            webhookHash: r.10, webhookSecret: r.11, alertmanagerURL: r.12)
     }
 
     public func subscription(id: String) async throws -> SubscriptionRecord? {

@@ -197,6 +197,7 @@ extension PostgresStorage {
         // Actions (SPEC §12): each notification's actions, each action's latest run.
         ("v12", [
             "ALTER TABLE notifications ADD COLUMN actions TEXT",
+            "ALTER TABLE subscriptions ADD COLUMN alertmanager_url TEXT",
             """
             CREATE TABLE action_runs (notification_id TEXT COLLATE "C" NOT NULL, idx INTEGER NOT NULL,
                                       user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE, published BIGINT NOT NULL,

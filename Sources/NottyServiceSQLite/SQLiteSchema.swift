@@ -284,6 +284,7 @@ extension SQLiteStorage {
         migrator.registerMigration("v11 actions") { db in
             try db.execute(sql: """
                 ALTER TABLE notifications ADD COLUMN actions TEXT;
+                ALTER TABLE subscriptions ADD COLUMN alertmanager_url TEXT;
                 CREATE TABLE action_runs (
                     notification_id TEXT NOT NULL,
                     idx INTEGER NOT NULL,

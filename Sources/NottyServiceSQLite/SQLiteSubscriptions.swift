@@ -10,12 +10,12 @@ extension SQLiteStorage {
             try db.execute(
                 sql: """
                     INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen,
-                                               webhook_hash, webhook_secret)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                               webhook_hash, webhook_secret, alertmanager_url)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [s.id, s.userId, s.targetHostName, s.deviceId, s.deviceName, s.platform,
                             ISOTime.millis(s.createdAt), ISOTime.millis(s.expiresAt), s.revoked, s.lastSeen.map(ISOTime.millis),
-                            s.webhookHash, s.webhookSecret])
+                            s.webhookHash, s.webhookSecret, s.alertmanagerURL])
         }
     }
 
@@ -62,6 +62,7 @@ extension SQLiteStorage {
             id: row["id"], userId: row["user_id"], targetHostName: row["host_name"], deviceId: row["device_id"],
             deviceName: row["device_name"], platform: row["platform"], createdAt: ISOTime.date(millis: row["created"]),
             expiresAt: ISOTime.date(millis: row["expires"]), revoked: row["revoked"],
-            lastSeen: (row["last_seen"] as Int64?).map(ISOTime.date(millis:)), webhookHash: row["webhook_hash"], webhookSecret: row["webhook_secret"])
+            lastSeen: (row["last_seen"] as Int64?).map(ISOTime.date(millis:)), webhookHash: row["webhook_hash"], webhookSecret: row["webhook_secret"],
+            alertmanagerURL: row["alertmanager_url"])
     }
 }

@@ -185,10 +185,12 @@ public actor ServiceClient {
     /// the app, optionally checked with `secret` (SPEC §7.2).
     /// Registers this device (`platform` websocket), subscribes it to an app (with
     /// `targetHostName`), makes a webhook (`webhook`) or an ntfy topic (`ntfy`).
-    public func subscribe(deviceName: String, targetHostName: String? = nil, platform: String = "websocket", secret: String? = nil) async throws -> SubscriptionInfo {
+    public func subscribe(deviceName: String, targetHostName: String? = nil, platform: String = "websocket", secret: String? = nil,
+                          alertmanager: String? = nil) async throws -> SubscriptionInfo {
         var body: [String: JSONValue] = ["deviceName": .string(deviceName), "platform": .string(platform)]
         if let targetHostName { body["targetHostName"] = .string(targetHostName) }
         if let secret { body["secret"] = .string(secret) }
+        if let alertmanager { body["alertmanager"] = .string(alertmanager) }
         let answer = try await send(.POST, "/v1/me/subscriptions", json: Data(JSONValue.object(body).jsonText.utf8))
         guard answer.status == 201, let subscription = try? NottyJSON.decoder.decode(SubscriptionInfo.self, from: answer.body) else {
             let error = answer.errorText

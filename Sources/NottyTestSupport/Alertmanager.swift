@@ -16,7 +16,9 @@ public final class TestAlertmanager: @unchecked Sendable {  // @unchecked: holds
 
     /// Starts Alertmanager sending every alert group (grouped by `groupBy`) to `webhook`,
     /// resolved ones too.
-    public init(webhook: String, groupBy: [String] = ["alertname"]) async throws {
+    /// `port`: where it listens (a free one when nil), so that what is made before it (a
+    /// webhook that silences through it) can name it.
+    public init(webhook: String, groupBy: [String] = ["alertname"], port chosen: Int? = nil) async throws {
         guard let binary = Self.binary else { throw SupportError("prometheus-alertmanager is not installed (apt-get install -y prometheus-alertmanager)") }
         directory = Repository.temporaryDirectory("notty-alertmanager")
         let config = directory.appendingPathComponent("alertmanager.yml")
@@ -33,7 +35,7 @@ public final class TestAlertmanager: @unchecked Sendable {  // @unchecked: holds
                   - url: '\(webhook)'
                     send_resolved: true
             """.write(to: config, atomically: true, encoding: .utf8)
-        let port = TestPostgres.freePort()
+        let port = chosen ?? TestPostgres.freePort()
         url = "http://127.0.0.1:\(port)"
         process = try startLogged(binary, [
             "--config.file=\(config.path)", "--storage.path=\(directory.appendingPathComponent("data").path)",

@@ -50,7 +50,7 @@ public enum AlertHook: WebhookKind {
         if let value = alert.text("valueString") { lines.append("Value: \(value)") }
         let shown = labels.filter { $0.key != "alertname" }.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         if !shown.isEmpty { lines.append(shown.joined(separator: ", ")) }
-        return WebhookNotification(
+        var notification = WebhookNotification(
             appNotificationId: "alert-\(fingerprint)",
             title: (resolved ? "✓ Resolved: " : "") + alertname + summary,
             body: lines.joined(separator: "\n"),
@@ -59,6 +59,8 @@ public enum AlertHook: WebhookKind {
             // Grafana's panel or dashboard when it has one, else the rule (Prometheus's graph).
             launchUrl: alert.link("panelURL") ?? alert.link("dashboardURL") ?? alert.link("generatorURL"),
             resolved: resolved)
+        notification.labels = labels
+        return notification
     }
 
     /// An object whose members are all strings (labels, annotations); nil when absent.

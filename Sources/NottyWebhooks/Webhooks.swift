@@ -108,6 +108,8 @@ public struct WebhookNotification: Sendable, Equatable {
     public var resolved: Bool
     /// What the sender offers to do (SPEC §12), at most 3.
     public var actions: [NotificationAction]?
+    /// An alert's labels (Alertmanager, Grafana): what a silence of it matches.
+    public var labels: [String: String]?
 
     public enum Expiration: Sendable, Equatable {
         case at(Date)

@@ -100,6 +100,11 @@ struct Subscribe: AsyncParsableCommand {
             with it, GitLab send it as its secret token, and others as Authorization:
             Bearer SECRET.
 
+            With --alertmanager URL (Alertmanager's own address), each firing alert carries a
+            "Silence 1h" action: pressed on any device (notty act, the center, a popup, the
+            phone), the service creates a silence for the alert's labels through
+            Alertmanager's API and, when it is made, dismisses the notification everywhere.
+
             The same URL is an ntfy topic and a Gotify app token for tools that speak
             those (Apprise's ntfy:// and gotify://, Home Assistant, Uptime Kuma, ...).
 
@@ -111,6 +116,7 @@ struct Subscribe: AsyncParsableCommand {
 
               notty subscribe --app ci.example.com
               notty subscribe --app alerts.example.com --webhook
+              notty subscribe --app alerts.example.com --webhook --alertmanager http://alertmanager:9093
               curl -d 'Backup failed' "$(notty subscribe --app backup.example.com --webhook)"
               notty subscribe --ntfy --name phone
             """)
@@ -118,6 +124,7 @@ struct Subscribe: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The app's host name (its targetHostName).", valueName: "hostname")) var app: String?
     @Flag(help: "Make a webhook URL for the app instead of a subscription id.") var webhook = false
     @Option(help: ArgumentHelp("A secret the webhook's sender must prove (with --webhook).", valueName: "secret")) var secret: String?
+    @Option(help: ArgumentHelp("With --webhook: Alertmanager's address; firing alerts get a \"Silence 1h\" action.", valueName: "url")) var alertmanager: String?
     @Flag(help: "Make an ntfy topic URL that follows your inbox (for the ntfy phone app).") var ntfy = false
     @Option(help: ArgumentHelp("The topic's name in notty devices (with --ntfy; default: ntfy).", valueName: "name")) var name: String?
 
@@ -128,6 +135,8 @@ struct Subscribe: AsyncParsableCommand {
         if let name, name.isEmpty || name.count > 256 { throw ArgumentParser.ValidationError("--name must be 1…256 characters") }
         if secret != nil && !webhook { throw ArgumentParser.ValidationError("--secret goes with --webhook") }
         if let secret, secret.isEmpty || secret.count > 256 { throw ArgumentParser.ValidationError("--secret must be 1…256 characters") }
+        if alertmanager != nil && !webhook { throw ArgumentParser.ValidationError("--alertmanager goes with --webhook") }
+        if let alertmanager, !LaunchURL.isValid(alertmanager) { throw ArgumentParser.ValidationError("--alertmanager must be Alertmanager's http(s) address, e.g. http://alertmanager:9093") }
     }
 
     func run() async throws {
@@ -140,7 +149,8 @@ struct Subscribe: AsyncParsableCommand {
                 return
             }
             let deviceName = await client.current.deviceName ?? ProcessInfo.processInfo.hostName
-            let subscription = try await client.subscribe(deviceName: deviceName, targetHostName: app, platform: webhook ? "webhook" : "websocket", secret: secret)
+            let subscription = try await client.subscribe(deviceName: deviceName, targetHostName: app, platform: webhook ? "webhook" : "websocket", secret: secret,
+                                                          alertmanager: alertmanager)
             if webhook {
                 guard let url = subscription.webhookUrl else { throw CLIError("the service answered without a webhook URL: is it older than notty's webhooks?") }
                 say(url)

@@ -170,7 +170,12 @@ struct Act: AsyncParsableCommand {
             let local = Device()
             let store = try await local.store()
             let id = id
-            guard let n = try await store.perform({ try $0.notification(id: try $0.resolve(id)) }) else { throw CLIError("no notification \(id)") }
+            var found = try? await store.perform({ try $0.notification(id: try $0.resolve(id)) })
+            if found == nil {  // arrived since this device last synced
+                _ = try await local.session().engine.pull()
+                found = try await store.perform({ try $0.notification(id: try $0.resolve(id)) })
+            }
+            guard let n = found else { throw CLIError("no notification \(id)") }
             let actions = n.actions ?? []
             guard !actions.isEmpty else { throw CLIError("\(n.id.prefix(8)) has no actions") }
             let index: Int
