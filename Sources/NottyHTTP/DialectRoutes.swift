@@ -66,6 +66,13 @@ extension Routes {
             Route(method: .post, path: "/:tenant", audience: .webhook, handle: ntfyPublish),
             Route(method: .put, path: "/:tenant", audience: .webhook, handle: ntfyPublish),
             Route(method: .put, path: "/:tenant/:sequence/clear", audience: .webhook, handle: ntfyClear),
+            // A phone's buttons (SPEC §12): under the topic's secret URL, as the ntfy app sends them.
+            Route(method: .post, path: "/:tenant/notty/:id/dismiss", audience: .webhook, handle: speaking(.ntfy) { _, context in
+                try await self.phoneDismiss(topic: context.topic(), id: context.pathParameter("id"))
+            }),
+            Route(method: .post, path: "/:tenant/notty/:id/act/:n", audience: .webhook, handle: speaking(.ntfy) { _, context in
+                try await self.phoneAct(topic: context.topic(), id: context.pathParameter("id"), n: context.pathParameter("n"))
+            }),
             Route(method: .put, path: "/:tenant/:sequence/read", audience: .webhook, handle: ntfyClear),
             Route(method: .delete, path: "/:tenant/:sequence", audience: .webhook, handle: ntfyDelete),
             Route(method: .post, path: "/message", audience: .webhook, handle: speaking(.gotify) { request, _ in try await self.gotifyPublish(request) }),
@@ -91,6 +98,25 @@ extension Routes {
             routes.append(Route(method: .put, path: "/:tenant/\(word)", audience: .webhook, handle: ntfyTrigger))
         }
         return routes
+    }
+
+    /// "Dismiss" on a phone: dismissed (and read) everywhere, by the topic's device.
+    private func phoneDismiss(topic: String, id: String) async throws -> Response {
+        let subscription = try await service.inbox.topic(token: topic)
+        let device = subscription.deviceName ?? "ntfy"
+        let result = try await service.inbox.mutate(userId: subscription.userId, device: device,
+                                                    [Mutation(id: id, change: StateChange(readState: .read, userActionState: .dismissed))])[0]
+        guard result.status < 300 else { throw ServiceError.notFound("no such notification: it was deleted or has expired") }
+        return try JSONResponse.make(JSONValue.object(["id": .string(id), "status": .string("dismissed")]))
+    }
+
+    /// A publisher's http action pressed on a phone: the service runs it (SPEC §12).
+    private func phoneAct(topic: String, id: String, n: String) async throws -> Response {
+        let subscription = try await service.inbox.topic(token: topic)
+        let number = try Self.integer(n, name: "the action number", default: 1, range: 1...NotificationAction.maxPerNotification)
+        let result = try await service.actions.press(userId: subscription.userId, device: subscription.deviceName ?? "ntfy", id: id, action: number)
+        // The ntfy app says a button failed when it is not answered 2xx.
+        return try JSONResponse.make(result, status: result.status == .failed ? .badGateway : result.status == .running ? .accepted : .ok)
     }
 
     /// The request as the parsers see it: its body (within the webhook limit), headers and
@@ -184,7 +210,7 @@ extension Routes {
         // The feed position and the replay are read here, where a failure is still an answer.
         guard let plan = try await ntfyStreamPlan(for: request) else {
             let subscription = try await service.inbox.topic(token: topic)
-            let follower = NtfyFollower(inbox: service.inbox, userId: subscription.userId, topic: topic)
+            let follower = NtfyFollower(inbox: service.inbox, userId: subscription.userId, topic: topic, baseURL: baseURL(request))
             let replay = try await follower.start(replay: NtfyFollower.Replay(query: Self.query(request.uri)))
             headers[.contentType] = StreamFormat.json.contentType
             var body = ByteBuffer()

@@ -227,7 +227,7 @@ public struct Routes: Sendable {
                             ticks: false, counted: counted)
         }
         if segments.count == 2, segments[1] == "ws" {
-            let (userId, feed) = try await ntfyFeed(topic: segments[0], query: Self.query(request.uri)) { event in
+            let (userId, feed) = try await ntfyFeed(topic: segments[0], query: Self.query(request.uri), base: baseURL(request)) { event in
                 String(decoding: event.jsonBytes(), as: UTF8.self)
             }
             return BellPlan(hub: service.hub, userId: userId, kind: .feed(feed), ticks: true, counted: nil)
@@ -239,11 +239,11 @@ public struct Routes: Sendable {
     /// `encode` writes it, with the replay `query` asks for (`since`, `poll`); throws as the
     /// routes answer an unknown topic.
     private func ntfyFeed(
-        topic segment: Substring, query: [String: String], encode: @escaping @Sendable (NtfyAnswer) -> String
+        topic segment: Substring, query: [String: String], base: String, encode: @escaping @Sendable (NtfyAnswer) -> String
     ) async throws -> (userId: String, feed: NtfyBellFeed) {
         let topic = String(segment).removingPercentEncoding ?? String(segment)
         let subscription = try await service.inbox.topic(token: topic)
-        let follower = NtfyFollower(inbox: service.inbox, userId: subscription.userId, topic: topic)
+        let follower = NtfyFollower(inbox: service.inbox, userId: subscription.userId, topic: topic, baseURL: base)
         return (subscription.userId, NtfyBellFeed(follower: follower, replay: NtfyFollower.Replay(query: query), encode: encode))
     }
 
@@ -255,7 +255,7 @@ public struct Routes: Sendable {
         guard segments.count == 2, let format = ["json": StreamFormat.json, "sse": .sse][String(segments[1])] else { return nil }
         let query = Self.query(request.uri)
         guard !NtfyFollower.Replay.isPoll(query["poll"]) else { return nil }
-        let (userId, feed) = try await ntfyFeed(topic: segments[0], query: query, encode: format.text)
+        let (userId, feed) = try await ntfyFeed(topic: segments[0], query: query, base: baseURL(request), encode: format.text)
         return NtfyStreamPlan(hub: service.hub, userId: userId, feed: feed, opening: try await feed.opening(), contentType: format.contentType)
     }
 
@@ -309,7 +309,7 @@ public struct Routes: Sendable {
 
     /// Where this service is reached, for URLs it hands out: `--public-url`, else the request's
     /// `Host` (with `https` when it came over TLS).
-    private func baseURL(_ request: Request) -> String {
+    func baseURL(_ request: Request) -> String {
         if let url = service.config.publicURL { return url }
         let scheme = service.config.tlsCertPath == nil ? "http" : "https"
         let host = request.head.authority ?? "\(service.config.host):\(service.config.port)"

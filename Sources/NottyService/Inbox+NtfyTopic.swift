@@ -52,16 +52,20 @@ package final class NtfyFollower: Sendable {
     let inbox: Inbox
     let userId: String
     let topic: String
+    /// Where the phone reaches this service (`--public-url`, else the request's host): its
+    /// buttons point back here.
+    let baseURL: String
     /// The feed position read up to.
     private let cursor = Mutex<Int64>(0)
 
     /// How many notifications in Unread a stream reads when it starts (what a phone replays).
     static let replayLimit = 1000
 
-    package init(inbox: Inbox, userId: String, topic: String) {
+    package init(inbox: Inbox, userId: String, topic: String, baseURL: String) {
         self.inbox = inbox
         self.userId = userId
         self.topic = topic
+        self.baseURL = baseURL
     }
 
     /// Which of what is in Unread a new stream replays (`poll=1`, `since=`).
@@ -151,7 +155,25 @@ package final class NtfyFollower: Sendable {
         return NtfyAnswer(
             id: Self.messageId(notification), time: notification.createdDateTime, expires: notification.expirationDateTime, event: "message",
             topic: topic, title: body == nil ? nil : title, message: body ?? title ?? "(no text)", priority: interruptions.interrupts(notification) ? NtfyMessage.number(notification.priority) : 1,
-            click: notification.launchUrl, sequenceId: notification.id)
+            click: notification.launchUrl, sequenceId: notification.id, actions: buttons(notification))
+    }
+
+    /// A message's buttons (SPEC §12): "Dismiss", which dismisses it everywhere, then the
+    /// publisher's actions, 3 in all: an http action points back at this service under the
+    /// topic's secret URL (the service runs it; its request never reaches the phone), a view
+    /// action opens its URL.
+    func buttons(_ notification: UserNotification) -> [NtfyAction] {
+        let path = baseURL + "/" + (topic.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? topic) + "/notty/" + notification.id
+        var buttons = [NtfyAction(id: "notty-dismiss", action: "http", label: "Dismiss", url: path + "/dismiss", method: "POST", clear: true)]
+        for (index, action) in (notification.actions ?? []).enumerated() where buttons.count < NotificationAction.maxPerNotification {
+            switch action.kind {
+            case .http:
+                buttons.append(NtfyAction(id: "notty-\(index + 1)", action: "http", label: action.label, url: path + "/act/\(index + 1)", method: "POST", clear: action.clear))
+            case .view:
+                if let url = action.url { buttons.append(NtfyAction(id: "notty-\(index + 1)", action: "view", label: action.label, url: url, clear: action.clear)) }
+            }
+        }
+        return buttons
     }
 
     private func ended(_ notification: UserNotification, event: String) -> NtfyAnswer {

@@ -17,14 +17,16 @@ public struct NtfyAnswer: Codable, Sendable, Equatable {
     public var tags: [String]?
     public var click: String?
     public var sequenceId: String?
+    /// The buttons a phone shows (ntfy's action objects, at most 3).
+    public var actions: [NtfyAction]?
 
     enum CodingKeys: String, CodingKey {
-        case id, time, expires, event, topic, title, message, priority, tags, click
+        case id, time, expires, event, topic, title, message, priority, tags, click, actions
         case sequenceId = "sequence_id"
     }
 
     public init(id: String, time: Date, expires: Date?, event: String, topic: String, title: String? = nil, message: String? = nil,
-                priority: Int? = nil, tags: [String] = [], click: String? = nil, sequenceId: String? = nil) {
+                priority: Int? = nil, tags: [String] = [], click: String? = nil, sequenceId: String? = nil, actions: [NtfyAction] = []) {
         self.id = id
         self.time = Int64(time.timeIntervalSince1970)
         self.expires = expires.map { Int64($0.timeIntervalSince1970) }
@@ -36,6 +38,7 @@ public struct NtfyAnswer: Codable, Sendable, Equatable {
         self.tags = tags.isEmpty ? nil : tags
         self.click = click
         self.sequenceId = sequenceId
+        self.actions = actions.isEmpty ? nil : actions
     }
 
     /// A new message id: 12 letters and digits, as ntfy's (71 random bits, from two draws of
@@ -76,7 +79,40 @@ extension NtfyAnswer: JSONWritable {
             w.raw("]")
         }
         if let click { w.raw(#","click":"#); w.string(click) }
+        if let actions {
+            w.raw(#","actions":["#)
+            for (index, action) in actions.enumerated() {
+                if index > 0 { w.raw(",") }
+                w.raw(#"{"id":"#); w.string(action.id)
+                w.raw(#","action":"#); w.string(action.action)
+                w.raw(#","label":"#); w.string(action.label)
+                w.raw(#","url":"#); w.string(action.url)
+                if let method = action.method { w.raw(#","method":"#); w.string(method) }
+                w.raw(action.clear ? #","clear":true}"# : #","clear":false}"#)
+            }
+            w.raw("]")
+        }
         if let sequenceId { w.raw(#","sequence_id":"#); w.string(sequenceId) }
         w.raw("}")
+    }
+}
+
+/// One of a message's buttons, as ntfy writes it: `view` opens `url` on the phone; `http`
+/// makes the request itself (here always back to notty, which runs the action: SPEC §12).
+public struct NtfyAction: Codable, Sendable, Equatable {
+    public var id: String
+    public var action: String
+    public var label: String
+    public var url: String
+    public var method: String?
+    public var clear: Bool
+
+    public init(id: String, action: String, label: String, url: String, method: String? = nil, clear: Bool) {
+        self.id = id
+        self.action = action
+        self.label = label
+        self.url = url
+        self.method = method
+        self.clear = clear
     }
 }

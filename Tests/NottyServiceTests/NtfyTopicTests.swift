@@ -171,6 +171,56 @@ struct NtfyTopicTests {
         }
     }
 
+    @Test("a phone's message carries Dismiss and the publisher's actions as ntfy buttons pointing back at the service under the topic's URL; pressed as the ntfy app does, Dismiss dismisses everywhere and an http action runs on the service",
+          arguments: Backend.available)
+    func phonesAct(backend: Backend) async throws {
+        let target = ActionTarget()
+        let harness = try await ServiceHarness(backend, outbound: target) { $0.publicURL = "https://notty.example.com" }
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let (topic, _) = try await world.ntfyTopic(client)
+            let id = try #require(try await world.publish(client, id: "disk", title: "Disk full", extra: actionsExtra).string("id"))
+            let plain = try #require(try await world.publish(client, id: "plain", title: "Backup done").string("id"))
+            let polled = try await client.call(.get, "/\(topic)/json?poll=1")
+            #expect(!polled.text.contains("s3cret") && !polled.text.contains("api/v2/silences"), "\(polled.text)")
+            let messages = polled.text.split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }
+            let disk = try #require(messages.first { $0.text("sequence_id") == id }, "\(polled.text)")
+            func member(_ value: JSONValue?, _ key: String) -> JSONValue? { if case .object(let o)? = value { o[key] } else { nil } }
+            guard case .array(let buttons)? = member(disk, "actions") else { Issue.record("no actions: \(polled.text)"); return }
+            let base = "https://notty.example.com/\(topic)/notty/\(id)"
+            #expect(buttons.map { $0.text("label") } == ["Dismiss", "Silence 1h", "Runbook"])
+            #expect(buttons.map { $0.text("action") } == ["http", "http", "view"])
+            #expect(buttons.map { $0.text("url") } == ["\(base)/dismiss", "\(base)/act/1", "https://wiki.example.com/runbook"])
+            #expect(member(buttons[0], "clear") == .bool(true) && member(buttons[1], "clear") == .bool(true))
+            guard case .array(let plainButtons)? = member(messages.first { $0.text("sequence_id") == plain }, "actions") else {
+                Issue.record("no Dismiss on a notification without actions: \(polled.text)"); return
+            }
+            #expect(plainButtons.map { $0.text("label") } == ["Dismiss"])
+
+            // Pressed as the ntfy app does: the method and URL of the button, no body.
+            func press(_ button: JSONValue) async throws -> Reply {
+                let url = try #require(button.text("url"))
+                let path = String(url.dropFirst("https://notty.example.com".count))
+                let name = try #require(button.text("method"))
+                let method = try #require(HTTPRequest.Method(name))
+                return try await client.call(method, path, body: Data(), headers: [:])
+            }
+            let silenced = try await press(buttons[1])
+            #expect(silenced.status == .ok && silenced.string("status") == "done", "\(silenced.text)")
+            #expect(target.requests.map(\.url) == ["http://127.0.0.1:9/api/v2/silences"])
+            let after = try await world.notification(client, id)
+            #expect(after.userActionState == .dismissed && after.actionResults?.first?.device == "phone")
+            let dismissed = try await press(plainButtons[0])
+            #expect(dismissed.status == .ok, "\(dismissed.text)")
+            let handled = try await world.notification(client, plain)
+            #expect(handled.userActionState == .dismissed && handled.readState == .read)
+            // A wrong topic or id is ntfy's error, and changes nothing.
+            #expect(try await client.call(.post, "/not-a-topic/notty/\(plain)/dismiss", body: Data(), headers: [:]).status == .notFound)
+            #expect(try await client.call(.post, "/\(topic)/notty/no-such-id/dismiss", body: Data(), headers: [:]).status == .notFound)
+            #expect(try await client.call(.post, "/\(topic)/notty/\(id)/act/9", body: Data(), headers: [:]).status == .badRequest)
+        }
+    }
+
     @Test("a topic revoked through one instance ends its stream on another at once", .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
     func revokedElsewhere() async throws {
         let one = try await ServiceHarness(.postgres)

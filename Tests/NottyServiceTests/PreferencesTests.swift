@@ -130,7 +130,7 @@ struct PreferencesTests {
             clock.advance(by: 1)  // replayed oldest first
             _ = try await world.publish(client, id: "high", extra: #","priority":"High""#)
             func priorities() async throws -> [Int?] {
-                try await NtfyFollower(inbox: harness.service.inbox, userId: userId, topic: topic).start(replay: .all).map(\.priority)
+                try await NtfyFollower(inbox: harness.service.inbox, userId: userId, topic: topic, baseURL: "http://127.0.0.1").start(replay: .all).map(\.priority)
             }
             let plain = try await priorities()
             #expect(plain == [nil, 4], "\(plain)")  // ntfy leaves out its default, 3
