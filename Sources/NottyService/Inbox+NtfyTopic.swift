@@ -17,6 +17,14 @@ extension Inbox {
         guard subscription.platform == "ntfy", subscription.targetHostName == nil else {
             throw ServiceError.forbidden("this is a webhook's token, which publishes: subscribe to a topic made by notty subscribe --ntfy")
         }
+        // The topic's name at the ntfy upstream, learnt from its token (only hashes are stored).
+        if config.ntfyUpstream != nil, let publicURL = config.publicURL {
+            let upstreamId = NtfyUpstream.topicHash(publicURL: publicURL, topic: token)
+            if subscription.upstreamId != upstreamId {
+                try await db { try await storage.setUpstreamId(subscriptionId: subscription.id, upstreamId: upstreamId) }
+                core.subscriptionsCache.remove("hook:" + hash)
+            }
+        }
         return subscription
     }
 
@@ -74,6 +82,8 @@ package final class NtfyFollower: Sendable {
         case all
         /// Those that arrived at or after this time (`since=<unix seconds>`).
         case since(Date)
+        /// The one message with this id (`poll=1&id=`: what an iPhone woken by the upstream asks for).
+        case message(String)
 
         /// Whether a `poll=` value asks for the replay alone (ntfy's `1`, `true`, `yes`).
         package static func isPoll(_ value: (some StringProtocol)?) -> Bool {
@@ -83,6 +93,10 @@ package final class NtfyFollower: Sendable {
         /// `since=all|<unix time>|<message id>`, `poll=1` (the whole of Unread when no `since`).
         package init(query: [String: String]) {
             let poll = Self.isPoll(query["poll"])
+            if poll, let id = query["id"], !id.isEmpty {
+                self = .message(id)
+                return
+            }
             switch query["since"] {
             case nil, ""?: self = poll ? .all : .none
             case let value?:
@@ -112,6 +126,7 @@ package final class NtfyFollower: Sendable {
         case .none: return []
         case .all: return unread.map { message($0, interruptions) }
         case .since(let date): return unread.filter { $0.createdDateTime >= date }.map { message($0, interruptions) }
+        case .message(let id): return unread.filter { Self.messageId($0) == id }.map { message($0, interruptions) }
         }
     }
 

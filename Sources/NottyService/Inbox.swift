@@ -69,7 +69,8 @@ public final class Inbox: ServicePart {
             expiresAt: webhook || topic ? SubscriptionRecord.never : now + TimeInterval(config.subscriptionLifetime),
             lastSeen: host == nil && !topic ? now : nil,  // a device registering is a device seen
             webhookHash: token.map(Secrets.tokenHash), webhookSecret: secret,
-            alertmanagerURL: alertmanager.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 })
+            alertmanagerURL: alertmanager.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 },
+            upstreamId: topic ? config.publicURL.flatMap { url in token.map { NtfyUpstream.topicHash(publicURL: url, topic: $0) } } : nil)
         try await db { try await storage.insertSubscription(record) }
         var info = record.info
         if let token, webhook { info.webhookUrl = "\(baseURL ?? "")/v1/hooks/\(token)" }

@@ -16,6 +16,8 @@ public final class NotificationService: Sendable {
     public let maintenance: Maintenance
     public let escalation: Escalation
     public let actions: Actions
+    /// Sends ntfy's poll requests to `--ntfy-upstream` (nil without it).
+    public let ntfyUpstream: NtfyUpstream?
 
     public var storage: any NotificationStorage { core.storage }
     public var config: ServiceConfig { core.config }
@@ -38,12 +40,15 @@ public final class NotificationService: Sendable {
         admin = Administration(core: core)
         maintenance = Maintenance(core: core)
         actions = Actions(core: core, inbox: inbox, outbound: outbound)
+        let ntfyUpstream = NtfyUpstream(core: core, inbox: inbox, outbound: outbound)
+        self.ntfyUpstream = ntfyUpstream
         // A change: what conditional polls compare with, a frame to every connected device, and
         // escalation's plan (clocks started and stopped, retractions made at once).
         let changed: @Sendable ([String: Int64]) -> Void = { [hub = core.hub, latestCursors = core.latestCursors] cursors in
             latestCursors.advance(cursors)
             hub.ring(cursors)
             escalation.changed(cursors)
+            ntfyUpstream?.changed(cursors)
         }
         storage.setChangeHandler(changed)
         // Another instance revoked something: forget what is cached, and wake the ntfy streams

@@ -78,6 +78,9 @@ public protocol SubscriptionStorage: Sendable {
     func revokeSubscription(id: String, userId: String) async throws -> Bool
     /// Records that the device made a request at `at` (its registration's last seen).
     func touchDevice(deviceId: String, userId: String, at: Date) async throws
+    /// Records an ntfy topic's name at the ntfy upstream (SPEC §12: the SHA-256 of its URL),
+    /// which only a request with the topic's token can tell.
+    func setUpstreamId(subscriptionId: String, upstreamId: String) async throws
 }
 
 /// Failed sign-ins (``GuessLimiter``).

@@ -72,9 +72,12 @@ public struct SubscriptionRecord: Sendable, Equatable {
     public var webhookSecret: String?
     /// An Alertmanager webhook's Alertmanager (SPEC §12): its firing alerts get "Silence 1h".
     public var alertmanagerURL: String?
+    /// An ntfy topic's name at the ntfy upstream (``NtfyUpstream/topicHash(publicURL:topic:)``).
+    public var upstreamId: String?
 
     public init(id: String, userId: String, targetHostName: String?, deviceId: String, deviceName: String?, platform: String?, createdAt: Date, expiresAt: Date,
-                revoked: Bool = false, lastSeen: Date? = nil, webhookHash: String? = nil, webhookSecret: String? = nil, alertmanagerURL: String? = nil) {
+                revoked: Bool = false, lastSeen: Date? = nil, webhookHash: String? = nil, webhookSecret: String? = nil, alertmanagerURL: String? = nil,
+                upstreamId: String? = nil) {
         self.id = id
         self.userId = userId
         self.targetHostName = targetHostName
@@ -88,6 +91,7 @@ public struct SubscriptionRecord: Sendable, Equatable {
         self.webhookHash = webhookHash
         self.webhookSecret = webhookSecret
         self.alertmanagerURL = alertmanagerURL
+        self.upstreamId = upstreamId
     }
 
     public var info: SubscriptionInfo {

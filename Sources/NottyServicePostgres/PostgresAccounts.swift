@@ -186,21 +186,21 @@ extension PostgresStorage {
         try await execute(
                 """
                 INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen,
-                                           webhook_hash, webhook_secret, alertmanager_url)
+                                           webhook_hash, webhook_secret, alertmanager_url, upstream_id)
                 VALUES (\(s.id), \(s.userId), \(s.targetHostName), \(s.deviceId), \(s.deviceName), \(s.platform),
                         \(ISOTime.millis(s.createdAt)), \(ISOTime.millis(s.expiresAt)), \(s.revoked), \(s.lastSeen.map(ISOTime.millis)),
-                        \(s.webhookHash), \(s.webhookSecret), \(s.alertmanagerURL))
+                        \(s.webhookHash), \(s.webhookSecret), \(s.alertmanagerURL), \(s.upstreamId))
                 """)
     }
 
-    static let subscriptionColumns = "id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen, webhook_hash, webhook_secret, alertmanager_url"
-    typealias SubscriptionRow = (String, String, String?, String, String?, String?, Int64, Int64, Bool, Int64?, String?, String?, String?)
+    static let subscriptionColumns = "id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen, webhook_hash, webhook_secret, alertmanager_url, upstream_id"
+    typealias SubscriptionRow = (String, String, String?, String, String?, String?, Int64, Int64, Bool, Int64?, String?, String?, String?, String?)
 
     static func subscription(_ r: SubscriptionRow) -> SubscriptionRecord {
         SubscriptionRecord(
             id: r.0, userId: r.1, targetHostName: r.2, deviceId: r.3, deviceName: r.4, platform: r.5,
             createdAt: ISOTime.date(millis: r.6), expiresAt: ISOTime.date(millis: r.7), revoked: r.8, lastSeen: r.9.map(ISOTime.date(millis:)),
-            webhookHash: r.10, webhookSecret: r.11, alertmanagerURL: r.12)
+            webhookHash: r.10, webhookSecret: r.11, alertmanagerURL: r.12, upstreamId: r.13)
     }
 
     public func subscription(id: String) async throws -> SubscriptionRecord? {
@@ -255,6 +255,10 @@ extension PostgresStorage {
             try await self.announceCredentialsChange(connection)
             return true
         }
+    }
+
+    public func setUpstreamId(subscriptionId: String, upstreamId: String) async throws {
+        try await execute("UPDATE subscriptions SET upstream_id = \(upstreamId) WHERE id = \(subscriptionId)")
     }
 
     public func touchDevice(deviceId: String, userId: String, at: Date) async throws {

@@ -198,6 +198,7 @@ extension PostgresStorage {
         ("v12", [
             "ALTER TABLE notifications ADD COLUMN actions TEXT",
             "ALTER TABLE subscriptions ADD COLUMN alertmanager_url TEXT",
+            "ALTER TABLE subscriptions ADD COLUMN upstream_id TEXT",
             """
             CREATE TABLE action_runs (notification_id TEXT COLLATE "C" NOT NULL, idx INTEGER NOT NULL,
                                       user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE, published BIGINT NOT NULL,

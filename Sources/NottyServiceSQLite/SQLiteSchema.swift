@@ -285,6 +285,7 @@ extension SQLiteStorage {
             try db.execute(sql: """
                 ALTER TABLE notifications ADD COLUMN actions TEXT;
                 ALTER TABLE subscriptions ADD COLUMN alertmanager_url TEXT;
+                ALTER TABLE subscriptions ADD COLUMN upstream_id TEXT;
                 CREATE TABLE action_runs (
                     notification_id TEXT NOT NULL,
                     idx INTEGER NOT NULL,

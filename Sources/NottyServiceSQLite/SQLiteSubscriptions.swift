@@ -10,12 +10,12 @@ extension SQLiteStorage {
             try db.execute(
                 sql: """
                     INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen,
-                                               webhook_hash, webhook_secret, alertmanager_url)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                               webhook_hash, webhook_secret, alertmanager_url, upstream_id)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [s.id, s.userId, s.targetHostName, s.deviceId, s.deviceName, s.platform,
                             ISOTime.millis(s.createdAt), ISOTime.millis(s.expiresAt), s.revoked, s.lastSeen.map(ISOTime.millis),
-                            s.webhookHash, s.webhookSecret, s.alertmanagerURL])
+                            s.webhookHash, s.webhookSecret, s.alertmanagerURL, s.upstreamId])
         }
     }
 
@@ -49,6 +49,12 @@ extension SQLiteStorage {
         }
     }
 
+    public func setUpstreamId(subscriptionId: String, upstreamId: String) async throws {
+        try await write { db, _ in
+            try db.execute(sql: "UPDATE subscriptions SET upstream_id = ? WHERE id = ?", arguments: [upstreamId, subscriptionId])
+        }
+    }
+
     public func touchDevice(deviceId: String, userId: String, at: Date) async throws {
         try await write { db, _ in
             try db.execute(
@@ -63,6 +69,6 @@ extension SQLiteStorage {
             deviceName: row["device_name"], platform: row["platform"], createdAt: ISOTime.date(millis: row["created"]),
             expiresAt: ISOTime.date(millis: row["expires"]), revoked: row["revoked"],
             lastSeen: (row["last_seen"] as Int64?).map(ISOTime.date(millis:)), webhookHash: row["webhook_hash"], webhookSecret: row["webhook_secret"],
-            alertmanagerURL: row["alertmanager_url"])
+            alertmanagerURL: row["alertmanager_url"], upstreamId: row["upstream_id"])
     }
 }

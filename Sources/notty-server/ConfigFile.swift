@@ -59,6 +59,15 @@ enum ServeConfigFile {
                 flags += try escalationFlags(setting, file: file)
                 continue
             }
+            // A repeatable flag as an array: action-allow = ["10.0.0.0/8", "hooks.example.com"].
+            if let array = setting.array {
+                for item in array {
+                    let value = try Self.text(of: item, key: key, file: file)
+                    try check(key: key, value: value, file: file)
+                    flags += ["--\(key)", value]
+                }
+                continue
+            }
             let value = try Self.text(of: setting, key: key, file: file)
             guard key != "config" else { throw CLIError("\(file): config cannot name another settings file") }
             try check(key: key, value: value, file: file)

@@ -58,6 +58,13 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("escalation-command"), help: ArgumentHelp(
         "A command escalation rules may name as command:NAME, run with /bin/sh -c on this machine with the notification in NOTTY_* variables (repeatable; in server.toml: [escalation.commands] NAME = \"LINE\").",
         valueName: "NAME=LINE")) var escalationCommands: [String] = []
+    @Option(name: .customLong("action-allow"), help: ArgumentHelp(
+        "Limit the requests actions make to this host name or address/network (10.0.0.0/8, fd00::/8; repeatable; in server.toml: action-allow = [\"…\"]). Link-local addresses and the service's own address are refused always.",
+        valueName: "host|cidr")) var actionAllow: [String] = []
+    @Option(name: .customLong("ntfy-upstream"), help: ArgumentHelp(
+        "An ntfy server that wakes iPhones (https://ntfy.sh): each message to a topic sends it ntfy's poll request (the topic's hash, never the topic). Needs --public-url.",
+        valueName: "url")) var ntfyUpstream: String?
+    @Option(name: .customLong("ntfy-upstream-token"), help: ArgumentHelp("An access token for --ntfy-upstream (sent as Authorization: Bearer).", valueName: "token")) var ntfyUpstreamToken: String?
     @Option(name: .customLong("io-threads"), help: ArgumentHelp(
         "Threads that read, write and (with --tls-cert) encrypt sockets (default: half the cores, at least 1). Handlers run on Swift's own pool, one thread per core, beside them. With TLS on few cores, try the core count.",
         valueName: "n")) var ioThreads: Int?
@@ -84,6 +91,16 @@ struct Serve: AsyncParsableCommand {
             if let value, value.seconds < 60 { throw ArgumentParser.ValidationError("\(flag) must be at least 1m") }
         }
         _ = try Self.commands(escalationCommands)
+        do {
+            _ = try ActionTargets(allow: actionAllow, host: host, port: port, publicURL: publicURL)
+        } catch {
+            throw ArgumentParser.ValidationError(error.message)
+        }
+        if let ntfyUpstream {
+            guard LaunchURL.isValid(ntfyUpstream), !ntfyUpstream.contains("?") else { throw ArgumentParser.ValidationError("--ntfy-upstream must be an ntfy server's http(s) URL, e.g. https://ntfy.sh") }
+            guard publicURL != nil else { throw ArgumentParser.ValidationError("--ntfy-upstream needs --public-url: the upstream names a topic by the hash of its URL as the phone knows it") }
+        }
+        if ntfyUpstreamToken != nil && ntfyUpstream == nil { throw ArgumentParser.ValidationError("--ntfy-upstream-token goes with --ntfy-upstream") }
     }
 
     /// `NAME=LINE` flags as a table; a name is a word (letters, digits, - _ .) and each is given once.
@@ -129,6 +146,9 @@ struct Serve: AsyncParsableCommand {
             if let idleTimeout { config.connections.idleTimeout = .seconds(idleTimeout.seconds) }
             if let maxConnections { config.connections.maxConnections = maxConnections }
             config.escalationCommands = try Self.commands(escalationCommands)
+            config.actionAllow = actionAllow
+            config.ntfyUpstream = ntfyUpstream
+            config.ntfyUpstreamToken = ntfyUpstreamToken
             if config.defaultTTL > config.maxTTL { throw CLIError("--default-ttl is longer than --max-ttl") }
             if config.accessTokenLifetime > config.refreshTokenLifetime { throw CLIError("--access-token-lifetime is longer than --refresh-token-lifetime") }
             LogLines.bootstrap()

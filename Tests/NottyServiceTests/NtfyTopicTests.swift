@@ -221,6 +221,43 @@ struct NtfyTopicTests {
         }
     }
 
+    @Test("--ntfy-upstream: each message to a topic sends the upstream ntfy's poll request (the SHA-256 of the topic's URL, X-Poll-ID, the token, no body), retried when it fails, never holding up a publish; poll=1&id= answers that one message")
+    func upstreamWakesIPhones() async throws {
+        let upstream = ActionTarget(status: 500, delay: .milliseconds(500))
+        let harness = try await ServiceHarness(.sqlite, outbound: upstream) { config in
+            config.publicURL = "https://notty.example.com"
+            config.ntfyUpstream = "https://ntfy.example.net/"
+            config.ntfyUpstreamToken = "tk_upstream"
+        }
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            let (topic, _) = try await world.ntfyTopic(client)
+            let started = ContinuousClock.now
+            let id = try #require(try await world.publish(client, id: "door", title: "Front door").string("id"))
+            #expect(started.duration(to: .now) < .seconds(30))  // not the upstream's 500 ms, let alone its retries
+            // The hash by another hand than the code's: sha256sum.
+            let file = Repository.temporaryDirectory("notty-upstream").appendingPathComponent("url")
+            try Data("https://notty.example.com/\(topic)".utf8).write(to: file)
+            let hash = try #require(try await Repository.run(["sha256sum", file.path]).output.split(separator: " ").first.map(String.init))
+            #expect(await eventually(timeout: .seconds(20)) { !upstream.requests.isEmpty }, "no poll request")
+            let request = try #require(upstream.requests.first)
+            #expect(request.method == "POST" && request.url == "https://ntfy.example.net/\(hash)", "\(request.url)")
+            #expect(request.body?.isEmpty ?? true)
+            #expect(!request.url.contains(topic))
+            #expect(request.headers.contains(OutboundHeader("Authorization", "Bearer tk_upstream")))
+            let pollId = try #require(request.headers.first { $0.name == "X-Poll-ID" }?.value)
+            // Failing (500), it is tried again.
+            #expect(await eventually(timeout: .seconds(60)) { upstream.requests.count >= 2 }, "not retried: \(upstream.requests.count)")
+            upstream.status.withLock { $0 = 200 }
+            // What the woken phone asks for: that one message.
+            _ = try await world.publish(client, id: "other", title: "Other")
+            let answer = try await client.call(.get, "/\(topic)/json?poll=1&id=\(pollId)")
+            let lines = answer.text.split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }
+            #expect(lines.count == 1, "\(answer.text)")
+            #expect(lines.first?.text("id") == pollId && lines.first?.text("sequence_id") == id && lines.first?.text("title") == "Front door", "\(answer.text)")
+        }
+    }
+
     @Test("a topic revoked through one instance ends its stream on another at once", .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
     func revokedElsewhere() async throws {
         let one = try await ServiceHarness(.postgres)
