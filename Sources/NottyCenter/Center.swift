@@ -207,6 +207,19 @@ public final class Center: Sendable {
                         }
                     case .open(let url):
                         if let problem = LinkOpener.open(url) { pending.append(.message(problem)) }
+                    case .runAction(let id, let number, let label):
+                        // The service runs it (SPEC §12); the answer is a message, the outcome comes with the next sync.
+                        Task { [client, weak self] in
+                            let line: String
+                            do {
+                                let result = try await client.pressAction(id: id, action: number)
+                                line = "\(label): \(result.line(now: Date()))"
+                            } catch {
+                                line = "\(label): \(error)"
+                            }
+                            self?.post(.message(line))
+                            self?.requestSync()
+                        }
                     case .sync:
                         requestSync()
                     case .setQuiet(let until):

@@ -47,6 +47,13 @@ enum BottomLine {
             return ["Mark all \(TUIState.count(count))\(matching) in \(view.title) read? y/n", "Mark \(count) read? y/n"]
         case .search(let text):
             return ["/" + text]
+        case .action(let target):
+            let actions = (target.actions ?? []).enumerated()
+            return [
+                "Run: " + actions.map { "\($0.offset + 1)) \($0.element.label)" }.joined(separator: "  ") + "  Esc) cancel",
+                "Run: " + actions.map { "\($0.offset + 1)) \($0.element.label)" }.joined(separator: " "),
+                "Run: " + actions.map { "\($0.offset + 1))" }.joined(separator: " "),
+            ]
         }
     }
 
@@ -56,7 +63,10 @@ enum BottomLine {
             let fits = HelpText.lines(width: state.size.columns).count <= state.layout.body.height
             return fits ? ["Press any key to close the help"] : ["j k scroll · any other key closes the help", "j k scroll · other keys close"]
         }
-        if state.detail != nil, state.layout.isPage {
+        if let shown = state.detail, state.layout.isPage {
+            if shown.notification.actions?.isEmpty == false {
+                return ["Esc back · j k scroll · ! actions · a d r s x act · ? help", "Esc back · ! actions · ? help", "Esc back · ? help"]
+            }
             return ["Esc back · j k scroll · a d r s x act · ? help", "Esc back · j k scroll · ? help"]
         }
         if !state.markedRows.isEmpty {
@@ -72,6 +82,9 @@ enum BottomLine {
         if !state.query.isEmpty {
             let matches = state.showingGroups ? (state.total == 1 ? "1 group" : "\(state.total) groups") : state.isWindowCurrent && !state.window.counted ? "\(state.total)+ matches (counting)" : state.total == 1 ? "1 match" : "\(state.total) matches"
             return ["/\(state.query) · \(matches) · Esc clears"]
+        }
+        if (state.detail?.notification ?? state.selectedRow)?.actions?.isEmpty == false {
+            return ["! actions · ? help · q quit", "! actions · ? help"]
         }
         return ["? help · q quit"]
     }

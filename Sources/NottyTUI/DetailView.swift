@@ -63,6 +63,11 @@ enum DetailText {
         for record in n.escalations ?? [] {
             fields.append(("Escalated", record.line(now: state.now), record.outcome == "sent" ? .plain : CellStyle(color: .high)))
         }
+        // Its actions (SPEC §12), numbered, with how each went.
+        for line in n.actionLines(now: state.now) {
+            let failed = line.contains(" — failed")
+            fields.append(("Action", line, failed ? CellStyle(color: .high) : .plain))
+        }
         if let raw = n.payload.rawContent, !raw.isEmpty { fields.append(("Raw", raw, .plain)) }
         for (label, value, style) in fields {
             lines += labelled(label, value, width: width, style: style)

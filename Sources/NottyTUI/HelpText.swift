@@ -12,6 +12,7 @@ public enum HelpText {
         ("Enter", "open detail, mark read"),
         ("a", "activate (and mark read)"),
         ("o", "open the link, activate"),
+        ("!", "actions (then a digit)"),
         ("d", "dismiss"),
         ("r", "toggle read / unread"),
         ("s", "snooze (asks how long)"),

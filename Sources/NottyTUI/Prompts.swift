@@ -20,6 +20,29 @@ extension TUIState {
         return []
     }
 
+    /// `!`: ask which action to run (the notification in the detail, else the selected one).
+    mutating func askAction() -> [TUIEffect] {
+        guard let target = detail?.notification ?? selectedRow else { return showMessage(nothingToActOn) }
+        guard let actions = target.actions, !actions.isEmpty else { return showMessage("No actions on this notification") }
+        prompt = .action(target)
+        return []
+    }
+
+    /// A digit after `!`: a view action opens its link and activates, as `o`; an http action
+    /// is run by the service.
+    private mutating func runAction(_ number: Int, of target: UserNotification) -> [TUIEffect] {
+        guard let actions = target.actions, actions.indices.contains(number - 1) else { return showMessage("No action \(number)") }
+        let action = actions[number - 1]
+        if action.kind == .view, let url = action.url {
+            let effects = perform("Opened \(action.label) of", undoLabel: "activate", on: [target], fields: [.read, .action], leavesView: true) { _ in
+                StateChange.activate
+            }
+            return effects + [.open(url: url)]
+        }
+        message = "\(action.label): running…"
+        return [.runAction(id: target.id, number: number, label: action.label)]
+    }
+
     /// `M`: ask before marking the whole view read.
     mutating func askMarkAllRead() -> [TUIEffect] {
         guard total > 0 else { return showMessage(nothingToActOn) }
@@ -50,6 +73,8 @@ extension TUIState {
             lastAction = .impossible(reason: "Delete is final: it cannot be undone")
             message = "Deleted \(Self.count(ids.count))"
             return [.delete(ids)]
+        case (.action(let target), .character(let c)) where c.isASCII && c.isNumber:
+            return runAction(Int(String(c)) ?? 0, of: target)
         case (.confirmMarkAllRead(let view, let query, let count), .character("y")):
             lastAction = nil  // the shell answers with the ids it changed (.markedAllRead)
             message = "Marked \(Self.count(count)) read"
@@ -60,6 +85,7 @@ extension TUIState {
         switch open {
         case .snooze: return showMessage("Not snoozed")
         case .confirmDelete: return showMessage("Not deleted")
+        case .action: return showMessage("No action run")
         default: return showMessage("Nothing changed")
         }
     }

@@ -130,6 +130,8 @@ public enum Prompt: Sendable, Equatable {
     case confirmMarkAllRead(view: NotificationView, query: String, count: Int)
     /// `/`: the search text being typed.
     case search(String)
+    /// `!`: which of this notification's actions to run (SPEC §12).
+    case action(UserNotification)
 }
 
 /// What `u` can undo: the state each affected notification had before the last action.

@@ -144,6 +144,7 @@ extension TUIState {
         case .enter: return openDetail()
         case .character("a"): return activate()
         case .character("o"): return openLink()
+        case .character("!"): return askAction()
         case .character("d"): return dismiss()
         case .character("r"): return toggleRead()
         case .character("s"): return askSnooze()
@@ -216,7 +217,7 @@ extension TUIState {
         case .character("g"), .home: scrollDetail(by: -Int.max / 2)
         case .character("G"), .end: scrollDetail(by: Int.max / 2)
         case .character("a"), .character("d"), .character("r"), .character("s"), .character("x"), .character("o"),
-             .character("u"), .character("R"), .character("?"):
+             .character("!"), .character("u"), .character("R"), .character("?"):
             return handleListKey(key)
         default:
             detail = nil

@@ -156,7 +156,7 @@ struct FakeStore {
             return true
         case .markAllRead:
             return !perform(effect).isEmpty
-        case .load, .findUnread, .readGroup, .open, .sync, .setQuiet, .quit:
+        case .load, .findUnread, .readGroup, .open, .runAction, .sync, .setQuiet, .quit:
             return false
         }
     }

@@ -39,6 +39,24 @@ struct GoldenTests {
         try Golden.check("detail-page-scrolled-40x10", render(h.state))
     }
 
+    /// A notification with actions (SPEC §12): the detail lists them with how they went, the
+    /// bottom line says `!`, and `!` asks which to run.
+    static func withActions(_ h: Harness) -> [UserNotification] {
+        var rows = Fixtures.notifications
+        rows[0].actions = [NotificationAction(kind: .http, label: "Silence 1h", clear: true), NotificationAction(kind: .view, label: "Runbook", url: "https://wiki.acme.io/disk")]
+        rows[0].actionResults = [ActionResult(action: 1, label: "Silence 1h", status: .failed, httpStatus: 503, error: "HTTP 503", device: "laptop", at: h.state.now - 120)]
+        return rows
+    }
+
+    @Test func detailPageWithActions() throws {
+        var h = Harness()
+        h = Harness(notifications: Self.withActions(h))
+        h.keys(.enter)
+        try Golden.check("detail-page-actions-80x24", render(h.state))
+        h.keys(.ch("!"))
+        try Golden.check("action-prompt-80x24", render(h.state))
+    }
+
     @Test func detailPaneRight() throws {
         var h = Harness(size: Size(columns: 120, rows: 40))
         h.keys(.ch("j"), .enter)
