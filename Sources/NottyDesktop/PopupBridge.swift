@@ -25,7 +25,8 @@ public struct PopupContent: Sendable, Equatable {
 
     /// The popup of a notification: summary = title, body = body, urgency Low for `Low`
     /// priority and normal otherwise, a click (`default`) activates (and opens the link),
-    /// "Open" when there is a link, "Dismiss" dismisses.
+    /// "Open" when there is a link, "Dismiss" dismisses; the publisher's actions (SPEC §12)
+    /// are buttons too, keyed `act-N`.
     public init(_ notification: UserNotification) {
         summary = notification.displayTitle
         body = Self.escapingMarkup(notification.payload.visualContent?.body ?? "")
@@ -33,7 +34,13 @@ public struct PopupContent: Sendable, Equatable {
         // A click (default) activates, and opens the link when there is one; "Open" says so.
         actions = notification.launchUrl == nil ? [("default", "Activate"), ("dismiss", "Dismiss")]
             : [("default", "Open"), ("open", "Open"), ("dismiss", "Dismiss")]
+        for (index, action) in (notification.actions ?? []).enumerated() {
+            actions.append(("\(Self.actionKeyPrefix)\(index + 1)", action.label))
+        }
     }
+
+    /// The keys of the publisher's actions: `act-1`, `act-2`, `act-3`.
+    public static let actionKeyPrefix = "act-"
 
     public static func escapingMarkup(_ text: String) -> String {
         var out = ""
@@ -97,6 +104,9 @@ public struct PopupBridge: Sendable, Equatable {
         case dismiss(id: String)
         /// Record Activated + Read, and open its link.
         case activate(id: String)
+        /// Run action `number` (from 1) of the notification (SPEC §12): a view action opens its
+        /// URL and activates; an http action is the service's to run.
+        case runAction(id: String, number: Int)
     }
 
     public private(set) var entries: [String: Entry]
@@ -191,6 +201,9 @@ public struct PopupBridge: Sendable, Equatable {
             switch key {
             case "default", "open": return ids.map { .activate(id: $0) } + [.close(popupId: popupId)]
             case "dismiss": return ids.map { .dismiss(id: $0) } + [.close(popupId: popupId)]
+            case let key where key.hasPrefix(PopupContent.actionKeyPrefix):
+                guard let number = Int(key.dropFirst(PopupContent.actionKeyPrefix.count)), (1...NotificationAction.maxPerNotification).contains(number) else { return [] }
+                return ids.map { .runAction(id: $0, number: number) } + [.close(popupId: popupId)]
             default: return []
             }
         }

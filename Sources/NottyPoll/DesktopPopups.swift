@@ -38,12 +38,15 @@ public actor DesktopPopups: PollPopups {
     private let bus: any PopupBus
     private let store: LocalStore
     private let changed: @Sendable () -> Void
+    /// Asks the service to run an http action (SPEC §12); answers the line to say how it went.
+    public typealias Press = @Sendable (_ id: String, _ number: Int) async -> String
+    private let press: Press?
     private var signals: Task<Void, Never>?
 
     /// Connects to the session bus; without one (or without a daemon) says so in one line and
     /// answers nil: polling goes on without popups.
     /// `storm`: more popups than this of one app and group within 60 s become one (SPEC §9).
-    public static func start(store: LocalStore, storm: Int, changed: @escaping @Sendable () -> Void) async -> DesktopPopups? {
+    public static func start(store: LocalStore, storm: Int, press: Press? = nil, changed: @escaping @Sendable () -> Void) async -> DesktopPopups? {
         let (stream, continuation) = AsyncStream.makeStream(of: DesktopBus.Signal.self)
         let bus: DesktopBus
         do {
@@ -53,23 +56,25 @@ public actor DesktopPopups: PollPopups {
             return nil
         }
         warn("desktop popups through \(bus.server)")
-        return await start(store: store, bus: bus, signals: stream, storm: storm, changed: changed)
+        return await start(store: store, bus: bus, signals: stream, storm: storm, press: press, changed: changed)
     }
 
     /// Popups on `bus`, told of the daemon's `signals` (a popup closed, an action pressed).
     public static func start(store: LocalStore, bus: any PopupBus, signals: AsyncStream<DesktopBus.Signal>, storm: Int,
-                             changed: @escaping @Sendable () -> Void) async -> DesktopPopups {
+                             press: Press? = nil, changed: @escaping @Sendable () -> Void) async -> DesktopPopups {
         let records = (try? await store.perform { try $0.popups() }) ?? []
         let entries = records.map { ($0.notificationId, PopupBridge.Entry(popupId: $0.popupId, view: $0.view)) }
-        let popups = DesktopPopups(bridge: PopupBridge(entries: Dictionary(entries, uniquingKeysWith: { a, _ in a }), stormLimit: storm), bus: bus, store: store, changed: changed)
+        let popups = DesktopPopups(bridge: PopupBridge(entries: Dictionary(entries, uniquingKeysWith: { a, _ in a }), stormLimit: storm), bus: bus, store: store,
+                                   press: press, changed: changed)
         await popups.listen(signals)
         return popups
     }
 
-    private init(bridge: PopupBridge, bus: any PopupBus, store: LocalStore, changed: @escaping @Sendable () -> Void) {
+    private init(bridge: PopupBridge, bus: any PopupBus, store: LocalStore, press: Press?, changed: @escaping @Sendable () -> Void) {
         self.bridge = bridge
         self.bus = bus
         self.store = store
+        self.press = press
         self.changed = changed
     }
 
@@ -164,6 +169,23 @@ public actor DesktopPopups: PollPopups {
                 let url = (try? await store.perform { try $0.notification(id: id) })??.launchUrl
                 await record(id, StateChange.activate)
                 if let url, let problem = LinkOpener.open(url) { warn(problem) }
+            case .runAction(let id, let number):
+                guard let notification = (try? await store.perform { try $0.notification(id: id) }) ?? nil,
+                      let actions = notification.actions, actions.indices.contains(number - 1) else { continue }
+                let action = actions[number - 1]
+                if action.kind == .view, let url = action.url {
+                    await record(id, StateChange.activate)
+                    if let problem = LinkOpener.open(url) { warn(problem) }
+                } else if let press {
+                    // Not awaited here: the request may take its 15 s, and popups go on meanwhile.
+                    let changed = self.changed
+                    Task {
+                        warn(await press(id, number))
+                        changed()
+                    }
+                } else {
+                    warn("\(action.label): this device cannot reach the service to run it")
+                }
             }
         }
         let records = bridge.entries.map { LocalStore.PopupRecord(notificationId: $0.key, popupId: $0.value.popupId, view: $0.value.view) }

@@ -72,7 +72,15 @@ struct Poll: AsyncParsableCommand {
             // A popup's change is sent at once: the sync engine is made below, so it is looked up then.
             let engineBox = Mutex<LiveSync?>(nil)
             let popups = (desktop ?? settings.pollDesktop)
-                ? await DesktopPopups.start(store: store, storm: settings.pollStorm, changed: { if let sync = engineBox.withLock({ $0 }) { Task { await sync.requestSync() } } }) : nil
+                ? await DesktopPopups.start(store: store, storm: settings.pollStorm, press: { id, number in
+                    // A popup's action button (SPEC §12): the service runs it.
+                    do {
+                        let result = try await client.pressAction(id: id, action: number)
+                        return "\(result.label): \(result.line(now: Date()))"
+                    } catch {
+                        return "action \(number): \(error)"
+                    }
+                }, changed: { if let sync = engineBox.withLock({ $0 }) { Task { await sync.requestSync() } } }) : nil
             let reporter = PollReporter(store: store, exec: exec, onChange: onChange, jobs: runner, popups: popups)
             await reporter.begin()
             let liveSync = LiveSync(engine: engine, client: client, mode: mode) { event in

@@ -35,6 +35,24 @@ struct PopupBridgeTests {
         #expect(bridge.entries["n1"] == PopupBridge.Entry(popupId: 7, view: .unread))
     }
 
+    @Test("the publisher's actions are buttons act-1…act-3 (SPEC §12); pressing one runs it and closes the popup; an unknown key does nothing")
+    func actionButtons() {
+        var acting = Self.note("n1")
+        acting.actions = [NotificationAction(kind: .http, label: "Silence 1h", clear: true), NotificationAction(kind: .view, label: "Runbook", url: "https://wiki.example.com")]
+        let content = PopupContent(acting)
+        #expect(content.actions.map(\.key) == ["default", "dismiss", "act-1", "act-2"])
+        #expect(content.actions.suffix(2).map(\.label) == ["Silence 1h", "Runbook"])
+        var bridge = PopupBridge()
+        _ = bridge.handle(.arrived(acting, view: .unread))
+        _ = bridge.handle(.shown(id: "n1", popupId: 9))
+        #expect(bridge.handle(.action(popupId: 9, key: "act-9")) == [])
+        var pressed = PopupBridge()
+        _ = pressed.handle(.arrived(acting, view: .unread))
+        _ = pressed.handle(.shown(id: "n1", popupId: 9))
+        #expect(pressed.handle(.action(popupId: 9, key: "act-2")) == [.runAction(id: "n1", number: 2), .close(popupId: 9)])
+        #expect(pressed.entries["n1"] == nil)
+    }
+
     @Test("one already read, dismissed, activated, snoozed or deleted elsewhere when it arrives never pops up",
           arguments: [NotificationView.read, .dismissed, .activated, .snoozed, nil] as [NotificationView?])
     func handledBeforeItArrives(_ view: NotificationView?) {

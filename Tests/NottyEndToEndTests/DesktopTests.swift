@@ -1,4 +1,6 @@
 import Foundation
+import Hummingbird
+import HummingbirdTesting
 import NottyCore
 import NottyStore
 import NottyTestSupport
@@ -116,6 +118,50 @@ struct DesktopTests {
         #expect(desktop.notifyCalls().dropFirst(callsBeforeThird).map(\.summary) == ["Barrier after the third start"],
                 "a notification dismissed before it arrived popped up: \(desktop.notifyCalls())")
         #expect(!text(logB).contains(fourth), "poll reported a notification handled before it arrived:\n\(text(logB))")
+    }
+
+    @Test("a popup carries the notification's actions as buttons (SPEC §12): an http one chosen in dunst's menu runs once on the service and its clear dismisses it everywhere; a view one opens its link and activates")
+    func popupActions() async throws {
+        let recorder = TargetRecorder()
+        try await recorder.application().test(.live) { client in
+            let port = try #require(client.port)
+            let desktop = try await TestDesktop()
+            defer { desktop.stop() }
+            let world = try await TwoDevices()
+            let (a, b) = (world.a, world.b)
+            let opened = world.directory.appendingPathComponent("opened.txt")
+            let browser = world.directory.appendingPathComponent("browser")
+            try writeProgram("#!/bin/sh\necho \"$1\" >> '\(opened.path)'\n", to: browser)
+            let log = world.directory.appendingPathComponent("poll-b.log")
+            func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+            let pollB = try b.start(["poll", "--live", "--desktop"], log: log, environment: desktop.environment.merging(["BROWSER": browser.path]) { $1 })
+            defer { if pollB.isRunning { pollB.terminate() } }
+            #expect(await eventually(timeout: .seconds(10)) { text(log).contains("desktop popups through dunst") && text(log).contains("connection: live") },
+                    "poll --desktop did not start:\n\(text(log))")
+
+            let approve = try await world.publish("Deploy web 1.42?", extra: ["--action", "http, Approve, http://127.0.0.1:\(port)/approve, clear=true",
+                                                                             "--action", "view, Diff, https://git.example.com/compare/42"])
+            #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 }, "no popup:\n\(text(log))")
+            try await desktop.chooseAction("Approve")
+            #expect(await eventually(timeout: .seconds(20)) { recorder.matching("POST", "/approve").count == 1 }, "the action did not run: \(recorder.paths())\n\(text(log))")
+            let storeA = try world.store(a)
+            #expect(try await eventually(timeout: .seconds(20)) {
+                _ = try? await a.run(["sync"])
+                let n = try await storeA.perform { try $0.notification(id: approve) }
+                return n?.userActionState == .dismissed && n?.actionResults?.first?.status == .done
+            }, "Approve did not dismiss it on A:\n\(text(log))")
+            #expect(await eventually(timeout: .seconds(10)) { text(log).contains("Approve: done") }, "\(text(log))")
+
+            let docs = try await world.publish("Release notes ready", extra: ["--action", "view, Read them, https://docs.example.com/1.42"])
+            #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 }, "no popup:\n\(text(log))")
+            try await desktop.chooseAction("Read them")
+            #expect(await eventually(timeout: .seconds(10)) { text(opened) == "https://docs.example.com/1.42\n" }, "the link was not opened: \(text(opened))")
+            #expect(try await eventually(timeout: .seconds(20)) {
+                _ = try? await a.run(["sync"])
+                return try (await storeA.perform { try $0.notification(id: docs) })?.userActionState == .activated
+            })
+            #expect(recorder.hits.value.count == 1)
+        }
     }
 
     @Test("a storm of 40 alerts of one group is one popup with its count; quiet on A holds B's popups back but for High and ends in one summary popup; an ended snooze waits while muted; a timed mute ends by itself; closing the storm's popup dismisses all 40 on A")
