@@ -15,6 +15,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench ntfy [--quick]
 //   swift run -c release notty-bench instances [--quick] [--postgres URL] [--rounds R]
 //   swift run -c release notty-bench escalation [--quick]   (10,000 pending across 1,000 users: due lag, retraction lag, CPU, publish rate)
+//   swift run -c release notty-bench actions [--quick]   (press → outcome on another device, 1,000 presses at once, the publish rate with actions)
 //   swift run -c release notty-bench explain
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
 //   swift run -c release notty-bench frames STORE [--quick] [--pause-ms N]   (a center frame's phases on an existing store, N ms idle before each key)
@@ -41,6 +42,14 @@ if let baseline = option("--baseline") {
 }
 
 switch arguments.first {
+case "actions":
+    let service = try await ServiceBench.start()
+    do {
+        try await ActionsBench(service: service, presses: quick ? 100 : 500).run()
+    } catch {
+        print("benchmark failed: \(error)")
+    }
+    await service.stop()
 case "escalation":
     let service = try await ServiceBench.start()
     do {

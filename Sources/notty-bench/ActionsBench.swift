@@ -1,0 +1,144 @@
+import Foundation
+import Hummingbird
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import NottyCore
+import NottyTestSupport
+
+/// Actions' figures (SPEC §12) on one real `notty serve` (SQLite) and a target on loopback:
+/// - press → outcome on another device: a device presses (POST …/actions/1); another device,
+///   connected to the doorbell, is rung and pulls the change with the outcome (`actionResults`);
+/// - 1,000 presses of one action from 10 devices at once: how many requests reach the target;
+/// - the publish rate with 3 actions on each notification against none.
+struct ActionsBench {
+    let service: ServiceBench
+    let presses: Int
+
+    /// The stand-in target: counts requests, answers 200 at once.
+    final class Target: @unchecked Sendable {
+        let hits = Locked<Int>(0)
+
+        func application(port: Locked<Int?>) -> some ApplicationProtocol {
+            let router = Router()
+            router.post("/act/:n") { _, _ -> HTTPResponse.Status in
+                self.hits.update { $0 += 1 }
+                return .ok
+            }
+            return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                               onServerRunning: { channel in port.update { $0 = channel.localAddress?.port } })
+        }
+    }
+
+    func run() async throws {
+        let target = Target()
+        let portBox = Locked<Int?>(nil)
+        let server = target.application(port: portBox)
+        let serverTask = Task { try await server.runService(gracefulShutdownSignals: []) }
+        defer { serverTask.cancel() }
+        let port = try await waitFor(.seconds(10)) { portBox.update { $0 } }
+        print("notty-bench actions — real `notty serve` (SQLite, WAL, synchronous=FULL), a target on loopback answering 200, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+
+        @Sendable func actions(_ key: String) -> String {
+            (1...3).map { #"{"action":"http","label":"Act \#($0)","url":"http://127.0.0.1:\#(port)/act/\#(key)","method":"POST","headers":{"Authorization":"Bearer s3cret"},"body":"{\"n\":\#($0)}"}"# }
+                .joined(separator: ",")
+        }
+        func publish(_ key: String) async throws -> String {
+            let body = #"{"appNotificationId":"\#(key)","payload":{"visualContent":{"title":"Deploy \#(key)?"}},"actions":[\#(actions(key))]}"#
+            let (status, text) = try await service.request(.POST, "/beta/me/notifications", token: service.appToken, body: body, headers: [("X-UNS-ID", service.unsId)])
+            guard status == 201, case .object(let o)? = JSONValue(jsonText: text), case .string(let id)? = o["id"] else { throw SupportError("publish answered \(status): \(text)") }
+            return id
+        }
+
+        // 1. Press → the outcome on another device (rung, then its pull shows actionResults).
+        let rings = AsyncStream<Void>.makeStream()
+        let device = Task { [userToken = service.userToken, port = service.port] in
+            var headers = HTTPFields()
+            headers[.authorization] = "Bearer \(userToken)"
+            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1/me/push", configuration: .init(additionalHeaders: headers), logger: Logger(label: "bench")) { inbound, _, _ in
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    if case .text = message { rings.continuation.yield() }
+                }
+            }
+        }
+        defer { device.cancel() }
+        try await Task.sleep(for: .milliseconds(300))
+        var ids: [String] = []
+        for n in 0..<presses { ids.append(try await publish("latency-\(n)")) }
+        var cursor = try await latestCursor()
+        var ringsIterator = rings.stream.makeAsyncIterator()
+        // The publishes' rings, already sent, are drained by reading until the cursor is current.
+        try await Task.sleep(for: .milliseconds(500))
+        var latencies: [Double] = []
+        for id in ids {
+            let start = ContinuousClock.now
+            let (status, _) = try await service.request(.POST, "/v1/me/notifications/\(id)/actions/1", token: service.userToken, body: "{}")
+            guard status == 200 else { throw SupportError("press answered \(status)") }
+            // The other device: rung, pulls, and finds the outcome.
+            var seen = false
+            while !seen {
+                _ = await ringsIterator.next()
+                let (pulled, text) = try await service.request(.GET, "/v1/me/notifications/changes?since=\(cursor)", token: service.userToken)
+                guard pulled == 200, case .object(let page)? = JSONValue(jsonText: text), case .string(let next)? = page["cursor"],
+                      case .array(let changes)? = page["changes"] else { throw SupportError("changes answered \(pulled)") }
+                cursor = next
+                seen = changes.contains { change in
+                    guard case .object(let n) = change, case .string(id)? = n["id"], case .array(let results)? = n["actionResults"] else { return false }
+                    return !results.isEmpty
+                }
+            }
+            latencies.append((ContinuousClock.now - start).seconds * 1000)
+        }
+        print("press → outcome on another device (the press's answer, the doorbell's ring, the pull with actionResults), \(latencies.count) one after another: \(summary(latencies))")
+
+        // 2. 1,000 presses of one action from 10 devices at once.
+        let contested = try await publish("contested")
+        let before = target.hits.update { $0 }
+        let answers = Locked<[String: Int]>([:])
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<10 {
+                group.addTask {
+                    for _ in 0..<100 {
+                        let (status, text) = try await service.request(.POST, "/v1/me/notifications/\(contested)/actions/2", token: service.userToken, body: "{}")
+                        let word: String = if case .object(let o)? = JSONValue(jsonText: text), case .string(let s)? = o["status"] { "\(status) \(s)" } else { "\(status)" }
+                        answers.update { $0[word, default: 0] += 1 }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let elapsed = (ContinuousClock.now - started).seconds
+        let requests = target.hits.update { $0 } - before
+        let tally = answers.update { $0 }.sorted { $0.key < $1.key }.map { "\($0.value)× \($0.key)" }.joined(separator: ", ")
+        print(String(format: "1,000 presses of one action from 10 devices at once (%.2f s): %d request(s) reached the target; answers: %@", elapsed, requests, tally))
+
+        // 3. The publish rate with 3 actions against none (64 clients, 5 s each, in place).
+        func rate(withActions: Bool, tag: String) async throws -> HTTPLoad.Result {
+            try await HTTPLoad.run(servers: [service.base], clients: 64, seconds: 5, expect: 201) { [appToken = service.appToken, unsId = service.unsId] client, n, host in
+                let key = "\(tag)-\(client)-\(n % 20)"
+                let extra = withActions ? #","actions":[\#(actions(key))]"# : ""
+                let body = #"{"appNotificationId":"\#(key)","payload":{"visualContent":{"title":"Deploy \#(n)?"}}\#(extra)}"#
+                return "POST /beta/me/notifications HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(appToken)\r\nX-UNS-ID: \(unsId)\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            }
+        }
+        _ = try await rate(withActions: false, tag: "warm")
+        let plain = try await rate(withActions: false, tag: "plain")
+        let with = try await rate(withActions: true, tag: "with")
+        let plainAgain = try await rate(withActions: false, tag: "plain")
+        print(String(format: "publishes/s, 64 clients, 5 s each (1,280 ids published again and again): none %.0f (%d non-201), 3 actions each %.0f (%d non-201), none again %.0f; with actions %.1f%% of without (the mean of before and after)",
+                     plain.rate, plain.other, with.rate, with.other, plainAgain.rate, 100 * with.rate / max(1, (plain.rate + plainAgain.rate) / 2)))
+    }
+
+    private func latestCursor() async throws -> String {
+        var cursor = "0"
+        while true {
+            let (status, text) = try await service.request(.GET, "/v1/me/notifications/changes?since=\(cursor)&limit=5000", token: service.userToken)
+            guard status == 200, case .object(let page)? = JSONValue(jsonText: text), case .string(let next)? = page["cursor"] else { throw SupportError("changes answered \(status)") }
+            cursor = next
+            if case .bool(true)? = page["hasMore"] { continue }
+            return cursor
+        }
+    }
+}
