@@ -84,10 +84,33 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
         return .object(o)
     }
 
-    /// A list as the service stores it (nil when there is none).
+    /// A list as the service stores it (nil when there is none): ``storedValue``'s text,
+    /// written directly (a publish writes it on the storage's one writer thread).
     public static func storedText(_ actions: [NotificationAction]?) -> String? {
         guard let actions, !actions.isEmpty else { return nil }
-        return JSONValue.array(actions.map(\.storedValue)).jsonText
+        var w = JSONWriter()
+        w.raw("[")
+        for (index, a) in actions.enumerated() {
+            if index > 0 { w.raw(",") }
+            w.raw(#"{"action":"#); w.string(a.kind.rawValue)
+            if let body = a.body { w.raw(#","body":"#); w.string(body) }
+            w.raw(a.clear ? #","clear":true"# : #","clear":false"#)
+            if !a.headers.isEmpty {
+                w.raw(#","headers":{"#)
+                for (n, (name, value)) in a.headers.sorted(by: { $0.key < $1.key }).enumerated() {
+                    if n > 0 { w.raw(",") }
+                    w.string(name); w.raw(":"); w.string(value)
+                }
+                w.raw("}")
+            }
+            w.raw(#","label":"#); w.string(a.label)
+            if let method = a.method { w.raw(#","method":"#); w.string(method) }
+            if a.template { w.raw(#","template":true"#) }
+            if let url = a.url { w.raw(#","url":"#); w.string(url) }
+            w.raw("}")
+        }
+        w.raw("]")
+        return String(decoding: w.bytes, as: UTF8.self)
     }
 
     /// Reads a list the service stored (whole actions), or one the wire or a device's store
@@ -192,7 +215,7 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
     /// `view, Open portal, https://…, clear=true; http, Close door, https://…, method=PUT,
     /// headers.Authorization=Bearer x, body={"a":1}` (values with `,` or `;` in quotes).
     public static func parse(header text: String) throws(ValidationError) -> [NotificationAction] {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = text.trimmingASCIISpace()
         if trimmed.isEmpty { return [] }
         if trimmed.hasPrefix("[") {
             guard let json = JSONParser.parse(Data(trimmed.utf8)) else { throw ValidationError("the actions are not valid JSON") }
@@ -236,7 +259,7 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
     }
 
     private static func flag(_ text: String, _ n: Int) throws(ValidationError) -> Bool {
-        switch text.trimmingCharacters(in: .whitespaces).lowercased() {
+        switch text.trimmingASCIISpace().lowercased() {
         case "true", "yes", "1": return true
         case "false", "no", "0", "": return false
         default: throw ValidationError("action \(n): clear must be true or false")
@@ -246,24 +269,24 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
     /// One validated action; `n` counts from 1 in messages.
     private static func make(_ n: Int, kind: String?, label: String?, url: String?, method: String?, headers: [String: String],
                              body: String?, clear: Bool) throws(ValidationError) -> NotificationAction {
-        guard let kindText = kind?.trimmingCharacters(in: .whitespaces).lowercased(), !kindText.isEmpty else {
+        guard let kindText = kind?.trimmingASCIISpace().lowercased(), !kindText.isEmpty else {
             throw ValidationError("action \(n) needs an action: view or http")
         }
         guard let kind = Kind(rawValue: kindText) else {
             if kindText == "broadcast" { throw ValidationError("action \(n): broadcast actions are Android intents; notty runs view and http actions") }
             throw ValidationError("action \(n): unknown action \(kindText) (use view or http)")
         }
-        guard let label = label?.trimmingCharacters(in: .whitespaces), !label.isEmpty else { throw ValidationError("action \(n) needs a label") }
+        guard let label = label?.trimmingASCIISpace(), !label.isEmpty else { throw ValidationError("action \(n) needs a label") }
         if label.count > maxLabel || label.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             throw ValidationError("action \(n): the label must be one line of at most \(maxLabel) characters")
         }
-        guard let url = url?.trimmingCharacters(in: .whitespaces), !url.isEmpty else { throw ValidationError("action \(n) (\(label)) needs a url") }
+        guard let url = url?.trimmingASCIISpace(), !url.isEmpty else { throw ValidationError("action \(n) (\(label)) needs a url") }
         guard LaunchURL.isValid(url) else { throw ValidationError("action \(n) (\(label)): the url must be an absolute http or https URL of at most 2,048 characters") }
         if kind == .view {
             if method != nil || !headers.isEmpty || body != nil { throw ValidationError("action \(n) (\(label)): a view action has only a label, a url and clear") }
             return NotificationAction(kind: .view, label: label, url: url, clear: clear)
         }
-        let verb = (method?.trimmingCharacters(in: .whitespaces)).flatMap { $0.isEmpty ? nil : $0.uppercased() } ?? "POST"
+        let verb = (method?.trimmingASCIISpace()).flatMap { $0.isEmpty ? nil : $0.uppercased() } ?? "POST"
         guard verb.count <= 16, verb.unicodeScalars.allSatisfy({ ("A"..."Z").contains($0) }) else {
             throw ValidationError("action \(n) (\(label)): the method must be an HTTP method such as POST, PUT or GET")
         }
@@ -302,7 +325,7 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
         var quote: Character?
         func endPart() {
             // Empty parts are kept: `http, , https://…` has no label, not the URL as its label.
-            parts.append(Part(value: current.trimmingCharacters(in: .whitespaces), quoted: quoted))
+            parts.append(Part(value: current.trimmingASCIISpace(), quoted: quoted))
             current = ""
             quoted = nil
         }
@@ -314,7 +337,7 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
             switch character {
             case "\"", "'":
                 // A quote opens a value at its start (after `key=`, or a positional value's start).
-                let before = current.trimmingCharacters(in: .whitespaces)
+                let before = current.trimmingASCIISpace()
                 if before.isEmpty || before.hasSuffix("=") {
                     current = before
                     quote = character
@@ -346,14 +369,14 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
     private static func keyed(_ part: Part) -> (String, String)? {
         if let quoted = part.quoted {
             guard quoted.before.hasSuffix("=") else { return nil }
-            let key = String(quoted.before.dropLast()).trimmingCharacters(in: .whitespaces)
+            let key = String(quoted.before.dropLast()).trimmingASCIISpace()
             return isName(key) ? (key, quoted.value) : nil
         }
         guard let equals = part.value.firstIndex(of: "=") else { return nil }
-        let key = part.value[..<equals].trimmingCharacters(in: .whitespaces)
+        let key = part.value[..<equals].trimmingASCIISpace()
         // A header's name is checked as a header name, so that a bad one is said to be one.
         guard isName(key) || key.lowercased().hasPrefix("headers.") else { return nil }
-        return (key, part.value[part.value.index(after: equals)...].trimmingCharacters(in: .whitespaces))
+        return (key, part.value[part.value.index(after: equals)...].trimmingASCIISpace())
     }
 
     private static func isName(_ key: String) -> Bool {
@@ -452,5 +475,18 @@ extension UserNotification {
             if let result = actionResults?.last(where: { $0.action == index + 1 }) { line += " — " + result.line(now: now) }
             return line
         }
+    }
+}
+
+extension StringProtocol {
+    /// Without leading and trailing spaces, tabs and line breaks (ASCII only: Foundation's
+    /// `trimmingCharacters` costs a bridge to NSString, and actions are read on every publish).
+    func trimmingASCIISpace() -> String {
+        let text = String(self)
+        let utf8 = text.utf8
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        guard let first = utf8.firstIndex(where: { !isSpace($0) }), let last = utf8.lastIndex(where: { !isSpace($0) }) else { return "" }
+        if first == utf8.startIndex && utf8.index(after: last) == utf8.endIndex { return text }
+        return String(text[first...last])
     }
 }

@@ -12,6 +12,9 @@ package struct NotificationColumns {
         "action_state", "snoozed_until", "action_at", "target_policy", "fallback_policy", "launch_url", "actions", "seq",
     ]
     package static let list = names.joined(separator: ", ")
+    /// ``list`` with `actions` read as NULL: for a row whose actions are not wanted (the row a
+    /// re-publish replaces, a tombstone), the longest text is not read at all.
+    package static let listWithoutActions = names.map { $0 == "actions" ? "NULL" : $0 }.joined(separator: ", ")
 
     var id: String
     var userId: String
@@ -53,7 +56,9 @@ package struct NotificationColumns {
             targetPolicy: targetPolicy.flatMap { JSONValue(jsonText: $0) },
             fallbackPolicy: fallbackPolicy.flatMap { JSONValue(jsonText: $0) }, launchUrl: launchUrl,
             actions: actions.flatMap { NotificationAction.list(JSONValue(jsonText: $0)) })
-        return StoredNotification(userId: userId, notification: notification, readChangedAt: readAt, actionChangedAt: actionAt, seq: seq)
+        var row = StoredNotification(userId: userId, notification: notification, readChangedAt: readAt, actionChangedAt: actionAt, seq: seq)
+        row.storedActions = actions
+        return row
     }
 }
 
@@ -121,6 +126,6 @@ extension NotificationColumns {
             modified: ISOTime.millis(n.lastModifiedDateTime), deleted: n.status == .deleted, readState: n.readState.rawValue,
             readAt: s.readChangedAt, actionState: n.userActionState.rawValue, snoozedUntil: n.snoozedUntil.map { ISOTime.millis($0) },
             actionAt: s.actionChangedAt, targetPolicy: n.targetPolicy?.jsonText, fallbackPolicy: n.fallbackPolicy?.jsonText,
-            launchUrl: n.launchUrl, actions: NotificationAction.storedText(n.actions), seq: s.seq)
+            launchUrl: n.launchUrl, actions: s.storedActions ?? NotificationAction.storedText(n.actions), seq: s.seq)
     }
 }

@@ -27,6 +27,7 @@ public enum NotificationRules {
         // made before it (older clocks) lose, and changes made after it win.
         let stamp = max(nowMillis, existing.map { max($0.readChangedAt, $0.actionChangedAt) } ?? 0)
         var row = StoredNotification(userId: input.userId, notification: notification, readChangedAt: stamp, actionChangedAt: stamp, seq: seq)
+        row.storedActions = input.storedActions
         if input.resolved {
             // Handled by the sender (SPEC §7.2): Dismissed with the same clock, so a later user change still wins.
             var state = row.userState

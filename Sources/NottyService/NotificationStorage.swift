@@ -245,6 +245,10 @@ public struct PublishInput: Sendable {
     /// The sender says the matter is over (a webhook's resolved alert): the published
     /// notification is Dismissed, stamped with the service's clock (SPEC §7.2).
     public var resolved: Bool
+    /// The request's actions as stored, written here (on the request's thread), not by the
+    /// storage's one writer.
+    public let storedActions: String?
+
     public init(userId: String, hostName: String, request: PublishRequest, expiration: Date, now: Date, resolved: Bool = false) {
         self.userId = userId
         self.hostName = hostName
@@ -252,5 +256,6 @@ public struct PublishInput: Sendable {
         self.expiration = expiration
         self.now = now
         self.resolved = resolved
+        storedActions = NotificationAction.storedText(request.actions)
     }
 }

@@ -110,6 +110,11 @@ public struct StoredNotification: Sendable, Equatable {
     public var actionChangedAt: Int64
     public var seq: Int64
 
+    /// The actions' column as read (SPEC §12), written back as it is when only the state
+    /// changes: a row read and saved again never serialises its actions anew. Nil for a row
+    /// made here (its actions are written from `notification.actions`).
+    public var storedActions: String?
+
     public init(userId: String, notification: UserNotification, readChangedAt: Int64, actionChangedAt: Int64, seq: Int64) {
         self.userId = userId
         self.notification = notification

@@ -88,14 +88,19 @@ extension SQLiteStorage {
     }
 
     /// The app's active notification with this `appNotificationId`, if any.
+    /// Without its actions: a re-publish replaces them, and what else uses it writes a tombstone.
     static func activeRow(_ db: Database, userId: String, hostName: String, appNotificationId: String) throws -> StoredNotification? {
         try fetchStored(
-            db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
+            db, sql: "SELECT \(NotificationColumns.listWithoutActions) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
             [userId, hostName, appNotificationId])
     }
 
     public func notification(userId: String, hostName: String, appNotificationId: String) async throws -> UserNotification? {
-        try await read { db in try Self.activeRow(db, userId: userId, hostName: hostName, appNotificationId: appNotificationId)?.notification }
+        try await read { db in
+            try Self.fetchStored(
+                db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
+                [userId, hostName, appNotificationId])?.notification
+        }
     }
 
     public func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool {

@@ -79,19 +79,7 @@ extension NtfyAnswer: JSONWritable {
             w.raw("]")
         }
         if let click { w.raw(#","click":"#); w.string(click) }
-        if let actions {
-            w.raw(#","actions":["#)
-            for (index, action) in actions.enumerated() {
-                if index > 0 { w.raw(",") }
-                w.raw(#"{"id":"#); w.string(action.id)
-                w.raw(#","action":"#); w.string(action.action)
-                w.raw(#","label":"#); w.string(action.label)
-                w.raw(#","url":"#); w.string(action.url)
-                if let method = action.method { w.raw(#","method":"#); w.string(method) }
-                w.raw(action.clear ? #","clear":true}"# : #","clear":false}"#)
-            }
-            w.raw("]")
-        }
+        if let actions { w.raw(#","actions":"#); w.array(actions) }
         if let sequenceId { w.raw(#","sequence_id":"#); w.string(sequenceId) }
         w.raw("}")
     }
@@ -99,7 +87,7 @@ extension NtfyAnswer: JSONWritable {
 
 /// One of a message's buttons, as ntfy writes it: `view` opens `url` on the phone; `http`
 /// makes the request itself (here always back to notty, which runs the action: SPEC §12).
-public struct NtfyAction: Codable, Sendable, Equatable {
+public struct NtfyAction: Codable, Sendable, Equatable, JSONWritable {
     public var id: String
     public var action: String
     public var label: String
@@ -114,5 +102,14 @@ public struct NtfyAction: Codable, Sendable, Equatable {
         self.url = url
         self.method = method
         self.clear = clear
+    }
+
+    public func write(to w: inout JSONWriter) {
+        w.raw(#"{"id":"#); w.string(id)
+        w.raw(#","action":"#); w.string(action)
+        w.raw(#","label":"#); w.string(label)
+        w.raw(#","url":"#); w.string(url)
+        if let method { w.raw(#","method":"#); w.string(method) }
+        w.raw(clear ? #","clear":true}"# : #","clear":false}"#)
     }
 }

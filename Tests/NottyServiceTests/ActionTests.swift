@@ -80,6 +80,7 @@ struct ActionTests {
             let after = try await world.notification(client, id)
             #expect(after.userActionState == .dismissed)
             #expect(after.readState == .read)
+            #expect(after.actions?.map(\.label) == ["Silence 1h", "Runbook"], "a state change kept the actions")
             #expect(after.actionResults?.map(\.status) == [.done])
             #expect(after.actionResults?.first?.label == "Silence 1h")
             let feed = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
