@@ -60,7 +60,7 @@ enum ServeConfigFile {
                 continue
             }
             // A repeatable flag as an array: action-allow = ["10.0.0.0/8", "hooks.example.com"].
-            if let array = setting.array {
+            if let array = setting.array, Self.repeatable.contains(key) {
                 for item in array {
                     let value = try Self.text(of: item, key: key, file: file)
                     try check(key: key, value: value, file: file)
@@ -75,6 +75,9 @@ enum ServeConfigFile {
         }
         return flags
     }
+
+    /// The flags that may be given more than once, so an array in the file.
+    static let repeatable: Set<String> = ["action-allow"]
 
     /// `[escalation.commands]`: `NAME = "LINE"` a command, as `--escalation-command NAME=LINE`.
     private static func escalationFlags(_ setting: TOMLValueConvertible, file: String) throws -> [String] {

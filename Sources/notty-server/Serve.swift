@@ -98,7 +98,7 @@ struct Serve: AsyncParsableCommand {
         }
         if let ntfyUpstream {
             guard LaunchURL.isValid(ntfyUpstream), !ntfyUpstream.contains("?") else { throw ArgumentParser.ValidationError("--ntfy-upstream must be an ntfy server's http(s) URL, e.g. https://ntfy.sh") }
-            guard publicURL != nil else { throw ArgumentParser.ValidationError("--ntfy-upstream needs --public-url: the upstream names a topic by the hash of its URL as the phone knows it") }
+            guard publicURL != nil else { throw ArgumentParser.ValidationError("--ntfy-upstream and --public-url go together: the upstream knows a topic by the hash of its URL as the phone has it") }
         }
         if ntfyUpstreamToken != nil && ntfyUpstream == nil { throw ArgumentParser.ValidationError("--ntfy-upstream-token goes with --ntfy-upstream") }
     }

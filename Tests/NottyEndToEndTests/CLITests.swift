@@ -98,6 +98,8 @@ struct CLITests {
             host = "127.0.0.1"
             public-url = "https://notty.example.com"
             max-title = 2048
+            action-allow = ["10.0.0.0/8", "hooks.example.com"]
+            ntfy-upstream = "https://ntfy.sh"
             """.write(to: file, atomically: true, encoding: .utf8)
         func tokenEndpoint(_ serve: ServeProcess) async throws -> String {
             let answer = try await Repository.run(["curl", "-s", "--max-time", "30", serve.url + "/common/v2.0/.well-known/openid-configuration"])
@@ -125,6 +127,11 @@ struct CLITests {
         try await refused("port = 99999\n", says: "bad.toml: --port must be")
         try await refused("port = \n", says: "bad.toml:1:")
         try await refused("port = [1, 2]\n", says: "bad.toml: port must be a string or a number")
+        try await refused("action-allow = [\"10.0.0.0/99\"]\n", says: "bad.toml: --action-allow 10.0.0.0/99: give a host name")
+        // A pair of settings is checked as the command line is: the same line as for the flags.
+        try "ntfy-upstream = \"https://ntfy.sh\"\n".write(to: home.appendingPathComponent("bad.toml"), atomically: true, encoding: .utf8)
+        let unpaired = try await notty(["serve", "--config", home.appendingPathComponent("bad.toml").path])
+        #expect(unpaired.status != 0 && unpaired.err.contains("--ntfy-upstream and --public-url go together") && unpaired.err.split(separator: "\n").count == 1, "\(unpaired.err)")
         try await refused(nil, says: "cannot read the settings file")
         let help = try await notty(["serve", "--help"])
         #expect(help.out.contains("--config <file>"), "\(help.out)")
