@@ -102,14 +102,15 @@ public actor ServiceClient {
     }
 
     /// Sends a request as the signed-in user; a 401 leads to one refresh and one retry.
-    public func send(_ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], json: Data? = nil) async throws -> HTTPAnswer {
+    /// `timeout`: this request's, when it must wait longer than the client's (an action's run).
+    public func send(_ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], json: Data? = nil, timeout: TimeAmount? = nil) async throws -> HTTPAnswer {
         if credentials.accessTokenExpires.timeIntervalSinceNow < 60 {
             _ = try await refresh(after: credentials.accessToken)
         }
-        var answer = try await attempt(method, path, headers: headers, json: json, token: credentials.accessToken)
+        var answer = try await attempt(method, path, headers: headers, json: json, token: credentials.accessToken, timeout: timeout)
         if answer.status == 401 {
             _ = try await refresh(after: credentials.accessToken)
-            answer = try await attempt(method, path, headers: headers, json: json, token: credentials.accessToken)
+            answer = try await attempt(method, path, headers: headers, json: json, token: credentials.accessToken, timeout: timeout)
             if answer.status == 401 {
                 throw SyncError.signInAgain("the service no longer accepts this device's sign-in: run notty login again (queued changes are kept)")
             }
@@ -121,10 +122,10 @@ public actor ServiceClient {
         return answer
     }
 
-    private func attempt(_ method: HTTPMethod, _ path: String, headers: [(String, String)], json: Data?, token: String) async throws -> HTTPAnswer {
+    private func attempt(_ method: HTTPMethod, _ path: String, headers: [(String, String)], json: Data?, token: String, timeout: TimeAmount?) async throws -> HTTPAnswer {
         var all = headers + [("Authorization", "Bearer \(token)")]
         if json != nil { all.append(("Content-Type", "application/json")) }
-        return try await Self.send(method, credentials.server + path, headers: all, body: json, http: http, timeout: timeout)
+        return try await Self.send(method, credentials.server + path, headers: all, body: json, http: http, timeout: timeout ?? self.timeout)
     }
 
     // MARK: - Tokens

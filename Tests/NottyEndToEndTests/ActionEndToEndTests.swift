@@ -106,3 +106,33 @@ struct ActionEndToEndTests {
         #expect(try NottyJSON.decoder.decode(UserNotification.self, from: Data(onA.utf8)).userActionState == .dismissed, "\(onA)")
     }
 }
+
+@Suite("Actions end to end on two instances", .timeLimit(.minutes(5)), .serialized,
+       .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
+struct ActionInstancesEndToEndTests {
+    @Test("two notty serve instances on one PostgreSQL: notty act on A (instance 1) and B (instance 2) at once makes one request; both show the outcome")
+    func pressThroughTwoInstances() async throws {
+        let recorder = TargetRecorder()
+        try await recorder.application().test(.live) { client in
+            let port = try #require(client.port)
+            let directory = Repository.temporaryDirectory("notty-instances")
+            let environment = ["NOTTY_POSTGRES_URL": try await TestPostgres.createDatabase()]
+            let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment)
+            let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
+            let world = try await TwoDevices(directory: directory, a: one, b: two)
+            let id = try await world.publish("Roll back web 1.42?", extra: ["--action", "http, Roll back, http://127.0.0.1:\(port)/rollback, clear=true"])
+            #expect(try await world.b.run(["sync"]).status == 0)
+            async let onA = world.a.run(["act", id, "1"])
+            async let onB = world.b.run(["act", id, "Roll back"])
+            let (ra, rb) = try await (onA, onB)
+            #expect(ra.status == 0 && rb.status == 0, "A: \(ra.err) B: \(rb.err)")
+            #expect(recorder.matching("POST", "/rollback").count == 1, "\(recorder.paths())")
+            for device in [world.a, world.b] {
+                #expect(try await device.run(["sync"]).status == 0)
+                let shown = try await device.run(["show", id, "--json"]).out
+                let n = try NottyJSON.decoder.decode(UserNotification.self, from: Data(shown.utf8))
+                #expect(n.actionResults?.first?.status == .done && n.userActionState == .dismissed, "\(shown)")
+            }
+        }
+    }
+}
