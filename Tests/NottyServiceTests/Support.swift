@@ -153,19 +153,43 @@ extension ServiceHarness {
         _ client: any TestClientProtocol, user: String = "alice", host: String = "graphnotifications.sample.windows.com",
         app: (clientId: String, clientSecret: String)? = nil
     ) async throws -> World {
-        try await service.admin.addUser(name: user, password: "pw-\(user)")
+        // A storage just started on a loaded machine may not answer in time at first: tried again.
+        func patiently<T>(_ work: () async throws -> T) async throws -> T {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while true {
+                do {
+                    return try await work()
+                } catch let error where ContinuousClock.now < deadline && "\(error)".contains("navailable") {
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+            }
+        }
+        _ = try await patiently { try await service.admin.addUser(name: user, password: "pw-\(user)") }
         let credentials: (clientId: String, clientSecret: String)
-        if let app { credentials = app } else { credentials = try await service.admin.addApp(hostName: host) }
-        let login = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=\(user)&password=pw-\(user)")
-        precondition(login.status == .ok, "login failed: \(login.text)")
-        let userToken = login.string("access_token")!
-        let appLogin = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(credentials.clientId)&client_secret=\(credentials.clientSecret)&scope=x")
-        precondition(appLogin.status == .ok, "app login failed: \(appLogin.text)")
-        let sub = try await client.call(.post, "/v1/me/subscriptions", token: userToken, json: #"{"targetHostName":"\#(host)","deviceName":"test","platform":"websocket"}"#)
-        precondition(sub.status == .created, "subscribe failed: \(sub.text)")
+        if let app { credentials = app } else { credentials = try await patiently { try await service.admin.addApp(hostName: host) } }
+        // A storage just started on a loaded machine may answer 503 (retry later) at first: asked again, as a client would.
+        func settled(_ call: () async throws -> Reply) async throws -> Reply {
+            let deadline = ContinuousClock.now + .seconds(60)
+            var reply = try await call()
+            while reply.status == .serviceUnavailable && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+                reply = try await call()
+            }
+            return reply
+        }
+        let login = try await settled { try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=\(user)&password=pw-\(user)") }
+        guard login.status == .ok, let userToken = login.string("access_token") else { throw SupportError("login failed: \(login.status) \(login.text)") }
+        let appLogin = try await settled {
+            try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(credentials.clientId)&client_secret=\(credentials.clientSecret)&scope=x")
+        }
+        guard appLogin.status == .ok else { throw SupportError("app login failed: \(appLogin.status) \(appLogin.text)") }
+        let sub = try await settled {
+            try await client.call(.post, "/v1/me/subscriptions", token: userToken, json: #"{"targetHostName":"\#(host)","deviceName":"test","platform":"websocket"}"#)
+        }
+        guard sub.status == .created else { throw SupportError("subscribe failed: \(sub.status) \(sub.text)") }
         return World(
-            userToken: userToken, refreshToken: login.string("refresh_token")!, appToken: appLogin.string("access_token")!,
-            unsId: sub.string("userNotificationSubscriptionId")!, clientId: credentials.clientId, clientSecret: credentials.clientSecret, host: host)
+            userToken: userToken, refreshToken: login.string("refresh_token") ?? "", appToken: appLogin.string("access_token") ?? "",
+            unsId: sub.string("userNotificationSubscriptionId") ?? "", clientId: credentials.clientId, clientSecret: credentials.clientSecret, host: host)
     }
 }
 
