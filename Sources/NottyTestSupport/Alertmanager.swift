@@ -71,10 +71,7 @@ public final class TestAlertmanager: @unchecked Sendable {  // @unchecked: holds
     }
 
     public func stop() {
-        if let process, process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        if let process { terminate(process) }
         process = nil
         try? FileManager.default.removeItem(at: directory)
     }

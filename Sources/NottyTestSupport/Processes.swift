@@ -23,18 +23,9 @@ public enum Repository {
     /// ``run(_:environment:)`` holding the calling thread until the command ends: for code
     /// that is not a test task (a benchmark's timed block, a set-up already off the pool).
     public static func runWaiting(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.currentDirectoryURL = root
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let ended = try runToEnd("/usr/bin/env", arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+                                 directory: root, name: arguments.joined(separator: " "), sameStream: true)
+        return (ended.status, String(decoding: ended.out, as: UTF8.self))
     }
 
     /// A fresh temporary directory.
@@ -92,26 +83,10 @@ public struct NottyCLI: Sendable {
     /// benchmark's timed block.
     @discardableResult
     public func runWaiting(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> Result {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe(), stdin = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = stdin
-        try process.run()
-        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-        try stdin.fileHandleForWriting.close()
-        // Read both pipes concurrently so a chatty stderr cannot block the child; stderr's
-        // reader hands its bytes over when it has read to the end (this thread sleeps until then).
-        let errData = OneShot<Data>()
-        let reader = Thread { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
-        reader.start()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let errText = errData.wait() ?? Data()
-        return Result(status: process.terminationStatus, out: String(decoding: outData, as: UTF8.self), err: String(decoding: errText, as: UTF8.self))
+        let ended = try runToEnd(binary.path, arguments,
+                                 environment: ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }.merging(environment) { $1 },
+                                 name: "notty " + arguments.joined(separator: " "), input: Data((input ?? "").utf8))
+        return Result(status: ended.status, out: String(decoding: ended.out, as: UTF8.self), err: String(decoding: ended.err, as: UTF8.self))
     }
 
     /// Starts `notty arguments…` in the background with stdout and stderr going to `log`;
@@ -122,6 +97,76 @@ public struct NottyCLI: Sendable {
                         terminationHandler: terminationHandler)
     }
 }
+
+/// How long a command a test runs may take before it is killed and the test fails with its
+/// output: a hung child must fail its test, never hold up the whole run (Swift Testing's time
+/// limits cannot end a thread that waits for a process).
+public let commandLimit: TimeInterval = 300
+
+/// Runs `path arguments…` with exactly `environment`, in `directory` when given, with `input`
+/// on its stdin, to its end, at most `limit` seconds: its exit status (128 + the signal when a
+/// signal ended it) and what it wrote (stderr in `out` too when `sameStream`). Both pipes are
+/// read at once, so a chatty stderr cannot block the child. Throws, naming the command
+/// (`name`), when it outlives the limit (it is killed) or, once it has ended, leaves its output
+/// open to a child of its own for `grace` seconds.
+///
+/// Started with ``spawn(_:_:environment:newSession:files:)`` and reaped with `waitpid`, not
+/// with Foundation's `Process`: that one reports an exit only once every process that inherited
+/// its private socket has ended, so a child's own child (a daemon it starts) would hold it.
+public func runToEnd(_ path: String, _ arguments: [String], environment: [String: String], directory: URL? = nil, name: String,
+                     input: Data = Data(), sameStream: Bool = false,
+                     limit: TimeInterval = commandLimit, grace: TimeInterval = 30) throws -> (status: Int32, out: Data, err: Data) {
+    func makePipe() throws -> (read: Int32, write: Int32) {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw SupportError("pipe: \(String(cString: strerror(errno)))") }
+        for fd in ends { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }  // other tests' children (their spawn closes them anyway)
+        return (ends[0], ends[1])
+    }
+    let out = try makePipe(), err = sameStream ? out : try makePipe(), stdin = try makePipe()
+    let pid: pid_t
+    do {
+        pid = try spawn(path, arguments, environment: environment) { actions in
+            posix_spawn_file_actions_adddup2(&actions, stdin.read, 0)
+            posix_spawn_file_actions_adddup2(&actions, out.write, 1)
+            posix_spawn_file_actions_adddup2(&actions, err.write, 2)
+            if let directory { _ = addChangeDirectory?(&actions, directory.path) }
+        }
+    } catch {
+        for fd in Set([out.read, out.write, err.read, err.write, stdin.read, stdin.write]) { close(fd) }
+        throw error
+    }
+    for fd in Set([out.write, err.write, stdin.read]) { close(fd) }
+    let outData = OneShot<Data>(), errData = OneShot<Data>(), exited = OneShot<Int32>()
+    Thread { outData.set(FileHandle(fileDescriptor: out.read, closeOnDealloc: true).readDataToEndOfFile()) }.start()
+    if !sameStream { Thread { errData.set(FileHandle(fileDescriptor: err.read, closeOnDealloc: true).readDataToEndOfFile()) }.start() }
+    Thread {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        exited.set(status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + status & 0x7f)
+    }.start()
+    let writer = FileHandle(fileDescriptor: stdin.write, closeOnDealloc: true)
+    try? writer.write(contentsOf: input)  // a child that exits without reading it closes the pipe: nothing to tell
+    try? writer.close()
+    guard let status = exited.wait(until: Date().addingTimeInterval(limit)) else {
+        kill(pid, SIGKILL)
+        _ = exited.wait(until: Date().addingTimeInterval(10))
+        let partial = outData.wait(until: Date().addingTimeInterval(5)).map { String(decoding: $0, as: UTF8.self) } ?? "(still open)"
+        throw SupportError("\(name) did not end within \(Int(limit)) s and was killed; its output: \(partial)")
+    }
+    // Ended: its pipes close with it unless a child of its own still holds them.
+    let closed = Date().addingTimeInterval(grace)
+    guard let outBytes = outData.wait(until: closed), let errBytes = sameStream ? Data() : errData.wait(until: closed) else {
+        throw SupportError("\(name) ended (status \(status)) but a process it started still holds its output open")
+    }
+    return (status, outBytes, errBytes)
+}
+
+/// glibc's `posix_spawn_file_actions_addchdir_np` (2.29 and later), which Swift's Glibc module
+/// does not declare; found at run time.
+private let addChangeDirectory: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32)? = {
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np") else { return nil }
+    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32).self)
+}()
 
 /// Starts `path arguments…` in the background, stdin empty, stdout and stderr going to `log`
 /// (made anew), with this process's environment plus `environment`. `terminationHandler`, when
@@ -239,6 +284,20 @@ public final class ServeProcess: @unchecked Sendable {  // @unchecked: holds Fou
 public struct SupportError: Error, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// Stops `process`: SIGTERM, then SIGKILL when it has not ended within `grace` seconds (a
+/// process that ignores SIGTERM must fail its test, not hang the run). True when SIGTERM did it.
+@discardableResult
+public func terminate(_ process: Process, grace: TimeInterval = 10) -> Bool {
+    guard process.isRunning else { return true }
+    process.terminate()
+    let deadline = Date().addingTimeInterval(grace)
+    while process.isRunning && Date() < deadline { usleep(20_000) }
+    guard process.isRunning else { return true }
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+    return false
 }
 
 /// Polls `condition` every 20 ms until it holds or `timeout` passes.

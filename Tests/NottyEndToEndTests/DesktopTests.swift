@@ -87,8 +87,7 @@ struct DesktopTests {
         #expect(try await desktop.displayed() == 1, "a re-publish made a second popup")
 
         // poll restarted: no second popup, and the old one still closes when handled elsewhere.
-        pollB.terminate()
-        pollB.waitUntilExit()
+        #expect(terminate(pollB), "notty poll did not end within 10 s of SIGTERM")
         let callsBeforeRestart = desktop.notifyCalls().count
         (pollB, logB) = try startB("poll-b2.log")
         #expect(await eventually(timeout: .seconds(10)) { text(logB).contains("connection: live") })
@@ -105,8 +104,7 @@ struct DesktopTests {
         #expect(summaries.contains("Deploy finished"), "the popup did not show the re-published title: \(summaries)")
 
         // Handled before it arrives: B is stopped, A dismisses a new one; B starts and shows nothing.
-        pollB.terminate()
-        pollB.waitUntilExit()
+        #expect(terminate(pollB), "notty poll did not end within 10 s of SIGTERM")
         let fourth = try await world.publish("Backup failed")
         #expect(try await a.run(["sync"]).status == 0)
         #expect(try await a.run(["dismiss", fourth]).status == 0)

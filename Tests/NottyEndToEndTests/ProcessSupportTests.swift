@@ -35,4 +35,30 @@ struct ProcessSupportTests {
         process.waitUntilExit()
         #expect(text == "ran a b\n" && process.terminationStatus == 0)
     }
+
+    @Test("a command that hangs, or ends leaving a child that holds its output, fails its test with its name and output, and never holds up the run")
+    func hungCommandsFail() throws {
+        func shell(_ script: String, name: String, limit: TimeInterval = commandLimit, grace: TimeInterval = 30) throws -> (status: Int32, out: Data, err: Data) {
+            try runToEnd("/bin/sh", ["-c", script], environment: [:], name: name, limit: limit, grace: grace)
+        }
+        let start = Date()
+        #expect {
+            try shell("echo started; exec sleep 600", name: "hung", limit: 1)
+        } throws: { error in
+            "\(error)".contains("hung did not end within 1 s and was killed; its output: started")
+        }
+        #expect {
+            try shell("sleep 601 & echo left", name: "parent", limit: 60, grace: 1)
+        } throws: { error in
+            "\(error)".contains("parent ended (status 0) but a process it started still holds its output open")
+        }
+        #expect(Date().timeIntervalSince(start) < 60, "waited out a limit")
+        _ = try? Repository.runWaiting(["pkill", "-f", "^sleep 60[01]$"])
+        let fine = try shell("echo out; echo err >&2; exit 3", name: "fine")
+        #expect(fine.status == 3 && String(decoding: fine.out, as: UTF8.self) == "out\n" && String(decoding: fine.err, as: UTF8.self) == "err\n")
+        let here = try Repository.runWaiting(["sh", "-c", "pwd; test -x .ci/run && echo found"])
+        #expect(here.status == 0 && here.output == Repository.root.path + "\nfound\n", "\(here.output)")
+        let input = try NottyCLI(home: Repository.temporaryDirectory("notty-stdin")).runWaiting(["admin", "user", "add", "bob"], input: "pw\n")
+        #expect(input.status == 0, "\(input.err)")
+    }
 }

@@ -154,29 +154,24 @@ extension ServiceHarness {
         _ client: any TestClientProtocol, user: String = "alice", host: String = "graphnotifications.sample.windows.com",
         app: (clientId: String, clientSecret: String)? = nil
     ) async throws -> World {
-        // A storage just started on a loaded machine may not answer in time at first: tried again.
-        func patiently<T>(_ work: () async throws -> T) async throws -> T {
+        // A storage just started on a loaded machine may not answer in time at first (it throws
+        // "unavailable", or a route answers 503, retry later): asked again for up to a minute,
+        // as a client would.
+        func patiently<T>(_ work: () async throws -> T, busy: (T) -> Bool = { _ in false }) async throws -> T {
             let deadline = ContinuousClock.now + .seconds(60)
             while true {
                 do {
-                    return try await work()
-                } catch let error where ContinuousClock.now < deadline && "\(error)".contains("navailable") {
-                    try await Task.sleep(for: .milliseconds(200))
-                }
+                    let result = try await work()
+                    if !busy(result) || ContinuousClock.now >= deadline { return result }
+                } catch let error where ContinuousClock.now < deadline && "\(error)".contains("navailable") {}
+                try await Task.sleep(for: .milliseconds(200))
             }
         }
         _ = try await patiently { try await service.admin.addUser(name: user, password: "pw-\(user)") }
         let credentials: (clientId: String, clientSecret: String)
         if let app { credentials = app } else { credentials = try await patiently { try await service.admin.addApp(hostName: host) } }
-        // A storage just started on a loaded machine may answer 503 (retry later) at first: asked again, as a client would.
         func settled(_ call: () async throws -> Reply) async throws -> Reply {
-            let deadline = ContinuousClock.now + .seconds(60)
-            var reply = try await call()
-            while reply.status == .serviceUnavailable && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(200))
-                reply = try await call()
-            }
-            return reply
+            try await patiently(call, busy: { $0.status == .serviceUnavailable })
         }
         let login = try await settled { try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=\(user)&password=pw-\(user)") }
         guard login.status == .ok, let userToken = login.string("access_token") else { throw SupportError("login failed: \(login.status) \(login.text)") }
