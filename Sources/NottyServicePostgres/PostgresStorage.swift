@@ -85,14 +85,33 @@ public final class PostgresStorage: NotificationStorage {
         onCredentialsChange.set(handler)
     }
 
+    /// Stops listening and closes the pool's connections, waiting at most `patience` for them:
+    /// a connection the pool cannot get back (a LISTEN that PostgresNIO never answers) must not
+    /// keep `notty serve` from exiting. What is left then is logged.
     public func close() async throws {
         let running = tasks.withLock { tasks -> [Task<Void, Never>] in
             defer { tasks = [] }
             return tasks
         }
         for task in running { task.cancel() }
-        for task in running { await task.value }
+        let ended = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let first = FirstAnswer(continuation)
+            Task {
+                for task in running { await task.value }
+                first.resume(true)
+            }
+            Task {
+                try? await Task.sleep(for: Self.closePatience)
+                first.resume(false)
+            }
+        }
+        if !ended {
+            logger.warning("PostgreSQL connections still open \(Self.closePatience) after close; left to the process's end", metadata: ["url": "\(url)"])
+        }
     }
+
+    /// How long ``close()`` waits for the listener and the pool.
+    static let closePatience = Duration.seconds(10)
 
     // MARK: - Running calls
 

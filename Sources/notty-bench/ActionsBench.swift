@@ -113,31 +113,37 @@ struct ActionsBench {
         let tally = answers.update { $0 }.sorted { $0.key < $1.key }.map { "\($0.value)× \($0.key)" }.joined(separator: ", ")
         print(String(format: "1,000 presses of one action from 10 devices at once (%.2f s): %d request(s) reached the target; answers: %@", elapsed, requests, tally))
 
-        // 3. The publish rate with actions against none (64 clients, 5 s each, in place).
-        func rate(actions count: Int, tag: String) async throws -> HTTPLoad.Result {
+        // 3. The publish rate with actions against none (64 clients, 5 s each, in place), and
+        // against none with a body as long as the three actions' (what the bytes cost alone).
+        enum Variant: String, CaseIterable { case none, one, three, padded }
+        func rate(_ variant: Variant, tag: String) async throws -> HTTPLoad.Result {
             try await HTTPLoad.run(servers: [service.base], clients: 64, seconds: 5, expect: 201) { [appToken = service.appToken, unsId = service.unsId] client, n, host in
                 let key = "\(tag)-\(client)-\(n % 20)"
-                let extra = count == 3 ? #","actions":[\#(actions(key))]"#
-                    : count == 1 ? #","actions":[{"action":"http","label":"Silence 1h","url":"http://127.0.0.1:\#(port)/act/\#(key)","clear":true}]"# : ""
+                let extra = switch variant {
+                case .none: ""
+                case .one: #","actions":[{"action":"http","label":"Silence 1h","url":"http://127.0.0.1:\#(port)/act/\#(key)","clear":true}]"#
+                case .three: #","actions":[\#(actions(key))]"#
+                case .padded: #","payload2":{"visualContent":{"body":"\#(String(repeating: "x", count: actions(key).utf8.count))"}}"#
+                }
                 let body = #"{"appNotificationId":"\#(key)","payload":{"visualContent":{"title":"Deploy \#(n)?"}}\#(extra)}"#
                 return "POST /beta/me/notifications HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(appToken)\r\nX-UNS-ID: \(unsId)\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
             }
         }
-        _ = try await rate(actions: 0, tag: "warm")
-        _ = try await rate(actions: 3, tag: "three")
-        _ = try await rate(actions: 1, tag: "one")
+        for variant in Variant.allCases { _ = try await rate(variant, tag: "warm-\(variant)") }
         // Alternated, three rounds: the machine's drift falls on each alike.
-        var rates: [Int: [HTTPLoad.Result]] = [:]
+        var rates: [Variant: [HTTPLoad.Result]] = [:]
         for _ in 0..<3 {
-            for count in [0, 1, 3] { rates[count, default: []].append(try await rate(actions: count, tag: ["none", "one", "", "three"][count])) }
+            for variant in Variant.allCases { rates[variant, default: []].append(try await rate(variant, tag: variant.rawValue)) }
         }
-        func mean(_ count: Int) -> Double { (rates[count] ?? []).map(\.rate).reduce(0, +) / 3 }
-        func runs(_ count: Int) -> String { (rates[count] ?? []).map { String(format: "%.0f", $0.rate) }.joined(separator: "/") }
+        func mean(_ variant: Variant) -> Double { (rates[variant] ?? []).map(\.rate).reduce(0, +) / 3 }
+        func runs(_ variant: Variant) -> String { (rates[variant] ?? []).map { String(format: "%.0f", $0.rate) }.joined(separator: "/") }
+        func share(_ variant: Variant, of base: Variant) -> Double { 100 * mean(variant) / max(1, mean(base)) }
         let failed = rates.values.flatMap { $0 }.map(\.other).reduce(0, +)
         print(String(format: "publishes/s, 64 clients, 5 s each, alternated 3 rounds (1,280 ids published again and again), %d non-201:", failed))
-        print(String(format: "  none %@ (mean %.0f); 1 action (Silence 1h) %@ (mean %.0f, %.1f%% of none); 3 actions with headers and a body %@ (mean %.0f, %.1f%% of none)",
-                     runs(0), mean(0), runs(1), mean(1), 100 * mean(1) / max(1, mean(0)), runs(3), mean(3), 100 * mean(3) / max(1, mean(0))))
+        print(String(format: "  none %@ (mean %.0f); 1 action (Silence 1h) %@ (mean %.0f, %.1f%% of none)", runs(.none), mean(.none), runs(.one), mean(.one), share(.one, of: .none)))
+        print(String(format: "  3 actions with headers and a body %@ (mean %.0f, %.1f%% of none); none with as many bytes (an unknown member) %@ (mean %.0f, %.1f%% of none): 3 actions are %.1f%% of the same bytes without them",
+                     runs(.three), mean(.three), share(.three, of: .none), runs(.padded), mean(.padded), share(.padded, of: .none), share(.three, of: .padded)))
     }
 
     private func latestCursor() async throws -> String {

@@ -30,24 +30,24 @@ struct DesktopTests {
         func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
         var (pollB, logB) = try startB("poll-b.log")
         defer { if pollB.isRunning { pollB.terminate() } }
-        #expect(await eventually(timeout: .seconds(10)) { text(logB).contains("desktop popups through dunst") && text(logB).contains("connection: live") && text(logA).contains("connection: live") },
+        #expect(await eventually(timeout: .seconds(60)) { text(logB).contains("desktop popups through dunst") && text(logB).contains("connection: live") && text(logA).contains("connection: live") },
                 "poll --desktop did not start:\n\(text(logB))")
         let storeA = try world.store(a)
 
         // A publish pops up once.
         let first = try await world.publish("Build #1 failed", body: "3 tests <failed>")
-        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 }, "no popup:\n\(text(logB))")
+        #expect(await eventually(timeout: .seconds(30)) { (try? await desktop.displayed()) == 1 }, "no popup:\n\(text(logB))")
         // Dismissed on A: B's popup closes (within 1 s: notty-bench desktop).
         #expect(try await a.run(["dismiss", first]).status == 0)
         let dismissStart = ContinuousClock.now
-        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 0 }, "the popup stayed after a dismiss on A:\n\(text(logB))")
+        #expect(await eventually(timeout: .seconds(30)) { (try? await desktop.displayed()) == 0 }, "the popup stayed after a dismiss on A:\n\(text(logB))")
         report("dismiss on A → popup closed on B: \(dismissStart.duration(to: .now))")
 
         // The user closes a popup on B: A's store says Dismissed.
         let second = try await world.publish("Disk 91% full")
-        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 })
+        #expect(await eventually(timeout: .seconds(30)) { (try? await desktop.displayed()) == 1 })
         try await desktop.closeTopmost()
-        #expect(try await eventually(timeout: .seconds(10)) { try (await storeA.perform { try $0.notification(id: second) })?.userActionState == .dismissed },
+        #expect(try await eventually(timeout: .seconds(30)) { try (await storeA.perform { try $0.notification(id: second) })?.userActionState == .dismissed },
                 "closing the popup did not dismiss it on A:\n\(text(logB))")
 
         // A click on a popup (its default action) activates it everywhere and opens its link;
@@ -56,20 +56,20 @@ struct DesktopTests {
                                 "--uns-id", world.uns, "--title", "PR #7 opened", "--url", "https://example.com/pr/7"])
         let clicked = linked.out.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(linked.status == 0, "\(linked.err)")
-        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 })
+        #expect(await eventually(timeout: .seconds(30)) { (try? await desktop.displayed()) == 1 })
         try await desktop.clickTopmost()
-        #expect(try await eventually(timeout: .seconds(10)) {
+        #expect(try await eventually(timeout: .seconds(30)) {
             let n = try (await storeA.perform { try $0.notification(id: clicked) })
             return n?.userActionState == .activated && n?.readState == .read
         }, "a click did not activate it on A:\n\(text(logB))")
-        #expect(await eventually(timeout: .seconds(10)) { text(opened) == "https://example.com/pr/7\n" }, "the link was not opened: \(text(opened))")
-        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 0 })
+        #expect(await eventually(timeout: .seconds(30)) { text(opened) == "https://example.com/pr/7\n" }, "the link was not opened: \(text(opened))")
+        #expect(await eventually(timeout: .seconds(30)) { (try? await desktop.displayed()) == 0 })
         let menu = try await world.publish("Certificate expires in 7 days")
-        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 })
+        #expect(await eventually(timeout: .seconds(30)) { (try? await desktop.displayed()) == 1 })
         try await desktop.chooseAction("Dismiss")
-        #expect(try await eventually(timeout: .seconds(10)) { try (await storeA.perform { try $0.notification(id: menu) })?.userActionState == .dismissed },
+        #expect(try await eventually(timeout: .seconds(30)) { try (await storeA.perform { try $0.notification(id: menu) })?.userActionState == .dismissed },
                 "Dismiss in the popup's menu did not dismiss it on A:\n\(text(logB))")
-        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 0 })
+        #expect(await eventually(timeout: .seconds(30)) { (try? await desktop.displayed()) == 0 })
 
         // A re-publish replaces the popup in place: still one, with the new title.
         let publish = { (title: String) async throws -> String in
@@ -79,9 +79,9 @@ struct DesktopTests {
             return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         let third = try await publish("Deploy started")
-        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 })
+        #expect(await eventually(timeout: .seconds(30)) { (try? await desktop.displayed()) == 1 })
         #expect(try await publish("Deploy finished") == third)
-        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Deploy finished" } }, "the re-publish was not shown")
+        #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "Deploy finished" } }, "the re-publish was not shown")
         let replacement = desktop.notifyCalls().last { $0.summary == "Deploy finished" }
         #expect(replacement?.replacesId != 0, "a re-publish made a second popup: \(desktop.notifyCalls())")
         #expect(try await desktop.displayed() == 1, "a re-publish made a second popup")
@@ -90,16 +90,16 @@ struct DesktopTests {
         #expect(terminate(pollB), "notty poll did not end within 10 s of SIGTERM")
         let callsBeforeRestart = desktop.notifyCalls().count
         (pollB, logB) = try startB("poll-b2.log")
-        #expect(await eventually(timeout: .seconds(10)) { text(logB).contains("connection: live") })
+        #expect(await eventually(timeout: .seconds(30)) { text(logB).contains("connection: live") })
         // A barrier: one more notification, shown after whatever the restart would show.
         let barrier = try await world.publish("Barrier after the restart")
-        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Barrier after the restart" } })
+        #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "Barrier after the restart" } })
         #expect(desktop.notifyCalls().dropFirst(callsBeforeRestart).map(\.summary) == ["Barrier after the restart"], "the restarted poll showed a popup twice: \(desktop.notifyCalls())")
         #expect(try await a.run(["sync"]).status == 0)
         #expect(try await a.run(["dismiss", barrier]).status == 0)
-        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 })
+        #expect(await eventually(timeout: .seconds(30)) { (try? await desktop.displayed()) == 1 })
         #expect(try await a.run(["read", third]).status == 0)
-        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 0 }, "the restarted poll did not close the old popup")
+        #expect(await eventually(timeout: .seconds(30)) { (try? await desktop.displayed()) == 0 }, "the restarted poll did not close the old popup")
         let summaries = try await desktop.historySummaries()
         #expect(summaries.contains("Deploy finished"), "the popup did not show the re-published title: \(summaries)")
 
@@ -110,9 +110,9 @@ struct DesktopTests {
         #expect(try await a.run(["dismiss", fourth]).status == 0)
         let callsBeforeThird = desktop.notifyCalls().count
         (pollB, logB) = try startB("poll-b3.log")
-        #expect(try await eventually(timeout: .seconds(10)) { try (await world.store(b).perform { try $0.notification(id: fourth) })?.userActionState == .dismissed })
+        #expect(try await eventually(timeout: .seconds(30)) { try (await world.store(b).perform { try $0.notification(id: fourth) })?.userActionState == .dismissed })
         _ = try await world.publish("Barrier after the third start")
-        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Barrier after the third start" } })
+        #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "Barrier after the third start" } })
         #expect(desktop.notifyCalls().dropFirst(callsBeforeThird).map(\.summary) == ["Barrier after the third start"],
                 "a notification dismissed before it arrived popped up: \(desktop.notifyCalls())")
         #expect(!text(logB).contains(fourth), "poll reported a notification handled before it arrived:\n\(text(logB))")
@@ -134,12 +134,12 @@ struct DesktopTests {
             func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
             let pollB = try b.start(["poll", "--live", "--desktop"], log: log, environment: desktop.environment.merging(["BROWSER": browser.path]) { $1 })
             defer { if pollB.isRunning { pollB.terminate() } }
-            #expect(await eventually(timeout: .seconds(10)) { text(log).contains("desktop popups through dunst") && text(log).contains("connection: live") },
+            #expect(await eventually(timeout: .seconds(30)) { text(log).contains("desktop popups through dunst") && text(log).contains("connection: live") },
                     "poll --desktop did not start:\n\(text(log))")
 
             let approve = try await world.publish("Deploy web 1.42?", extra: ["--action", "http, Approve, http://127.0.0.1:\(port)/approve, clear=true",
                                                                              "--action", "view, Diff, https://git.example.com/compare/42"])
-            #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 }, "no popup:\n\(text(log))")
+            #expect(await eventually(timeout: .seconds(30)) { (try? await desktop.displayed()) == 1 }, "no popup:\n\(text(log))")
             try await desktop.chooseAction("Approve")
             #expect(await eventually(timeout: .seconds(20)) { recorder.matching("POST", "/approve").count == 1 }, "the action did not run: \(recorder.paths())\n\(text(log))")
             let storeA = try world.store(a)
@@ -148,12 +148,12 @@ struct DesktopTests {
                 let n = try await storeA.perform { try $0.notification(id: approve) }
                 return n?.userActionState == .dismissed && n?.actionResults?.first?.status == .done
             }, "Approve did not dismiss it on A:\n\(text(log))")
-            #expect(await eventually(timeout: .seconds(10)) { text(log).contains("Approve: done") }, "\(text(log))")
+            #expect(await eventually(timeout: .seconds(30)) { text(log).contains("Approve: done") }, "\(text(log))")
 
             let docs = try await world.publish("Release notes ready", extra: ["--action", "view, Read them, https://docs.example.com/1.42"])
-            #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 }, "no popup:\n\(text(log))")
+            #expect(await eventually(timeout: .seconds(30)) { (try? await desktop.displayed()) == 1 }, "no popup:\n\(text(log))")
             try await desktop.chooseAction("Read them")
-            #expect(await eventually(timeout: .seconds(10)) { text(opened) == "https://docs.example.com/1.42\n" }, "the link was not opened: \(text(opened))")
+            #expect(await eventually(timeout: .seconds(30)) { text(opened) == "https://docs.example.com/1.42\n" }, "the link was not opened: \(text(opened))")
             #expect(try await eventually(timeout: .seconds(20)) {
                 _ = try? await a.run(["sync"])
                 return try (await storeA.perform { try $0.notification(id: docs) })?.userActionState == .activated
@@ -172,35 +172,35 @@ struct DesktopTests {
         let poll = try b.start(["poll", "--live", "--desktop"], log: log, environment: desktop.environment)
         defer { if poll.isRunning { poll.terminate() } }
         func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-        #expect(await eventually(timeout: .seconds(10)) { text().contains("desktop popups through dunst") && text().contains("connection: live") }, "\(text())")
+        #expect(await eventually(timeout: .seconds(30)) { text().contains("desktop popups through dunst") && text().contains("connection: live") }, "\(text())")
 
         // Quiet on A: a normal one never pops up on B, a High one does (a barrier: it comes after).
         #expect(try await a.run(["quiet", "--for", "1h"]).status == 0)
         _ = try await world.publish("Disk 91% full", extra: ["--priority", "none"])
         _ = try await world.publish("Site down", extra: ["--priority", "high"])
-        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Site down" } }, "\(desktop.notifyCalls())")
+        #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "Site down" } }, "\(desktop.notifyCalls())")
         #expect(!desktop.notifyCalls().contains { $0.summary == "Disk 91% full" }, "a popup while quiet")
         // A snooze that ends while its group is muted does not pop up again until it may.
         let snoozed = try await world.publish("Renew the certificate", extra: ["--priority", "high", "--group", "Certs"])
-        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Renew the certificate" } })
+        #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "Renew the certificate" } })
         #expect(try await b.run(["snooze", snoozed, "--for", "2s"]).status == 0)
         #expect(try await a.run(["mute", "--group", "Certs"]).status == 0)
         try await Task.sleep(for: .seconds(3))  // the snooze runs out (what is waited for is a time that has passed)
         _ = try await world.publish("Site still down", extra: ["--priority", "high"])
-        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Site still down" } })
+        #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "Site still down" } })
         _ = try await world.publish("Site down for good", extra: ["--priority", "high"])
-        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Site down for good" } })
+        #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "Site down for good" } })
         #expect(desktop.notifyCalls().filter { $0.summary == "Renew the certificate" }.count == 1, "an ended snooze popped up while muted")
         #expect(try await a.run(["unmute", "--group", "Certs"]).status == 0)
-        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().filter { $0.summary == "Renew the certificate" }.count == 2 },
+        #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().filter { $0.summary == "Renew the certificate" }.count == 2 },
                 "the ended snooze did not pop up once unmuted")
 
         // Quiet ends: what it held back and is still Unread is one summary popup.
         #expect(try await a.run(["quiet", "off"]).status == 0)
-        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "1 notification while quiet" } },
+        #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "1 notification while quiet" } },
                 "no summary when quiet ended: \(desktop.notifyCalls())")
         #expect(!desktop.notifyCalls().contains { $0.summary == "Disk 91% full" }, "held back, then popped up one by one")
-        #expect(await eventually(timeout: .seconds(10)) {
+        #expect(await eventually(timeout: .seconds(30)) {
             if (try? await desktop.displayed()) ?? 1 > 0 { try? await desktop.closeTopmost() }
             return (try? await desktop.displayed()) == 0
         })
@@ -209,13 +209,13 @@ struct DesktopTests {
         #expect(try await a.run(["mute", "--group", "Backups", "--for", "10s"]).status == 0)
         _ = try await world.publish("Backup slow", extra: ["--group", "Backups"])
         _ = try await world.publish("Cert expires soon")
-        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Cert expires soon" } }, "\(desktop.notifyCalls())")
+        #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "Cert expires soon" } }, "\(desktop.notifyCalls())")
         #expect(!desktop.notifyCalls().contains { $0.summary == "Backup slow" }, "a popup while muted")
         #expect(await eventually(timeout: .seconds(60)) { (try? await b.run(["mute", "--list"]).out) == "" }, "the mute did not end by itself on B")
         _ = try await world.publish("Backup done", extra: ["--group", "Backups"])
-        #expect(await eventually(timeout: .seconds(10)) { desktop.notifyCalls().contains { $0.summary == "Backup done" } }, "the mute did not end: \(desktop.notifyCalls())")
+        #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "Backup done" } }, "the mute did not end: \(desktop.notifyCalls())")
         #expect(!desktop.notifyCalls().contains { $0.summary == "Backup slow" }, "a muted one is never announced")
-        #expect(await eventually(timeout: .seconds(10)) {
+        #expect(await eventually(timeout: .seconds(30)) {
             if (try? await desktop.displayed()) ?? 1 > 0 { try? await desktop.closeTopmost() }
             return (try? await desktop.displayed()) == 0
         })
@@ -224,7 +224,7 @@ struct DesktopTests {
         var ids: [String] = []
         for n in 1...40 { ids.append(try await world.publish("CPU at 9\(n % 10)%", extra: ["--group", "HighCPU"])) }
         #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "HighCPU ×40" } }, "\(desktop.notifyCalls().suffix(5))")
-        #expect(await eventually(timeout: .seconds(10)) { (try? await desktop.displayed()) == 1 }, "the storm left more than one popup")
+        #expect(await eventually(timeout: .seconds(30)) { (try? await desktop.displayed()) == 1 }, "the storm left more than one popup")
         report("a storm of 40: \(desktop.notifyCalls().filter { $0.summary.hasPrefix("CPU") }.count) single popups before it folded, one popup after")
         // Closing it dismisses all 40, on A too.
         try await desktop.closeTopmost()
@@ -257,7 +257,7 @@ struct DesktopTests {
         defer { if poll.isRunning { poll.terminate() } }
         func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         let id = try await world.publish("Synced all the same")
-        #expect(try await eventually(timeout: .seconds(10)) { try (await world.store(world.b).perform { try $0.notification(id: id) }) != nil }, "poll stopped syncing:\n\(text())")
+        #expect(try await eventually(timeout: .seconds(30)) { try (await world.store(world.b).perform { try $0.notification(id: id) }) != nil }, "poll stopped syncing:\n\(text())")
         #expect(await eventually(timeout: .seconds(5)) { text().contains(id) }, "poll stopped reporting without libdbus:\n\(text())")
         let lines = text().split(separator: "\n").filter { $0.contains("libdbus") }
         #expect(lines.count == 1 && lines[0].hasPrefix("notty: desktop popups need libdbus-1 (apt install libdbus-1-3)"), "\(text())")
@@ -272,9 +272,9 @@ struct DesktopTests {
         let poll = try world.b.start(["poll", "--live", "--desktop"], log: log, environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
         defer { if poll.isRunning { poll.terminate() } }
         let id = try await world.publish("Still synced")
-        #expect(try await eventually(timeout: .seconds(10)) { try (await world.store(world.b).perform { try $0.notification(id: id) }) != nil })
+        #expect(try await eventually(timeout: .seconds(30)) { try (await world.store(world.b).perform { try $0.notification(id: id) }) != nil })
         func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-        #expect(await eventually(timeout: .seconds(10)) { text().contains(id) }, "poll stopped reporting without a bus:\n\(text())")
+        #expect(await eventually(timeout: .seconds(30)) { text().contains(id) }, "poll stopped reporting without a bus:\n\(text())")
         #expect(text().split(separator: "\n").filter { $0.contains("D-Bus") }.count == 1, "\(text())")
     }
 }

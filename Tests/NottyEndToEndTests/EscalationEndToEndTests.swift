@@ -227,7 +227,10 @@ struct EscalationEndToEndTests {
             #expect(!FileManager.default.fileExists(atPath: marker.path), "the title ran as a command")
             #expect(try await world.b.run(["sync"]).status == 0)
             #expect(try await world.b.run(["read", id]).status == 0)
-            #expect(await eventually(timeout: .seconds(30)) { recorder.matching("POST", "/apprise").count == 2 }, "\(recorder.paths())")
+            // Each run starts Python (seconds on a loaded machine) and may be retried 5 s later: 90 s.
+            let handled = await eventually(timeout: .seconds(90)) { recorder.matching("POST", "/apprise").count == 2 }
+            let list = handled ? "" : ((try? await world.a.run(["escalate", "--list"]))?.out ?? "")
+            #expect(handled, "\(recorder.paths()) \(list) \(String(decoding: (try? Data(contentsOf: service.log)) ?? Data(), as: UTF8.self))")
             #expect((recorder.matching("POST", "/apprise").last?.json?["title"] as? String)?.hasPrefix("handled: ") == true)
         }
     }

@@ -82,7 +82,10 @@ struct ServiceHarness {
     private func run<T: Sendable>(_ setup: TestingSetup, _ test: @escaping @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
         defer { try? FileManager.default.removeItem(at: directory) }
         let result = await Result { try await ServerApplication.build(service: service).test(setup) { client in try await test(client) } }
+        let closing = ContinuousClock.now
         try? await storage.close()
+        // A storage that closes slowly (PostgresStorage gives up after 10 s) says so.
+        if ContinuousClock.now - closing > .seconds(5) { print("ServiceHarness: closing the storage took \(ContinuousClock.now - closing)") }
         return try result.get()
     }
 }
