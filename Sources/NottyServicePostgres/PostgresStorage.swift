@@ -85,26 +85,19 @@ public final class PostgresStorage: NotificationStorage {
         onCredentialsChange.set(handler)
     }
 
-    /// Stops listening and closes the pool's connections, waiting at most `patience` for them:
-    /// a connection the pool cannot get back (a LISTEN that PostgresNIO never answers) must not
-    /// keep `notty serve` from exiting. What is left then is logged.
+    /// Stops listening and closes the pool's connections, waiting at most ``closePatience`` for
+    /// them: a pool that does not finish shutting down (PostgresNIO 1.33 can keep trying to
+    /// connect) must not keep `notty serve` from exiting. What is left then is logged.
     public func close() async throws {
         let running = tasks.withLock { tasks -> [Task<Void, Never>] in
             defer { tasks = [] }
             return tasks
         }
         for task in running { task.cancel() }
-        let ended = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let first = FirstAnswer(continuation)
-            Task {
-                for task in running { await task.value }
-                first.resume(true)
-            }
-            Task {
-                try? await Task.sleep(for: Self.closePatience)
-                first.resume(false)
-            }
-        }
+        let ended = await Self.answer(within: Self.closePatience) { () -> Bool in
+            for task in running { await task.value }
+            return true
+        } ?? false
         if !ended {
             logger.warning("PostgreSQL connections still open \(Self.closePatience) after close; left to the process's end", metadata: ["url": "\(url)"])
         }
@@ -115,9 +108,17 @@ public final class PostgresStorage: NotificationStorage {
 
     // MARK: - Running calls
 
-    enum Outcome<T: Sendable>: Sendable {
-        case value(T)
-        case timedOut
+    /// What `work` answers, or nil when `limit` passes first: the caller is answered then,
+    /// and `work` is left to end by itself (a task group would wait for it).
+    static func answer<T: Sendable>(within limit: Duration, _ work: @escaping @Sendable () async -> T) async -> T? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
+            let first = FirstAnswer(continuation)
+            Task { first.resume(await work()) }
+            Task {
+                try? await Task.sleep(for: limit)
+                first.resume(nil)
+            }
+        }
     }
 
     /// Runs `body` on a pooled connection; any failure to reach the database, or no answer
@@ -151,24 +152,15 @@ public final class PostgresStorage: NotificationStorage {
         }
         let client = client
         let work = Task { try await client.withConnection { connection in try await body(connection) } }
-        let outcome: Result<Outcome<T>, any Error> = await withCheckedContinuation { continuation in
-            let first = FirstAnswer(continuation)
-            Task {
-                do { first.resume(.success(.value(try await work.value))) } catch { first.resume(.failure(error)) }
-            }
-            Task {
-                try? await Task.sleep(for: timeout)
-                first.resume(.success(.timedOut))
-            }
+        let outcome = await Self.answer(within: timeout) { () -> Result<T, any Error> in
+            do { return .success(try await work.value) } catch { return .failure(error) }
         }
-        switch try outcome.get() {
-        case .value(let value):
-            return value
-        case .timedOut:
+        guard let outcome else {
             work.cancel()
             unavailableUntil.withLock { $0 = ContinuousClock.now + .seconds(1) }
             throw StorageError.unavailable("PostgreSQL at \(url) did not answer within \(timeout)")
         }
+        return try outcome.get()
     }
 
     /// Any failure as the ``StorageError`` the service understands.
