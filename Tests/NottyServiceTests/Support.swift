@@ -64,6 +64,13 @@ struct ServiceHarness {
         var config = ServiceConfig()
         config.bcryptCost = 4
         config.port = 0
+        // HummingbirdTesting's live client opens its one connection when the test starts and
+        // sends its first head after the test's setup (users made through the storage), which
+        // on a loaded machine took over the 10 s head timeout: the service cut the connection
+        // and the first request failed with "I/O on closed channel". The limits themselves are
+        // tested against `notty serve` processes.
+        config.connections.headerTimeout = .seconds(600)
+        config.connections.idleTimeout = .seconds(600)
         configure(&config)
         self.clock = clock
         service = NotificationService(storage: storage, config: config, clock: clock ?? SystemClock(), logger: logger, outbound: outbound)
