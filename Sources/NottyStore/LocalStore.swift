@@ -280,6 +280,10 @@ public final class LocalStore: Sendable {
         migrator.registerMigration("v11 quiet held") { db in
             try db.execute(sql: "CREATE TABLE quiet_held (notification_id TEXT PRIMARY KEY) WITHOUT ROWID")
         }
+        // `notty count` and `notty watch` tell whether a High one is Unread in every prompt.
+        migrator.registerMigration("v12 High unread index") { db in
+            try db.execute(sql: "CREATE INDEX notifications_high_unread ON notifications (bucket, hidden, expires) WHERE read_state = 'Unread' AND priority = 'High'")
+        }
         return migrator
     }
 
@@ -359,20 +363,33 @@ public final class LocalStore: Sendable {
         case timed
     }
 
-    /// The one watcher of the store for every process of a device: checks ``revision()``
-    /// every `interval` on a thread of its own and yields when it moved (another process, the
-    /// sync engine, this one) or when a snooze ended or a notification expired. Ends when the
-    /// consumer stops (within one `interval`).
+    /// The one watcher of the store for every process of a device: yields when
+    /// ``revision()`` moved (another process, the sync engine, this one) or when a snooze
+    /// ended or a notification expired. It waits on the store's directory (inotify: SQLite
+    /// writes its `-wal` file, or the database file, in every commit) and on the next timed
+    /// change, so it costs nothing while nothing happens; where the directory cannot be
+    /// watched it looks every `interval`. Ends when the consumer stops.
     public func changes(every interval: Duration = .milliseconds(200)) -> AsyncStream<Change> {
         AsyncStream { continuation in
             let flag = StopFlag()
-            continuation.onTermination = { _ in flag.stop() }
-            let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+            let watch = DirectoryWatch(directory: (path as NSString).deletingLastPathComponent)
+            continuation.onTermination = { _ in
+                flag.stop()
+                watch?.stop()
+            }
+            let slice = Int32(interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
             startOffThePool(name: "notty-store-watch") { [self] in
                 var revision = (try? self.revision()) ?? 0
                 var nextTimed = try? nextTimedChange()
                 while !flag.isStopped {
-                    Thread.sleep(forTimeInterval: seconds)
+                    if let watch {
+                        // Until the next timed change, and at most a minute (a file system
+                        // that lost an event is looked at again).
+                        let due = nextTimed.map { Int32(max(0, min(60_000, $0.timeIntervalSinceNow * 1000 + 1))) } ?? 60_000
+                        if watch.wait(timeoutMilliseconds: due) == .stopped { break }
+                    } else {
+                        Thread.sleep(forTimeInterval: Double(slice) / 1000)
+                    }
                     if flag.isStopped { break }
                     let now = (try? self.revision()) ?? revision
                     if now != revision {

@@ -78,6 +78,7 @@ struct ViewArgument: ExpressibleByArgument {
         self.view = view
     }
     static var allValueStrings: [String] { NotificationView.allCases.map(\.rawValue) }
+    var defaultValueDescription: String { view.rawValue }
 }
 
 

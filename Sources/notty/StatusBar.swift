@@ -1,0 +1,139 @@
+import ArgumentParser
+import Foundation
+import NottyCommandLine
+import NottyCore
+import NottyPOSIX
+import NottyStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `--view` and `--format` of `notty count` and `notty watch`.
+struct BadgeOptions: ParsableArguments {
+    @Option(help: "The view to count.") var view: ViewArgument = ViewArgument(argument: "unread")!
+    @Option(help: ArgumentHelp(
+        "How to print it: plain is the number alone.",
+        discussion: "tmux, starship, i3blocks and polybar print nothing at 0; tmux and polybar colour the count red while a High one is unread (not with NO_COLOR).",
+        valueName: "format")) var format: BadgeFormatArgument = BadgeFormatArgument(argument: "plain")!
+    @Flag(help: "The same as --format json.") var json = false
+
+    var chosenFormat: BadgeFormat { json ? .json : format.format }
+    var color: Bool { (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty }
+
+    /// The badge of this device's store now; an empty one when the store does not exist yet
+    /// (nothing is created: a prompt may run this on a machine never signed in).
+    func badge(_ device: Device) async throws -> Badge {
+        guard FileManager.default.fileExists(atPath: device.paths.store) else { return .empty(view: view.view) }
+        let store = try await device.store()
+        let view = view.view
+        return try await store.perform { try $0.badge(view: view) }
+    }
+}
+
+struct BadgeFormatArgument: ExpressibleByArgument {
+    var format: BadgeFormat
+    init?(argument: String) {
+        guard let format = BadgeFormat(rawValue: argument.lowercased()) else { return nil }
+        self.format = format
+    }
+    static var allValueStrings: [String] { BadgeFormat.allCases.map(\.rawValue) }
+    var defaultValueDescription: String { format.rawValue }
+}
+
+struct Count: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "count",
+        abstract: "Print how many notifications a view holds, for a prompt or a status line.",
+        discussion: """
+            Reads this device's store only (no network): as fresh as its last sync, which
+            notty poll keeps live. Examples:
+              tmux:      set -g status-right '#(notty count --format tmux) %H:%M'
+              starship:  [custom.notty] command = "notty count --format starship"
+                         when = true, symbol = "✉ "
+            notty watch prints a new line whenever the count changes, for status bars that
+            keep a command running (waybar, i3blocks, polybar).
+            """)
+
+    @OptionGroup var options: BadgeOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            print(options.chosenFormat.line(try await options.badge(Device()), color: options.color))
+        }
+    }
+}
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Print the count of a view, and again each time it changes, for a status bar.",
+        discussion: """
+            One line at start, then one whenever the line would change: a sync, the center or
+            another process changed the store, a snooze ended or a notification expired (the
+            store's change signal: nothing is read while nothing changes). It ends on SIGTERM
+            or SIGINT, and when its output is closed. Examples:
+              waybar:    "custom/notty": {"exec": "notty watch --format waybar", "return-type": "json"}
+              i3blocks:  [notty] command=notty watch --format i3blocks, interval=persist
+              polybar:   type = custom/script, exec = notty watch --format polybar, tail = true
+            """)
+
+    @OptionGroup var options: BadgeOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            let device = Device()
+            let store = try await device.store()
+            let (format, color, view) = (options.chosenFormat, options.color, options.view.view)
+            signal(SIGPIPE, SIG_IGN)
+            watchForClosedOutput()
+            let printer = Task {
+                var last: String?
+                func show() async {
+                    let line: String
+                    do {
+                        line = format.line(try await store.perform { try $0.badge(view: view) }, color: color)
+                    } catch {
+                        warn("cannot read the local store at \(device.paths.store): \(error)")
+                        Foundation.exit(1)
+                    }
+                    guard line != last else { return }
+                    last = line
+                    guard writeLine(line) else { Foundation.exit(0) }  // the reader went away
+                }
+                await show()
+                for await _ in store.changes() { await show() }
+            }
+            await waitForTermination()
+            printer.cancel()
+        }
+    }
+
+    /// Writes `line` and a newline to stdout at once (a status bar reads line by line);
+    /// false when stdout is closed.
+    private func writeLine(_ line: String) -> Bool {
+        var bytes = Array((line + "\n").utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { return false }
+            bytes = bytes.dropFirst(written)
+        }
+        return true
+    }
+
+    /// Ends the process when the reader of stdout goes away (a status bar restarted), even
+    /// while nothing changes: a thread waits in poll(2) for the pipe's error or hang-up.
+    private func watchForClosedOutput() {
+        startOffThePool(name: "notty-watch-output") {
+            var entry = pollfd(fd: 1, events: 0, revents: 0)
+            while true {
+                let ready = poll(&entry, 1, -1)
+                if ready < 0, errno == EINTR { continue }
+                if ready < 0 { return }  // not pollable: writes find out instead
+                if entry.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { Foundation.exit(0) }
+                if ready > 0 { return }  // something else: not a pipe's end
+            }
+        }
+    }
+}
