@@ -39,12 +39,19 @@ public struct NotificationGroup: Sendable, Equatable {
     public var unread: Int
     /// The creation time of its newest notification.
     public var newest: Date
+    /// Its newest notification's title (``UserNotification/displayTitle``), shown beside the count.
+    public var newestTitle: String
+    /// The group's one notification, when it has one: the list shows it as itself, not as a
+    /// group row (as swaync and GNOME do), and the keys act on it.
+    public var lone: UserNotification?
 
-    public init(key: String, app: String?, count: Int, unread: Int, newest: Date) {
+    public init(key: String, app: String?, count: Int, unread: Int, newest: Date, newestTitle: String = "", lone: UserNotification? = nil) {
         self.key = key
         self.app = app
         self.count = count
         self.unread = unread
         self.newest = newest
+        self.newestTitle = newestTitle
+        self.lone = lone
     }
 }

@@ -14,29 +14,47 @@ extension LocalStore {
     }
 
     func groups(_ db: Database, view: NotificationView, query: String, now: Date) throws -> [NotificationGroup] {
-        var found: [String: NotificationGroup] = [:]
+        var found: [String: (group: NotificationGroup, newestId: String)] = [:]
         for branch in try branches(db, view, now: now, query: query) {
+            // With max() the only min/max aggregate, SQLite takes the bare columns (app, the
+            // title's columns, id) from the row holding the maximum: the group's newest.
             let rows = try Row.fetchCursor(
                 db.cachedStatement(sql: """
-                    SELECT \(GroupQuery.sqlKey) AS key, count(*), sum(read_state = 'Unread'), max(created), min(app), max(app)
+                    SELECT \(GroupQuery.sqlKey) AS key, count(*), sum(read_state = 'Unread'), max(created), count(DISTINCT app), app,
+                           title, raw_content, app_notification_id, id
                     FROM notifications WHERE \(branch.sql) GROUP BY key
                     """),
                 arguments: branch.arguments)
             while let row = try rows.next() {
                 let key: String = row[0]
-                let (firstApp, lastApp): (String, String) = (row[4], row[5])
-                var group = NotificationGroup(key: key, app: firstApp == lastApp ? firstApp : nil, count: row[1], unread: row[2],
-                                              newest: ISOTime.date(millis: row[3]))
-                if let other = found[key] {  // the same group in another index range of the view
+                let title: String = row[6] ?? row[7] ?? row[8]  // as UserNotification.displayTitle
+                var group = NotificationGroup(key: key, app: row[4] as Int == 1 ? row[5] : nil, count: row[1], unread: row[2],
+                                              newest: ISOTime.date(millis: row[3]), newestTitle: title)
+                var newestId: String = row[9]
+                if let (other, otherId) = found[key] {  // the same group in another index range of the view
                     group.app = group.app == other.app ? group.app : nil
                     group.count += other.count
                     group.unread += other.unread
-                    group.newest = max(group.newest, other.newest)
+                    if other.newest > group.newest {
+                        (group.newest, group.newestTitle, newestId) = (other.newest, other.newestTitle, otherId)
+                    }
                 }
-                found[key] = group
+                found[key] = (group, newestId)
             }
         }
-        return found.values.sorted { ($0.newest, $1.key) > ($1.newest, $0.key) }
+        // A group of one is shown as its notification: read those (one look by id each).
+        let lone = found.values.filter { $0.group.count == 1 }.map(\.newestId)
+        var loneRows: [String: UserNotification] = [:]
+        for start in stride(from: 0, to: lone.count, by: 500) {
+            let ids = Array(lone[start..<min(lone.count, start + 500)])
+            let sql = "SELECT \(Self.columns) FROM notifications WHERE id IN (\(ids.map { _ in "?" }.joined(separator: ",")))"
+            for row in try Self.notifications(db.makeStatement(sql: sql), arguments: StatementArguments(ids)) { loneRows[row.id] = row }
+        }
+        return found.values.map { entry in
+            var group = entry.group
+            if group.count == 1 { group.lone = loneRows[entry.newestId] }
+            return group
+        }.sorted { ($0.newest, $1.key) > ($1.newest, $0.key) }
     }
 }
 

@@ -40,6 +40,12 @@ enum ListView {
         let source: Int
         let title: Int
 
+        init(showGroup: Bool, source: Int, title: Int) {
+            self.showGroup = showGroup
+            self.source = source
+            self.title = title
+        }
+
         init(width: Int, rows: [UserNotification]) {
             let rest = width - 8
             let withGroup = rest >= 50
@@ -79,9 +85,10 @@ enum ListView {
         ]
     }
 
-    /// Group rows (`=`): `=● 25m app/group  12 notifications, 3 unread` — the unread dot
-    /// when any is Unread, the newest one's age, the group (with its app when it has one),
-    /// how many. Groups with Unread rows are bold.
+    /// Group rows (`=`): `=● 25m app/group  12 notifications, 3 unread · Disk full on db-1` —
+    /// the unread dot when any is Unread, the newest one's age, the group (with its app when it
+    /// has one), how many, the newest one's title. Groups with Unread rows are bold. A group
+    /// of one is its notification's own row.
     static func drawGroups(into screen: inout Screen, state: TUIState, in rect: Layout.Rect) {
         guard let groups = state.currentGroups else {
             centre("Loading…", into: &screen, in: rect, style: CellStyle(dim: true))
@@ -94,25 +101,35 @@ enum ListView {
         let top = TUIState.scrolledTop(top: state.top, selection: state.selection, height: rect.height, total: groups.count)
         let shown = top..<min(top + rect.height, groups.count)
         let rest = rect.width - 8
-        let widest = shown.map { DisplayWidth.width(of: label(of: groups[$0])) }.max() ?? 0
+        let withGroup = rest >= 50
+        let widest = shown.map { index in
+            DisplayWidth.width(of: groups[index].lone.map { source(of: $0, withGroup: withGroup) } ?? label(of: groups[index]))
+        }.max() ?? 0
         let sourceWidth = max(4, min(max(8, min(28, rest * 2 / 5)), widest))
+        let columns = Columns(showGroup: withGroup, source: sourceWidth, title: max(0, rest - sourceWidth - 1))
         for (line, index) in shown.enumerated() {
             let group = groups[index]
-            let unread = group.unread > 0
-            let amount = TUIState.count(group.count) + (unread ? ", \(group.unread) unread" : "")
-            let spans = [
-                Span("=", CellStyle(bold: true, color: .accent)),
-                Span(unread ? RowGlyphs.unread(.unread) : RowGlyphs.unread(.read), CellStyle(bold: true, color: .accent)),
-                Span(" "),
-                Span(" "),
-                Span(DisplayWidth.pad(TimeText.age(of: group.newest, now: state.now), to: 3, alignRight: true), CellStyle(color: .muted)),
-                Span(" "),
-                Span(DisplayWidth.pad(label(of: group), to: sourceWidth), CellStyle(bold: unread, color: .muted)),
-                Span(" "),
-                Span(DisplayWidth.pad(amount, to: max(0, rest - sourceWidth - 1)), CellStyle(bold: unread)),
-            ]
             let y = rect.y + line
-            screen.put(spans, column: rect.x, row: y, limit: rect.x + rect.width)
+            if let lone = group.lone {
+                screen.put(spans(for: lone, state: state, columns: columns), column: rect.x, row: y, limit: rect.x + rect.width)
+            } else {
+                let unread = group.unread > 0
+                // Narrow: `3, 2 unread` leaves room for the title.
+                let amount = (columns.title < 36 ? String(group.count) : TUIState.count(group.count)) + (unread ? ", \(group.unread) unread" : "")
+                let spans = [
+                    Span("=", CellStyle(bold: true, color: .accent)),
+                    Span(unread ? RowGlyphs.unread(.unread) : RowGlyphs.unread(.read), CellStyle(bold: true, color: .accent)),
+                    Span(" "),
+                    Span(" "),
+                    Span(DisplayWidth.pad(TimeText.age(of: group.newest, now: state.now), to: 3, alignRight: true), CellStyle(color: .muted)),
+                    Span(" "),
+                    Span(DisplayWidth.pad(label(of: group), to: sourceWidth), CellStyle(bold: unread, color: .muted)),
+                    Span(" "),
+                    Span(amount, CellStyle(bold: unread)),
+                    Span(DisplayWidth.pad(" · " + group.newestTitle.singleLine, to: max(0, columns.title - DisplayWidth.width(of: amount))), CellStyle(color: .muted)),
+                ]
+                screen.put(spans, column: rect.x, row: y, limit: rect.x + rect.width)
+            }
             if index == state.selection {
                 screen.restyle(row: y, from: rect.x, to: rect.x + rect.width) { $0.reverse = true }
             }

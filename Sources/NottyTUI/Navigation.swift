@@ -21,8 +21,16 @@ extension TUIState {
     /// until loaded.
     public var total: Int { showingGroups ? currentGroups?.count ?? 0 : isWindowCurrent ? window.total : 0 }
 
-    /// The selected row, when it is loaded (never a group row).
-    public var selectedRow: UserNotification? { isWindowCurrent ? window.row(at: selection) : nil }
+    /// The selected row, when it is loaded: among group rows, a group's lone notification
+    /// (shown as itself), never a group of several.
+    public var selectedRow: UserNotification? {
+        if showingGroups { return selectedGroup?.lone }
+        return isWindowCurrent ? window.row(at: selection) : nil
+    }
+
+    /// Whether the selection is a group row of several notifications (Enter opens it; `a d r`
+    /// act on all of it); a group of one is its notification, and the keys act on that.
+    var onGroupRow: Bool { showingGroups && selectedGroup.map { $0.lone == nil } ?? true }
 
     /// The selected group row, when group rows are shown.
     public var selectedGroup: NotificationGroup? {

@@ -135,11 +135,11 @@ extension TUIState {
         case .character(let c) where ("1"..."6").contains(c):
             return switchView(to: NotificationView.allCases[Int(String(c))! - 1])
         case .character("="): return toggleGrouping()
-        case .enter where showingGroups: return openGroup()
-        case .character("a") where showingGroups: return actOnGroup(.activate)
-        case .character("d") where showingGroups: return actOnGroup(.dismiss)
-        case .character("r") where showingGroups: return actOnGroup(.toggleRead)
-        case .character(let c) where showingGroups && "osx ".contains(c):
+        case .enter where onGroupRow: return openGroup()
+        case .character("a") where onGroupRow: return actOnGroup(.activate)
+        case .character("d") where onGroupRow: return actOnGroup(.dismiss)
+        case .character("r") where onGroupRow: return actOnGroup(.toggleRead)
+        case .character(let c) where onGroupRow && "osx !".contains(c):
             return showMessage("On a group row: Enter opens it, d r a act on all of it")
         case .enter: return openDetail()
         case .character("a"): return activate()

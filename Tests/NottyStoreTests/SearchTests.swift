@@ -54,7 +54,19 @@ struct SearchTests {
                         NotificationGroup(key: key, app: Set(rows.map(\.targetHostName)).count == 1 ? rows[0].targetHostName : nil, count: rows.count,
                                           unread: rows.filter { $0.readState == .unread }.count, newest: rows.map(\.createdDateTime).max()!)
                     }.sorted { ($0.newest, $1.key) > ($1.newest, $0.key) }
-                    #expect(try store.groups(view: view, query: query, now: now) == expected, "groups \(label)")
+                    let groups = try store.groups(view: view, query: query, now: now)
+                    #expect(groups.map { group in
+                        var plain = group
+                        (plain.newestTitle, plain.lone) = ("", nil)
+                        return plain
+                    } == expected, "groups \(label)")
+                    let byKey = Dictionary(grouping: rows, by: \.groupKey)
+                    for group in groups {
+                        let members = byKey[group.key] ?? []
+                        // The newest's title (rows created in the same millisecond: any of them).
+                        #expect(members.filter { $0.createdDateTime == group.newest }.map(\.displayTitle).contains(group.newestTitle), "newest title \(label)")
+                        #expect(group.lone == (members.count == 1 ? members[0] : nil), "a group of one is its notification \(label)")
+                    }
                 }
                 for _ in 0..<4 {
                     let id = whole.isEmpty || Bool.random(using: &random) ? ids.randomElement(using: &random)! : whole.randomElement(using: &random)!

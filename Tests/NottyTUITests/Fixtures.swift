@@ -93,11 +93,14 @@ struct FakeStore {
         for row in matching(view, query: query) {
             if let i = groups.firstIndex(where: { $0.key == row.groupKey }) {
                 groups[i].count += 1
+                groups[i].lone = nil
                 groups[i].unread += row.readState == .unread ? 1 : 0
                 if groups[i].app != row.targetHostName { groups[i].app = nil }
             } else {
+                // The rows come newest first: the first of a group is its newest.
                 groups.append(NotificationGroup(key: row.groupKey, app: row.targetHostName, count: 1,
-                                                unread: row.readState == .unread ? 1 : 0, newest: row.createdDateTime))
+                                                unread: row.readState == .unread ? 1 : 0, newest: row.createdDateTime,
+                                                newestTitle: row.displayTitle, lone: row))
             }
         }
         return groups

@@ -96,6 +96,44 @@ struct GroupRowTests {
         }
     }
 
+    @Test func aGroupOfOneIsItsNotificationAndTheKeysActOnIt() {
+        var h = Self.folded()
+        h.keys(.ch("j"))
+        let production = h.state.selectedGroup
+        #expect(production?.key == "production" && production?.count == 1)
+        let lone = production?.lone
+        #expect(lone?.displayTitle.hasPrefix("デプロイ完了") == true)
+        #expect(h.state.selectedRow == lone, "the row is the notification")
+        let screen = render(h.state).lines().joined(separator: "\n")
+        #expect(!screen.contains("1 notification"), "no “1 notification” row:\n\(screen)")
+        #expect(screen.contains("2 notifications, 1 unread · Build #4821"), "a group row shows its newest title:\n\(screen)")
+
+        // Enter opens its detail (and marks it read), as on any row; Esc closes it, still folded.
+        h.keys(.enter)
+        #expect(h.state.detail?.notification.id == lone?.id)
+        #expect(h.store.notifications.first { $0.id == lone?.id }?.readState == .read)
+        h.keys(.escape)
+        #expect(h.state.detail == nil && h.state.showingGroups)
+
+        // d dismisses that notification alone; u brings it back.
+        let before = h.store.notifications
+        let effects = h.keys(.ch("d"))
+        guard case .mutate(let changes)? = effects.first else {
+            Issue.record("no write: \(effects)")
+            return
+        }
+        #expect(changes.map(\.id) == [lone?.id], "one change, no read of a group first")
+        #expect(h.state.message == "Dismissed 1 notification")
+        h.keys(.ch("u"))
+        #expect(h.store.notifications == before)
+
+        // s and x ask about it (snooze for how long, delete?) instead of refusing.
+        h.keys(.ch("j"), .ch("k"))
+        h.keys(.ch("s"))
+        #expect(h.state.message != "On a group row: Enter opens it, d r a act on all of it")
+        #expect(h.state.prompt != nil, "s on a lone notification asks for how long")
+    }
+
     @Test func aSearchFoldsItsMatchesOnly() {
         var h = Self.folded()
         h.keys(.ch("/"), .ch("a"), .ch("c"), .ch("m"), .ch("e"), .ch("."), .ch("i"), .ch("o"), .enter)
