@@ -16,6 +16,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench instances [--quick] [--postgres URL] [--rounds R]
 //   swift run -c release notty-bench escalation [--quick]   (10,000 pending across 1,000 users: due lag, retraction lag, CPU, publish rate)
 //   swift run -c release notty-bench actions [--quick]   (press → outcome on another device, 1,000 presses at once, the publish rate with actions)
+//   swift run -c release notty-bench count [--count N] [--rounds R]   (notty count: the badge read, the store opened, the whole process)
 //   swift run -c release notty-bench explain
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
 //   swift run -c release notty-bench frames STORE [--quick] [--pause-ms N]   (a center frame's phases on an existing store, N ms idle before each key)
@@ -83,6 +84,8 @@ case "client", "tui", "desktop", "interruptions":
         print("benchmark failed: \(error)")
     }
     await service.stop()
+case "count":
+    try await CountBench(count: count, rounds: rounds).run()
 case "doorbells":
     try await DoorbellBench(steps: quick ? [1000, 2000] : [5000, 10_000, 15_000], breakdownCount: quick ? 1000 : 5000).run()
 case "startup":

@@ -1,0 +1,66 @@
+import Foundation
+import NottyCore
+import NottyStore
+import NottyTestSupport
+
+/// `notty count` at `count` notifications (it runs in every prompt and status line): a store
+/// written directly (60% Unread, one in ten High, some snoozed, dismissed and expired), then
+/// the badge read on an open store, the store opened and read as `notty count` does, and the
+/// whole `notty count` process beside `notty --version` (the same binary doing nothing).
+struct CountBench {
+    let count: Int
+    let rounds: Int
+
+    func run() async throws {
+        let directory = Repository.temporaryDirectory("notty-bench-count")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("store.sqlite").path
+        let now = Date()
+        let written = try await milliseconds {
+            let store = try await LocalStore.open(path: path)
+            try await store.perform { store in
+                for start in stride(from: 0, to: count, by: 10_000) {
+                    let page = (start..<min(count, start + 10_000)).map { n -> UserNotification in
+                        let read: ReadState = n % 5 < 2 ? .read : .unread
+                        let action: UserActionState = n % 17 == 0 ? .dismissed : n % 29 == 0 ? .snoozed : .noInteraction
+                        return .fixture(id: UserNotification.fixtureId(n), appNotificationId: "count-\(n)", app: "app\(n % 7).example.com",
+                                        group: n % 3 == 0 ? "group\(n % 11)" : nil, priority: n % 10 == 0 ? .high : .none,
+                                        title: "Notification \(n)", created: now.addingTimeInterval(Double(n - count)),
+                                        expires: n % 101 == 0 ? now.addingTimeInterval(-1) : now.addingTimeInterval(86_400),
+                                        read: read, action: action, snoozedUntil: action == .snoozed ? now.addingTimeInterval(3600) : nil)
+                    }
+                    _ = try store.apply(page: ChangesPage(changes: page, cursor: String(start), hasMore: false), since: start == 0 ? nil : String(start - 10_000), now: now)
+                }
+            }
+        }
+        let store = try await LocalStore.open(path: path)
+        let badge = try await store.perform { try $0.badge(view: .unread) }
+        print(String(format: "count: a store of %d notifications written in %.1f s; Unread %d, of them High %d; all %d",
+                     count, written / 1000, badge.count, badge.highUnread, badge.counts.all))
+
+        let warm = try await store.perform { store in
+            try (0..<500).map { _ in try milliseconds { _ = try store.badge(view: .unread) } }
+        }
+        report("badge of Unread, store open (500 reads)", warm)
+        let cold = try await offThePool {
+            try (0..<100).map { _ in try milliseconds { _ = try LocalStore(path: path).badge(view: .unread) } }
+        }
+        report("store opened, badge read (as notty count does; 100 runs)", cold)
+
+        let environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": directory.path]) { $1 }
+        for (name, arguments) in [("notty --version", ["--version"]), ("notty count", ["count"]), ("notty count --format tmux", ["count", "--format", "tmux"])] {
+            var times: [Double] = []
+            for _ in 0..<(rounds * 20) {
+                times.append(try milliseconds {
+                    let run = try runToEnd(Repository.nottyBinary.path, arguments, environment: environment, name: name)
+                    guard run.status == 0 else { throw SupportError("\(name) ended with \(run.status): \(String(decoding: run.err, as: UTF8.self))") }
+                })
+            }
+            report("\(name), whole process (\(times.count) runs)", times)
+        }
+    }
+
+    private func report(_ what: String, _ values: [Double]) {
+        print(String(format: "  %@: median %.2f ms, p95 %.2f ms, max %.2f ms", what, percentile(values, 50), percentile(values, 95), values.max() ?? .nan))
+    }
+}
