@@ -181,6 +181,7 @@ let package = Package(
                 "NottyServicePostgres",
                 "NottyHTTP",
                 "NottyOutbound",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -45,11 +45,22 @@ public final class LocalStore: Sendable {
         try await offThePool { [self] in try body(self) }
     }
 
+    /// The store at `path` opened to read only, with one reader and no writer (`notty count`,
+    /// in every prompt: half the time of an opening); nil when it is not at this build's schema
+    /// (``init(path:)`` then migrates it, or refuses a newer one).
+    @available(*, noasync, message: "blocks on SQLite: call it inside `offThePool { … }`, never on Swift's cooperative pool")
+    public static func openedToRead(path: String) throws -> LocalStore? {
+        let store = try LocalStore(path: path, readers: 1, readOnly: true)
+        let current = try store.pool.read { db in try migrator.hasCompletedMigrations(db) && !migrator.hasBeenSuperseded(db) }
+        return current ? store : nil
+    }
+
     @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
-    init(path: String, readers: Int) throws {
+    init(path: String, readers: Int, readOnly: Bool = false) throws {
         self.path = path
         checkpointer = WALCheckpointer(path: path)
         var config = Configuration()
+        config.readonly = readOnly
         config.busyMode = .timeout(30)
         config.maximumReaderCount = readers
         // Statement journals in memory: a write statement inside a transaction (each row of a
@@ -66,6 +77,14 @@ public final class LocalStore: Sendable {
             // Searches bind `LIKE` patterns: without this each search statement would be
             // parsed and planned anew every time it runs (see QueryPlans).
             try QueryPlans.keep(db)
+        }
+        if readOnly {
+            do {
+                pool = try DatabasePool(path: path, configuration: config)
+            } catch {
+                throw Self.storeError(error, path: path)
+            }
+            return
         }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -12,7 +12,11 @@ enum ServeConfigFile {
     /// `arguments` with `--config FILE` replaced by the file's settings as flags, placed before
     /// the command line's own (ArgumentParser keeps the last value of an option given twice).
     /// Arguments of any other command are answered as they are.
-    static func expand(_ arguments: [String]) throws -> [String] {
+    ///
+    /// Between the file's flags and the command line's go the `NOTTY_*` environment variables
+    /// that name a flag of `notty serve` (``environmentFlags(_:)``): a flag wins over a variable,
+    /// a variable over the file. `NOTTY_CONFIG` names the file when `--config` does not.
+    static func expand(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [String] {
         guard arguments.first == "serve" else { return arguments }
         var rest: [String] = []
         var file: String?
@@ -33,8 +37,37 @@ enum ServeConfigFile {
             }
             index += 1
         }
-        guard let file else { return arguments }
-        return ["serve"] + (try flags(file: file)) + rest
+        if file == nil, let named = environment["NOTTY_CONFIG"], !named.isEmpty { file = named }
+        return ["serve"] + (try file.map(flags(file:)) ?? []) + (try environmentFlags(environment)) + rest
+    }
+
+    /// The `NOTTY_*` variables that name a flag of `notty serve`, as flags: `NOTTY_PUBLIC_URL`
+    /// is `--public-url`, `NOTTY_PORT` is `--port`; a repeatable flag takes a list separated by
+    /// commas or spaces (`NOTTY_ACTION_ALLOW=10.0.0.0/8,hooks.example.com`). Others are left
+    /// alone: `NOTTY_HOME`, `NOTTY_POSTGRES_URL` (read where they are used), `NOTTY_CONFIG`.
+    static func environmentFlags(_ environment: [String: String]) throws -> [String] {
+        var flags: [String] = []
+        for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix("NOTTY_") && !value.isEmpty {
+            let key = name.dropFirst("NOTTY_".count).lowercased().replacingOccurrences(of: "_", with: "-")
+            guard key != "config", key != "postgres-url", isFlag(key) else { continue }
+            let values = repeatable.contains(key) ? value.split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init) : [value]
+            for value in values {
+                try check(key: key, value: value, file: name)
+                flags += ["--\(key)", value]
+            }
+        }
+        return flags
+    }
+
+    /// Whether `--key VALUE` is an option of `notty serve`.
+    private static func isFlag(_ key: String) -> Bool {
+        do {
+            _ = try Serve.parse(["--\(key)", "0"])
+            return true
+        } catch {
+            let message = Serve.message(for: error)
+            return !(message.contains("Unknown option") || message.contains("Missing value"))
+        }
     }
 
     /// The settings of `file` as `notty serve` flags.

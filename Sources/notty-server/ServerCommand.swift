@@ -21,7 +21,7 @@ struct NottyServerCommand: AsyncParsableCommand {
             notty. See notty --help for everything else.
             """,
         version: nottyVersion,
-        subcommands: [Serve.self, Admin.self, DemoService.self])
+        subcommands: [Serve.self, Admin.self, DemoService.self, HealthCheck.self])
 
     static func main() async {
         let arguments: [String]

@@ -45,6 +45,16 @@ struct Notty: AsyncParsableCommand {
         let arguments = Array(CommandLine.arguments.dropFirst())
         let named = arguments.first == "help" ? arguments.dropFirst().first : arguments.first
         if let named, ServerCommand.names.contains(named) { ServerProgram.exec(arguments) }
+        if arguments.first == "count", let (view, format) = Count.quick(Array(arguments.dropFirst())) {
+            // In every prompt and status line: no ArgumentParser tree (see below).
+            do {
+                try await Count.print(view: view, format: format)
+            } catch {
+                warn(String(describing: error))
+                Foundation.exit(1)
+            }
+            return
+        }
         if arguments.isEmpty || arguments == ["tui"] {
             // The center, the usual start, takes no option: run it without building
             // ArgumentParser's tree of every command (a protocol-conformance lookup, a scan of

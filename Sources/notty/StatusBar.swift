@@ -19,15 +19,20 @@ struct BadgeOptions: ParsableArguments {
     @Flag(help: "The same as --format json.") var json = false
 
     var chosenFormat: BadgeFormat { json ? .json : format.format }
-    var color: Bool { (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty }
+    var color: Bool { Self.color }
+    static var color: Bool { (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty }
+
+    func badge(_ device: Device) async throws -> Badge { try await Self.badge(device, view: view.view) }
 
     /// The badge of this device's store now; an empty one when the store does not exist yet
     /// (nothing is created: a prompt may run this on a machine never signed in).
-    func badge(_ device: Device) async throws -> Badge {
-        guard FileManager.default.fileExists(atPath: device.paths.store) else { return .empty(view: view.view) }
-        let store = try await device.store()
-        let view = view.view
-        return try await store.perform { try $0.badge(view: view) }
+    static func badge(_ device: Device, view: NotificationView) async throws -> Badge {
+        let path = device.paths.store
+        guard FileManager.default.fileExists(atPath: path) else { return .empty(view: view) }
+        // Opened to read only, unless it needs migrating first (a new build's first run).
+        var store = try? await offThePool { try LocalStore.openedToRead(path: path) }
+        if store == nil { store = try await device.store() }
+        return try await store!.perform { try $0.badge(view: view) }
     }
 }
 
@@ -42,6 +47,27 @@ struct BadgeFormatArgument: ExpressibleByArgument {
 }
 
 struct Count: AsyncParsableCommand {
+    /// `notty count [--view V] [--format F] [--json]` read without ArgumentParser (it runs in
+    /// every prompt: building its tree of every command costs more than the count); nil for
+    /// anything else (`--help`, a mistake), which ArgumentParser then answers.
+    static func quick(_ arguments: [String]) -> (view: NotificationView, format: BadgeFormat)? {
+        var (view, format) = (NotificationView.unread, BadgeFormat.plain)
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--json": format = .json
+            case "--view": guard let next = rest.popFirst(), let chosen = NotificationView(name: next) else { return nil }; view = chosen
+            case "--format": guard let next = rest.popFirst(), let chosen = BadgeFormat(rawValue: next.lowercased()) else { return nil }; format = chosen
+            default: return nil
+            }
+        }
+        return (view, format)
+    }
+
+    static func print(view: NotificationView, format: BadgeFormat) async throws {
+        Swift.print(format.line(try await BadgeOptions.badge(Device(), view: view), color: BadgeOptions.color))
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "count",
         abstract: "Print how many notifications a view holds, for a prompt or a status line.",
@@ -59,7 +85,7 @@ struct Count: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            print(options.chosenFormat.line(try await options.badge(Device()), color: options.color))
+            try await Self.print(view: options.view.view, format: options.chosenFormat)
         }
     }
 }

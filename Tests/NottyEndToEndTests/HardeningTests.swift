@@ -171,6 +171,16 @@ struct OneLineErrorTests {
         #expect(result.out.isEmpty, "\(arguments) printed on stdout: \(result.out)")
     }
 
+    @Test("notty serve takes a NOTTY_* variable per flag: a bad value is one line naming the variable; other NOTTY_* variables are left alone")
+    func environmentSettings() async throws {
+        defer { try? FileManager.default.removeItem(at: home) }
+        for (variable, value, says) in [("NOTTY_PORT", "abc", "NOTTY_PORT: "), ("NOTTY_MAX_CONNECTIONS", "0", "--max-connections must be")] {
+            let result = try await NottyCLI(home: home).run(["serve"], environment: [variable: value, "NOTTY_SOMETHING_ELSE": "x"])
+            #expect(result.status != 0, "\(variable)=\(value) was taken")
+            #expect(result.err.split(separator: "\n").count == 1 && result.err.contains(variable) && result.err.contains(says), "\(result.err)")
+        }
+    }
+
     @Test("--help still prints the whole help on stdout and exits 0, and never mentions SPEC")
     func help() async throws {
         defer { try? FileManager.default.removeItem(at: home) }
