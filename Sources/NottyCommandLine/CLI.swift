@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NottyCore
+import Synchronization
 
 // What both of notty's programs share: `notty` (the device: the center, sync, poll, the
 // scriptable commands) and `notty-server` (the service: `notty serve`, `notty admin`, the
@@ -23,6 +24,15 @@ public struct CLIError: Error, CustomStringConvertible, Sendable {
     public init(_ description: String) { self.description = description }
 }
 
+/// What a program says of an error that carries no advice of its own, set once at its start:
+/// `notty` turns a damaged local store (an SQLite error met anywhere) into what to run.
+public let errorExplanation = Mutex<(@Sendable (any Error) -> String?)?>(nil)
+
+/// The line a failure is reported with: ``errorExplanation``'s, else its description.
+public func explained(_ error: any Error) -> String {
+    errorExplanation.withLock { $0 }?(error) ?? String(describing: error)  // CLIError, ServiceError, … describe themselves
+}
+
 /// Turns any failure into one clear line on stderr and exit 1, never a stack trace.
 public func reportingErrors(_ body: () async throws -> Void) async throws {
     do {
@@ -30,7 +40,7 @@ public func reportingErrors(_ body: () async throws -> Void) async throws {
     } catch let error as ExitCode {
         throw error
     } catch {
-        warn(String(describing: error))  // its description where it has one (CLIError, ServiceError, …)
+        warn(explained(error))
         throw ExitCode(1)
     }
 }

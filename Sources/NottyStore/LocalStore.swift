@@ -94,6 +94,8 @@ public final class LocalStore: Sendable {
             // opening: the pool sets `synchronous = NORMAL` when it turns WAL on, after
             // `prepareDatabase` would have run.
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            // A store of a newer build is left as it is (this build would not know its tables).
+            if try pool.read({ db in try Self.migrator.hasBeenSuperseded(db) }) { throw StoreError.newer(path: path) }
             try Self.migrator.migrate(pool)
         } catch {
             throw Self.storeError(error, path: path)
@@ -123,6 +125,7 @@ public final class LocalStore: Sendable {
     /// `error` as a store error: ``StoreError/diskFull(_:)`` when SQLite ran out of space
     /// (`SQLITE_FULL`, or an I/O error with the store's file system full).
     static func storeError(_ error: any Error, path: String) -> any Error {
+        if let damage = StoreError.damage(in: error, path: path) { return damage }
         guard let database = error as? DatabaseError else { return error }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         if database.resultCode == .SQLITE_FULL || (database.resultCode == .SQLITE_IOERR && freeBytes(directory) < 1 << 20) {

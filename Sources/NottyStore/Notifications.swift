@@ -401,9 +401,17 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     case ambiguous(String)
     /// The file system of the store (this folder) is full: nothing was written.
     case diskFull(String)
+    /// The store's file is damaged (SQLite finds it malformed, or not a database at all).
+    case damaged(path: String, detail: String)
+    /// The store was written by a newer build (migrations this one does not know).
+    case newer(path: String)
 
     public var description: String {
         switch self {
+        case .damaged(let path, let detail):
+            "the local store at \(path) is damaged (\(detail)): run notty resync to rebuild it from the service (changes not sent yet are kept where they can be read)"
+        case .newer(let path):
+            "the local store at \(path) was written by a newer notty: use that one, or run notty resync to rebuild it for this one (changes not sent yet are kept)"
         case .diskFull(let directory): "no space left on device: \(directory) (the change was not saved)"
         case .tooShort(let text): "'\(text)' is too short: give an id or at least its first 6 characters"
         case .notFound(let text): "no notification matches '\(text)' (see notty list --view all)"
@@ -415,4 +423,13 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
 /// `text` for a `LIKE … ESCAPE '\'` pattern: its `\`, `%` and `_` match themselves.
 func likeEscaped(_ text: String) -> String {
     text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
+}
+
+extension StoreError {
+    /// `error` as ``damaged(path:detail:)`` when SQLite found the store at `path` damaged
+    /// (`SQLITE_CORRUPT`, `SQLITE_NOTADB`), else nil: how a command that met it says what to do.
+    public static func damage(in error: any Error, path: String) -> StoreError? {
+        guard let database = error as? DatabaseError, [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(database.resultCode) else { return nil }
+        return .damaged(path: path, detail: database.message ?? "SQLite error \(database.resultCode.rawValue)")
+    }
 }

@@ -21,6 +21,8 @@ struct Device {
             return try await LocalStore.open(path: paths.store)
         } catch StoreError.diskFull(let directory) {
             throw CLIError("cannot open the local store at \(paths.store): no space left on device (\(directory)). Free some space and try again.")
+        } catch let error as StoreError {
+            throw error  // damaged, or of a newer build: it says what to run
         } catch {
             throw CLIError("cannot open the local store at \(paths.store): \(error). Check its permissions, or set NOTTY_HOME.")
         }

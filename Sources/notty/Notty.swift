@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NottyCore
 import NottyPOSIX
+import NottyStore
 import NottyCenter
 import NottyCommandLine
 import NottySync
@@ -29,7 +30,7 @@ struct Notty: AsyncParsableCommand {
             """,
         version: nottyVersion,
         subcommands: [
-            TUI.self, Demo.self, Login.self, Logout.self, Subscribe.self, Devices.self, Sync.self, Status.self, List.self, Show.self,
+            TUI.self, Demo.self, Login.self, Logout.self, Subscribe.self, Devices.self, Sync.self, Resync.self, Status.self, List.self, Show.self,
             Read.self, Unread.self, Activate.self, Dismiss.self, Snooze.self, Delete.self, Open.self, Quiet.self, Mute.self, Unmute.self,
             Act.self, Escalate.self, Count.self, Watch.self, Poll.self, Push.self, Publish.self, Serve.self, Admin.self,
         ],
@@ -42,6 +43,10 @@ struct Notty: AsyncParsableCommand {
         ResidentMemory.shareArenas()
         // The loader is done with its relocation and symbol tables (3 to 4 MiB resident).
         ResidentMemory.releaseLoaderTables()
+        // A damaged store is met wherever it is first read: each command then says what to run.
+        errorExplanation.withLock { explain in
+            explain = { error in StoreError.damage(in: error, path: Device().paths.store)?.description }
+        }
         let arguments = Array(CommandLine.arguments.dropFirst())
         let named = arguments.first == "help" ? arguments.dropFirst().first : arguments.first
         if let named, ServerCommand.names.contains(named) { ServerProgram.exec(arguments) }
@@ -50,7 +55,7 @@ struct Notty: AsyncParsableCommand {
             do {
                 try await Count.print(view: view, format: format)
             } catch {
-                warn(String(describing: error))
+                warn(explained(error))
                 Foundation.exit(1)
             }
             return
@@ -64,7 +69,7 @@ struct Notty: AsyncParsableCommand {
             } catch let code as ExitCode {
                 Foundation.exit(code.rawValue)
             } catch {
-                warn(String(describing: error))
+                warn(explained(error))
                 Foundation.exit(1)
             }
             return
