@@ -181,6 +181,7 @@ let package = Package(
                 "NottyServicePostgres",
                 "NottyHTTP",
                 "NottyOutbound",
+                "NottyPOSIX",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -154,6 +154,11 @@ struct Serve: AsyncParsableCommand {
             LogLines.bootstrap()
             var logger = Logger(label: "notty.serve")
             logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+            // Held while it serves: `notty admin restore` refuses to replace the file meanwhile.
+            let lock = try storage.sqlitePath.map { path in
+                do { return try StoreLock.serving(path) } catch { throw CLIError("\(error)") }
+            }
+            defer { withExtendedLifetime(lock) {} }
             let store = try await storage.open(logger: logger)
             let outbound = HTTPClientOutbound()
             let service = NotificationService(storage: store, config: config, logger: logger, outbound: outbound)

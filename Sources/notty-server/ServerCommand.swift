@@ -64,6 +64,9 @@ struct StorageOptions: ParsableArguments {
         postgres ?? (db == nil ? ProcessInfo.processInfo.environment["NOTTY_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 } : nil)
     }
 
+    /// The SQLite file, when the storage is one (nil for PostgreSQL).
+    var sqlitePath: String? { postgresURL == nil ? db ?? Paths.defaultServerDB : nil }
+
     /// Where the storage is, for logs (no password).
     var place: String {
         if let postgresURL, let url = try? PostgresURL(postgresURL) { return url.description }
