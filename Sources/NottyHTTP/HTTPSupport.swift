@@ -37,6 +37,14 @@ struct EnvelopeMiddleware: RouterMiddleware {
     let metrics: ServiceMetrics
     let clock: any ServiceClock
     let maxBodyBytes: Int
+    /// Served over TLS: `Strict-Transport-Security` on every answer.
+    var strictTransport = false
+
+    /// What every answer carries: it is an API, never a page to frame, sniff or refer from.
+    static let securityHeaders: [(HTTPField.Name, String)] = [
+        (HTTPField.Name("x-content-type-options")!, "nosniff"), (HTTPField.Name("x-frame-options")!, "DENY"),
+        (HTTPField.Name("referrer-policy")!, "no-referrer"), (HTTPField.Name("content-security-policy")!, "default-src 'none'; frame-ancestors 'none'"),
+    ]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
@@ -53,6 +61,8 @@ struct EnvelopeMiddleware: RouterMiddleware {
             }
             response = answer.response(requestId: requestId, date: clock.now())
         }
+        for (name, value) in Self.securityHeaders where response.headers[name] == nil { response.headers[name] = value }
+        if strictTransport { response.headers[HTTPField.Name("strict-transport-security")!] = "max-age=31536000" }
         response.headers[HTTPField.Name("request-id")!] = requestId
         response.headers[HTTPField.Name("client-request-id")!] = request.headers[HTTPField.Name("client-request-id")!] ?? requestId
         let elapsed = ContinuousClock.now - start

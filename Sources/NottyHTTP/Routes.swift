@@ -165,7 +165,8 @@ public struct Routes: Sendable {
     /// The router for plain HTTP requests.
     public func router() -> Router<NottyRequestContext> {
         let router = Router(context: NottyRequestContext.self)
-        router.add(middleware: EnvelopeMiddleware(metrics: service.metrics, clock: service.clock, maxBodyBytes: service.config.maxBodyBytes))
+        router.add(middleware: EnvelopeMiddleware(metrics: service.metrics, clock: service.clock, maxBodyBytes: service.config.maxBodyBytes,
+                                                  strictTransport: service.config.tlsCertPath != nil))
         let anyone = router.group()
         let apps = router.group().add(middleware: AppAuthentication(service: service))
         let users = router.group().add(middleware: UserAuthentication(service: service))

@@ -16,18 +16,19 @@ public enum ServerApplication {
     /// Sockets are read and written on `eventLoopGroup` (NIO's shared group when nil); route
     /// handlers run on Swift's own thread pool.
     public static func build(
-        service: NotificationService, eventLoopGroup: (any EventLoopGroup)? = nil,
+        service: NotificationService, eventLoopGroup: (any EventLoopGroup)? = nil, tls: ReloadableTLS? = nil,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> some ApplicationProtocol {
         let config = service.config
         let routes = Routes(service: service)
+        let tls = try tls ?? config.tlsCertPath.flatMap { cert in try config.tlsKeyPath.map { try ReloadableTLS(certificatePath: cert, keyPath: $0) } }
         // Every connection is counted and its heads timed (GuardedChannel); a kept-alive one
         // with no request in progress is closed after the idle timeout; a WebSocket upgrade is
         // a bell socket (the doorbell, ntfy's ws) that pings every 30 s, and an ntfy stream
         // (`/TOPIC/json|sse`) is served from the hub too (BellStream.swift).
         let limits = config.connections
         let count = ConnectionCount()
-        var server = HTTPServerBuilder { responder in
+        @Sendable func channel(_ responder: @escaping HTTPChannelHandler.Responder) -> GuardedChannel<BellUpgradeChannel> {
             GuardedChannel(
                 inner: BellUpgradeChannel(
                     responder: responder, idleTimeout: TimeAmount(limits.idleTimeout),
@@ -35,11 +36,7 @@ public enum ServerApplication {
                     stream: { request in try await routes.ntfyStreamPlan(for: request) }),
                 limits: limits, count: count)
         }
-        if let cert = config.tlsCertPath, let key = config.tlsKeyPath {
-            let chain = try NIOSSLCertificate.fromPEMFile(cert).map { NIOSSLCertificateSource.certificate($0) }
-            let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
-            server = try .tls(server, tlsConfiguration: tls)
-        }
+        let server = tls.map { tls in HTTPServerBuilder { ReloadableTLSChannel(inner: channel($0), tls: tls) } } ?? HTTPServerBuilder { channel($0) }
         return Application(
             router: routes.router(),
             server: server,

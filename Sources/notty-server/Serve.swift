@@ -10,6 +10,7 @@ import NottyService
 import NottyServiceSQLite
 import NottyServicePostgres
 import NottyHTTP
+import NottyPOSIX
 import NottyOutbound
 
 struct Serve: AsyncParsableCommand {
@@ -168,8 +169,23 @@ struct Serve: AsyncParsableCommand {
             // handler threads publishes about 10% more per second than two would.
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: ioThreads ?? max(1, System.coreCount / 2))
             defer { eventLoops.shutdownGracefully { _ in } }
+            let tls = try wrapStartError { try tlsCert.flatMap { cert in try tlsKey.map { try ReloadableTLS(certificatePath: cert, keyPath: $0) } } }
+            // SIGHUP reads --tls-cert and --tls-key again (certbot renews every 60 days): new
+            // connections take the new certificate, open ones keep theirs.
+            let reloads = Task { [logger] in
+                for await _ in Signals.terminationSignals([SIGHUP]) {
+                    guard let tls else { logger.notice("SIGHUP: no --tls-cert to read again"); continue }
+                    do {
+                        try tls.reload()
+                        logger.notice("SIGHUP: the certificate was read again", metadata: ["tls-cert": "\(tls.certificatePath)"])
+                    } catch {
+                        logger.error("SIGHUP: the certificate could not be read again; the one in use stays", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+            defer { reloads.cancel() }
             let app = try wrapStartError {
-                try ServerApplication.build(service: service, eventLoopGroup: eventLoops) { [logger] port in
+                try ServerApplication.build(service: service, eventLoopGroup: eventLoops, tls: tls) { [logger] port in
                     logger.notice("notty serve listening", metadata: ["url": "\(scheme)://\(host):\(port)", "db": "\(dbPath)"])
                 }
             }
