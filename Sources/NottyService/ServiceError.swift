@@ -75,3 +75,25 @@ public enum StorageError: Error, Sendable, Equatable {
 extension ServiceError: CustomStringConvertible {
     public var description: String { message }
 }
+
+/// A store written by a newer build: it has migrations this one does not know. Nothing was
+/// written to it (an older build would misread its tables).
+public struct NewerStoreError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let place: String
+    /// The migrations it has that this build does not know.
+    public let unknown: [String]
+    /// This build's newest migration.
+    public let newestKnown: String
+
+    public init(place: String, unknown: [String], newestKnown: String) {
+        self.place = place
+        self.unknown = unknown.sorted()
+        self.newestKnown = newestKnown
+    }
+
+    public var description: String {
+        "\(place) was written by a newer notty-server (it has \(unknown.map { "“\($0)”" }.joined(separator: ", ")); this one knows up to “\(newestKnown)”): "
+            + "run that build or a newer one, or restore a backup made with this one"
+    }
+}
+

@@ -212,19 +212,27 @@ extension PostgresStorage {
     /// Applies the migrations not yet applied, under an advisory lock so that instances
     /// starting together do not race (given a minute: the first connection, perhaps a busy server).
     public func migrate() async throws {
-        try await transaction(timeout: .seconds(60)) { connection in
+        // A database of a newer build: its unknown migrations, thrown after the transaction
+        // (whose errors become "unavailable").
+        let unknown: Set<String> = try await transaction(timeout: .seconds(60)) { connection in
             try await connection.exec("SELECT pg_advisory_xact_lock(7262031)", logger: self.logger)
             try await connection.exec(
                 "CREATE TABLE IF NOT EXISTS notty_migrations (name TEXT PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now())",
                 logger: self.logger)
             let names: [String] = try await connection.query("SELECT name FROM notty_migrations", logger: self.logger).collect(String.self)
             let applied = Set(names)
+            let unknown = applied.subtracting(Self.migrations.map(\.name))
+            guard unknown.isEmpty else { return unknown }
             for migration in Self.migrations where !applied.contains(migration.name) {
                 for statement in migration.statements {
                     try await connection.exec(PostgresQuery(unsafeSQL: statement), logger: self.logger)
                 }
                 try await connection.exec("INSERT INTO notty_migrations (name) VALUES (\(migration.name))", logger: self.logger)
             }
+            return []
+        }
+        if !unknown.isEmpty {
+            throw NewerStoreError(place: "the PostgreSQL database \(url)", unknown: Array(unknown), newestKnown: Self.migrations.last?.name ?? "")
         }
     }
 

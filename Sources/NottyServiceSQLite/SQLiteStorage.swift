@@ -36,6 +36,8 @@ public final class SQLiteStorage: NotificationStorage {
         // writer, and not in `prepareDatabase`: the pool turns WAL on after that hook and sets
         // `synchronous = NORMAL` as it does, which would lose the last commits on power loss.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        let unknown = try pool.read { db in try Self.migrator.appliedIdentifiers(db).subtracting(Self.migrator.migrations) }
+        if !unknown.isEmpty { throw NewerStoreError(place: path, unknown: Array(unknown), newestKnown: Self.migrator.migrations.last ?? "") }
         if let lastMigration { try Self.migrator.migrate(pool, upTo: lastMigration) } else { try Self.migrator.migrate(pool) }
         let seq = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'seq'") ?? 0 }
         writer = SQLiteWriter(pool: pool, committedSeq: seq)

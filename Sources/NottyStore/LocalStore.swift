@@ -95,7 +95,9 @@ public final class LocalStore: Sendable {
             // `prepareDatabase` would have run.
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             // A store of a newer build is left as it is (this build would not know its tables).
-            if try pool.read({ db in try Self.migrator.hasBeenSuperseded(db) }) { throw StoreError.newer(path: path) }
+            let migrator = Self.migrator
+            let unknown = try pool.read { db in try migrator.appliedIdentifiers(db).subtracting(migrator.migrations) }
+            if !unknown.isEmpty { throw StoreError.newer(path: path, unknown: unknown.sorted(), newestKnown: migrator.migrations.last ?? "") }
             try Self.migrator.migrate(pool)
         } catch {
             throw Self.storeError(error, path: path)

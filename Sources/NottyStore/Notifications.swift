@@ -403,15 +403,15 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     case diskFull(String)
     /// The store's file is damaged (SQLite finds it malformed, or not a database at all).
     case damaged(path: String, detail: String)
-    /// The store was written by a newer build (migrations this one does not know).
-    case newer(path: String)
+    /// The store was written by a newer build (`unknown`: its migrations this one does not know).
+    case newer(path: String, unknown: [String], newestKnown: String)
 
     public var description: String {
         switch self {
         case .damaged(let path, let detail):
             "the local store at \(path) is damaged (\(detail)): run notty resync to rebuild it from the service (changes not sent yet are kept where they can be read)"
-        case .newer(let path):
-            "the local store at \(path) was written by a newer notty: use that one, or run notty resync to rebuild it for this one (changes not sent yet are kept)"
+        case .newer(let path, let unknown, let newestKnown):
+            "the local store at \(path) was written by a newer notty (it has \(unknown.map { "“\($0)”" }.joined(separator: ", ")); this one knows up to “\(newestKnown)”): use that one, or run notty resync to rebuild it for this one (changes not sent yet are kept)"
         case .diskFull(let directory): "no space left on device: \(directory) (the change was not saved)"
         case .tooShort(let text): "'\(text)' is too short: give an id or at least its first 6 characters"
         case .notFound(let text): "no notification matches '\(text)' (see notty list --view all)"

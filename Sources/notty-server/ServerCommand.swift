@@ -78,6 +78,8 @@ struct StorageOptions: ParsableArguments {
             let url = try PostgresURL(postgresURL)
             do {
                 return try await PostgresStorage.connect(url: url, logger: logger)
+            } catch let newer as NewerStoreError {
+                throw CLIError(newer.description)
             } catch {
                 throw CLIError("cannot use PostgreSQL at \(url): \(error). Is it running, and may \(url.user) connect to \(url.database)? Check --postgres.")
             }
@@ -85,6 +87,8 @@ struct StorageOptions: ParsableArguments {
         let path = db ?? Paths.defaultServerDB
         do {
             return try SQLiteStorage(path: path)
+        } catch let newer as NewerStoreError {
+            throw CLIError(newer.description)
         } catch {
             throw CLIError("cannot open the database at \(path): \(error). Check the path and its permissions, or pass --db PATH.")
         }
