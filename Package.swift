@@ -216,7 +216,7 @@ let package = Package(
             ]
         ),
         // Helpers for tests and benchmarks that run the real notty (not shipped).
-        .target(name: "NottyTestSupport", dependencies: ["NottyCore", "NottyPOSIX"]),
+        .target(name: "NottyTestSupport", dependencies: ["NottyCore", "NottyPOSIX", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "NottyCoreTests", dependencies: ["NottyCore", "NottyTestSupport"]),
         .testTarget(name: "NottyCommandLineTests", dependencies: ["NottyCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .testTarget(name: "NottySQLiteTests", dependencies: ["NottySQLite", "NottyTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
