@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NottySQLite
 
 #if canImport(Glibc)
 import Glibc
@@ -111,14 +112,11 @@ public enum SQLiteBackup {
             try? FileManager.default.removeItem(atPath: staging)
             throw Failure("cannot prepare \(staging): \(error)")
         }
-        var aside: String?
-        if FileManager.default.fileExists(atPath: path) {
-            let stamp = String(ISO8601DateFormatter().string(from: now).replacingOccurrences(of: ":", with: "").prefix(17))
-            let kept = "\(path).before-restore-\(stamp)"
-            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
-                guard rename(path + suffix, kept + suffix) == 0 else { throw Failure("cannot move \(path + suffix) aside: \(String(cString: strerror(errno)))") }
-            }
-            aside = kept
+        let aside: String?
+        do {
+            aside = try DatabaseFiles.setAside(path, label: "restore", now: now)
+        } catch {
+            throw Failure("\(error)")
         }
         guard rename(staging, path) == 0 else { throw Failure("cannot put the backup at \(path): \(String(cString: strerror(errno)))") }
         return (restored, aside)

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NottyCore
+import NottySQLite
 
 /// A change the user made on this device that had not reached the service, read out of a
 /// store that cannot be used any more (damaged, or of a newer build) by `notty resync`.
@@ -40,6 +41,12 @@ extension LocalStore {
         } catch {
             return (changes, false)
         }
+    }
+
+    /// Moves the store's files at `path` aside (`PATH.before-resync-TIME`) before a new one is
+    /// made there; nil when there is none.
+    public static func setAside(path: String) throws -> String? {
+        try DatabaseFiles.setAside(path, label: "resync")
     }
 
     /// Puts salvaged changes back in this store's outbox as they were: the same mutation ids

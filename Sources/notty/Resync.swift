@@ -24,20 +24,12 @@ struct Resync: AsyncParsableCommand {
             let device = Device()
             _ = try device.credentials()  // signed in, before anything is moved
             let path = device.paths.store
-            let exists = FileManager.default.fileExists(atPath: path)
-            let (salvaged, complete) = exists ? try await offThePool { LocalStore.salvageOutbox(path: path) } : ([], true)
-            var aside: String?
-            if exists {
-                let stamp = ISOTime.format(Date()).replacingOccurrences(of: ":", with: "").prefix(17)
-                let kept = "\(path).before-resync-\(stamp)"
-                for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
-                    do {
-                        try FileManager.default.moveItem(atPath: path + suffix, toPath: kept + suffix)
-                    } catch {
-                        throw CLIError("cannot move the old store \(path + suffix) aside to \(kept + suffix): \((error as NSError).localizedDescription)")
-                    }
-                }
-                aside = kept
+            let (salvaged, complete) = FileManager.default.fileExists(atPath: path) ? try await offThePool { LocalStore.salvageOutbox(path: path) } : ([], true)
+            let aside: String?
+            do {
+                aside = try LocalStore.setAside(path: path)
+            } catch {
+                throw CLIError("\(error)")
             }
             let (_, store, engine) = try await device.session()
             let queued = try await store.perform { try $0.requeue(salvaged) }

@@ -22,8 +22,6 @@ struct BadgeOptions: ParsableArguments {
     var color: Bool { Self.color }
     static var color: Bool { (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty }
 
-    func badge(_ device: Device) async throws -> Badge { try await Self.badge(device, view: view.view) }
-
     /// The badge of this device's store now; an empty one when the store does not exist yet
     /// (nothing is created: a prompt may run this on a machine never signed in).
     static func badge(_ device: Device, view: NotificationView) async throws -> Badge {
