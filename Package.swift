@@ -261,6 +261,7 @@ let package = Package(
             dependencies: [
                 "NottyCore",
                 "NottyService",
+                "NottyOutbound",
                 "NottyServiceSQLite",
                 "NottyServicePostgres",
                 "NottyHTTP",

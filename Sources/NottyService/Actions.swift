@@ -10,7 +10,6 @@ public final class Actions: ServicePart {
     package let core: ServiceCore
     let inbox: Inbox
     let outbound: (any OutboundHTTP)?
-    let targets: ActionTargets
 
     /// How long an action's request may take, connecting included.
     public static let timeout: Duration = .seconds(15)
@@ -21,9 +20,6 @@ public final class Actions: ServicePart {
         self.core = core
         self.inbox = inbox
         self.outbound = outbound
-        // Flags are checked by `notty serve`; a configuration made in code that does not parse allows nothing odd either.
-        targets = (try? ActionTargets(allow: core.config.actionAllow, host: core.config.host, port: core.config.port, publicURL: core.config.publicURL))
-            ?? (try! ActionTargets(allow: [], host: core.config.host, port: core.config.port, publicURL: core.config.publicURL))
     }
 
     /// `POST /v1/me/notifications/{id}/actions/{n}`: runs action `n` (from 1) of the user's
@@ -74,16 +70,13 @@ public final class Actions: ServicePart {
         return device?.deviceName ?? "device " + deviceId.prefix(8)
     }
 
-    /// Makes the request of an `http` action and says how it went; a target the service
-    /// will not call fails without a request. Bodies of answers are never kept.
+    /// Makes the request of an `http` action and says how it went; a target the outbound
+    /// policy refuses fails without a request ("refused: not allowed: …"). Bodies of answers
+    /// are never kept.
     func run(_ action: NotificationAction, index: Int, device: String?, createdBy: String) async -> ActionResult {
         var result = ActionResult(action: index, label: action.label, status: .failed, device: device, at: clock.nowMillis())
         guard let url = action.url else {
             result.error = "the action has no URL"
-            return result
-        }
-        if let refusal = await targets.refusal(url) {
-            result.error = "refused: \(refusal)"
             return result
         }
         guard let outbound else {
@@ -103,7 +96,7 @@ public final class Actions: ServicePart {
             result.status = response.succeeded ? .done : .failed
             if !response.succeeded { result.error = "HTTP \(response.status)" }
         } catch {
-            result.error = error.description
+            result.error = error.isRefusal ? "refused: \(error.description)" : error.description
         }
         return result
     }

@@ -24,7 +24,8 @@ extension Inbox {
     /// `POST /v1/me/escalations` `{"name", "after", "targets": [...], "priority", "app", "group",
     /// "repeat"}`: a new rule (`after` and `repeat` are durations: seconds, or text such as
     /// `10m`). A name the user already has is `400`, as is a target the service does not know (a
-    /// command its administrator did not name), naming the commands there are.
+    /// command its administrator did not name), naming the commands there are, and one the
+    /// outbound policy refuses by its literal address.
     public func addEscalationRule(userId: String, body: Data) async throws -> EscalationRule {
         let now = clock.nowMillis()
         let rule: EscalationRule
@@ -32,6 +33,10 @@ extension Inbox {
             rule = try EscalationRule(body: body, commands: config.escalationCommands, id: Identifiers.timeOrdered(now: now), now: now)
         } catch {
             throw ServiceError.badRequest(error.message)
+        }
+        for text in rule.targets {
+            guard let target = try? EscalationTarget(parsing: text), let refusal = escalation.sender.refusal(of: target) else { continue }
+            throw ServiceError.badRequest("\(target.shown) is not allowed: \(refusal)")
         }
         let limit = EscalationRule.maxRulesPerUser
         guard try await db({ try await storage.insertEscalationRule(rule, userId: userId, limit: limit) }) else {

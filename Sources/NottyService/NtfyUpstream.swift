@@ -106,7 +106,7 @@ public final class NtfyUpstream: ServicePart {
         var headers = [OutboundHeader("X-Poll-ID", messageId)]
         if let token = config.ntfyUpstreamToken { headers.append(OutboundHeader("Authorization", "Bearer \(token)")) }
         let request = OutboundRequest(method: "POST", url: upstream + "/" + upstreamId, headers: headers,
-                                      body: Data(), timeout: .seconds(15))
+                                      body: Data(), timeout: .seconds(15), aim: .administrator)
         Task {
             defer { inFlight.subtract(1, ordering: .relaxed) }
             for (attempt, wait) in [0, 5, 30, 120].enumerated() {

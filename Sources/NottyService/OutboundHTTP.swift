@@ -3,8 +3,19 @@ import NottyCore
 
 /// A request the service makes to another service: an escalation's target, an action, the ntfy
 /// upstream. The domain says what to send; how it is sent (AsyncHTTPClient in `NottyOutbound`,
-/// a recording in the tests) is the implementation's.
+/// a recording in the tests) is the implementation's, and so is the outbound policy that every
+/// request a user aimed goes through (docs/PROTOCOL.md, "Outbound requests").
 public struct OutboundRequest: Sendable, Equatable {
+    /// Who chose where the request goes.
+    public enum Aim: Sendable, Equatable {
+        /// A user (escalation and contact targets, actions, Web Push endpoints): the outbound
+        /// policy applies.
+        case user
+        /// The administrator, with a flag of `notty serve` (`--ntfy-upstream`): sent as is.
+        case administrator
+    }
+
+    public var aim: Aim
     public var method: String
     public var url: String
     public var headers: [OutboundHeader]
@@ -12,7 +23,9 @@ public struct OutboundRequest: Sendable, Equatable {
     /// The whole request, from connecting to the last byte of the answer.
     public var timeout: Duration
 
-    public init(method: String, url: String, headers: [OutboundHeader] = [], body: Data? = nil, timeout: Duration = .seconds(15)) {
+    public init(method: String, url: String, headers: [OutboundHeader] = [], body: Data? = nil, timeout: Duration = .seconds(15),
+                aim: Aim = .user) {
+        self.aim = aim
         self.method = method
         self.url = url
         self.headers = headers
@@ -63,30 +76,51 @@ public enum OutboundError: Error, Sendable, Equatable, CustomStringConvertible {
     case timedOut(Duration)
     /// The connection could not be made or broke (refused, DNS, TLS, reset).
     case unreachable(String)
+    /// The outbound policy refuses the destination (a link-local, unspecified or multicast
+    /// address, the service itself, a host outside `--outbound-allow`): no connection was made.
+    case notAllowed(String)
 
     public var description: String {
         switch self {
         case .invalidURL(let url): "not an http(s) URL: \(url)"
         case .timedOut(let timeout): "no answer within \(timeout)"
         case .unreachable(let reason): "unreachable: \(reason)"
+        case .notAllowed(let reason): "not allowed: \(reason)"
         }
     }
 
-    /// Whether trying again later may help (everything but a bad URL).
+    /// Whether the request was refused before it went out (a bad URL, a refused destination).
+    public var isRefusal: Bool {
+        switch self {
+        case .invalidURL, .notAllowed: true
+        case .timedOut, .unreachable: false
+        }
+    }
+
+    /// Whether trying again later may help (everything but a bad URL or a refused destination).
     public var isWorthRetrying: Bool {
-        if case .invalidURL = self { return false }
-        return true
+        switch self {
+        case .invalidURL, .notAllowed: false
+        case .timedOut, .unreachable: true
+        }
     }
 }
 
 /// How the service makes outbound HTTP requests. Owned by the domain, so that the domain
 /// knows nothing of HTTP clients; `NottyOutbound` has the live one and a recording one.
 public protocol OutboundHTTP: Sendable {
-    /// Sends `request`, following no redirect; throws ``OutboundError`` when no answer came.
+    /// Sends `request`, following no redirect; throws ``OutboundError`` when no answer came
+    /// (``OutboundError/notAllowed(_:)`` when the policy refuses a user-aimed destination).
     func send(_ request: OutboundRequest) async throws(OutboundError) -> OutboundResponse
+    /// Why a user-aimed `url` is refused before any name is looked up (a literal address the
+    /// policy refuses, the service's own URL), or nil: what a rule is checked against when it
+    /// is made. A name is checked when a request is sent.
+    func refusalBeforeLookup(_ url: String) -> String?
 }
 
 extension OutboundHTTP {
+    public func refusalBeforeLookup(_ url: String) -> String? { nil }
+
     /// The most of an answer's body that is read.
     public static var maxBodyBytes: Int { 64 << 10 }
 }

@@ -37,9 +37,6 @@ public struct ServiceConfig: Sendable {
     /// The commands escalation rules may name (`command:NAME`, SPEC §11), by name: each a line
     /// for `/bin/sh -c`, set by the administrator (`[escalation.commands]` in `server.toml`).
     public var escalationCommands: [String: String] = [:]
-    /// The hosts and networks actions may call (`--action-allow`, SPEC §12); empty: any but
-    /// link-local addresses and the service's own.
-    public var actionAllow: [String] = []
     /// An ntfy server that wakes iPhones (`--ntfy-upstream`, SPEC §12), and its access token.
     public var ntfyUpstream: String?
     public var ntfyUpstreamToken: String?

@@ -210,15 +210,18 @@ public final class ServeProcess: @unchecked Sendable {  // @unchecked: holds Fou
 
     public var url: String { "\(scheme)://127.0.0.1:\(port)" }
 
-    /// Creates the user and the app, then starts the service.
-    public convenience init(directory: URL, environment: [String: String] = [:], extraArguments: [String] = []) async throws {
-        let admin = NottyCLI(home: directory.appendingPathComponent("server"))
+    /// Creates the user and the app, then starts the service (`binary`: `notty`, or a script
+    /// that runs it somewhere else, such as in a private network namespace).
+    public convenience init(directory: URL, environment: [String: String] = [:], extraArguments: [String] = [],
+                            binary: URL = Repository.nottyBinary) async throws {
+        let admin = NottyCLI(home: directory.appendingPathComponent("server"), binary: binary)
         let user = try await admin.run(["admin", "user", "add", "alice"], input: "pw\n", environment: environment)
         guard user.status == 0 else { throw SupportError("admin user add failed: \(user.err)") }
         let app = try await admin.run(["admin", "app", "add", "ci.example.com", "--json"], environment: environment)
         guard let object = try JSONSerialization.jsonObject(with: Data(app.out.utf8)) as? [String: String],
               let id = object["client_id"], let secret = object["client_secret"] else { throw SupportError("admin app add failed: \(app.err)") }
-        try await self.init(directory: directory, environment: environment, clientId: id, clientSecret: secret, extraArguments: extraArguments)
+        try await self.init(directory: directory, environment: environment, clientId: id, clientSecret: secret, extraArguments: extraArguments,
+                            binary: binary)
     }
 
     /// Another instance on `other`'s storage (its `environment` names a shared PostgreSQL).
@@ -227,9 +230,10 @@ public final class ServeProcess: @unchecked Sendable {  // @unchecked: holds Fou
                             extraArguments: extraArguments)
     }
 
-    private init(directory: URL, environment: [String: String], clientId: String, clientSecret: String, extraArguments: [String]) async throws {
+    private init(directory: URL, environment: [String: String], clientId: String, clientSecret: String, extraArguments: [String],
+                 binary: URL = Repository.nottyBinary) async throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        admin = NottyCLI(home: directory.appendingPathComponent("server"))
+        admin = NottyCLI(home: directory.appendingPathComponent("server"), binary: binary)
         log = directory.appendingPathComponent("serve.log")
         self.environment = environment
         self.clientId = clientId

@@ -43,7 +43,7 @@ enum ServeConfigFile {
 
     /// The `NOTTY_*` variables that name a flag of `notty serve`, as flags: `NOTTY_PUBLIC_URL`
     /// is `--public-url`, `NOTTY_PORT` is `--port`; a repeatable flag takes a list separated by
-    /// commas or spaces (`NOTTY_ACTION_ALLOW=10.0.0.0/8,hooks.example.com`). Others are left
+    /// commas or spaces (`NOTTY_OUTBOUND_ALLOW=10.0.0.0/8,hooks.example.com`). Others are left
     /// alone: `NOTTY_HOME`, `NOTTY_POSTGRES_URL` (read where they are used), `NOTTY_CONFIG`.
     static func environmentFlags(_ environment: [String: String]) throws -> [String] {
         var flags: [String] = []
@@ -92,7 +92,7 @@ enum ServeConfigFile {
                 flags += try escalationFlags(setting, file: file)
                 continue
             }
-            // A repeatable flag as an array: action-allow = ["10.0.0.0/8", "hooks.example.com"].
+            // A repeatable flag as an array: outbound-allow = ["10.0.0.0/8", "hooks.example.com"].
             if let array = setting.array, Self.repeatable.contains(key) {
                 for item in array {
                     let value = try Self.text(of: item, key: key, file: file)
@@ -110,7 +110,7 @@ enum ServeConfigFile {
     }
 
     /// The flags that may be given more than once, so an array in the file.
-    static let repeatable: Set<String> = ["action-allow"]
+    static let repeatable: Set<String> = ["outbound-allow", "action-allow"]
 
     /// `[escalation.commands]`: `NAME = "LINE"` a command, as `--escalation-command NAME=LINE`.
     private static func escalationFlags(_ setting: TOMLValueConvertible, file: String) throws -> [String] {

@@ -59,9 +59,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("escalation-command"), help: ArgumentHelp(
         "A command escalation rules may name as command:NAME, run with /bin/sh -c on this machine with the notification in NOTTY_* variables (repeatable; in server.toml: [escalation.commands] NAME = \"LINE\").",
         valueName: "NAME=LINE")) var escalationCommands: [String] = []
-    @Option(name: .customLong("action-allow"), help: ArgumentHelp(
-        "Limit the requests actions make to this host name or address/network (10.0.0.0/8, fd00::/8; repeatable; in server.toml: action-allow = [\"…\"]). Link-local addresses and the service's own address are refused always.",
-        valueName: "host|cidr")) var actionAllow: [String] = []
+    @Option(name: [.customLong("outbound-allow"), .customLong("action-allow")], help: ArgumentHelp(
+        "Limit every request a user aims (escalation targets, actions) to this host name or address/network (10.0.0.0/8, fd00::/8; repeatable; in server.toml: outbound-allow = [\"…\"]; --action-allow is the same). Link-local, unspecified and multicast addresses and the service's own address are refused always.",
+        valueName: "host|cidr")) var outboundAllow: [String] = []
     @Option(name: .customLong("ntfy-upstream"), help: ArgumentHelp(
         "An ntfy server that wakes iPhones (https://ntfy.sh): each message to a topic sends it ntfy's poll request (the topic's hash, never the topic). Needs --public-url.",
         valueName: "url")) var ntfyUpstream: String?
@@ -92,16 +92,21 @@ struct Serve: AsyncParsableCommand {
             if let value, value.seconds < 60 { throw ArgumentParser.ValidationError("\(flag) must be at least 1m") }
         }
         _ = try Self.commands(escalationCommands)
-        do {
-            _ = try ActionTargets(allow: actionAllow, host: host, port: port, publicURL: publicURL)
-        } catch {
-            throw ArgumentParser.ValidationError(error.message)
-        }
+        _ = try outboundPolicy()
         if let ntfyUpstream {
             guard LaunchURL.isValid(ntfyUpstream), !ntfyUpstream.contains("?") else { throw ArgumentParser.ValidationError("--ntfy-upstream must be an ntfy server's http(s) URL, e.g. https://ntfy.sh") }
             guard publicURL != nil else { throw ArgumentParser.ValidationError("--ntfy-upstream and --public-url go together: the upstream knows a topic by the hash of its URL as the phone has it") }
         }
         if ntfyUpstreamToken != nil && ntfyUpstream == nil { throw ArgumentParser.ValidationError("--ntfy-upstream-token goes with --ntfy-upstream") }
+    }
+
+    /// Where the requests users aim may go: `--outbound-allow`, and never here.
+    func outboundPolicy() throws -> OutboundPolicy {
+        do {
+            return try OutboundPolicy(allow: outboundAllow, listeners: [.init(host: host, port: port)], publicURL: publicURL)
+        } catch {
+            throw ArgumentParser.ValidationError(error.message)
+        }
     }
 
     /// `NAME=LINE` flags as a table; a name is a word (letters, digits, - _ .) and each is given once.
@@ -147,7 +152,6 @@ struct Serve: AsyncParsableCommand {
             if let idleTimeout { config.connections.idleTimeout = .seconds(idleTimeout.seconds) }
             if let maxConnections { config.connections.maxConnections = maxConnections }
             config.escalationCommands = try Self.commands(escalationCommands)
-            config.actionAllow = actionAllow
             config.ntfyUpstream = ntfyUpstream
             config.ntfyUpstreamToken = ntfyUpstreamToken
             if config.defaultTTL > config.maxTTL { throw CLIError("--default-ttl is longer than --max-ttl") }
@@ -161,7 +165,7 @@ struct Serve: AsyncParsableCommand {
             }
             defer { withExtendedLifetime(lock) {} }
             let store = try await storage.open(logger: logger)
-            let outbound = HTTPClientOutbound()
+            let outbound = HTTPClientOutbound(policy: try outboundPolicy())
             let service = NotificationService(storage: store, config: config, logger: logger, outbound: outbound)
             let scheme = tlsCert == nil ? "http" : "https"
             let dbPath = storage.place
@@ -186,6 +190,7 @@ struct Serve: AsyncParsableCommand {
             defer { reloads.cancel() }
             let app = try wrapStartError {
                 try ServerApplication.build(service: service, eventLoopGroup: eventLoops, tls: tls) { [logger] port in
+                    outbound.listening(on: port)
                     logger.notice("notty serve listening", metadata: ["url": "\(scheme)://\(host):\(port)", "db": "\(dbPath)"])
                 }
             }

@@ -127,7 +127,7 @@ struct CLITests {
         try await refused("port = 99999\n", says: "bad.toml: --port must be")
         try await refused("port = \n", says: "bad.toml:1:")
         try await refused("port = [1, 2]\n", says: "bad.toml: port must be a string or a number")
-        try await refused("action-allow = [\"10.0.0.0/99\"]\n", says: "bad.toml: --action-allow 10.0.0.0/99: give a host name")
+        try await refused("action-allow = [\"10.0.0.0/99\"]\n", says: "bad.toml: --outbound-allow 10.0.0.0/99: give a host name")
         // A pair of settings is checked as the command line is: the same line as for the flags.
         try "ntfy-upstream = \"https://ntfy.sh\"\n".write(to: home.appendingPathComponent("bad.toml"), atomically: true, encoding: .utf8)
         let unpaired = try await notty(["serve", "--config", home.appendingPathComponent("bad.toml").path])

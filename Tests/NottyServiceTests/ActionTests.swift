@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdTesting
 import NottyCore
+import NottyOutbound
 import NottyTestSupport
 import Synchronization
 import Testing
@@ -160,24 +161,22 @@ struct ActionTests {
         }
     }
 
-    @Test("the service never calls a link-local address or itself, and with --action-allow only what is allowed; a refusal is a failed outcome, no request")
+    @Test("the outbound policy: the service never calls a link-local address or itself, and with --outbound-allow only what is allowed; a refusal is a failed outcome, no request")
     func safety() async throws {
-        let target = ActionTarget()
-        let harness = try await ServiceHarness(.sqlite, outbound: target) { config in
-            config.host = "127.0.0.1"
-            config.port = 8787
-            config.publicURL = "https://notty.example.com"
-            config.actionAllow = ["127.0.0.1", "10.0.0.0/8", "hooks.example.com"]
-        }
+        let policy = try OutboundPolicy(allow: ["127.0.0.1", "10.0.0.0/8", "hooks.example.com"], listeners: [.init(host: "127.0.0.1", port: 8787)],
+                                        publicURL: "https://notty.example.com")
+        let target = RecordingOutbound(policy: policy)
+        let harness = try await ServiceHarness(.sqlite, outbound: target)
         try await harness.router { client in
             let world = try await harness.world(client)
             for (n, url, why) in [(0, "http://169.254.169.254/latest/meta-data", "link-local"), (1, "http://[fe80::1]:8080/x", "link-local"),
-                                  (2, "http://127.0.0.1:8787/v1/me", "own listening address"), (3, "https://notty.example.com/v1/me", "own (--public-url)"),
-                                  (4, "http://192.168.1.10/x", "not among the targets")] {
+                                  (2, "http://127.0.0.1:8787/v1/me", "own listening address"), (3, "https://notty.example.com/v1/me", "own address (--public-url)"),
+                                  (4, "http://192.168.1.10/x", "not among the hosts")] {
                 let extra = #","actions":[{"action":"http","label":"Go","url":"\#(url)"}]"#
                 let id = try #require(try await world.publish(client, id: "s\(n)", extra: extra).string("id"))
                 let reply = try await world.press(client, id, 1)
                 #expect(reply.string("status") == "failed", "\(url): \(reply.text)")
+                #expect(reply.string("error")?.hasPrefix("refused: not allowed: ") == true, "\(url): \(reply.text)")
                 #expect(reply.string("error")?.contains(why) == true, "\(url): \(reply.text)")
             }
             #expect(target.requests.isEmpty)

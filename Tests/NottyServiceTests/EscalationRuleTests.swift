@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NottyCore
+import NottyOutbound
 import NottyTestSupport
 import Testing
 @testable import NottyService
@@ -93,6 +94,33 @@ struct EscalationRuleTests {
             #expect(twice.status == .badRequest && twice.text.contains("already an escalation rule named a"), "\(twice.text)")
             let listed = try await client.call(.get, "/v1/me/escalations", token: world.userToken).decode(EscalationRuleList.self).value
             #expect(listed.map(\.name) == ["a"] && listed.first?.afterSeconds == 600)
+        }
+    }
+
+    @Test("the outbound policy: a target at a refused literal address is a 400 when the rule is made; a name that resolves to one fails at delivery with 'not allowed', nothing sent")
+    func outboundPolicy() async throws {
+        let policy = try OutboundPolicy(listeners: [.init(host: "127.0.0.1", port: 8787)],
+                                        resolver: { $0 == "metadata.test" ? [[169, 254, 169, 254]] : $0 == "receiver.test" ? [[127, 0, 0, 1]] : [] })
+        let outbound = RecordingOutbound(policy: policy)
+        let harness = try await ServiceHarness(.sqlite, outbound: outbound)
+        try await harness.router { client in
+            let world = try await harness.world(client)
+            for target in ["webhook:http://169.254.169.254/latest/meta-data/", "ntfy:http://169.254.169.254/alerts", "webhook:http://[::ffff:169.254.169.254]/",
+                           "webhook:http://[fe80::1]/", "webhook:http://0.0.0.0:9000/x", "webhook:http://127.0.0.1:8787/v1/me", "ntfy:http://[ff02::1]/t"] {
+                let answer = try await client.call(.post, "/v1/me/escalations", token: world.userToken, json: #"{"after":"5s","targets":["\#(target)"]}"#)
+                #expect(answer.status == .badRequest, "\(target): \(answer.text)")
+                #expect(answer.text.contains("is not allowed: "), "\(target): \(answer.text)")
+            }
+            #expect(try await client.call(.get, "/v1/me/escalations", token: world.userToken).decode(EscalationRuleList.self).value.isEmpty)
+            // A name is checked when a delivery is sent: the test says why, and nothing went out.
+            let added = try await client.call(.post, "/v1/me/escalations", token: world.userToken,
+                                              json: #"{"name":"m","after":"5s","targets":["webhook:http://metadata.test/latest/","webhook:http://receiver.test:9000/hook"]}"#)
+            #expect(added.status == .created, "\(added.text)")
+            let id = try #require(added.string("id"))
+            let tested = try await client.call(.post, "/v1/me/escalations/\(id)/test", token: world.userToken)
+            #expect(tested.text.contains("not allowed: metadata.test is a link-local address (169.254.169.254)"), "\(tested.text)")
+            #expect(!tested.text.contains("unreachable"), "\(tested.text)")
+            #expect(outbound.requests.map(\.url) == ["http://receiver.test:9000/hook"])
         }
     }
 
