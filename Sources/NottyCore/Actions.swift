@@ -25,6 +25,9 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
     /// (N seconds from now) when it runs (an Alertmanager silence). Never set by what a
     /// publisher sends.
     public var template = false
+    /// The service's store only: an `http` action's URL, method, headers and body, sealed
+    /// together under the service's secret key (the service opens it when it runs the action).
+    public var sealed: String?
 
     /// ntfy's limit of actions on one notification.
     public static let maxPerNotification = 3
@@ -81,6 +84,7 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
         if !headers.isEmpty { o["headers"] = .object(headers.mapValues { .string($0) }) }
         if let body { o["body"] = .string(body) }
         if template { o["template"] = .bool(true) }
+        if let sealed { o["sealed"] = .string(sealed) }
         return .object(o)
     }
 
@@ -105,6 +109,7 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
             }
             w.raw(#","label":"#); w.string(a.label)
             if let method = a.method { w.raw(#","method":"#); w.string(method) }
+            if let sealed = a.sealed { w.raw(#","sealed":"#); w.string(sealed) }
             if a.template { w.raw(#","template":true"#) }
             if let url = a.url { w.raw(#","url":"#); w.string(url) }
             w.raw("}")
@@ -128,6 +133,7 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
             let clear: Bool = if case .bool(true)? = o["clear"] { true } else { false }
             var action = NotificationAction(kind: kind, label: label, url: text("url"), method: text("method"), headers: headers, body: text("body"), clear: clear)
             if case .bool(true)? = o["template"] { action.template = true }
+            action.sealed = text("sealed")
             return action
         }
         return actions.isEmpty ? nil : actions

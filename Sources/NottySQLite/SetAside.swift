@@ -8,7 +8,8 @@ public enum DatabaseFiles {
         public var description: String
     }
 
-    /// Moves the database at `path` aside; returns its new path, nil when there is none.
+    /// Moves the database at `path` aside, readable by its owner alone (it holds what the store
+    /// held); returns its new path, nil when there is none.
     public static func setAside(_ path: String, label: String, now: Date = Date()) throws -> String? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         let stamp = ISO8601DateFormatter().string(from: now).replacingOccurrences(of: ":", with: "").prefix(17)
@@ -17,6 +18,7 @@ public enum DatabaseFiles {
             guard rename(path + suffix, kept + suffix) == 0 else {
                 throw Failure(description: "cannot move \(path + suffix) aside to \(kept + suffix): \(String(cString: strerror(errno)))")
             }
+            chmod(kept + suffix, 0o600)
         }
         return kept
     }

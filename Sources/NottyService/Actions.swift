@@ -45,7 +45,13 @@ public final class Actions: ServicePart {
         if let recorded = try await db({ try await storage.claimActionRun(claim) }) { return recorded }
         let user = try await db { try await storage.user(id: userId) }
         let createdBy = "notty: \(user?.userName ?? userId)" + (device.map { " on \($0)" } ?? "")
-        var result = await run(action, index: n, device: device, createdBy: createdBy)
+        var result: ActionResult
+        do throws(SecretBox.OpenError) {
+            result = await run(try await secrets.opened(action), index: n, device: device, createdBy: createdBy)
+        } catch {
+            result = ActionResult(action: n, label: action.label, status: .failed, device: device, at: clock.nowMillis())
+            result.error = "this action cannot run: \(error)"
+        }
         result.at = clock.nowMillis()
         let finished = result
         do {

@@ -44,6 +44,13 @@ public struct BackgroundJobs: Sendable {
             BackgroundJob("delayed publishes", every: .milliseconds(500)) { _ = try await service.publishing.publishDueDelayed() },
             BackgroundJob("keepalive", every: Self.keepalive, firstAfter: Self.keepalive) { service.hub.tick() },
             BackgroundJob("history", every: .seconds(3600)) { try await service.maintenance.purgeHistory() },
+            // Secrets at rest: a rotation run elsewhere (notty admin rotate-key) made a new key
+            // the store's; this instance seals with it from now on.
+            BackgroundJob("secret key", every: .seconds(10), firstAfter: .seconds(10)) {
+                if try await SecretKeeping.follow(service.secrets, storage: service.storage) {
+                    service.logger.notice("secrets are sealed with a new key from now on (a rotation)", metadata: ["key": "\(service.secrets.primary.id)"])
+                }
+            },
             // Escalation (SPEC §11): due tracks fired every half second; changes planned as they
             // are committed, and everyone now and then (what an instance that stopped left);
             // deliveries sent as they are made, retries as they come due.

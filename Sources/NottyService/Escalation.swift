@@ -35,7 +35,7 @@ public final class Escalation: ServicePart {
 
     init(core: ServiceCore, outbound: (any OutboundHTTP)?) {
         self.core = core
-        sender = EscalationSender(outbound: outbound, commands: core.config.escalationCommands)
+        sender = EscalationSender(outbound: outbound, commands: core.config.escalationCommands, secrets: core.secrets)
     }
 
     // MARK: - Planning, on the change path
@@ -193,10 +193,10 @@ public final class Escalation: ServicePart {
         }
         if case .failed(let error) = result {
             logger.warning("an escalation could not be delivered: given up", metadata: [
-                "target": "\((try? EscalationTarget(parsing: delivery.target))?.shown ?? delivery.target)", "event": "\(delivery.event.rawValue)",
+                "target": "\(secrets.shownTarget(delivery.target))", "event": "\(delivery.event.rawValue)",
                 "error": "\(error)"])
         }
-        finished.withLock { $0.append(FinishedDelivery(delivery: delivery, result: result, log: Self.log(delivery, result: result, at: now))) }
+        finished.withLock { $0.append(FinishedDelivery(delivery: delivery, result: result, log: Self.log(delivery, result: result, at: now, secrets: secrets))) }
         finishBell.ring()
     }
 
@@ -245,9 +245,9 @@ public final class Escalation: ServicePart {
     }
 
     /// What an `escalated` delivery leaves on its notification once it is over (sent, or given up).
-    static func log(_ delivery: EscalationDelivery, result: DeliveryResult, at: Date) -> EscalationRecord? {
+    static func log(_ delivery: EscalationDelivery, result: DeliveryResult, at: Date, secrets: SecretBox) -> EscalationRecord? {
         guard delivery.event == .escalated else { return nil }
-        let shown = (try? EscalationTarget(parsing: delivery.target))?.shown ?? delivery.target
+        let shown = secrets.shownTarget(delivery.target)
         switch result {
         case .delivered: return EscalationRecord(target: shown, rule: delivery.ruleName, at: at, outcome: "sent")
         case .failed(let error): return EscalationRecord(target: shown, rule: delivery.ruleName, at: at, outcome: "failed", error: error)
@@ -282,13 +282,13 @@ public final class Escalation: ServicePart {
                                                       target: target, event: .test, notification: sample, firstAt: now, nextAt: now)
                     let failure = await self.sender.send(delivery)
                     try? await self.storage.recordEscalationTest(ruleId: rule.id, target: target, error: failure?.message, now: self.clock.nowMillis())
-                    return EscalationTestOutcome(target: (try? EscalationTarget(parsing: target))?.shown ?? target, ok: failure == nil, error: failure?.message)
+                    return EscalationTestOutcome(target: self.secrets.shownTarget(target), ok: failure == nil, error: failure?.message)
                 }
             }
             var outcomes: [EscalationTestOutcome] = []
             for await outcome in group { outcomes.append(outcome) }
             return rule.targets.compactMap { target in
-                let shown = (try? EscalationTarget(parsing: target))?.shown ?? target
+                let shown = secrets.shownTarget(target)
                 return outcomes.first { $0.target == shown }
             }
         }

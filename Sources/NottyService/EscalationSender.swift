@@ -15,11 +15,15 @@ public struct EscalationSender: Sendable {
 
     let outbound: (any OutboundHTTP)?
     let commands: [String: String]
+    /// Opens targets as stored (sealed: their credentials are).
+    let secrets: SecretBox
     /// How long a command may run before it is stopped (and counts as failed).
     let commandTimeout: Duration
 
-    public init(outbound: (any OutboundHTTP)?, commands: [String: String], commandTimeout: Duration = .seconds(30)) {
+    public init(outbound: (any OutboundHTTP)?, commands: [String: String], commandTimeout: Duration = .seconds(30),
+                secrets: SecretBox = .ephemeral()) {
         self.outbound = outbound
+        self.secrets = secrets
         self.commands = commands
         self.commandTimeout = commandTimeout
     }
@@ -38,9 +42,11 @@ public struct EscalationSender: Sendable {
     public func send(_ delivery: EscalationDelivery) async -> Failure? {
         let target: EscalationTarget
         do {
-            target = try EscalationTarget(parsing: delivery.target)
+            target = try EscalationTarget(parsing: try await secrets.openFetching(delivery.target))
+        } catch let error as SecretBox.OpenError {
+            return Failure(message: "the target cannot be used: \(error)", retryable: false)
         } catch {
-            return Failure(message: error.message, retryable: false)
+            return Failure(message: (error as? ValidationError)?.message ?? "\(error)", retryable: false)
         }
         switch target {
         case .ntfy(let url):

@@ -14,11 +14,19 @@ extension Inbox {
             let known = status[rule.id] ?? []
             deliveries[rule.id] = rule.targets.map { target in
                 var state = known.first { $0.target == target } ?? EscalationTargetState(target: target)
-                state.target = (try? EscalationTarget(parsing: target))?.shown ?? target
+                state.target = secrets.shownTarget(target)
                 return state
             }
         }
-        return EscalationRuleList(value: rules, deliveries: deliveries)
+        // The owner sees the targets as given (their credentials too), opened.
+        var opened: [EscalationRule] = []
+        for var rule in rules {
+            var targets: [String] = []
+            for target in rule.targets { targets.append((try? await secrets.openFetching(target)) ?? secrets.shownTarget(target)) }
+            rule.targets = targets
+            opened.append(rule)
+        }
+        return EscalationRuleList(value: opened, deliveries: deliveries)
     }
 
     /// `POST /v1/me/escalations` `{"name", "after", "targets": [...], "priority", "app", "group",
@@ -39,7 +47,9 @@ extension Inbox {
             throw ServiceError.badRequest("\(target.shown) is not allowed: \(refusal)")
         }
         let limit = EscalationRule.maxRulesPerUser
-        guard try await db({ try await storage.insertEscalationRule(rule, userId: userId, limit: limit) }) else {
+        var sealed = rule
+        sealed.targets = rule.targets.map(secrets.seal)
+        guard try await db({ try await storage.insertEscalationRule(sealed, userId: userId, limit: limit) }) else {
             let existing = try await db { try await storage.escalationRules(userId: userId) }
             if existing.count >= limit {
                 throw ServiceError.badRequest("a user has at most \(limit) escalation rules: remove one first (notty escalate remove NAME)")

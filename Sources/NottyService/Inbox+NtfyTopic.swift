@@ -12,7 +12,7 @@ extension Inbox {
     package func topic(token: String) async throws -> SubscriptionRecord {
         core.forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
-        let subscription = try await core.subscriptionsCache.value("hook:" + hash) { try await db { try await storage.subscription(webhookHash: hash) } }
+        let subscription = try await core.subscriptionsCache.value("hook:" + hash) { await core.opened(try await db { try await storage.subscription(webhookHash: hash) }) }
         guard let subscription, !subscription.revoked else { throw ServiceError.notFound("no such topic: it was revoked, or the URL is mistyped") }
         guard subscription.platform == "ntfy", subscription.targetHostName == nil else {
             throw ServiceError.forbidden("this is a webhook's token, which publishes: subscribe to a topic made by notty subscribe --ntfy")

@@ -68,8 +68,8 @@ public final class Inbox: ServicePart {
             // A webhook's URL lives until it is revoked: the tools it is pasted into do not renew it.
             expiresAt: webhook || topic ? SubscriptionRecord.never : now + TimeInterval(config.subscriptionLifetime),
             lastSeen: host == nil && !topic ? now : nil,  // a device registering is a device seen
-            webhookHash: token.map(Secrets.tokenHash), webhookSecret: secret,
-            alertmanagerURL: alertmanager.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 },
+            webhookHash: token.map(Secrets.tokenHash), webhookSecret: secret.map(secrets.seal),
+            alertmanagerURL: alertmanager.map { secrets.seal($0.hasSuffix("/") ? String($0.dropLast()) : $0) },
             upstreamId: topic ? config.publicURL.flatMap { url in token.map { NtfyUpstream.topicHash(publicURL: url, topic: $0) } } : nil)
         try await db { try await storage.insertSubscription(record) }
         var info = record.info

@@ -25,12 +25,15 @@ public final class NotificationService: Sendable {
     public var hub: DoorbellHub { core.hub }
     public var metrics: ServiceMetrics { core.metrics }
     package var logger: Logger { core.logger }
+    public var secrets: SecretBox { core.secrets }
 
     /// `outbound` makes the requests escalation sends and actions make (nil: none are made, and
     /// they say so).
     public init(storage: any NotificationStorage, config: ServiceConfig = ServiceConfig(), clock: any ServiceClock = SystemClock(),
-                metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil) {
-        let core = ServiceCore(storage: storage, config: config, clock: clock, metrics: metrics, logger: logger)
+                metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil,
+                secrets: SecretBox) {
+        let core = ServiceCore(storage: storage, config: config, clock: clock, metrics: metrics, logger: logger, secrets: secrets)
+        SecretKeeping.install(secrets, storage: storage)
         self.core = core
         auth = Authentication(core: core)
         let escalation = Escalation(core: core, outbound: outbound)
@@ -82,6 +85,8 @@ package final class ServiceCore: Sendable {
     package let hub = DoorbellHub()
     package let metrics: ServiceMetrics
     package let logger: Logger
+    /// Seals and opens what users hand the service to act for them.
+    package let secrets: SecretBox
     let limiter: RateLimiter
     /// What every publish looks up: app tokens, apps and subscriptions (user tokens are read
     /// from storage on every request, so a revoked device or a deleted user is refused at once
@@ -94,13 +99,34 @@ package final class ServiceCore: Sendable {
     /// Each user's newest cursor, kept current by the storage's change handler (conditional polls).
     let latestCursors = CursorBook()
 
-    init(storage: any NotificationStorage, config: ServiceConfig, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger) {
+    init(storage: any NotificationStorage, config: ServiceConfig, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger,
+         secrets: SecretBox) {
         self.storage = storage
+        self.secrets = secrets
         self.config = config
         self.clock = clock
         self.metrics = metrics
         self.logger = logger
         limiter = RateLimiter(rate: config.publishRate, burst: config.publishBurst)
+    }
+
+    /// `subscription` with its sealed webhook secret and Alertmanager URL opened (what the hook
+    /// caches hold). A secret sealed under a key this service does not have stays sealed, so
+    /// that no request's signature matches it; such a URL is dropped, and both are logged.
+    func opened(_ subscription: SubscriptionRecord?) async -> SubscriptionRecord? {
+        guard var s = subscription else { return nil }
+        do throws(SecretBox.OpenError) {
+            if let secret = s.webhookSecret { s.webhookSecret = try await secrets.openFetching(secret) }
+        } catch {
+            logger.error("a webhook's secret cannot be opened: its requests are refused", metadata: ["subscription": "\(s.id)", "error": "\(error)"])
+        }
+        do throws(SecretBox.OpenError) {
+            if let url = s.alertmanagerURL { s.alertmanagerURL = try await secrets.openFetching(url) }
+        } catch {
+            s.alertmanagerURL = nil
+            logger.error("a webhook's Alertmanager URL cannot be opened: its alerts get no Silence action", metadata: ["subscription": "\(s.id)", "error": "\(error)"])
+        }
+        return s
     }
 
     /// Runs a storage call, turning its failures into the client's `503`.
@@ -154,6 +180,7 @@ extension ServicePart {
     var hub: DoorbellHub { core.hub }
     var metrics: ServiceMetrics { core.metrics }
     var logger: Logger { core.logger }
+    var secrets: SecretBox { core.secrets }
 
     func db<T>(_ operation: () async throws -> T) async throws -> T { try await core.db(operation) }
 }

@@ -12,7 +12,7 @@ import NottyCore
 /// protocol here, added to this list, and a file of its own in each backend.
 public typealias NotificationStorage = StorageLifecycle & AccountStorage & TokenStorage & SubscriptionStorage
     & SignInGuessStorage & FeedStorage & DelayedPublishStorage & RetentionStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage
-    & ActionStorage
+    & ActionStorage & SecretStorage
 
 /// Opening, checking and closing the storage, and what it tells the service of changes.
 public protocol StorageLifecycle: Sendable {
@@ -245,17 +245,52 @@ public struct PublishInput: Sendable {
     /// The sender says the matter is over (a webhook's resolved alert): the published
     /// notification is Dismissed, stamped with the service's clock (SPEC §7.2).
     public var resolved: Bool
-    /// The request's actions as stored, written here (on the request's thread), not by the
-    /// storage's one writer.
+    /// The request's actions as stored (each `http` action's secret parts sealed), written here
+    /// (on the request's thread), not by the storage's one writer.
     public let storedActions: String?
 
-    public init(userId: String, hostName: String, request: PublishRequest, expiration: Date, now: Date, resolved: Bool = false) {
+    public init(userId: String, hostName: String, request: PublishRequest, expiration: Date, now: Date, resolved: Bool = false,
+                secrets: SecretBox) {
         self.userId = userId
         self.hostName = hostName
         self.request = request
         self.expiration = expiration
         self.now = now
         self.resolved = resolved
-        storedActions = NotificationAction.storedText(request.actions)
+        storedActions = secrets.storedActions(request.actions)
+    }
+}
+
+/// What the store keeps of the secret keys (`secret_keys`), and the sweep that seals stored
+/// secrets anew (docs/GUIDE.md, "Secrets at rest").
+public protocol SecretStorage: Sendable {
+    /// A record of `secret_keys`: `check` (a value sealed under the key the store expects), or
+    /// `key:ID` (a new key sealed under the one before it, while a rotation hands it over).
+    func secretKeyRecord(_ name: String) async throws -> String?
+    /// Sets (nil: removes) a record of `secret_keys`.
+    func setSecretKeyRecord(_ name: String, value: String?) async throws
+    /// Goes through up to `limit` stored secrets of `column` after `position` (nil: from the
+    /// start) in the store's order, and writes each that `reseal` changes (unless it changed
+    /// meanwhile). Answers the position reached (nil: the end) and how many were written.
+    func resealSecrets(_ column: SecretColumn, after position: String?, limit: Int,
+                       _ reseal: @escaping @Sendable (String) -> String?) async throws -> (position: String?, written: Int)
+}
+
+/// A stored column that holds secrets: the whole value is one (`.value`), or a list of actions
+/// whose `http` actions carry one (`.actions`), or a JSON array of them (`.list`).
+public enum SecretColumn: String, Sendable, CaseIterable {
+    case notificationActions, ruleTargets, deliveryTargets, sentTargets, statusTargets, webhookSecrets, alertmanagerURLs
+
+    /// The table and column.
+    public var place: (table: String, column: String) {
+        switch self {
+        case .notificationActions: ("notifications", "actions")
+        case .ruleTargets: ("escalation_rules", "targets")
+        case .deliveryTargets: ("escalation_deliveries", "target")
+        case .sentTargets: ("escalation_sent", "target")
+        case .statusTargets: ("escalation_status", "target")
+        case .webhookSecrets: ("subscriptions", "webhook_secret")
+        case .alertmanagerURLs: ("subscriptions", "alertmanager_url")
+        }
     }
 }

@@ -92,7 +92,7 @@ extension Publishing {
             metrics.rateLimited.increment()
             throw ServiceError.tooManyRequests(retryAfter: wait)
         }
-        let body = try JSONEncoder().encode(DelayedPublish(notification))
+        let body = try JSONEncoder().encode(DelayedPublish(notification, secrets: secrets))
         try await db {
             try await storage.insertDelayed(DelayedRecord(id: messageId, userId: hook.subscription.userId, subscriptionId: hook.subscription.id,
                                                           hostName: hook.app.hostName, dueAt: due, body: String(decoding: body, as: UTF8.self), createdAt: now))
@@ -152,13 +152,13 @@ struct DelayedPublish: Codable {
     /// The whole actions as the service stores them (their `Codable` form is what devices see).
     var actions: String?
 
-    init(_ notification: WebhookNotification) {
+    init(_ notification: WebhookNotification, secrets: SecretBox) {
         appNotificationId = notification.appNotificationId ?? ""
         title = notification.title
         body = notification.body
         priority = notification.priority.rawValue
         launchUrl = notification.launchUrl
-        actions = NotificationAction.storedText(notification.actions)
+        actions = secrets.storedActions(notification.actions)
     }
 
     var notification: WebhookNotification {

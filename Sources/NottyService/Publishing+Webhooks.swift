@@ -37,7 +37,7 @@ extension Publishing {
     func hook(token: String) async throws -> Hook {
         core.forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
-        let subscription = try await core.subscriptionsCache.value("hook:" + hash) { try await db { try await storage.subscription(webhookHash: hash) } }
+        let subscription = try await core.subscriptionsCache.value("hook:" + hash) { await core.opened(try await db { try await storage.subscription(webhookHash: hash) }) }
         guard let subscription, !subscription.revoked else { throw ServiceError.notFound("no such webhook: it was revoked, or the URL is mistyped") }
         guard let host = subscription.targetHostName else {
             throw ServiceError.forbidden("this is a topic to subscribe to, not to publish to: publish with a webhook's token (notty subscribe --app HOST --webhook)")
@@ -123,6 +123,7 @@ extension Publishing {
             appNotificationId: id, groupName: item.groupName, priority: item.priority,
             payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: title, body: item.body)), launchUrl: item.launchUrl,
             actions: item.actions)
-        return PublishInput(userId: userId, hostName: hostName, request: request, expiration: expiration, now: now, resolved: item.resolved)
+        return PublishInput(userId: userId, hostName: hostName, request: request, expiration: expiration, now: now, resolved: item.resolved,
+                            secrets: secrets)
     }
 }

@@ -42,7 +42,7 @@ public final class Publishing: ServicePart {
             throw ServiceError.badRequest("targetHostName \(host) is not this subscription's app (\(app.hostName))")
         }
         let input = PublishInput(userId: subscription.userId, hostName: app.hostName, request: request,
-                                 expiration: try expiration(request.expirationDateTime, now: now), now: now)
+                                 expiration: try expiration(request.expirationDateTime, now: now), now: now, secrets: secrets)
         let stored = try await db { try await storage.publish(input) }
         metrics.publishes.increment()
         return stored

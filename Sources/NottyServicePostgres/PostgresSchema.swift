@@ -207,6 +207,8 @@ extension PostgresStorage {
             """,
             "CREATE INDEX action_runs_user ON action_runs (user_id)",
         ]),
+        // Secrets at rest: which key the store's sealed secrets expect, and a rotation's new key.
+        ("v13", ["CREATE TABLE secret_keys (name TEXT PRIMARY KEY, value TEXT NOT NULL)"]),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

@@ -303,6 +303,10 @@ extension SQLiteStorage {
                 CREATE INDEX action_runs_user ON action_runs (user_id);
                 """)
         }
+        // Secrets at rest: which key the store's sealed secrets expect, and a rotation's new key.
+        migrator.registerMigration("v12 secret keys") { db in
+            try db.execute(sql: "CREATE TABLE secret_keys (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        }
         return migrator
     }
 }

@@ -29,7 +29,7 @@ public final class SQLiteStorage: NotificationStorage {
         config.foreignKeysEnabled = true
         credentialsMark = path + "-credentials"
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         pool = try DatabasePool(path: path, configuration: config)
         // WAL (DatabasePool's default) with FULL sync: a commit that was acknowledged survives
         // a crash and a power loss. Group commit keeps this affordable. It is set here, on the

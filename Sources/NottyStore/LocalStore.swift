@@ -87,7 +87,10 @@ public final class LocalStore: Sendable {
             return
         }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // The user's notifications are theirs alone, whatever the umask and whatever an older
+        // build left (SQLite makes -wal and -shm with the database's mode).
+        for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
         do {
             pool = try DatabasePool(path: path, configuration: config)
             // A state change the user made survives a power loss too. Set on the writer after

@@ -209,6 +209,8 @@ public final class ServeProcess: @unchecked Sendable {  // @unchecked: holds Fou
     public let clientSecret: String
 
     public var url: String { "\(scheme)://127.0.0.1:\(port)" }
+    /// The service's secret key file: `NOTTY_SECRET_KEY_FILE`, else `secret.key` beside its store.
+    public var secretKeyFile: String { environment["NOTTY_SECRET_KEY_FILE"] ?? admin.home.appendingPathComponent("secret.key").path }
 
     /// Creates the user and the app, then starts the service (`binary`: `notty`, or a script
     /// that runs it somewhere else, such as in a private network namespace).
@@ -225,8 +227,11 @@ public final class ServeProcess: @unchecked Sendable {  // @unchecked: holds Fou
     }
 
     /// Another instance on `other`'s storage (its `environment` names a shared PostgreSQL).
+    /// The two share the secret key too (`NOTTY_SECRET_KEY_FILE`: the first's).
     public convenience init(sharingStorageOf other: ServeProcess, directory: URL, extraArguments: [String] = []) async throws {
-        try await self.init(directory: directory, environment: other.environment, clientId: other.clientId, clientSecret: other.clientSecret,
+        var environment = other.environment
+        environment["NOTTY_SECRET_KEY_FILE"] = other.secretKeyFile
+        try await self.init(directory: directory, environment: environment, clientId: other.clientId, clientSecret: other.clientSecret,
                             extraArguments: extraArguments)
     }
 

@@ -12,7 +12,7 @@ struct Admin: AsyncParsableCommand {
         commandName: "admin",
         abstract: ServerCommand.adminAbstract,
         discussion: "Use the same --db as notty serve; it may be running at the same time.",
-        subcommands: [User.self, App.self, Lockouts.self, Backup.self, Restore.self])
+        subcommands: [User.self, App.self, Lockouts.self, Backup.self, Restore.self, RotateKey.self])
 
     struct User: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "user", abstract: "Add or remove users.", subcommands: [Add.self, Remove.self])

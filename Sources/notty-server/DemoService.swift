@@ -37,8 +37,9 @@ struct DemoService: AsyncParsableCommand {
             config.port = 0
             config.bcryptCost = 8
             config.pollInterval = 5
-            let service = NotificationService(
-                storage: try SQLiteStorage(path: data + "/server.sqlite"), config: config, clock: clock, logger: logger)
+            let store = try SQLiteStorage(path: data + "/server.sqlite")
+            let secrets = try await SecretKeyFile.open(data + "/secret.key", storage: store, warning: warn)
+            let service = NotificationService(storage: store, config: config, clock: clock, logger: logger, secrets: secrets)
             let portBox = Mutex<Int?>(nil)
             let app = try ServerApplication.build(service: service) { port in portBox.withLock { $0 = port } }
             let server = Task { try await app.runService(gracefulShutdownSignals: []) }

@@ -62,6 +62,8 @@ struct Serve: AsyncParsableCommand {
     @Option(name: [.customLong("outbound-allow"), .customLong("action-allow")], help: ArgumentHelp(
         "Limit every request a user aims (escalation targets, actions) to this host name or address/network (10.0.0.0/8, fd00::/8; repeatable; in server.toml: outbound-allow = [\"…\"]; --action-allow is the same). Link-local, unspecified and multicast addresses and the service's own address are refused always.",
         valueName: "host|cidr")) var outboundAllow: [String] = []
+    @Flag(name: .customLong("forget-sealed-secrets"), help: ArgumentHelp(
+        "Start although the secret key this store's secrets were sealed with is lost: the key given seals from now on, and each secret sealed with the lost one says so when used (give it again).")) var forgetSealedSecrets = false
     @Option(name: .customLong("ntfy-upstream"), help: ArgumentHelp(
         "An ntfy server that wakes iPhones (https://ntfy.sh): each message to a topic sends it ntfy's poll request (the topic's hash, never the topic). Needs --public-url.",
         valueName: "url")) var ntfyUpstream: String?
@@ -165,8 +167,12 @@ struct Serve: AsyncParsableCommand {
             }
             defer { withExtendedLifetime(lock) {} }
             let store = try await storage.open(logger: logger)
+            let secrets = try await storage.secrets(store, forget: forgetSealedSecrets)
+            // What is clear (from before secrets were sealed) or under an older key is sealed now.
+            let sealed = try await SecretKeeping.sweep(secrets, storage: store)
+            if sealed > 0 { logger.notice("secrets sealed in the store", metadata: ["count": "\(sealed)", "key": "\(secrets.primary.id)"]) }
             let outbound = HTTPClientOutbound(policy: try outboundPolicy())
-            let service = NotificationService(storage: store, config: config, logger: logger, outbound: outbound)
+            let service = NotificationService(storage: store, config: config, logger: logger, outbound: outbound, secrets: secrets)
             let scheme = tlsCert == nil ? "http" : "https"
             let dbPath = storage.place
             // Fewer socket threads than cores: on 2 cores, one I/O thread beside Swift's two

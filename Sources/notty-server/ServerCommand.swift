@@ -24,6 +24,8 @@ struct NottyServerCommand: AsyncParsableCommand {
         subcommands: [Serve.self, Admin.self, DemoService.self, HealthCheck.self])
 
     static func main() async {
+        // The store, its backups and the key are the service's user's alone, whatever the umask.
+        FilePrivacy.restrictNewFiles()
         let arguments: [String]
         do {
             arguments = try ServeConfigFile.expand(Array(CommandLine.arguments.dropFirst()))
@@ -52,6 +54,25 @@ struct StorageOptions: ParsableArguments {
         discussion: "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]. Default: $NOTTY_POSTGRES_URL when set.",
         valueName: "url"))
     var postgres: String?
+
+    @Option(name: .customLong("secret-key-file"), help: ArgumentHelp(
+        "The key that seals the secrets users hand the service (action headers, target credentials, webhook secrets).",
+        discussion: "Default: $NOTTY_SECRET_KEY_FILE, else secret.key beside the SQLite store (made at first start, 0600). With PostgreSQL, give every instance the same file. Back it up apart from the store.",
+        valueName: "file"))
+    var secretKeyFile: String?
+
+    /// The key file: `--secret-key-file`, `NOTTY_SECRET_KEY_FILE`, else `secret.key` beside
+    /// the SQLite store (for PostgreSQL, in the folder the SQLite store would be in).
+    var keyPath: String {
+        if let secretKeyFile { return secretKeyFile }
+        if let named = ProcessInfo.processInfo.environment["NOTTY_SECRET_KEY_FILE"], !named.isEmpty { return named }
+        return ((sqlitePath ?? Paths.defaultServerDB) as NSString).deletingLastPathComponent + "/secret.key"
+    }
+
+    /// The key file opened and checked against `store` (made when the store has none yet).
+    func secrets(_ store: any SecretStorage, forget: Bool = false) async throws -> SecretBox {
+        try await SecretKeyFile.open(keyPath, storage: store, forget: forget, warning: warn)
+    }
 
     func validate() throws {
         if db != nil && postgresURL != nil { throw ArgumentParser.ValidationError("--db and --postgres are two different stores: give one") }
@@ -85,6 +106,7 @@ struct StorageOptions: ParsableArguments {
             }
         }
         let path = db ?? Paths.defaultServerDB
+        if let advice = FilePrivacy.advice(path, store: true) { warn(advice) }
         do {
             return try SQLiteStorage(path: path)
         } catch let newer as NewerStoreError {
@@ -96,7 +118,8 @@ struct StorageOptions: ParsableArguments {
 
     /// The service over ``open(logger:)``, for administration.
     func service() async throws -> NotificationService {
-        NotificationService(storage: try await open())
+        let store = try await open()
+        return NotificationService(storage: store, secrets: try await secrets(store))
     }
 }
 

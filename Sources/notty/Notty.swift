@@ -40,6 +40,8 @@ struct Notty: AsyncParsableCommand {
     /// over whole, before any parsing here. Everything else is parsed here; invalid input of
     /// any kind ends with one line on stderr and a non-zero exit (``runRoot(_:)``).
     static func main() async {
+        // What notty makes (the store, credentials) is its user's alone, whatever the umask.
+        umask(0o077)
         ResidentMemory.shareArenas()
         // The loader is done with its relocation and symbol tables (3 to 4 MiB resident).
         ResidentMemory.releaseLoaderTables()

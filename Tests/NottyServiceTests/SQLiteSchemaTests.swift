@@ -29,7 +29,7 @@ struct SQLiteSchemaTests {
         let path = directory.appendingPathComponent("server.sqlite").path
         let now = Date(timeIntervalSince1970: 1_790_000_000)
         let storage = try SQLiteStorage(path: path)
-        let userId = try await NotificationService(storage: storage).admin.addUser(name: "alice", password: "pw").id
+        let userId = try await NotificationService(storage: storage, secrets: .ephemeral()).admin.addUser(name: "alice", password: "pw").id
         // One commit each, ~4 pages each: past the 1,000-page mark several times.
         var ids: [String] = []
         for i in 0..<800 { ids.append(try await publish(storage, userId: userId, "wal-\(i)", title: "WAL \(i)", now: now).id) }
@@ -63,7 +63,7 @@ struct SQLiteSchemaTests {
         try Self.alter(path, "ALTER TABLE notifications ADD COLUMN actions TEXT")  // v11, likewise
         // The same for the preferences the feed reads (migration v8).
         try Self.alter(path, "CREATE TABLE preferences (user_id TEXT, key TEXT, value TEXT, changed_at INTEGER, seq INTEGER)")
-        let userId = try await NotificationService(storage: old).admin.addUser(name: "alice", password: "pw").id
+        let userId = try await NotificationService(storage: old, secrets: .ephemeral()).admin.addUser(name: "alice", password: "pw").id
         var published: [String] = []
         for i in 0..<3 { published.append(try await publish(old, userId: userId, "build-\(i)", title: "v1 \(i)", now: now).id) }
         let made = published

@@ -50,14 +50,15 @@ struct ServiceHarness {
     /// A second instance of the service on `other`'s PostgreSQL database (its own pool and listener).
     init(sharingDatabaseOf other: ServiceHarness, outbound: (any OutboundHTTP)? = nil) async throws {
         let postgres = try #require(other.storage as? PostgresStorage, "only PostgreSQL is shared between instances")
-        try await self.init(storage: PostgresStorage.connect(url: postgres.url, logger: .quiet, timeout: .seconds(30)), clock: other.clock, outbound: outbound)
+        try await self.init(storage: PostgresStorage.connect(url: postgres.url, logger: .quiet, timeout: .seconds(30)), clock: other.clock, outbound: outbound,
+                            secrets: SecretBox(keys: other.service.secrets.all))
     }
 
     /// A service on a store made elsewhere.
     init(
         storage: any NotificationStorage, directory: URL = Repository.temporaryDirectory("notty-test"),
         clock: ManualClock? = nil, logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil,
-        configure: (inout ServiceConfig) -> Void = { _ in }
+        secrets: SecretBox = .ephemeral(), configure: (inout ServiceConfig) -> Void = { _ in }
     ) async throws {
         self.directory = directory
         self.storage = storage
@@ -73,7 +74,7 @@ struct ServiceHarness {
         config.connections.idleTimeout = .seconds(600)
         configure(&config)
         self.clock = clock
-        service = NotificationService(storage: storage, config: config, clock: clock ?? SystemClock(), logger: logger, outbound: outbound)
+        service = NotificationService(storage: storage, config: config, clock: clock ?? SystemClock(), logger: logger, outbound: outbound, secrets: secrets)
     }
 
     /// Runs `test` against the in-process router, then removes the store.
@@ -225,5 +226,15 @@ extension Logger {
         var logger = Logger(label: "notty.test")
         logger.logLevel = .critical
         return logger
+    }
+}
+
+/// The key the tests' own publishes seal with (the services they start have keys of their own).
+let testSecrets = SecretBox.ephemeral()
+
+extension PublishInput {
+    /// A publish made by a test straight into a storage, sealed with ``testSecrets``.
+    init(userId: String, hostName: String, request: PublishRequest, expiration: Date, now: Date, resolved: Bool = false) {
+        self.init(userId: userId, hostName: hostName, request: request, expiration: expiration, now: now, resolved: resolved, secrets: testSecrets)
     }
 }

@@ -32,7 +32,10 @@ struct UpgradeTests {
             "escalation_rules.targets": #"["ntfy:https://ntfy.example.com/alerts"]"#, "escalation_rules.after_seconds": 600,
             "rule_id": "escalation_rules-1", "rule_name": "phone", "target": "ntfy:https://ntfy.example.com/alerts", "event": "escalated",
             "payload": "{}", "last_event": "escalated", "outcome": "sent", "escalation_cursors.seq": 0, "action_runs.status": "done",
-            "action_runs.label": "Silence 1h", "action_runs.idx": 1, "actions": nil, "since": millis,
+            "action_runs.label": "Silence 1h", "action_runs.idx": 1, "since": millis,
+            // Secrets an earlier build kept in the clear: sealed on the first start with a key.
+            "actions": #"[{"action":"http","clear":true,"headers":{"Authorization":"Bearer tk_upgrade"},"label":"Silence","url":"http://am.example/api"}]"#,
+            "subscriptions.webhook_secret": "whsec_upgrade", "subscriptions.alertmanager_url": "http://am.example:9093",
         ]
     }
 
@@ -170,6 +173,26 @@ struct UpgradeTests {
             #expect(try await storage.escalationRules(userId: "users-1").map(\.targets) == [["ntfy:https://ntfy.example.com/alerts"]], "\(version)")
         }
         if filled.contains("guesses") { #expect(try await storage.allGuesses().count == 1, "\(version)") }
+
+        // The first start with a key seals what was clear, in every column that holds secrets.
+        let box = SecretBox.ephemeral()
+        #expect(try await SecretKeeping.verify(box, storage: storage) == .first)
+        try await SecretKeeping.sweep(box, storage: storage)  // versions before webhooks have nothing to seal
+        #expect(try await SecretKeeping.sweep(box, storage: storage) == 0, "\(version): a second sweep found more")
+        if let subscription = try await storage.subscription(id: "subscriptions-1"), let secret = subscription.webhookSecret {
+            let opened = try box.open(secret)
+            #expect(SecretBox.isSealed(secret) && opened == "whsec_upgrade", "\(version)")
+            #expect(subscription.alertmanagerURL.map { (try? box.open($0)) ?? $0 } ?? "http://am.example:9093" == "http://am.example:9093")
+        }
+        if filled.contains("escalation_rules") {
+            let targets = try #require(try await storage.escalationRules(userId: "users-1").first?.targets)
+            let opened = try targets.map { try box.open($0) }
+            #expect(targets.allSatisfy(SecretBox.isSealed) && opened == ["ntfy:https://ntfy.example.com/alerts"], "\(version)")
+        }
+        if let stored = try await storage.notification(id: notificationId, userId: "users-1"), let action = stored.actions?.first {
+            #expect(action.sealed != nil && action.headers.isEmpty, "\(version): \(action)")
+            #expect(try await box.opened(action).headers == ["Authorization": "Bearer tk_upgrade"], "\(version)")
+        }
 
         // Write through this build: a publish, a change of state, a preference, a rule.
         let request = try PublishRequest(body: Data(#"{"appNotificationId":"after","payload":{"visualContent":{"title":"After the upgrade"}}}"#.utf8))

@@ -103,7 +103,8 @@ func inProcessService(in directory: URL, clock: ManualClock) async throws
     var config = ServiceConfig()
     config.bcryptCost = 4
     config.publishBurst = 100_000
-    let service = NotificationService(storage: try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path), config: config, clock: clock)
+    let service = NotificationService(storage: try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path), config: config, clock: clock,
+                                      secrets: .ephemeral())
     let user = try await service.admin.addUser(name: "alice", password: "pw")
     let (clientId, secret) = try await service.admin.addApp(hostName: "ci.example.com")
     let appToken = try await service.auth.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret]).access_token

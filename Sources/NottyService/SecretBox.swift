@@ -1,0 +1,215 @@
+import Crypto
+import Foundation
+import NottyCore
+import Synchronization
+
+/// What users hand the service to act for them, sealed in the store (docs/GUIDE.md, "Secrets at
+/// rest"): an `http` action's URL, method, headers and body; escalation targets (their
+/// credentials); a webhook's secret and Alertmanager URL; a delayed publish. Sealed with
+/// AES-GCM under a key kept outside the store (`secret.key` beside it, or
+/// `--secret-key-file`); tokens and passwords are only hashed, as ever.
+///
+/// A sealed value is text: `sealed:1:KEYID:BASE64` (the nonce, the ciphertext and the tag). The
+/// nonce is made from the value itself (HMAC-SHA-256 under a key of its own, as AES-GCM-SIV
+/// does): the same value sealed twice under one key is the same text, so that the store can
+/// still compare targets (`escalation_sent`'s key) and a value is never sealed twice with one
+/// nonce. It shows that two values are equal, and nothing else.
+///
+/// Several keys may be known: the first seals; the others (older ones, during a rotation) open.
+public final class SecretBox: Sendable {
+    /// One key: its id (a hash's first 8 hex digits) and the two keys made from it.
+    public struct Key: Sendable, Equatable {
+        public let id: String
+        let material: SymmetricKey
+        let sealing: SymmetricKey
+        let nonces: SymmetricKey
+
+        /// A key of 32 bytes.
+        public init(bytes: some DataProtocol) {
+            material = SymmetricKey(data: Data(bytes))
+            let digest = SHA256.hash(data: Data("notty secret key id".utf8) + Data(bytes))
+            id = String(Hex.string(digest).prefix(8))
+            sealing = HKDF<SHA256>.deriveKey(inputKeyMaterial: material, info: Data("notty sealing".utf8), outputByteCount: 32)
+            nonces = HKDF<SHA256>.deriveKey(inputKeyMaterial: material, info: Data("notty nonces".utf8), outputByteCount: 32)
+        }
+
+        /// A new random key.
+        public static func random() -> Key { Key(bytes: SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }) }
+
+        /// The key as a key file's line: base64 of its 32 bytes.
+        public var line: String { material.withUnsafeBytes { Data($0) }.base64EncodedString() }
+
+        /// A key file's line, or nil when it is not one.
+        public init?(line: String) {
+            guard let data = Data(base64Encoded: line.trimmingCharacters(in: .whitespaces)), data.count == 32 else { return nil }
+            self.init(bytes: data)
+        }
+
+        public static func == (a: Key, b: Key) -> Bool { a.id == b.id }
+    }
+
+    /// Why a sealed value cannot be opened.
+    public enum OpenError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// Sealed under a key this service does not have (lost with a key file).
+        case unknownKey(String)
+        /// Not what was sealed (changed in the store, or cut).
+        case damaged
+
+        public var description: String {
+            switch self {
+            case .unknownKey(let id):
+                "it was sealed with secret key \(id), which this service does not have (the key file of the store it came from): give it again"
+            case .damaged: "its sealed form is damaged"
+            }
+        }
+    }
+
+    static let prefix = "sealed:1:"
+    private let keys: Mutex<[Key]>
+    /// Looks up a key this service does not have yet (one a rotation handed over in the store):
+    /// set by the service, nil in a box made for a test.
+    private let fetch: Mutex<(@Sendable (String) async -> Key?)?> = Mutex(nil)
+
+    /// `keys`: the first seals, all open.
+    public init(keys: [Key]) {
+        precondition(!keys.isEmpty, "a SecretBox needs a key")
+        self.keys = Mutex(keys)
+    }
+
+    /// A box with one new random key (tests, the demo).
+    public static func ephemeral() -> SecretBox { SecretBox(keys: [.random()]) }
+
+    /// The key that seals.
+    public var primary: Key { keys.withLock { $0[0] } }
+    public var all: [Key] { keys.withLock { $0 } }
+
+    /// `key` seals from now on; the others still open.
+    public func adopt(_ key: Key) {
+        keys.withLock { keys in
+            keys.removeAll { $0.id == key.id }
+            keys.insert(key, at: 0)
+        }
+    }
+
+    /// How to find a key met in the store that this box does not have.
+    public func setFetch(_ fetch: @escaping @Sendable (String) async -> Key?) {
+        self.fetch.withLock { $0 = fetch }
+    }
+
+    public static func isSealed(_ text: String) -> Bool { text.hasPrefix(prefix) }
+
+    /// The key id of a sealed value (nil for clear text).
+    public static func keyId(_ text: String) -> String? {
+        guard isSealed(text) else { return nil }
+        let rest = text.dropFirst(prefix.count)
+        return rest.firstIndex(of: ":").map { String(rest[..<$0]) }
+    }
+
+    /// `text` sealed under the primary key (already sealed text as it is).
+    public func seal(_ text: String) -> String {
+        if Self.isSealed(text) { return text }
+        let key = primary
+        let plain = Data(text.utf8)
+        let tag = HMAC<SHA256>.authenticationCode(for: plain, using: key.nonces)
+        let nonce = try! AES.GCM.Nonce(data: Data(tag).prefix(12))
+        let box = try! AES.GCM.seal(plain, using: key.sealing, nonce: nonce)
+        return Self.prefix + key.id + ":" + box.combined!.base64EncodedString()
+    }
+
+    /// The clear text of `text`: sealed under a known key, opened; clear text (from before it
+    /// was sealed) as it is.
+    public func open(_ text: String) throws(OpenError) -> String {
+        guard Self.isSealed(text) else { return text }
+        let rest = text.dropFirst(Self.prefix.count)
+        guard let colon = rest.firstIndex(of: ":") else { throw .damaged }
+        let id = String(rest[..<colon])
+        guard let key = keys.withLock({ $0.first { $0.id == id } }) else { throw .unknownKey(id) }
+        return try Self.open(rest[rest.index(after: colon)...], key: key)
+    }
+
+    /// ``open(_:)``, asking the store for a key it does not have yet (a rotation under way on
+    /// another instance).
+    public func openFetching(_ text: String) async throws(OpenError) -> String {
+        do {
+            return try open(text)
+        } catch .unknownKey(let id) {
+            guard let fetch = fetch.withLock({ $0 }), let key = await fetch(id), key.id == id else { throw .unknownKey(id) }
+            keys.withLock { if !$0.contains(key) { $0.append(key) } }
+            return try open(text)
+        }
+    }
+
+    private static func open(_ encoded: Substring, key: Key) throws(OpenError) -> String {
+        guard let data = Data(base64Encoded: String(encoded)), let box = try? AES.GCM.SealedBox(combined: data),
+            let plain = try? AES.GCM.open(box, using: key.sealing)
+        else { throw .damaged }
+        return String(decoding: plain, as: UTF8.self)
+    }
+
+    /// `text` sealed under the primary key when it is clear or sealed under another known key;
+    /// nil when it is sealed under the primary already or cannot be opened (what a sweep
+    /// changes).
+    public func resealed(_ text: String) -> String? {
+        if Self.keyId(text) == primary.id { return nil }
+        guard let clear = try? open(text) else { return nil }
+        return seal(clear)
+    }
+
+    // MARK: - Actions
+
+    /// Actions as stored: each `http` action's URL, method, headers and body sealed together in
+    /// its `sealed` field (devices are shown its label and `clear` only, without opening it).
+    public func storedActions(_ actions: [NotificationAction]?) -> String? {
+        guard let actions, !actions.isEmpty else { return nil }
+        return NotificationAction.storedText(actions.map(sealed))
+    }
+
+    /// `action` with its secret parts sealed (a `view` action as it is).
+    func sealed(_ action: NotificationAction) -> NotificationAction {
+        guard action.kind == .http, action.sealed == nil else { return action }
+        var secret = action
+        secret.label = ""
+        secret.clear = false
+        var stored = NotificationAction(kind: .http, label: action.label, clear: action.clear)
+        stored.sealed = seal(NotificationAction.storedText([secret]) ?? "[]")
+        return stored
+    }
+
+    /// `action` with its sealed parts opened.
+    public func opened(_ action: NotificationAction) async throws(OpenError) -> NotificationAction {
+        guard let sealed = action.sealed else { return action }
+        let text = try await openFetching(sealed)
+        guard var whole = NotificationAction.list(JSONValue(jsonText: text))?.first else { throw .damaged }
+        whole.label = action.label
+        whole.clear = action.clear
+        return whole
+    }
+
+    /// A stored actions text resealed under the primary key (clear ones sealed), or nil when it
+    /// needs no change.
+    public func resealedActions(_ text: String) -> String? {
+        guard let actions = NotificationAction.list(JSONValue(jsonText: text)) else { return nil }
+        var changed = false
+        let stored = actions.map { action -> NotificationAction in
+            guard action.kind == .http else { return action }
+            if let sealed = action.sealed {
+                guard let resealed = resealed(sealed) else { return action }
+                changed = true
+                var copy = action
+                copy.sealed = resealed
+                return copy
+            }
+            changed = true
+            return self.sealed(action)
+        }
+        return changed ? NotificationAction.storedText(stored) : nil
+    }
+
+    // MARK: - Escalation targets
+
+    /// A target as a person reads it (no credentials), sealed or not.
+    public func shownTarget(_ stored: String) -> String {
+        guard let clear = try? open(stored) else { return "(a target sealed with a secret key this service does not have)" }
+        return (try? EscalationTarget(parsing: clear))?.shown ?? clear
+    }
+}
