@@ -4,6 +4,7 @@ import HummingbirdWSClient
 import Logging
 import NIOCore
 import NottyCore
+import NottyService
 import NottyTestSupport
 
 /// Actions' figures (SPEC §12) on one real `notty serve` (SQLite) and a target on loopback:
@@ -148,6 +149,29 @@ struct ActionsBench {
         print(String(format: "  none %@ (mean %.0f); 1 action (Silence 1h) %@ (mean %.0f, %.1f%% of none)", runs(.none), mean(.none), runs(.one), mean(.one), share(.one, of: .none)))
         print(String(format: "  3 actions with headers and a body %@ (mean %.0f, %.1f%% of none); none with as many bytes (an unknown member) %@ (mean %.0f, %.1f%% of none): 3 actions are %.1f%% of the same bytes without them",
                      runs(.three), mean(.three), share(.three, of: .none), runs(.padded), mean(.padded), share(.padded, of: .none), share(.three, of: .padded)))
+
+        // 4. What sealing costs a publish with 3 actions (secrets at rest): the stored form
+        // sealed against the same form clear, on this thread, beside the service's CPU per
+        // such publish (notty-server's user + system time over one 5 s run).
+        let cpuBefore = cpuSeconds(processesNamed: "notty-server").seconds
+        let measured = try await rate(.three, tag: "cpu")
+        let cpuPerPublish = (cpuSeconds(processesNamed: "notty-server").seconds - cpuBefore) / Double(max(1, measured.ok))
+        guard let list = JSONValue(jsonText: "[\(actions("k"))]") else { throw SupportError("the bench's actions are not JSON") }
+        let three = try NotificationAction.parse(json: list)
+        let box = SecretBox.ephemeral()
+        func perCall(_ body: () -> String?) -> Double {
+            let rounds = 20_000
+            let started = ContinuousClock.now
+            var bytes = 0
+            for _ in 0..<rounds { bytes &+= body()?.utf8.count ?? 0 }
+            precondition(bytes > 0)
+            return (ContinuousClock.now - started).seconds / Double(rounds)
+        }
+        _ = perCall { box.storedActions(three) }
+        let clear = perCall { NotificationAction.storedText(three) }
+        let sealed = perCall { box.storedActions(three) }
+        print(String(format: "sealing 3 actions (URL, method, headers, body each): stored form %.1f µs sealed, %.1f µs clear, +%.1f µs; notty-server's CPU per publish with 3 actions %.0f µs (%d publishes): sealing adds %.1f%%",
+                     sealed * 1e6, clear * 1e6, (sealed - clear) * 1e6, cpuPerPublish * 1e6, measured.ok, 100 * (sealed - clear) / cpuPerPublish))
     }
 
     private func latestCursor() async throws -> String {
