@@ -39,6 +39,7 @@ let package = Package(
             dependencies: [
                 "NottyCore",
                 "NottyWebhooks",
+                "NottyPOSIX",
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -86,6 +87,7 @@ let package = Package(
         .target(
             name: "NottyOutbound",
             dependencies: [
+                "NottyCore",
                 "NottyService",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -163,7 +165,6 @@ let package = Package(
                 "NottyCommandLine",
                 "NottyStore",
                 "NottySync",
-                "NottyTerminal",
                 "NottyCenter",
                 "NottyPOSIX",
                 "NottyPoll",

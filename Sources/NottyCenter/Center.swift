@@ -208,7 +208,7 @@ public final class Center: Sendable {
                     case .open(let url):
                         if let problem = LinkOpener.open(url) { pending.append(.message(problem)) }
                     case .runAction(let id, let number, let label):
-                        // The service runs it (SPEC §12); the answer is a message, the outcome comes with the next sync.
+                        // The service runs it (PROTOCOL.md §12); the answer is a message, the outcome comes with the next sync.
                         Task { [client, weak self] in
                             let line: String
                             do {

@@ -9,7 +9,7 @@ public struct Badge: Sendable, Equatable {
     public var count: Int
     /// The Unread rows of `view` whose priority is High.
     public var highUnread: Int
-    /// Every view's count (SPEC §1).
+    /// Every view's count (PROTOCOL.md §1).
     public var counts: ViewCounts
 
     public init(view: NotificationView, count: Int, highUnread: Int, counts: ViewCounts) {

@@ -1,6 +1,6 @@
 import Foundation
 
-// Escalation (SPEC §11): the user's rules, kept on the service; what a rule says and where it
+// Escalation (PROTOCOL.md §11): the user's rules, kept on the service; what a rule says and where it
 // sends. The wire form of a rule is the object `GET /v1/me/escalations` lists.
 
 /// Where an escalation goes: an ntfy topic, a webhook, or a command the service's
@@ -49,13 +49,7 @@ public enum EscalationTarget: Sendable, Equatable, Hashable, CustomStringConvert
         }
     }
 
-    static func isHTTPURL(_ text: String) -> Bool {
-        guard text.count <= 2048, !text.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true }),
-              let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = url.host, !host.isEmpty
-        else { return false }
-        return true
-    }
+    static func isHTTPURL(_ text: String) -> Bool { HTTPURL.isPlain(text) }
 
     /// `url` with any `user:password@` of its authority shown as `…@`.
     public static func withoutCredentials(_ url: String) -> String {
@@ -68,7 +62,7 @@ public enum EscalationTarget: Sendable, Equatable, Hashable, CustomStringConvert
     static func quoted(_ text: String) -> String { "\"\(text.prefix(80))\"" }
 }
 
-/// One of the user's escalation rules (SPEC §11): a notification of `priority` (and of `app`
+/// One of the user's escalation rules (PROTOCOL.md §11): a notification of `priority` (and of `app`
 /// and `group`, when given) that is still unhandled `afterSeconds` after it arrived is sent to
 /// every target, and again every `repeatSeconds` while it stays unhandled.
 public struct EscalationRule: Codable, Sendable, Equatable {
@@ -184,7 +178,7 @@ extension EscalationRule {
 /// `GET /v1/me/escalations`: the rules, and how each target of each went lately.
 public struct EscalationRuleList: Codable, Sendable, Equatable {
     public var value: [EscalationRule]
-    /// By rule id: each target's last delivery and last error (SPEC §11, `escalate --list`).
+    /// By rule id: each target's last delivery and last error (PROTOCOL.md §11, `escalate --list`).
     public var deliveries: [String: [EscalationTargetState]]?
     public init(value: [EscalationRule], deliveries: [String: [EscalationTargetState]]? = nil) {
         self.value = value

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What the user's preferences say about interrupting them (SPEC §9): quiet hours and mutes.
+/// What the user's preferences say about interrupting them (PROTOCOL.md §9): quiet hours and mutes.
 /// Interrupting is a popup or an `--exec` command; history and counts never change.
 ///
 /// The preferences behind it: `quiet` = `{"until": <ISO time>, "strict": <bool>}` (`null`: not

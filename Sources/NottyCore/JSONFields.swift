@@ -2,7 +2,7 @@ import Foundation
 
 /// Reads the members of a parsed JSON object with messages a person can act on. One reader
 /// with two leniencies:
-/// - `.request`: what the service reads from a client (SPEC §2). Strings are checked (not
+/// - `.request`: what the service reads from a client (PROTOCOL.md §2). Strings are checked (not
 ///   empty unless allowed, a maximum length, no U+0000, which neither store keeps whole), an
 ///   integer may be a string of digits (Graph's `displayTimeToLive: "60"`) and is at most
 ///   2³¹−1; a message names the member (`title must be a string`).

@@ -1,6 +1,6 @@
 import Foundation
 
-/// One notification as a JSON line (SPEC §1 names).
+/// One notification as a JSON line (PROTOCOL.md §1 names).
 public func jsonLine(_ notification: UserNotification) -> String {
     String(decoding: notification.jsonBytes(), as: UTF8.self)
 }

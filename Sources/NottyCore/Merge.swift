@@ -1,7 +1,7 @@
 import Foundation
 
 /// The user-owned state of one notification with the clock of each field's last write.
-/// This is what SPEC §1's "last writer wins, per field" rule is applied to.
+/// This is what PROTOCOL.md §1's "last writer wins, per field" rule is applied to.
 public struct UserState: Sendable, Equatable, Codable {
     public var readState: ReadState
     /// Milliseconds of the hybrid logical clock of the change that set `readState` (0: never changed).
@@ -48,7 +48,7 @@ public struct UserState: Sendable, Equatable, Codable {
 
 /// The state fields a device may change (PATCH body without its bookkeeping).
 public struct StateChange: Sendable, Equatable, Codable {
-    /// SPEC §1's state-change rule, the one definition: a given `readState` replaces the read
+    /// PROTOCOL.md §1's state-change rule, the one definition: a given `readState` replaces the read
     /// state; a given `userActionState` replaces the action and brings its `snoozedUntil`
     /// (cleared unless Snoozed). The service (``UserState/apply(_:changedAt:)``, under its clocks),
     /// the device store (pending changes over the service's state) and the center (its

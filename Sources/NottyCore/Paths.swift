@@ -1,6 +1,6 @@
 import Foundation
 
-/// Where a device keeps its files (SPEC §4 "Files"): everything in `$NOTTY_HOME` when set,
+/// Where a device keeps its files (PROTOCOL.md §4 "Files"): everything in `$NOTTY_HOME` when set,
 /// else XDG: settings and credentials in `$XDG_CONFIG_HOME/notty/`, the store in
 /// `$XDG_DATA_HOME/notty/`.
 public struct ClientPaths: Sendable, Equatable {

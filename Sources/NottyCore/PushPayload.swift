@@ -1,6 +1,6 @@
 import Foundation
 
-/// A push payload that reached the device some other way than the doorbell (SPEC §3,
+/// A push payload that reached the device some other way than the doorbell (PROTOCOL.md §3,
 /// `notty push`): notty's own object, a bare doorbell frame, or either wrapped by APNs, FCM or
 /// ntfy. The client's equivalent of Graph's `tryParse`.
 public struct PushPayload: Sendable, Equatable {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Quiet hours every day, or on some days (SPEC §9): `22:00-07:00` wraps midnight, and a day
+/// Quiet hours every day, or on some days (PROTOCOL.md §9): `22:00-07:00` wraps midnight, and a day
 /// named in `days` is the day a window starts. Times are of `zone`, through its calendar, so
 /// the window keeps its local times across daylight-saving changes.
 ///

@@ -22,7 +22,7 @@ public struct NotificationPayload: Codable, Sendable, Equatable {
     }
 }
 
-/// One notification as every notty wire format writes it (SPEC §1), with Graph's names.
+/// One notification as every notty wire format writes it (PROTOCOL.md §1), with Graph's names.
 public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
     public var id: String
     public var appNotificationId: String
@@ -40,11 +40,11 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
     public var snoozedUntil: Date?
     public var targetPolicy: JSONValue?
     public var fallbackPolicy: JSONValue?
-    /// An absolute http(s) URL the notification is about (SPEC §7.1): what "open" opens.
+    /// An absolute http(s) URL the notification is about (PROTOCOL.md §7.1): what "open" opens.
     public var launchUrl: String?
-    /// Where it was escalated (SPEC §11), oldest first; nil (absent on the wire) when never.
+    /// Where it was escalated (PROTOCOL.md §11), oldest first; nil (absent on the wire) when never.
     public var escalations: [EscalationRecord]?
-    /// What the publisher offers to do (SPEC §12), at most 3; nil (absent on the wire) when
+    /// What the publisher offers to do (PROTOCOL.md §12), at most 3; nil (absent on the wire) when
     /// nothing. Devices are sent each action's shown form only (``NotificationAction``).
     public var actions: [NotificationAction]?
     /// How the actions run so far went, one per action that ran (its latest run).
@@ -135,7 +135,7 @@ extension UserNotification {
     }
 }
 
-/// One escalation of a notification (SPEC §11): to which target (shown without credentials),
+/// One escalation of a notification (PROTOCOL.md §11): to which target (shown without credentials),
 /// by which rule, when, and how it went (`sent`, or `failed` with the error, given up after a
 /// day of retries).
 public struct EscalationRecord: Codable, Sendable, Equatable, JSONWritable {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The six views of SPEC §1. The first five partition the active notifications.
+/// The six views of PROTOCOL.md §1. The first five partition the active notifications.
 public enum NotificationView: String, CaseIterable, Sendable, Codable {
     case unread, read, activated, dismissed, snoozed, all
 

@@ -1,6 +1,6 @@
 import Foundation
 
-// Reading what the service writes, without JSONDecoder: the notification fields of SPEC §1
+// Reading what the service writes, without JSONDecoder: the notification fields of PROTOCOL.md §1
 // read from parsed JSON by ``JSONFields`` in its `.wire` leniency. Change pages are read this
 // way: `JSONDecoder` spent about 10 µs on each notification, as much as a first sync's writing
 // it to the store. It reads what the `Decodable` conformance reads (both are tested against
@@ -8,7 +8,7 @@ import Foundation
 // publishing rules.
 
 extension UserNotification {
-    /// Reads a notification from its JSON object (SPEC §1), as the service writes it.
+    /// Reads a notification from its JSON object (PROTOCOL.md §1), as the service writes it.
     fileprivate init(wire f: JSONFields) throws(ValidationError) {
         let payload = try f.required("payload") { key throws(ValidationError) in try f.nested(key) }
         let visual = try payload.nested("visualContent")

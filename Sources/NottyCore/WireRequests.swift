@@ -1,6 +1,6 @@
 import Foundation
 
-// The bodies the service reads from clients (SPEC §2), validated with messages a person can
+// The bodies the service reads from clients (PROTOCOL.md §2), validated with messages a person can
 // act on. Read with ``JSONFields`` (`JSONFields.swift`).
 
 /// A request body that failed validation; `message` says what to fix.
@@ -10,7 +10,7 @@ public struct ValidationError: Error, Equatable, Sendable, CustomStringConvertib
     public var description: String { message }
 }
 
-/// Limits of SPEC §5 that validation needs.
+/// Limits of PROTOCOL.md §5 that validation needs.
 public struct FieldLimits: Sendable {
     public var appNotificationId = 256
     public var groupName = 256
@@ -30,7 +30,7 @@ public struct PublishRequest: Sendable, Equatable {
     public var targetPolicy: JSONValue?
     public var fallbackPolicy: JSONValue?
     public var launchUrl: String?
-    /// What the publisher offers to do (SPEC §12): an extension field, ntfy's objects.
+    /// What the publisher offers to do (PROTOCOL.md §12): an extension field, ntfy's objects.
     public var actions: [NotificationAction]?
 
     public init(
@@ -184,16 +184,36 @@ extension Character {
     public var isASCIIDigit: Bool { isASCII && isWholeNumber }
 }
 
-/// The rule for `launchUrl` (SPEC §7.1): an absolute `http` or `https` URL with a host, at most
-/// 2,048 characters, nothing a shell or a terminal would read specially (no spaces or controls).
-public enum LaunchURL {
-    public static func isValid(_ text: String) -> Bool {
-        guard text.count <= 2048, !text.unicodeScalars.contains(where: { $0.value <= 0x20 || (0x7F..<0xA0).contains($0.value) }),
-              let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
-        else { return false }
-        return true
+/// An absolute `http` or `https` URL with a host: the one rule every URL given to notty is held
+/// to (a link, an escalation target, an action, `notty login`'s, an outbound request), each use
+/// adding its own where it needs more (``LaunchURL``).
+public struct HTTPURL: Sendable, Equatable {
+    /// `http` or `https`.
+    public let scheme: String
+    /// As written (an IPv6 address without its brackets), lower case.
+    public let host: String
+    /// The port given, else the scheme's (80, 443).
+    public let port: Int
+
+    public init?(_ text: String) {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let written = components.host, !written.isEmpty
+        else { return nil }
+        self.scheme = scheme
+        host = (written.hasPrefix("[") && written.hasSuffix("]") ? String(written.dropFirst().dropLast()) : written).lowercased()
+        port = components.port ?? (scheme == "https" ? 443 : 80)
     }
+
+    /// Whether `text` is one, at most 2,048 characters, with nothing a shell or a terminal
+    /// would read specially (no spaces or controls): what a person or a publisher may give.
+    public static func isPlain(_ text: String) -> Bool {
+        text.count <= 2048 && !text.unicodeScalars.contains(where: { $0.value <= 0x20 || (0x7F..<0xA0).contains($0.value) }) && HTTPURL(text) != nil
+    }
+}
+
+/// The rule for `launchUrl` (PROTOCOL.md §7.1): ``HTTPURL/isPlain(_:)``.
+public enum LaunchURL {
+    public static func isValid(_ text: String) -> Bool { HTTPURL.isPlain(text) }
 }
 
 extension String {

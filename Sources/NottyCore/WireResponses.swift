@@ -1,9 +1,9 @@
 import Foundation
 
-// The bodies the service writes (SPEC §2), encoded with `NottyJSON` or `JSONWriter`; a page
+// The bodies the service writes (PROTOCOL.md §2), encoded with `NottyJSON` or `JSONWriter`; a page
 // of the change feed is read back without `JSONDecoder` (`WireReading.swift`).
 
-/// `GET /v1/me/notifications/changes`: the notifications and (SPEC §9) the preferences
+/// `GET /v1/me/notifications/changes`: the notifications and (PROTOCOL.md §9) the preferences
 /// changed after `since`, up to `cursor`. `preferences` is left out when none changed.
 public struct ChangesPage: Codable, Sendable, Equatable {
     public var changes: [UserNotification]
@@ -18,7 +18,7 @@ public struct ChangesPage: Codable, Sendable, Equatable {
     }
 }
 
-/// One of the user's preferences (SPEC §9): a key, its value (any JSON; `null` unsets it and
+/// One of the user's preferences (PROTOCOL.md §9): a key, its value (any JSON; `null` unsets it and
 /// is kept, so an older value set offline cannot come back) and when a device set it, by the
 /// hybrid clock of §1: the last writer wins, per key.
 public struct PreferenceEntry: Codable, Sendable, Equatable {
@@ -109,11 +109,11 @@ public struct SubscriptionInfo: Codable, Sendable, Equatable {
     public var createdDateTime: Date?
     /// The last request made with the device's tokens, to the minute; `null` before its first.
     public var lastSeenDateTime: Date?
-    /// A webhook's URL (SPEC §7.2): only in the answer that made it (the service keeps a hash).
+    /// A webhook's URL (PROTOCOL.md §7.2): only in the answer that made it (the service keeps a hash).
     public var webhookUrl: String?
     /// Whether a webhook checks a secret (webhooks only).
     public var hasSecret: Bool?
-    /// An ntfy topic's URL (SPEC §8.2, platform `ntfy`): only in the answer that made it.
+    /// An ntfy topic's URL (PROTOCOL.md §8.2, platform `ntfy`): only in the answer that made it.
     public var topicUrl: String?
     public init(userNotificationSubscriptionId: String, expirationDateTime: Date, deviceId: String, targetHostName: String?, deviceName: String?,
                 platform: String?, createdDateTime: Date? = nil, lastSeenDateTime: Date? = nil, webhookUrl: String? = nil, hasSecret: Bool? = nil,
@@ -133,7 +133,7 @@ public struct SubscriptionInfo: Codable, Sendable, Equatable {
 
     /// A device's own registration (no app): what `notty devices` lists as a device.
     public var isDevice: Bool { targetHostName == nil }
-    /// A webhook (SPEC §7.2).
+    /// A webhook (PROTOCOL.md §7.2).
     public var isWebhook: Bool { platform == "webhook" }
 }
 
@@ -174,13 +174,13 @@ public struct TokenResponse: Codable, Sendable, Equatable {
     }
 }
 
-/// A doorbell frame (SPEC §3).
+/// A doorbell frame (PROTOCOL.md §3).
 public struct DoorbellFrame: Codable, Sendable, Equatable {
     public var type: String
     public var cursor: String
     public var previousCursor: String?
     public var changes: [UserNotification]?
-    /// The preferences changed between the two cursors (SPEC §9), as in a page of the feed.
+    /// The preferences changed between the two cursors (PROTOCOL.md §9), as in a page of the feed.
     public var preferences: [PreferenceEntry]?
 
     public static func changed(cursor: String) -> DoorbellFrame {

@@ -25,7 +25,7 @@ public struct PopupContent: Sendable, Equatable {
 
     /// The popup of a notification: summary = title, body = body, urgency Low for `Low`
     /// priority and normal otherwise, a click (`default`) activates (and opens the link),
-    /// "Open" when there is a link, "Dismiss" dismisses; the publisher's actions (SPEC §12)
+    /// "Open" when there is a link, "Dismiss" dismisses; the publisher's actions (PROTOCOL.md §12)
     /// are buttons too, keyed `act-N`.
     public init(_ notification: UserNotification) {
         summary = notification.displayTitle
@@ -62,7 +62,7 @@ public struct PopupContent: Sendable, Equatable {
     }
 }
 
-/// Keeps a device's desktop popups true to the universal state (SPEC §7.4), as a pure state
+/// Keeps a device's desktop popups true to the universal state (PROTOCOL.md §7.4), as a pure state
 /// machine like the TUI's `update`: events in (a notification arrived or moved between views,
 /// the daemon showed, closed or clicked a popup), effects out (D-Bus calls, state changes to
 /// record). Its ``entries`` are the notification ↔ popup mapping, kept in the local store so a
@@ -104,14 +104,14 @@ public struct PopupBridge: Sendable, Equatable {
         case dismiss(id: String)
         /// Record Activated + Read, and open its link.
         case activate(id: String)
-        /// Run action `number` (from 1) of the notification (SPEC §12): a view action opens its
+        /// Run action `number` (from 1) of the notification (PROTOCOL.md §12): a view action opens its
         /// URL and activates; an http action is the service's to run.
         case runAction(id: String, number: Int)
     }
 
     public private(set) var entries: [String: Entry]
 
-    /// One app and group (SPEC §9's storms are counted per app and group).
+    /// One app and group (PROTOCOL.md §9's storms are counted per app and group).
     public struct StormKey: Sendable, Hashable {
         public var app: String
         public var group: String?
@@ -209,7 +209,7 @@ public struct PopupBridge: Sendable, Equatable {
         }
     }
 
-    // MARK: - Storms (SPEC §9)
+    // MARK: - Storms (PROTOCOL.md §9)
 
     /// A notification arriving in Unread during a storm of its app and group (more than
     /// ``stormLimit`` of its popups open, all come within ``stormWindow``): it joins the storm's

@@ -6,7 +6,7 @@ import NottyCore
 import NottyWebhooks
 import NottyService
 
-/// What one WebSocket of the hub sends (SPEC §3 doorbell, §8.2 ntfy `ws`), decided when the
+/// What one WebSocket of the hub sends (PROTOCOL.md §3 doorbell, §8.2 ntfy `ws`), decided when the
 /// upgrade is asked for.
 struct BellPlan: Sendable {
     enum Kind: Sendable {
@@ -324,7 +324,7 @@ struct HubLine<End: HubLineEnd>: DoorbellListener {
     }
 }
 
-/// `?payload=full`: the changes themselves, a page a frame (SPEC §3).
+/// `?payload=full`: the changes themselves, a page a frame (PROTOCOL.md §3).
 final class FullDoorbellFeed: BellFeed {
     private let inbox: Inbox
     private let userId: String
@@ -359,7 +359,7 @@ final class FullDoorbellFeed: BellFeed {
     var behind: Bool { position.withLock { $0.behind } }
 }
 
-/// An ntfy subscriber (SPEC §8.2): the inbox as ntfy events, each a frame as `encode` writes it
+/// An ntfy subscriber (PROTOCOL.md §8.2): the inbox as ntfy events, each a frame as `encode` writes it
 /// (a WebSocket's text, a line of NDJSON, an SSE event).
 final class NtfyBellFeed: BellFeed {
     private let follower: NtfyFollower

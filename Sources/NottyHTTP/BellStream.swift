@@ -4,7 +4,7 @@ import NIOCore
 import NIOHTTPTypes
 import NottyService
 
-/// An ntfy NDJSON or SSE subscription (`GET /TOPIC/json|sse`, SPEC §8.2) as the service serves
+/// An ntfy NDJSON or SSE subscription (`GET /TOPIC/json|sse`, PROTOCOL.md §8.2) as the service serves
 /// it: decided when its request head arrives, then written by a ``NtfyStreamHandler``.
 struct NtfyStreamPlan: Sendable {
     let hub: DoorbellHub

@@ -8,7 +8,7 @@ import NottyService
 import NottyWebhooks
 import ServiceLifecycle
 
-/// The ntfy and Gotify doors (SPEC §8.1): routes whose answers and errors are in that
+/// The ntfy and Gotify doors (PROTOCOL.md §8.1): routes whose answers and errors are in that
 /// dialect's JSON, so the tools that speak it read them as they would from ntfy or Gotify.
 extension Routes {
     /// The dialects' error bodies.
@@ -66,7 +66,7 @@ extension Routes {
             Route(method: .post, path: "/:tenant", audience: .webhook, handle: ntfyPublish),
             Route(method: .put, path: "/:tenant", audience: .webhook, handle: ntfyPublish),
             Route(method: .put, path: "/:tenant/:sequence/clear", audience: .webhook, handle: ntfyClear),
-            // A phone's buttons (SPEC §12): under the topic's secret URL, as the ntfy app sends them.
+            // A phone's buttons (PROTOCOL.md §12): under the topic's secret URL, as the ntfy app sends them.
             Route(method: .post, path: "/:tenant/notty/:id/dismiss", audience: .webhook, handle: speaking(.ntfy) { _, context in
                 try await self.phoneDismiss(topic: context.topic(), id: context.pathParameter("id"))
             }),
@@ -110,7 +110,7 @@ extension Routes {
         return try JSONResponse.make(JSONValue.object(["id": .string(id), "status": .string("dismissed")]))
     }
 
-    /// A publisher's http action pressed on a phone: the service runs it (SPEC §12).
+    /// A publisher's http action pressed on a phone: the service runs it (PROTOCOL.md §12).
     private func phoneAct(topic: String, id: String, n: String) async throws -> Response {
         let subscription = try await service.inbox.topic(token: topic)
         let number = try Self.integer(n, name: "the action number", default: 1, range: 1...NotificationAction.maxPerNotification)
@@ -174,7 +174,7 @@ extension NottyRequestContext {
     func topic() throws -> String { try pathParameter("tenant") }
 }
 
-// MARK: - ntfy subscribers (SPEC §8.2)
+// MARK: - ntfy subscribers (PROTOCOL.md §8.2)
 
 extension Routes {
     /// How an ntfy stream is written.

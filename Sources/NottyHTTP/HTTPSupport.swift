@@ -66,13 +66,12 @@ struct EnvelopeMiddleware: RouterMiddleware {
         response.headers[HTTPField.Name("request-id")!] = requestId
         response.headers[HTTPField.Name("client-request-id")!] = request.headers[HTTPField.Name("client-request-id")!] ?? requestId
         let elapsed = ContinuousClock.now - start
-        let nanoseconds = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
-        metrics.requestDuration.recordNanoseconds(nanoseconds)
+        metrics.requestDuration.recordNanoseconds(elapsed.nanoseconds)
         metrics.countResponse(status: response.status.code)
         let level: Logger.Level = response.status.code >= 500 ? .error : .debug
         context.logger.log(level: level, "request", metadata: [
             "method": "\(request.method)", "path": "\(Self.redacted(request.uri.path))", "status": "\(response.status.code)",
-            "ms": "\(Double(nanoseconds) / 1_000_000)",
+            "ms": "\(elapsed.seconds * 1000)",
             "request_id": "\(requestId)",
         ])
         return response

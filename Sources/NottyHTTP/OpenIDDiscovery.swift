@@ -4,7 +4,7 @@ import NottyCore
 import NottyWebhooks
 import NottyService
 
-/// OpenID Connect discovery for the tenant authority (SPEC §2.1 "Microsoft's own libraries").
+/// OpenID Connect discovery for the tenant authority (PROTOCOL.md §2.1 "Microsoft's own libraries").
 ///
 /// MSAL and azure-identity read `/{tenant}/v2.0/.well-known/openid-configuration` before they
 /// ask for a token; the document points them at notty's token endpoint. Tokens are opaque, so

@@ -6,7 +6,7 @@ import NottyCore
 import NottyService
 import NottyWebhooks
 
-/// Every HTTP route of SPEC §2 on a Hummingbird router.
+/// Every HTTP route of PROTOCOL.md §2 on a Hummingbird router.
 public struct Routes: Sendable {
     let service: NotificationService
 
@@ -24,11 +24,11 @@ public struct Routes: Sendable {
     enum Audience {
         /// No authentication (health, metrics, the token routes).
         case anyone
-        /// An app access token (SPEC §2.2).
+        /// An app access token (PROTOCOL.md §2.2).
         case app
-        /// A user access token (SPEC §2.3).
+        /// A user access token (PROTOCOL.md §2.3).
         case user
-        /// The URL itself is the credential (SPEC §7.2): checked by the service.
+        /// The URL itself is the credential (PROTOCOL.md §7.2): checked by the service.
         case webhook
     }
 
@@ -144,7 +144,7 @@ public struct Routes: Sendable {
                 guard result.status == 204 else { throw ServiceError.notFound() }
                 return JSONResponse.empty(.noContent)
             },
-            // Actions (SPEC §12): run by the service, once.
+            // Actions (PROTOCOL.md §12): run by the service, once.
             Route(method: .post, path: "/v1/me/notifications/:id/actions/:n", audience: .user) { _, context in
                 let user = try context.requireUser()
                 let device = try await self.service.actions.deviceName(userId: user, deviceId: context.deviceId)
@@ -216,8 +216,8 @@ public struct Routes: Sendable {
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: service.metrics.render())))
     }
 
-    /// Which bell a WebSocket upgrade rings: the doorbell (`/v1/me/push`, SPEC §3) or an ntfy
-    /// topic's `ws` (SPEC §8.2); nil for any other path. Throws when the credentials are wrong.
+    /// Which bell a WebSocket upgrade rings: the doorbell (`/v1/me/push`, PROTOCOL.md §3) or an ntfy
+    /// topic's `ws` (PROTOCOL.md §8.2); nil for any other path. Throws when the credentials are wrong.
     func bellPlan(for request: Request) async throws -> BellPlan? {
         let segments = request.uri.path.split(separator: "/")
         let counted: @Sendable () -> Void = { [metrics = service.metrics] in metrics.doorbellFrames.increment() }
@@ -248,7 +248,7 @@ public struct Routes: Sendable {
         return (subscription.userId, NtfyBellFeed(follower: follower, replay: NtfyFollower.Replay(query: query), encode: encode))
     }
 
-    /// The ntfy subscription a `GET /TOPIC/json|sse` opens (SPEC §8.2), with its `open` and
+    /// The ntfy subscription a `GET /TOPIC/json|sse` opens (PROTOCOL.md §8.2), with its `open` and
     /// replay read; nil when it is not one (or `poll=1`, a plain answer). Throws as the route
     /// would (an unknown topic), which then answers it.
     func ntfyStreamPlan(for request: Request) async throws -> NtfyStreamPlan? {

@@ -41,7 +41,7 @@ public enum ServerApplication {
             router: routes.router(),
             server: server,
             configuration: .init(address: .hostname(config.host, port: config.port), serverName: "notty"),
-            services: [MaintenanceService(service: service)],
+            services: [BackgroundJobsService(service: service)],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? config.port) },
             eventLoopGroupProvider: eventLoopGroup.map { .shared($0) } ?? .singleton,
             logger: service.logger)
@@ -50,7 +50,7 @@ public enum ServerApplication {
 
 /// Runs the service's background jobs (``BackgroundJobs``) until shutdown; on graceful
 /// shutdown it closes every doorbell so connections end cleanly.
-struct MaintenanceService: Service {
+struct BackgroundJobsService: Service {
     let service: NotificationService
 
     func run() async throws {

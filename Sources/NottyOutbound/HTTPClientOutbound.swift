@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import NottyCore
 import NottyService
 import Synchronization
 
@@ -36,9 +37,7 @@ public final class HTTPClientOutbound: OutboundHTTP {
     }
 
     public func send(_ request: OutboundRequest) async throws(OutboundError) -> OutboundResponse {
-        guard let url = URL(string: request.url), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let host = url.host, !host.isEmpty
-        else { throw .invalidURL(request.url) }
+        guard HTTPURL(request.url) != nil, let host = URL(string: request.url)?.host, !host.isEmpty else { throw .invalidURL(request.url) }
         guard request.aim == .user else { return try await execute(request, on: client) }
         let destination: OutboundPolicy.Destination
         switch await policy.withLock({ $0 }).check(request.url) {
@@ -95,12 +94,5 @@ public final class HTTPClientOutbound: OutboundHTTP {
         let text = String(describing: error)
         if text.contains("refused") || text.contains("ECONNREFUSED") { return "connection refused" }
         return text
-    }
-}
-
-extension Duration {
-    /// The whole duration in nanoseconds (what NIO's `TimeAmount` counts).
-    var nanoseconds: Int64 {
-        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
     }
 }

@@ -95,9 +95,7 @@ public struct OutboundPolicy: Sendable {
         allowedHosts = hosts
         allowedNetworks = networks
         self.listeners = listeners
-        publicAuthority = publicURL.flatMap { URLComponents(string: $0) }.flatMap { c in
-            c.host.map { ($0.lowercased(), c.port ?? (c.scheme?.lowercased() == "https" ? 443 : 80)) }
-        }
+        publicAuthority = publicURL.flatMap(HTTPURL.init).map { ($0.host, $0.port) }
         resolve = resolver ?? { await Self.systemResolve($0) }
     }
 
@@ -152,11 +150,8 @@ public struct OutboundPolicy: Sendable {
 
     /// A URL's host (lower case, without brackets) and port, or why it is not one to call.
     private func parse(_ url: String) -> Result<(host: String, port: Int), Refusal> {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let rawHost = components.host, !rawHost.isEmpty
-        else { return .failure(Refusal(reason: "not an http(s) URL")) }
-        let host = (rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost).lowercased()
-        let port = components.port ?? (scheme == "https" ? 443 : 80)
+        guard let parsed = HTTPURL(url) else { return .failure(Refusal(reason: "not an http(s) URL")) }
+        let (host, port) = (parsed.host, parsed.port)
         if let own = publicAuthority, own.host == host, own.port == port {
             return .failure(Refusal(reason: "\(host) is this service's own address (--public-url)"))
         }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Opens a notification's link (SPEC §7.1): `$BROWSER` when set (a program and its words,
+/// Opens a notification's link (PROTOCOL.md §7.1): `$BROWSER` when set (a program and its words,
 /// split on spaces; the first of a `:`-separated list), else `xdg-open`, with the URL as one
 /// argument and never through a shell. Answers nil when it started, else one line saying why not.
 public enum LinkOpener {

@@ -29,7 +29,7 @@ public final class Announcer: Sendable {
     }
 
     /// What arrived since the last call, each with its view now, for the popups: those in
-    /// Unread that may not interrupt (muted, or quiet: SPEC §9) are left out. Each in Unread
+    /// Unread that may not interrupt (muted, or quiet: PROTOCOL.md §9) are left out. Each in Unread
     /// is a JSON line; `--exec` runs only for those that may interrupt.
     @available(*, noasync, message: "blocks on the store: call it off the pool (PollReporter does)")
     public func announce(now: Date = Date()) throws -> [(UserNotification, NotificationView?)] {
@@ -95,7 +95,7 @@ public final class Announcer: Sendable {
     }
 }
 
-/// What a quiet period held back and is still Unread when it ends: announced as one (SPEC §9).
+/// What a quiet period held back and is still Unread when it ends: announced as one (PROTOCOL.md §9).
 public struct QuietSummary: Sendable, Equatable {
     /// Newest first.
     public var notifications: [UserNotification]

@@ -1,6 +1,7 @@
 import Foundation
 import NottyCommandLine
 import NottyCore
+import NottyPOSIX
 import Synchronization
 
 /// Where `notty poll`'s commands go: a ``CommandRunner``, or a recording list in the tests.
@@ -17,7 +18,7 @@ public final class CommandRunner: CommandJobs {
         public let command: String
         /// What messages call the run (a notification's id).
         public let subject: String
-        /// The `NOTTY_*` variables it gets (SPEC §4, §7.1, §7.4, §9).
+        /// The `NOTTY_*` variables it gets (PROTOCOL.md §4, §7.1, §7.4, §9).
         public let variables: [String: String]
 
         /// A run for one notification; `state` is `NOTTY_STATE` (`--on-change`).
@@ -30,7 +31,7 @@ public final class CommandRunner: CommandJobs {
             self.variables = variables
         }
 
-        /// The one run for what a quiet period held back (SPEC §9): `NOTTY_SUMMARY=1`,
+        /// The one run for what a quiet period held back (PROTOCOL.md §9): `NOTTY_SUMMARY=1`,
         /// `NOTTY_COUNT`, `NOTTY_TITLE` ("12 notifications while quiet"), `NOTTY_BODY` (their
         /// titles, a line each) and `NOTTY_IDS` (their ids, space-separated).
         public init(option: String, command: String, summary: QuietSummary) {
@@ -47,7 +48,9 @@ public final class CommandRunner: CommandJobs {
     public let timeout: Int
     public let limit: Int
     private let state = Mutex<(running: Int, queue: [Job], idle: [CheckedContinuation<Void, Never>])>((0, [], []))
-    private let processes = Mutex<[pid_t: Process]>([:])
+    /// The process groups of the commands running now (for ``stop()``), and of those that ended
+    /// before their start was recorded.
+    private let groups = Mutex<(running: Set<pid_t>, ended: Set<pid_t>)>(([], []))
 
     public init(timeout: Int, limit: Int = 4) {
         self.timeout = timeout
@@ -84,7 +87,7 @@ public final class CommandRunner: CommandJobs {
     /// When `notty poll` stops: the queue is dropped and running commands get SIGTERM.
     public func stop() {
         state.withLock { $0.queue.removeAll() }
-        for pid in processes.withLock({ Array($0.keys) }) { kill(-pid, SIGTERM) }  // its process group: sh and what it runs
+        for pid in groups.withLock({ Array($0.running) }) { kill(-pid, SIGTERM) }  // its process group: sh and what it runs
     }
 
     /// The variables a command gets: this process's environment and the job's `NOTTY_*`.
@@ -94,33 +97,19 @@ public final class CommandRunner: CommandJobs {
 
     private func launch(_ job: Job) {
         let id = job.subject
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", job.command]
-        process.environment = Self.environment(job)
-        process.terminationHandler = { [self] finished in
-            _ = processes.withLock { $0.removeValue(forKey: finished.processIdentifier) }
-            if finished.terminationReason == .exit, finished.terminationStatus != 0 {
-                warn("\(job.option) exited with \(finished.terminationStatus) for \(id)")
+        let pid = ShellCommand.start(job.command, variables: job.variables, timeout: .seconds(timeout)) { [self] outcome in
+            // Its end may come before start() returned its pid: then it is remembered as ended.
+            groups.withLock { if $0.running.remove(outcome.pid) == nil { $0.ended.insert(outcome.pid) } }
+            if let error = outcome.launchError {
+                warn("cannot run \(job.option): \(error)")
+            } else if outcome.timedOut {
+                warn("\(job.option) ran longer than \(self.timeout)s for \(id): stopped")
+            } else if !outcome.signalled && outcome.status != 0 {
+                warn("\(job.option) exited with \(outcome.status) for \(id)")
             }
             done()
         }
-        do {
-            try process.run()
-        } catch {
-            warn("cannot run \(job.option): \(error)")
-            done()
-            return
-        }
-        let pid = process.processIdentifier
-        // Kept only while running: a command that already ended has been through its handler.
-        processes.withLock { if process.isRunning { $0[pid] = process } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(timeout)) {
-            guard process.isRunning else { return }
-            warn("\(job.option) ran longer than \(self.timeout)s for \(id): stopped")
-            kill(-pid, SIGTERM)  // the command's process group (Process starts one per child): sh and what it runs
-            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) { if process.isRunning { kill(-pid, SIGKILL) } }
-        }
+        if let pid { groups.withLock { if $0.ended.remove(pid) == nil { $0.running.insert(pid) } } }
     }
 
     private func done() {

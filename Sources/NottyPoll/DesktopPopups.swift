@@ -38,14 +38,14 @@ public actor DesktopPopups: PollPopups {
     private let bus: any PopupBus
     private let store: LocalStore
     private let changed: @Sendable () -> Void
-    /// Asks the service to run an http action (SPEC §12); answers the line to say how it went.
+    /// Asks the service to run an http action (PROTOCOL.md §12); answers the line to say how it went.
     public typealias Press = @Sendable (_ id: String, _ number: Int) async -> String
     private let press: Press?
     private var signals: Task<Void, Never>?
 
     /// Connects to the session bus; without one (or without a daemon) says so in one line and
     /// answers nil: polling goes on without popups.
-    /// `storm`: more popups than this of one app and group within 60 s become one (SPEC §9).
+    /// `storm`: more popups than this of one app and group within 60 s become one (PROTOCOL.md §9).
     public static func start(store: LocalStore, storm: Int, press: Press? = nil, changed: @escaping @Sendable () -> Void) async -> DesktopPopups? {
         let (stream, continuation) = AsyncStream.makeStream(of: DesktopBus.Signal.self)
         let bus: DesktopBus
@@ -94,7 +94,7 @@ public actor DesktopPopups: PollPopups {
     }
 
     /// Reports where every notification with a popup (or a snoozed one that had one) is now.
-    /// A snooze that ended while the notification may not interrupt (quiet, a mute: SPEC §9)
+    /// A snooze that ended while the notification may not interrupt (quiet, a mute: PROTOCOL.md §9)
     /// is not reported yet: it pops up again at the first change after it may.
     public func storeChanged(now: Date) async {
         let tracked = bridge.trackedIds
@@ -110,7 +110,7 @@ public actor DesktopPopups: PollPopups {
         })
     }
 
-    /// The one popup for what a quiet period held back (SPEC §9); it stands for nothing to
+    /// The one popup for what a quiet period held back (PROTOCOL.md §9); it stands for nothing to
     /// act on: the notifications stay in Unread.
     public func show(_ summary: QuietSummary) async {
         do {

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import NottyCore
 
-/// Running actions (SPEC §12): a device, a popup or a phone presses; the service makes the
+/// Running actions (PROTOCOL.md §12): a device, a popup or a phone presses; the service makes the
 /// `http` action's request itself, once however many press at once, records the outcome on the
 /// notification (every device shows it) and, for `clear` actions that succeeded, dismisses the
 /// notification everywhere.

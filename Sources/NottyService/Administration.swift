@@ -3,7 +3,7 @@ import Logging
 import NottyCore
 import Synchronization
 
-/// Administration (SPEC §2.4, `notty admin`): users, apps, sign-in lockouts.
+/// Administration (PROTOCOL.md §2.4, `notty admin`): users, apps, sign-in lockouts.
 public final class Administration: ServicePart {
     package let core: ServiceCore
 

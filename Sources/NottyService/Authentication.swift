@@ -3,7 +3,7 @@ import Logging
 import NottyCore
 import Synchronization
 
-/// Signing in and proving who calls (SPEC §2.1): the token endpoint's grants, failed sign-ins
+/// Signing in and proving who calls (PROTOCOL.md §2.1): the token endpoint's grants, failed sign-ins
 /// counted and locked out, the bearer tokens of apps and devices checked, sign-out.
 public final class Authentication: ServicePart {
     package let core: ServiceCore
@@ -166,7 +166,7 @@ public final class Authentication: ServicePart {
             return true
         }
         guard due else { return }
-        Task { [storage, logger] in
+        core.errands.run { [storage, logger] in
             do {
                 try await storage.touchDevice(deviceId: deviceId, userId: userId, at: now)
             } catch {

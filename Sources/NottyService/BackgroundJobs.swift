@@ -44,6 +44,8 @@ public struct BackgroundJobs: Sendable {
             BackgroundJob("delayed publishes", every: .milliseconds(500)) { _ = try await service.publishing.publishDueDelayed() },
             BackgroundJob("keepalive", every: Self.keepalive, firstAfter: Self.keepalive) { service.hub.tick() },
             BackgroundJob("history", every: .seconds(3600)) { try await service.maintenance.purgeHistory() },
+            // What requests and changes hand off (Errands): owned here, ended with the rest.
+            BackgroundJob.loop("errands") { await service.core.errands.serve() },
             // Secrets at rest: a rotation run elsewhere (notty admin rotate-key) made a new key
             // the store's; this instance seals with it from now on.
             BackgroundJob("secret key", every: .seconds(10), firstAfter: .seconds(10)) {
@@ -51,16 +53,8 @@ public struct BackgroundJobs: Sendable {
                     service.logger.notice("secrets are sealed with a new key from now on (a rotation)", metadata: ["key": "\(service.secrets.primary.id)"])
                 }
             },
-            // Escalation (SPEC §11): due tracks fired every half second; changes planned as they
-            // are committed, and everyone now and then (what an instance that stopped left);
-            // deliveries sent as they are made, retries as they come due.
-            BackgroundJob("escalations due", every: .milliseconds(500)) { try await service.escalation.fireDue() },
-            BackgroundJob("escalation catch-up", every: .seconds(30)) { try await service.escalation.planEveryone() },
-            BackgroundJob("escalation metrics", every: .seconds(5)) { try await service.escalation.measureBacklog() },
-            BackgroundJob.loop("escalation planner") { await service.escalation.runPlanner() },
-            BackgroundJob.loop("escalation sender") { await service.escalation.runSender() },
-            BackgroundJob.loop("escalation records") { await service.escalation.runFinisher() },
-            BackgroundJob.loop("escalation clock") { await service.escalation.runClock() },
+            // Escalation: one engine, its own jobs in a group of their own (Escalation.jobs).
+            BackgroundJob.loop("escalation") { await BackgroundJobs(jobs: service.escalation.jobs, logger: service.logger).run() },
         ], logger: service.logger)
     }
 

@@ -3,7 +3,7 @@ import Logging
 import NottyCore
 import Synchronization
 
-/// Escalation at work (SPEC §11): it plans on every change, on the path that rings devices
+/// Escalation at work (PROTOCOL.md §11): it plans on every change, on the path that rings devices
 /// (clocks start and stop, retractions are made at once), fires due tracks, and sends what is
 /// to be sent, each delivery on its own, so that a slow or dead target delays no other.
 public final class Escalation: ServicePart {
@@ -38,6 +38,21 @@ public final class Escalation: ServicePart {
         sender = EscalationSender(outbound: outbound, commands: core.config.escalationCommands, secrets: core.secrets)
     }
 
+    /// The engine's work, run together as one background job: due tracks fired every half
+    /// second; changes planned as they are committed, and everyone now and then (what an
+    /// instance that stopped left); deliveries sent as they are made, retries as they come due.
+    public var jobs: [BackgroundJob] {
+        [
+            BackgroundJob("escalations due", every: .milliseconds(500)) { try await self.fireDue() },
+            BackgroundJob("escalation catch-up", every: .seconds(30)) { try await self.planEveryone() },
+            BackgroundJob("escalation metrics", every: .seconds(5)) { try await self.measureBacklog() },
+            BackgroundJob.loop("escalation planner") { await self.runPlanner() },
+            BackgroundJob.loop("escalation sender") { await self.runSender() },
+            BackgroundJob.loop("escalation records") { await self.runFinisher() },
+            BackgroundJob.loop("escalation clock") { await self.runClock() },
+        ]
+    }
+
     // MARK: - Planning, on the change path
 
     /// The storage committed changes for these users: those with rules are planned now.
@@ -58,15 +73,12 @@ public final class Escalation: ServicePart {
         }
     }
 
-    /// A rule was added or removed for this user.
-    func rulesChanged(userId: String, has: Bool) {
-        ruleUsers.withLock { users in
-            if has { users?.insert(userId) }
-        }
-        if has {
-            waiting.withLock { _ = $0.insert(userId) }
-            planBell.ring()
-        }
+    /// A rule was added for this user: their changes are planned from now on. (A rule
+    /// removed needs nothing: a user without rules is left out at the next catch-up.)
+    func ruleAdded(userId: String) {
+        ruleUsers.withLock { _ = $0?.insert(userId) }
+        waiting.withLock { _ = $0.insert(userId) }
+        planBell.ring()
     }
 
     /// Plans every user who has rules (at start, and now and then: what another instance
@@ -236,7 +248,7 @@ public final class Escalation: ServicePart {
                 do {
                     try await db { try await storage.finishEscalationDeliveries(batch, now: clock.nowMillis()) }
                 } catch {
-                    // Their leases run out and they are sent again: once more at most (SPEC §11).
+                    // Their leases run out and they are sent again: once more at most (PROTOCOL.md §11).
                     logger.warning("cannot record escalation deliveries", metadata: ["count": "\(batch.count)", "error": "\(error)"])
                 }
                 sendBell.ring()  // what waited behind them (a retraction after its escalation) may go

@@ -2,7 +2,7 @@ import Foundation
 import NottyCore
 import Synchronization
 
-/// SPEC §11's rules as pure functions, shared by every storage backend: what is unhandled, when
+/// PROTOCOL.md §11's rules as pure functions, shared by every storage backend: what is unhandled, when
 /// a rule's clock starts, what a change takes back, what a due track sends, how long a failed
 /// delivery waits.
 public enum EscalationPlanner {
@@ -127,7 +127,7 @@ public enum EscalationPlanner {
             return EscalationFiring(deliveries: [], track: nil)
         }
         if Interruptions(preferences: due.preferences, now: now).isMuted(notification) {
-            // Muted: never escalated (SPEC §9, §11); quiet hours do not hold it back.
+            // Muted: never escalated (PROTOCOL.md §9, §11); quiet hours do not hold it back.
             track.dueAt = nil
             return EscalationFiring(deliveries: [], track: track)
         }

@@ -1,7 +1,7 @@
 import Foundation
 import NottyCore
 
-// What the service keeps to escalate (SPEC §11): which rules watch which unhandled
+// What the service keeps to escalate (PROTOCOL.md §11): which rules watch which unhandled
 // notifications and when each is due (tracks), what is to be sent (deliveries, an outbox),
 // what each target was last sent (so that handling takes it back), and each target's last
 // delivery and last error (`notty escalate --list`).
@@ -40,7 +40,7 @@ public struct EscalationTrack: Sendable, Equatable {
     }
 }
 
-/// Who handled a notification, as a `handled` event says it (SPEC §11).
+/// Who handled a notification, as a `handled` event says it (PROTOCOL.md §11).
 public struct HandledBy: Codable, Sendable, Equatable {
     /// The device's name (or id) when the service knows it.
     public var device: String?

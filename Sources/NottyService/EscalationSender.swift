@@ -1,7 +1,8 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 
-/// How one delivery reaches its target (SPEC §11): ntfy's JSON publish, its clear and delete;
+/// How one delivery reaches its target (PROTOCOL.md §11): ntfy's JSON publish, its clear and delete;
 /// a webhook's JSON event; the administrator's command with the notification in `NOTTY_*`
 /// variables. What is sent is built by pure functions (tested on their own); sending is the
 /// outbound client's and the shell's.
@@ -60,7 +61,10 @@ public struct EscalationSender: Sendable {
             guard let line = commands[name] else {
                 return Failure(message: "the service has no command named \(name) any more ([escalation.commands] in server.toml)", retryable: false)
             }
-            return await CommandRun.run(line: line, variables: Self.commandVariables(delivery), timeout: commandTimeout)
+            let outcome = await ShellCommand.run(line, variables: Self.commandVariables(delivery), timeout: commandTimeout)
+            if outcome.succeeded { return nil }
+            if outcome.timedOut { return Failure(message: "ran longer than \(commandTimeout): stopped", retryable: true) }
+            return Failure(message: "the command " + outcome.words, retryable: true)
         }
     }
 
@@ -169,64 +173,4 @@ public struct EscalationSender: Sendable {
         }
         return variables
     }
-}
-
-/// One run of an administrator's command line: `/bin/sh -c LINE` in its own process group,
-/// with this process's environment and `variables`, stopped (SIGTERM, then SIGKILL) after
-/// `timeout`. A run that exits 0 went through; otherwise the failure says how it ended and the
-/// last line it wrote to standard error.
-enum CommandRun {
-    static func run(line: String, variables: [String: String], timeout: Duration) async -> EscalationSender.Failure? {
-        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("notty-command-\(UUID().uuidString)")
-        guard FileManager.default.createFile(atPath: errors.path, contents: nil), let errorFile = try? FileHandle(forWritingTo: errors) else {
-            return EscalationSender.Failure(message: "cannot make a file for the command's errors in \(FileManager.default.temporaryDirectory.path)",
-                                            retryable: true)
-        }
-        defer {
-            try? errorFile.close()
-            try? FileManager.default.removeItem(at: errors)
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", line]
-        process.environment = ProcessInfo.processInfo.environment.merging(variables) { _, given in given }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errorFile
-        let ended: (reason: Process.TerminationReason, status: Int32, timedOut: Bool) = await withCheckedContinuation { continuation in
-            let stopped = StopOnce()
-            process.terminationHandler = { finished in
-                continuation.resume(returning: (finished.terminationReason, finished.terminationStatus, stopped.happened))
-            }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(returning: (.exit, 127, false))
-                return
-            }
-            let pid = process.processIdentifier
-            let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
-                guard process.isRunning else { return }
-                stopped.mark()
-                kill(-pid, SIGTERM)
-                DispatchQueue.global().asyncAfter(deadline: .now() + 2) { if process.isRunning { kill(-pid, SIGKILL) } }
-            }
-        }
-        if ended.timedOut { return EscalationSender.Failure(message: "ran longer than \(timeout): stopped", retryable: true) }
-        if ended.reason == .exit && ended.status == 0 { return nil }
-        let said = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
-        let last = said.split(whereSeparator: \.isNewline).last.map { String($0.prefix(300)) }
-        let how = ended.reason == .exit ? "exited with \(ended.status)" : "was killed by signal \(ended.status)"
-        return EscalationSender.Failure(message: "the command " + how + (last.map { ": \($0)" } ?? ""), retryable: true)
-    }
-}
-
-/// Set once, read after.
-private final class StopOnce: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func mark() { lock.withLock { value = true } }
-    var happened: Bool { lock.withLock { value } }
 }

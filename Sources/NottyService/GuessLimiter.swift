@@ -22,7 +22,7 @@ public struct GuessRecord: Sendable, Equatable {
     }
 }
 
-/// How many failed guesses a key may have (SPEC §2.1 has the grants; README, "Running the
+/// How many failed guesses a key may have (PROTOCOL.md §2.1 has the grants; README, "Running the
 /// service", the numbers): `limit` failures within `window` lock the key for `lockout`, and
 /// a failure while the key has been locked before (within `memory`) locks it again at once
 /// for twice as long, up to `longestLockout`.

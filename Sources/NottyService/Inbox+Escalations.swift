@@ -1,7 +1,7 @@
 import Foundation
 import NottyCore
 
-// MARK: - The user's escalation rules (SPEC §11)
+// MARK: - The user's escalation rules (PROTOCOL.md §11)
 
 extension Inbox {
     /// `GET /v1/me/escalations`: the user's rules, oldest first, with each target's last
@@ -56,7 +56,7 @@ extension Inbox {
             }
             throw ServiceError.badRequest("there is already an escalation rule named \(rule.name): remove it first, or choose another name")
         }
-        escalation.rulesChanged(userId: userId, has: true)
+        escalation.ruleAdded(userId: userId)
         return rule
     }
 

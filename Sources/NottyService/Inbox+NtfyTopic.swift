@@ -4,7 +4,7 @@ import Synchronization
 import NottyCore
 import NottyWebhooks
 
-// MARK: - Following the inbox as an ntfy topic (SPEC §8.2)
+// MARK: - Following the inbox as an ntfy topic (PROTOCOL.md §8.2)
 
 extension Inbox {
     /// The ntfy topic `token` (a read-only device of platform `ntfy`): `404` when there is
@@ -157,7 +157,7 @@ package final class NtfyFollower: Sendable {
         NtfyAnswer(id: NtfyAnswer.newMessageId(), time: inbox.clock.nowMillis(), expires: nil, event: event, topic: topic)
     }
 
-    /// What the user's quiet hours and mutes say now (SPEC §9).
+    /// What the user's quiet hours and mutes say now (PROTOCOL.md §9).
     private func interruptions() async throws -> Interruptions {
         Interruptions(preferences: try await inbox.preferences(userId: userId).preferences, now: inbox.clock.nowMillis())
     }
@@ -173,7 +173,7 @@ package final class NtfyFollower: Sendable {
             click: notification.launchUrl, sequenceId: notification.id, actions: buttons(notification))
     }
 
-    /// A message's buttons (SPEC §12): "Dismiss", which dismisses it everywhere, then the
+    /// A message's buttons (PROTOCOL.md §12): "Dismiss", which dismisses it everywhere, then the
     /// publisher's actions, 3 in all: an http action points back at this service under the
     /// topic's secret URL (the service runs it; its request never reaches the phone), a view
     /// action opens its URL.

@@ -1,7 +1,7 @@
 import Foundation
 import NottyCore
 
-// MARK: - The user's preferences (SPEC §9)
+// MARK: - The user's preferences (PROTOCOL.md §9)
 
 extension Inbox {
     /// `GET /v1/me/preferences`: every preference, by key.

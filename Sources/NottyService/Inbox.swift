@@ -3,7 +3,7 @@ import Logging
 import NottyCore
 import Synchronization
 
-/// The signed-in user's API (SPEC §2.3): who they are, their subscriptions (devices, webhooks,
+/// The signed-in user's API (PROTOCOL.md §2.3): who they are, their subscriptions (devices, webhooks,
 /// ntfy topics), their inbox by view, the change feed and its cursors, state changes.
 public final class Inbox: ServicePart {
     package let core: ServiceCore
@@ -38,7 +38,7 @@ public final class Inbox: ServicePart {
             throw ServiceError.badRequest("platform must be websocket, polling, webhook or ntfy")
         }
         let webhook = platform?.lowercased() == "webhook"
-        // An ntfy topic (SPEC §8.2): a read-only device whose URL is its credential.
+        // An ntfy topic (PROTOCOL.md §8.2): a read-only device whose URL is its credential.
         let topic = platform?.lowercased() == "ntfy"
         if topic && host != nil { throw ServiceError.badRequest("an ntfy topic follows the whole inbox: leave out targetHostName") }
         let secret: String?, alertmanager: String?
@@ -122,8 +122,8 @@ public final class Inbox: ServicePart {
                                   userId: userId)
     }
 
-    /// `notifications` with the escalations logged on them (SPEC §11) and how their actions
-    /// went (SPEC §12).
+    /// `notifications` with the escalations logged on them (PROTOCOL.md §11) and how their actions
+    /// went (PROTOCOL.md §12).
     func withEscalations(_ notifications: [UserNotification], userId: String) async throws -> [UserNotification] {
         let live = notifications.filter { $0.status == .active }
         let log = try await db { try await storage.escalationLog(userId: userId, notificationIds: live.map(\.id)) }

@@ -3,7 +3,7 @@ import Logging
 import NottyCore
 import Synchronization
 
-/// What the service does by itself (`MaintenanceService` runs it): expiry, forgetting old
+/// What the service does by itself (`BackgroundJobs` runs it): expiry, forgetting old
 /// history and old failed sign-ins.
 public final class Maintenance: ServicePart {
     package let core: ServiceCore

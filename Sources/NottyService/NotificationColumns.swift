@@ -39,7 +39,7 @@ package struct NotificationColumns {
     var targetPolicy: String?
     var fallbackPolicy: String?
     var launchUrl: String?
-    /// The whole actions (SPEC §12) as JSON: only the service reads them.
+    /// The whole actions (PROTOCOL.md §12) as JSON: only the service reads them.
     var actions: String?
     var seq: Int64
 

@@ -1,7 +1,7 @@
 import Foundation
 import NottyCore
 
-/// SPEC §1's rules as pure functions, shared by every storage backend.
+/// PROTOCOL.md §1's rules as pure functions, shared by every storage backend.
 public enum NotificationRules {
     /// The stored notification after a publish: a new one, or `existing` updated in place and
     /// made new again (Unread, NoInteraction, created now so it sorts first).
@@ -29,7 +29,7 @@ public enum NotificationRules {
         var row = StoredNotification(userId: input.userId, notification: notification, readChangedAt: stamp, actionChangedAt: stamp, seq: seq)
         row.storedActions = input.storedActions
         if input.resolved {
-            // Handled by the sender (SPEC §7.2): Dismissed with the same clock, so a later user change still wins.
+            // Handled by the sender (PROTOCOL.md §7.2): Dismissed with the same clock, so a later user change still wins.
             var state = row.userState
             _ = state.apply(StateChange(userActionState: .dismissed), changedAt: stamp)
             row.userState = state

@@ -4,7 +4,7 @@ import NottyCore
 import Synchronization
 
 /// Everything the service does, independent of HTTP, one type per concern: `auth` (tokens,
-/// SPEC §2.1), `publishing` (§2.2, webhooks, the ntfy and Gotify doors), `inbox` (the
+/// PROTOCOL.md §2.1), `publishing` (§2.2, webhooks, the ntfy and Gotify doors), `inbox` (the
 /// signed-in user's API, §2.3), `admin` (§2.4) and `maintenance`. Routes translate requests
 /// into calls on them; errors are ``ServiceError``s that say what the client should do.
 public final class NotificationService: Sendable {
@@ -60,10 +60,10 @@ public final class NotificationService: Sendable {
             core?.forgetCachedCredentials()
             core?.hub.tick()
         }
-        storage.setResyncHandler { [hub = core.hub, latestCursors = core.latestCursors, storage, logger] in
+        storage.setResyncHandler { [hub = core.hub, latestCursors = core.latestCursors, errands = core.errands, storage, logger] in
             latestCursors.removeAll()
             let users = hub.connectedUserIds
-            Task {
+            errands.run {
                 for userId in users {
                     do {
                         changed([userId: try await storage.latestSeq(userId: userId)])
@@ -87,6 +87,8 @@ package final class ServiceCore: Sendable {
     package let logger: Logger
     /// Seals and opens what users hand the service to act for them.
     package let secrets: SecretBox
+    /// Work handed off to run in the background jobs' group.
+    let errands = Errands()
     let limiter: RateLimiter
     /// What every publish looks up: app tokens, apps and subscriptions (user tokens are read
     /// from storage on every request, so a revoked device or a deleted user is refused at once

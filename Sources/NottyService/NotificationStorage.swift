@@ -78,7 +78,7 @@ public protocol SubscriptionStorage: Sendable {
     func revokeSubscription(id: String, userId: String) async throws -> Bool
     /// Records that the device made a request at `at` (its registration's last seen).
     func touchDevice(deviceId: String, userId: String, at: Date) async throws
-    /// Records an ntfy topic's name at the ntfy upstream (SPEC §12: the SHA-256 of its URL),
+    /// Records an ntfy topic's name at the ntfy upstream (PROTOCOL.md §12: the SHA-256 of its URL),
     /// which only a request with the topic's token can tell.
     func setUpstreamId(subscriptionId: String, upstreamId: String) async throws
 }
@@ -139,7 +139,7 @@ public protocol RetentionStorage: Sendable {
     func purgeHistory(before: Date) async throws
 }
 
-/// The user's preferences (SPEC §9).
+/// The user's preferences (PROTOCOL.md §9).
 public protocol PreferenceStorage: Sendable {
     /// Every preference of the user, by key (unset ones with a `null` value).
     func preferences(userId: String) async throws -> [PreferenceEntry]
@@ -148,7 +148,7 @@ public protocol PreferenceStorage: Sendable {
     func setPreferences(userId: String, _ entries: [PreferenceEntry]) async throws -> [PreferenceEntry]
 }
 
-/// The user's escalation rules (SPEC §11).
+/// The user's escalation rules (PROTOCOL.md §11).
 public protocol EscalationRuleStorage: Sendable {
     /// The user's rules, oldest first.
     func escalationRules(userId: String) async throws -> [EscalationRule]
@@ -159,7 +159,7 @@ public protocol EscalationRuleStorage: Sendable {
     func deleteEscalationRule(id: String, userId: String) async throws -> Bool
 }
 
-/// What escalation keeps (SPEC §11): tracks, deliveries, what each target was sent, each
+/// What escalation keeps (PROTOCOL.md §11): tracks, deliveries, what each target was sent, each
 /// target's last delivery and error. Deciding is ``EscalationPlanner``'s; a backend reads and
 /// writes in one transaction around it, so that instances never decide the same thing twice.
 public protocol EscalationStorage: Sendable {
@@ -193,7 +193,7 @@ public protocol EscalationStorage: Sendable {
     func escalationBacklog() async throws -> (pending: Int, failing: Int)
 }
 
-/// Runs of actions (SPEC §12): each action's latest run of a notification as published, claimed
+/// Runs of actions (PROTOCOL.md §12): each action's latest run of a notification as published, claimed
 /// by one press at a time across every instance.
 public protocol ActionStorage: Sendable {
     /// Makes `claim`'s press the one that runs the action, unless a run of the same
@@ -243,7 +243,7 @@ public struct PublishInput: Sendable {
     public var expiration: Date
     public var now: Date
     /// The sender says the matter is over (a webhook's resolved alert): the published
-    /// notification is Dismissed, stamped with the service's clock (SPEC §7.2).
+    /// notification is Dismissed, stamped with the service's clock (PROTOCOL.md §7.2).
     public var resolved: Bool
     /// The request's actions as stored (each `http` action's secret parts sealed), written here
     /// (on the request's thread), not by the storage's one writer.

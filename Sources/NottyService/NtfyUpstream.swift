@@ -4,7 +4,7 @@ import Logging
 import NottyCore
 import Synchronization
 
-/// Waking iPhones (SPEC §12): the ntfy iOS app is woken only through an upstream ntfy server
+/// Waking iPhones (PROTOCOL.md §12): the ntfy iOS app is woken only through an upstream ntfy server
 /// (ntfy.sh) that holds Apple's push credentials. For every `message` a topic gets, the
 /// service sends the upstream ntfy's poll request, `POST <upstream>/<sha256(public URL + "/" +
 /// topic)>` with `X-Poll-ID` and no body; the phone then asks this service for that message
@@ -53,7 +53,7 @@ public final class NtfyUpstream: ServicePart {
                 waiting.withLock { _ = $0.insert(userId) }
                 continue
             }
-            Task { await self.read(userId: userId) }
+            core.errands.run { await self.read(userId: userId) }
         }
     }
 
@@ -107,7 +107,7 @@ public final class NtfyUpstream: ServicePart {
         if let token = config.ntfyUpstreamToken { headers.append(OutboundHeader("Authorization", "Bearer \(token)")) }
         let request = OutboundRequest(method: "POST", url: upstream + "/" + upstreamId, headers: headers,
                                       body: Data(), timeout: .seconds(15), aim: .administrator)
-        Task {
+        core.errands.run { [self] in
             defer { inFlight.subtract(1, ordering: .relaxed) }
             for (attempt, wait) in [0, 5, 30, 120].enumerated() {
                 if wait > 0 { try? await Task.sleep(for: .seconds(wait)) }

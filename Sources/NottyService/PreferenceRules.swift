@@ -1,7 +1,7 @@
 import Foundation
 import NottyCore
 
-/// SPEC §9: each preference is last writer wins by the device's hybrid clock (§1), as a
+/// PROTOCOL.md §9: each preference is last writer wins by the device's hybrid clock (§1), as a
 /// notification's state fields are; both backends apply it through this one rule.
 package enum PreferenceRules {
     /// Whether a write of `value` at `changedAt` (milliseconds) replaces what is stored: a

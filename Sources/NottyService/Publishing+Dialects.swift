@@ -2,7 +2,7 @@ import Foundation
 import NottyCore
 import NottyWebhooks
 
-// MARK: - ntfy and Gotify publishing (SPEC §8.1)
+// MARK: - ntfy and Gotify publishing (PROTOCOL.md §8.1)
 
 extension Publishing {
     /// An ntfy publish to the topic `token` (a webhook's token): published as the webhook's

@@ -3,7 +3,7 @@ import Foundation
 import NottyCore
 import NottyWebhooks
 
-// MARK: - Webhooks (SPEC §7.2)
+// MARK: - Webhooks (PROTOCOL.md §7.2)
 
 extension Publishing {
     /// Answers `POST /v1/hooks/{token}`: checks the URL, the secret and the app's rate, parses
@@ -22,7 +22,7 @@ extension Publishing {
         return try await publish(parsed.map { Self.withSilence($0, alertmanager: hook.subscription.alertmanagerURL) }, as: hook).map(\.id)
     }
 
-    /// A firing alert from a webhook made with `--alertmanager` gets "Silence 1h" (SPEC §12),
+    /// A firing alert from a webhook made with `--alertmanager` gets "Silence 1h" (PROTOCOL.md §12),
     /// after the sender's own actions (within the 3).
     static func withSilence(_ item: WebhookNotification, alertmanager: String?) -> WebhookNotification {
         guard let alertmanager, let labels = item.labels, !labels.isEmpty, !item.resolved,
@@ -33,7 +33,7 @@ extension Publishing {
     }
 
     /// The webhook whose URL token is `token`, and its app: `404` when there is none, it was
-    /// revoked, or the token is an ntfy topic (a device's, SPEC §8.2: `403`).
+    /// revoked, or the token is an ntfy topic (a device's, PROTOCOL.md §8.2: `403`).
     func hook(token: String) async throws -> Hook {
         core.forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)

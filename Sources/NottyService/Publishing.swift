@@ -3,7 +3,7 @@ import Logging
 import NottyCore
 import Synchronization
 
-/// Publishing (SPEC §2.2): the Graph route's publish and delete, and (in extensions) webhooks,
+/// Publishing (PROTOCOL.md §2.2): the Graph route's publish and delete, and (in extensions) webhooks,
 /// the ntfy and Gotify doors, held publishes.
 public final class Publishing: ServicePart {
     package let core: ServiceCore

@@ -66,11 +66,11 @@ public struct SubscriptionRecord: Sendable, Equatable {
     public var revoked: Bool
     /// The last request made with the device's tokens (device registrations only).
     public var lastSeen: Date?
-    /// A webhook's URL token, hashed (SPEC §7.2): the URL itself is shown once.
+    /// A webhook's URL token, hashed (PROTOCOL.md §7.2): the URL itself is shown once.
     public var webhookHash: String?
     /// A webhook's secret: the key of GitHub's signature, GitLab's token, or a bearer token.
     public var webhookSecret: String?
-    /// An Alertmanager webhook's Alertmanager (SPEC §12): its firing alerts get "Silence 1h".
+    /// An Alertmanager webhook's Alertmanager (PROTOCOL.md §12): its firing alerts get "Silence 1h".
     public var alertmanagerURL: String?
     /// An ntfy topic's name at the ntfy upstream (``NtfyUpstream/topicHash(publicURL:topic:)``).
     public var upstreamId: String?
@@ -110,7 +110,7 @@ public struct StoredNotification: Sendable, Equatable {
     public var actionChangedAt: Int64
     public var seq: Int64
 
-    /// The actions' column as read (SPEC §12), written back as it is when only the state
+    /// The actions' column as read (PROTOCOL.md §12), written back as it is when only the state
     /// changes: a row read and saved again never serialises its actions anew. Nil for a row
     /// made here (its actions are written from `notification.actions`).
     public var storedActions: String?
@@ -152,7 +152,7 @@ public struct ChangeFeedPage: Sendable {
     }
 }
 
-/// A publish held until it is due (ntfy's `X-Delay`, SPEC §8.1): kept in storage, so a restart
+/// A publish held until it is due (ntfy's `X-Delay`, PROTOCOL.md §8.1): kept in storage, so a restart
 /// does not lose it.
 public struct DelayedRecord: Sendable, Equatable {
     public var id: String

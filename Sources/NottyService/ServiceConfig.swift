@@ -1,7 +1,7 @@
 import Foundation
 import NottyCore
 
-/// Every setting of `notty serve` (SPEC §2.4, §5), with the documented defaults.
+/// Every setting of `notty serve` (PROTOCOL.md §2.4, §5), with the documented defaults.
 public struct ServiceConfig: Sendable {
     public var host = "127.0.0.1"
     public var port = 8787
@@ -17,7 +17,7 @@ public struct ServiceConfig: Sendable {
     public var publishRate = 100.0
     public var publishBurst = 1000.0
     public var maxBodyBytes = 64 * 1024
-    /// Largest webhook body (`POST /v1/hooks/{token}`, SPEC §7.2).
+    /// Largest webhook body (`POST /v1/hooks/{token}`, PROTOCOL.md §7.2).
     public var maxWebhookBodyBytes = 1 << 20
     /// The service's address as the world reaches it (behind a proxy), for webhook URLs;
     /// without it they are made from the request's `Host`.
@@ -30,14 +30,14 @@ public struct ServiceConfig: Sendable {
     public var subscriptionLifetime = 365 * 86_400
     /// bcrypt cost for passwords (2^cost rounds).
     public var bcryptCost: UInt8 = 10
-    /// Field length limits of SPEC §5.
+    /// Field length limits of PROTOCOL.md §5.
     public var limits = FieldLimits()
     /// Head and idle timeouts, and how many connections may be open.
     public var connections = ConnectionLimits()
-    /// The commands escalation rules may name (`command:NAME`, SPEC §11), by name: each a line
+    /// The commands escalation rules may name (`command:NAME`, PROTOCOL.md §11), by name: each a line
     /// for `/bin/sh -c`, set by the administrator (`[escalation.commands]` in `server.toml`).
     public var escalationCommands: [String: String] = [:]
-    /// An ntfy server that wakes iPhones (`--ntfy-upstream`, SPEC §12), and its access token.
+    /// An ntfy server that wakes iPhones (`--ntfy-upstream`, PROTOCOL.md §12), and its access token.
     public var ntfyUpstream: String?
     public var ntfyUpstreamToken: String?
 

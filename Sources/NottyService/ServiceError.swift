@@ -2,10 +2,10 @@ import Foundation
 import NottyCore
 
 /// Why the service refused a request, in its own terms: what kind of refusal, Graph's code
-/// (SPEC §2's error table) and a message for a person. It knows nothing of HTTP; the HTTP
+/// (PROTOCOL.md §2's error table) and a message for a person. It knows nothing of HTTP; the HTTP
 /// layer maps each `Kind` to a status and headers (`ErrorAnswer` in NottyHTTP's `HTTPSupport.swift`).
 public struct ServiceError: Error, Sendable, Equatable {
-    /// What kind of refusal, each one status of SPEC §2's table.
+    /// What kind of refusal, each one status of PROTOCOL.md §2's table.
     public enum Kind: Sendable, Equatable {
         case badRequest, unauthenticated, forbidden, notFound, methodNotAllowed, gone, tooLarge
         case unsupportedMediaType, upgradeRequired, tooManyRequests, unavailable, internalError

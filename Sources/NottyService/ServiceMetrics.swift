@@ -16,13 +16,13 @@ public final class ServiceMetrics: Sendable {
     /// Sign-ins refused with 429 because their user name, client id or address is locked.
     let lockedOut: Counter
     package let requestDuration: DurationHistogram
-    /// Escalation deliveries (SPEC §11) by how they went, and the backlog.
+    /// Escalation deliveries (PROTOCOL.md §11) by how they went, and the backlog.
     let escalationDelivered: Counter
     let escalationRetried: Counter
     let escalationFailed: Counter
     let escalationPending: Gauge
     let escalationFailing: Gauge
-    /// Actions run (SPEC §12) by how they went.
+    /// Actions run (PROTOCOL.md §12) by how they went.
     let actionsDone: Counter
     let actionsFailed: Counter
 

@@ -3,7 +3,7 @@ import NottyCore
 import NottyService
 import PostgresNIO
 
-/// Runs of actions (SPEC §12): a row per action of a notification, its latest run. Two
+/// Runs of actions (PROTOCOL.md §12): a row per action of a notification, its latest run. Two
 /// instances pressing at once meet on the row: the second insert waits for the first's
 /// commit, then finds a run in flight and answers it.
 extension PostgresStorage {

@@ -4,7 +4,7 @@ import NottyCore
 import NottyService
 import PostgresNIO
 
-/// The user's escalation rules (SPEC §11) on PostgreSQL: a row each, its targets as a JSON
+/// The user's escalation rules (PROTOCOL.md §11) on PostgreSQL: a row each, its targets as a JSON
 /// array. A new rule locks the user's row, so that two instances adding at once keep the limit.
 extension PostgresStorage {
     static let escalationColumns = "id, name, after_seconds, repeat_seconds, targets, priority, app, group_name, created"

@@ -4,7 +4,7 @@ import NottyCore
 import NottyService
 import PostgresNIO
 
-/// The user's preferences (SPEC §9) on PostgreSQL: a write locks the user's feed and takes
+/// The user's preferences (PROTOCOL.md §9) on PostgreSQL: a write locks the user's feed and takes
 /// positions from the shared sequence, as a notification's change does.
 extension PostgresStorage {
     public func preferences(userId: String) async throws -> [PreferenceEntry] {

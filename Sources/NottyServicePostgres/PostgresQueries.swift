@@ -209,7 +209,7 @@ extension PostgresStorage {
             try await connection.exec("DELETE FROM notifications WHERE deleted AND modified < \(cutoff)", logger: self.logger)
             try await connection.exec("DELETE FROM mutations WHERE created < \(cutoff)", logger: self.logger)
             try await connection.exec("DELETE FROM tokens WHERE expires < \(cutoff)", logger: self.logger)
-            // Escalations logged, and tracks, of notifications long gone (SPEC §11).
+            // Escalations logged, and tracks, of notifications long gone (PROTOCOL.md §11).
             try await connection.exec("DELETE FROM escalation_log WHERE at < \(cutoff)", logger: self.logger)
             try await connection.exec("DELETE FROM action_runs WHERE at < \(cutoff) AND status <> 'running'", logger: self.logger)
             try await connection.exec(

@@ -100,9 +100,9 @@ extension PostgresStorage {
             "CREATE INDEX tokens_device ON tokens (device_id) WHERE device_id IS NOT NULL",
             "ALTER TABLE subscriptions ADD COLUMN last_seen BIGINT",
         ]),
-        // Links (SPEC §7.1).
+        // Links (PROTOCOL.md §7.1).
         ("v3", ["ALTER TABLE notifications ADD COLUMN launch_url TEXT"]),
-        // Webhooks (SPEC §7.2): the URL token's hash and the optional secret.
+        // Webhooks (PROTOCOL.md §7.2): the URL token's hash and the optional secret.
         ("v4", [
             "ALTER TABLE subscriptions ADD COLUMN webhook_hash TEXT",
             "ALTER TABLE subscriptions ADD COLUMN webhook_secret TEXT",
@@ -123,7 +123,7 @@ extension PostgresStorage {
             """,
             "CREATE INDEX delayed_due ON delayed (due_at)",
         ]),
-        // The user's preferences (SPEC §9): one row per key, last writer wins, in the feed.
+        // The user's preferences (PROTOCOL.md §9): one row per key, last writer wins, in the feed.
         ("v8", [
             """
             CREATE TABLE preferences (user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE, key TEXT NOT NULL, value TEXT NOT NULL,
@@ -145,7 +145,7 @@ extension PostgresStorage {
             #"ALTER TABLE delayed ALTER COLUMN id TYPE text COLLATE "C", ALTER COLUMN user_id TYPE text COLLATE "C""#,
             #"ALTER TABLE tokens ALTER COLUMN hash TYPE text COLLATE "C", ALTER COLUMN subject TYPE text COLLATE "C""#,
         ]),
-        // Escalation rules (SPEC §11): the user's own, a name each.
+        // Escalation rules (PROTOCOL.md §11): the user's own, a name each.
         ("v10", [
             """
             CREATE TABLE escalation_rules (id TEXT COLLATE "C" PRIMARY KEY, user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE,
@@ -153,7 +153,7 @@ extension PostgresStorage {
                                            priority TEXT NOT NULL, app TEXT, group_name TEXT, created BIGINT NOT NULL, UNIQUE (user_id, name))
             """,
         ]),
-        // Escalation's work (SPEC §11): tracks, deliveries, what each target was sent, status.
+        // Escalation's work (PROTOCOL.md §11): tracks, deliveries, what each target was sent, status.
         ("v11", [
             """
             CREATE TABLE escalation_cursors (user_id TEXT COLLATE "C" PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE, seq BIGINT NOT NULL)
@@ -194,7 +194,7 @@ extension PostgresStorage {
             "CREATE INDEX escalation_log_notification ON escalation_log (notification_id, at)",
             "CREATE INDEX escalation_log_user ON escalation_log (user_id)",
         ]),
-        // Actions (SPEC §12): each notification's actions, each action's latest run.
+        // Actions (PROTOCOL.md §12): each notification's actions, each action's latest run.
         ("v12", [
             "ALTER TABLE notifications ADD COLUMN actions TEXT",
             "ALTER TABLE subscriptions ADD COLUMN alertmanager_url TEXT",

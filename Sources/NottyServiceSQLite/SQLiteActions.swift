@@ -3,7 +3,7 @@ import GRDB
 import NottyCore
 import NottyService
 
-/// Runs of actions (SPEC §12): a row per action of a notification, its latest run.
+/// Runs of actions (PROTOCOL.md §12): a row per action of a notification, its latest run.
 extension SQLiteStorage {
     /// Inserts a running row, or takes over one that may be run again; the `WHERE` is the rule
     /// of ``ActionStorage/claimActionRun(_:)``, applied by the one statement (so by one press).

@@ -79,7 +79,7 @@ public enum SQLiteBackup {
     /// uses it (``StoreLock``). The store it replaces is kept beside it
     /// (`PATH.before-restore-TIME`). Every cursor handed out before (by the backup's store or the
     /// replaced one) is answered `410 Gone` by the restored store, so each device resyncs once
-    /// (SPEC §2.3) and sends what it had not sent; new changes are counted from above them all.
+    /// (PROTOCOL.md §2.3) and sends what it had not sent; new changes are counted from above them all.
     /// Returns what was restored and where the replaced store went.
     public static func restore(_ file: String, into path: String, now: Date = Date()) throws -> (StoreFileSummary, aside: String?) {
         guard let lock = try StoreLock.exclusive(path) else {
@@ -100,7 +100,7 @@ public enum SQLiteBackup {
             try FileManager.default.copyItem(atPath: file, toPath: staging)
             let queue = try DatabaseQueue(path: staging)
             // Every cursor handed out so far is now below every user's purge mark: each device
-            // resyncs once (410, SPEC §2.3), keeping the changes it has not sent.
+            // resyncs once (410, PROTOCOL.md §2.3), keeping the changes it has not sent.
             try queue.write { db in
                 try db.execute(sql: "UPDATE users SET purged_through = max(purged_through, ?)", arguments: [gapEnd + 1])
                 try db.execute(sql: "INSERT INTO meta (key, value) VALUES ('seq', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -3,7 +3,7 @@ import GRDB
 import NottyCore
 import NottyService
 
-/// The user's escalation rules (SPEC §11): a row each, its targets as a JSON array.
+/// The user's escalation rules (PROTOCOL.md §11): a row each, its targets as a JSON array.
 extension SQLiteStorage {
     public func escalationRules(userId: String) async throws -> [EscalationRule] {
         try await read { db in

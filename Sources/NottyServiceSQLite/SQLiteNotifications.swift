@@ -173,7 +173,7 @@ extension SQLiteStorage {
             try db.execute(sql: "DELETE FROM notifications WHERE deleted = 1 AND modified < ?", arguments: [cutoff])
             try db.execute(sql: "DELETE FROM mutations WHERE created < ?", arguments: [cutoff])
             try db.execute(sql: "DELETE FROM tokens WHERE expires < ?", arguments: [cutoff])
-            // Escalations logged, and what targets were sent, of notifications long gone (SPEC §11).
+            // Escalations logged, and what targets were sent, of notifications long gone (PROTOCOL.md §11).
             try db.execute(sql: "DELETE FROM escalation_log WHERE at < ?", arguments: [cutoff])
             try db.execute(sql: "DELETE FROM action_runs WHERE at < ? AND status <> 'running'", arguments: [cutoff])
             try db.execute(sql: "DELETE FROM escalation_sent WHERE NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = escalation_sent.notification_id)")

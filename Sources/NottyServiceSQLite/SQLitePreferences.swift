@@ -3,7 +3,7 @@ import GRDB
 import NottyCore
 import NottyService
 
-/// The user's preferences (SPEC §9): one row per key, each write a position in the feed.
+/// The user's preferences (PROTOCOL.md §9): one row per key, each write a position in the feed.
 extension SQLiteStorage {
     public func preferences(userId: String) async throws -> [PreferenceEntry] {
         try await read { db in try Self.preferences(db, userId: userId) }

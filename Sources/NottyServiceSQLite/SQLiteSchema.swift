@@ -138,11 +138,11 @@ extension SQLiteStorage {
                 ALTER TABLE subscriptions ADD COLUMN last_seen INTEGER;
                 """)
         }
-        // Links (SPEC §7.1).
+        // Links (PROTOCOL.md §7.1).
         migrator.registerMigration("v4") { db in
             try db.execute(sql: "ALTER TABLE notifications ADD COLUMN launch_url TEXT")
         }
-        // Webhooks (SPEC §7.2): the URL token's hash and the optional secret.
+        // Webhooks (PROTOCOL.md §7.2): the URL token's hash and the optional secret.
         migrator.registerMigration("v5") { db in
             try db.execute(sql: """
                 ALTER TABLE subscriptions ADD COLUMN webhook_hash TEXT;
@@ -178,7 +178,7 @@ extension SQLiteStorage {
                 CREATE INDEX delayed_due ON delayed (due_at);
                 """)
         }
-        // The user's preferences (SPEC §9): one row per key, last writer wins, in the feed.
+        // The user's preferences (PROTOCOL.md §9): one row per key, last writer wins, in the feed.
         migrator.registerMigration("v8 preferences") { db in
             try db.execute(sql: """
                 CREATE TABLE preferences (
@@ -192,7 +192,7 @@ extension SQLiteStorage {
                 CREATE INDEX preferences_feed ON preferences (user_id, seq);
                 """)
         }
-        // Escalation rules (SPEC §11): the user's own, a name each.
+        // Escalation rules (PROTOCOL.md §11): the user's own, a name each.
         migrator.registerMigration("v9 escalation rules") { db in
             try db.execute(sql: """
                 CREATE TABLE escalation_rules (
@@ -210,7 +210,7 @@ extension SQLiteStorage {
                 );
                 """)
         }
-        // Escalation's work (SPEC §11): which rules watch which notifications, what is to be
+        // Escalation's work (PROTOCOL.md §11): which rules watch which notifications, what is to be
         // sent, what each target was sent, each target's last delivery and error.
         migrator.registerMigration("v10 escalation work") { db in
             try db.execute(sql: """
@@ -279,7 +279,7 @@ extension SQLiteStorage {
                 CREATE INDEX escalation_log_user ON escalation_log (user_id);
                 """)
         }
-        // Actions (SPEC §12): each notification's actions, and each action's latest run (of the
+        // Actions (PROTOCOL.md §12): each notification's actions, and each action's latest run (of the
         // notification as published at `published`: a re-publish starts afresh).
         migrator.registerMigration("v11 actions") { db in
             try db.execute(sql: """

@@ -6,7 +6,7 @@ import NottyPOSIX
 import NottySQLite
 import Synchronization
 
-/// A device's durable copy of the signed-in user's notifications (SPEC §4 "Files").
+/// A device's durable copy of the signed-in user's notifications (PROTOCOL.md §4 "Files").
 ///
 /// Every notification keeps two states: the service's (as last pulled or acknowledged) and the
 /// shown one, which is the service's with the pending outbox re-applied on top. Every user
@@ -277,7 +277,7 @@ public final class LocalStore: Sendable {
         migrator.registerMigration("v6 popups") { db in
             try db.execute(sql: "CREATE TABLE popups (notification_id TEXT PRIMARY KEY, popup_id INTEGER, view TEXT NOT NULL) WITHOUT ROWID")
         }
-        // Links (SPEC §7.1).
+        // Links (PROTOCOL.md §7.1).
         migrator.registerMigration("v7 links") { db in
             try db.execute(sql: "ALTER TABLE notifications ADD COLUMN launch_url TEXT")
         }
@@ -291,7 +291,7 @@ public final class LocalStore: Sendable {
             try db.execute(sql: "DROP TRIGGER view_blocks_insert")
             try db.execute(sql: ViewIndex.insertTrigger(when: "new.hidden = 0 AND NOT EXISTS (SELECT 1 FROM meta WHERE key = '\(ViewIndex.bulkKey)')"))
         }
-        // The user's preferences (SPEC §9): the service's, or this device's not yet sent.
+        // The user's preferences (PROTOCOL.md §9): the service's, or this device's not yet sent.
         migrator.registerMigration("v10 preferences") { db in
             try db.execute(sql: """
                 CREATE TABLE preferences (
@@ -302,7 +302,7 @@ public final class LocalStore: Sendable {
                 )
                 """)
         }
-        // What a quiet period held back (SPEC §9), kept until its summary: `notty poll`
+        // What a quiet period held back (PROTOCOL.md §9), kept until its summary: `notty poll`
         // restarted while quiet still sums it up when quiet ends.
         migrator.registerMigration("v11 quiet held") { db in
             try db.execute(sql: "CREATE TABLE quiet_held (notification_id TEXT PRIMARY KEY) WITHOUT ROWID")
@@ -396,7 +396,7 @@ public final class LocalStore: Sendable {
     /// writes its `-wal` file, or the database file, in every commit) and on the next timed
     /// change, so it costs nothing while nothing happens; where the directory cannot be
     /// watched it looks every `interval`. Ends when the consumer stops.
-    public func changes(every interval: Duration = .milliseconds(200)) -> AsyncStream<Change> {
+    public func changes(fallbackEvery interval: Duration = .milliseconds(200)) -> AsyncStream<Change> {
         AsyncStream { continuation in
             let flag = StopFlag()
             let watch = DirectoryWatch(directory: (path as NSString).deletingLastPathComponent)
@@ -404,7 +404,7 @@ public final class LocalStore: Sendable {
                 flag.stop()
                 watch?.stop()
             }
-            let slice = Int32(interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
+            let slice = Int32(interval.milliseconds)
             startOffThePool(name: "notty-store-watch") { [self] in
                 var revision = (try? self.revision()) ?? 0
                 var nextTimed = try? nextTimedChange()

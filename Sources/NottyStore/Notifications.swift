@@ -192,7 +192,7 @@ extension LocalStore {
         return try count(db, branches, extra: "AND (created > ? OR (created = ? AND id > ?))", extraArguments: [created, created, id])
     }
 
-    /// The six counts at `now` (SPEC §1: the first five add up to All): the largest block
+    /// The six counts at `now` (PROTOCOL.md §1: the first five add up to All): the largest block
     /// counts of each bucket, with expired rows and ended snoozes moved where they belong.
     @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
     public func counts(now: Date = Date()) throws -> ViewCounts {

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import NottyCore
 
-/// The user's preferences on this device (SPEC §9): the service's as the feed brought them,
+/// The user's preferences on this device (PROTOCOL.md §9): the service's as the feed brought them,
 /// and the ones set here, pending until the service has them. Per key the later `changedAt`
 /// wins, as on the service; a pending one keeps a tie (it reaches the service later, and
 /// there the later arrival wins).
@@ -35,7 +35,7 @@ extension LocalStore {
             return PreferenceEntry(key: key, value: value, changedAt: ISOTime.date(millis: clock))
     }
 
-    /// Sets quiet (SPEC §9) on this device, pending until sent: until `until` (`strict`: High
+    /// Sets quiet (PROTOCOL.md §9) on this device, pending until sent: until `until` (`strict`: High
     /// too), or off when nil (inside a scheduled window, off until the window's end: the
     /// schedule goes on). The preferences it starts from are read in the same transaction.
     /// Answers the interruptions before the change and the value written.

@@ -3,7 +3,7 @@ import GRDB
 import NottyCore
 import Synchronization
 
-/// Searching title, body, raw content, app and group (SPEC §4 `/`): a substring match,
+/// Searching title, body, raw content, app and group (PROTOCOL.md §4 `/`): a substring match,
 /// case-insensitive for ASCII letters (SQLite's `LIKE`).
 ///
 /// A trigram full-text index (`search`, FTS5, migration v4) lists the candidates of a query

@@ -179,7 +179,7 @@ extension LocalStore {
             return
         }
         // The column `policies` keeps what is rarely there: the policies, the escalations
-        // (SPEC §11), the actions and how they went (SPEC §12), as one JSON object.
+        // (PROTOCOL.md §11), the actions and how they went (PROTOCOL.md §12), as one JSON object.
         var policies: String?
         if n.targetPolicy != nil || n.fallbackPolicy != nil || n.escalations != nil || n.actions != nil || n.actionResults != nil {
             var object: [String: JSONValue] = [:]

@@ -17,7 +17,7 @@ public struct OutboxEntry: Sendable, Equatable {
     public var action: LocalAction
     public var changedAt: Int64
 
-    /// The wire form (SPEC §2.3 batch item), with its stable `mutationId`.
+    /// The wire form (PROTOCOL.md §2.3 batch item), with its stable `mutationId`.
     public var mutation: Mutation {
         switch action {
         case .patch(let change):

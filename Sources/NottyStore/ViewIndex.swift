@@ -94,7 +94,7 @@ struct ViewIndex {
     }
 
     /// The view among the five partitioning ones that a visible row is in at `now` (in
-    /// milliseconds, as stored; SPEC §1), nil when it has expired.
+    /// milliseconds, as stored; PROTOCOL.md §1), nil when it has expired.
     static func view(readState: String, actionState: String, snoozedUntil: Int64?, expires: Int64, now: Int64) -> NotificationView? {
         guard expires > now else { return nil }
         return NotificationView.partition(

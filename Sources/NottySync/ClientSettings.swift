@@ -2,7 +2,7 @@ import Foundation
 import NottyCore
 import TOMLKit
 
-/// A device's settings, from `config.toml` in its config directory (SPEC §4 "Files"):
+/// A device's settings, from `config.toml` in its config directory (PROTOCOL.md §4 "Files"):
 /// defaults a user sets once. A flag given on the command line wins over its setting, and
 /// `NO_COLOR` turns colour off whatever `color` says. Every key is optional; a missing file
 /// is all defaults. See ``template`` for the keys.
@@ -22,7 +22,7 @@ public struct ClientSettings: Sendable, Equatable {
     /// `notty poll`: desktop popups that follow the universal state (`--desktop`).
     public var pollDesktop = false
     /// `notty poll --desktop`: more popups than this of one app and group within 60 s become one
-    /// (SPEC §9's storms).
+    /// (PROTOCOL.md §9's storms).
     public var pollStorm = 5
 
     public init() {}

@@ -242,7 +242,7 @@ public actor LiveSync {
     }
 }
 
-/// Polling after an error (SPEC §7.4): at least the poll interval, doubling with each error
+/// Polling after an error (PROTOCOL.md §7.4): at least the poll interval, doubling with each error
 /// up to 5 minutes, with up to a quarter more of jitter (but never past 5 minutes).
 public struct PollBackoff {
     private var attempt = 0
@@ -260,7 +260,7 @@ public struct PollBackoff {
     }
 }
 
-/// Jittered exponential backoff from 1 s to 60 s (the doorbell's reconnects, SPEC §3).
+/// Jittered exponential backoff from 1 s to 60 s (the doorbell's reconnects, PROTOCOL.md §3).
 struct Backoff {
     private var attempt = 0
 

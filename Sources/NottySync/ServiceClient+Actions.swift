@@ -2,7 +2,7 @@ import Foundation
 import NIOCore
 import NottyCore
 
-// Actions (SPEC §12): run by the service, once, whichever device presses first.
+// Actions (PROTOCOL.md §12): run by the service, once, whichever device presses first.
 extension ServiceClient {
     /// Presses action `n` (from 1) of notification `id`: the service runs it (or answers the
     /// run in flight, or the one that succeeded) and says how it went.

@@ -1,7 +1,7 @@
 import Foundation
 import NottyCore
 
-// The user's escalation rules (SPEC §11) through the service's API.
+// The user's escalation rules (PROTOCOL.md §11) through the service's API.
 extension ServiceClient {
     /// Every rule, oldest first.
     public func escalationRules() async throws -> [EscalationRule] {

@@ -183,7 +183,7 @@ public actor ServiceClient {
     }
 
     /// Registers this device, subscribes it to an app, or (`webhook`) makes a webhook URL for
-    /// the app, optionally checked with `secret` (SPEC §7.2).
+    /// the app, optionally checked with `secret` (PROTOCOL.md §7.2).
     /// Registers this device (`platform` websocket), subscribes it to an app (with
     /// `targetHostName`), makes a webhook (`webhook`) or an ntfy topic (`ntfy`).
     public func subscribe(deviceName: String, targetHostName: String? = nil, platform: String = "websocket", secret: String? = nil,

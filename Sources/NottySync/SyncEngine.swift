@@ -13,7 +13,7 @@ public protocol SyncTransport: Sendable {
     /// A conditional pull (the polling contract): a nil page when nothing changed since
     /// `since`, with the service's poll interval when it says one.
     func changesIfChanged(since: String?, limit: Int) async throws -> (page: ChangesPage?, pollInterval: Int?)
-    /// The user's preferences (SPEC §9), all of them.
+    /// The user's preferences (PROTOCOL.md §9), all of them.
     func preferences() async throws -> [PreferenceEntry]
     /// Sends preferences set on this device; answers all of them after the write.
     func setPreferences(_ entries: [PreferenceEntry]) async throws -> [PreferenceEntry]

@@ -59,11 +59,11 @@ enum DetailText {
             ("State", "\(n.readState.rawValue) · \(n.userActionState.rawValue)", CellStyle(bold: n.readState == .unread)),
             ("Id", n.id, CellStyle(dim: true)),
         ]
-        // Where it was escalated (SPEC §11), oldest first.
+        // Where it was escalated (PROTOCOL.md §11), oldest first.
         for record in n.escalations ?? [] {
             fields.append(("Escalated", record.line(now: state.now), record.outcome == "sent" ? .plain : CellStyle(color: .high)))
         }
-        // Its actions (SPEC §12), numbered, with how each went.
+        // Its actions (PROTOCOL.md §12), numbered, with how each went.
         for line in n.actionLines(now: state.now) {
             let failed = line.contains(" — failed")
             fields.append(("Action", line, failed ? CellStyle(color: .high) : .plain))

@@ -6,7 +6,7 @@ import NottyCore
 extension TUIState {
     /// `s`: ask how long to snooze.
     mutating func askSnooze() -> [TUIEffect] {
-        let targets = actionTargets
+        let targets = keyTargets
         guard !targets.isEmpty else { return showMessage(nothingToActOn) }
         prompt = .snooze(targets)
         return []
@@ -14,7 +14,7 @@ extension TUIState {
 
     /// `x`: ask before deleting.
     mutating func askDelete() -> [TUIEffect] {
-        let targets = actionTargets
+        let targets = keyTargets
         guard !targets.isEmpty else { return showMessage(nothingToActOn) }
         prompt = .confirmDelete(targets)
         return []

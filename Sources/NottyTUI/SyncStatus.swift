@@ -11,7 +11,7 @@ public struct SyncStatus: Sendable, Equatable {
     public var outbox: Int
     /// When the last sync finished; `nil` before the first one.
     public var lastSync: Date?
-    /// When the user's quiet period ends (SPEC §9); nil: not quiet.
+    /// When the user's quiet period ends (PROTOCOL.md §9); nil: not quiet.
     public var quietUntil: Date?
     /// How many apps and groups are muted.
     public var mutes: Int

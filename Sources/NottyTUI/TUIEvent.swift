@@ -55,12 +55,12 @@ public enum TUIEffect: Sendable, Equatable {
     case readGroup(view: NotificationView, query: String, action: GroupAction)
     /// Open a notification's link (`$BROWSER`, else `xdg-open`); a problem comes back as `.message`.
     case open(url: String)
-    /// Ask the service to run action `number` (from 1) of a notification (SPEC §12); how it
+    /// Ask the service to run action `number` (from 1) of a notification (PROTOCOL.md §12); how it
     /// went comes back as a `.message`, and on the notification with the next sync.
     case runAction(id: String, number: Int, label: String)
     /// Sync now (pull, then flush the outbox); report with `.status` / `.message`.
     case sync
-    /// Make the user quiet until then on every device (SPEC §9), or end quiet (nil).
+    /// Make the user quiet until then on every device (PROTOCOL.md §9), or end quiet (nil).
     case setQuiet(until: Date?)
     /// Leave the program.
     case quit

@@ -130,7 +130,7 @@ public enum Prompt: Sendable, Equatable {
     case confirmMarkAllRead(view: NotificationView, query: String, count: Int)
     /// `/`: the search text being typed.
     case search(String)
-    /// `!`: which of this notification's actions to run (SPEC §12).
+    /// `!`: which of this notification's actions to run (PROTOCOL.md §12).
     case action(UserNotification)
 }
 

@@ -1,7 +1,7 @@
 import Foundation
 import NottyCore
 
-/// Gotify's `POST /message` (SPEC §8.1), as pure functions: the app token and the message a
+/// Gotify's `POST /message` (PROTOCOL.md §8.1), as pure functions: the app token and the message a
 /// request carries. Bodies are JSON, urlencoded or multipart, with Gotify's fields.
 public enum Gotify {
     /// The app token: `X-Gotify-Key`, else `?token=`, else `Authorization: Bearer`.

@@ -16,7 +16,7 @@ public enum JSONHook: WebhookKind {
     }
 
     /// The notification of an object of these fields (a JSON body, or a form's fields as
-    /// strings), with `actions` (ntfy's objects, SPEC §12) in a JSON body.
+    /// strings), with `actions` (ntfy's objects, PROTOCOL.md §12) in a JSON body.
     static func notification(_ json: JSONValue, what: String) throws(WebhookError) -> WebhookNotification {
         func string(_ key: String) throws(WebhookError) -> String? {
             switch json[key] {

@@ -1,7 +1,7 @@
 import Foundation
 import NottyCore
 
-/// ntfy's publish API (SPEC §8.1), as pure functions: a request to `<base>/<topic>` (POST,
+/// ntfy's publish API (PROTOCOL.md §8.1), as pure functions: a request to `<base>/<topic>` (POST,
 /// PUT, or GET `…/publish`), or a JSON body to `<base>/`, in; the message it asks for out.
 /// The names, aliases and values are ntfy's (its `docs/publish.md`).
 public enum Ntfy {
@@ -171,7 +171,7 @@ public struct NtfyMessage: Sendable, Equatable {
     public var sequenceId: String?
     /// When to publish it, if not now.
     public var delay: Delay?
-    /// Its actions (SPEC §12), at most 3.
+    /// Its actions (PROTOCOL.md §12), at most 3.
     public var actions: [NotificationAction] = []
 
     public enum Delay: Sendable, Equatable {

@@ -86,7 +86,7 @@ extension NtfyAnswer: JSONWritable {
 }
 
 /// One of a message's buttons, as ntfy writes it: `view` opens `url` on the phone; `http`
-/// makes the request itself (here always back to notty, which runs the action: SPEC §12).
+/// makes the request itself (here always back to notty, which runs the action: PROTOCOL.md §12).
 public struct NtfyAction: Codable, Sendable, Equatable, JSONWritable {
     public var id: String
     public var action: String

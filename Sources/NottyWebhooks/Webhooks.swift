@@ -1,7 +1,7 @@
 import Foundation
 import NottyCore
 
-/// `POST /v1/hooks/{token}` (SPEC §7.2) as pure functions: a request (bytes, headers, query)
+/// `POST /v1/hooks/{token}` (PROTOCOL.md §7.2) as pure functions: a request (bytes, headers, query)
 /// in, the notifications it becomes out. The service checks the credential, limits and rate,
 /// and writes; nothing here touches storage or the network.
 public enum Webhooks {
@@ -27,7 +27,7 @@ public enum Webhooks {
         try kind(of: request).notifications(request)
     }
 
-    /// The longest title a webhook makes (SPEC §5's title limit); longer ones are cut.
+    /// The longest title a webhook makes (PROTOCOL.md §5's title limit); longer ones are cut.
     public static let maxTitle = 1024
 }
 
@@ -106,7 +106,7 @@ public struct WebhookNotification: Sendable, Equatable {
     /// The sender says the matter is over (a resolved alert, a passing run after a failure):
     /// the notification is updated and moved to Dismissed on every device.
     public var resolved: Bool
-    /// What the sender offers to do (SPEC §12), at most 3.
+    /// What the sender offers to do (PROTOCOL.md §12), at most 3.
     public var actions: [NotificationAction]?
     /// An alert's labels (Alertmanager, Grafana): what a silence of it matches.
     public var labels: [String: String]?

@@ -7,7 +7,7 @@ import NottyCore
 import NottyService
 import NottyTestSupport
 
-/// Actions' figures (SPEC §12) on one real `notty serve` (SQLite) and a target on loopback:
+/// Actions' figures (PROTOCOL.md §12) on one real `notty serve` (SQLite) and a target on loopback:
 /// - press → outcome on another device: a device presses (POST …/actions/1); another device,
 ///   connected to the doorbell, is rung and pulls the change with the outcome (`actionResults`);
 /// - 1,000 presses of one action from 10 devices at once: how many requests reach the target;

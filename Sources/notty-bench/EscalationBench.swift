@@ -5,7 +5,7 @@ import NottyCore
 import NottyService
 import NottyTestSupport
 
-/// Escalation's figures (SPEC §11) on one real `notty serve` (SQLite): 10,000 High
+/// Escalation's figures (PROTOCOL.md §11) on one real `notty serve` (SQLite): 10,000 High
 /// notifications pending escalation across 1,000 users (each with a rule: after 30 s, to a
 /// webhook served by this process), then
 /// - the publish rate with 10,000 pending against none (Low publishes to the same users, so
@@ -165,7 +165,7 @@ struct EscalationBench {
                 if arrival.event == "handled" && arrival.id == id { break }
             }
             let elapsed = ContinuousClock.now - start
-            retractions.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+            retractions.append(elapsed.seconds * 1000)
         }
         print("dismiss (PATCH) → retraction (the handled event at the webhook), \(retractions.count) one after another: \(summary(retractions))")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import NottyCore
 import NottyService
 import NottyServiceSQLite
 import NottyServicePostgres

@@ -3,7 +3,7 @@ import NottyCore
 import NottyStore
 import NottyTestSupport
 
-/// SPEC §9's figures. Device B runs `notty poll --live --desktop` against a real notification
+/// PROTOCOL.md §9's figures. Device B runs `notty poll --live --desktop` against a real notification
 /// daemon (dunst on its own session bus and Xvfb).
 /// - A storm: 1,000 alerts of one group published as fast as 16 clients can; the popups B
 ///   showed (dbus-monitor's `Notify` calls and dunst's count), the time from the last publish's

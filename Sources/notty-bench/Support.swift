@@ -1,4 +1,5 @@
 import Foundation
+import NottyCore
 import NottyTestSupport
 
 // MARK: - Helpers
@@ -79,9 +80,6 @@ func raiseFileLimit() {
     setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 }
 
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
 
 
 /// Looks every 200 µs until `probe` answers, for at most `timeout` (a benchmark's timing loop:

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NottyCommandLine
+import NottyCore
 import NottyPOSIX
 import NottyServiceSQLite
 
@@ -29,7 +30,7 @@ extension Admin {
                 let took = ContinuousClock.now - started
                 say("backed up \(path) to \(file): \(summary.users) user(s), \(summary.notifications) notification(s), "
                     + String(format: "%.1f MiB, in %.2f s; integrity_check ok", Double(summary.bytes) / 1_048_576,
-                             Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18))
+                             took.seconds))
             }
         }
     }

@@ -24,7 +24,7 @@ struct Login: AsyncParsableCommand {
     @Option(help: "A name for this device (default: the host name).") var device: String?
 
     func validate() throws {
-        guard let components = URLComponents(string: url), ["http", "https"].contains(components.scheme?.lowercased() ?? ""), components.host?.isEmpty == false else {
+        guard HTTPURL(url) != nil else {
             throw ArgumentParser.ValidationError("the URL must look like http://127.0.0.1:8787 or https://notty.example.com")
         }
     }

@@ -144,7 +144,7 @@ struct Show: AsyncParsableCommand {
     }
 }
 
-/// `notty act ID N|LABEL` (SPEC §12): the service runs an http action once, whichever device
+/// `notty act ID N|LABEL` (PROTOCOL.md §12): the service runs an http action once, whichever device
 /// presses first; a view action opens its link here and activates the notification.
 struct Act: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,7 +4,7 @@ import NottyCommandLine
 import NottyCore
 import NottySync
 
-// Escalation rules (SPEC §11): kept on the service, the user's own.
+// Escalation rules (PROTOCOL.md §11): kept on the service, the user's own.
 struct Escalate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "escalate",

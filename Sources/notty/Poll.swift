@@ -73,7 +73,7 @@ struct Poll: AsyncParsableCommand {
             let engineBox = Mutex<LiveSync?>(nil)
             let popups = (desktop ?? settings.pollDesktop)
                 ? await DesktopPopups.start(store: store, storm: settings.pollStorm, press: { id, number in
-                    // A popup's action button (SPEC §12): the service runs it.
+                    // A popup's action button (PROTOCOL.md §12): the service runs it.
                     do {
                         let result = try await client.pressAction(id: id, action: number)
                         return "\(result.label): \(result.line(now: Date()))"

@@ -4,7 +4,7 @@ import NottyCommandLine
 import NottyCore
 import NottyStore
 
-// Quiet hours and mutes (SPEC §9): preferences of the user's, set on this device and synced to
+// Quiet hours and mutes (PROTOCOL.md §9): preferences of the user's, set on this device and synced to
 // every other. Nothing is lost while quiet or muted; only popups and --exec hold back.
 
 struct Quiet: AsyncParsableCommand {

@@ -2,7 +2,7 @@ import Foundation
 import NottyCore
 import Testing
 
-@Suite("Actions as publishers send them (SPEC §12)")
+@Suite("Actions as publishers send them (PROTOCOL.md §12)")
 struct ActionParsingTests {
     @Test("ntfy's simple form: positional and named values, quotes keeping , and ;, headers.NAME, clear, the default method")
     func simpleForm() throws {

@@ -136,6 +136,43 @@ struct ArchitectureMapTests {
         }
     }
 
+    /// The package's modules each file under `Sources/<module>` imports (`import X`,
+    /// `@testable import X`, `import func X.f`, `@_exported import …`), by module.
+    static func sourceImports(of modules: Set<String>) throws -> [String: Set<String>] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        var found: [String: Set<String>] = [:]
+        for module in modules {
+            let folder = root.appendingPathComponent("Sources/\(module)")
+            guard let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else { continue }
+            var imported: Set<String> = []
+            for case let file as URL in files where file.pathExtension == "swift" || file.pathExtension == "h" {
+                for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n") {
+                    let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init).filter { !$0.hasPrefix("@") }
+                    guard words.first == "import", words.count >= 2 else { continue }
+                    let name = (words.count >= 3 && ["func", "struct", "class", "enum", "protocol", "typealias", "var", "let"].contains(words[1]) ? words[2] : words[1])
+                        .split(separator: ".").first.map(String.init) ?? ""
+                    if modules.contains(name), name != module { imported.insert(name) }
+                }
+            }
+            found[module] = imported
+        }
+        return found
+    }
+
+    @Test("each row's imports are what its module's source files import: SwiftPM lets a module import what its dependencies import, the map does not")
+    func importsAreTheSources() throws {
+        let (targets, rows) = try Self.load()
+        let modules = Set(targets.filter { $0.kind != "testTarget" }.map(\.name))
+        let imported = try Self.sourceImports(of: modules)
+        for row in rows where modules.contains(row.module) {
+            let inSources = imported[row.module] ?? []
+            #expect(inSources.isSubset(of: Set(row.imports)),
+                    "Sources/\(row.module) imports \(inSources.subtracting(row.imports).sorted()), which ARCHITECTURE.md's map and Package.swift do not give it: add the dependency, or import through what it has")
+            let unused = Set(row.imports).subtracting(inSources).filter { !$0.hasPrefix("C") }
+            #expect(unused.isEmpty, "\(row.module) depends on \(unused.sorted()) but no file of it imports them: drop the dependency")
+        }
+    }
+
     @Test("imports only go down the map: every import of a row is a row above it")
     func importsGoDown() throws {
         var above: Set<String> = []

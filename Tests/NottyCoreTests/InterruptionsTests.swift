@@ -3,7 +3,7 @@ import NottyCore
 import NottyTestSupport
 import Testing
 
-@Suite("Interruptions: quiet and mutes from the preferences (SPEC §9)")
+@Suite("Interruptions: quiet and mutes from the preferences (PROTOCOL.md §9)")
 struct InterruptionsTests {
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
     static func entry(_ key: String, _ value: JSONValue) -> PreferenceEntry { PreferenceEntry(key: key, value: value, changedAt: now) }
@@ -44,7 +44,7 @@ struct InterruptionsTests {
     }
 }
 
-@Suite("Quiet schedules (SPEC §9)")
+@Suite("Quiet schedules (PROTOCOL.md §9)")
 struct QuietScheduleTests {
     static let berlin = TimeZone(identifier: "Europe/Berlin")!
     static func at(_ iso: String) -> Date { ISOTime.parse(iso)! }

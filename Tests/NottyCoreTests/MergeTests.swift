@@ -3,7 +3,7 @@ import NottyCore
 import NottyTestSupport
 import Testing
 
-@Suite("Last writer wins, per field (SPEC §1)")
+@Suite("Last writer wins, per field (PROTOCOL.md §1)")
 struct MergeTests {
     struct Row: CustomTestStringConvertible, Sendable {
         var name: String
@@ -63,7 +63,7 @@ struct MergeTests {
     }
 }
 
-@Suite("Views (SPEC §1)")
+@Suite("Views (PROTOCOL.md §1)")
 struct ViewTests {
     static let now = Date(timeIntervalSince1970: 1_900_000_000)
 

@@ -7,7 +7,7 @@ struct PushPayloadTests {
     static let own = #"{"notty":{"v":1,"server":"http://127.0.0.1:8787","user":"alice","type":"changed","cursor":"42"}}"#
     static var ownString: String { String(decoding: try! JSONSerialization.data(withJSONObject: [own], options: []), as: UTF8.self).dropFirst().dropLast().description }
 
-    @Test("every form of SPEC §3 is read", arguments: [
+    @Test("every form of PROTOCOL.md §3 is read", arguments: [
         own,
         #"{"type":"changed","cursor":"42"}"#,
         #"{"aps":{"content-available":1},"notty":{"v":1,"server":"http://127.0.0.1:8787","user":"alice","type":"changed","cursor":"42"}}"#,

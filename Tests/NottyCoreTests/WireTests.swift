@@ -169,13 +169,13 @@ struct JSONWriterTests {
         UserNotification(id: "n4", appNotificationId: "a4", targetHostName: "h", priority: .none, payload: NotificationPayload(),
                          expirationDateTime: Date(timeIntervalSince1970: 1), createdDateTime: Date(timeIntervalSince1970: 1),
                          lastModifiedDateTime: Date(timeIntervalSince1970: 1), userActionState: .activated),
-        // Escalated (SPEC §11): sent once, and failed once with its error.
+        // Escalated (PROTOCOL.md §11): sent once, and failed once with its error.
         UserNotification(id: "n5", appNotificationId: "a5", targetHostName: "h", priority: .high, payload: NotificationPayload(),
                          expirationDateTime: Date(timeIntervalSince1970: 1), createdDateTime: Date(timeIntervalSince1970: 1),
                          lastModifiedDateTime: Date(timeIntervalSince1970: 1),
                          escalations: [EscalationRecord(target: "ntfy:https://…@ntfy.sh/a", rule: "night", at: Date(timeIntervalSince1970: 2), outcome: "sent"),
                                        EscalationRecord(target: "command:\(awkward)", rule: "r", at: Date(timeIntervalSince1970: 3), outcome: "failed", error: "exit \"3\"")]),
-        // Actions (SPEC §12) as devices see them, and how two went.
+        // Actions (PROTOCOL.md §12) as devices see them, and how two went.
         UserNotification(id: "n6", appNotificationId: "a6", targetHostName: "h", priority: .high, payload: NotificationPayload(),
                          expirationDateTime: Date(timeIntervalSince1970: 1), createdDateTime: Date(timeIntervalSince1970: 1),
                          lastModifiedDateTime: Date(timeIntervalSince1970: 1),
@@ -196,7 +196,7 @@ struct JSONWriterTests {
         }
     }
 
-    @Test("A page with preferences (SPEC §9) is the bytes JSONEncoder writes and reads back the same both ways, a null value included")
+    @Test("A page with preferences (PROTOCOL.md §9) is the bytes JSONEncoder writes and reads back the same both ways, a null value included")
     func pageWithPreferences() throws {
         let preferences = [
             PreferenceEntry(key: "quiet", value: .object(["until": .string("2027-01-15T07:00:00.000Z"), "strict": .bool(false)]),

@@ -35,7 +35,7 @@ struct PopupBridgeTests {
         #expect(bridge.entries["n1"] == PopupBridge.Entry(popupId: 7, view: .unread))
     }
 
-    @Test("the publisher's actions are buttons act-1…act-3 (SPEC §12); pressing one runs it and closes the popup; an unknown key does nothing")
+    @Test("the publisher's actions are buttons act-1…act-3 (PROTOCOL.md §12); pressing one runs it and closes the popup; an unknown key does nothing")
     func actionButtons() {
         var acting = Self.note("n1")
         acting.actions = [NotificationAction(kind: .http, label: "Silence 1h", clear: true), NotificationAction(kind: .view, label: "Runbook", url: "https://wiki.example.com")]
@@ -128,7 +128,7 @@ struct PopupBridgeTests {
         #expect(bridge.handle(.shown(id: "n1", popupId: 9)) == [.close(popupId: 9)])
     }
 
-    // MARK: - Storms (SPEC §9)
+    // MARK: - Storms (PROTOCOL.md §9)
 
     static func alert(_ n: Int, group: String? = "HighCPU") -> UserNotification {
         .fixture(id: "a\(n)", app: "alerts.example.com", group: group, priority: .high, title: "CPU \(n)")

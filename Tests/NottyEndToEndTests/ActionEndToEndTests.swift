@@ -5,7 +5,7 @@ import NottyCore
 import NottyTestSupport
 import Testing
 
-/// Actions (SPEC §12) with real processes: `notty serve`, two devices through the real
+/// Actions (PROTOCOL.md §12) with real processes: `notty serve`, two devices through the real
 /// `notty`, a stand-in target, and a real Alertmanager silenced from `notty act`.
 @Suite("Actions end to end", .timeLimit(.minutes(5)), .serialized)
 struct ActionEndToEndTests {

@@ -118,7 +118,7 @@ struct DesktopTests {
         #expect(!text(logB).contains(fourth), "poll reported a notification handled before it arrived:\n\(text(logB))")
     }
 
-    @Test("a popup carries the notification's actions as buttons (SPEC §12): an http one chosen in dunst's menu runs once on the service and its clear dismisses it everywhere; a view one opens its link and activates")
+    @Test("a popup carries the notification's actions as buttons (PROTOCOL.md §12): an http one chosen in dunst's menu runs once on the service and its clear dismisses it everywhere; a view one opens its link and activates")
     func popupActions() async throws {
         let recorder = TargetRecorder()
         try await recorder.application().test(.live) { client in

@@ -49,7 +49,7 @@ extension Locked {
     var value: Value { update { $0 } }
 }
 
-/// Escalation (SPEC §11) with real processes: `notty serve`, devices through the real `notty`,
+/// Escalation (PROTOCOL.md §11) with real processes: `notty serve`, devices through the real `notty`,
 /// a stand-in ntfy server and webhook receiver, Apprise as the administrator's command.
 @Suite("Escalation end to end", .timeLimit(.minutes(5)), .serialized)
 struct EscalationEndToEndTests {

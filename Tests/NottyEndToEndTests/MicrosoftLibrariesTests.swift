@@ -8,7 +8,7 @@ enum MicrosoftLibraries {
     static let required = ProcessInfo.processInfo.environment["CI"] == "true"
 }
 
-@Suite("Graph app servers with Microsoft's token libraries (SPEC §2.1)", .serialized, .timeLimit(.minutes(5)))
+@Suite("Graph app servers with Microsoft's token libraries (PROTOCOL.md §2.1)", .serialized, .timeLimit(.minutes(5)))
 struct MicrosoftLibrariesTests {
     @Test(
         "MSAL for Python and azure-identity discover a TLS notty serve, get a token and publish; a wrong secret is MSAL's invalid_client",

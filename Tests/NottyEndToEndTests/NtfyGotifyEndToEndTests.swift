@@ -15,7 +15,7 @@ enum Apprise {
     }
 }
 
-@Suite("Apprise, curl and an ntfy subscriber against notty serve: the ntfy and Gotify dialects (SPEC §8)", .serialized, .timeLimit(.minutes(5)))
+@Suite("Apprise, curl and an ntfy subscriber against notty serve: the ntfy and Gotify dialects (PROTOCOL.md §8)", .serialized, .timeLimit(.minutes(5)))
 struct NtfyGotifyEndToEndTests {
     @Test(
         "ntfy://, gotify://, json:// and form:// each reach a device with title, body and priority; a wrong token makes Apprise report failure and nothing arrives",

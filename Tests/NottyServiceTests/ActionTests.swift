@@ -38,7 +38,7 @@ extension World {
 
 let actionsExtra = #","actions":[{"action":"http","label":"Silence 1h","url":"http://127.0.0.1:9/api/v2/silences","method":"post","headers":{"Authorization":"Bearer s3cret-token"},"body":"{\"matchers\":[]}","clear":true},{"action":"view","label":"Runbook","url":"https://wiki.example.com/runbook"}]"#
 
-@Suite("Actions (SPEC §12)", .timeLimit(.minutes(5)))
+@Suite("Actions (PROTOCOL.md §12)", .timeLimit(.minutes(5)))
 struct ActionTests {
     @Test("an http action runs once on the service: devices see its label only, the request carries its method, headers and body, the outcome travels in the feed, clear dismisses everywhere", arguments: Backend.available)
     func pressOnce(backend: Backend) async throws {

@@ -8,7 +8,7 @@ import Testing
 @testable import NottyServicePostgres
 @testable import NottyHTTP
 
-@Suite("Publishing while other writes run (SPEC §2.2)", .timeLimit(.minutes(5)))
+@Suite("Publishing while other writes run (PROTOCOL.md §2.2)", .timeLimit(.minutes(5)))
 struct ConcurrentPublishingTests {
     @Test("Removing a user while their feed is written: the removal and the writes each happen whole, nothing of the user is left, another user's feed is untouched",
           arguments: Backend.available)

@@ -30,7 +30,7 @@ extension Reply {
     }
 }
 
-@Suite("ntfy and Gotify publishing (SPEC §8.1)", .timeLimit(.minutes(5)))
+@Suite("ntfy and Gotify publishing (PROTOCOL.md §8.1)", .timeLimit(.minutes(5)))
 struct DialectTests {
     @Test("ntfy: the examples of ntfy's publish docs (body, headers and their aliases, query parameters, GET /publish, JSON to /), answered in ntfy's JSON", arguments: Backend.available)
     func ntfyPublishing(backend: Backend) async throws {

@@ -7,7 +7,7 @@ import Testing
 @testable import NottyServicePostgres
 @testable import NottyHTTP
 
-@Suite("OpenID discovery of the tenant authority and HTTP Basic client credentials (SPEC §2.1)", .timeLimit(.minutes(5)))
+@Suite("OpenID discovery of the tenant authority and HTTP Basic client credentials (PROTOCOL.md §2.1)", .timeLimit(.minutes(5)))
 struct DiscoveryTests {
     static let fields = [
         "issuer", "authorization_endpoint", "token_endpoint", "jwks_uri", "response_types_supported", "subject_types_supported",

@@ -3,7 +3,7 @@ import NottyCore
 import NottyService
 import Testing
 
-/// SPEC §11's "unhandled" as pure functions on a clock the test sets: when a rule's clock
+/// PROTOCOL.md §11's "unhandled" as pure functions on a clock the test sets: when a rule's clock
 /// starts, restarts and stops, what is taken back, what a due track sends.
 @Suite("Escalation planner (pure, on a manual clock)")
 struct EscalationPlannerTests {

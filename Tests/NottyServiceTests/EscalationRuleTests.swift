@@ -9,7 +9,7 @@ import Testing
 @testable import NottyServicePostgres
 @testable import NottyHTTP
 
-@Suite("Escalation rules (SPEC §11)", .timeLimit(.minutes(5)))
+@Suite("Escalation rules (PROTOCOL.md §11)", .timeLimit(.minutes(5)))
 struct EscalationRuleTests {
     @Test("a rule is added, listed with what was given, kept per user and removed; durations as seconds or text", arguments: Backend.available)
     func addListRemove(backend: Backend) async throws {

@@ -3,7 +3,7 @@ import NottyCore
 @testable import NottyService
 import Testing
 
-/// What each target is sent (SPEC §11), built without sending.
+/// What each target is sent (PROTOCOL.md §11), built without sending.
 @Suite("Escalation targets: what is sent")
 struct EscalationSenderTests {
     let notification = UserNotification(

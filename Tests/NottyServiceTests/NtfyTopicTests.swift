@@ -93,7 +93,7 @@ extension World {
     }
 }
 
-@Suite("Following the inbox as an ntfy topic (SPEC §8.2)", .timeLimit(.minutes(5)), .serialized)
+@Suite("Following the inbox as an ntfy topic (PROTOCOL.md §8.2)", .timeLimit(.minutes(5)), .serialized)
 struct NtfyTopicTests {
     @Test("an NDJSON and a WebSocket subscriber see message, then message_clear after a read elsewhere, then message_delete after a delete; poll and since replay Unread; revoked, the streams end and the topic is 404",
           arguments: Backend.available)

@@ -8,7 +8,7 @@ import Testing
 @testable import NottyServicePostgres
 @testable import NottyHTTP
 
-@Suite("The user's preferences (SPEC §9)", .timeLimit(.minutes(5)))
+@Suite("The user's preferences (PROTOCOL.md §9)", .timeLimit(.minutes(5)))
 struct PreferencesTests {
     static func patch(_ entries: [(key: String, value: String, changedAt: Date?)]) -> String {
         let items = entries.map { entry in

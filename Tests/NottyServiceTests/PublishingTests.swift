@@ -8,7 +8,7 @@ import Testing
 @testable import NottyServicePostgres
 @testable import NottyHTTP
 
-@Suite("Publishing (SPEC §2.2)", .timeLimit(.minutes(5)))
+@Suite("Publishing (PROTOCOL.md §2.2)", .timeLimit(.minutes(5)))
 struct PublishingTests {
     @Test("Graph's two documented sample bodies are accepted as they are", arguments: Backend.available)
     func graphSamples(backend: Backend) async throws {
@@ -323,7 +323,7 @@ struct PublishingTests {
     }
 }
 
-@Suite("Links on the service (SPEC §7.1)", .timeLimit(.minutes(5)))
+@Suite("Links on the service (PROTOCOL.md §7.1)", .timeLimit(.minutes(5)))
 struct LinkPublishingTests {
     @Test("launchUrl is validated, stored, echoed, carried in the feed and replaced by a re-publish", arguments: Backend.available)
     func launchUrl(backend: Backend) async throws {

@@ -7,7 +7,7 @@ import Testing
 @testable import NottyServicePostgres
 @testable import NottyHTTP
 
-@Suite("Tokens (SPEC §2.1)", .timeLimit(.minutes(5)))
+@Suite("Tokens (PROTOCOL.md §2.1)", .timeLimit(.minutes(5)))
 struct TokenTests {
     @Test("Refresh rotates: the new pair works, the old refresh token stops working", arguments: Backend.available)
     func refreshRotation(backend: Backend) async throws {

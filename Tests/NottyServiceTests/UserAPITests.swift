@@ -8,7 +8,7 @@ import Testing
 @testable import NottyServicePostgres
 @testable import NottyHTTP
 
-@Suite("The signed-in user's API (SPEC §2.3)", .timeLimit(.minutes(5)))
+@Suite("The signed-in user's API (PROTOCOL.md §2.3)", .timeLimit(.minutes(5)))
 struct UserAPITests {
     @Test("Change feed: pages, cursors, hasMore, tombstones, 304, X-Poll-Interval, ETag", arguments: Backend.available)
     func changeFeed(backend: Backend) async throws {
@@ -306,7 +306,7 @@ struct UserAPITests {
     }
 }
 
-@Suite("Devices: registration, listing, revocation (SPEC §7.3)", .timeLimit(.minutes(5)))
+@Suite("Devices: registration, listing, revocation (PROTOCOL.md §7.3)", .timeLimit(.minutes(5)))
 struct DeviceAPITests {
     @Test("Revoking a device's registration refuses its access and refresh tokens at once; an app subscription's revocation does not; an unknown app is 404; the list says when each was made and seen",
           arguments: Backend.available)

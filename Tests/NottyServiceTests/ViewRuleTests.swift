@@ -6,7 +6,7 @@ import Testing
 @testable import NottyServicePostgres
 @testable import NottyHTTP
 
-/// SPEC §1's view rule is written once, in Core (`NotificationView.partition` and its SQL form
+/// PROTOCOL.md §1's view rule is written once, in Core (`NotificationView.partition` and its SQL form
 /// `sqlCondition`); this checks what each backend's SQL makes of every combination of states
 /// against the Swift rule.
 @Suite("The view rule in SQL agrees with Core's, on both backends", .timeLimit(.minutes(5)))

@@ -69,7 +69,7 @@ extension Reply {
     }
 }
 
-@Suite("Webhooks (SPEC §7.2)", .timeLimit(.minutes(5)))
+@Suite("Webhooks (PROTOCOL.md §7.2)", .timeLimit(.minutes(5)))
 struct WebhookTests {
     @Test("a webhook's URL is shown once and only its hash is stored; the app must exist; revoking it makes the URL 404", arguments: Backend.available)
     func lifecycle(backend: Backend) async throws {

@@ -45,7 +45,7 @@ struct BadgeTests {
         let other = try await LocalStore.open(path: t.path)
         let seen = Locked<[LocalStore.Change]>([])
         let watcher = Task {
-            for await change in t.store.changes(every: .seconds(3600)) { seen.update { $0.append(change) } }
+            for await change in t.store.changes(fallbackEvery: .seconds(3600)) { seen.update { $0.append(change) } }
         }
         defer { watcher.cancel() }
         // The watcher reads its first revision on its own thread: commits go on (read, unread,

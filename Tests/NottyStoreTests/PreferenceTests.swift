@@ -4,7 +4,7 @@ import NottyStore
 import NottyTestSupport
 import Testing
 
-@Suite("Preferences in the local store (SPEC §9)")
+@Suite("Preferences in the local store (PROTOCOL.md §9)")
 struct LocalPreferenceTests {
     @Test("set here: pending and stamped after every clock seen; from the service: the later changedAt wins, a pending one keeps a tie; an acknowledgement clears only what was sent; another account starts empty")
     func rule() throws {

@@ -7,7 +7,7 @@ import NottySync
 import NottyTestSupport
 import Testing
 
-@Suite("Preferences on devices (SPEC §9)")
+@Suite("Preferences on devices (PROTOCOL.md §9)")
 struct PreferenceSyncTests {
     @Test("a preference set on one device reaches another through the feed; one set offline earlier loses, one set later wins; a pending one survives a pull")
     func twoDevices() async throws {

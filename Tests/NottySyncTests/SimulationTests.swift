@@ -120,7 +120,7 @@ struct SimulatedDevice {
     let engine: SyncEngine
 }
 
-/// What SPEC §1's rules make of every change in the simulation (one change per second).
+/// What PROTOCOL.md §1's rules make of every change in the simulation (one change per second).
 struct Expected: CustomStringConvertible {
     var read = (step: -1, value: ReadState.unread)
     var action = (step: -1, value: UserActionState.noInteraction, until: Date?.none)
@@ -234,7 +234,7 @@ struct SimulationTests {
         var frames: [DoorbellFrame] = []
         var expected: [String: Expected] = [:]
         var current: [String: String] = [:]  // appNotificationId → id
-        // Preferences (SPEC §9) are set from a stream of their own, so that a seed's other
+        // Preferences (PROTOCOL.md §9) are set from a stream of their own, so that a seed's other
         // draws are the ones it made before they were simulated.
         var preferenceRandom = SeededRandom(seed: seed ^ 0x7072_6566_6572_656e)
         var expectedPreferences: [String: JSONValue] = [:]

@@ -39,7 +39,7 @@ struct GoldenTests {
         try Golden.check("detail-page-scrolled-40x10", render(h.state))
     }
 
-    /// A notification with actions (SPEC §12): the detail lists them with how they went, the
+    /// A notification with actions (PROTOCOL.md §12): the detail lists them with how they went, the
     /// bottom line says `!`, and `!` asks which to run.
     static func withActions(_ h: Harness) -> [UserNotification] {
         var rows = Fixtures.notifications

@@ -27,7 +27,7 @@ struct OpenLinkTests {
         #expect(render(h.state).lines().contains { $0.contains("Link") && $0.contains("https://ci.acme.io/runs/4812") })
     }
 
-    @Test("the detail shows where it was escalated (SPEC §11): each target, when, by which rule, and a failure")
+    @Test("the detail shows where it was escalated (PROTOCOL.md §11): each target, when, by which rule, and a failure")
     func detailShowsEscalations() {
         var rows = Fixtures.notifications
         var h = Harness(size: Size(columns: 120, rows: 40), view: .all, notifications: rows)
@@ -42,7 +42,7 @@ struct OpenLinkTests {
     }
 }
 
-@Suite("!: a notification's actions (SPEC §12)")
+@Suite("!: a notification's actions (PROTOCOL.md §12)")
 struct RunActionTests {
     static func rows(now: Date) -> [UserNotification] {
         var rows = Fixtures.notifications

@@ -27,7 +27,7 @@ enum Target: String, CaseIterable {
     /// Webhook bodies (`POST /v1/hooks/…`) of every kind: never traps; what a kind accepts has a
     /// one-line title within the limit and a valid link or none. The first byte picks the sender.
     case webhooks
-    /// ntfy publishes (SPEC §8.1): "Name: value" header lines, a blank line, the body; the
+    /// ntfy publishes (PROTOCOL.md §8.1): "Name: value" header lines, a blank line, the body; the
     /// first byte's low bit picks the JSON publish to `/`. Never traps; what is accepted has a
     /// priority of 1–5, a valid sequence id and link or none, and becomes a valid notification.
     case ntfy
@@ -38,11 +38,11 @@ enum Target: String, CaseIterable {
     /// Form bodies (urlencoded and multipart with the boundary `x`, the first byte picks):
     /// never traps.
     case forms
-    /// Escalation rules (`POST /v1/me/escalations`, SPEC §11): never traps; what is accepted
+    /// Escalation rules (`POST /v1/me/escalations`, PROTOCOL.md §11): never traps; what is accepted
     /// keeps the limits (durations of 5 s to 30 days, 1–10 targets each of a known kind and
     /// command, a one-word name, priority high or all), and each target shown hides credentials.
     case escalation
-    /// Actions (`X-Actions` in both forms, SPEC §12): never traps; what is accepted keeps
+    /// Actions (`X-Actions` in both forms, PROTOCOL.md §12): never traps; what is accepted keeps
     /// ntfy's limit of 3, has a label and an http(s) URL, and what devices are sent of an
     /// http action holds none of its URL, headers or body.
     case actions

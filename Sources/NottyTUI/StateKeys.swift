@@ -1,12 +1,12 @@
 import Foundation
 import NottyCore
 
-// MARK: - What an action acts on
+// MARK: - What a state key (a d r s x) acts on
 
 extension TUIState {
     /// What `a d r s x` act on: the marked rows (in view order), else the notification in the
     /// open detail, else the selected row.
-    public var actionTargets: [UserNotification] {
+    public var keyTargets: [UserNotification] {
         if !markedRows.isEmpty {
             let loaded = isWindowCurrent ? window.rows.filter { markedRows[$0.id] != nil } : []
             let loadedIds = Set(loaded.map(\.id))
@@ -37,7 +37,7 @@ extension TUIState {
         return [.mutate([IdChange(id: row.id, change: StateChange(readState: .read))])]
     }
 
-    /// `a`: Activated and Read (`targets`: a group's rows, else ``actionTargets``).
+    /// `a`: Activated and Read (`targets`: a group's rows, else ``keyTargets``).
     mutating func activate(_ targets: [UserNotification]? = nil) -> [TUIEffect] {
         perform("Activated", undoLabel: "activate", on: targets, fields: [.read, .action], leavesView: true) { _ in
             StateChange.activate
@@ -63,7 +63,7 @@ extension TUIState {
 
     /// `r`: Read when any target is Unread, else Unread.
     mutating func toggleRead(_ targets: [UserNotification]? = nil) -> [TUIEffect] {
-        let toRead = (targets ?? actionTargets).contains { $0.readState == .unread }
+        let toRead = (targets ?? keyTargets).contains { $0.readState == .unread }
         return perform(toRead ? "Marked read" : "Marked unread", undoLabel: toRead ? "mark read" : "mark unread",
                        on: targets, fields: .read, leavesView: false) { _ in
             StateChange(readState: toRead ? .read : .unread)
@@ -125,7 +125,7 @@ extension TUIState {
         _ verb: String, undoLabel: String, on given: [UserNotification]? = nil, fields: Fields, leavesView: Bool,
         suffix: String = "", change: (UserNotification) -> StateChange
     ) -> [TUIEffect] {
-        let targets = given ?? actionTargets
+        let targets = given ?? keyTargets
         guard !targets.isEmpty else { return showMessage(nothingToActOn) }
         let changes = targets.map { IdChange(id: $0.id, change: change($0)) }
         let restores = targets.map { row in

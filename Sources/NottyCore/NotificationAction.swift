@@ -1,6 +1,6 @@
 import Foundation
 
-// Actions (SPEC §12): what a publisher offers to do about a notification, run once by the
+// Actions (PROTOCOL.md §12): what a publisher offers to do about a notification, run once by the
 // service from whichever device presses first. ntfy's objects and limits.
 
 /// One action of a notification. A `view` action opens its URL on the device; an `http`
@@ -390,7 +390,7 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
     }
 }
 
-/// How a run of an action went (SPEC §12): stored on the notification, in the change feed as
+/// How a run of an action went (PROTOCOL.md §12): stored on the notification, in the change feed as
 /// `actionResults`, shown on every device ("Silence 1h — done on laptop 10:02").
 public struct ActionResult: Sendable, Equatable, Codable, JSONWritable {
     public enum Status: String, Sendable, Codable {
