@@ -8,6 +8,8 @@ import NottyCore
 /// notification everywhere.
 public final class Actions: ServicePart {
     package let core: ServiceCore
+    /// The storage this part uses: its concerns alone.
+    let storage: any ActionRunStorage
     let inbox: Inbox
     let outbound: (any OutboundHTTP)?
 
@@ -16,8 +18,9 @@ public final class Actions: ServicePart {
     /// How long a run holds its claim: past it (its process died), a press runs it again.
     static let lease: TimeInterval = 60
 
-    init(core: ServiceCore, inbox: Inbox, outbound: (any OutboundHTTP)?) {
+    init(core: ServiceCore, storage: (any ActionRunStorage)? = nil, inbox: Inbox, outbound: (any OutboundHTTP)?) {
         self.core = core
+        self.storage = storage ?? core.storage
         self.inbox = inbox
         self.outbound = outbound
     }
@@ -107,3 +110,6 @@ public final class Actions: ServicePart {
         return result
     }
 }
+
+/// What ``Actions`` asks of the storage.
+public typealias ActionRunStorage = ActionStorage & AccountStorage & SubscriptionStorage

@@ -6,9 +6,12 @@ import Synchronization
 /// Administration (PROTOCOL.md §2.4, `notty admin`): users, apps, sign-in lockouts.
 public final class Administration: ServicePart {
     package let core: ServiceCore
+    /// The storage this part uses: its concerns alone.
+    let storage: any AdministrationStorage
 
-    init(core: ServiceCore) {
+    init(core: ServiceCore, storage: (any AdministrationStorage)? = nil) {
         self.core = core
+        self.storage = storage ?? core.storage
     }
 
     public static func validateName(_ name: String, what: String) throws {
@@ -65,3 +68,6 @@ public final class Administration: ServicePart {
         try await db { try await storage.forgetGuesses(keys: keys) }
     }
 }
+
+/// What ``Administration`` asks of the storage.
+public typealias AdministrationStorage = AccountStorage & SignInGuessStorage

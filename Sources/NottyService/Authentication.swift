@@ -7,12 +7,15 @@ import Synchronization
 /// counted and locked out, the bearer tokens of apps and devices checked, sign-out.
 public final class Authentication: ServicePart {
     package let core: ServiceCore
+    /// The storage this part uses: its concerns alone.
+    let storage: any AuthenticationStorage
     /// When each device was last recorded as seen (written at most once a minute per device).
     private let lastSeenWritten = Mutex<[String: Date]>([:])
     private let timingEqualiser = DummyPasswordHash()
 
-    init(core: ServiceCore) {
+    init(core: ServiceCore, storage: (any AuthenticationStorage)? = nil) {
         self.core = core
+        self.storage = storage ?? core.storage
     }
 
     /// Answers `POST /oauth2/v2.0/token` for a parsed form.
@@ -197,3 +200,6 @@ final class DummyPasswordHash: Sendable {
         return hash
     }
 }
+
+/// What ``Authentication`` asks of the storage.
+public typealias AuthenticationStorage = AccountStorage & TokenStorage & SignInGuessStorage & SubscriptionStorage

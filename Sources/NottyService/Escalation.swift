@@ -8,6 +8,8 @@ import Synchronization
 /// to be sent, each delivery on its own, so that a slow or dead target delays no other.
 public final class Escalation: ServicePart {
     package let core: ServiceCore
+    /// The storage this part uses: its concerns alone.
+    let storage: any EscalationWorkStorage
     let sender: EscalationSender
     /// Users whose changes wait to be planned.
     private let waiting = Mutex<Set<String>>([])
@@ -33,8 +35,9 @@ public final class Escalation: ServicePart {
     /// How long a claimed delivery is this instance's (after a crash, another takes it then).
     static let lease: TimeInterval = 60
 
-    init(core: ServiceCore, outbound: (any OutboundHTTP)?) {
+    init(core: ServiceCore, storage: (any EscalationWorkStorage)? = nil, outbound: (any OutboundHTTP)?) {
         self.core = core
+        self.storage = storage ?? core.storage
         sender = EscalationSender(outbound: outbound, commands: core.config.escalationCommands, secrets: core.secrets)
     }
 
@@ -319,3 +322,6 @@ final class Bell: Sendable {
     func ring() { continuation.yield() }
 
 }
+
+/// What ``Escalation`` asks of the storage.
+public typealias EscalationWorkStorage = EscalationStorage & EscalationRuleStorage & SubscriptionStorage

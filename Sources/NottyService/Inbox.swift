@@ -7,10 +7,13 @@ import Synchronization
 /// ntfy topics), their inbox by view, the change feed and its cursors, state changes.
 public final class Inbox: ServicePart {
     package let core: ServiceCore
+    /// The storage this part uses: its concerns alone.
+    let storage: any InboxStorage
     let escalation: Escalation
 
-    init(core: ServiceCore, escalation: Escalation) {
+    init(core: ServiceCore, storage: (any InboxStorage)? = nil, escalation: Escalation) {
         self.core = core
+        self.storage = storage ?? core.storage
         self.escalation = escalation
     }
 
@@ -160,3 +163,6 @@ public final class Inbox: ServicePart {
         return results
     }
 }
+
+/// What ``Inbox`` asks of the storage.
+public typealias InboxStorage = AccountStorage & SubscriptionStorage & FeedStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage & ActionStorage

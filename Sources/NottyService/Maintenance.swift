@@ -7,9 +7,12 @@ import Synchronization
 /// history and old failed sign-ins.
 public final class Maintenance: ServicePart {
     package let core: ServiceCore
+    /// The storage this part uses: its concerns alone.
+    let storage: any MaintenanceStorage
 
-    init(core: ServiceCore) {
+    init(core: ServiceCore, storage: (any MaintenanceStorage)? = nil) {
         self.core = core
+        self.storage = storage ?? core.storage
     }
 
     /// Deletes expired notifications and forgets history older than the retention period.
@@ -26,3 +29,6 @@ public final class Maintenance: ServicePart {
         if !old.isEmpty { _ = try await db { try await storage.forgetGuesses(keys: old.map(\.key)) } }
     }
 }
+
+/// What ``Maintenance`` asks of the storage.
+public typealias MaintenanceStorage = RetentionStorage & SignInGuessStorage

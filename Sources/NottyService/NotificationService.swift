@@ -19,7 +19,7 @@ public final class NotificationService: Sendable {
     /// Sends ntfy's poll requests to `--ntfy-upstream` (nil without it).
     public let ntfyUpstream: NtfyUpstream?
 
-    public var storage: any NotificationStorage { core.storage }
+    public var storage: any ServiceStorage { core.storage }
     public var config: ServiceConfig { core.config }
     public var clock: any ServiceClock { core.clock }
     public var hub: DoorbellHub { core.hub }
@@ -29,7 +29,7 @@ public final class NotificationService: Sendable {
 
     /// `outbound` makes the requests escalation sends and actions make (nil: none are made, and
     /// they say so).
-    public init(storage: any NotificationStorage, config: ServiceConfig = ServiceConfig(), clock: any ServiceClock = SystemClock(),
+    public init(storage: any ServiceStorage, config: ServiceConfig = ServiceConfig(), clock: any ServiceClock = SystemClock(),
                 metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil,
                 secrets: SecretBox) {
         let core = ServiceCore(storage: storage, config: config, clock: clock, metrics: metrics, logger: logger, secrets: secrets)
@@ -79,7 +79,7 @@ public final class NotificationService: Sendable {
 /// What every concern of the service shares: storage and its failures as `503`s, the
 /// configuration and clock, the doorbell hub, metrics, the credential caches, the cursors.
 package final class ServiceCore: Sendable {
-    package let storage: any NotificationStorage
+    package let storage: any ServiceStorage
     package let config: ServiceConfig
     package let clock: any ServiceClock
     package let hub = DoorbellHub()
@@ -101,7 +101,7 @@ package final class ServiceCore: Sendable {
     /// Each user's newest cursor, kept current by the storage's change handler (conditional polls).
     let latestCursors = CursorBook()
 
-    init(storage: any NotificationStorage, config: ServiceConfig, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger,
+    init(storage: any ServiceStorage, config: ServiceConfig, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger,
          secrets: SecretBox) {
         self.storage = storage
         self.secrets = secrets
@@ -176,7 +176,6 @@ package protocol ServicePart: Sendable {
 }
 
 extension ServicePart {
-    var storage: any NotificationStorage { core.storage }
     var config: ServiceConfig { core.config }
     var clock: any ServiceClock { core.clock }
     var hub: DoorbellHub { core.hub }

@@ -14,6 +14,8 @@ import Synchronization
 /// get a poll request twice, which the phone answers by fetching one message it already has.
 public final class NtfyUpstream: ServicePart {
     package let core: ServiceCore
+    /// The storage this part uses: its concerns alone.
+    let storage: any UpstreamStorage
     let inbox: Inbox
     let outbound: any OutboundHTTP
     let upstream: String
@@ -30,9 +32,10 @@ public final class NtfyUpstream: ServicePart {
     static let maxInFlight = 256
     private let inFlight = Atomic<Int>(0)
 
-    init?(core: ServiceCore, inbox: Inbox, outbound: (any OutboundHTTP)?) {
+    init?(core: ServiceCore, storage: (any UpstreamStorage)? = nil, inbox: Inbox, outbound: (any OutboundHTTP)?) {
         guard let upstream = core.config.ntfyUpstream, core.config.publicURL != nil, let outbound else { return nil }
         self.core = core
+        self.storage = storage ?? core.storage
         self.inbox = inbox
         self.outbound = outbound
         self.upstream = upstream.hasSuffix("/") ? String(upstream.dropLast()) : upstream
@@ -123,3 +126,6 @@ public final class NtfyUpstream: ServicePart {
         }
     }
 }
+
+/// What ``NtfyUpstream`` asks of the storage.
+public typealias UpstreamStorage = SubscriptionStorage

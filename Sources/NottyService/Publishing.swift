@@ -7,11 +7,14 @@ import Synchronization
 /// the ntfy and Gotify doors, held publishes.
 public final class Publishing: ServicePart {
     package let core: ServiceCore
+    /// The storage this part uses: its concerns alone.
+    let storage: any PublishingStorage
     /// Where an app's clear or delete (ntfy's) is applied, as a device's change is.
     let inbox: Inbox
 
-    init(core: ServiceCore, inbox: Inbox) {
+    init(core: ServiceCore, storage: (any PublishingStorage)? = nil, inbox: Inbox) {
         self.core = core
+        self.storage = storage ?? core.storage
         self.inbox = inbox
     }
 
@@ -68,3 +71,6 @@ public final class Publishing: ServicePart {
         guard deleted else { throw ServiceError.notFound("no active notification with appNotificationId \(appNotificationId)") }
     }
 }
+
+/// What ``Publishing`` asks of the storage.
+public typealias PublishingStorage = AccountStorage & SubscriptionStorage & FeedStorage & DelayedPublishStorage

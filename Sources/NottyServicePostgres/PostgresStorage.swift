@@ -5,7 +5,7 @@ import NottyService
 import PostgresNIO
 import Synchronization
 
-/// ``NotificationStorage`` on PostgreSQL through PostgresNIO's connection pool, for one or
+/// ``ServiceStorage`` on PostgreSQL through PostgresNIO's connection pool, for one or
 /// several `notty serve` instances sharing one database.
 ///
 /// - A user's change feed is in commit order on every instance: each write transaction first
@@ -18,7 +18,7 @@ import Synchronization
 /// - A call that cannot reach the database within ``timeout`` throws
 ///   ``StorageError/unavailable(_:)`` (the client's `503`); the pool reconnects on its own
 ///   once PostgreSQL is back.
-public final class PostgresStorage: NotificationStorage {
+public final class PostgresStorage: ServiceStorage {
     public let url: PostgresURL
     let client: PostgresClient
     let logger: Logger

@@ -4,9 +4,9 @@ import NottyCore
 import NottyService
 import NottySQLite
 
-/// ``NotificationStorage`` on one SQLite file through GRDB: WAL mode, many readers, one
+/// ``ServiceStorage`` on one SQLite file through GRDB: WAL mode, many readers, one
 /// writer with group commit (``SQLiteWriter``).
-public final class SQLiteStorage: NotificationStorage {
+public final class SQLiteStorage: ServiceStorage {
     let pool: DatabasePool
     let writer: SQLiteWriter
     /// Checkpoints the WAL beside the writer instead of in its commits.

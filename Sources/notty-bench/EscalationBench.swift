@@ -181,7 +181,7 @@ struct EscalationBench {
     }
 
     /// The ids of the bench's users (`bench-user-N`), in order.
-    static func userIds(_ storage: any NotificationStorage, count: Int) async throws -> [String] {
+    static func userIds(_ storage: any ServiceStorage, count: Int) async throws -> [String] {
         var ids: [String] = []
         for n in 0..<count {
             if let user = try await storage.user(name: "bench-user-\(n)") { ids.append(user.id) }

@@ -43,7 +43,7 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
     static let unlimited = ["--publish-rate", "1000000", "--publish-burst", "1000000"]
 
     /// This service's storage, opened beside it (as `notty admin` opens it).
-    func openStorage() async throws -> any NotificationStorage {
+    func openStorage() async throws -> any ServiceStorage {
         if let url = serve.environment["NOTTY_POSTGRES_URL"] {
             return try await PostgresStorage.connect(url: PostgresURL(url))
         }

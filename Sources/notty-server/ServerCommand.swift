@@ -94,7 +94,7 @@ struct StorageOptions: ParsableArguments {
         return db ?? Paths.defaultServerDB
     }
 
-    func open(logger: Logger = Logger(label: "notty.storage")) async throws -> any NotificationStorage {
+    func open(logger: Logger = Logger(label: "notty.storage")) async throws -> any ServiceStorage {
         if let postgresURL {
             let url = try PostgresURL(postgresURL)
             do {

@@ -217,7 +217,7 @@ struct DialectTests {
         }
         _ = topic
         // A restart: another service on the same store.
-        let reopened: any NotificationStorage = backend == .sqlite
+        let reopened: any ServiceStorage = backend == .sqlite
             ? try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path)
             : try await PostgresStorage.connect(url: (storage as! PostgresStorage).url, logger: .quiet, timeout: .seconds(30))
         let second = try await ServiceHarness(storage: reopened, directory: directory, clock: clock)

@@ -23,7 +23,7 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     static let available: [Backend] = TestPostgres.testsRun ? [.sqlite, .postgres] : [.sqlite]
 
     /// A fresh, migrated store of this kind.
-    func makeStorage(in directory: URL) async throws -> any NotificationStorage {
+    func makeStorage(in directory: URL) async throws -> any ServiceStorage {
         switch self {
         case .sqlite: return try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path)
         // A patient timeout: these tests check answers, not latency, and a user's writes queue
@@ -38,7 +38,7 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 /// with fast bcrypt and an optional manual clock.
 struct ServiceHarness {
     let directory: URL
-    let storage: any NotificationStorage
+    let storage: any ServiceStorage
     let service: NotificationService
     let clock: ManualClock?
 
@@ -56,7 +56,7 @@ struct ServiceHarness {
 
     /// A service on a store made elsewhere.
     init(
-        storage: any NotificationStorage, directory: URL = Repository.temporaryDirectory("notty-test"),
+        storage: any ServiceStorage, directory: URL = Repository.temporaryDirectory("notty-test"),
         clock: ManualClock? = nil, logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil,
         secrets: SecretBox = .ephemeral(), configure: (inout ServiceConfig) -> Void = { _ in }
     ) async throws {

@@ -161,7 +161,7 @@ struct UpgradeTests {
     }
 
     /// Reads every kind of row the version had through this build, then writes each kind.
-    static func exercise(_ storage: any NotificationStorage, version: String, filled: [String]) async throws {
+    static func exercise(_ storage: any ServiceStorage, version: String, filled: [String]) async throws {
         // Read through this build: every kind of row the version had.
         #expect(try await storage.user(id: "users-1")?.userName == "alice")
         #expect(try await storage.subscription(id: "subscriptions-1")?.userId == "users-1")

@@ -10,7 +10,7 @@ import NottyCore
 /// every concern's protocol together. A backend conforms to this; a part of the service that
 /// needs one concern asks for that protocol alone. A new concern (a new job's rows) is a new
 /// protocol here, added to this list, and a file of its own in each backend.
-public typealias NotificationStorage = StorageLifecycle & AccountStorage & TokenStorage & SubscriptionStorage
+public typealias ServiceStorage = StorageLifecycle & AccountStorage & TokenStorage & SubscriptionStorage
     & SignInGuessStorage & FeedStorage & DelayedPublishStorage & RetentionStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage
     & ActionStorage & SecretStorage
 
