@@ -118,9 +118,20 @@ public struct EscalationRule: Codable, Sendable, Equatable {
 }
 
 extension EscalationRule {
+    /// The `POST /v1/me/escalations` body of a rule (what `notty escalate add` sends).
+    public static func body(after: Int, targets: [String], priority: String, repeatSeconds: Int?, app: String?, group: String?, name: String?) -> JSONValue {
+        var body: [String: JSONValue] = ["after": .number(Double(after)), "targets": .array(targets.map(JSONValue.string)), "priority": .string(priority.lowercased())]
+        body["repeat"] = repeatSeconds.map { .number(Double($0)) }
+        body["app"] = app.map(JSONValue.string)
+        body["group"] = group.map(JSONValue.string)
+        body["name"] = name.map(JSONValue.string)
+        return .object(body)
+    }
+
     /// A rule from a `POST /v1/me/escalations` body, checked against the limits; `commands`
-    /// are the names the service's administrator gave (`command:NAME` must be one of them).
-    public init(body: Data, commands: [String: String], id: String, now: Date) throws(ValidationError) {
+    /// are the names the service's administrator gave (`command:NAME` must be one of them;
+    /// nil: not known here, as on a device, and left to the service).
+    public init(body: Data, commands: [String: String]?, id: String, now: Date) throws(ValidationError) {
         let fields = try JSONFields(body: body)
         let after = try Self.duration(fields, "after", required: true)!
         let repeatSeconds = try Self.duration(fields, "repeat", required: false)
@@ -133,7 +144,7 @@ extension EscalationRule {
         for (index, item) in items.enumerated() {
             guard case .string(let text) = item else { throw ValidationError("targets[\(index)] must be a string such as ntfy:https://ntfy.sh/my-alerts") }
             let target = try EscalationTarget(parsing: text)
-            if case .command(let name) = target, commands[name] == nil {
+            if case .command(let name) = target, let commands, commands[name] == nil {
                 let known = commands.keys.sorted()
                 throw ValidationError("no command named \(name) on this service: "
                     + (known.isEmpty ? "its administrator has named none ([escalation.commands] in server.toml)" : "there are \(known.joined(separator: ", "))"))

@@ -160,6 +160,7 @@ public struct Me: Codable, Sendable, Equatable {
     }
 }
 
+// swift-format-ignore: AlwaysUseLowerCamelCase
 /// The OAuth 2.0 token answer (RFC 6749 §5.1).
 public struct TokenResponse: Codable, Sendable, Equatable {
     public var token_type: String

@@ -9,7 +9,7 @@ public enum ResidentMemory {
     /// threads of their own (the store's watcher, work off the pool) share them instead.
     /// Call first thing, before any thread starts.
     public static func shareArenas() {
-        _ = mallopt(-8 /* M_ARENA_MAX */, 2)
+        _ = mallopt(-8, 2)  // -8: M_ARENA_MAX
     }
 
     /// Unmaps from this process the pages of its own program file's code mapping (`r-xp`:

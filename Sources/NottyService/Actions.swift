@@ -50,7 +50,7 @@ public final class Actions: ServicePart {
         let createdBy = "notty: \(user?.userName ?? userId)" + (device.map { " on \($0)" } ?? "")
         var result: ActionResult
         do throws(SecretBox.OpenError) {
-            result = await run(try await secrets.opened(action), index: n, device: device, createdBy: createdBy)
+            result = await run(try await secrets.opened(actions)[n - 1], index: n, device: device, createdBy: createdBy)
         } catch {
             result = ActionResult(action: n, label: action.label, status: .failed, device: device, at: clock.nowMillis())
             result.error = "this action cannot run: \(error)"

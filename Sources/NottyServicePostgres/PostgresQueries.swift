@@ -51,6 +51,7 @@ extension PostgresStorage {
         // Positions: one for the new row; a re-publish draws two more (a tombstone, then the
         // row), still under the batch's locks.
         let fresh = inputs.map { NotificationRules.published($0, existing: nil, newId: Identifiers.notification(), seq: 0) }
+        // swift-format-ignore: OnlyOneTrailingClosureArgument
         return try await groupedFeedWrite(
             user: user, positions: inputs.count, fresh: fresh, written: { fresh.map(\.notification) }
         ) { connection, context, inserted in

@@ -59,6 +59,8 @@ public enum DisplayWidth {
         return wideRanges.contains(where: { $0.contains(value) }) ? 2 : 1
     }
 
+    // A table with aligned comments: swift-format leaves it as is.
+    // swift-format-ignore
     /// East Asian Wide and Fullwidth blocks (Unicode 15, the ones text actually uses).
     private static let wideRanges: [ClosedRange<UInt32>] = [
         0x1100...0x115F,   // Hangul Jamo initial consonants

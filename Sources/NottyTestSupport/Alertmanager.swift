@@ -4,7 +4,8 @@ import Foundation
 /// webhook receiver, for tests: alerts are posted to its API (`amtool` or `POST /api/v2/alerts`)
 /// and it delivers them as Alertmanager does in production. Grouping waits are short (1 s) so
 /// tests do not wait for minutes. Stopped by ``stop()`` (and deinit).
-public final class TestAlertmanager: @unchecked Sendable {  // @unchecked: holds Foundation `Process` objects (not Sendable, but safe to use from any thread)
+// @unchecked: holds Foundation `Process` objects (not Sendable, but safe to use from any thread)
+public final class TestAlertmanager: @unchecked Sendable {
     public static let binary = ["/usr/bin/prometheus-alertmanager", "/usr/bin/alertmanager"].first { FileManager.default.isExecutableFile(atPath: $0) }
     public static let available = binary != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/amtool")
     /// In CI the Alertmanager tests must run.

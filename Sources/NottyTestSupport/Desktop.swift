@@ -4,7 +4,8 @@ import Synchronization
 /// A real desktop for tests: a private session bus (`dbus-daemon --session`), an X server
 /// (`Xvfb`) and the `dunst` notification daemon on them, driven with `dunstctl`. Popups never
 /// expire by themselves here (timeout 0). Everything is stopped by ``stop()`` (and deinit).
-public final class TestDesktop: @unchecked Sendable {  // @unchecked: holds Foundation `Process` objects (not Sendable, but safe to use from any thread)
+// @unchecked: holds Foundation `Process` objects (not Sendable, but safe to use from any thread)
+public final class TestDesktop: @unchecked Sendable {
     public static let available = ["/usr/bin/dbus-daemon", "/usr/bin/Xvfb", "/usr/bin/dunst", "/usr/bin/dunstctl"]
         .allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
     /// In CI the desktop tests must run.

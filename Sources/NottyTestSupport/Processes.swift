@@ -194,7 +194,8 @@ public func startLogged(_ path: String, _ arguments: [String], log: URL, environ
 
 /// A real `notty serve` on 127.0.0.1 with a free port, a user `alice` (password `pw`) and an
 /// app `ci.example.com`; always stopped by ``stop()``.
-public final class ServeProcess: @unchecked Sendable {  // @unchecked: holds Foundation `Process` objects (not Sendable, but safe to use from any thread)
+// @unchecked: holds Foundation `Process` objects (not Sendable, but safe to use from any thread)
+public final class ServeProcess: @unchecked Sendable {
     public let admin: NottyCLI
     public let log: URL
     /// For `notty serve` and `notty admin` (e.g. `NOTTY_POSTGRES_URL`).
@@ -348,8 +349,8 @@ public func spawn(_ path: String, _ arguments: [String], environment: [String: S
     let argv = ([path] + arguments).map { strdup($0) } + [nil]
     let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer {
-        argv.forEach { free($0) }
-        envp.forEach { free($0) }
+        for pointer in argv { free(pointer) }
+        for pointer in envp { free(pointer) }
     }
     var pid = pid_t()
     let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)

@@ -246,7 +246,7 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
         try await Task.sleep(for: .seconds(1))
         let during = serverRSS
         print(String(format: "idle doorbell devices: %d connected; service RSS %.0f MiB (%.0f MiB before connecting)", connected.value, Double(during) / 1_048_576, Double(before) / 1_048_576))
-        idle.forEach { $0.cancel() }
+        for task in idle { task.cancel() }
     }
 
     /// One page of the change feed.

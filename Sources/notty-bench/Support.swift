@@ -1,3 +1,4 @@
+// swift-format-ignore-file: AmbiguousTrailingClosureOverload
 import Foundation
 import NottyCore
 import NottyTestSupport

@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (the JSON below is pasted as is from Resources/demo-notifications.json)
 // The demo's script, embedded so that `notty demo` works wherever the binary is copied.
 // A copy of Resources/demo-notifications.json (a test checks they are equal): edit that file,
 // then paste it between the quotes below.

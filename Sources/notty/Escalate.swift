@@ -126,34 +126,28 @@ struct EscalateAdd: AsyncParsableCommand {
     @Option(name: .customLong("repeat"), help: ArgumentHelp("Send it again this often while it stays unhandled.", valueName: "duration")) var repeatEvery: DurationArgument?
     @Option(help: ArgumentHelp("A name for the rule, one word (default: made up).", valueName: "name")) var name: String?
 
+    /// The body this command sends.
+    var body: JSONValue {
+        EscalationRule.body(after: after.seconds, targets: targets, priority: priority, repeatSeconds: repeatEvery?.seconds, app: app, group: group, name: name)
+    }
+
+    /// The service's own rules, checked here first (but for the commands only it knows), so
+    /// that a mistake is one line before anything is sent; its words name the flags.
     func validate() throws {
         if targets.isEmpty { throw ArgumentParser.ValidationError("say where it goes with --to, e.g. --to ntfy:https://ntfy.sh/my-alerts") }
-        for target in targets {
-            do {
-                _ = try EscalationTarget(parsing: target)
-            } catch {
-                throw ArgumentParser.ValidationError("--to \(error.message)")
-            }
-        }
-        guard ["high", "all"].contains(priority.lowercased()) else { throw ArgumentParser.ValidationError("--priority must be high or all") }
-        for (flag, value) in [("--after", after as DurationArgument?), ("--repeat", repeatEvery)] {
-            if let value, value.seconds < EscalationRule.minimumSeconds {
-                throw ArgumentParser.ValidationError("\(flag) must be at least \(EscalationRule.minimumSeconds)s")
-            }
+        do throws(NottyCore.ValidationError) {
+            _ = try EscalationRule(body: Data(body.jsonText.utf8), commands: nil, id: "rule-check", now: Date())
+        } catch {
+            let flags = ["after ": "--after ", "repeat ": "--repeat ", "priority ": "--priority ", "name ": "--name ", "app ": "--app ", "group ": "--group "]
+            let message = flags.first { error.message.hasPrefix($0.key) }.map { $0.value + error.message.dropFirst($0.key.count) } ?? "--to " + error.message
+            throw ArgumentParser.ValidationError(message)
         }
     }
 
     func run() async throws {
         try await reportingErrors {
             let (client, _, _) = try await Device().session()
-            var body: [String: JSONValue] = [
-                "after": .number(Double(after.seconds)), "targets": .array(targets.map(JSONValue.string)), "priority": .string(priority.lowercased()),
-            ]
-            body["repeat"] = repeatEvery.map { .number(Double($0.seconds)) }
-            body["app"] = app.map(JSONValue.string)
-            body["group"] = group.map(JSONValue.string)
-            body["name"] = name.map(JSONValue.string)
-            let rule = try await client.addEscalationRule(.object(body))
+            let rule = try await client.addEscalationRule(body)
             say("added \(rule.summary)")
         }
     }

@@ -15,6 +15,8 @@ struct BackupTests {
         let failures = Locked<[String]>([])
         let end = ContinuousClock.now + .seconds(20)
 
+        // The backup begins once four publishes were acknowledged (told, not looked for).
+        let enough = AsyncStream<Void>.makeStream()
         let backupStarted = Locked<ContinuousClock.Instant?>(nil)
         let backupResult = Locked<NottyCLI.Result?>(nil)
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -25,7 +27,7 @@ struct BackupTests {
                         n += 1
                         do {
                             let id = try await world.publish("publisher \(publisher) #\(n)", extra: ["--priority", "none"])
-                            acknowledged.update { $0.append((id, .now)) }
+                            if acknowledged.update({ $0.append((id, .now)); return $0.count }) == 4 { enough.continuation.yield() }
                         } catch {
                             failures.update { $0.append("publish: \(error)") }
                         }
@@ -46,7 +48,7 @@ struct BackupTests {
                 }
             }
             group.addTask {
-                try await Task.sleep(for: .seconds(10))
+                for await _ in enough.stream { break }
                 backupStarted.update { $0 = .now }
                 let result = try await server.run(["admin", "backup", backup])
                 backupResult.update { $0 = result }
@@ -59,7 +61,7 @@ struct BackupTests {
         #expect(failures.update { $0 }.isEmpty, "\(failures.update { $0 }.prefix(3))")
         let started = try #require(backupStarted.update { $0 })
         let before = acknowledged.update { $0 }.filter { $0.at < started }.map(\.id)
-        try #require(before.count >= 2, "fewer than two publishes were acknowledged before the backup began: \(before.count)")
+        try #require(before.count >= 4, "fewer than four publishes were acknowledged before the backup began: \(before.count)")
         let (integrity, missing) = try await DatabaseQueue(path: backup).read { db in
             (try String.fetchAll(db, sql: "PRAGMA integrity_check"),
              try before.filter { try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications WHERE id = ?", arguments: [$0]) == 0 })

@@ -29,7 +29,8 @@ final class TargetRecorder: @unchecked Sendable {
                 var headers: [String: String] = [:]
                 for field in request.headers { headers[field.name.canonicalName] = field.value }
                 self.hits.update { $0.append(Hit(method: request.method.rawValue, path: request.uri.path, headers: headers, body: String(buffer: body), at: Date())) }
-                if request.uri.path.hasPrefix("/slow") { try await Task.sleep(for: .seconds(20)) }  // a target that does not answer (the service gives up at 15 s)
+                // A target that does not answer (the service gives up at 15 s).
+                if request.uri.path.hasPrefix("/slow") { try await Task.sleep(for: .seconds(20)) }
                 let fail = self.failNext.update { count -> Bool in
                     guard count > 0 else { return false }
                     count -= 1

@@ -71,7 +71,7 @@ struct LiveTests {
                 connectDoorbell(port: port, token: bob.userToken, log: bobs),
                 connectDoorbell(port: port, token: alice.userToken, query: "?payload=full", log: full),
             ]
-            defer { tasks.forEach { $0.cancel() } }
+            defer { for task in tasks { task.cancel() } }
             try await waitForConnections(harness.service, 4)
 
             let published = try await alice.publish(client, id: "ci-1")

@@ -189,9 +189,9 @@ struct UpgradeTests {
             let opened = try targets.map { try box.open($0) }
             #expect(targets.allSatisfy(SecretBox.isSealed) && opened == ["ntfy:https://ntfy.example.com/alerts"], "\(version)")
         }
-        if let stored = try await storage.notification(id: notificationId, userId: "users-1"), let action = stored.actions?.first {
+        if let stored = try await storage.notification(id: notificationId, userId: "users-1"), let actions = stored.actions, let action = actions.first {
             #expect(action.sealed != nil && action.headers.isEmpty, "\(version): \(action)")
-            #expect(try await box.opened(action).headers == ["Authorization": "Bearer tk_upgrade"], "\(version)")
+            #expect(try await box.opened(actions).first?.headers == ["Authorization": "Bearer tk_upgrade"], "\(version)")
         }
 
         // Write through this build: a publish, a change of state, a preference, a rule.

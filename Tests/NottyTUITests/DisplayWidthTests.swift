@@ -3,6 +3,8 @@ import Testing
 
 @Suite("Display width, independent of the locale")
 struct DisplayWidthTests {
+    // A table with aligned comments: swift-format leaves it as is.
+    // swift-format-ignore
     static let widths: [(String, Int)] = [
         ("hello", 5),
         ("", 0),
