@@ -108,7 +108,10 @@ let package = Package(
         // The client's durable store: notifications, outbox, cursor (GRDB/SQLite, WAL).
         .target(
             name: "NottyStore",
-            dependencies: ["NottyCore", "NottyPOSIX", "NottySQLite", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
+            dependencies: [
+                "NottyCore", "NottyPOSIX", "NottySQLite", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
         ),
         // The sync engine: HTTP client and tokens, pull/flush, doorbell and polling.
         .target(
@@ -219,7 +222,8 @@ let package = Package(
         // Helpers for tests and benchmarks that run the real notty (not shipped).
         .target(name: "NottyTestSupport", dependencies: ["NottyCore", "NottyPOSIX", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "NottyCoreTests", dependencies: ["NottyCore", "NottyTestSupport"]),
-        .testTarget(name: "NottyCommandLineTests", dependencies: ["NottyCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .testTarget(
+            name: "NottyCommandLineTests", dependencies: ["NottyCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .testTarget(name: "NottySQLiteTests", dependencies: ["NottySQLite", "NottyTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "NottyDesktopTests", dependencies: ["NottyDesktop", "NottyCore", "NottyTestSupport"]),
         .testTarget(name: "NottyTerminalTests", dependencies: ["NottyTerminal", "NottyTUI", "NottyPOSIX", "CNcursesw", "NottyTestSupport"]),
@@ -238,7 +242,8 @@ let package = Package(
         .testTarget(name: "NottyTUITests", dependencies: ["NottyTUI", "NottyCore", "NottyTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "NottyWebhooksTests", dependencies: ["NottyWebhooks", "NottyCore"], exclude: ["Fixtures"]),
         .testTarget(name: "NottyCenterTests", dependencies: ["NottyCenter", "NottyStore", "NottyTUI", "NottyCore", "NottyTestSupport"]),
-        .testTarget(name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore", "NottyTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(
+            name: "NottyStoreTests", dependencies: ["NottyCore", "NottyStore", "NottyTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         // Tests of the real executables: notty serve, notty on devices, in tmux, on a session
         // bus, behind Alertmanager, against schemathesis (they need `notty` built).
         .testTarget(

@@ -107,9 +107,10 @@ public final class Center: Sendable {
     private func readStatus() -> TUIEvent {
         let info = try? store.syncInfo()
         let interruptions = Interruptions(preferences: (try? store.preferences()) ?? [], now: Date())
-        return .status(SyncStatus(
-            user: credentials.userName, server: credentials.server, connection: connection.withLock { $0 },
-            outbox: info?.outbox ?? 0, lastSync: info?.lastSync, quietUntil: interruptions.quietUntil, mutes: interruptions.mutes.count))
+        return .status(
+            SyncStatus(
+                user: credentials.userName, server: credentials.server, connection: connection.withLock { $0 },
+                outbox: info?.outbox ?? 0, lastSync: info?.lastSync, quietUntil: interruptions.quietUntil, mutes: interruptions.mutes.count))
     }
 
     private func syncEvent(_ event: LiveSyncEvent) {
@@ -155,7 +156,9 @@ public final class Center: Sendable {
         }
         while running {
             if quitRequested.load(ordering: .relaxed) { break }
-            pending += eventQueue.withLock { events in defer { events.removeAll() }; return events }
+            pending += eventQueue.withLock { events in
+                defer { events.removeAll() }; return events
+            }
             if statusStale.exchange(false, ordering: .acquiringAndReleasing) { pending.append(readStatus()) }
             let now = Date()
             if now.timeIntervalSince(lastTick) >= 1 || now < lastTick {  // or the wall clock stepped back
@@ -196,7 +199,8 @@ public final class Center: Sendable {
                     case .findUnread(let request, let forward):
                         let now = Date()
                         if let anchor = request.anchorId,
-                           let found = try store.nextUnread(view: request.view, query: request.query, after: anchor, forward: forward, now: now) {
+                            let found = try store.nextUnread(view: request.view, query: request.query, after: anchor, forward: forward, now: now)
+                        {
                             var jump = request
                             jump.anchorId = found
                             if case .loaded(let window, let counts, let selection) = try loader.answer(jump, now: now) {
@@ -239,7 +243,9 @@ public final class Center: Sendable {
             if dirty {
                 terminal.paint(ahead.frame(for: state, timeOnly: timeOnly))
                 loader.startCounting()  // answers leave counts only while events are handled
-                if let told = firstPaint.withLock({ continuation in defer { continuation = nil }; return continuation }) {
+                if let told = firstPaint.withLock({ continuation in
+                    defer { continuation = nil }; return continuation
+                }) {
                     told.yield()
                     told.finish()
                 }

@@ -82,7 +82,8 @@ public final class WindowLoader: Sendable {
             return try answerBeforeCounting(request, snapshot, anchor: anchor, revision: revision, counts: counts, now: now)
         }
         let (selection, offset, length) = request.placement(total: total, anchorIndex: anchor)
-        let rows = length > 0 ? try snapshot.window(view: request.view, query: request.query, offset: offset, limit: length, total: total, now: now) : []
+        let rows =
+            length > 0 ? try snapshot.window(view: request.view, query: request.query, offset: offset, limit: length, total: total, now: now) : []
         let window = ViewWindow(view: request.view, query: request.query, total: total, offset: offset, rows: rows)
         return (.loaded(window, counts: counts, selection: selection), nil)
     }
@@ -117,27 +118,34 @@ public final class WindowLoader: Sendable {
     /// or expiry has come due since.
     private func readyAnswer(_ request: WindowRequest, revision: Int64, now: Date) -> Answer? {
         guard let ready = readyAnswers.withLock({ $0[request] }), ready.revision == revision,
-              ready.validUntil.map({ now < $0 }) ?? true else { return nil }
+            ready.validUntil.map({ now < $0 }) ?? true
+        else { return nil }
         return ready.answer
     }
 
     /// The rows around the selection of a search whose matches are not counted yet (found by
     /// stepping over the view from its newest row); counting starts in the background. When
     /// fewer rows than asked for come back, they end the list and are its count.
-    private func answerBeforeCounting(_ request: WindowRequest, _ snapshot: StoreSnapshot, anchor: Int?, revision: Int64, counts: ViewCounts, now: Date) throws -> Answer {
+    private func answerBeforeCounting(
+        _ request: WindowRequest, _ snapshot: StoreSnapshot, anchor: Int?, revision: Int64, counts: ViewCounts, now: Date
+    ) throws -> Answer {
         // The placement of a list with no end known.
         let (wanted, offset, span) = request.placement(total: .max, anchorIndex: anchor)
         var rows = try snapshot.window(view: request.view, query: request.query, offset: offset, limit: span + 1, now: now)
         let counted = rows.count <= span && (offset == 0 || !rows.isEmpty)
         if !counted {
             if rows.isEmpty {  // past the end of a list not counted yet: start again from the top
-                return try answer(WindowRequest(view: request.view, query: request.query, index: 0, span: span), snapshot, revision: revision, counts: counts, now: now)
+                return try answer(
+                    WindowRequest(view: request.view, query: request.query, index: 0, span: span), snapshot, revision: revision, counts: counts,
+                    now: now)
             }
             rows.removeLast()
         }
         let window = ViewWindow(view: request.view, query: request.query, total: offset + rows.count, offset: offset, rows: rows, counted: counted)
-        return (.loaded(window, counts: counts, selection: min(wanted, max(0, offset + rows.count - 1))),
-                counted ? nil : SearchCount(view: request.view, query: request.query, revision: revision))
+        return (
+            .loaded(window, counts: counts, selection: min(wanted, max(0, offset + rows.count - 1))),
+            counted ? nil : SearchCount(view: request.view, query: request.query, revision: revision)
+        )
     }
 
     private func searchCount(_ key: SearchCount, now: Date) -> Int? {
@@ -148,7 +156,9 @@ public final class WindowLoader: Sendable {
     /// Starts counting what answers left uncounted; called once their frame is painted, so
     /// that counting does not compete with it for the processor.
     public func startCounting() {
-        for key in toCount.withLock({ keys in defer { keys.removeAll() }; return keys }) {
+        for key in toCount.withLock({ keys in
+            defer { keys.removeAll() }; return keys
+        }) {
             countInBackground(key)
         }
     }

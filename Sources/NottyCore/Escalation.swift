@@ -24,7 +24,8 @@ public enum EscalationTarget: Sendable, Equatable, Hashable, CustomStringConvert
             self = kind == "ntfy" ? .ntfy(rest) : .webhook(rest)
         case "command":
             guard !rest.isEmpty, rest.count <= 64, rest.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) else {
-                throw ValidationError("\(Self.quoted(text)): command: takes the name of a command the service's administrator set up (letters, digits, - _ .)")
+                throw ValidationError(
+                    "\(Self.quoted(text)): command: takes the name of a command the service's administrator set up (letters, digits, - _ .)")
             }
             self = .command(rest)
         default:
@@ -78,8 +79,10 @@ public struct EscalationRule: Codable, Sendable, Equatable {
     public var group: String?
     public var createdDateTime: Date
 
-    public init(id: String, name: String, afterSeconds: Int, repeatSeconds: Int? = nil, targets: [String], priority: String = "high",
-                app: String? = nil, group: String? = nil, createdDateTime: Date) {
+    public init(
+        id: String, name: String, afterSeconds: Int, repeatSeconds: Int? = nil, targets: [String], priority: String = "high",
+        app: String? = nil, group: String? = nil, createdDateTime: Date
+    ) {
         self.id = id
         self.name = name
         self.afterSeconds = afterSeconds
@@ -119,8 +122,12 @@ public struct EscalationRule: Codable, Sendable, Equatable {
 
 extension EscalationRule {
     /// The `POST /v1/me/escalations` body of a rule (what `notty escalate add` sends).
-    public static func body(after: Int, targets: [String], priority: String, repeatSeconds: Int?, app: String?, group: String?, name: String?) -> JSONValue {
-        var body: [String: JSONValue] = ["after": .number(Double(after)), "targets": .array(targets.map(JSONValue.string)), "priority": .string(priority.lowercased())]
+    public static func body(after: Int, targets: [String], priority: String, repeatSeconds: Int?, app: String?, group: String?, name: String?)
+        -> JSONValue
+    {
+        var body: [String: JSONValue] = [
+            "after": .number(Double(after)), "targets": .array(targets.map(JSONValue.string)), "priority": .string(priority.lowercased()),
+        ]
         body["repeat"] = repeatSeconds.map { .number(Double($0)) }
         body["app"] = app.map(JSONValue.string)
         body["group"] = group.map(JSONValue.string)
@@ -142,12 +149,17 @@ extension EscalationRule {
         }
         var targets: [String] = []
         for (index, item) in items.enumerated() {
-            guard case .string(let text) = item else { throw ValidationError("targets[\(index)] must be a string such as ntfy:https://ntfy.sh/my-alerts") }
+            guard case .string(let text) = item else {
+                throw ValidationError("targets[\(index)] must be a string such as ntfy:https://ntfy.sh/my-alerts")
+            }
             let target = try EscalationTarget(parsing: text)
             if case .command(let name) = target, let commands, commands[name] == nil {
                 let known = commands.keys.sorted()
-                throw ValidationError("no command named \(name) on this service: "
-                    + (known.isEmpty ? "its administrator has named none ([escalation.commands] in server.toml)" : "there are \(known.joined(separator: ", "))"))
+                throw ValidationError(
+                    "no command named \(name) on this service: "
+                        + (known.isEmpty
+                            ? "its administrator has named none ([escalation.commands] in server.toml)"
+                            : "there are \(known.joined(separator: ", "))"))
             }
             targets.append(target.description)
         }
@@ -159,8 +171,9 @@ extension EscalationRule {
         guard !name.contains(where: { $0.isWhitespace || $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) else {
             throw ValidationError("name must be one word (no spaces or control characters)")
         }
-        self.init(id: id, name: name, afterSeconds: after, repeatSeconds: repeatSeconds, targets: targets, priority: priority,
-                  app: app, group: group, createdDateTime: now)
+        self.init(
+            id: id, name: name, afterSeconds: after, repeatSeconds: repeatSeconds, targets: targets, priority: priority,
+            app: app, group: group, createdDateTime: now)
     }
 
     /// A duration member: whole seconds, or text such as `10m`; within the rules' limits.
@@ -171,7 +184,9 @@ extension EscalationRule {
             if required { throw ValidationError("\(key) is required: a duration such as 10m") }
             return nil
         case .number(let value)?:
-            guard value == value.rounded(), let whole = Int(exactly: value) else { throw ValidationError("\(key) must be whole seconds or a duration such as 10m") }
+            guard value == value.rounded(), let whole = Int(exactly: value) else {
+                throw ValidationError("\(key) must be whole seconds or a duration such as 10m")
+            }
             seconds = whole
         case .string(let text)?:
             guard let parsed = DurationText.seconds(text) else { throw ValidationError("\(key) must be a duration such as 30s, 10m or 2h") }

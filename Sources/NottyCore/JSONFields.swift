@@ -47,11 +47,13 @@ public struct JSONFields {
     init(reading parser: inout JSONParser, _ what: String) throws(ValidationError) {
         var members: [(key: String, value: JSONValue)] = []
         members.reserveCapacity(20)
-        guard parser.readObject({ key, parser in
-            guard let value = parser.readValue() else { return false }
-            members.append((key, value))
-            return true
-        }) else { throw ValidationError("\(what) must be a JSON object") }
+        guard
+            parser.readObject({ key, parser in
+                guard let value = parser.readValue() else { return false }
+                members.append((key, value))
+                return true
+            })
+        else { throw ValidationError("\(what) must be a JSON object") }
         self.init(members: members, what, leniency: .wire)
     }
 

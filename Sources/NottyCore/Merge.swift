@@ -54,7 +54,8 @@ public struct StateChange: Sendable, Equatable, Codable {
     /// the device store (pending changes over the service's state) and the center (its
     /// detail's copy) all apply changes with it.
     public func applied(to state: (readState: ReadState, userActionState: UserActionState, snoozedUntil: Date?))
-        -> (readState: ReadState, userActionState: UserActionState, snoozedUntil: Date?) {
+        -> (readState: ReadState, userActionState: UserActionState, snoozedUntil: Date?)
+    {
         var result = state
         if let readState { result.readState = readState }
         if let userActionState {

@@ -35,7 +35,10 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
     static let maxHeaders = 20
     static let maxBody = 8192
 
-    public init(kind: Kind, label: String, url: String? = nil, method: String? = nil, headers: [String: String] = [:], body: String? = nil, clear: Bool = false) {
+    public init(
+        kind: Kind, label: String, url: String? = nil, method: String? = nil, headers: [String: String] = [:], body: String? = nil,
+        clear: Bool = false
+    ) {
         self.kind = kind
         self.label = label
         self.url = url
@@ -50,8 +53,9 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
     /// A device reads what the service shows.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(kind: try c.decode(Kind.self, forKey: .action), label: try c.decode(String.self, forKey: .label),
-                  url: try c.decodeIfPresent(String.self, forKey: .url), clear: try c.decodeIfPresent(Bool.self, forKey: .clear) ?? false)
+        self.init(
+            kind: try c.decode(Kind.self, forKey: .action), label: try c.decode(String.self, forKey: .label),
+            url: try c.decodeIfPresent(String.self, forKey: .url), clear: try c.decodeIfPresent(Bool.self, forKey: .clear) ?? false)
     }
 
     /// What devices are shown: never an `http` action's URL, headers or body.
@@ -124,14 +128,16 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
         guard case .array(let items)? = value else { return nil }
         let actions = items.compactMap { item -> NotificationAction? in
             guard case .object(let o) = item, case .string(let kindText)? = o["action"], let kind = Kind(rawValue: kindText),
-                  case .string(let label)? = o["label"] else { return nil }
+                case .string(let label)? = o["label"]
+            else { return nil }
             func text(_ key: String) -> String? { if case .string(let value)? = o[key] { value } else { nil } }
             var headers: [String: String] = [:]
             if case .object(let fields)? = o["headers"] {
                 for (name, value) in fields { if case .string(let text) = value { headers[name] = text } }
             }
             let clear: Bool = if case .bool(true)? = o["clear"] { true } else { false }
-            var action = NotificationAction(kind: kind, label: label, url: text("url"), method: text("method"), headers: headers, body: text("body"), clear: clear)
+            var action = NotificationAction(
+                kind: kind, label: label, url: text("url"), method: text("method"), headers: headers, body: text("body"), clear: clear)
             if case .bool(true)? = o["template"] { action.template = true }
             action.sealed = text("sealed")
             return action
@@ -141,11 +147,12 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
 
     /// A list as devices see it, as a JSON value (a device's store keeps it so).
     public static func shownValue(_ actions: [NotificationAction]) -> JSONValue {
-        .array(actions.map { a in
-            var o: [String: JSONValue] = ["action": .string(a.kind.rawValue), "label": .string(a.label), "clear": .bool(a.clear)]
-            if a.kind == .view, let url = a.url { o["url"] = .string(url) }
-            return .object(o)
-        })
+        .array(
+            actions.map { a in
+                var o: [String: JSONValue] = ["action": .string(a.kind.rawValue), "label": .string(a.label), "clear": .bool(a.clear)]
+                if a.kind == .view, let url = a.url { o["url"] = .string(url) }
+                return .object(o)
+            })
     }
 
     /// "Silence 1h": a silence of the alert's labels through Alertmanager's API v2
@@ -158,8 +165,9 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
             "matchers": .array(matchers), "startsAt": .string("{{now}}"), "endsAt": .string("{{in:\(hours * 3600)}}"),
             "createdBy": .string("{{createdBy}}"), "comment": .string("Silenced for \(hours)h from notty"),
         ]).jsonText
-        var action = NotificationAction(kind: .http, label: "Silence \(hours)h", url: alertmanager + "/api/v2/silences", method: "POST",
-                                        headers: ["Content-Type": "application/json"], body: body, clear: true)
+        var action = NotificationAction(
+            kind: .http, label: "Silence \(hours)h", url: alertmanager + "/api/v2/silences", method: "POST",
+            headers: ["Content-Type": "application/json"], body: body, clear: true)
         action.template = true
         return action
     }
@@ -168,7 +176,8 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
     public func body(createdBy: String, now: Date) -> String? {
         guard template, let body else { return body }
         func escaped(_ text: String) -> String { String(JSONValue.string(text).jsonText.dropFirst().dropLast()) }
-        var filled = body.replacingOccurrences(of: "{{createdBy}}", with: escaped(createdBy)).replacingOccurrences(of: "{{now}}", with: ISOTime.format(now))
+        var filled = body.replacingOccurrences(of: "{{createdBy}}", with: escaped(createdBy)).replacingOccurrences(
+            of: "{{now}}", with: ISOTime.format(now))
         while let start = filled.range(of: "{{in:"), let end = filled.range(of: "}}", range: start.upperBound..<filled.endIndex) {
             let seconds = TimeInterval(filled[start.upperBound..<end.lowerBound]) ?? 0
             filled.replaceSubrange(start.lowerBound..<end.upperBound, with: ISOTime.format(now.addingTimeInterval(seconds)))
@@ -211,8 +220,10 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
             case .string(let text)?: clear = try flag(text, n)
             default: throw ValidationError("action \(n): clear must be true or false")
             }
-            actions.append(try make(n, kind: text("action"), label: text("label"), url: text("url"), method: text("method"),
-                                    headers: headers, body: text("body"), clear: clear))
+            actions.append(
+                try make(
+                    n, kind: text("action"), label: text("label"), url: text("url"), method: text("method"),
+                    headers: headers, body: text("body"), clear: clear))
         }
         return actions
     }
@@ -254,8 +265,10 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
                 named[key] = positional.removeFirst()
             }
             if !positional.isEmpty { throw ValidationError("action \(n): too many values (\(positional.joined(separator: ", ")))") }
-            actions.append(try make(n, kind: named["action"], label: named["label"], url: named["url"], method: named["method"],
-                                    headers: headers, body: named["body"], clear: try named["clear"].map { v throws(ValidationError) in try flag(v, n) } ?? false))
+            actions.append(
+                try make(
+                    n, kind: named["action"], label: named["label"], url: named["url"], method: named["method"],
+                    headers: headers, body: named["body"], clear: try named["clear"].map { v throws(ValidationError) in try flag(v, n) } ?? false))
         }
         return actions
     }
@@ -273,13 +286,17 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
     }
 
     /// One validated action; `n` counts from 1 in messages.
-    private static func make(_ n: Int, kind: String?, label: String?, url: String?, method: String?, headers: [String: String],
-                             body: String?, clear: Bool) throws(ValidationError) -> NotificationAction {
+    private static func make(
+        _ n: Int, kind: String?, label: String?, url: String?, method: String?, headers: [String: String],
+        body: String?, clear: Bool
+    ) throws(ValidationError) -> NotificationAction {
         guard let kindText = kind?.trimmingASCIISpace().lowercased(), !kindText.isEmpty else {
             throw ValidationError("action \(n) needs an action: view or http")
         }
         guard let kind = Kind(rawValue: kindText) else {
-            if kindText == "broadcast" { throw ValidationError("action \(n): broadcast actions are Android intents; notty runs view and http actions") }
+            if kindText == "broadcast" {
+                throw ValidationError("action \(n): broadcast actions are Android intents; notty runs view and http actions")
+            }
             throw ValidationError("action \(n): unknown action \(kindText) (use view or http)")
         }
         guard let label = label?.trimmingASCIISpace(), !label.isEmpty else { throw ValidationError("action \(n) needs a label") }
@@ -287,9 +304,13 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
             throw ValidationError("action \(n): the label must be one line of at most \(maxLabel) characters")
         }
         guard let url = url?.trimmingASCIISpace(), !url.isEmpty else { throw ValidationError("action \(n) (\(label)) needs a url") }
-        guard LaunchURL.isValid(url) else { throw ValidationError("action \(n) (\(label)): the url must be an absolute http or https URL of at most 2,048 characters") }
+        guard LaunchURL.isValid(url) else {
+            throw ValidationError("action \(n) (\(label)): the url must be an absolute http or https URL of at most 2,048 characters")
+        }
         if kind == .view {
-            if method != nil || !headers.isEmpty || body != nil { throw ValidationError("action \(n) (\(label)): a view action has only a label, a url and clear") }
+            if method != nil || !headers.isEmpty || body != nil {
+                throw ValidationError("action \(n) (\(label)): a view action has only a label, a url and clear")
+            }
             return NotificationAction(kind: .view, label: label, url: url, clear: clear)
         }
         let verb = (method?.trimmingASCIISpace()).flatMap { $0.isEmpty ? nil : $0.uppercased() } ?? "POST"
@@ -299,7 +320,8 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
         if headers.count > maxHeaders { throw ValidationError("action \(n) (\(label)): at most \(maxHeaders) headers") }
         for (name, value) in headers {
             guard !name.isEmpty, name.utf8.count <= 256, name.unicodeScalars.allSatisfy(isTokenCharacter) else {
-                throw ValidationError("action \(n) (\(label)): the header name \"\(name)\" is not a header name (letters, digits and !#$%&'*+-.^_`|~)")
+                throw ValidationError(
+                    "action \(n) (\(label)): the header name \"\(name)\" is not a header name (letters, digits and !#$%&'*+-.^_`|~)")
             }
             guard value.utf8.count <= 8192, !value.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }) else {
                 throw ValidationError("action \(n) (\(label)): the header \(name) has a line break or control character in its value")
@@ -386,7 +408,10 @@ public struct NotificationAction: Sendable, Equatable, Codable, JSONWritable {
     }
 
     private static func isName(_ key: String) -> Bool {
-        !key.isEmpty && key.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0) }
+        !key.isEmpty
+            && key.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)
+            }
     }
 }
 
@@ -434,7 +459,9 @@ public struct ActionResult: Sendable, Equatable, Codable, JSONWritable {
     }
 
     public var value: JSONValue {
-        var o: [String: JSONValue] = ["action": .number(Double(action)), "label": .string(label), "status": .string(status.rawValue), "at": .string(ISOTime.format(at))]
+        var o: [String: JSONValue] = [
+            "action": .number(Double(action)), "label": .string(label), "status": .string(status.rawValue), "at": .string(ISOTime.format(at)),
+        ]
         if let httpStatus { o["httpStatus"] = .number(Double(httpStatus)) }
         if let error { o["error"] = .string(error) }
         if let device { o["device"] = .string(device) }
@@ -446,8 +473,8 @@ public struct ActionResult: Sendable, Equatable, Codable, JSONWritable {
         guard case .array(let items)? = value else { return nil }
         let results = items.compactMap { item -> ActionResult? in
             guard case .object(let o) = item, case .number(let n)? = o["action"], case .string(let label)? = o["label"],
-                  case .string(let statusText)? = o["status"], let status = Status(rawValue: statusText),
-                  case .string(let atText)? = o["at"], let at = ISOTime.parse(atText)
+                case .string(let statusText)? = o["status"], let status = Status(rawValue: statusText),
+                case .string(let atText)? = o["at"], let at = ISOTime.parse(atText)
             else { return nil }
             let code: Int? = if case .number(let c)? = o["httpStatus"] { Int(c) } else { nil }
             let error: String? = if case .string(let e)? = o["error"] { e } else { nil }

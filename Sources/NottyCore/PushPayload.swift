@@ -16,7 +16,9 @@ public struct PushPayload: Sendable, Equatable {
         case notNotty(String)
 
         public var description: String {
-            switch self { case .notNotty(let why): why }
+            switch self {
+            case .notNotty(let why): why
+            }
         }
     }
 

@@ -35,7 +35,7 @@ public struct QuietSchedule: Sendable, Equatable {
     public static func timeOfDay(_ text: String) -> DateComponents? {
         let parts = text.split(separator: ":")
         guard parts.count == 2, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isASCIIDigit) }),
-              let hour = Int(parts[0]), let minute = Int(parts[1]), (0..<24).contains(hour), (0..<60).contains(minute)
+            let hour = Int(parts[0]), let minute = Int(parts[1]), (0..<24).contains(hour), (0..<60).contains(minute)
         else { return nil }
         return DateComponents(hour: hour, minute: minute)
     }
@@ -67,8 +67,8 @@ public struct QuietSchedule: Sendable, Equatable {
         if wraps, let yesterday = calendar.date(byAdding: .day, value: -1, to: today) { starts.append(yesterday) }
         for day in starts {
             guard days.isEmpty || days.contains(calendar.component(.weekday, from: day)),
-                  let start = time(from, on: day, calendar), let endDay = wraps ? calendar.date(byAdding: .day, value: 1, to: day) : day,
-                  let end = time(to, on: endDay, calendar)
+                let start = time(from, on: day, calendar), let endDay = wraps ? calendar.date(byAdding: .day, value: 1, to: day) : day,
+                let end = time(to, on: endDay, calendar)
             else { continue }
             if start <= now && now < end { return end }
         }
@@ -101,8 +101,8 @@ public struct QuietSchedule: Sendable, Equatable {
     /// A schedule from its preference value; nil for `null` or a value that is not one.
     public init?(_ value: JSONValue) {
         guard case .object(let object) = value, case .string(let fromText)? = object["from"], case .string(let toText)? = object["to"],
-              let from = Self.timeOfDay(fromText), let to = Self.timeOfDay(toText), from != to,
-              case .string(let zoneName)? = object["zone"], let zone = TimeZone(identifier: zoneName)
+            let from = Self.timeOfDay(fromText), let to = Self.timeOfDay(toText), from != to,
+            case .string(let zoneName)? = object["zone"], let zone = TimeZone(identifier: zoneName)
         else { return nil }
         var days: Set<Int> = []
         if case .array(let names)? = object["days"] {

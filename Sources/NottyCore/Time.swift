@@ -43,7 +43,8 @@ public enum ISOTime {
     public static func parse(_ text: String) -> Date? {
         if let millis = parseUTC(text) { return date(millis: millis) }
         guard let date = (try? withFraction.parse(text)) ?? (try? withoutFraction.parse(text)),
-              (firstMillis...lastMillis).contains(millis(date)) else { return nil }
+            (firstMillis...lastMillis).contains(millis(date))
+        else { return nil }
         return truncated(date)
     }
 
@@ -68,10 +69,11 @@ public enum ISOTime {
                 return value
             }
             guard b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"), b[10] == UInt8(ascii: "T"),
-                  b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"), b[count - 1] == UInt8(ascii: "Z"),
-                  let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
-                  let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
-                  (1...12).contains(month), hour < 24, minute < 60, second < 60 else { return nil }
+                b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"), b[count - 1] == UInt8(ascii: "Z"),
+                let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
+                let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
+                (1...12).contains(month), hour < 24, minute < 60, second < 60
+            else { return nil }
             var ms = 0
             if count == 24 {
                 guard b[19] == UInt8(ascii: "."), let fraction = number(20, 3) else { return nil }
@@ -160,7 +162,8 @@ public enum NottyJSON {
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
             guard let date = ISOTime.parse(text) else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected an ISO 8601 time such as 2026-11-21T09:40:18.000Z, got \"\(text)\"")
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "expected an ISO 8601 time such as 2026-11-21T09:40:18.000Z, got \"\(text)\"")
             }
             return date
         }

@@ -168,7 +168,7 @@ public struct EscalationRecord: Codable, Sendable, Equatable, JSONWritable {
         guard case .array(let items)? = value else { return nil }
         let records = items.compactMap { item -> EscalationRecord? in
             guard case .object(let o) = item, case .string(let target)? = o["target"], case .string(let rule)? = o["rule"],
-                  case .string(let atText)? = o["at"], let at = ISOTime.parse(atText), case .string(let outcome)? = o["outcome"]
+                case .string(let atText)? = o["at"], let at = ISOTime.parse(atText), case .string(let outcome)? = o["outcome"]
             else { return nil }
             let error: String? = if case .string(let text)? = o["error"] { text } else { nil }
             return EscalationRecord(target: target, rule: rule, at: at, outcome: outcome, error: error)
@@ -178,11 +178,14 @@ public struct EscalationRecord: Codable, Sendable, Equatable, JSONWritable {
 
     /// The records as a JSON value.
     public static func value(_ records: [EscalationRecord]) -> JSONValue {
-        .array(records.map { r in
-            var o: [String: JSONValue] = ["target": .string(r.target), "rule": .string(r.rule), "at": .string(ISOTime.format(r.at)), "outcome": .string(r.outcome)]
-            if let error = r.error { o["error"] = .string(error) }
-            return .object(o)
-        })
+        .array(
+            records.map { r in
+                var o: [String: JSONValue] = [
+                    "target": .string(r.target), "rule": .string(r.rule), "at": .string(ISOTime.format(r.at)), "outcome": .string(r.outcome),
+                ]
+                if let error = r.error { o["error"] = .string(error) }
+                return .object(o)
+            })
     }
 
     /// A line for a person: `ntfy:https://ntfy.sh/alerts 2m ago (night)`, or its failure.

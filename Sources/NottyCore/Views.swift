@@ -33,7 +33,8 @@ public enum NotificationView: String, CaseIterable, Sendable, Codable {
     /// for both SQLite and PostgreSQL; the storage tests check it against the Swift rule for every
     /// combination of states.
     public func sqlCondition(now: String) -> String {
-        let snoozeOver = "(action_state = '\(UserActionState.noInteraction.rawValue)' OR (action_state = '\(UserActionState.snoozed.rawValue)' AND snoozed_until <= \(now)))"
+        let snoozeOver =
+            "(action_state = '\(UserActionState.noInteraction.rawValue)' OR (action_state = '\(UserActionState.snoozed.rawValue)' AND snoozed_until <= \(now)))"
         switch self {
         case .unread: return "(read_state = '\(ReadState.unread.rawValue)' AND \(snoozeOver))"
         case .read: return "(read_state = '\(ReadState.read.rawValue)' AND \(snoozeOver))"
@@ -103,8 +104,9 @@ public struct ViewCounts: Codable, Sendable, Equatable {
     public mutating func add(_ notification: UserNotification, now: Date) {
         guard notification.isLive(at: now) else { return }
         all += 1
-        self[NotificationView.partition(
-            readState: notification.readState, userActionState: notification.userActionState,
-            snoozedUntil: notification.snoozedUntil, now: now)] += 1
+        self[
+            NotificationView.partition(
+                readState: notification.readState, userActionState: notification.userActionState,
+                snoozedUntil: notification.snoozedUntil, now: now)] += 1
     }
 }

@@ -18,7 +18,9 @@ extension UserNotification {
             priority: try f.required("priority") { key throws(ValidationError) in try f.enumeration(key, Priority.self) },
             payload: NotificationPayload(
                 rawContent: try payload.string("rawContent"),
-                visualContent: try visual.map { v throws(ValidationError) in VisualContent(title: try v.requiredString("title"), body: try v.string("body")) }),
+                visualContent: try visual.map { v throws(ValidationError) in
+                    VisualContent(title: try v.requiredString("title"), body: try v.string("body"))
+                }),
             displayTimeToLive: try f.integer("displayTimeToLive"),
             expirationDateTime: try f.required("expirationDateTime", f.time), createdDateTime: try f.required("createdDateTime", f.time),
             lastModifiedDateTime: try f.required("lastModifiedDateTime", f.time),

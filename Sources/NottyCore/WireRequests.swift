@@ -197,7 +197,7 @@ public struct HTTPURL: Sendable, Equatable {
 
     public init?(_ text: String) {
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let written = components.host, !written.isEmpty
+            let written = components.host, !written.isEmpty
         else { return nil }
         self.scheme = scheme
         host = (written.hasPrefix("[") && written.hasSuffix("]") ? String(written.dropFirst().dropLast()) : written).lowercased()

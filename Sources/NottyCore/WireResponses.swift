@@ -115,9 +115,11 @@ public struct SubscriptionInfo: Codable, Sendable, Equatable {
     public var hasSecret: Bool?
     /// An ntfy topic's URL (PROTOCOL.md §8.2, platform `ntfy`): only in the answer that made it.
     public var topicUrl: String?
-    public init(userNotificationSubscriptionId: String, expirationDateTime: Date, deviceId: String, targetHostName: String?, deviceName: String?,
-                platform: String?, createdDateTime: Date? = nil, lastSeenDateTime: Date? = nil, webhookUrl: String? = nil, hasSecret: Bool? = nil,
-                topicUrl: String? = nil) {
+    public init(
+        userNotificationSubscriptionId: String, expirationDateTime: Date, deviceId: String, targetHostName: String?, deviceName: String?,
+        platform: String?, createdDateTime: Date? = nil, lastSeenDateTime: Date? = nil, webhookUrl: String? = nil, hasSecret: Bool? = nil,
+        topicUrl: String? = nil
+    ) {
         self.userNotificationSubscriptionId = userNotificationSubscriptionId
         self.expirationDateTime = expirationDateTime
         self.deviceId = deviceId

@@ -229,12 +229,16 @@ public final class DesktopBus: @unchecked Sendable {
     }
 
     private static func serverInformation(_ connection: OpaquePointer) throws(Failure) -> String {
-        guard let message = dbus_message_new_method_call(service, path, service, "GetServerInformation") else { throw Failure(description: "out of memory") }
+        guard let message = dbus_message_new_method_call(service, path, service, "GetServerInformation") else {
+            throw Failure(description: "out of memory")
+        }
         defer { dbus_message_unref(message) }
         var error = notty_dbus_error()
         guard let reply = dbus_connection_send_with_reply_and_block(connection, message, 3000, &error) else {
             defer { dbus_error_free(&error) }
-            throw Failure(description: "no notification daemon on the session D-Bus (\(text(error))): start one (dunst, mako, your desktop's). Desktop popups are off")
+            throw Failure(
+                description:
+                    "no notification daemon on the session D-Bus (\(text(error))): start one (dunst, mako, your desktop's). Desktop popups are off")
         }
         defer { dbus_message_unref(reply) }
         var iter = DBusMessageIter()

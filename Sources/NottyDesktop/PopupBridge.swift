@@ -3,7 +3,11 @@ import NottyCore
 
 /// What one desktop popup shows: the arguments of freedesktop `Notify`.
 public struct PopupContent: Sendable, Equatable {
-    public enum Urgency: UInt8, Sendable { case low = 0, normal = 1, critical = 2 }
+    public enum Urgency: UInt8, Sendable {
+        case low = 0
+        case normal = 1
+        case critical = 2
+    }
 
     public var appName = "notty"
     public var summary: String
@@ -32,7 +36,9 @@ public struct PopupContent: Sendable, Equatable {
         body = Self.escapingMarkup(notification.payload.visualContent?.body ?? "")
         urgency = notification.priority == .low ? .low : .normal
         // A click (default) activates, and opens the link when there is one; "Open" says so.
-        actions = notification.launchUrl == nil ? [("default", "Activate"), ("dismiss", "Dismiss")]
+        actions =
+            notification.launchUrl == nil
+            ? [("default", "Activate"), ("dismiss", "Dismiss")]
             : [("default", "Open"), ("open", "Open"), ("dismiss", "Dismiss")]
         for (index, action) in (notification.actions ?? []).enumerated() {
             actions.append(("\(Self.actionKeyPrefix)\(index + 1)", action.label))
@@ -202,7 +208,9 @@ public struct PopupBridge: Sendable, Equatable {
             case "default", "open": return ids.map { .activate(id: $0) } + [.close(popupId: popupId)]
             case "dismiss": return ids.map { .dismiss(id: $0) } + [.close(popupId: popupId)]
             case let key where key.hasPrefix(PopupContent.actionKeyPrefix):
-                guard let number = Int(key.dropFirst(PopupContent.actionKeyPrefix.count)), (1...NotificationAction.maxPerNotification).contains(number) else { return [] }
+                guard let number = Int(key.dropFirst(PopupContent.actionKeyPrefix.count)),
+                    (1...NotificationAction.maxPerNotification).contains(number)
+                else { return [] }
                 return ids.map { .runAction(id: $0, number: number) } + [.close(popupId: popupId)]
             default: return []
             }

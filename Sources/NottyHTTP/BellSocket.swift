@@ -1,10 +1,10 @@
 import Foundation
-import Synchronization
 import NIOCore
 import NIOWebSocket
 import NottyCore
-import NottyWebhooks
 import NottyService
+import NottyWebhooks
+import Synchronization
 
 /// What one WebSocket of the hub sends (PROTOCOL.md §3 doorbell, §8.2 ntfy `ws`), decided when the
 /// upgrade is asked for.
@@ -171,7 +171,8 @@ final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler, B
             return
         }
         awaitingPong = true
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, data: context.channel.allocator.buffer(string: "notty"))), promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, data: context.channel.allocator.buffer(string: "notty"))), promise: nil)
     }
 
     /// Says goodbye (a close frame); the connection ends when the device answers, or after
@@ -351,7 +352,8 @@ final class FullDoorbellFeed: BellFeed {
             position.withLock { $0.behind = false }
             return []
         }
-        let frame = DoorbellFrame(type: "changes", cursor: page.cursor, previousCursor: String(sent), changes: page.changes, preferences: page.preferences)
+        let frame = DoorbellFrame(
+            type: "changes", cursor: page.cursor, previousCursor: String(sent), changes: page.changes, preferences: page.preferences)
         position.withLock { $0 = (next, page.hasMore) }
         return [String(decoding: try NottyJSON.encoder.encode(frame), as: UTF8.self)]
     }

@@ -36,9 +36,11 @@ struct BellUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
     /// The ntfy stream a request opens; nil (or a throw): the routes answer it.
     let stream: @Sendable (Request) async throws -> NtfyStreamPlan?
 
-    init(responder: @escaping HTTPChannelHandler.Responder, idleTimeout: TimeAmount?, maxFrameSize: Int = 1 << 14,
-         plan: @escaping @Sendable (Request) async throws -> BellPlan?,
-         stream: @escaping @Sendable (Request) async throws -> NtfyStreamPlan?) {
+    init(
+        responder: @escaping HTTPChannelHandler.Responder, idleTimeout: TimeAmount?, maxFrameSize: Int = 1 << 14,
+        plan: @escaping @Sendable (Request) async throws -> BellPlan?,
+        stream: @escaping @Sendable (Request) async throws -> NtfyStreamPlan?
+    ) {
         // NIO looks for an upgrade only in a connection's first request: a later one asking for
         // it is sent to open a new connection (307 to the same place, and this one closes).
         self.responder = { request, writer, channel in

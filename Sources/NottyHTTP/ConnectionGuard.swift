@@ -1,9 +1,9 @@
 import Foundation
-import NottyService
 import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTP1
+import NottyService
 import Synchronization
 
 /// The connections open now (one count for the whole server).
@@ -116,9 +116,12 @@ final class RawSide: ChannelDuplexHandler, RemovableChannelHandler {
         guard refuse, !answered else { return }
         answered = true
         do {
-            let body = #"{"error":{"code":"serviceUnavailable","message":"the service has \#(limit) connections open, its limit (--max-connections): try again shortly"}}"#
+            let body =
+                #"{"error":{"code":"serviceUnavailable","message":"the service has \#(limit) connections open, its limit (--max-connections): try again shortly"}}"#
             var buffer = context.channel.allocator.buffer(capacity: 256 + body.utf8.count)
-            buffer.writeString("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            buffer.writeString(
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            )
             let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in bound.value.close(promise: nil) }
         }

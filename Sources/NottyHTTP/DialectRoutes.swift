@@ -20,19 +20,26 @@ extension Routes {
             var headers = answer.headers
             headers[.wwwAuthenticate] = nil
             let status = answer.status
-            let body: JSONValue = switch self {
-            case .ntfy:
-                .object(["code": .number(Double(status.code * 100 + 1)), "http": .number(Double(status.code)), "error": .string(answer.error.message)])
-            case .gotify:
-                .object(["error": .string(status.reasonPhrase), "errorCode": .number(Double(status.code)), "errorDescription": .string(answer.error.message)])
-            }
+            let body: JSONValue =
+                switch self {
+                case .ntfy:
+                    .object([
+                        "code": .number(Double(status.code * 100 + 1)), "http": .number(Double(status.code)), "error": .string(answer.error.message),
+                    ])
+                case .gotify:
+                    .object([
+                        "error": .string(status.reasonPhrase), "errorCode": .number(Double(status.code)),
+                        "errorDescription": .string(answer.error.message),
+                    ])
+                }
             return (try? JSONResponse.make(body, status: status, headers: headers)) ?? Response(status: status)
         }
     }
 
     /// A handler whose errors are answered in `dialect`'s JSON.
     private func speaking(_ dialect: Dialect, _ handle: @escaping @Sendable (Request, NottyRequestContext) async throws -> Response)
-        -> @Sendable (Request, NottyRequestContext) async throws -> Response {
+        -> @Sendable (Request, NottyRequestContext) async throws -> Response
+    {
         let limit = service.config.maxWebhookBodyBytes
         return { request, context in
             do {
@@ -67,30 +74,40 @@ extension Routes {
             Route(method: .put, path: "/:tenant", audience: .webhook, handle: ntfyPublish),
             Route(method: .put, path: "/:tenant/:sequence/clear", audience: .webhook, handle: ntfyClear),
             // A phone's buttons (PROTOCOL.md §12): under the topic's secret URL, as the ntfy app sends them.
-            Route(method: .post, path: "/:tenant/notty/:id/dismiss", audience: .webhook, handle: speaking(.ntfy) { _, context in
-                try await self.phoneDismiss(topic: context.topic(), id: context.pathParameter("id"))
-            }),
-            Route(method: .post, path: "/:tenant/notty/:id/act/:n", audience: .webhook, handle: speaking(.ntfy) { _, context in
-                try await self.phoneAct(topic: context.topic(), id: context.pathParameter("id"), n: context.pathParameter("n"))
-            }),
+            Route(
+                method: .post, path: "/:tenant/notty/:id/dismiss", audience: .webhook,
+                handle: speaking(.ntfy) { _, context in
+                    try await self.phoneDismiss(topic: context.topic(), id: context.pathParameter("id"))
+                }),
+            Route(
+                method: .post, path: "/:tenant/notty/:id/act/:n", audience: .webhook,
+                handle: speaking(.ntfy) { _, context in
+                    try await self.phoneAct(topic: context.topic(), id: context.pathParameter("id"), n: context.pathParameter("n"))
+                }),
             Route(method: .put, path: "/:tenant/:sequence/read", audience: .webhook, handle: ntfyClear),
             Route(method: .delete, path: "/:tenant/:sequence", audience: .webhook, handle: ntfyDelete),
-            Route(method: .post, path: "/message", audience: .webhook, handle: speaking(.gotify) { request, _ in try await self.gotifyPublish(request) }),
+            Route(
+                method: .post, path: "/message", audience: .webhook, handle: speaking(.gotify) { request, _ in try await self.gotifyPublish(request) }
+            ),
         ]
         // §8.2: following the inbox (a topic made by notty subscribe --ntfy).
         let ntfyStream = speaking(.ntfy) { request, context in try await self.ntfySubscribe(request, topic: context.topic()) }
         routes += [
             Route(method: .get, path: "/:tenant/json", audience: .webhook, handle: ntfyStream),
             Route(method: .get, path: "/:tenant/sse", audience: .webhook, handle: ntfyStream),
-            Route(method: .get, path: "/:tenant/auth", audience: .webhook, handle: speaking(.ntfy) { _, context in
-                _ = try await self.service.inbox.topic(token: context.topic())
-                return try JSONResponse.make(["success": true])
-            }),
+            Route(
+                method: .get, path: "/:tenant/auth", audience: .webhook,
+                handle: speaking(.ntfy) { _, context in
+                    _ = try await self.service.inbox.topic(token: context.topic())
+                    return try JSONResponse.make(["success": true])
+                }),
             // A plain GET of the WebSocket (no upgrade, or a topic the upgrade refused).
-            Route(method: .get, path: "/:tenant/ws", audience: .webhook, handle: speaking(.ntfy) { _, context in
-                _ = try await self.service.inbox.topic(token: context.topic())
-                throw ServiceError.upgradeRequired
-            }),
+            Route(
+                method: .get, path: "/:tenant/ws", audience: .webhook,
+                handle: speaking(.ntfy) { _, context in
+                    _ = try await self.service.inbox.topic(token: context.topic())
+                    throw ServiceError.upgradeRequired
+                }),
         ]
         for word in ["publish", "send", "trigger"] {
             routes.append(Route(method: .get, path: "/:tenant/\(word)", audience: .webhook, handle: ntfyTrigger))
@@ -104,8 +121,9 @@ extension Routes {
     private func phoneDismiss(topic: String, id: String) async throws -> Response {
         let subscription = try await service.inbox.topic(token: topic)
         let device = subscription.deviceName ?? "ntfy"
-        let result = try await service.inbox.mutate(userId: subscription.userId, device: device,
-                                                    [Mutation(id: id, change: StateChange(readState: .read, userActionState: .dismissed))])[0]
+        let result = try await service.inbox.mutate(
+            userId: subscription.userId, device: device,
+            [Mutation(id: id, change: StateChange(readState: .read, userActionState: .dismissed))])[0]
         guard result.status < 300 else { throw ServiceError.notFound("no such notification: it was deleted or has expired") }
         return try JSONResponse.make(JSONValue.object(["id": .string(id), "status": .string("dismissed")]))
     }
@@ -160,7 +178,8 @@ extension Routes {
 
     private func ntfyEnd(_ request: Request, topic: String, sequenceId: String, delete: Bool) async throws -> Response {
         let parsed = try await webhookRequest(request, withBody: false)
-        return try JSONResponse.make(try await service.publishing.ntfyEnd(token: topic, sequenceId: sequenceId, delete: delete, bearer: parsed.bearerToken))
+        return try JSONResponse.make(
+            try await service.publishing.ntfyEnd(token: topic, sequenceId: sequenceId, delete: delete, bearer: parsed.bearerToken))
     }
 
     private func gotifyPublish(_ request: Request) async throws -> Response {
@@ -218,31 +237,33 @@ extension Routes {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
         }
         headers[.contentType] = plan.contentType
-        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            // Joined to the hub only here, where the stream is sure to end it (a subscriber gone
-            // before the answer's head is written never runs this).
-            let (connection, rings) = plan.hub.connect(userId: plan.userId, ticks: true)
-            defer { plan.hub.disconnect(userId: plan.userId, id: connection) }
-            do {
-                try await writer.write(ByteBuffer(string: plan.opening.joined()))
-                // A graceful shutdown waits for requests in progress, which a stream always is: it
-                // ends the stream (as WebSockets are closed) instead of waiting out its timeout.
-                try await withGracefulShutdownHandler {
-                    // First what changed between reading the opening and joining the hub (any
-                    // cursor reads the feed), then each wake; nil: the topic was revoked.
-                    var wake: Int64? = 0
-                    var next = rings.makeAsyncIterator()
-                    while let value = wake, let frames = try await plan.feed.frames(after: value) {
-                        if !frames.isEmpty { try await writer.write(ByteBuffer(string: frames.joined())) }
-                        wake = await next.next()
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                // Joined to the hub only here, where the stream is sure to end it (a subscriber gone
+                // before the answer's head is written never runs this).
+                let (connection, rings) = plan.hub.connect(userId: plan.userId, ticks: true)
+                defer { plan.hub.disconnect(userId: plan.userId, id: connection) }
+                do {
+                    try await writer.write(ByteBuffer(string: plan.opening.joined()))
+                    // A graceful shutdown waits for requests in progress, which a stream always is: it
+                    // ends the stream (as WebSockets are closed) instead of waiting out its timeout.
+                    try await withGracefulShutdownHandler {
+                        // First what changed between reading the opening and joining the hub (any
+                        // cursor reads the feed), then each wake; nil: the topic was revoked.
+                        var wake: Int64? = 0
+                        var next = rings.makeAsyncIterator()
+                        while let value = wake, let frames = try await plan.feed.frames(after: value) {
+                            if !frames.isEmpty { try await writer.write(ByteBuffer(string: frames.joined())) }
+                            wake = await next.next()
+                        }
+                    } onGracefulShutdown: {
+                        plan.hub.disconnect(userId: plan.userId, id: connection)
                     }
-                } onGracefulShutdown: {
-                    plan.hub.disconnect(userId: plan.userId, id: connection)
+                    try await writer.finish(nil)
+                } catch {
+                    // The subscriber went away (or the storage did, mid-stream): nothing left to answer.
                 }
-                try await writer.finish(nil)
-            } catch {
-                // The subscriber went away (or the storage did, mid-stream): nothing left to answer.
-            }
-        })
+            })
     }
 }

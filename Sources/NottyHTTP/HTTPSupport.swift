@@ -43,7 +43,8 @@ struct EnvelopeMiddleware: RouterMiddleware {
     /// What every answer carries: it is an API, never a page to frame, sniff or refer from.
     static let securityHeaders: [(HTTPField.Name, String)] = [
         (HTTPField.Name("x-content-type-options")!, "nosniff"), (HTTPField.Name("x-frame-options")!, "DENY"),
-        (HTTPField.Name("referrer-policy")!, "no-referrer"), (HTTPField.Name("content-security-policy")!, "default-src 'none'; frame-ancestors 'none'"),
+        (HTTPField.Name("referrer-policy")!, "no-referrer"),
+        (HTTPField.Name("content-security-policy")!, "default-src 'none'; frame-ancestors 'none'"),
     ]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -69,11 +70,13 @@ struct EnvelopeMiddleware: RouterMiddleware {
         metrics.requestDuration.recordNanoseconds(elapsed.nanoseconds)
         metrics.countResponse(status: response.status.code)
         let level: Logger.Level = response.status.code >= 500 ? .error : .debug
-        context.logger.log(level: level, "request", metadata: [
-            "method": "\(request.method)", "path": "\(Self.redacted(request.uri.path))", "status": "\(response.status.code)",
-            "ms": "\(elapsed.seconds * 1000)",
-            "request_id": "\(requestId)",
-        ])
+        context.logger.log(
+            level: level, "request",
+            metadata: [
+                "method": "\(request.method)", "path": "\(Self.redacted(request.uri.path))", "status": "\(response.status.code)",
+                "ms": "\(elapsed.seconds * 1000)",
+                "request_id": "\(requestId)",
+            ])
         return response
     }
 
@@ -82,9 +85,11 @@ struct EnvelopeMiddleware: RouterMiddleware {
     static func redacted(_ path: String) -> String {
         guard path.utf8.count >= 41 else { return path }
         return path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
-            let secret = segment.utf8.count >= 40 && segment.utf8.allSatisfy { byte in
-                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f
-            }
+            let secret =
+                segment.utf8.count >= 40
+                && segment.utf8.allSatisfy { byte in
+                    (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f
+                }
             return secret ? segment.prefix(4) + "…" : segment
         }.joined(separator: "/")
     }

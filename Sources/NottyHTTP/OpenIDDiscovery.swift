@@ -1,8 +1,8 @@
 import Foundation
 import Hummingbird
 import NottyCore
-import NottyWebhooks
 import NottyService
+import NottyWebhooks
 
 /// OpenID Connect discovery for the tenant authority (PROTOCOL.md §2.1 "Microsoft's own libraries").
 ///
@@ -62,11 +62,12 @@ struct OpenIDConfiguration: Codable, Sendable, Equatable {
     /// A tenant as it may appear in a URL notty hands out: a name, a domain or a GUID
     /// (`contoso.onmicrosoft.com`, `common`, `72f988bf-…`). Anything else is not a tenant.
     static func isTenant(_ text: String) -> Bool {
-        text.contains(where: { $0.isLetter || $0.isNumber }) && text.utf8.count <= 256 && text.utf8.allSatisfy { byte in
-            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
-                || byte == UInt8(ascii: "_")
-        }
+        text.contains(where: { $0.isLetter || $0.isNumber }) && text.utf8.count <= 256
+            && text.utf8.allSatisfy { byte in
+                (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                    || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+                    || byte == UInt8(ascii: "_")
+            }
     }
 }
 
@@ -85,8 +86,10 @@ enum BasicCredentials {
         guard trimmed.count > 6, trimmed.prefix(6).lowercased() == "basic " else { return nil }
         let encoded = trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)
         guard let data = Data(base64Encoded: encoded), let text = String(data: data, encoding: .utf8),
-              let colon = text.firstIndex(of: ":")
-        else { throw ServiceError.oauth(.unauthenticated, "invalid_client", "the Basic Authorization header is not base64 of client_id:client_secret") }
+            let colon = text.firstIndex(of: ":")
+        else {
+            throw ServiceError.oauth(.unauthenticated, "invalid_client", "the Basic Authorization header is not base64 of client_id:client_secret")
+        }
         return (FormFields.decode(text[..<colon]), FormFields.decode(text[text.index(after: colon)...]))
     }
 
@@ -95,7 +98,8 @@ enum BasicCredentials {
     static func merge(_ header: String?, into form: [String: String]) throws -> [String: String] {
         guard let (clientId, secret) = try parse(header) else { return form }
         if let formId = form["client_id"], formId != clientId {
-            throw ServiceError.oauth(.badRequest, "invalid_request", "client_id differs between the form and the Basic Authorization header: send it one way")
+            throw ServiceError.oauth(
+                .badRequest, "invalid_request", "client_id differs between the form and the Basic Authorization header: send it one way")
         }
         if form["client_secret"] != nil {
             throw ServiceError.oauth(.badRequest, "invalid_request", "send client_secret in the form or in the Basic Authorization header, not both")

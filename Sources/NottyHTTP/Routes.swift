@@ -49,7 +49,8 @@ public struct Routes: Sendable {
             Route(method: .get, path: "/metrics", audience: .anyone) { _, _ in self.metrics() },
             // §2.1 tokens
             Route(method: .post, path: "/oauth2/v2.0/token", audience: .anyone) { request, context in try await self.token(request, context) },
-            Route(method: .post, path: "/:tenant/oauth2/v2.0/token", audience: .anyone) { request, context in try await self.token(request, context) },
+            Route(method: .post, path: "/:tenant/oauth2/v2.0/token", audience: .anyone) { request, context in try await self.token(request, context)
+            },
             Route(method: .post, path: "/oauth2/v2.0/revoke", audience: .anyone) { request, _ in try await self.revoke(request) },
             // §2.1 OpenID discovery of the tenant authority (MSAL, azure-identity)
             Route(method: .get, path: "/.well-known/openid-configuration", audience: .anyone) { request, _ in
@@ -67,8 +68,9 @@ public struct Routes: Sendable {
             },
             Route(method: .get, path: "/:tenant/oauth2/v2.0/authorize", audience: .anyone) { _, context in
                 _ = try context.tenant()
-                throw ServiceError.oauth(.badRequest, "unsupported_response_type",
-                                     "notty signs nobody in through a browser: apps get tokens with client_credentials at the token endpoint, users with notty login")
+                throw ServiceError.oauth(
+                    .badRequest, "unsupported_response_type",
+                    "notty signs nobody in through a browser: apps get tokens with client_credentials at the token endpoint, users with notty login")
             },
         ]
         // §2.2 publishing, on Graph's two paths
@@ -89,7 +91,8 @@ public struct Routes: Sendable {
                 var request = request
                 let body = try await request.jsonBody(limit: self.limit)
                 return try JSONResponse.make(
-                    try await self.service.inbox.createSubscription(userId: context.requireUser(), deviceId: context.deviceId, body: body, baseURL: self.baseURL(request)),
+                    try await self.service.inbox.createSubscription(
+                        userId: context.requireUser(), deviceId: context.deviceId, body: body, baseURL: self.baseURL(request)),
                     status: .created)
             },
             Route(method: .get, path: "/v1/me/subscriptions", audience: .user) { _, context in
@@ -114,7 +117,8 @@ public struct Routes: Sendable {
             Route(method: .post, path: "/v1/me/escalations", audience: .user) { request, context in
                 var request = request
                 let body = try await request.jsonBody(limit: self.limit)
-                return try JSONResponse.make(try await self.service.inbox.addEscalationRule(userId: context.requireUser(), body: body), status: .created)
+                return try JSONResponse.make(
+                    try await self.service.inbox.addEscalationRule(userId: context.requireUser(), body: body), status: .created)
             },
             Route(method: .post, path: "/v1/me/escalations/:id/test", audience: .user) { _, context in
                 let outcomes = try await self.service.escalation.test(userId: context.requireUser(), ruleId: context.pathParameter("id"))
@@ -124,11 +128,15 @@ public struct Routes: Sendable {
                 try await self.service.inbox.removeEscalationRule(userId: context.requireUser(), id: context.pathParameter("id"))
                 return JSONResponse.empty(.noContent)
             },
-            Route(method: .get, path: "/v1/me/notifications/changes", audience: .user) { request, context in try await self.changes(request, user: context.requireUser()) },
+            Route(method: .get, path: "/v1/me/notifications/changes", audience: .user) { request, context in
+                try await self.changes(request, user: context.requireUser())
+            },
             Route(method: .get, path: "/v1/me/notifications/counts", audience: .user) { _, context in
                 try JSONResponse.make(try await self.service.inbox.counts(userId: context.requireUser()), headers: self.pollHeader)
             },
-            Route(method: .get, path: "/v1/me/notifications", audience: .user) { request, context in try await self.list(request, user: context.requireUser()) },
+            Route(method: .get, path: "/v1/me/notifications", audience: .user) { request, context in
+                try await self.list(request, user: context.requireUser())
+            },
             Route(method: .post, path: "/v1/me/notifications/batch", audience: .user) { request, context in
                 try await self.batch(request, user: context.requireUser(), device: context.deviceId)
             },
@@ -148,8 +156,10 @@ public struct Routes: Sendable {
             Route(method: .post, path: "/v1/me/notifications/:id/actions/:n", audience: .user) { _, context in
                 let user = try context.requireUser()
                 let device = try await self.service.actions.deviceName(userId: user, deviceId: context.deviceId)
-                let result = try await self.service.actions.press(userId: user, device: device, id: try context.pathParameter("id"),
-                                                                  action: try Self.integer(try context.pathParameter("n"), name: "the action number", default: 1, range: 1...NotificationAction.maxPerNotification))
+                let result = try await self.service.actions.press(
+                    userId: user, device: device, id: try context.pathParameter("id"),
+                    action: try Self.integer(
+                        try context.pathParameter("n"), name: "the action number", default: 1, range: 1...NotificationAction.maxPerNotification))
                 return try JSONResponse.make(result, status: result.status == .running ? .accepted : .ok)
             },
             // A plain GET of the doorbell (no upgrade): authenticated, then told how to connect.
@@ -157,7 +167,9 @@ public struct Routes: Sendable {
                 throw ServiceError.upgradeRequired
             },
             // §7.2 webhooks
-            Route(method: .post, path: "/v1/hooks/:token", audience: .webhook) { request, context in try await self.webhook(request, token: context.pathParameter("token")) },
+            Route(method: .post, path: "/v1/hooks/:token", audience: .webhook) { request, context in
+                try await self.webhook(request, token: context.pathParameter("token"))
+            },
         ]
         return routes
     }
@@ -165,17 +177,20 @@ public struct Routes: Sendable {
     /// The router for plain HTTP requests.
     public func router() -> Router<NottyRequestContext> {
         let router = Router(context: NottyRequestContext.self)
-        router.add(middleware: EnvelopeMiddleware(metrics: service.metrics, clock: service.clock, maxBodyBytes: service.config.maxBodyBytes,
-                                                  strictTransport: service.config.tlsCertPath != nil))
+        router.add(
+            middleware: EnvelopeMiddleware(
+                metrics: service.metrics, clock: service.clock, maxBodyBytes: service.config.maxBodyBytes,
+                strictTransport: service.config.tlsCertPath != nil))
         let anyone = router.group()
         let apps = router.group().add(middleware: AppAuthentication(service: service))
         let users = router.group().add(middleware: UserAuthentication(service: service))
         for route in table {
-            let group = switch route.audience {
-            case .anyone, .webhook: anyone
-            case .app: apps
-            case .user: users
-            }
+            let group =
+                switch route.audience {
+                case .anyone, .webhook: anyone
+                case .app: apps
+                case .user: users
+                }
             group.on(RouterPath(route.path), method: route.method, use: route.handle)
         }
         Self.answerOtherMethods(on: router, methodsByPath: methodsByPath)
@@ -224,8 +239,9 @@ public struct Routes: Sendable {
         if segments == ["v1", "me", "push"] {
             let user = try await service.auth.authenticateUser(bearer: request.bearerToken)
             let full = request.uri.form["payload"] == "full"
-            return BellPlan(hub: service.hub, userId: user, kind: full ? .feed(FullDoorbellFeed(inbox: service.inbox, userId: user)) : .doorbell,
-                            ticks: false, counted: counted)
+            return BellPlan(
+                hub: service.hub, userId: user, kind: full ? .feed(FullDoorbellFeed(inbox: service.inbox, userId: user)) : .doorbell,
+                ticks: false, counted: counted)
         }
         if segments.count == 2, segments[1] == "ws" {
             let (userId, feed) = try await ntfyFeed(topic: segments[0], query: Self.query(request.uri), base: baseURL(request)) { event in
@@ -279,7 +295,8 @@ public struct Routes: Sendable {
         }
         // The client's credentials come in the form (client_secret_post) or as HTTP Basic
         // (client_secret_basic), as the discovery document says.
-        let form = try BasicCredentials.merge(request.headers[.authorization], into: FormFields.urlencoded(String(decoding: try await request.rawBody(limit: limit), as: UTF8.self)))
+        let form = try BasicCredentials.merge(
+            request.headers[.authorization], into: FormFields.urlencoded(String(decoding: try await request.rawBody(limit: limit), as: UTF8.self)))
         var headers = HTTPFields()
         headers[.cacheControl] = "no-store"
         return try JSONResponse.make(try await service.auth.token(form: form, address: context.remoteAddress), headers: headers)
@@ -393,7 +410,8 @@ public struct Routes: Sendable {
                 if case .object(let object) = item, case .string(let id)? = object["id"] { itemId = id }
                 var mutationId: String?
                 if case .object(let object) = item, case .string(let mid)? = object["mutationId"] { mutationId = mid }
-                results[index] = MutationResult(id: itemId, mutationId: mutationId, status: 400, error: ErrorBody(code: "badRequest", message: error.message))
+                results[index] = MutationResult(
+                    id: itemId, mutationId: mutationId, status: 400, error: ErrorBody(code: "badRequest", message: error.message))
             }
         }
         let order = parsed.keys.sorted()

@@ -21,7 +21,8 @@ public enum ServerApplication {
     ) throws -> some ApplicationProtocol {
         let config = service.config
         let routes = Routes(service: service)
-        let tls = try tls ?? config.tlsCertPath.flatMap { cert in try config.tlsKeyPath.map { try ReloadableTLS(certificatePath: cert, keyPath: $0) } }
+        let tls =
+            try tls ?? config.tlsCertPath.flatMap { cert in try config.tlsKeyPath.map { try ReloadableTLS(certificatePath: cert, keyPath: $0) } }
         // Every connection is counted and its heads timed (GuardedChannel); a kept-alive one
         // with no request in progress is closed after the idle timeout; a WebSocket upgrade is
         // a bell socket (the doorbell, ntfy's ws) that pings every 30 s, and an ntfy stream

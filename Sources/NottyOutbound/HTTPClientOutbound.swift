@@ -72,7 +72,8 @@ public final class HTTPClientOutbound: OutboundHTTP {
                 body.append(contentsOf: buffer.readableBytesView.prefix(Self.maxBodyBytes - body.count))
                 if body.count >= Self.maxBodyBytes { break }  // the rest is dropped with the connection
             }
-            return OutboundResponse(status: Int(response.status.code), headers: response.headers.map { OutboundHeader($0.name, $0.value) }, body: body)
+            return OutboundResponse(
+                status: Int(response.status.code), headers: response.headers.map { OutboundHeader($0.name, $0.value) }, body: body)
         } catch let error as HTTPClientError {
             switch error {
             case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout: throw .timedOut(request.timeout)

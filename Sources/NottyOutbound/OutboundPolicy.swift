@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -76,8 +77,10 @@ public struct OutboundPolicy: Sendable {
     /// `allow`: host names and CIDR networks (`10.0.0.0/8`, `192.168.1.20`, `fd00::/8`); empty
     /// allows any address that is not refused always. `resolver` is the system's
     /// (`getaddrinfo`) unless a test gives its own.
-    public init(allow: [String] = [], listeners: [Listener] = [], publicURL: String? = nil,
-                resolver: Resolver? = nil) throws(ValidationError) {
+    public init(
+        allow: [String] = [], listeners: [Listener] = [], publicURL: String? = nil,
+        resolver: Resolver? = nil
+    ) throws(ValidationError) {
         var hosts: Set<String> = []
         var networks: [Network] = []
         for entry in allow {
@@ -89,7 +92,8 @@ public struct OutboundPolicy: Sendable {
             {
                 hosts.insert(trimmed.lowercased())
             } else {
-                throw ValidationError("\(Self.allowFlag) \(entry): give a host name (hooks.example.com) or an address or network (10.0.0.0/8, fd00::/8)")
+                throw ValidationError(
+                    "\(Self.allowFlag) \(entry): give a host name (hooks.example.com) or an address or network (10.0.0.0/8, fd00::/8)")
             }
         }
         allowedHosts = hosts

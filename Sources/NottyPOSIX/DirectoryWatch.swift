@@ -41,8 +41,10 @@ public final class DirectoryWatch: Sendable {
     /// burst of them).
     public func wait(timeoutMilliseconds: Int32) -> Wake {
         if stopped.load(ordering: .acquiring) { return .stopped }
-        var entries = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: wake.descriptor, events: Int16(POLLIN), revents: 0)]
+        var entries = [
+            pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wake.descriptor, events: Int16(POLLIN), revents: 0),
+        ]
         while true {
             let ready = poll(&entries, 2, timeoutMilliseconds)
             if ready < 0, errno == EINTR { continue }

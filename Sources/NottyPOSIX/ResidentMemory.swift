@@ -23,8 +23,9 @@ public enum ResidentMemory {
     @discardableResult
     public static func releaseStartupCode() -> Int {
         guard let program = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
-              // Read to its end: String(contentsOfFile:) stops a /proc file at its first 4 KiB.
-              let data = FileHandle(forReadingAtPath: "/proc/self/smaps")?.readDataToEndOfFile() else { return 0 }
+            // Read to its end: String(contentsOfFile:) stops a /proc file at its first 4 KiB.
+            let data = FileHandle(forReadingAtPath: "/proc/self/smaps")?.readDataToEndOfFile()
+        else { return 0 }
         let smaps = String(decoding: data, as: UTF8.self)
         var released = 0
         for mapping in Mapping.read(smaps) where mapping.permissions == "r-xp" && mapping.path == program && mapping.written == 0 {
@@ -36,7 +37,11 @@ public enum ResidentMemory {
 
     /// ``releaseStartupCode()`` the first time it is called in this process; later calls do nothing.
     public static func releaseStartupCodeOnce() {
-        guard startup.withLock({ let first = $0; $0 = false; return first }) else { return }
+        guard
+            startup.withLock({
+                let first = $0; $0 = false; return first
+            })
+        else { return }
         releaseStartupCode()
     }
 
@@ -68,7 +73,9 @@ public enum ResidentMemory {
                     continue
                 }
                 let bounds = first.split(separator: "-")
-                guard bounds.count == 2, fields.count >= 5, let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16) else { continue }
+                guard bounds.count == 2, fields.count >= 5, let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16) else {
+                    continue
+                }
                 // The path is the rest of the line after the inode (it may hold spaces).
                 let path = fields.count > 5 ? fields[5...].joined(separator: " ") : ""
                 mappings.append(Mapping(start: start, end: end, permissions: String(fields[1]), path: path))
@@ -180,13 +187,15 @@ struct ELFSections {
         guard entrySize >= 64, count > 0, count < 65_280, namesIndex < count else { throw Unreadable() }
         let table = try bytes(at: tableOffset, count: entrySize * count)
         let namesHeader = namesIndex * entrySize
-        let names = try bytes(at: load(table, namesHeader + 24, as: UInt64.self), count: Int(min(load(table, namesHeader + 32, as: UInt64.self), 1 << 20)))
+        let names = try bytes(
+            at: load(table, namesHeader + 24, as: UInt64.self), count: Int(min(load(table, namesHeader + 32, as: UInt64.self), 1 << 20)))
         return (0..<count).map { index in
             let at = index * entrySize
             let nameOffset = Int(load(table, at, as: UInt32.self))
             let name = nameOffset < names.count ? String(decoding: names[nameOffset...].prefix { $0 != 0 }, as: UTF8.self) : ""
-            return ELFSections(name: name, flags: load(table, at + 8, as: UInt64.self),
-                               address: UInt(load(table, at + 16, as: UInt64.self)), size: UInt(load(table, at + 32, as: UInt64.self)))
+            return ELFSections(
+                name: name, flags: load(table, at + 8, as: UInt64.self),
+                address: UInt(load(table, at + 16, as: UInt64.self)), size: UInt(load(table, at + 32, as: UInt64.self)))
         }
     }
 }

@@ -34,11 +34,16 @@ public enum ShellCommand {
     /// Starts `line`; `ended` is called once with its outcome. Returns the process group's id
     /// (its `sh`'s pid), or nil when it could not start (`ended` was called already).
     @discardableResult
-    public static func start(_ line: String, variables: [String: String], timeout: Duration,
-                             ended: @escaping @Sendable (Outcome) -> Void) -> pid_t? {
+    public static func start(
+        _ line: String, variables: [String: String], timeout: Duration,
+        ended: @escaping @Sendable (Outcome) -> Void
+    ) -> pid_t? {
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("notty-command-\(UUID().uuidString)")
         guard FileManager.default.createFile(atPath: errors.path, contents: nil), let errorFile = try? FileHandle(forWritingTo: errors) else {
-            ended(Outcome(status: 127, signalled: false, timedOut: false, launchError: "cannot make a file for its errors in \(FileManager.default.temporaryDirectory.path)"))
+            ended(
+                Outcome(
+                    status: 127, signalled: false, timedOut: false,
+                    launchError: "cannot make a file for its errors in \(FileManager.default.temporaryDirectory.path)"))
             return nil
         }
         let process = Process()
@@ -53,10 +58,12 @@ public enum ShellCommand {
             try? errorFile.close()
             let said = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
             try? FileManager.default.removeItem(at: errors)
-            ended(Outcome(status: finished.terminationStatus, signalled: finished.terminationReason == .uncaughtSignal,
-                          timedOut: stopped.load(ordering: .acquiring),
-                          lastErrorLine: said.split(whereSeparator: \.isNewline).last.map { String($0.prefix(300)) },
-                          pid: finished.processIdentifier))
+            ended(
+                Outcome(
+                    status: finished.terminationStatus, signalled: finished.terminationReason == .uncaughtSignal,
+                    timedOut: stopped.load(ordering: .acquiring),
+                    lastErrorLine: said.split(whereSeparator: \.isNewline).last.map { String($0.prefix(300)) },
+                    pid: finished.processIdentifier))
         }
         do {
             try process.run()

@@ -1,9 +1,9 @@
 import Foundation
 import NottyCommandLine
 import NottyCore
-import NottyPOSIX
 import NottyDBus
 import NottyDesktop
+import NottyPOSIX
 import NottyStore
 import Synchronization
 
@@ -60,12 +60,15 @@ public actor DesktopPopups: PollPopups {
     }
 
     /// Popups on `bus`, told of the daemon's `signals` (a popup closed, an action pressed).
-    public static func start(store: LocalStore, bus: any PopupBus, signals: AsyncStream<DesktopBus.Signal>, storm: Int,
-                             press: Press? = nil, changed: @escaping @Sendable () -> Void) async -> DesktopPopups {
+    public static func start(
+        store: LocalStore, bus: any PopupBus, signals: AsyncStream<DesktopBus.Signal>, storm: Int,
+        press: Press? = nil, changed: @escaping @Sendable () -> Void
+    ) async -> DesktopPopups {
         let records = (try? await store.perform { try $0.popups() }) ?? []
         let entries = records.map { ($0.notificationId, PopupBridge.Entry(popupId: $0.popupId, view: $0.view)) }
-        let popups = DesktopPopups(bridge: PopupBridge(entries: Dictionary(entries, uniquingKeysWith: { a, _ in a }), stormLimit: storm), bus: bus, store: store,
-                                   press: press, changed: changed)
+        let popups = DesktopPopups(
+            bridge: PopupBridge(entries: Dictionary(entries, uniquingKeysWith: { a, _ in a }), stormLimit: storm), bus: bus, store: store,
+            press: press, changed: changed)
         await popups.listen(signals)
         return popups
     }
@@ -98,16 +101,19 @@ public actor DesktopPopups: PollPopups {
     /// is not reported yet: it pops up again at the first change after it may.
     public func storeChanged(now: Date) async {
         let tracked = bridge.trackedIds
-        guard let (preferences, notifications) = try? await store.perform({ store in
-            (try store.preferences(), try tracked.map { try store.notification(id: $0) })
-        }) else { return }
+        guard
+            let (preferences, notifications) = try? await store.perform({ store in
+                (try store.preferences(), try tracked.map { try store.notification(id: $0) })
+            })
+        else { return }
         let interruptions = Interruptions(preferences: preferences, now: now)
         let entries = bridge.entries
-        await handle(zip(tracked, notifications).compactMap { id, notification in
-            let view = notification.flatMap { NotificationView.current(of: $0, now: now) }
-            if view == .unread, let notification, entries[id]?.popupId == nil, !interruptions.interrupts(notification) { return nil }
-            return .moved(id: id, notification, view: view)
-        })
+        await handle(
+            zip(tracked, notifications).compactMap { id, notification in
+                let view = notification.flatMap { NotificationView.current(of: $0, now: now) }
+                if view == .unread, let notification, entries[id]?.popupId == nil, !interruptions.interrupts(notification) { return nil }
+                return .moved(id: id, notification, view: view)
+            })
     }
 
     /// The one popup for what a quiet period held back (PROTOCOL.md §9); it stands for nothing to
@@ -171,7 +177,8 @@ public actor DesktopPopups: PollPopups {
                 if let url, let problem = LinkOpener.open(url) { warn(problem) }
             case .runAction(let id, let number):
                 guard let notification = (try? await store.perform { try $0.notification(id: id) }) ?? nil,
-                      let actions = notification.actions, actions.indices.contains(number - 1) else { continue }
+                    let actions = notification.actions, actions.indices.contains(number - 1)
+                else { continue }
                 let action = actions[number - 1]
                 if action.kind == .view, let url = action.url {
                     await record(id, StateChange.activate)

@@ -39,8 +39,10 @@ public final class PollReporter: Sendable {
     /// The quiet period's end a wait runs for, and that wait.
     private let quietEndWait = Mutex<(end: Date, task: Task<Void, Never>)?>(nil)
 
-    public init(store: LocalStore, exec: String?, onChange: String?, jobs: any CommandJobs, popups: (any PollPopups)?,
-                clock: any PollClock = WallClock(), output: @escaping @Sendable (String) -> Void = Announcer.printLine) {
+    public init(
+        store: LocalStore, exec: String?, onChange: String?, jobs: any CommandJobs, popups: (any PollPopups)?,
+        clock: any PollClock = WallClock(), output: @escaping @Sendable (String) -> Void = Announcer.printLine
+    ) {
         self.store = store
         announcer = Announcer(store: store, exec: exec, jobs: jobs, output: output)
         self.onChange = onChange

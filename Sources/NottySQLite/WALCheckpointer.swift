@@ -48,17 +48,19 @@ public final class WALCheckpointer: Sendable {
 
     /// Puts the hook on the writer's connection (turning SQLite's own checkpoints off there).
     public func install(on db: Database) {
-        sqlite3_wal_hook(db.sqliteConnection, { context, connection, _, pages in
-            if pages >= WALCheckpointer.valve {
-                // The checkpoints beside the writer have fallen behind (they cannot finish
-                // while commits keep coming, and only a finished one lets SQLite start the log
-                // over): this commit checkpoints, as SQLite's own hook would have.
-                sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-            } else if pages >= WALCheckpointer.pages, let context {
-                Unmanaged<HookContext>.fromOpaque(context).takeUnretainedValue().checkpointer?.ask()
-            }
-            return SQLITE_OK
-        }, Unmanaged.passRetained(hook).toOpaque())
+        sqlite3_wal_hook(
+            db.sqliteConnection,
+            { context, connection, _, pages in
+                if pages >= WALCheckpointer.valve {
+                    // The checkpoints beside the writer have fallen behind (they cannot finish
+                    // while commits keep coming, and only a finished one lets SQLite start the log
+                    // over): this commit checkpoints, as SQLite's own hook would have.
+                    sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                } else if pages >= WALCheckpointer.pages, let context {
+                    Unmanaged<HookContext>.fromOpaque(context).takeUnretainedValue().checkpointer?.ask()
+                }
+                return SQLITE_OK
+            }, Unmanaged.passRetained(hook).toOpaque())
     }
 
     /// Takes the hook off the writer's connection again (SQLite checkpoints by itself there).

@@ -32,7 +32,8 @@ public final class Actions: ServicePart {
         let notification = try await inbox.notification(userId: userId, id: id)
         guard let actions = notification.actions, actions.indices.contains(n - 1) else {
             let count = notification.actions?.count ?? 0
-            throw ServiceError.notFound(count == 0 ? "this notification has no actions" : "no action \(n): this notification has \(count) (1–\(count))")
+            throw ServiceError.notFound(
+                count == 0 ? "this notification has no actions" : "no action \(n): this notification has \(count) (1–\(count))")
         }
         let action = actions[n - 1]
         guard action.kind == .http else {
@@ -43,8 +44,9 @@ public final class Actions: ServicePart {
             metrics.rateLimited.increment()
             throw ServiceError.tooManyRequests(retryAfter: wait)
         }
-        let claim = ActionClaim(userId: userId, notificationId: notification.id, index: n, published: ISOTime.millis(notification.createdDateTime),
-                                label: action.label, device: device, at: now, leaseUntil: now + Self.lease)
+        let claim = ActionClaim(
+            userId: userId, notificationId: notification.id, index: n, published: ISOTime.millis(notification.createdDateTime),
+            label: action.label, device: device, at: now, leaseUntil: now + Self.lease)
         if let recorded = try await db({ try await storage.claimActionRun(claim) }) { return recorded }
         let user = try await db { try await storage.user(id: userId) }
         let createdBy = "notty: \(user?.userName ?? userId)" + (device.map { " on \($0)" } ?? "")
@@ -66,8 +68,9 @@ public final class Actions: ServicePart {
         }
         (result.status == .done ? metrics.actionsDone : metrics.actionsFailed).increment()
         if result.status == .done, action.clear {
-            _ = try await inbox.mutate(userId: userId, device: device,
-                                       [Mutation(id: notification.id, change: StateChange(readState: .read, userActionState: .dismissed))])
+            _ = try await inbox.mutate(
+                userId: userId, device: device,
+                [Mutation(id: notification.id, change: StateChange(readState: .read, userActionState: .dismissed))])
         }
         return result
     }
@@ -95,10 +98,12 @@ public final class Actions: ServicePart {
         let body = action.body(createdBy: createdBy, now: clock.nowMillis())
         var headers = action.headers.sorted { $0.key < $1.key }.map { OutboundHeader($0.key, $0.value) }
         if let body, !body.isEmpty, !action.headers.keys.contains(where: { $0.lowercased() == "content-type" }) {
-            headers.append(OutboundHeader("Content-Type", body.hasPrefix("{") || body.hasPrefix("[") ? "application/json" : "text/plain; charset=utf-8"))
+            headers.append(
+                OutboundHeader("Content-Type", body.hasPrefix("{") || body.hasPrefix("[") ? "application/json" : "text/plain; charset=utf-8"))
         }
         headers.append(OutboundHeader("User-Agent", "notty"))
-        let request = OutboundRequest(method: action.method ?? "POST", url: url, headers: headers, body: body.map { Data($0.utf8) }, timeout: Self.timeout)
+        let request = OutboundRequest(
+            method: action.method ?? "POST", url: url, headers: headers, body: body.map { Data($0.utf8) }, timeout: Self.timeout)
         do {
             let response = try await outbound.send(request)
             result.httpStatus = response.status

@@ -16,7 +16,7 @@ public final class Administration: ServicePart {
 
     public static func validateName(_ name: String, what: String) throws {
         guard !name.isEmpty, name.count <= 253,
-              !name.contains(where: { $0.isWhitespace || $0 == "/" || $0.unicodeScalars.contains { CharacterSet.controlCharacters.contains($0) } })
+            !name.contains(where: { $0.isWhitespace || $0 == "/" || $0.unicodeScalars.contains { CharacterSet.controlCharacters.contains($0) } })
         else { throw ServiceError.badRequest("\(what) must be 1–253 characters with no spaces or slashes") }
     }
 

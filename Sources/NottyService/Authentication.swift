@@ -31,7 +31,7 @@ public final class Authentication: ServicePart {
             let keys = [GuessKeys.client(clientId)] + addressKeys
             _ = try await refuseLockedOut(keys, now: now, what: "client_id")
             guard let app = try await db({ try await storage.app(clientId: clientId) }),
-                  Secrets.constantTimeEqual(app.secretHash, Secrets.tokenHash(secret))
+                Secrets.constantTimeEqual(app.secretHash, Secrets.tokenHash(secret))
             else {
                 try await countFailure(keys, now: now)
                 throw ServiceError.oauth(.unauthenticated, "invalid_client", "unknown client_id or wrong client_secret")
@@ -74,7 +74,8 @@ public final class Authentication: ServicePart {
         case nil:
             throw ServiceError.oauth(.badRequest, "invalid_request", "grant_type is required")
         case let other?:
-            throw ServiceError.oauth(.badRequest, "unsupported_grant_type", "grant_type \(other) is not supported: use client_credentials, password or refresh_token")
+            throw ServiceError.oauth(
+                .badRequest, "unsupported_grant_type", "grant_type \(other) is not supported: use client_credentials, password or refresh_token")
         }
     }
 
@@ -85,8 +86,9 @@ public final class Authentication: ServicePart {
         let waits = records.compactMap { GuessKeys.policy(for: $0.key).refusal($0, now: now) }
         if let wait = waits.max() {
             metrics.lockedOut.increment()
-            throw ServiceError.oauth(.tooManyRequests, "temporarily_unavailable",
-                                     "too many failed sign-ins for this \(what) or address: try again in \(wait) s", retryAfter: wait)
+            throw ServiceError.oauth(
+                .tooManyRequests, "temporarily_unavailable",
+                "too many failed sign-ins for this \(what) or address: try again in \(wait) s", retryAfter: wait)
         }
         return records
     }
@@ -115,7 +117,9 @@ public final class Authentication: ServicePart {
         if let oldHash {
             let rotated = try await db { try await storage.rotateToken(oldHash: oldHash, replacements: records, now: now) }
             core.tokens.remove(oldHash)
-            guard rotated else { throw ServiceError.oauth(.badRequest, "invalid_grant", "this refresh token was already used, revoked or has expired: sign in again") }
+            guard rotated else {
+                throw ServiceError.oauth(.badRequest, "invalid_grant", "this refresh token was already used, revoked or has expired: sign in again")
+            }
         } else {
             try await db { try await storage.insertTokens(records) }
         }

@@ -39,23 +39,25 @@ public struct BackgroundJobs: Sendable {
     /// The service's jobs: expiry and held publishes every half second, ntfy streams'
     /// keepalives, and forgetting old history and old failed sign-ins hourly.
     public init(service: NotificationService) {
-        self.init(jobs: [
-            BackgroundJob("expiry", every: .milliseconds(500)) { _ = try await service.maintenance.expireDue() },
-            BackgroundJob("delayed publishes", every: .milliseconds(500)) { _ = try await service.publishing.publishDueDelayed() },
-            BackgroundJob("keepalive", every: Self.keepalive, firstAfter: Self.keepalive) { service.hub.tick() },
-            BackgroundJob("history", every: .seconds(3600)) { try await service.maintenance.purgeHistory() },
-            // What requests and changes hand off (Errands): owned here, ended with the rest.
-            BackgroundJob.loop("errands") { await service.core.errands.serve() },
-            // Secrets at rest: a rotation run elsewhere (notty admin rotate-key) made a new key
-            // the store's; this instance seals with it from now on.
-            BackgroundJob("secret key", every: .seconds(10), firstAfter: .seconds(10)) {
-                if try await SecretKeeping.follow(service.secrets, storage: service.storage) {
-                    service.logger.notice("secrets are sealed with a new key from now on (a rotation)", metadata: ["key": "\(service.secrets.primary.id)"])
-                }
-            },
-            // Escalation: one engine, its own jobs in a group of their own (Escalation.jobs).
-            BackgroundJob.loop("escalation") { await BackgroundJobs(jobs: service.escalation.jobs, logger: service.logger).run() },
-        ], logger: service.logger)
+        self.init(
+            jobs: [
+                BackgroundJob("expiry", every: .milliseconds(500)) { _ = try await service.maintenance.expireDue() },
+                BackgroundJob("delayed publishes", every: .milliseconds(500)) { _ = try await service.publishing.publishDueDelayed() },
+                BackgroundJob("keepalive", every: Self.keepalive, firstAfter: Self.keepalive) { service.hub.tick() },
+                BackgroundJob("history", every: .seconds(3600)) { try await service.maintenance.purgeHistory() },
+                // What requests and changes hand off (Errands): owned here, ended with the rest.
+                BackgroundJob.loop("errands") { await service.core.errands.serve() },
+                // Secrets at rest: a rotation run elsewhere (notty admin rotate-key) made a new key
+                // the store's; this instance seals with it from now on.
+                BackgroundJob("secret key", every: .seconds(10), firstAfter: .seconds(10)) {
+                    if try await SecretKeeping.follow(service.secrets, storage: service.storage) {
+                        service.logger.notice(
+                            "secrets are sealed with a new key from now on (a rotation)", metadata: ["key": "\(service.secrets.primary.id)"])
+                    }
+                },
+                // Escalation: one engine, its own jobs in a group of their own (Escalation.jobs).
+                BackgroundJob.loop("escalation") { await BackgroundJobs(jobs: service.escalation.jobs, logger: service.logger).run() },
+            ], logger: service.logger)
     }
 
     public init(jobs: [BackgroundJob], logger: Logger) {

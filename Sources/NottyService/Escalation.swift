@@ -198,20 +198,26 @@ public final class Escalation: ServicePart {
     func deliver(_ delivery: EscalationDelivery) async {
         let failure = await sender.send(delivery)
         let now = clock.nowMillis()
-        let result: DeliveryResult = failure.map {
-            EscalationPlanner.afterFailure(delivery, attempts: delivery.attempts + 1, error: $0.message, retryable: $0.retryable, now: now)
-        } ?? .delivered
+        let result: DeliveryResult =
+            failure.map {
+                EscalationPlanner.afterFailure(delivery, attempts: delivery.attempts + 1, error: $0.message, retryable: $0.retryable, now: now)
+            } ?? .delivered
         switch result {
         case .delivered: metrics.escalationDelivered.increment()
         case .retry: metrics.escalationRetried.increment()
         case .failed: metrics.escalationFailed.increment()
         }
         if case .failed(let error) = result {
-            logger.warning("an escalation could not be delivered: given up", metadata: [
-                "target": "\(secrets.shownTarget(delivery.target))", "event": "\(delivery.event.rawValue)",
-                "error": "\(error)"])
+            logger.warning(
+                "an escalation could not be delivered: given up",
+                metadata: [
+                    "target": "\(secrets.shownTarget(delivery.target))", "event": "\(delivery.event.rawValue)",
+                    "error": "\(error)",
+                ])
         }
-        finished.withLock { $0.append(FinishedDelivery(delivery: delivery, result: result, log: Self.log(delivery, result: result, at: now, secrets: secrets))) }
+        finished.withLock {
+            $0.append(FinishedDelivery(delivery: delivery, result: result, log: Self.log(delivery, result: result, at: now, secrets: secrets)))
+        }
         finishBell.ring()
     }
 
@@ -288,15 +294,18 @@ public final class Escalation: ServicePart {
         let now = clock.nowMillis()
         let sample = UserNotification(
             id: "notty-test-" + DeliveryIds.next(now: now), appNotificationId: "notty-escalation-test", targetHostName: "notty", priority: .high,
-            payload: NotificationPayload(visualContent: VisualContent(title: "notty escalation test", body: "The rule \(rule.name) reaches this target.")),
+            payload: NotificationPayload(
+                visualContent: VisualContent(title: "notty escalation test", body: "The rule \(rule.name) reaches this target.")),
             expirationDateTime: now + 60, createdDateTime: now, lastModifiedDateTime: now)
         return await withTaskGroup(of: EscalationTestOutcome.self) { group in
             for target in rule.targets {
                 group.addTask {
-                    let delivery = EscalationDelivery(id: "test", userId: userId, notificationId: sample.id, ruleId: rule.id, ruleName: rule.name,
-                                                      target: target, event: .test, notification: sample, firstAt: now, nextAt: now)
+                    let delivery = EscalationDelivery(
+                        id: "test", userId: userId, notificationId: sample.id, ruleId: rule.id, ruleName: rule.name,
+                        target: target, event: .test, notification: sample, firstAt: now, nextAt: now)
                     let failure = await self.sender.send(delivery)
-                    try? await self.storage.recordEscalationTest(ruleId: rule.id, target: target, error: failure?.message, now: self.clock.nowMillis())
+                    try? await self.storage.recordEscalationTest(
+                        ruleId: rule.id, target: target, error: failure?.message, now: self.clock.nowMillis())
                     return EscalationTestOutcome(target: self.secrets.shownTarget(target), ok: failure == nil, error: failure?.message)
                 }
             }

@@ -47,10 +47,13 @@ public enum EscalationPlanner {
                         // A re-publish (new again) restarts the clock; anything else leaves it.
                         guard notification.createdDateTime > track.since else { continue }
                     }
-                    let since = ownTracks.first(where: { $0.ruleId == rule.id }) == nil
+                    let since =
+                        ownTracks.first(where: { $0.ruleId == rule.id }) == nil
                         ? max(notification.createdDateTime, notification.lastModifiedDateTime) : notification.createdDateTime
-                    plan.saveTracks.append(EscalationTrack(notificationId: id, ruleId: rule.id, userId: input.userId, since: since,
-                                                           dueAt: since + TimeInterval(rule.afterSeconds)))
+                    plan.saveTracks.append(
+                        EscalationTrack(
+                            notificationId: id, ruleId: rule.id, userId: input.userId, since: since,
+                            dueAt: since + TimeInterval(rule.afterSeconds)))
                 }
                 for track in ownTracks where !covering.contains(where: { $0.id == track.ruleId }) {
                     plan.dropTracks.append((id, track.ruleId))
@@ -60,8 +63,10 @@ public enum EscalationPlanner {
             // Handled, snoozed or gone: nothing more is sent, and what was sent is taken back.
             if case .snoozed(let until) = standing {
                 for rule in input.rules where rule.covers(notification) {
-                    plan.saveTracks.append(EscalationTrack(notificationId: id, ruleId: rule.id, userId: input.userId, since: until,
-                                                           dueAt: until + TimeInterval(rule.afterSeconds)))
+                    plan.saveTracks.append(
+                        EscalationTrack(
+                            notificationId: id, ruleId: rule.id, userId: input.userId, since: until,
+                            dueAt: until + TimeInterval(rule.afterSeconds)))
                 }
                 for track in ownTracks where !input.rules.contains(where: { $0.id == track.ruleId && $0.covers(notification) }) {
                     plan.dropTracks.append((id, track.ruleId))
@@ -94,9 +99,11 @@ public enum EscalationPlanner {
             }
             for (target, origin) in retract.sorted(by: { $0.key < $1.key }) {
                 let ruleName = origin.ruleName.isEmpty ? rulesById[origin.ruleId]?.name ?? "" : origin.ruleName
-                plan.deliveries.append(EscalationDelivery(
-                    id: newId(), userId: input.userId, notificationId: id, ruleId: origin.ruleId, ruleName: ruleName, target: target, event: event,
-                    notification: notification, handledBy: handledBy, firstAt: input.now, nextAt: input.now))
+                plan.deliveries.append(
+                    EscalationDelivery(
+                        id: newId(), userId: input.userId, notificationId: id, ruleId: origin.ruleId, ruleName: ruleName, target: target,
+                        event: event,
+                        notification: notification, handledBy: handledBy, firstAt: input.now, nextAt: input.now))
             }
             for record in sent[id] ?? [] where retract[record.target] != nil {
                 var updated = record
@@ -132,8 +139,9 @@ public enum EscalationPlanner {
             return EscalationFiring(deliveries: [], track: track)
         }
         let deliveries = rule.targets.map { target in
-            EscalationDelivery(id: newId(), userId: track.userId, notificationId: notification.id, ruleId: rule.id, ruleName: rule.name,
-                               target: target, event: .escalated, notification: notification, firstAt: now, nextAt: now)
+            EscalationDelivery(
+                id: newId(), userId: track.userId, notificationId: notification.id, ruleId: rule.id, ruleName: rule.name,
+                target: target, event: .escalated, notification: notification, firstAt: now, nextAt: now)
         }
         track.sent += 1
         track.dueAt = rule.repeatSeconds.map { now + TimeInterval($0) }

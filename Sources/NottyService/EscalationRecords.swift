@@ -84,8 +84,10 @@ public struct EscalationDelivery: Sendable, Equatable {
     public var nextAt: Date
     public var lastError: String?
 
-    public init(id: String, userId: String, notificationId: String, ruleId: String, ruleName: String, target: String, event: EscalationEvent,
-                notification: UserNotification, handledBy: HandledBy? = nil, attempts: Int = 0, firstAt: Date, nextAt: Date, lastError: String? = nil) {
+    public init(
+        id: String, userId: String, notificationId: String, ruleId: String, ruleName: String, target: String, event: EscalationEvent,
+        notification: UserNotification, handledBy: HandledBy? = nil, attempts: Int = 0, firstAt: Date, nextAt: Date, lastError: String? = nil
+    ) {
         self.id = id
         self.userId = userId
         self.notificationId = notificationId
@@ -172,8 +174,10 @@ public struct EscalationPlanInput: Sendable {
     public var pending: [PendingDelivery]
     public var now: Date
 
-    public init(userId: String, changed: [UserNotification], rules: [EscalationRule], tracks: [EscalationTrack], sent: [EscalationSent],
-                pending: [PendingDelivery], now: Date) {
+    public init(
+        userId: String, changed: [UserNotification], rules: [EscalationRule], tracks: [EscalationTrack], sent: [EscalationSent],
+        pending: [PendingDelivery], now: Date
+    ) {
         self.userId = userId
         self.changed = changed
         self.rules = rules

@@ -21,8 +21,10 @@ public struct EscalationSender: Sendable {
     /// How long a command may run before it is stopped (and counts as failed).
     let commandTimeout: Duration
 
-    public init(outbound: (any OutboundHTTP)?, commands: [String: String], commandTimeout: Duration = .seconds(30),
-                secrets: SecretBox = .ephemeral()) {
+    public init(
+        outbound: (any OutboundHTTP)?, commands: [String: String], commandTimeout: Duration = .seconds(30),
+        secrets: SecretBox = .ephemeral()
+    ) {
         self.outbound = outbound
         self.secrets = secrets
         self.commands = commands
@@ -109,12 +111,13 @@ public struct EscalationSender: Sendable {
         var path = parts.percentEncodedPath
         while path.hasSuffix("/") { path.removeLast() }
         guard let slash = path.lastIndex(of: "/"), path.index(after: slash) < path.endIndex,
-              let topic = String(path[path.index(after: slash)...]).removingPercentEncoding
+            let topic = String(path[path.index(after: slash)...]).removingPercentEncoding
         else { return nil }
         parts.percentEncodedPath = String(path[..<slash])
         guard let root = parts.string else { return nil }
-        return NtfyTopic(root: root + "/", topicURL: root + "/" + String(path[path.index(after: slash)...]), topic: topic, query: query,
-                         authorization: authorization)
+        return NtfyTopic(
+            root: root + "/", topicURL: root + "/" + String(path[path.index(after: slash)...]), topic: topic, query: query,
+            authorization: authorization)
     }
 
     /// ntfy: the JSON publish (`sequence_id` = the notification's id, priority 5) for
@@ -156,8 +159,11 @@ public struct EscalationSender: Sendable {
             var notification: UserNotification
             var handledBy: HandledBy?
         }
-        let body = (try? NottyJSON.encoder.encode(Event(event: delivery.event.rawValue, rule: delivery.ruleName, notification: delivery.notification,
-                                                         handledBy: delivery.handledBy))) ?? Data()
+        let body =
+            (try? NottyJSON.encoder.encode(
+                Event(
+                    event: delivery.event.rawValue, rule: delivery.ruleName, notification: delivery.notification,
+                    handledBy: delivery.handledBy))) ?? Data()
         return OutboundRequest(method: "POST", url: url, headers: [OutboundHeader("Content-Type", "application/json")], body: body)
     }
 

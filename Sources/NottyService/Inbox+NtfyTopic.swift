@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
-import Synchronization
 import NottyCore
 import NottyWebhooks
+import Synchronization
 
 // MARK: - Following the inbox as an ntfy topic (PROTOCOL.md §8.2)
 
@@ -12,7 +12,9 @@ extension Inbox {
     package func topic(token: String) async throws -> SubscriptionRecord {
         core.forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
-        let subscription = try await core.subscriptionsCache.value("hook:" + hash) { await core.opened(try await db { try await storage.subscription(webhookHash: hash) }) }
+        let subscription = try await core.subscriptionsCache.value("hook:" + hash) {
+            await core.opened(try await db { try await storage.subscription(webhookHash: hash) })
+        }
         guard let subscription, !subscription.revoked else { throw ServiceError.notFound("no such topic: it was revoked, or the URL is mistyped") }
         guard subscription.platform == "ntfy", subscription.targetHostName == nil else {
             throw ServiceError.forbidden("this is a webhook's token, which publishes: subscribe to a topic made by notty subscribe --ntfy")
@@ -169,7 +171,8 @@ package final class NtfyFollower: Sendable {
         let body = notification.payload.visualContent?.body ?? notification.payload.rawContent
         return NtfyAnswer(
             id: Self.messageId(notification), time: notification.createdDateTime, expires: notification.expirationDateTime, event: "message",
-            topic: topic, title: body == nil ? nil : title, message: body ?? title ?? "(no text)", priority: interruptions.interrupts(notification) ? NtfyMessage.number(notification.priority) : 1,
+            topic: topic, title: body == nil ? nil : title, message: body ?? title ?? "(no text)",
+            priority: interruptions.interrupts(notification) ? NtfyMessage.number(notification.priority) : 1,
             click: notification.launchUrl, sequenceId: notification.id, actions: buttons(notification))
     }
 
@@ -183,23 +186,31 @@ package final class NtfyFollower: Sendable {
         for (index, action) in (notification.actions ?? []).enumerated() where buttons.count < NotificationAction.maxPerNotification {
             switch action.kind {
             case .http:
-                buttons.append(NtfyAction(id: "notty-\(index + 1)", action: "http", label: action.label, url: path + "/act/\(index + 1)", method: "POST", clear: action.clear))
+                buttons.append(
+                    NtfyAction(
+                        id: "notty-\(index + 1)", action: "http", label: action.label, url: path + "/act/\(index + 1)", method: "POST",
+                        clear: action.clear))
             case .view:
-                if let url = action.url { buttons.append(NtfyAction(id: "notty-\(index + 1)", action: "view", label: action.label, url: url, clear: action.clear)) }
+                if let url = action.url {
+                    buttons.append(NtfyAction(id: "notty-\(index + 1)", action: "view", label: action.label, url: url, clear: action.clear))
+                }
             }
         }
         return buttons
     }
 
     private func ended(_ notification: UserNotification, event: String) -> NtfyAnswer {
-        NtfyAnswer(id: NtfyAnswer.newMessageId(), time: inbox.clock.nowMillis(), expires: nil, event: event, topic: topic, sequenceId: notification.id)
+        NtfyAnswer(
+            id: NtfyAnswer.newMessageId(), time: inbox.clock.nowMillis(), expires: nil, event: event, topic: topic, sequenceId: notification.id)
     }
 
     /// A message's id: the same notification with the same content has the same id on every
     /// stream and every replay (the ntfy app keeps each id once), 12 letters and digits.
     static func messageId(_ notification: UserNotification) -> String {
-        let content = [notification.id, notification.payload.visualContent?.title ?? "", notification.payload.visualContent?.body ?? "",
-                       notification.payload.rawContent ?? "", notification.priority.rawValue, notification.launchUrl ?? ""].joined(separator: "\u{1F}")
+        let content = [
+            notification.id, notification.payload.visualContent?.title ?? "", notification.payload.visualContent?.body ?? "",
+            notification.payload.rawContent ?? "", notification.priority.rawValue, notification.launchUrl ?? "",
+        ].joined(separator: "\u{1F}")
         let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
         var id = ""
         for byte in SHA256.hash(data: Data(content.utf8)).prefix(12) { id.append(alphabet[Int(byte) % alphabet.count]) }

@@ -26,7 +26,9 @@ public final class Inbox: ServicePart {
     /// webhook (`platform` `webhook`: its URL, under `baseURL`, is in the answer this once).
     /// The app must be registered (else `404`). A device signed in since devices were listed keeps one id:
     /// the one its tokens carry.
-    public func createSubscription(userId: String, deviceId callerDevice: String? = nil, body: Data, baseURL: String? = nil) async throws -> SubscriptionInfo {
+    public func createSubscription(userId: String, deviceId callerDevice: String? = nil, body: Data, baseURL: String? = nil) async throws
+        -> SubscriptionInfo
+    {
         let fields: JSONFields
         let host: String?, deviceName: String?, platform: String?
         do {
@@ -60,7 +62,8 @@ public final class Inbox: ServicePart {
         if webhook && host == nil { throw ServiceError.badRequest("a webhook needs targetHostName: the registered app it publishes as") }
         if secret != nil && !webhook { throw ServiceError.badRequest("secret is for webhooks (platform webhook)") }
         if let host, try await db({ try await storage.app(hostName: host) }) == nil {
-            throw ServiceError.notFound("no app \(host) is registered on this service: check the name, or ask its administrator to run notty admin app add \(host)")
+            throw ServiceError.notFound(
+                "no app \(host) is registered on this service: check the name, or ask its administrator to run notty admin app add \(host)")
         }
         let now = clock.nowMillis()
         let token = webhook || topic ? Secrets.newToken() : nil
@@ -95,7 +98,9 @@ public final class Inbox: ServicePart {
     /// Parses a cursor; `since` absent means "from the start".
     public func parseCursor(_ text: String?) throws -> Int64 {
         guard let text else { return 0 }
-        guard !text.isEmpty, text.utf8.count <= 18, text.allSatisfy(\.isASCIIDigit), let value = Int64(text) else { throw ServiceError.badRequest("since must be a cursor returned by this service") }
+        guard !text.isEmpty, text.utf8.count <= 18, text.allSatisfy(\.isASCIIDigit), let value = Int64(text) else {
+            throw ServiceError.badRequest("since must be a cursor returned by this service")
+        }
         return value
     }
 
@@ -116,13 +121,15 @@ public final class Inbox: ServicePart {
         guard let page = try await db({ try await storage.changes(userId: userId, since: since, limit: limit) }) else {
             throw ServiceError.cursorExpired
         }
-        return ChangesPage(changes: try await withEscalations(page.changes, userId: userId), cursor: String(page.lastSeq), hasMore: page.hasMore,
-                           preferences: page.preferences.isEmpty ? nil : page.preferences)
+        return ChangesPage(
+            changes: try await withEscalations(page.changes, userId: userId), cursor: String(page.lastSeq), hasMore: page.hasMore,
+            preferences: page.preferences.isEmpty ? nil : page.preferences)
     }
 
     public func list(userId: String, view: NotificationView, top: Int, skip: Int) async throws -> [UserNotification] {
-        try await withEscalations(try await db { try await storage.list(userId: userId, view: view, top: top, skip: skip, now: clock.nowMillis()) },
-                                  userId: userId)
+        try await withEscalations(
+            try await db { try await storage.list(userId: userId, view: view, top: top, skip: skip, now: clock.nowMillis()) },
+            userId: userId)
     }
 
     /// `notifications` with the escalations logged on them (PROTOCOL.md §11) and how their actions
@@ -165,4 +172,5 @@ public final class Inbox: ServicePart {
 }
 
 /// What ``Inbox`` asks of the storage.
-public typealias InboxStorage = AccountStorage & SubscriptionStorage & FeedStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage & ActionStorage
+public typealias InboxStorage = AccountStorage & SubscriptionStorage & FeedStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage
+    & ActionStorage

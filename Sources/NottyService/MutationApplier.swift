@@ -64,7 +64,9 @@ package protocol MutationRowStore {
 /// - Delete is final: a tombstone stays deleted and changes to it are dropped (404).
 /// - PATCH fields are last writer wins by their clamped clocks (``NotificationRules``).
 package enum MutationApplier {
-    package static func apply(_ mutation: Mutation, userId: String, now: Date, context: WriteContext, store: some MutationRowStore) throws -> MutationResult {
+    package static func apply(_ mutation: Mutation, userId: String, now: Date, context: WriteContext, store: some MutationRowStore) throws
+        -> MutationResult
+    {
         let current = try store.row(id: mutation.id, userId: userId)
         if let mutationId = mutation.mutationId, let status = try store.priorMutation(userId: userId, mutationId: mutationId) {
             let live = current.flatMap { $0.notification.status == .active ? $0.notification : nil }

@@ -60,7 +60,9 @@ public enum NotificationRules {
 
     /// Applies a PATCH to a stored notification. Returns the new row and whether anything
     /// visible changed (only then does it enter the change feed with a new `seq`).
-    public static func patched(_ current: StoredNotification, change: StateChange, changedAt: Int64?, now: Date) -> (StoredNotification, visible: Bool) {
+    public static func patched(_ current: StoredNotification, change: StateChange, changedAt: Int64?, now: Date) -> (
+        StoredNotification, visible: Bool
+    ) {
         var row = current
         var state = row.userState
         let visible = state.apply(change, changedAt: clampedClock(changedAt, now: now))

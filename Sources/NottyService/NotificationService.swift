@@ -29,9 +29,11 @@ public final class NotificationService: Sendable {
 
     /// `outbound` makes the requests escalation sends and actions make (nil: none are made, and
     /// they say so).
-    public init(storage: any ServiceStorage, config: ServiceConfig = ServiceConfig(), clock: any ServiceClock = SystemClock(),
-                metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil,
-                secrets: SecretBox) {
+    public init(
+        storage: any ServiceStorage, config: ServiceConfig = ServiceConfig(), clock: any ServiceClock = SystemClock(),
+        metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil,
+        secrets: SecretBox
+    ) {
         let core = ServiceCore(storage: storage, config: config, clock: clock, metrics: metrics, logger: logger, secrets: secrets)
         SecretKeeping.install(secrets, storage: storage)
         self.core = core
@@ -101,8 +103,10 @@ package final class ServiceCore: Sendable {
     /// Each user's newest cursor, kept current by the storage's change handler (conditional polls).
     let latestCursors = CursorBook()
 
-    init(storage: any ServiceStorage, config: ServiceConfig, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger,
-         secrets: SecretBox) {
+    init(
+        storage: any ServiceStorage, config: ServiceConfig, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger,
+        secrets: SecretBox
+    ) {
         self.storage = storage
         self.secrets = secrets
         self.config = config
@@ -126,7 +130,9 @@ package final class ServiceCore: Sendable {
             if let url = s.alertmanagerURL { s.alertmanagerURL = try await secrets.openFetching(url) }
         } catch {
             s.alertmanagerURL = nil
-            logger.error("a webhook's Alertmanager URL cannot be opened: its alerts get no Silence action", metadata: ["subscription": "\(s.id)", "error": "\(error)"])
+            logger.error(
+                "a webhook's Alertmanager URL cannot be opened: its alerts get no Silence action",
+                metadata: ["subscription": "\(s.id)", "error": "\(error)"])
         }
         return s
     }
@@ -203,4 +209,3 @@ final class CursorBook: Sendable {
         cursors.withLock { $0 = [:] }
     }
 }
-

@@ -65,7 +65,8 @@ public final class NtfyUpstream: ServicePart {
             do {
                 try await sendNew(userId: userId)
             } catch {
-                logger.warning("ntfy upstream: cannot read the feed; the next change tries again", metadata: ["user": "\(userId)", "error": "\(error)"])
+                logger.warning(
+                    "ntfy upstream: cannot read the feed; the next change tries again", metadata: ["user": "\(userId)", "error": "\(error)"])
             }
         } while waiting.withLock { $0.remove(userId) != nil }
         reading.withLock { _ = $0.remove(userId) }
@@ -77,18 +78,21 @@ public final class NtfyUpstream: ServicePart {
     /// each per topic. A user first rung since this instance started is read from the start of
     /// the feed, and only what changed since the start is sent.
     private func sendNew(userId: String) async throws {
-        let upstreamIds = try await topics.value(userId) {
-            try await db { try await storage.subscriptions(userId: userId) }
-                .filter { $0.platform == "ntfy" && $0.targetHostName == nil && !$0.revoked }.compactMap(\.upstreamId)
-        } ?? []
+        let upstreamIds =
+            try await topics.value(userId) {
+                try await db { try await storage.subscriptions(userId: userId) }
+                    .filter { $0.platform == "ntfy" && $0.targetHostName == nil && !$0.revoked }.compactMap(\.upstreamId)
+            } ?? []
         guard !upstreamIds.isEmpty else { return }
         var position = cursors.withLock { $0[userId] } ?? 0
         let startedAt = self.startedAt
         while true {
             let page = try await inbox.changes(userId: userId, since: position, limit: 500)
             let now = clock.nowMillis()
-            for notification in page.changes where notification.lastModifiedDateTime >= startedAt && notification.isLive(at: now)
-                && NotificationView.unread.contains(notification, now: now) {
+            for notification in page.changes
+            where notification.lastModifiedDateTime >= startedAt && notification.isLive(at: now)
+                && NotificationView.unread.contains(notification, now: now)
+            {
                 let id = NtfyFollower.messageId(notification)
                 for upstreamId in upstreamIds { poll(upstreamId: upstreamId, messageId: id) }
             }
@@ -108,8 +112,9 @@ public final class NtfyUpstream: ServicePart {
         }
         var headers = [OutboundHeader("X-Poll-ID", messageId)]
         if let token = config.ntfyUpstreamToken { headers.append(OutboundHeader("Authorization", "Bearer \(token)")) }
-        let request = OutboundRequest(method: "POST", url: upstream + "/" + upstreamId, headers: headers,
-                                      body: Data(), timeout: .seconds(15), aim: .administrator)
+        let request = OutboundRequest(
+            method: "POST", url: upstream + "/" + upstreamId, headers: headers,
+            body: Data(), timeout: .seconds(15), aim: .administrator)
         core.errands.run { [self] in
             defer { inFlight.subtract(1, ordering: .relaxed) }
             for (attempt, wait) in [0, 5, 30, 120].enumerated() {

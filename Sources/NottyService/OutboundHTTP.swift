@@ -23,8 +23,10 @@ public struct OutboundRequest: Sendable, Equatable {
     /// The whole request, from connecting to the last byte of the answer.
     public var timeout: Duration
 
-    public init(method: String, url: String, headers: [OutboundHeader] = [], body: Data? = nil, timeout: Duration = .seconds(15),
-                aim: Aim = .user) {
+    public init(
+        method: String, url: String, headers: [OutboundHeader] = [], body: Data? = nil, timeout: Duration = .seconds(15),
+        aim: Aim = .user
+    ) {
         self.aim = aim
         self.method = method
         self.url = url

@@ -18,9 +18,10 @@ extension Publishing {
         guard let published = try await publish([message.notification(appNotificationId: sequenceId)], as: hook).first else {
             throw ServiceError.badRequest("nothing to publish")
         }
-        return NtfyAnswer(id: messageId, time: clock.nowMillis(), expires: published.expirationDateTime, event: "message", topic: token,
-                          title: message.title, message: message.message, priority: message.priority, tags: message.tags,
-                          click: message.click, sequenceId: message.sequenceId)
+        return NtfyAnswer(
+            id: messageId, time: clock.nowMillis(), expires: published.expirationDateTime, event: "message", topic: token,
+            title: message.title, message: message.message, priority: message.priority, tags: message.tags,
+            click: message.click, sequenceId: message.sequenceId)
     }
 
     /// `PUT <base>/<token>/<sequenceId>/clear` (Read + Dismissed on every device, stamped
@@ -30,14 +31,16 @@ extension Publishing {
         let userId = hook.subscription.userId
         let unknown = ServiceError.notFound("no active message with sequence ID \(sequenceId) on this topic")
         guard Ntfy.isValidSequenceId(sequenceId) else { throw unknown }
-        guard let found = try await db({ try await storage.notification(userId: userId, hostName: hook.app.hostName, appNotificationId: sequenceId) }) else {
+        guard let found = try await db({ try await storage.notification(userId: userId, hostName: hook.app.hostName, appNotificationId: sequenceId) })
+        else {
             throw unknown
         }
         let change = delete ? StateChange() : StateChange.clear
         let result = try await inbox.mutate(userId: userId, [Mutation(id: found.id, operation: delete ? .delete : .patch, change: change)])[0]
         guard result.status < 300 else { throw unknown }
-        return NtfyAnswer(id: NtfyAnswer.newMessageId(), time: clock.nowMillis(), expires: found.expirationDateTime,
-                          event: delete ? "message_delete" : "message_clear", topic: token, sequenceId: sequenceId)
+        return NtfyAnswer(
+            id: NtfyAnswer.newMessageId(), time: clock.nowMillis(), expires: found.expirationDateTime,
+            event: delete ? "message_delete" : "message_clear", topic: token, sequenceId: sequenceId)
     }
 
     /// Gotify's `POST /message` with the app token `token` (a webhook's token). A webhook
@@ -52,7 +55,8 @@ extension Publishing {
             throw denied
         }
         if hook.subscription.webhookSecret != nil {
-            throw ServiceError.unauthenticated("this webhook has a secret, which Gotify's API cannot send: publish to its hook URL with Authorization: Bearer SECRET")
+            throw ServiceError.unauthenticated(
+                "this webhook has a secret, which Gotify's API cannot send: publish to its hook URL with Authorization: Bearer SECRET")
         }
         let message: GotifyMessage
         do {
@@ -61,9 +65,10 @@ extension Publishing {
             throw ServiceError.badRequest(error.message)
         }
         guard let published = try await publish([message.notification], as: hook).first else { throw ServiceError.badRequest("nothing to publish") }
-        return GotifyAnswer(id: GotifyAnswer.number(published.id), appid: GotifyAnswer.number(hook.app.clientId), message: message.message,
-                            title: message.title ?? published.payload.visualContent?.title ?? "", priority: message.priority ?? 5,
-                            date: ISOTime.format(published.createdDateTime), extras: message.extras)
+        return GotifyAnswer(
+            id: GotifyAnswer.number(published.id), appid: GotifyAnswer.number(hook.app.clientId), message: message.message,
+            title: message.title ?? published.payload.visualContent?.title ?? "", priority: message.priority ?? 5,
+            date: ISOTime.format(published.createdDateTime), extras: message.extras)
     }
 }
 
@@ -80,7 +85,9 @@ extension Publishing {
 
     /// Holds an ntfy publish until it is due (durably: in storage), after checking it as if it
     /// were published now (the app's rate counts it now, as ntfy does).
-    func hold(_ message: NtfyMessage, delay: NtfyMessage.Delay, hook: Hook, messageId: String, sequenceId: String, topic: String) async throws -> NtfyAnswer {
+    func hold(_ message: NtfyMessage, delay: NtfyMessage.Delay, hook: Hook, messageId: String, sequenceId: String, topic: String) async throws
+        -> NtfyAnswer
+    {
         let now = clock.nowMillis()
         let due = delay.due(now: now)
         guard Self.delayRange.contains(due.timeIntervalSince(now)) else {
@@ -94,11 +101,14 @@ extension Publishing {
         }
         let body = try JSONEncoder().encode(DelayedPublish(notification, secrets: secrets))
         try await db {
-            try await storage.insertDelayed(DelayedRecord(id: messageId, userId: hook.subscription.userId, subscriptionId: hook.subscription.id,
-                                                          hostName: hook.app.hostName, dueAt: due, body: String(decoding: body, as: UTF8.self), createdAt: now))
+            try await storage.insertDelayed(
+                DelayedRecord(
+                    id: messageId, userId: hook.subscription.userId, subscriptionId: hook.subscription.id,
+                    hostName: hook.app.hostName, dueAt: due, body: String(decoding: body, as: UTF8.self), createdAt: now))
         }
-        return NtfyAnswer(id: messageId, time: due, expires: nil, event: "message", topic: topic, title: message.title, message: message.message,
-                          priority: message.priority, tags: message.tags, click: message.click, sequenceId: message.sequenceId)
+        return NtfyAnswer(
+            id: messageId, time: due, expires: nil, event: "message", topic: topic, title: message.title, message: message.message,
+            priority: message.priority, tags: message.tags, click: message.click, sequenceId: message.sequenceId)
     }
 
     /// Publishes the held publishes that are due (the maintenance loop calls it twice a
@@ -162,8 +172,9 @@ struct DelayedPublish: Codable {
     }
 
     var notification: WebhookNotification {
-        WebhookNotification(appNotificationId: appNotificationId, title: title, body: body, priority: Priority(rawValue: priority) ?? .none, launchUrl: launchUrl,
-                            actions: NotificationAction.list(actions.flatMap { JSONValue(jsonText: $0) }))
+        WebhookNotification(
+            appNotificationId: appNotificationId, title: title, body: body, priority: Priority(rawValue: priority) ?? .none, launchUrl: launchUrl,
+            actions: NotificationAction.list(actions.flatMap { JSONValue(jsonText: $0) }))
     }
 }
 

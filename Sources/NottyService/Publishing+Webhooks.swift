@@ -12,7 +12,9 @@ extension Publishing {
     public func webhook(token: String, _ request: WebhookRequest) async throws -> [String] {
         let hook = try await hook(token: token)
         let kind = Webhooks.kind(of: request)
-        if let secret = hook.subscription.webhookSecret { try Self.check(kind.credential(request), secret: secret, body: request.body, kind: kind.name) }
+        if let secret = hook.subscription.webhookSecret {
+            try Self.check(kind.credential(request), secret: secret, body: request.body, kind: kind.name)
+        }
         let parsed: [WebhookNotification]
         do {
             parsed = try kind.notifications(request)
@@ -26,7 +28,8 @@ extension Publishing {
     /// after the sender's own actions (within the 3).
     static func withSilence(_ item: WebhookNotification, alertmanager: String?) -> WebhookNotification {
         guard let alertmanager, let labels = item.labels, !labels.isEmpty, !item.resolved,
-              (item.actions?.count ?? 0) < NotificationAction.maxPerNotification else { return item }
+            (item.actions?.count ?? 0) < NotificationAction.maxPerNotification
+        else { return item }
         var item = item
         item.actions = (item.actions ?? []) + [NotificationAction.silence(alertmanager: alertmanager, labels: labels, hours: 1)]
         return item
@@ -37,10 +40,13 @@ extension Publishing {
     func hook(token: String) async throws -> Hook {
         core.forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
-        let subscription = try await core.subscriptionsCache.value("hook:" + hash) { await core.opened(try await db { try await storage.subscription(webhookHash: hash) }) }
+        let subscription = try await core.subscriptionsCache.value("hook:" + hash) {
+            await core.opened(try await db { try await storage.subscription(webhookHash: hash) })
+        }
         guard let subscription, !subscription.revoked else { throw ServiceError.notFound("no such webhook: it was revoked, or the URL is mistyped") }
         guard let host = subscription.targetHostName else {
-            throw ServiceError.forbidden("this is a topic to subscribe to, not to publish to: publish with a webhook's token (notty subscribe --app HOST --webhook)")
+            throw ServiceError.forbidden(
+                "this is a topic to subscribe to, not to publish to: publish with a webhook's token (notty subscribe --app HOST --webhook)")
         }
         guard let app = try await app(hostName: host) else { throw ServiceError.notFound("no such webhook: its app was removed") }
         return Hook(subscription: subscription, app: app)
@@ -87,7 +93,8 @@ extension Publishing {
             // Hashed first: equal-length strings to compare, whatever was sent.
             guard let given, Secrets.constantTimeEqual(Secrets.tokenHash(given), Secrets.tokenHash(secret)) else {
                 throw ServiceError.unauthenticated(
-                    kind == "gitlab" ? "gitlab webhook: X-Gitlab-Token is not this webhook's secret"
+                    kind == "gitlab"
+                        ? "gitlab webhook: X-Gitlab-Token is not this webhook's secret"
                         : "\(kind) webhook: this webhook has a secret: send it as Authorization: Bearer SECRET")
             }
         }
@@ -107,12 +114,15 @@ extension Publishing {
         for text in [id, item.groupName, item.title, item.body, item.launchUrl].compactMap({ $0 }) where text.containsNUL {
             throw ServiceError.badRequest("\(what)the text contains the character U+0000 (NUL): remove it")
         }
-        let title = item.title.unicodeScalars.count > limits.title ? String(String.UnicodeScalarView(item.title.unicodeScalars.prefix(limits.title))) : item.title
-        let requested: Date? = switch item.expiration {
-        case .at(let date): date
-        case .after(let seconds): now + TimeInterval(seconds)
-        case nil: nil
-        }
+        let title =
+            item.title.unicodeScalars.count > limits.title
+            ? String(String.UnicodeScalarView(item.title.unicodeScalars.prefix(limits.title))) : item.title
+        let requested: Date? =
+            switch item.expiration {
+            case .at(let date): date
+            case .after(let seconds): now + TimeInterval(seconds)
+            case nil: nil
+            }
         let expiration: Date
         do {
             expiration = try self.expiration(requested, now: now)
@@ -123,7 +133,8 @@ extension Publishing {
             appNotificationId: id, groupName: item.groupName, priority: item.priority,
             payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: title, body: item.body)), launchUrl: item.launchUrl,
             actions: item.actions)
-        return PublishInput(userId: userId, hostName: hostName, request: request, expiration: expiration, now: now, resolved: item.resolved,
-                            secrets: secrets)
+        return PublishInput(
+            userId: userId, hostName: hostName, request: request, expiration: expiration, now: now, resolved: item.resolved,
+            secrets: secrets)
     }
 }

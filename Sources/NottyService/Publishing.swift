@@ -19,10 +19,12 @@ public final class Publishing: ServicePart {
     }
 
     private func subscription(for app: AppRecord, unsId: String?) async throws -> SubscriptionRecord {
-        guard let unsId, !unsId.isEmpty else { throw ServiceError.badRequest("the X-UNS-ID header is required: the user's userNotificationSubscriptionId") }
+        guard let unsId, !unsId.isEmpty else {
+            throw ServiceError.badRequest("the X-UNS-ID header is required: the user's userNotificationSubscriptionId")
+        }
         let subscription = try await core.subscriptionsCache.value(unsId) { try await db { try await storage.subscription(id: unsId) } }
         guard let subscription, !subscription.revoked, subscription.expiresAt > clock.nowMillis(),
-              let host = subscription.targetHostName, host.equalsIgnoringASCIICase(app.hostName)
+            let host = subscription.targetHostName, host.equalsIgnoringASCIICase(app.hostName)
         else { throw ServiceError.forbidden("this X-UNS-ID is unknown, revoked, expired or belongs to another app") }
         return subscription
     }
@@ -44,8 +46,9 @@ public final class Publishing: ServicePart {
         if let host = request.targetHostName, !host.equalsIgnoringASCIICase(app.hostName) {
             throw ServiceError.badRequest("targetHostName \(host) is not this subscription's app (\(app.hostName))")
         }
-        let input = PublishInput(userId: subscription.userId, hostName: app.hostName, request: request,
-                                 expiration: try expiration(request.expirationDateTime, now: now), now: now, secrets: secrets)
+        let input = PublishInput(
+            userId: subscription.userId, hostName: app.hostName, request: request,
+            expiration: try expiration(request.expirationDateTime, now: now), now: now, secrets: secrets)
         let stored = try await db { try await storage.publish(input) }
         metrics.publishes.increment()
         return stored
@@ -66,7 +69,8 @@ public final class Publishing: ServicePart {
     public func deleteByApp(app: AppRecord, unsId: String?, appNotificationId: String) async throws {
         let subscription = try await subscription(for: app, unsId: unsId)
         let deleted = try await db {
-            try await storage.deleteByApp(userId: subscription.userId, hostName: app.hostName, appNotificationId: appNotificationId, now: clock.nowMillis())
+            try await storage.deleteByApp(
+                userId: subscription.userId, hostName: app.hostName, appNotificationId: appNotificationId, now: clock.nowMillis())
         }
         guard deleted else { throw ServiceError.notFound("no active notification with appNotificationId \(appNotificationId)") }
     }

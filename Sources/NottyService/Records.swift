@@ -75,9 +75,12 @@ public struct SubscriptionRecord: Sendable, Equatable {
     /// An ntfy topic's name at the ntfy upstream (``NtfyUpstream/topicHash(publicURL:topic:)``).
     public var upstreamId: String?
 
-    public init(id: String, userId: String, targetHostName: String?, deviceId: String, deviceName: String?, platform: String?, createdAt: Date, expiresAt: Date,
-                revoked: Bool = false, lastSeen: Date? = nil, webhookHash: String? = nil, webhookSecret: String? = nil, alertmanagerURL: String? = nil,
-                upstreamId: String? = nil) {
+    public init(
+        id: String, userId: String, targetHostName: String?, deviceId: String, deviceName: String?, platform: String?, createdAt: Date,
+        expiresAt: Date,
+        revoked: Bool = false, lastSeen: Date? = nil, webhookHash: String? = nil, webhookSecret: String? = nil, alertmanagerURL: String? = nil,
+        upstreamId: String? = nil
+    ) {
         self.id = id
         self.userId = userId
         self.targetHostName = targetHostName
@@ -97,7 +100,8 @@ public struct SubscriptionRecord: Sendable, Equatable {
     public var info: SubscriptionInfo {
         SubscriptionInfo(
             userNotificationSubscriptionId: id, expirationDateTime: expiresAt, deviceId: deviceId, targetHostName: targetHostName,
-            deviceName: deviceName, platform: platform, createdDateTime: createdAt, lastSeenDateTime: lastSeen, hasSecret: webhookHash == nil || targetHostName == nil ? nil : webhookSecret != nil)
+            deviceName: deviceName, platform: platform, createdDateTime: createdAt, lastSeenDateTime: lastSeen,
+            hasSecret: webhookHash == nil || targetHostName == nil ? nil : webhookSecret != nil)
     }
 }
 
@@ -125,7 +129,9 @@ public struct StoredNotification: Sendable, Equatable {
 
     public var userState: UserState {
         get {
-            UserState(readState: notification.readState, readChangedAt: readChangedAt, userActionState: notification.userActionState, snoozedUntil: notification.snoozedUntil, actionChangedAt: actionChangedAt)
+            UserState(
+                readState: notification.readState, readChangedAt: readChangedAt, userActionState: notification.userActionState,
+                snoozedUntil: notification.snoozedUntil, actionChangedAt: actionChangedAt)
         }
         set {
             notification.readState = newValue.readState

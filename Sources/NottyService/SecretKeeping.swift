@@ -120,8 +120,10 @@ public enum SecretKeeping {
     /// key), makes it the store's key, and seals everything under it, again until a pass finds
     /// nothing to seal once `settle` has gone by (the time instances take to follow: their job
     /// looks every 10 s); then takes the hand-over away.
-    public static func rotate(_ box: SecretBox, to new: SecretBox.Key, storage: any SecretStorage, settle: Duration = .seconds(12),
-                              log: (String) -> Void = { _ in }) async throws -> Rotation {
+    public static func rotate(
+        _ box: SecretBox, to new: SecretBox.Key, storage: any SecretStorage, settle: Duration = .seconds(12),
+        log: (String) -> Void = { _ in }
+    ) async throws -> Rotation {
         if case .otherKey(let id) = try await verify(box, storage: storage) {
             throw ValidationError("the store's secrets were sealed with key \(id), not with the key given")
         }

@@ -30,12 +30,14 @@ public struct ServiceError: Error, Sendable, Equatable {
     public static func unauthenticated(_ message: String) -> ServiceError { .init(.unauthenticated, "unauthenticated", message) }
     public static func forbidden(_ message: String) -> ServiceError { .init(.forbidden, "forbidden", message) }
     public static func notFound(_ message: String = "no such notification") -> ServiceError { .init(.notFound, "itemNotFound", message) }
-    public static let cursorExpired = ServiceError(.gone, "cursorExpired", "this cursor is older than the kept change history: resync from scratch (omit since)")
+    public static let cursorExpired = ServiceError(
+        .gone, "cursorExpired", "this cursor is older than the kept change history: resync from scratch (omit since)")
     public static func payloadTooLarge(_ limit: Int) -> ServiceError {
         .init(.tooLarge, "payloadTooLarge", "the request body is larger than \(limit) bytes")
     }
     public static let unsupportedMediaType = ServiceError(.unsupportedMediaType, "unsupportedMediaType", "send the body as application/json")
-    public static let upgradeRequired = ServiceError(.upgradeRequired, "upgradeRequired", "connect with a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)")
+    public static let upgradeRequired = ServiceError(
+        .upgradeRequired, "upgradeRequired", "connect with a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)")
     public static func tooManyRequests(retryAfter: Int) -> ServiceError {
         .init(.tooManyRequests, "tooManyRequests", "publish rate limit reached for this app: retry after \(retryAfter) s", retryAfter: retryAfter)
     }
@@ -43,7 +45,8 @@ public struct ServiceError: Error, Sendable, Equatable {
         .init(.unavailable, "serviceUnavailable", message, retryAfter: 1)
     }
     public static let methodNotAllowed = ServiceError(.methodNotAllowed, "methodNotAllowed", "this method is not allowed on this route")
-    public static let internalError = ServiceError(.internalError, "generalException", "internal error; the request id identifies it in the service log")
+    public static let internalError = ServiceError(
+        .internalError, "generalException", "internal error; the request id identifies it in the service log")
 
     /// An error of the token endpoint, answered in RFC 6749 §5.2's body.
     public static func oauth(_ kind: Kind, _ error: String, _ description: String, retryAfter: Int? = nil) -> ServiceError {
@@ -58,7 +61,8 @@ public struct ServiceError: Error, Sendable, Equatable {
             let object: JSONValue = .object(["error": .string(code), "error_description": .string(message)])
             return Data(object.jsonText.utf8)
         }
-        let envelope = ErrorEnvelope(error: ErrorBody(code: code, message: message, innerError: .init(requestId: requestId, date: ISOTime.format(date))))
+        let envelope = ErrorEnvelope(
+            error: ErrorBody(code: code, message: message, innerError: .init(requestId: requestId, date: ISOTime.format(date))))
         return (try? NottyJSON.encoder.encode(envelope)) ?? Data()
     }
 }
@@ -96,4 +100,3 @@ public struct NewerStoreError: Error, CustomStringConvertible, Sendable, Equatab
             + "run that build or a newer one, or restore a backup made with this one"
     }
 }
-

@@ -38,21 +38,28 @@ public final class ServiceMetrics: Sendable {
         rateLimited = registry.makeCounter(descriptor: name("rate_limited", "total", "Publishes refused with 429."))
         passwordHashes = registry.makeCounter(descriptor: name("password_hashes", "total", "Password hashes computed for sign-ins."))
         lockedOut = registry.makeCounter(descriptor: name("locked_out", "total", "Sign-ins refused with 429 after too many failures."))
-        let outcome = MetricNameDescriptor(namespace: "notty", metricName: "escalation_deliveries", unitName: "total",
-                                           helpText: "Escalation deliveries (escalated, handled, deleted) by outcome: delivered, retry (failed, tried again later), failed (given up).")
+        let outcome = MetricNameDescriptor(
+            namespace: "notty", metricName: "escalation_deliveries", unitName: "total",
+            helpText:
+                "Escalation deliveries (escalated, handled, deleted) by outcome: delivered, retry (failed, tried again later), failed (given up).")
         escalationDelivered = registry.makeCounter(descriptor: outcome, labels: [("outcome", "delivered")])
         escalationRetried = registry.makeCounter(descriptor: outcome, labels: [("outcome", "retry")])
         escalationFailed = registry.makeCounter(descriptor: outcome, labels: [("outcome", "failed")])
-        escalationPending = registry.makeGauge(descriptor: name("escalation_deliveries", "pending", "Escalation deliveries waiting to be sent (retries included)."))
-        escalationFailing = registry.makeGauge(descriptor: name("escalation_deliveries", "failing", "Escalation deliveries waiting after failing at least once."))
-        let actionOutcome = MetricNameDescriptor(namespace: "notty", metricName: "action_runs", unitName: "total",
-                                                 helpText: "Actions run for devices, by outcome: done (2xx) or failed.")
+        escalationPending = registry.makeGauge(
+            descriptor: name("escalation_deliveries", "pending", "Escalation deliveries waiting to be sent (retries included)."))
+        escalationFailing = registry.makeGauge(
+            descriptor: name("escalation_deliveries", "failing", "Escalation deliveries waiting after failing at least once."))
+        let actionOutcome = MetricNameDescriptor(
+            namespace: "notty", metricName: "action_runs", unitName: "total",
+            helpText: "Actions run for devices, by outcome: done (2xx) or failed.")
         actionsDone = registry.makeCounter(descriptor: actionOutcome, labels: [("outcome", "done")])
         actionsFailed = registry.makeCounter(descriptor: actionOutcome, labels: [("outcome", "failed")])
         requestDuration = registry.makeDurationHistogram(
             descriptor: name("http_request_duration", "seconds", "Time to answer an HTTP request."),
-            buckets: [.microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
-                      .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1)])
+            buckets: [
+                .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+                .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
+            ])
     }
 
     private let statusCounters = StatusCounters()
@@ -73,7 +80,8 @@ private final class StatusCounters: Sendable {
         counters.withLock { counters in
             if let counter = counters[status] { return counter }
             let counter = registry.makeCounter(
-                descriptor: MetricNameDescriptor(namespace: "notty", metricName: "http_responses", unitName: "total", helpText: "HTTP responses by status code."),
+                descriptor: MetricNameDescriptor(
+                    namespace: "notty", metricName: "http_responses", unitName: "total", helpText: "HTTP responses by status code."),
                 labels: [("status", String(status))])
             counters[status] = counter
             return counter

@@ -170,8 +170,10 @@ public protocol EscalationStorage: Sendable {
     /// them, writes what it decides and moves the user's escalation cursor past them. A user
     /// with rules and no cursor yet starts at their newest. Answers how many deliveries were
     /// made, and the users with more changes waiting.
-    func planEscalations(userIds: [String], limit: Int, now: Date,
-                         _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan) async throws -> (deliveries: Int, more: [String])
+    func planEscalations(
+        userIds: [String], limit: Int, now: Date,
+        _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan
+    ) async throws -> (deliveries: Int, more: [String])
     /// Hands `fire` each track due at `now` (at most `limit`, soonest first, each to one
     /// instance) and writes what it makes of it; answers how many deliveries were made.
     func fireDueEscalations(now: Date, limit: Int, _ fire: @escaping @Sendable (EscalationDue) -> EscalationFiring) async throws -> Int
@@ -249,8 +251,10 @@ public struct PublishInput: Sendable {
     /// (on the request's thread), not by the storage's one writer.
     public let storedActions: String?
 
-    public init(userId: String, hostName: String, request: PublishRequest, expiration: Date, now: Date, resolved: Bool = false,
-                secrets: SecretBox) {
+    public init(
+        userId: String, hostName: String, request: PublishRequest, expiration: Date, now: Date, resolved: Bool = false,
+        secrets: SecretBox
+    ) {
         self.userId = userId
         self.hostName = hostName
         self.request = request
@@ -272,8 +276,10 @@ public protocol SecretStorage: Sendable {
     /// Goes through up to `limit` stored secrets of `column` after `position` (nil: from the
     /// start) in the store's order, and writes each that `reseal` changes (unless it changed
     /// meanwhile). Answers the position reached (nil: the end) and how many were written.
-    func resealSecrets(_ column: SecretColumn, after position: String?, limit: Int,
-                       _ reseal: @escaping @Sendable (String) -> String?) async throws -> (position: String?, written: Int)
+    func resealSecrets(
+        _ column: SecretColumn, after position: String?, limit: Int,
+        _ reseal: @escaping @Sendable (String) -> String?
+    ) async throws -> (position: String?, written: Int)
 }
 
 /// A stored column that holds secrets: the whole value is one (`.value`), or a list of actions

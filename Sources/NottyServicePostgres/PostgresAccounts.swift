@@ -9,7 +9,8 @@ import Synchronization
 extension PostgresStorage {
     public func createUser(_ user: UserRecord) async throws {
         try await execute(
-            "INSERT INTO users (id, user_name, display_name, password_hash) VALUES (\(user.id), \(user.userName), \(user.displayName), \(user.passwordHash))")
+            "INSERT INTO users (id, user_name, display_name, password_hash) VALUES (\(user.id), \(user.userName), \(user.displayName), \(user.passwordHash))"
+        )
     }
 
     public func deleteUser(name: String) async throws -> Bool {
@@ -22,7 +23,8 @@ extension PostgresStorage {
         try await transaction { connection in
             if feedLock {
                 let ids = try await connection.query(
-                    "SELECT \(unescaped: idColumn) FROM \(unescaped: table) WHERE lower(\(unescaped: nameColumn)) = lower(\(name))", logger: self.logger
+                    "SELECT \(unescaped: idColumn) FROM \(unescaped: table) WHERE lower(\(unescaped: nameColumn)) = lower(\(name))",
+                    logger: self.logger
                 ).collect(String.self)
                 _ = try await self.lockFeeds(of: ids, positions: 0, connection)
             }
@@ -42,8 +44,10 @@ extension PostgresStorage {
 
     public func user(name: String) async throws -> UserRecord? {
         try await run { connection in
-            try await connection.query("SELECT \(unescaped: Self.userColumns) FROM users WHERE lower(user_name) = lower(\(name))", logger: self.logger)
-                .collect((String, String, String, String).self).first.map(UserRecord.init)
+            try await connection.query(
+                "SELECT \(unescaped: Self.userColumns) FROM users WHERE lower(user_name) = lower(\(name))", logger: self.logger
+            )
+            .collect((String, String, String, String).self).first.map(UserRecord.init)
         }
     }
 
@@ -72,8 +76,10 @@ extension PostgresStorage {
 
     public func app(hostName: String) async throws -> AppRecord? {
         try await run { connection in
-            try await connection.query("SELECT client_id, host_name, secret_hash FROM apps WHERE lower(host_name) = lower(\(hostName))", logger: self.logger)
-                .collect((String, String, String).self).first.map(AppRecord.init)
+            try await connection.query(
+                "SELECT client_id, host_name, secret_hash FROM apps WHERE lower(host_name) = lower(\(hostName))", logger: self.logger
+            )
+            .collect((String, String, String).self).first.map(AppRecord.init)
         }
     }
 
@@ -96,12 +102,14 @@ extension PostgresStorage {
 
     public func token(hash: String) async throws -> TokenRecord? {
         try await run { connection in
-            try await connection.query("SELECT hash, kind, subject, expires, revoked, device_id FROM tokens WHERE hash = \(hash)", logger: self.logger)
-                .collect((String, String, String, Int64, Bool, String?).self).first.map { row in
-                    TokenRecord(
-                        hash: row.0, kind: TokenRecord.Kind(rawValue: row.1) ?? .userAccess, subject: row.2, expiresAt: ISOTime.date(millis: row.3),
-                        revoked: row.4, deviceId: row.5)
-                }
+            try await connection.query(
+                "SELECT hash, kind, subject, expires, revoked, device_id FROM tokens WHERE hash = \(hash)", logger: self.logger
+            )
+            .collect((String, String, String, Int64, Bool, String?).self).first.map { row in
+                TokenRecord(
+                    hash: row.0, kind: TokenRecord.Kind(rawValue: row.1) ?? .userAccess, subject: row.2, expiresAt: ISOTime.date(millis: row.3),
+                    revoked: row.4, deviceId: row.5)
+            }
         }
     }
 
@@ -127,13 +135,16 @@ extension PostgresStorage {
     // MARK: - Failed sign-ins
 
     static func guessRecord(_ row: (String, Int, Int64, Int64?, Int)) -> GuessRecord {
-        GuessRecord(key: row.0, failures: row.1, windowStart: ISOTime.date(millis: row.2), lockedUntil: row.3.map(ISOTime.date(millis:)), strikes: row.4)
+        GuessRecord(
+            key: row.0, failures: row.1, windowStart: ISOTime.date(millis: row.2), lockedUntil: row.3.map(ISOTime.date(millis:)), strikes: row.4)
     }
 
     public func guesses(keys: [String]) async throws -> [GuessRecord] {
         try await run { connection in
-            try await connection.query("SELECT key, failures, window_start, locked_until, strikes FROM guesses WHERE key = ANY(\(keys)) ORDER BY key", logger: self.logger)
-                .collect((String, Int, Int64, Int64?, Int).self).map(Self.guessRecord)
+            try await connection.query(
+                "SELECT key, failures, window_start, locked_until, strikes FROM guesses WHERE key = ANY(\(keys)) ORDER BY key", logger: self.logger
+            )
+            .collect((String, Int, Int64, Int64?, Int).self).map(Self.guessRecord)
         }
     }
 
@@ -145,8 +156,9 @@ extension PostgresStorage {
                     "INSERT INTO guesses (key, failures, window_start, locked_until, strikes) VALUES (\(key), 0, 0, NULL, 0) ON CONFLICT (key) DO NOTHING",
                     logger: self.logger)
                 let row = try await connection.query(
-                    "SELECT key, failures, window_start, locked_until, strikes FROM guesses WHERE key = \(key) FOR UPDATE", logger: self.logger)
-                    .collect((String, Int, Int64, Int64?, Int).self).first
+                    "SELECT key, failures, window_start, locked_until, strikes FROM guesses WHERE key = \(key) FOR UPDATE", logger: self.logger
+                )
+                .collect((String, Int, Int64, Int64?, Int).self).first
                 // A row made just now (window 0) is no record yet.
                 let current = row.flatMap { $0.2 == 0 && $0.1 == 0 && $0.4 == 0 ? nil : Self.guessRecord($0) }
                 if let next = update(key, current) {
@@ -172,9 +184,13 @@ extension PostgresStorage {
         try await run { connection in
             let rows: [Int]
             if let keys {
-                rows = try await connection.query("WITH gone AS (DELETE FROM guesses WHERE key = ANY(\(keys)) RETURNING 1) SELECT count(*)::int FROM gone", logger: self.logger).collect(Int.self)
+                rows = try await connection.query(
+                    "WITH gone AS (DELETE FROM guesses WHERE key = ANY(\(keys)) RETURNING 1) SELECT count(*)::int FROM gone", logger: self.logger
+                ).collect(Int.self)
             } else {
-                rows = try await connection.query("WITH gone AS (DELETE FROM guesses RETURNING 1) SELECT count(*)::int FROM gone", logger: self.logger).collect(Int.self)
+                rows = try await connection.query(
+                    "WITH gone AS (DELETE FROM guesses RETURNING 1) SELECT count(*)::int FROM gone", logger: self.logger
+                ).collect(Int.self)
             }
             return rows.first ?? 0
         }
@@ -184,16 +200,17 @@ extension PostgresStorage {
 
     public func insertSubscription(_ s: SubscriptionRecord) async throws {
         try await execute(
-                """
-                INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen,
-                                           webhook_hash, webhook_secret, alertmanager_url, upstream_id)
-                VALUES (\(s.id), \(s.userId), \(s.targetHostName), \(s.deviceId), \(s.deviceName), \(s.platform),
-                        \(ISOTime.millis(s.createdAt)), \(ISOTime.millis(s.expiresAt)), \(s.revoked), \(s.lastSeen.map(ISOTime.millis)),
-                        \(s.webhookHash), \(s.webhookSecret), \(s.alertmanagerURL), \(s.upstreamId))
-                """)
+            """
+            INSERT INTO subscriptions (id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen,
+                                       webhook_hash, webhook_secret, alertmanager_url, upstream_id)
+            VALUES (\(s.id), \(s.userId), \(s.targetHostName), \(s.deviceId), \(s.deviceName), \(s.platform),
+                    \(ISOTime.millis(s.createdAt)), \(ISOTime.millis(s.expiresAt)), \(s.revoked), \(s.lastSeen.map(ISOTime.millis)),
+                    \(s.webhookHash), \(s.webhookSecret), \(s.alertmanagerURL), \(s.upstreamId))
+            """)
     }
 
-    static let subscriptionColumns = "id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen, webhook_hash, webhook_secret, alertmanager_url, upstream_id"
+    static let subscriptionColumns =
+        "id, user_id, host_name, device_id, device_name, platform, created, expires, revoked, last_seen, webhook_hash, webhook_secret, alertmanager_url, upstream_id"
     typealias SubscriptionRow = (String, String, String?, String, String?, String?, Int64, Int64, Bool, Int64?, String?, String?, String?, String?)
 
     static func subscription(_ r: SubscriptionRow) -> SubscriptionRecord {
@@ -227,8 +244,10 @@ extension PostgresStorage {
 
     public func subscription(webhookHash hash: String) async throws -> SubscriptionRecord? {
         try await run { connection in
-            try await connection.query("SELECT \(unescaped: Self.subscriptionColumns) FROM subscriptions WHERE webhook_hash = \(hash)", logger: self.logger)
-                .collect(SubscriptionRow.self).first.map(Self.subscription)
+            try await connection.query(
+                "SELECT \(unescaped: Self.subscriptionColumns) FROM subscriptions WHERE webhook_hash = \(hash)", logger: self.logger
+            )
+            .collect(SubscriptionRow.self).first.map(Self.subscription)
         }
     }
 
@@ -263,6 +282,7 @@ extension PostgresStorage {
 
     public func touchDevice(deviceId: String, userId: String, at: Date) async throws {
         try await execute(
-            "UPDATE subscriptions SET last_seen = \(ISOTime.millis(at)) WHERE device_id = \(deviceId) AND user_id = \(userId) AND host_name IS NULL AND NOT revoked")
+            "UPDATE subscriptions SET last_seen = \(ISOTime.millis(at)) WHERE device_id = \(deviceId) AND user_id = \(userId) AND host_name IS NULL AND NOT revoked"
+        )
     }
 }

@@ -32,7 +32,8 @@ extension PostgresStorage {
                 guard PreferenceRules.applies(value: value, changedAt: changedAt, over: stored[entry.key]) else { continue }
                 stored[entry.key] = (value, changedAt)
                 let seq = context.nextSeq(for: userId)
-                try await connection.exec("""
+                try await connection.exec(
+                    """
                     INSERT INTO preferences (user_id, key, value, changed_at, seq) VALUES (\(userId), \(entry.key), \(value), \(changedAt), \(seq))
                     ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value, changed_at = excluded.changed_at, seq = excluded.seq
                     """, logger: self.logger)
@@ -43,10 +44,14 @@ extension PostgresStorage {
 
     /// The preferences changed after `since` and at most at `through` (nil: all after `since`),
     /// in the feed's order, with the newest position among them.
-    func preferencesChanged(_ connection: PostgresConnection, userId: String, since: Int64, through: Int64?) async throws -> (entries: [PreferenceEntry], lastSeq: Int64?) {
-        let rows = try await connection.query("""
+    func preferencesChanged(_ connection: PostgresConnection, userId: String, since: Int64, through: Int64?) async throws -> (
+        entries: [PreferenceEntry], lastSeq: Int64?
+    ) {
+        let rows = try await connection.query(
+            """
             SELECT key, value, changed_at, seq FROM preferences WHERE user_id = \(userId) AND seq > \(since) AND seq <= \(through ?? Int64.max) ORDER BY seq
-            """, logger: logger).collect((String, String, Int64, Int64).self)
+            """, logger: logger
+        ).collect((String, String, Int64, Int64).self)
         return (rows.map { PreferenceRules.entry(key: $0.0, value: $0.1, changedAt: $0.2) }, rows.last?.3)
     }
 }

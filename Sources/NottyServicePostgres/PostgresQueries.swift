@@ -31,11 +31,15 @@ extension PostgresStorage {
         try await save([row], connection)
     }
 
-    func activeRow(_ connection: PostgresConnection, userId: String, hostName: String, appNotificationId: String) async throws -> StoredNotification? {
-        try await fetchStored(connection, """
+    func activeRow(_ connection: PostgresConnection, userId: String, hostName: String, appNotificationId: String) async throws -> StoredNotification?
+    {
+        try await fetchStored(
+            connection,
+            """
             SELECT \(unescaped: Self.columns) FROM notifications
             WHERE user_id = \(userId) AND lower(host_name) = lower(\(hostName)) AND app_notification_id = \(appNotificationId) AND NOT deleted
-            """).first
+            """
+        ).first
     }
 
     // MARK: - Notification writes
@@ -103,15 +107,19 @@ extension PostgresStorage {
         let ids = Array(Set(jobs.flatMap { $0.work.list.map(\.id) }))
         let mutationIds = Array(Set(jobs.flatMap { $0.work.list.compactMap(\.mutationId) }))
         var rows: [String: StoredNotification] = [:]
-        for row in try await fetchStored(connection, """
+        for row in try await fetchStored(
+            connection,
+            """
             SELECT \(unescaped: Self.columns) FROM notifications WHERE id = ANY(\(ids)) AND user_id = ANY(\(users)) FOR UPDATE
-            """) {
+            """)
+        {
             rows[row.notification.id] = row
         }
         var prior: [BufferedRowStore.Key: Int] = [:]
         if !mutationIds.isEmpty {
             for (user, mutationId, status) in try await connection.query(
-                "SELECT user_id, mutation_id, status FROM mutations WHERE user_id = ANY(\(users)) AND mutation_id = ANY(\(mutationIds))", logger: logger
+                "SELECT user_id, mutation_id, status FROM mutations WHERE user_id = ANY(\(users)) AND mutation_id = ANY(\(mutationIds))",
+                logger: logger
             ).collect((String, String, Int32).self) {
                 prior[.init(user: user, mutationId: mutationId)] = Int(status)
             }
@@ -120,7 +128,8 @@ extension PostgresStorage {
         for (user, work) in jobs {
             let before = buffer.state
             do {
-                work.complete(.success(try work.list.map { try MutationApplier.apply($0, userId: user, now: work.now, context: context, store: buffer) }))
+                work.complete(
+                    .success(try work.list.map { try MutationApplier.apply($0, userId: user, now: work.now, context: context, store: buffer) }))
             } catch {
                 buffer.state = before
                 work.complete(.failure(error))
@@ -141,7 +150,8 @@ extension PostgresStorage {
     }
 
     public func insertDelayed(_ record: DelayedRecord) async throws {
-        try await execute("""
+        try await execute(
+            """
             INSERT INTO delayed (id, user_id, subscription_id, host_name, due_at, body, created_at)
             VALUES (\(record.id), \(record.userId), \(record.subscriptionId), \(record.hostName), \(ISOTime.millis(record.dueAt)), \(record.body),
                     \(ISOTime.millis(record.createdAt)))
@@ -153,14 +163,19 @@ extension PostgresStorage {
         return try await run { connection in
             var records: [DelayedRecord] = []
             // SKIP LOCKED: instances sweeping at once each claim different rows.
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE delayed SET claimed_until = \(ISOTime.millis(lease))
                 WHERE id IN (SELECT id FROM delayed WHERE due_at <= \(at) AND claimed_until <= \(at) ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 RETURNING id, user_id, subscription_id, host_name, due_at, body, created_at
                 """, logger: self.logger)
-            for try await (id, userId, subscriptionId, hostName, due, body, created) in rows.decode((String, String, String, String, Int64, String, Int64).self) {
-                records.append(DelayedRecord(id: id, userId: userId, subscriptionId: subscriptionId, hostName: hostName, dueAt: ISOTime.date(millis: due),
-                                             body: body, createdAt: ISOTime.date(millis: created)))
+            for try await (id, userId, subscriptionId, hostName, due, body, created) in rows.decode(
+                (String, String, String, String, Int64, String, Int64).self)
+            {
+                records.append(
+                    DelayedRecord(
+                        id: id, userId: userId, subscriptionId: subscriptionId, hostName: hostName, dueAt: ISOTime.date(millis: due),
+                        body: body, createdAt: ISOTime.date(millis: created)))
             }
             return records.sorted { $0.dueAt < $1.dueAt }
         }
@@ -188,7 +203,9 @@ extension PostgresStorage {
         let limit = Int(min(due.reduce(0) { $0 + $1.1 }, 5000))
         return try await feedWrite(users: users, positions: limit) { connection, context in
             // Read again under the lock; no more rows than positions were reserved.
-            let rows = try await self.fetchStored(connection, """
+            let rows = try await self.fetchStored(
+                connection,
+                """
                 SELECT \(unescaped: Self.columns) FROM notifications
                 WHERE NOT deleted AND expires <= \(nowMillis) AND user_id = ANY(\(users)) ORDER BY expires LIMIT \(Int64(limit))
                 """)
@@ -229,10 +246,13 @@ extension PostgresStorage {
 
     public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage? {
         try await run { connection in
-            let purged: Int64 = try await connection.query("SELECT purged_through FROM users WHERE id = \(userId)", logger: self.logger)
+            let purged: Int64 =
+                try await connection.query("SELECT purged_through FROM users WHERE id = \(userId)", logger: self.logger)
                 .collect(Int64.self).first ?? 0
             if since > 0 && since < purged { return nil }
-            let rows = try await self.fetchStored(connection, """
+            let rows = try await self.fetchStored(
+                connection,
+                """
                 SELECT \(unescaped: Self.columns) FROM notifications WHERE user_id = \(userId) AND seq > \(since) ORDER BY seq LIMIT \(Int64(limit + 1))
                 """)
             let page = rows.prefix(limit)
@@ -270,10 +290,11 @@ extension PostgresStorage {
         binds.append(ISOTime.millis(now))
         binds.append(Int64(top))
         binds.append(Int64(skip))
-        let query = PostgresQuery(unsafeSQL: """
-            SELECT \(Self.columns) FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2 AND \(view.sqlCondition(now: "$2"))
-            ORDER BY created DESC, id DESC LIMIT $3 OFFSET $4
-            """, binds: binds)
+        let query = PostgresQuery(
+            unsafeSQL: """
+                SELECT \(Self.columns) FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2 AND \(view.sqlCondition(now: "$2"))
+                ORDER BY created DESC, id DESC LIMIT $3 OFFSET $4
+                """, binds: binds)
         return try await run { connection in try await self.fetchStored(connection, query).map(\.notification) }
     }
 
@@ -285,11 +306,13 @@ extension PostgresStorage {
             var binds = PostgresBindings()
             binds.append(userId)
             binds.append(nowMillis)
-            let query = PostgresQuery(unsafeSQL: """
-                SELECT count(*), \(views.map { "count(*) FILTER (WHERE \($0.sqlCondition(now: "$2")))" }.joined(separator: ", "))
-                FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2
-                """, binds: binds)
-            let row: (Int64, Int64, Int64, Int64, Int64, Int64) = try await connection.query(query, logger: self.logger)
+            let query = PostgresQuery(
+                unsafeSQL: """
+                    SELECT count(*), \(views.map { "count(*) FILTER (WHERE \($0.sqlCondition(now: "$2")))" }.joined(separator: ", "))
+                    FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2
+                    """, binds: binds)
+            let row: (Int64, Int64, Int64, Int64, Int64, Int64) =
+                try await connection.query(query, logger: self.logger)
                 .collect((Int64, Int64, Int64, Int64, Int64, Int64).self).first ?? (0, 0, 0, 0, 0, 0)
             var counts = ViewCounts()
             (counts.all, counts.unread, counts.read, counts.activated, counts.dismissed, counts.snoozed) =

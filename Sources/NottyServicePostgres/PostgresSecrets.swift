@@ -24,15 +24,19 @@ extension PostgresStorage {
         }
     }
 
-    public func resealSecrets(_ column: SecretColumn, after position: String?, limit: Int,
-                              _ reseal: @escaping @Sendable (String) -> String?) async throws -> (position: String?, written: Int) {
+    public func resealSecrets(
+        _ column: SecretColumn, after position: String?, limit: Int,
+        _ reseal: @escaping @Sendable (String) -> String?
+    ) async throws -> (position: String?, written: Int) {
         let (table, name) = column.place
         let start = position ?? "(0,0)"
         let rows: [(String, String)] = try await run { connection in
-            try await connection.query("""
+            try await connection.query(
+                """
                 SELECT ctid::text, \(unescaped: name) FROM \(unescaped: table)
                 WHERE ctid > \(start)::tid AND \(unescaped: name) IS NOT NULL ORDER BY ctid LIMIT \(Int64(limit))
-                """, logger: self.logger).collect((String, String).self)
+                """, logger: self.logger
+            ).collect((String, String).self)
         }
         let changes = rows.compactMap { row in reseal(row.1).map { (row.0, row.1, $0) } }
         var written = 0
@@ -40,9 +44,11 @@ extension PostgresStorage {
             written = try await transaction { connection in
                 var count = 0
                 for (place, old, new) in changes {
-                    let updated = try await connection.query("""
+                    let updated = try await connection.query(
+                        """
                         UPDATE \(unescaped: table) SET \(unescaped: name) = \(new) WHERE ctid = \(place)::tid AND \(unescaped: name) = \(old) RETURNING 1
-                        """, logger: self.logger).collect(Int32.self)
+                        """, logger: self.logger
+                    ).collect(Int32.self)
                     count += updated.count
                 }
                 return count

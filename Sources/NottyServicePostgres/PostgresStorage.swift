@@ -35,7 +35,9 @@ public final class PostgresStorage: ServiceStorage {
     static let channel = "notty_changes"
 
     /// Connects (the pool connects lazily), migrates and starts listening for other instances' changes.
-    public static func connect(url: PostgresURL, logger: Logger = Logger(label: "notty.postgres"), timeout: Duration = .seconds(5)) async throws -> PostgresStorage {
+    public static func connect(url: PostgresURL, logger: Logger = Logger(label: "notty.postgres"), timeout: Duration = .seconds(5)) async throws
+        -> PostgresStorage
+    {
         let storage = PostgresStorage(url: url, logger: logger, timeout: timeout)
         do {
             try await storage.migrate()
@@ -94,12 +96,14 @@ public final class PostgresStorage: ServiceStorage {
             return tasks
         }
         for task in running { task.cancel() }
-        let ended = await Self.answer(within: Self.closePatience) { () -> Bool in
-            for task in running { await task.value }
-            return true
-        } ?? false
+        let ended =
+            await Self.answer(within: Self.closePatience) { () -> Bool in
+                for task in running { await task.value }
+                return true
+            } ?? false
         if !ended {
-            logger.warning("PostgreSQL connections still open \(Self.closePatience) after close; left to the process's end", metadata: ["url": "\(url)"])
+            logger.warning(
+                "PostgreSQL connections still open \(Self.closePatience) after close; left to the process's end", metadata: ["url": "\(url)"])
         }
     }
 

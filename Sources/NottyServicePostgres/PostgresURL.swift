@@ -25,7 +25,7 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
 
     public init(_ text: String) throws {
         guard let components = URLComponents(string: text),
-              let scheme = components.scheme, scheme == "postgres" || scheme == "postgresql"
+            let scheme = components.scheme, scheme == "postgres" || scheme == "postgresql"
         else {
             throw PostgresURLError("\"\(text)\" is not a postgres:// URL. Example: postgres://notty:secret@127.0.0.1:5432/notty")
         }

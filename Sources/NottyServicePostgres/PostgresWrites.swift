@@ -16,7 +16,8 @@ extension PostgresStorage {
             return WriteContext(reserved: [])
         }
         var reserved: [Int64] = []
-        let rows = users.isEmpty
+        let rows =
+            users.isEmpty
             ? try await connection.execute(FeedStatements.Reserve(positions: Int32(positions)), logger: logger)
             : try await connection.execute(FeedStatements.LockAndReserve(users: users, positions: Int32(positions)), logger: logger)
         for try await position in rows { reserved.append(position) }
@@ -125,7 +126,8 @@ extension PostgresStorage {
                         let written = inserted.filter { freshIds.contains($0.key) }
                         if !written.isEmpty {
                             try? await connection.exec(
-                                "DELETE FROM notifications WHERE id = ANY(\(Array(written.keys))) AND seq = ANY(\(Array(written.values)))", logger: logger)
+                                "DELETE FROM notifications WHERE id = ANY(\(Array(written.keys))) AND seq = ANY(\(Array(written.values)))",
+                                logger: logger)
                         }
                         outcome.set(.failure(error))
                     }
@@ -258,7 +260,7 @@ extension PostgresStorage {
             return try await transaction { connection in
                 try await self.writeBatch(jobs, together: true, togetherFailed: togetherFailed, connection)
             }
-        } catch where togetherFailed.withLock({ $0 }) {
+        } catch  where togetherFailed.withLock({ $0 }) {
             // PostgreSQL rolled the transaction back.
             return try await transaction { connection in
                 try await self.writeBatch(jobs, together: false, togetherFailed: togetherFailed, connection)
@@ -289,7 +291,8 @@ extension PostgresStorage {
 
     /// Inserts `rows` (each at the next position) unless the app already has an active
     /// notification with the same id; the rows inserted, id → position.
-    private func insertFresh(_ rows: [StoredNotification], _ context: WriteContext, _ connection: PostgresConnection) async throws -> [String: Int64] {
+    private func insertFresh(_ rows: [StoredNotification], _ context: WriteContext, _ connection: PostgresConnection) async throws -> [String: Int64]
+    {
         guard !rows.isEmpty else { return [:] }
         var columns = ColumnArrays()
         for var row in rows {

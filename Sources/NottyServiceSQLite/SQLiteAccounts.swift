@@ -6,8 +6,9 @@ import NottyService
 /// Failed sign-ins, users, apps and tokens.
 extension SQLiteStorage {
     static func guessRecord(_ row: Row) -> GuessRecord {
-        GuessRecord(key: row["key"], failures: row["failures"], windowStart: ISOTime.date(millis: row["window_start"]),
-                    lockedUntil: (row["locked_until"] as Int64?).map(ISOTime.date(millis:)), strikes: row["strikes"])
+        GuessRecord(
+            key: row["key"], failures: row["failures"], windowStart: ISOTime.date(millis: row["window_start"]),
+            lockedUntil: (row["locked_until"] as Int64?).map(ISOTime.date(millis:)), strikes: row["strikes"])
     }
 
     public func guesses(keys: [String]) async throws -> [GuessRecord] {
@@ -70,7 +71,10 @@ extension SQLiteStorage {
         let text = String(ISOTime.millis(Date())) + " " + String(UInt64.random(in: 0...UInt64.max))
         if !FileManager.default.createFile(atPath: credentialsMark, contents: Data(text.utf8)) {
             // This process has emptied its own caches already; others keep theirs up to 5 s.
-            FileHandle.standardError.write(Data("notty: cannot write \(credentialsMark): other processes on this database learn of the revocation within 5 s instead of at once\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "notty: cannot write \(credentialsMark): other processes on this database learn of the revocation within 5 s instead of at once\n"
+                        .utf8))
         }
     }
 

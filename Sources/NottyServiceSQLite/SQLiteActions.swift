@@ -20,26 +20,36 @@ extension SQLiteStorage {
 
     public func claimActionRun(_ claim: ActionClaim) async throws -> ActionResult? {
         try await write { db, _ in
-            let claimed = try Row.fetchOne(db.cachedStatement(sql: Self.claimActionSQL), arguments: [
-                claim.notificationId, claim.index, claim.userId, claim.published, claim.label, claim.device,
-                ISOTime.millis(claim.at), ISOTime.millis(claim.leaseUntil),
-            ]) != nil
+            let claimed =
+                try Row.fetchOne(
+                    db.cachedStatement(sql: Self.claimActionSQL),
+                    arguments: [
+                        claim.notificationId, claim.index, claim.userId, claim.published, claim.label, claim.device,
+                        ISOTime.millis(claim.at), ISOTime.millis(claim.leaseUntil),
+                    ]) != nil
             if claimed { return nil }
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM action_runs WHERE notification_id = ? AND idx = ?",
-                                             arguments: [claim.notificationId, claim.index]) else { return nil }
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT * FROM action_runs WHERE notification_id = ? AND idx = ?",
+                    arguments: [claim.notificationId, claim.index])
+            else { return nil }
             return Self.actionResult(row)
         }
     }
 
     public func finishActionRun(_ claim: ActionClaim, result: ActionResult) async throws {
         try await write { db, context in
-            try db.cachedStatement(sql: """
-                UPDATE action_runs SET status = ?, http_status = ?, error = ?, at = ?, lease_until = 0
-                WHERE notification_id = ? AND idx = ? AND published = ?
-                """).execute(arguments: [result.status.rawValue, result.httpStatus, result.error, ISOTime.millis(result.at),
-                                         claim.notificationId, claim.index, claim.published])
+            try db.cachedStatement(
+                sql: """
+                    UPDATE action_runs SET status = ?, http_status = ?, error = ?, at = ?, lease_until = 0
+                    WHERE notification_id = ? AND idx = ? AND published = ?
+                    """
+            ).execute(arguments: [
+                result.status.rawValue, result.httpStatus, result.error, ISOTime.millis(result.at),
+                claim.notificationId, claim.index, claim.published,
+            ])
             guard db.changesCount == 1,
-                  let row = try Self.fetchStored(db, sql: Self.byIdSQL, [claim.notificationId, claim.userId]), row.notification.status == .active
+                let row = try Self.fetchStored(db, sql: Self.byIdSQL, [claim.notificationId, claim.userId]), row.notification.status == .active
             else { return }
             // It moves in the feed (every device shows the outcome); only its position changes.
             try db.cachedStatement(sql: "UPDATE notifications SET seq = ?3 WHERE \(Self.idMatches) AND user_id = ?2")
@@ -51,9 +61,10 @@ extension SQLiteStorage {
         guard !published.isEmpty else { return [:] }
         return try await read { db in
             var results: [String: [ActionResult]] = [:]
-            let statement = try db.cachedStatement(sql: """
-                SELECT * FROM action_runs WHERE notification_id = ? AND user_id = ? AND published = ? AND status <> 'running' ORDER BY idx
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT * FROM action_runs WHERE notification_id = ? AND user_id = ? AND published = ? AND status <> 'running' ORDER BY idx
+                    """)
             for (id, at) in published {
                 for row in try Row.fetchAll(statement, arguments: [id, userId, at]) { results[id, default: []].append(Self.actionResult(row)) }
             }
@@ -62,7 +73,8 @@ extension SQLiteStorage {
     }
 
     static func actionResult(_ row: Row) -> ActionResult {
-        ActionResult(action: row["idx"], label: row["label"], status: ActionResult.Status(rawValue: row["status"]) ?? .failed,
-                     httpStatus: row["http_status"], error: row["error"], device: row["device"], at: ISOTime.date(millis: row["at"]))
+        ActionResult(
+            action: row["idx"], label: row["label"], status: ActionResult.Status(rawValue: row["status"]) ?? .failed,
+            httpStatus: row["http_status"], error: row["error"], device: row["device"], at: ISOTime.date(millis: row["at"]))
     }
 }

@@ -28,7 +28,9 @@ public enum SQLiteBackup {
     /// gets its name. Never overwrites a file.
     public static func backup(from path: String, to destination: String) throws -> StoreFileSummary {
         guard FileManager.default.fileExists(atPath: path) else { throw Failure("there is no store at \(path) (give the service's --db)") }
-        guard !FileManager.default.fileExists(atPath: destination) else { throw Failure("\(destination) exists: a backup never overwrites a file, choose another name") }
+        guard !FileManager.default.fileExists(atPath: destination) else {
+            throw Failure("\(destination) exists: a backup never overwrites a file, choose another name")
+        }
         let partial = destination + ".partial"
         try? FileManager.default.removeItem(atPath: partial)
         do {
@@ -38,7 +40,9 @@ public enum SQLiteBackup {
             try source.inDatabase { db in try db.execute(sql: "VACUUM INTO ?", arguments: [partial]) }
             let summary = try check(partial)
             try syncFile(partial)
-            guard rename(partial, destination) == 0 else { throw Failure("cannot name the backup \(destination): \(String(cString: strerror(errno)))") }
+            guard rename(partial, destination) == 0 else {
+                throw Failure("cannot name the backup \(destination): \(String(cString: strerror(errno)))")
+            }
             return summary
         } catch {
             try? FileManager.default.removeItem(atPath: partial)
@@ -59,7 +63,9 @@ public enum SQLiteBackup {
         }
         return try queue.read { db in
             let integrity = (try? String.fetchAll(db, sql: "PRAGMA integrity_check")) ?? ["not a database"]
-            guard integrity == ["ok"] else { throw Failure("\(file) is damaged (SQLite's integrity_check: \(integrity.prefix(3).joined(separator: "; ")))") }
+            guard integrity == ["ok"] else {
+                throw Failure("\(file) is damaged (SQLite's integrity_check: \(integrity.prefix(3).joined(separator: "; ")))")
+            }
             guard try db.tableExists("users"), try db.tableExists("notifications"), try db.tableExists("meta") else {
                 throw Failure("\(file) is not a store of notty serve (no users, notifications or meta table)")
             }
@@ -103,8 +109,9 @@ public enum SQLiteBackup {
             // resyncs once (410, PROTOCOL.md §2.3), keeping the changes it has not sent.
             try queue.write { db in
                 try db.execute(sql: "UPDATE users SET purged_through = max(purged_through, ?)", arguments: [gapEnd + 1])
-                try db.execute(sql: "INSERT INTO meta (key, value) VALUES ('seq', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                               arguments: [gapEnd + 1])
+                try db.execute(
+                    sql: "INSERT INTO meta (key, value) VALUES ('seq', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    arguments: [gapEnd + 1])
             }
             try queue.close()
             try syncFile(staging)

@@ -7,7 +7,8 @@ import NottyService
 extension SQLiteStorage {
     public func escalationRules(userId: String) async throws -> [EscalationRule] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM escalation_rules WHERE user_id = ? ORDER BY created, id", arguments: [userId]).map(Self.escalationRule)
+            try Row.fetchAll(db, sql: "SELECT * FROM escalation_rules WHERE user_id = ? ORDER BY created, id", arguments: [userId]).map(
+                Self.escalationRule)
         }
     }
 
@@ -20,15 +21,18 @@ extension SQLiteStorage {
                     INSERT INTO escalation_rules (id, user_id, name, after_seconds, repeat_seconds, targets, priority, app, group_name, created)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, name) DO NOTHING
                     """,
-                arguments: [rule.id, userId, rule.name, rule.afterSeconds, rule.repeatSeconds, JSONValue.array(rule.targets.map(JSONValue.string)).jsonText,
-                            rule.priority, rule.app, rule.group, ISOTime.millis(rule.createdDateTime)])
+                arguments: [
+                    rule.id, userId, rule.name, rule.afterSeconds, rule.repeatSeconds, JSONValue.array(rule.targets.map(JSONValue.string)).jsonText,
+                    rule.priority, rule.app, rule.group, ISOTime.millis(rule.createdDateTime),
+                ])
             guard db.changesCount == 1 else { return false }
             // A first rule watches what changes from now on: escalation's cursor starts at the newest.
             if count == 0 {
-                try db.execute(sql: """
-                    INSERT INTO escalation_cursors (user_id, seq)
-                    VALUES (?1, coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1), 0)) ON CONFLICT (user_id) DO UPDATE SET seq = excluded.seq
-                    """, arguments: [userId])
+                try db.execute(
+                    sql: """
+                        INSERT INTO escalation_cursors (user_id, seq)
+                        VALUES (?1, coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1), 0)) ON CONFLICT (user_id) DO UPDATE SET seq = excluded.seq
+                        """, arguments: [userId])
             }
             return true
         }
@@ -39,8 +43,9 @@ extension SQLiteStorage {
             try db.execute(sql: "DELETE FROM escalation_rules WHERE id = ? AND user_id = ?", arguments: [id, userId])
             guard db.changesCount == 1 else { return false }
             // Its escalations not yet begun go with it; retractions of what it sent still go out.
-            try db.execute(sql: "DELETE FROM escalation_deliveries WHERE rule_id = ? AND event = 'escalated' AND lease_until <= ?",
-                           arguments: [id, ISOTime.millis(Date())])
+            try db.execute(
+                sql: "DELETE FROM escalation_deliveries WHERE rule_id = ? AND event = 'escalated' AND lease_until <= ?",
+                arguments: [id, ISOTime.millis(Date())])
             return true
         }
     }
@@ -52,9 +57,10 @@ extension SQLiteStorage {
         } else {
             targets = []
         }
-        return EscalationRule(id: row["id"], name: row["name"], afterSeconds: row["after_seconds"], repeatSeconds: row["repeat_seconds"],
-                              targets: targets, priority: row["priority"], app: row["app"], group: row["group_name"],
-                              createdDateTime: ISOTime.date(millis: row["created"]))
+        return EscalationRule(
+            id: row["id"], name: row["name"], afterSeconds: row["after_seconds"], repeatSeconds: row["repeat_seconds"],
+            targets: targets, priority: row["priority"], app: row["app"], group: row["group_name"],
+            createdDateTime: ISOTime.date(millis: row["created"]))
     }
 
     // MARK: - Escalation's work
@@ -63,8 +69,10 @@ extension SQLiteStorage {
         try await read { db in try String.fetchAll(db, sql: "SELECT DISTINCT user_id FROM escalation_rules") }
     }
 
-    public func planEscalations(userIds: [String], limit: Int, now: Date,
-                                _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan) async throws -> (deliveries: Int, more: [String]) {
+    public func planEscalations(
+        userIds: [String], limit: Int, now: Date,
+        _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan
+    ) async throws -> (deliveries: Int, more: [String]) {
         try await write { db, _ in
             var made = 0, more: [String] = []
             for userId in userIds {
@@ -77,14 +85,18 @@ extension SQLiteStorage {
     }
 
     /// One user's plan, inside a write.
-    static func planEscalations(_ db: Database, userId: String, limit: Int, now: Date,
-                                _ plan: (EscalationPlanInput) -> EscalationPlan) throws -> (deliveries: Int, more: Bool) {
-        guard let cursor = try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM escalation_cursors WHERE user_id = ?"), arguments: [userId]) else {
+    static func planEscalations(
+        _ db: Database, userId: String, limit: Int, now: Date,
+        _ plan: (EscalationPlanInput) -> EscalationPlan
+    ) throws -> (deliveries: Int, more: Bool) {
+        guard let cursor = try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM escalation_cursors WHERE user_id = ?"), arguments: [userId])
+        else {
             // Rules made before there was a cursor watch from now on; no rules, nothing to watch.
-            try db.execute(sql: """
-                INSERT INTO escalation_cursors (user_id, seq) SELECT id, coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1), 0)
-                FROM users WHERE id = ?1 AND EXISTS (SELECT 1 FROM escalation_rules WHERE user_id = ?1)
-                """, arguments: [userId])
+            try db.execute(
+                sql: """
+                    INSERT INTO escalation_cursors (user_id, seq) SELECT id, coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1), 0)
+                    FROM users WHERE id = ?1 AND EXISTS (SELECT 1 FROM escalation_rules WHERE user_id = ?1)
+                    """, arguments: [userId])
             return (0, false)
         }
         let rows = try Row.fetchAll(
@@ -93,8 +105,10 @@ extension SQLiteStorage {
         ).map { try Self.stored($0) }
         guard !rows.isEmpty else { return (0, false) }
         let page = rows.prefix(limit)
-        let rules = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM escalation_rules WHERE user_id = ? ORDER BY created, id"), arguments: [userId])
-            .map(Self.escalationRule)
+        let rules = try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT * FROM escalation_rules WHERE user_id = ? ORDER BY created, id"), arguments: [userId]
+        )
+        .map(Self.escalationRule)
         var tracks: [EscalationTrack] = [], sent: [EscalationSent] = [], pending: [PendingDelivery] = []
         if !rules.isEmpty {
             for row in page {
@@ -104,19 +118,23 @@ extension SQLiteStorage {
                 sent += try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM escalation_sent WHERE notification_id = ?"), arguments: [id])
                     .map(Self.sent)
                 pending += try Row.fetchAll(
-                    db.cachedStatement(sql: """
-                        SELECT id, notification_id, rule_id, rule_name, target, event, lease_until FROM escalation_deliveries
-                        WHERE notification_id = ? ORDER BY id
-                        """), arguments: [id]
+                    db.cachedStatement(
+                        sql: """
+                            SELECT id, notification_id, rule_id, rule_name, target, event, lease_until FROM escalation_deliveries
+                            WHERE notification_id = ? ORDER BY id
+                            """), arguments: [id]
                 ).map { row in
-                    PendingDelivery(id: row["id"], notificationId: row["notification_id"], ruleId: row["rule_id"], ruleName: row["rule_name"],
-                                    target: row["target"], event: EscalationEvent(rawValue: row["event"]) ?? .escalated,
-                                    inFlight: (row["lease_until"] as Int64) > ISOTime.millis(now))
+                    PendingDelivery(
+                        id: row["id"], notificationId: row["notification_id"], ruleId: row["rule_id"], ruleName: row["rule_name"],
+                        target: row["target"], event: EscalationEvent(rawValue: row["event"]) ?? .escalated,
+                        inFlight: (row["lease_until"] as Int64) > ISOTime.millis(now))
                 }
             }
         }
-        let decided = plan(EscalationPlanInput(userId: userId, changed: page.map(\.notification), rules: rules, tracks: tracks, sent: sent,
-                                               pending: pending, now: now))
+        let decided = plan(
+            EscalationPlanInput(
+                userId: userId, changed: page.map(\.notification), rules: rules, tracks: tracks, sent: sent,
+                pending: pending, now: now))
         try Self.apply(decided, db)
         try db.cachedStatement(sql: "UPDATE escalation_cursors SET seq = ? WHERE user_id = ?").execute(arguments: [page.last!.seq, userId])
         return (decided.deliveries.count, rows.count > limit)
@@ -135,7 +153,8 @@ extension SQLiteStorage {
                 if preferences[track.userId] == nil { preferences[track.userId] = try Self.preferences(db, userId: track.userId) }
                 let notification = try Self.fetchStored(db, sql: Self.byIdSQL, [track.notificationId, track.userId])?.notification
                 if rules[track.ruleId] == nil {
-                    rules[track.ruleId] = .some(try Row.fetchOne(db, sql: "SELECT * FROM escalation_rules WHERE id = ?", arguments: [track.ruleId]).map(Self.escalationRule))
+                    rules[track.ruleId] = .some(
+                        try Row.fetchOne(db, sql: "SELECT * FROM escalation_rules WHERE id = ?", arguments: [track.ruleId]).map(Self.escalationRule))
                 }
                 let rule = rules[track.ruleId] ?? nil
                 let firing = fire(EscalationDue(track: track, notification: notification, rule: rule, preferences: preferences[track.userId] ?? []))
@@ -152,13 +171,16 @@ extension SQLiteStorage {
     public func claimEscalationDeliveries(now: Date, lease: Date, limit: Int) async throws -> [EscalationDelivery] {
         let at = ISOTime.millis(now)
         return try await write { db, _ in
-            try Row.fetchAll(db, sql: """
-                UPDATE escalation_deliveries SET lease_until = ?
-                WHERE id IN (SELECT o.id FROM escalation_deliveries o WHERE o.next_at <= ? AND o.lease_until <= ?
-                             AND NOT EXISTS (SELECT 1 FROM escalation_deliveries e WHERE e.notification_id = o.notification_id AND e.target = o.target AND e.id < o.id)
-                             ORDER BY o.next_at LIMIT ?)
-                RETURNING *
-                """, arguments: [ISOTime.millis(lease), at, at, limit]).compactMap(Self.delivery).sorted { $0.nextAt < $1.nextAt }
+            try Row.fetchAll(
+                db,
+                sql: """
+                    UPDATE escalation_deliveries SET lease_until = ?
+                    WHERE id IN (SELECT o.id FROM escalation_deliveries o WHERE o.next_at <= ? AND o.lease_until <= ?
+                                 AND NOT EXISTS (SELECT 1 FROM escalation_deliveries e WHERE e.notification_id = o.notification_id AND e.target = o.target AND e.id < o.id)
+                                 ORDER BY o.next_at LIMIT ?)
+                    RETURNING *
+                    """, arguments: [ISOTime.millis(lease), at, at, limit]
+            ).compactMap(Self.delivery).sorted { $0.nextAt < $1.nextAt }
         }
     }
 
@@ -168,18 +190,27 @@ extension SQLiteStorage {
         try await write { db, context in
             for item in finished {
                 let delivery = item.delivery
-                if let log = item.log, let row = try Self.fetchStored(db, sql: Self.byIdSQL, [delivery.notificationId, delivery.userId]), row.notification.status == .active {
-                    try db.cachedStatement(sql: "INSERT INTO escalation_log (notification_id, user_id, at, target, rule_name, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?)")
-                        .execute(arguments: [delivery.notificationId, delivery.userId, ISOTime.millis(log.at), log.target, log.rule, log.outcome, log.error])
+                if let log = item.log, let row = try Self.fetchStored(db, sql: Self.byIdSQL, [delivery.notificationId, delivery.userId]),
+                    row.notification.status == .active
+                {
+                    try db.cachedStatement(
+                        sql:
+                            "INSERT INTO escalation_log (notification_id, user_id, at, target, rule_name, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                    )
+                    .execute(arguments: [
+                        delivery.notificationId, delivery.userId, ISOTime.millis(log.at), log.target, log.rule, log.outcome, log.error,
+                    ])
                     // It moves in the feed (every device shows it); only its position changes.
                     let seq = context.nextSeq(for: delivery.userId)
                     try db.cachedStatement(sql: "UPDATE notifications SET seq = ?3 WHERE \(Self.idMatches) AND user_id = ?2")
                         .execute(arguments: [delivery.notificationId, delivery.userId, seq])
                     // Escalation has nothing to plan in it: its cursor follows, when it had seen the rest.
-                    try db.cachedStatement(sql: """
-                        UPDATE escalation_cursors SET seq = ?2 WHERE user_id = ?1
-                        AND seq >= coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1 AND seq < ?2), 0)
-                        """).execute(arguments: [delivery.userId, seq])
+                    try db.cachedStatement(
+                        sql: """
+                            UPDATE escalation_cursors SET seq = ?2 WHERE user_id = ?1
+                            AND seq >= coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1 AND seq < ?2), 0)
+                            """
+                    ).execute(arguments: [delivery.userId, seq])
                 }
                 try Self.finish(delivery, result: item.result, at: at, db)
             }
@@ -193,10 +224,12 @@ extension SQLiteStorage {
             try db.cachedStatement(sql: "DELETE FROM escalation_deliveries WHERE id = ?").execute(arguments: [delivery.id])
             switch delivery.event {
             case .escalated:
-                try db.cachedStatement(sql: """
-                    INSERT INTO escalation_sent (notification_id, target, user_id, rule_id, rule_name, last_event) VALUES (?, ?, ?, ?, ?, 'escalated')
-                    ON CONFLICT (notification_id, target) DO UPDATE SET last_event = 'escalated', rule_id = excluded.rule_id, rule_name = excluded.rule_name
-                    """).execute(arguments: [delivery.notificationId, delivery.target, delivery.userId, delivery.ruleId, delivery.ruleName])
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO escalation_sent (notification_id, target, user_id, rule_id, rule_name, last_event) VALUES (?, ?, ?, ?, ?, 'escalated')
+                        ON CONFLICT (notification_id, target) DO UPDATE SET last_event = 'escalated', rule_id = excluded.rule_id, rule_name = excluded.rule_name
+                        """
+                ).execute(arguments: [delivery.notificationId, delivery.target, delivery.userId, delivery.ruleId, delivery.ruleName])
             case .deleted:
                 try db.cachedStatement(sql: "DELETE FROM escalation_sent WHERE notification_id = ? AND target = ?")
                     .execute(arguments: [delivery.notificationId, delivery.target])
@@ -205,8 +238,10 @@ extension SQLiteStorage {
             }
             try recordStatus(db, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: nil, at: at)
         case .retry(let next, let error):
-            try db.cachedStatement(sql: "UPDATE escalation_deliveries SET attempts = attempts + 1, next_at = ?, lease_until = 0, last_error = ? WHERE id = ?")
-                .execute(arguments: [ISOTime.millis(next), error, delivery.id])
+            try db.cachedStatement(
+                sql: "UPDATE escalation_deliveries SET attempts = attempts + 1, next_at = ?, lease_until = 0, last_error = ? WHERE id = ?"
+            )
+            .execute(arguments: [ISOTime.millis(next), error, delivery.id])
             try recordStatus(db, ruleId: delivery.ruleId, userId: delivery.userId, target: delivery.target, error: error, at: at)
         case .failed(let error):
             try db.cachedStatement(sql: "DELETE FROM escalation_deliveries WHERE id = ?").execute(arguments: [delivery.id])
@@ -230,8 +265,10 @@ extension SQLiteStorage {
                     target: target, lastDelivery: (row["last_delivery"] as Int64?).map(ISOTime.date(millis:)), lastError: row["last_error"],
                     lastErrorAt: (row["last_error_at"] as Int64?).map(ISOTime.date(millis:)))
             }
-            for row in try Row.fetchAll(db, sql: "SELECT rule_id, target, count(*) AS n FROM escalation_deliveries WHERE user_id = ? GROUP BY rule_id, target",
-                                        arguments: [userId]) {
+            for row in try Row.fetchAll(
+                db, sql: "SELECT rule_id, target, count(*) AS n FROM escalation_deliveries WHERE user_id = ? GROUP BY rule_id, target",
+                arguments: [userId])
+            {
                 let target: String = row["target"]
                 status[row["rule_id"], default: [:]][target, default: EscalationTargetState(target: target)].pending = row["n"]
             }
@@ -242,15 +279,19 @@ extension SQLiteStorage {
     public func escalationLog(userId: String, notificationIds: [String]) async throws -> [String: [EscalationRecord]] {
         guard !notificationIds.isEmpty else { return [:] }
         return try await read { db in
-            guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM escalation_log WHERE user_id = ? LIMIT 1"), arguments: [userId]) == true else {
+            guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM escalation_log WHERE user_id = ? LIMIT 1"), arguments: [userId]) == true
+            else {
                 return [:]
             }
             var log: [String: [EscalationRecord]] = [:]
-            let statement = try db.cachedStatement(sql: "SELECT at, target, rule_name, outcome, error FROM escalation_log WHERE notification_id = ? AND user_id = ? ORDER BY at")
+            let statement = try db.cachedStatement(
+                sql: "SELECT at, target, rule_name, outcome, error FROM escalation_log WHERE notification_id = ? AND user_id = ? ORDER BY at")
             for id in notificationIds {
                 for row in try Row.fetchAll(statement, arguments: [id, userId]) {
-                    log[id, default: []].append(EscalationRecord(target: row["target"], rule: row["rule_name"], at: ISOTime.date(millis: row["at"]),
-                                                                 outcome: row["outcome"], error: row["error"]))
+                    log[id, default: []].append(
+                        EscalationRecord(
+                            target: row["target"], rule: row["rule_name"], at: ISOTime.date(millis: row["at"]),
+                            outcome: row["outcome"], error: row["error"]))
                 }
             }
             return log
@@ -267,23 +308,31 @@ extension SQLiteStorage {
     /// Writes what the planner decided.
     static func apply(_ plan: EscalationPlan, _ db: Database) throws {
         for (notificationId, ruleId) in plan.dropTracks {
-            try db.cachedStatement(sql: "DELETE FROM escalation_tracks WHERE notification_id = ? AND rule_id = ?").execute(arguments: [notificationId, ruleId])
+            try db.cachedStatement(sql: "DELETE FROM escalation_tracks WHERE notification_id = ? AND rule_id = ?").execute(arguments: [
+                notificationId, ruleId,
+            ])
         }
         for t in plan.saveTracks {
-            try db.cachedStatement(sql: """
-                INSERT INTO escalation_tracks (notification_id, rule_id, user_id, since, due_at, sent) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (notification_id, rule_id) DO UPDATE SET since = excluded.since, due_at = excluded.due_at, sent = excluded.sent
-                """).execute(arguments: [t.notificationId, t.ruleId, t.userId, ISOTime.millis(t.since), t.dueAt.map(ISOTime.millis), t.sent])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO escalation_tracks (notification_id, rule_id, user_id, since, due_at, sent) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (notification_id, rule_id) DO UPDATE SET since = excluded.since, due_at = excluded.due_at, sent = excluded.sent
+                    """
+            ).execute(arguments: [t.notificationId, t.ruleId, t.userId, ISOTime.millis(t.since), t.dueAt.map(ISOTime.millis), t.sent])
         }
         for id in plan.cancel {
             try db.cachedStatement(sql: "DELETE FROM escalation_deliveries WHERE id = ?").execute(arguments: [id])
         }
         for d in plan.deliveries {
-            try db.cachedStatement(sql: """
-                INSERT INTO escalation_deliveries (id, user_id, notification_id, rule_id, rule_name, target, event, payload, attempts, first_at, next_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [d.id, d.userId, d.notificationId, d.ruleId, d.ruleName, d.target, d.event.rawValue, d.payloadJSON, d.attempts,
-                                         ISOTime.millis(d.firstAt), ISOTime.millis(d.nextAt)])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO escalation_deliveries (id, user_id, notification_id, rule_id, rule_name, target, event, payload, attempts, first_at, next_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
+                d.id, d.userId, d.notificationId, d.ruleId, d.ruleName, d.target, d.event.rawValue, d.payloadJSON, d.attempts,
+                ISOTime.millis(d.firstAt), ISOTime.millis(d.nextAt),
+            ])
         }
         for s in plan.saveSent {
             try db.cachedStatement(sql: "UPDATE escalation_sent SET last_event = ? WHERE notification_id = ? AND target = ?")
@@ -293,23 +342,27 @@ extension SQLiteStorage {
 
     /// A target's last delivery (`error` nil) or last error, kept while its rule is.
     static func recordStatus(_ db: Database, ruleId: String, userId: String, target: String, error: String?, at: Int64) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO escalation_status (rule_id, target, user_id, last_delivery, last_error, last_error_at)
-            SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM escalation_rules WHERE id = ?1)
-            ON CONFLICT (rule_id, target) DO UPDATE SET
-                last_delivery = coalesce(excluded.last_delivery, last_delivery),
-                last_error = coalesce(excluded.last_error, last_error), last_error_at = coalesce(excluded.last_error_at, last_error_at)
-            """).execute(arguments: [ruleId, target, userId, error == nil ? at : nil, error, error == nil ? nil : at])
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO escalation_status (rule_id, target, user_id, last_delivery, last_error, last_error_at)
+                SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM escalation_rules WHERE id = ?1)
+                ON CONFLICT (rule_id, target) DO UPDATE SET
+                    last_delivery = coalesce(excluded.last_delivery, last_delivery),
+                    last_error = coalesce(excluded.last_error, last_error), last_error_at = coalesce(excluded.last_error_at, last_error_at)
+                """
+        ).execute(arguments: [ruleId, target, userId, error == nil ? at : nil, error, error == nil ? nil : at])
     }
 
     static func track(_ row: Row) -> EscalationTrack {
-        EscalationTrack(notificationId: row["notification_id"], ruleId: row["rule_id"], userId: row["user_id"], since: ISOTime.date(millis: row["since"]),
-                        dueAt: (row["due_at"] as Int64?).map(ISOTime.date(millis:)), sent: row["sent"])
+        EscalationTrack(
+            notificationId: row["notification_id"], ruleId: row["rule_id"], userId: row["user_id"], since: ISOTime.date(millis: row["since"]),
+            dueAt: (row["due_at"] as Int64?).map(ISOTime.date(millis:)), sent: row["sent"])
     }
 
     static func sent(_ row: Row) -> EscalationSent {
-        EscalationSent(notificationId: row["notification_id"], userId: row["user_id"], target: row["target"], ruleId: row["rule_id"],
-                       ruleName: row["rule_name"], lastEvent: EscalationEvent(rawValue: row["last_event"]) ?? .escalated)
+        EscalationSent(
+            notificationId: row["notification_id"], userId: row["user_id"], target: row["target"], ruleId: row["rule_id"],
+            ruleName: row["rule_name"], lastEvent: EscalationEvent(rawValue: row["last_event"]) ?? .escalated)
     }
 
     static func delivery(_ row: Row) -> EscalationDelivery? {

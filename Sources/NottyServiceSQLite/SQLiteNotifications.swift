@@ -91,14 +91,18 @@ extension SQLiteStorage {
     /// Without its actions: a re-publish replaces them, and what else uses it writes a tombstone.
     static func activeRow(_ db: Database, userId: String, hostName: String, appNotificationId: String) throws -> StoredNotification? {
         try fetchStored(
-            db, sql: "SELECT \(NotificationColumns.listWithoutActions) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
+            db,
+            sql:
+                "SELECT \(NotificationColumns.listWithoutActions) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
             [userId, hostName, appNotificationId])
     }
 
     public func notification(userId: String, hostName: String, appNotificationId: String) async throws -> UserNotification? {
         try await read { db in
             try Self.fetchStored(
-                db, sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
+                db,
+                sql:
+                    "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
                 [userId, hostName, appNotificationId])?.notification
         }
     }
@@ -123,21 +127,27 @@ extension SQLiteStorage {
         try await write { db, _ in
             try db.execute(
                 sql: "INSERT INTO delayed (id, user_id, subscription_id, host_name, due_at, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                arguments: [record.id, record.userId, record.subscriptionId, record.hostName, ISOTime.millis(record.dueAt), record.body,
-                            ISOTime.millis(record.createdAt)])
+                arguments: [
+                    record.id, record.userId, record.subscriptionId, record.hostName, ISOTime.millis(record.dueAt), record.body,
+                    ISOTime.millis(record.createdAt),
+                ])
         }
     }
 
     public func claimDueDelayed(now: Date, lease: Date, limit: Int) async throws -> [DelayedRecord] {
         let at = ISOTime.millis(now)
         return try await write { db, _ in
-            try Row.fetchAll(db, sql: """
-                UPDATE delayed SET claimed_until = ?
-                WHERE id IN (SELECT id FROM delayed WHERE due_at <= ? AND claimed_until <= ? ORDER BY due_at LIMIT ?)
-                RETURNING id, user_id, subscription_id, host_name, due_at, body, created_at
-                """, arguments: [ISOTime.millis(lease), at, at, limit]).map { row in
-                DelayedRecord(id: row["id"], userId: row["user_id"], subscriptionId: row["subscription_id"], hostName: row["host_name"],
-                              dueAt: ISOTime.date(millis: row["due_at"]), body: row["body"], createdAt: ISOTime.date(millis: row["created_at"]))
+            try Row.fetchAll(
+                db,
+                sql: """
+                    UPDATE delayed SET claimed_until = ?
+                    WHERE id IN (SELECT id FROM delayed WHERE due_at <= ? AND claimed_until <= ? ORDER BY due_at LIMIT ?)
+                    RETURNING id, user_id, subscription_id, host_name, due_at, body, created_at
+                    """, arguments: [ISOTime.millis(lease), at, at, limit]
+            ).map { row in
+                DelayedRecord(
+                    id: row["id"], userId: row["user_id"], subscriptionId: row["subscription_id"], hostName: row["host_name"],
+                    dueAt: ISOTime.date(millis: row["due_at"]), body: row["body"], createdAt: ISOTime.date(millis: row["created_at"]))
             }.sorted { $0.dueAt < $1.dueAt }
         }
     }
@@ -165,18 +175,20 @@ extension SQLiteStorage {
     public func purgeHistory(before: Date) async throws {
         try await write { db, _ in
             let cutoff = ISOTime.millis(before)
-            try db.execute(sql: """
-                UPDATE users SET purged_through = max(purged_through, (
-                    SELECT max(seq) FROM notifications n WHERE n.user_id = users.id AND n.deleted = 1 AND n.modified < ?))
-                WHERE id IN (SELECT user_id FROM notifications WHERE deleted = 1 AND modified < ?)
-                """, arguments: [cutoff, cutoff])
+            try db.execute(
+                sql: """
+                    UPDATE users SET purged_through = max(purged_through, (
+                        SELECT max(seq) FROM notifications n WHERE n.user_id = users.id AND n.deleted = 1 AND n.modified < ?))
+                    WHERE id IN (SELECT user_id FROM notifications WHERE deleted = 1 AND modified < ?)
+                    """, arguments: [cutoff, cutoff])
             try db.execute(sql: "DELETE FROM notifications WHERE deleted = 1 AND modified < ?", arguments: [cutoff])
             try db.execute(sql: "DELETE FROM mutations WHERE created < ?", arguments: [cutoff])
             try db.execute(sql: "DELETE FROM tokens WHERE expires < ?", arguments: [cutoff])
             // Escalations logged, and what targets were sent, of notifications long gone (PROTOCOL.md §11).
             try db.execute(sql: "DELETE FROM escalation_log WHERE at < ?", arguments: [cutoff])
             try db.execute(sql: "DELETE FROM action_runs WHERE at < ? AND status <> 'running'", arguments: [cutoff])
-            try db.execute(sql: "DELETE FROM escalation_sent WHERE NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = escalation_sent.notification_id)")
+            try db.execute(
+                sql: "DELETE FROM escalation_sent WHERE NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = escalation_sent.notification_id)")
         }
     }
 
@@ -207,10 +219,13 @@ extension SQLiteStorage {
 
     public func latestSeq(userId: String) async throws -> Int64 {
         try await read { db in
-            let newest = try Int64.fetchOne(db, sql: """
-                SELECT max(coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1), 0),
-                           coalesce((SELECT max(seq) FROM preferences WHERE user_id = ?1), 0))
-                """, arguments: [userId]) ?? 0
+            let newest =
+                try Int64.fetchOne(
+                    db,
+                    sql: """
+                        SELECT max(coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1), 0),
+                                   coalesce((SELECT max(seq) FROM preferences WHERE user_id = ?1), 0))
+                        """, arguments: [userId]) ?? 0
             let purged = try Int64.fetchOne(db, sql: "SELECT purged_through FROM users WHERE id = ?", arguments: [userId]) ?? 0
             return max(newest, purged)
         }
@@ -223,15 +238,15 @@ extension SQLiteStorage {
     public func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification] {
         try await read { db in
             try Row.fetchAll(
-                db.cachedStatement(sql: """
-                    SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))
-                    ORDER BY created DESC, id DESC LIMIT ?3 OFFSET ?4
-                    """),
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))
+                        ORDER BY created DESC, id DESC LIMIT ?3 OFFSET ?4
+                        """),
                 arguments: [userId, ISOTime.millis(now), top, skip]
             ).map { try Self.stored($0).notification }
         }
     }
-
 
     /// The views counted one by one (All is the rows' count).
     static let countedViews: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
@@ -240,7 +255,8 @@ extension SQLiteStorage {
         try await read { db in
             let nowMillis = ISOTime.millis(now)
             let row = try Row.fetchOne(
-                db, sql: """
+                db,
+                sql: """
                     SELECT
                       count(*) AS total,
                       \(Self.countedViews.map { "sum(CASE WHEN \($0.sqlCondition(now: "?1")) THEN 1 ELSE 0 END) AS \($0.rawValue)" }.joined(separator: ",\n"))

@@ -14,13 +14,16 @@ extension SQLiteStorage {
             for entry in entries {
                 let value = entry.value.jsonText, changedAt = ISOTime.millis(entry.changedAt)
                 let stored = try Row.fetchOne(
-                    db.cachedStatement(sql: "SELECT value, changed_at FROM preferences WHERE user_id = ? AND key = ?"), arguments: [userId, entry.key]
+                    db.cachedStatement(sql: "SELECT value, changed_at FROM preferences WHERE user_id = ? AND key = ?"),
+                    arguments: [userId, entry.key]
                 ).map { (value: $0[0] as String, changedAt: $0[1] as Int64) }
                 guard PreferenceRules.applies(value: value, changedAt: changedAt, over: stored) else { continue }
-                try db.cachedStatement(sql: """
-                    INSERT INTO preferences (user_id, key, value, changed_at, seq) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value, changed_at = excluded.changed_at, seq = excluded.seq
-                    """).execute(arguments: [userId, entry.key, value, changedAt, context.nextSeq(for: userId)])
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO preferences (user_id, key, value, changed_at, seq) VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value, changed_at = excluded.changed_at, seq = excluded.seq
+                        """
+                ).execute(arguments: [userId, entry.key, value, changedAt, context.nextSeq(for: userId)])
             }
             return try Self.preferences(db, userId: userId)
         }
@@ -28,13 +31,17 @@ extension SQLiteStorage {
 
     /// Every preference of the user, by key.
     static func preferences(_ db: Database, userId: String) throws -> [PreferenceEntry] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT key, value, changed_at FROM preferences WHERE user_id = ? ORDER BY key"), arguments: [userId])
-            .map { PreferenceRules.entry(key: $0[0], value: $0[1], changedAt: $0[2]) }
+        try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT key, value, changed_at FROM preferences WHERE user_id = ? ORDER BY key"), arguments: [userId]
+        )
+        .map { PreferenceRules.entry(key: $0[0], value: $0[1], changedAt: $0[2]) }
     }
 
     /// The preferences changed after `since` and at most at `through` (nil: all after `since`),
     /// in the feed's order, with the newest position among them.
-    static func preferencesChanged(_ db: Database, userId: String, since: Int64, through: Int64?) throws -> (entries: [PreferenceEntry], lastSeq: Int64?) {
+    static func preferencesChanged(_ db: Database, userId: String, since: Int64, through: Int64?) throws -> (
+        entries: [PreferenceEntry], lastSeq: Int64?
+    ) {
         let rows = try Row.fetchAll(
             db.cachedStatement(sql: "SELECT key, value, changed_at, seq FROM preferences WHERE user_id = ? AND seq > ? AND seq <= ? ORDER BY seq"),
             arguments: [userId, since, through ?? Int64.max])

@@ -18,12 +18,15 @@ extension SQLiteStorage {
         }
 
         func priorMutation(userId: String, mutationId: String) throws -> Int? {
-            try Int.fetchOne(db.cachedStatement(sql: "SELECT status FROM mutations WHERE user_id = ? AND mutation_id = ?"), arguments: [userId, mutationId])
+            try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT status FROM mutations WHERE user_id = ? AND mutation_id = ?"), arguments: [userId, mutationId])
         }
 
         func recordMutation(userId: String, mutationId: String, notificationId: String, status: Int, now: Date) throws {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO mutations (user_id, mutation_id, notification_id, status, created) VALUES (?, ?, ?, ?, ?)")
-                .execute(arguments: [userId, mutationId, notificationId, status, ISOTime.millis(now)])
+            try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO mutations (user_id, mutation_id, notification_id, status, created) VALUES (?, ?, ?, ?, ?)"
+            )
+            .execute(arguments: [userId, mutationId, notificationId, status, ISOTime.millis(now)])
         }
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import GRDB
 import NottyCore
-import NottyService
 import NottySQLite
+import NottyService
 
 /// ``ServiceStorage`` on one SQLite file through GRDB: WAL mode, many readers, one
 /// writer with group commit (``SQLiteWriter``).

@@ -13,9 +13,11 @@ extension SQLiteStorage {
                                                webhook_hash, webhook_secret, alertmanager_url, upstream_id)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [s.id, s.userId, s.targetHostName, s.deviceId, s.deviceName, s.platform,
-                            ISOTime.millis(s.createdAt), ISOTime.millis(s.expiresAt), s.revoked, s.lastSeen.map(ISOTime.millis),
-                            s.webhookHash, s.webhookSecret, s.alertmanagerURL, s.upstreamId])
+                arguments: [
+                    s.id, s.userId, s.targetHostName, s.deviceId, s.deviceName, s.platform,
+                    ISOTime.millis(s.createdAt), ISOTime.millis(s.expiresAt), s.revoked, s.lastSeen.map(ISOTime.millis),
+                    s.webhookHash, s.webhookSecret, s.alertmanagerURL, s.upstreamId,
+                ])
         }
     }
 
@@ -24,20 +26,24 @@ extension SQLiteStorage {
     }
 
     public func subscription(webhookHash hash: String) async throws -> SubscriptionRecord? {
-        try await read { db in try Row.fetchOne(db, sql: "SELECT * FROM subscriptions WHERE webhook_hash = ?", arguments: [hash]).map(Self.subscription) }
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM subscriptions WHERE webhook_hash = ?", arguments: [hash]).map(Self.subscription)
+        }
     }
 
     public func subscriptions(userId: String) async throws -> [SubscriptionRecord] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM subscriptions WHERE user_id = ? AND revoked = 0 ORDER BY created", arguments: [userId]).map(Self.subscription)
+            try Row.fetchAll(db, sql: "SELECT * FROM subscriptions WHERE user_id = ? AND revoked = 0 ORDER BY created", arguments: [userId]).map(
+                Self.subscription)
         }
     }
 
     public func revokeSubscription(id: String, userId: String) async throws -> Bool {
         defer { markCredentialsChanged() }
         return try await write { db, _ in
-            guard let row = try Row.fetchOne(
-                db, sql: "SELECT host_name, device_id FROM subscriptions WHERE id = ? AND user_id = ? AND revoked = 0", arguments: [id, userId])
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT host_name, device_id FROM subscriptions WHERE id = ? AND user_id = ? AND revoked = 0", arguments: [id, userId])
             else { return false }
             try db.execute(sql: "UPDATE subscriptions SET revoked = 1 WHERE id = ?", arguments: [id])
             if (row["host_name"] as String?) == nil {

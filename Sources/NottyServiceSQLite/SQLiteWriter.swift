@@ -1,6 +1,6 @@
 import Foundation
-import NottyService
 import GRDB
+import NottyService
 import Synchronization
 
 /// The single writer of a SQLite store, with group commit.

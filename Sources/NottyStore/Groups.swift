@@ -8,7 +8,9 @@ extension LocalStore {
     /// The groups of `view` at `now` among the rows matching `query` (``GroupQuery``): each
     /// group's count, Unread count and newest time, newest group first. One grouped pass over
     /// the view's index ranges (the center reads it when the store changes, not per key).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func groups(view: NotificationView, query: String = "", now: Date = Date()) throws -> [NotificationGroup] {
         try pool.read { db in try groups(db, view: view, query: query, now: now) }
     }
@@ -19,17 +21,19 @@ extension LocalStore {
             // With max() the only min/max aggregate, SQLite takes the bare columns (app, the
             // title's columns, id) from the row holding the maximum: the group's newest.
             let rows = try Row.fetchCursor(
-                db.cachedStatement(sql: """
-                    SELECT \(GroupQuery.sqlKey) AS key, count(*), sum(read_state = 'Unread'), max(created), count(DISTINCT app), app,
-                           title, raw_content, app_notification_id, id
-                    FROM notifications WHERE \(branch.sql) GROUP BY key
-                    """),
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(GroupQuery.sqlKey) AS key, count(*), sum(read_state = 'Unread'), max(created), count(DISTINCT app), app,
+                               title, raw_content, app_notification_id, id
+                        FROM notifications WHERE \(branch.sql) GROUP BY key
+                        """),
                 arguments: branch.arguments)
             while let row = try rows.next() {
                 let key: String = row[0]
                 let title: String = row[6] ?? row[7] ?? row[8]  // as UserNotification.displayTitle
-                var group = NotificationGroup(key: key, app: row[4] as Int == 1 ? row[5] : nil, count: row[1], unread: row[2],
-                                              newest: ISOTime.date(millis: row[3]), newestTitle: title)
+                var group = NotificationGroup(
+                    key: key, app: row[4] as Int == 1 ? row[5] : nil, count: row[1], unread: row[2],
+                    newest: ISOTime.date(millis: row[3]), newestTitle: title)
                 var newestId: String = row[9]
                 if let (other, otherId) = found[key] {  // the same group in another index range of the view
                     group.app = group.app == other.app ? group.app : nil

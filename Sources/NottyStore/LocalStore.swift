@@ -55,7 +55,9 @@ public final class LocalStore: Sendable {
         return current ? store : nil
     }
 
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     init(path: String, readers: Int, readOnly: Bool = false) throws {
         self.path = path
         checkpointer = WALCheckpointer(path: path)
@@ -150,7 +152,9 @@ public final class LocalStore: Sendable {
     /// one of a store opened with `readers: 1`) that were prepared again, with how many times.
     /// Tests: SQLite prepares a statement again each time a value is bound to a parameter its
     /// plan depends on.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     func readerReprepares() throws -> [String: Int] {
         try pool.read { db in
             var found: [String: Int] = [:]
@@ -165,7 +169,9 @@ public final class LocalStore: Sendable {
     }
 
     /// A pragma's value on the writer's connection (tests check `synchronous`).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     func writerPragma(_ name: String) throws -> Int? {
         try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA \(name)") }
     }
@@ -175,93 +181,97 @@ public final class LocalStore: Sendable {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                CREATE TABLE notifications (
-                    id TEXT PRIMARY KEY,
-                    app_notification_id TEXT NOT NULL,
-                    app TEXT NOT NULL,
-                    group_name TEXT,
-                    priority TEXT NOT NULL,
-                    title TEXT,
-                    body TEXT,
-                    raw_content TEXT,
-                    ttl INTEGER,
-                    policies TEXT,
-                    created INTEGER NOT NULL,
-                    expires INTEGER NOT NULL,
-                    modified INTEGER NOT NULL,
-                    s_read TEXT NOT NULL,
-                    s_action TEXT NOT NULL,
-                    s_snoozed INTEGER,
-                    read_state TEXT NOT NULL,
-                    action_state TEXT NOT NULL,
-                    snoozed_until INTEGER,
-                    bucket TEXT NOT NULL,
-                    hidden INTEGER NOT NULL DEFAULT 0,
-                    announced INTEGER NOT NULL DEFAULT 0,
-                    stale INTEGER NOT NULL DEFAULT 0
-                );
-                CREATE INDEX notifications_bucket ON notifications (bucket, created DESC, id DESC);
-                CREATE INDEX notifications_order ON notifications (created DESC, id DESC);
-                CREATE INDEX notifications_counts ON notifications (bucket, read_state, hidden, expires, snoozed_until);
-                CREATE INDEX notifications_unannounced ON notifications (announced) WHERE announced = 0;
-                CREATE TABLE outbox (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                    mutation_id TEXT NOT NULL UNIQUE,
-                    notification_id TEXT NOT NULL,
-                    op TEXT NOT NULL,
-                    read_state TEXT,
-                    action_state TEXT,
-                    snoozed_until INTEGER,
-                    changed_at INTEGER NOT NULL,
-                    created INTEGER NOT NULL,
-                    attempts INTEGER NOT NULL DEFAULT 0
-                );
-                CREATE INDEX outbox_notification ON outbox (notification_id);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                    CREATE TABLE notifications (
+                        id TEXT PRIMARY KEY,
+                        app_notification_id TEXT NOT NULL,
+                        app TEXT NOT NULL,
+                        group_name TEXT,
+                        priority TEXT NOT NULL,
+                        title TEXT,
+                        body TEXT,
+                        raw_content TEXT,
+                        ttl INTEGER,
+                        policies TEXT,
+                        created INTEGER NOT NULL,
+                        expires INTEGER NOT NULL,
+                        modified INTEGER NOT NULL,
+                        s_read TEXT NOT NULL,
+                        s_action TEXT NOT NULL,
+                        s_snoozed INTEGER,
+                        read_state TEXT NOT NULL,
+                        action_state TEXT NOT NULL,
+                        snoozed_until INTEGER,
+                        bucket TEXT NOT NULL,
+                        hidden INTEGER NOT NULL DEFAULT 0,
+                        announced INTEGER NOT NULL DEFAULT 0,
+                        stale INTEGER NOT NULL DEFAULT 0
+                    );
+                    CREATE INDEX notifications_bucket ON notifications (bucket, created DESC, id DESC);
+                    CREATE INDEX notifications_order ON notifications (created DESC, id DESC);
+                    CREATE INDEX notifications_counts ON notifications (bucket, read_state, hidden, expires, snoozed_until);
+                    CREATE INDEX notifications_unannounced ON notifications (announced) WHERE announced = 0;
+                    CREATE TABLE outbox (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        mutation_id TEXT NOT NULL UNIQUE,
+                        notification_id TEXT NOT NULL,
+                        op TEXT NOT NULL,
+                        read_state TEXT,
+                        action_state TEXT,
+                        snoozed_until INTEGER,
+                        changed_at INTEGER NOT NULL,
+                        created INTEGER NOT NULL,
+                        attempts INTEGER NOT NULL DEFAULT 0
+                    );
+                    CREATE INDEX outbox_notification ON outbox (notification_id);
+                    """)
         }
         // Windows, positions and counts read indexes only: every column a view filter needs
         // is in the index its order comes from, and ended snoozes are one small range.
         migrator.registerMigration("v2 covering view indexes") { db in
-            try db.execute(sql: """
-                DROP INDEX notifications_bucket;
-                DROP INDEX notifications_order;
-                CREATE INDEX notifications_view ON notifications (bucket, created DESC, id DESC, hidden, expires, read_state, snoozed_until);
-                CREATE INDEX notifications_all ON notifications (created DESC, id DESC, hidden, expires);
-                CREATE INDEX notifications_snoozes ON notifications (snoozed_until, read_state) WHERE bucket = 'snoozed';
-                CREATE INDEX notifications_expiry ON notifications (expires) WHERE hidden = 0;
-                """)
+            try db.execute(
+                sql: """
+                    DROP INDEX notifications_bucket;
+                    DROP INDEX notifications_order;
+                    CREATE INDEX notifications_view ON notifications (bucket, created DESC, id DESC, hidden, expires, read_state, snoozed_until);
+                    CREATE INDEX notifications_all ON notifications (created DESC, id DESC, hidden, expires);
+                    CREATE INDEX notifications_snoozes ON notifications (snoozed_until, read_state) WHERE bucket = 'snoozed';
+                    CREATE INDEX notifications_expiry ON notifications (expires) WHERE hidden = 0;
+                    """)
         }
         // Positions without stepping over index entries: how many visible rows each bucket has
         // per block of creation time, at four block sizes, kept exact by triggers (see ViewIndex;
         // a change of state, the common write, updates one row per block size).
         // Counts come from these blocks now, so their index goes (it slowed every state change).
         migrator.registerMigration("v3 view blocks") { db in
-            try db.execute(sql: """
-                DROP INDEX notifications_counts;
-                CREATE TABLE view_blocks (
-                    level INTEGER NOT NULL,
-                    block INTEGER NOT NULL,
-                    \(ViewIndex.buckets.map { "\($0.rawValue) INTEGER NOT NULL" }.joined(separator: ",\n"))
-                    , PRIMARY KEY (level, block)
-                ) WITHOUT ROWID;
-                """)
+            try db.execute(
+                sql: """
+                    DROP INDEX notifications_counts;
+                    CREATE TABLE view_blocks (
+                        level INTEGER NOT NULL,
+                        block INTEGER NOT NULL,
+                        \(ViewIndex.buckets.map { "\($0.rawValue) INTEGER NOT NULL" }.joined(separator: ",\n"))
+                        , PRIMARY KEY (level, block)
+                    ) WITHOUT ROWID;
+                    """)
             let blocks = ViewIndex.blockRows, added = ViewIndex.addedToBlocks
-            try db.execute(sql: """
-                \(ViewIndex.insertTrigger(when: "new.hidden = 0"))
-                CREATE TRIGGER view_blocks_delete AFTER DELETE ON notifications WHEN old.hidden = 0 BEGIN
-                    INSERT INTO view_blocks VALUES \(blocks("old") { "-(old.bucket = '\($0)')" })\(added);
-                END;
-                CREATE TRIGGER view_blocks_restate AFTER UPDATE OF bucket, hidden ON notifications
-                WHEN old.created = new.created AND (old.bucket IS NOT new.bucket OR old.hidden IS NOT new.hidden) BEGIN
-                    INSERT INTO view_blocks VALUES \(blocks("new") { "(new.hidden = 0 AND new.bucket = '\($0)') - (old.hidden = 0 AND old.bucket = '\($0)')" })\(added);
-                END;
-                CREATE TRIGGER view_blocks_move AFTER UPDATE OF created ON notifications WHEN old.created IS NOT new.created BEGIN
-                    INSERT INTO view_blocks SELECT * FROM (VALUES \(blocks("old") { "-(old.bucket = '\($0)')" })) WHERE old.hidden = 0\(added);
-                    INSERT INTO view_blocks SELECT * FROM (VALUES \(blocks("new") { "new.bucket = '\($0)'" })) WHERE new.hidden = 0\(added);
-                END;
-                """)
+            try db.execute(
+                sql: """
+                    \(ViewIndex.insertTrigger(when: "new.hidden = 0"))
+                    CREATE TRIGGER view_blocks_delete AFTER DELETE ON notifications WHEN old.hidden = 0 BEGIN
+                        INSERT INTO view_blocks VALUES \(blocks("old") { "-(old.bucket = '\($0)')" })\(added);
+                    END;
+                    CREATE TRIGGER view_blocks_restate AFTER UPDATE OF bucket, hidden ON notifications
+                    WHEN old.created = new.created AND (old.bucket IS NOT new.bucket OR old.hidden IS NOT new.hidden) BEGIN
+                        INSERT INTO view_blocks VALUES \(blocks("new") { "(new.hidden = 0 AND new.bucket = '\($0)') - (old.hidden = 0 AND old.bucket = '\($0)')" })\(added);
+                    END;
+                    CREATE TRIGGER view_blocks_move AFTER UPDATE OF created ON notifications WHEN old.created IS NOT new.created BEGIN
+                        INSERT INTO view_blocks SELECT * FROM (VALUES \(blocks("old") { "-(old.bucket = '\($0)')" })) WHERE old.hidden = 0\(added);
+                        INSERT INTO view_blocks SELECT * FROM (VALUES \(blocks("new") { "new.bucket = '\($0)'" })) WHERE new.hidden = 0\(added);
+                    END;
+                    """)
             try ViewIndex.countRows(db, after: nil)
         }
         // Search without reading every row: a trigram index of the searched text, built
@@ -289,18 +299,20 @@ public final class LocalStore: Sendable {
         // instead of four upserts per row (see ``apply(page:since:now:)``).
         migrator.registerMigration("v9 view blocks in bulk") { db in
             try db.execute(sql: "DROP TRIGGER view_blocks_insert")
-            try db.execute(sql: ViewIndex.insertTrigger(when: "new.hidden = 0 AND NOT EXISTS (SELECT 1 FROM meta WHERE key = '\(ViewIndex.bulkKey)')"))
+            try db.execute(
+                sql: ViewIndex.insertTrigger(when: "new.hidden = 0 AND NOT EXISTS (SELECT 1 FROM meta WHERE key = '\(ViewIndex.bulkKey)')"))
         }
         // The user's preferences (PROTOCOL.md §9): the service's, or this device's not yet sent.
         migrator.registerMigration("v10 preferences") { db in
-            try db.execute(sql: """
-                CREATE TABLE preferences (
-                    key TEXT PRIMARY KEY,
-                    value TEXT NOT NULL,
-                    changed_at INTEGER NOT NULL,
-                    pending INTEGER NOT NULL DEFAULT 0
-                )
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE preferences (
+                        key TEXT PRIMARY KEY,
+                        value TEXT NOT NULL,
+                        changed_at INTEGER NOT NULL,
+                        pending INTEGER NOT NULL DEFAULT 0
+                    )
+                    """)
         }
         // What a quiet period held back (PROTOCOL.md §9), kept until its summary: `notty poll`
         // restarted while quiet still sums it up when quiet ends.
@@ -309,7 +321,10 @@ public final class LocalStore: Sendable {
         }
         // `notty count` and `notty watch` tell whether a High one is Unread in every prompt.
         migrator.registerMigration("v12 High unread index") { db in
-            try db.execute(sql: "CREATE INDEX notifications_high_unread ON notifications (bucket, hidden, expires) WHERE read_state = 'Unread' AND priority = 'High'")
+            try db.execute(
+                sql:
+                    "CREATE INDEX notifications_high_unread ON notifications (bucket, hidden, expires) WHERE read_state = 'Unread' AND priority = 'High'"
+            )
         }
         return migrator
     }
@@ -330,7 +345,9 @@ public final class LocalStore: Sendable {
     }
 
     /// The change-feed cursor of the last applied page (nil: never synced).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func cursor() throws -> String? {
         try pool.read { db in try meta(db, "cursor") }
     }
@@ -342,7 +359,9 @@ public final class LocalStore: Sendable {
         public var outbox: Int
     }
 
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func syncInfo() throws -> SyncInfo {
         try pool.read { db in
             SyncInfo(
@@ -354,7 +373,9 @@ public final class LocalStore: Sendable {
 
     /// Ties the store to `account`; when it held another account's notifications they are
     /// forgotten (with their outbox) so users never mix.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func bind(account: String) throws {
         // Every command binds at its start: the store already bound to this account (the usual
         // case) is read, not written (a write commits and waits for the disk).
@@ -364,7 +385,10 @@ public final class LocalStore: Sendable {
                 try SearchIndex.reset(db)
                 // The revision goes on counting (readers key caches by it).
                 // Meta first: without `watch_states` the deletions are not queued as state changes.
-                try db.execute(sql: "DELETE FROM meta WHERE key <> 'revision'; DELETE FROM notifications; DELETE FROM outbox; DELETE FROM state_changes; DELETE FROM preferences;")
+                try db.execute(
+                    sql:
+                        "DELETE FROM meta WHERE key <> 'revision'; DELETE FROM notifications; DELETE FROM outbox; DELETE FROM state_changes; DELETE FROM preferences;"
+                )
                 try bumpRevision(db)
             }
             try setMeta(db, "account", account)
@@ -373,7 +397,9 @@ public final class LocalStore: Sendable {
 
     /// A number that changes whenever any process commits a change to the store (every write
     /// method bumps it in its transaction). Cheap enough to ask several times a second.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func revision() throws -> Int64 {
         try pool.read { db in try revision(db) }
     }
@@ -434,10 +460,11 @@ public final class LocalStore: Sendable {
     }
 
     func bumpRevision(_ db: Database) throws {
-        try db.execute(sql: """
-            INSERT INTO meta (key, value) VALUES ('revision', '1')
-            ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1
-            """)
+        try db.execute(
+            sql: """
+                INSERT INTO meta (key, value) VALUES ('revision', '1')
+                ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1
+                """)
     }
 
     // MARK: - Hybrid logical clock
@@ -456,7 +483,6 @@ public final class LocalStore: Sendable {
         if millis > last { try setMeta(db, "hlc", String(millis)) }
     }
 }
-
 
 /// Tells a watcher's thread to end (set once, from any thread).
 final class StopFlag: Sendable {

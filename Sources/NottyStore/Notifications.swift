@@ -62,21 +62,28 @@ extension LocalStore {
 
     /// One notification as shown (service state plus pending changes), if it is in the store
     /// and not deleted locally. Expired ones are returned too; callers check `isLive`.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func notification(id: String) throws -> UserNotification? {
         try pool.read { db in
-            try Self.notifications(db.cachedStatement(sql: "SELECT \(Self.columns) FROM notifications WHERE id = ? AND hidden = 0"), arguments: [id]).first
+            try Self.notifications(db.cachedStatement(sql: "SELECT \(Self.columns) FROM notifications WHERE id = ? AND hidden = 0"), arguments: [id])
+                .first
         }
     }
 
     /// The full id for `text`: an id, or a unique prefix of at least 6 characters.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func resolve(_ text: String) throws -> String {
         let text = text.trimmingCharacters(in: .whitespaces).lowercased()
         guard text.count >= 6 else { throw StoreError.tooShort(text) }
         let escaped = likeEscaped(text)
         let ids = try pool.read { db in
-            try String.fetchAll(db, sql: "SELECT id FROM notifications WHERE hidden = 0 AND (id = ? OR id LIKE ? ESCAPE '\\') LIMIT 2", arguments: [text, escaped + "%"])
+            try String.fetchAll(
+                db, sql: "SELECT id FROM notifications WHERE hidden = 0 AND (id = ? OR id LIKE ? ESCAPE '\\') LIMIT 2",
+                arguments: [text, escaped + "%"])
         }
         if ids.contains(text) { return text }
         guard let id = ids.first else { throw StoreError.notFound(text) }
@@ -89,8 +96,12 @@ extension LocalStore {
     /// the block counts (``ViewIndex``) wherever it is in the view. With one, the rows' keys
     /// are stepped over in an index, from whichever end of the matches is nearer when `total`
     /// (their number) is given. Only the returned rows are read from the table.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
-    public func window(view: NotificationView, query: String = "", offset: Int = 0, limit: Int, total: Int? = nil, now: Date = Date()) throws -> [UserNotification] {
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
+    public func window(view: NotificationView, query: String = "", offset: Int = 0, limit: Int, total: Int? = nil, now: Date = Date()) throws
+        -> [UserNotification]
+    {
         try pool.read { db in try window(db, view: view, query: query, offset: offset, limit: limit, total: total, now: now) }
     }
 
@@ -116,7 +127,9 @@ extension LocalStore {
 
     /// `limit` rows of `branches` (created before `below`, when given) after skipping `skip`
     /// of them in the given order, returned newest first. Their keys come from an index alone.
-    static func rows(_ db: Database, _ branches: [ViewFilter.Branch], below: Int64?, skip: Int, limit: Int, descending: Bool) throws -> [UserNotification] {
+    static func rows(_ db: Database, _ branches: [ViewFilter.Branch], below: Int64?, skip: Int, limit: Int, descending: Bool) throws
+        -> [UserNotification]
+    {
         let direction = descending ? "DESC" : "ASC"
         let order = "ORDER BY created \(direction), id \(direction)"
         let bound = below == nil ? "" : " AND created < ?"
@@ -127,7 +140,9 @@ extension LocalStore {
             keys = "SELECT rowid AS rid FROM notifications WHERE \(branches[0].sql)\(bound) \(order) LIMIT ? OFFSET ?"
             arguments = branches[0].arguments + boundArguments
         } else {
-            let parts = branches.map { "SELECT * FROM (SELECT rowid AS rid, created, id FROM notifications WHERE \($0.sql)\(bound) \(order) LIMIT \(skip + limit))" }
+            let parts = branches.map {
+                "SELECT * FROM (SELECT rowid AS rid, created, id FROM notifications WHERE \($0.sql)\(bound) \(order) LIMIT \(skip + limit))"
+            }
             keys = "SELECT rid FROM (\(parts.joined(separator: " UNION ALL "))) \(order) LIMIT ? OFFSET ?"
             arguments = branches.reduce(StatementArguments()) { $0 + $1.arguments + boundArguments }
         }
@@ -141,15 +156,21 @@ extension LocalStore {
     func branches(_ db: Database, _ view: NotificationView, now: Date, query: String) throws -> [ViewFilter.Branch] {
         var branches = ViewFilter.branches(view, now: now, query: query)
         guard branches.count > 1 else { return branches }
-        let ended = try Bool.fetchOne(
-            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications INDEXED BY notifications_snoozes WHERE bucket = 'snoozed' AND snoozed_until <= ? AND read_state = \(ViewFilter.readState(view)))"),
-            arguments: [ISOTime.millis(now)]) ?? false
+        let ended =
+            try Bool.fetchOne(
+                db.cachedStatement(
+                    sql:
+                        "SELECT EXISTS (SELECT 1 FROM notifications INDEXED BY notifications_snoozes WHERE bucket = 'snoozed' AND snoozed_until <= ? AND read_state = \(ViewFilter.readState(view)))"
+                ),
+                arguments: [ISOTime.millis(now)]) ?? false
         if !ended { branches.removeLast() }
         return branches
     }
 
     /// How many rows of `view` match `query` at `now`.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func count(view: NotificationView, query: String = "", now: Date = Date()) throws -> Int {
         try pool.read { db in
             try quickCount(db, view: view, query: query, now: now) ?? count(db, branches(db, view, now: now, query: query))
@@ -159,23 +180,27 @@ extension LocalStore {
     func count(_ db: Database, _ branches: [ViewFilter.Branch], extra: String = "", extraArguments: StatementArguments = []) throws -> Int {
         var total = 0
         for branch in branches {
-            total += try Int.fetchOne(
-                db.cachedStatement(sql: "SELECT count(*) FROM notifications WHERE \(branch.sql) \(extra)"),
-                arguments: branch.arguments + extraArguments) ?? 0
+            total +=
+                try Int.fetchOne(
+                    db.cachedStatement(sql: "SELECT count(*) FROM notifications WHERE \(branch.sql) \(extra)"),
+                    arguments: branch.arguments + extraArguments) ?? 0
         }
         return total
     }
 
     /// The index of notification `id` in `view` (newest first) or nil when it is not in it.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func position(of id: String, view: NotificationView, query: String = "", now: Date = Date()) throws -> Int? {
         try pool.read { db in try position(db, of: id, view: view, query: query, now: now) }
     }
 
     func position(_ db: Database, of id: String, view: NotificationView, query: String, now: Date) throws -> Int? {
-        guard let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT \(SearchKey.columns) FROM notifications WHERE id = ?"),
-            arguments: [id])
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT \(SearchKey.columns) FROM notifications WHERE id = ?"),
+                arguments: [id])
         else { return nil }
         let key = SearchKey(row)
         let created = key.created
@@ -194,7 +219,9 @@ extension LocalStore {
 
     /// The six counts at `now` (PROTOCOL.md §1: the first five add up to All): the largest block
     /// counts of each bucket, with expired rows and ended snoozes moved where they belong.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func counts(now: Date = Date()) throws -> ViewCounts {
         try pool.read { db in try counts(db, now: now) }
     }
@@ -202,8 +229,10 @@ extension LocalStore {
     func counts(_ db: Database, now: Date) throws -> ViewCounts {
         var counts = ViewCounts()
         if let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT \(ViewIndex.buckets.map { "sum(\($0.rawValue))" }.joined(separator: ", ")) FROM view_blocks WHERE level = ?"),
-            arguments: [ViewIndex.levels[0]]) {
+            db.cachedStatement(
+                sql: "SELECT \(ViewIndex.buckets.map { "sum(\($0.rawValue))" }.joined(separator: ", ")) FROM view_blocks WHERE level = ?"),
+            arguments: [ViewIndex.levels[0]])
+        {
             for (index, view) in ViewIndex.buckets.enumerated() {
                 let n = row[index] as Int? ?? 0
                 counts[view] = n
@@ -224,7 +253,9 @@ extension LocalStore {
     /// The id of the next (`forward`: older) or previous Unread notification of `view` matching
     /// `query` after notification `id`, anywhere in the view; nil when there is none. One seek
     /// in the Unread rows' index per bucket the view takes rows from (the Read bucket has none).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func nextUnread(view: NotificationView, query: String = "", after id: String, forward: Bool, now: Date = Date()) throws -> String? {
         try pool.read { db in
             guard let created = try Int64.fetchOne(db.cachedStatement(sql: "SELECT created FROM notifications WHERE id = ?"), arguments: [id]) else {
@@ -233,9 +264,10 @@ extension LocalStore {
             var branches: [ViewFilter.Branch]
             if view == .all {
                 let millis = ISOTime.millis(now)
-                branches = ViewFilter.narrowed(["unread", "activated", "dismissed", "snoozed"].map {
-                    ViewFilter.Branch(sql: "bucket = '\($0)' AND hidden = 0 AND expires > ?", arguments: [millis])
-                }, to: query)
+                branches = ViewFilter.narrowed(
+                    ["unread", "activated", "dismissed", "snoozed"].map {
+                        ViewFilter.Branch(sql: "bucket = '\($0)' AND hidden = 0 AND expires > ?", arguments: [millis])
+                    }, to: query)
             } else if view == .read {
                 return nil
             } else {
@@ -244,13 +276,15 @@ extension LocalStore {
             let (comparison, order) = forward ? ("<", "DESC") : (">", "ASC")
             var best: (created: Int64, id: String)?
             for branch in branches {
-                guard let row = try Row.fetchOne(
-                    db.cachedStatement(sql: """
-                        SELECT created, id FROM notifications INDEXED BY notifications_unread
-                        WHERE \(branch.sql) AND read_state = 'Unread' AND (created, id) \(comparison) (?, ?)
-                        ORDER BY created \(order), id \(order) LIMIT 1
-                        """),
-                    arguments: branch.arguments + [created, id])
+                guard
+                    let row = try Row.fetchOne(
+                        db.cachedStatement(
+                            sql: """
+                                SELECT created, id FROM notifications INDEXED BY notifications_unread
+                                WHERE \(branch.sql) AND read_state = 'Unread' AND (created, id) \(comparison) (?, ?)
+                                ORDER BY created \(order), id \(order) LIMIT 1
+                                """),
+                        arguments: branch.arguments + [created, id])
                 else { continue }
                 let found: (created: Int64, id: String) = (row[0], row[1])
                 if let current = best, forward ? found <= current : found >= current { continue }
@@ -261,14 +295,18 @@ extension LocalStore {
     }
 
     /// Ids of every notification in `view` matching `query` (for `--all --view` and "mark all read").
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func ids(view: NotificationView, query: String = "", now: Date = Date()) throws -> [String] {
         try window(view: view, query: query, offset: 0, limit: Int(Int32.max), now: now).map(\.id)
     }
 
     /// The soonest future time at which a snooze ends or a notification expires: when views
     /// change by time alone.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func nextTimedChange(after now: Date = Date()) throws -> Date? {
         try pool.read { db in try nextTimedChange(db, after: now) }
     }
@@ -276,15 +314,21 @@ extension LocalStore {
     func nextTimedChange(_ db: Database, after now: Date) throws -> Date? {
         let millis = ISOTime.millis(now)
         let snooze = try Int64.fetchOne(
-            db.cachedStatement(sql: "SELECT min(snoozed_until) FROM notifications INDEXED BY notifications_snoozes WHERE bucket = 'snoozed' AND snoozed_until > ? AND hidden = 0"),
+            db.cachedStatement(
+                sql:
+                    "SELECT min(snoozed_until) FROM notifications INDEXED BY notifications_snoozes WHERE bucket = 'snoozed' AND snoozed_until > ? AND hidden = 0"
+            ),
             arguments: [millis])
-        let expiry = try Int64.fetchOne(db.cachedStatement(sql: "SELECT min(expires) FROM notifications WHERE expires > ? AND hidden = 0"), arguments: [millis])
+        let expiry = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT min(expires) FROM notifications WHERE expires > ? AND hidden = 0"), arguments: [millis])
         return [snooze, expiry].compactMap { $0 }.min().map(ISOTime.date(millis:))
     }
 
     /// Runs `body` with one read transaction of the store: everything it reads through the
     /// snapshot is of one revision, and it takes one reader once instead of once a read.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func snapshot<T>(_ body: (StoreSnapshot) throws -> T) throws -> T {
         try pool.read { db in try body(StoreSnapshot(store: self, db: db)) }
     }
@@ -362,7 +406,8 @@ enum ViewFilter {
         case .unread, .read:
             branches = [
                 Branch(sql: "bucket = \(literal(view.rawValue)) AND \(live)", arguments: [millis]),
-                Branch(sql: "bucket = 'snoozed' AND snoozed_until <= ? AND read_state = \(readState(view)) AND \(live)", arguments: [millis, millis]),
+                Branch(
+                    sql: "bucket = 'snoozed' AND snoozed_until <= ? AND read_state = \(readState(view)) AND \(live)", arguments: [millis, millis]),
             ]
         }
         return narrowed(branches, to: query)
@@ -376,7 +421,10 @@ enum ViewFilter {
             return branches.map { Branch(sql: $0.sql + " AND \(GroupQuery.sqlKey) = ?", arguments: $0.arguments + [key]) }
         }
         let pattern = likePattern(query)
-        return branches.map { Branch(sql: $0.sql + " AND " + matching("?"), arguments: $0.arguments + StatementArguments(Array(repeating: pattern, count: searched.count))) }
+        return branches.map {
+            Branch(
+                sql: $0.sql + " AND " + matching("?"), arguments: $0.arguments + StatementArguments(Array(repeating: pattern, count: searched.count)))
+        }
     }
 
     /// The columns a search matches.

@@ -8,19 +8,25 @@ import NottyCore
 extension LocalStore {
     /// Notifications that arrived (or were re-published) since they were last announced and
     /// are still live, oldest first.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func unannounced(now: Date = Date()) throws -> [UserNotification] {
         try pool.read { db in
-            try Self.notifications(db.cachedStatement(sql: """
-                SELECT \(Self.columns) FROM notifications WHERE announced = 0 AND hidden = 0 AND expires > ?
-                ORDER BY created, id
-                """), arguments: [ISOTime.millis(now)])
+            try Self.notifications(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(Self.columns) FROM notifications WHERE announced = 0 AND hidden = 0 AND expires > ?
+                        ORDER BY created, id
+                        """), arguments: [ISOTime.millis(now)])
         }
     }
 
     /// Marks notifications as announced, and keeps those of them that quiet holds back
     /// (`held`) for its summary (``takeHeldByQuiet()``), in one transaction.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func markAnnounced(_ ids: [String], held: [String] = []) throws {
         guard !ids.isEmpty else { return }
         try write { db in
@@ -34,7 +40,9 @@ extension LocalStore {
     }
 
     /// Whether quiet holds anything back for a summary.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func holdsForQuiet() throws -> Bool {
         try pool.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quiet_held)") ?? false }
     }
@@ -42,29 +50,36 @@ extension LocalStore {
     /// The notifications a quiet period held back, forgotten as held in the same statement:
     /// each goes into one summary, whichever process makes it (they may have been handled or
     /// removed since).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func takeHeldByQuiet() throws -> [String] {
         try write { db in try String.fetchAll(db, sql: "DELETE FROM quiet_held RETURNING notification_id") }
     }
 
     /// Marks everything in the store as announced (what `notty poll` does when it starts).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func markAllAnnounced() throws {
         // One transaction in statements of 5,000 rows: each statement's journal (kept in memory)
         // holds the pages of its own rows only, not those of the whole store (60,000 rows pulled
         // by `notty sync` into a store in use, all still to mark, took about 20 MiB in one
         // statement, for a moment).
         try write { db in
-            let statement = try db.cachedStatement(sql: """
-                UPDATE notifications SET announced = 1
-                WHERE rowid IN (SELECT rowid FROM notifications WHERE announced = 0 LIMIT 5000)
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    UPDATE notifications SET announced = 1
+                    WHERE rowid IN (SELECT rowid FROM notifications WHERE announced = 0 LIMIT 5000)
+                    """)
             repeat { try statement.execute() } while db.changesCount > 0
         }
     }
 
     /// Records the time of a successful exchange with the service.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func noteSynced(now: Date = Date()) throws {
         try write { db in try setMeta(db, "last_sync", String(ISOTime.millis(now))) }
     }
@@ -84,18 +99,23 @@ extension LocalStore {
     }
 
     /// The mapping as `notty poll --desktop` left it.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func popups() throws -> [PopupRecord] {
         try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT notification_id, popup_id, view FROM popups").map { row in
-                PopupRecord(notificationId: row[0], popupId: (row[1] as Int64?).map { UInt32(truncatingIfNeeded: $0) },
-                            view: NotificationView(name: row[2]) ?? .unread)
+                PopupRecord(
+                    notificationId: row[0], popupId: (row[1] as Int64?).map { UInt32(truncatingIfNeeded: $0) },
+                    view: NotificationView(name: row[2]) ?? .unread)
             }
         }
     }
 
     /// Replaces the mapping, in one transaction (it holds the popups on screen: a few rows).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func savePopups(_ records: [PopupRecord]) throws {
         try write { db in
             try db.execute(sql: "DELETE FROM popups")

@@ -28,13 +28,17 @@ extension LocalStore {
             configuration.readonly = true
             let file = try DatabaseQueue(path: path, configuration: configuration)
             try file.read { db in
-                let rows = try Row.fetchCursor(db, sql: """
-                    SELECT mutation_id, notification_id, op, read_state, action_state, snoozed_until, changed_at, created
-                    FROM outbox ORDER BY seq
-                    """)
+                let rows = try Row.fetchCursor(
+                    db,
+                    sql: """
+                        SELECT mutation_id, notification_id, op, read_state, action_state, snoozed_until, changed_at, created
+                        FROM outbox ORDER BY seq
+                        """)
                 while let row = try rows.next() {
-                    changes.append(SalvagedChange(mutationId: row[0], notificationId: row[1], op: row[2], readState: row[3], actionState: row[4],
-                                                  snoozedUntil: row[5], changedAt: row[6], created: row[7]))
+                    changes.append(
+                        SalvagedChange(
+                            mutationId: row[0], notificationId: row[1], op: row[2], readState: row[3], actionState: row[4],
+                            snoozedUntil: row[5], changedAt: row[6], created: row[7]))
                 }
             }
             return (changes, true)
@@ -53,17 +57,23 @@ extension LocalStore {
     /// (the service applies each once, however often it is sent) and times (the later change
     /// still wins). The next sync shows them on the service's state and sends them. Returns how
     /// many were queued (one already queued is not queued twice).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     @discardableResult
     public func requeue(_ changes: [SalvagedChange]) throws -> Int {
         try write { db in
             var queued = 0
             for change in changes {
-                try db.cachedStatement(sql: """
-                    INSERT INTO outbox (mutation_id, notification_id, op, read_state, action_state, snoozed_until, changed_at, created)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (mutation_id) DO NOTHING
-                    """).execute(arguments: [change.mutationId, change.notificationId, change.op, change.readState, change.actionState,
-                                             change.snoozedUntil, change.changedAt, change.created])
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO outbox (mutation_id, notification_id, op, read_state, action_state, snoozed_until, changed_at, created)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (mutation_id) DO NOTHING
+                        """
+                ).execute(arguments: [
+                    change.mutationId, change.notificationId, change.op, change.readState, change.actionState,
+                    change.snoozedUntil, change.changedAt, change.created,
+                ])
                 queued += db.changesCount
             }
             if let newest = changes.map(\.changedAt).max() { try observeClock(db, millis: newest) }

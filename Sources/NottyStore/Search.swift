@@ -24,22 +24,23 @@ enum SearchIndex {
         func values(_ row: String) -> String { columns.map { "\(row).\($0)" }.joined(separator: ", ") }
         let list = columns.joined(separator: ", ")
         let indexed = "(SELECT indexed FROM search_progress)"
-        try db.execute(sql: """
-            CREATE TABLE search_progress (indexed INTEGER NOT NULL);
-            INSERT INTO search_progress VALUES (0);
-            CREATE VIRTUAL TABLE search USING fts5(\(list), content = 'notifications', content_rowid = 'rowid', tokenize = 'trigram');
-            CREATE TRIGGER search_insert AFTER INSERT ON notifications WHEN new.rowid <= \(indexed) BEGIN
-                INSERT INTO search (rowid, \(list)) VALUES (new.rowid, \(values("new")));
-            END;
-            CREATE TRIGGER search_delete AFTER DELETE ON notifications WHEN old.rowid <= \(indexed) BEGIN
-                INSERT INTO search (search, rowid, \(list)) VALUES ('delete', old.rowid, \(values("old")));
-            END;
-            CREATE TRIGGER search_update AFTER UPDATE OF \(list) ON notifications
-            WHEN old.rowid <= \(indexed) AND (\(columns.map { "old.\($0) IS NOT new.\($0)" }.joined(separator: " OR "))) BEGIN
-                INSERT INTO search (search, rowid, \(list)) VALUES ('delete', old.rowid, \(values("old")));
-                INSERT INTO search (rowid, \(list)) VALUES (new.rowid, \(values("new")));
-            END;
-            """)
+        try db.execute(
+            sql: """
+                CREATE TABLE search_progress (indexed INTEGER NOT NULL);
+                INSERT INTO search_progress VALUES (0);
+                CREATE VIRTUAL TABLE search USING fts5(\(list), content = 'notifications', content_rowid = 'rowid', tokenize = 'trigram');
+                CREATE TRIGGER search_insert AFTER INSERT ON notifications WHEN new.rowid <= \(indexed) BEGIN
+                    INSERT INTO search (rowid, \(list)) VALUES (new.rowid, \(values("new")));
+                END;
+                CREATE TRIGGER search_delete AFTER DELETE ON notifications WHEN old.rowid <= \(indexed) BEGIN
+                    INSERT INTO search (search, rowid, \(list)) VALUES ('delete', old.rowid, \(values("old")));
+                END;
+                CREATE TRIGGER search_update AFTER UPDATE OF \(list) ON notifications
+                WHEN old.rowid <= \(indexed) AND (\(columns.map { "old.\($0) IS NOT new.\($0)" }.joined(separator: " OR "))) BEGIN
+                    INSERT INTO search (search, rowid, \(list)) VALUES ('delete', old.rowid, \(values("old")));
+                    INSERT INTO search (rowid, \(list)) VALUES (new.rowid, \(values("new")));
+                END;
+                """)
     }
 
     /// The highest rowid up to which every row is indexed.
@@ -72,7 +73,9 @@ struct SearchKey: Sendable {
     }
 
     func isIn(_ view: NotificationView, now: Int64) -> Bool {
-        guard !hidden, let shown = ViewIndex.view(readState: readState, actionState: actionState, snoozedUntil: snoozedUntil, expires: expires, now: now) else { return false }
+        guard !hidden,
+            let shown = ViewIndex.view(readState: readState, actionState: actionState, snoozedUntil: snoozedUntil, expires: expires, now: now)
+        else { return false }
         return view == .all || view == shown
     }
 }
@@ -93,7 +96,9 @@ struct SearchPlan: Sendable {
 extension LocalStore {
     /// Adds up to `rows` not yet indexed rows to the search index in one transaction; returns
     /// whether rows remain. The TUI calls it in the background after the store changes.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     @discardableResult
     public func indexForSearch(rows: Int = 2000) throws -> Bool {
         try write { db in
@@ -102,12 +107,15 @@ extension LocalStore {
                 db.cachedStatement(sql: "SELECT max(rowid) FROM (SELECT rowid FROM notifications WHERE rowid > ? ORDER BY rowid LIMIT ?)"),
                 arguments: [from, rows])
             guard let last else { return false }
-            try db.cachedStatement(sql: """
-                INSERT INTO search (rowid, \(ViewFilter.searched.joined(separator: ", ")))
-                SELECT rowid, \(ViewFilter.searched.joined(separator: ", ")) FROM notifications WHERE rowid > ? AND rowid <= ?
-                """).execute(arguments: [from, last])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO search (rowid, \(ViewFilter.searched.joined(separator: ", ")))
+                    SELECT rowid, \(ViewFilter.searched.joined(separator: ", ")) FROM notifications WHERE rowid > ? AND rowid <= ?
+                    """
+            ).execute(arguments: [from, last])
             try db.cachedStatement(sql: "UPDATE search_progress SET indexed = ?").execute(arguments: [last])
-            let more = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications WHERE rowid > ?)"), arguments: [last]) ?? false
+            let more =
+                try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications WHERE rowid > ?)"), arguments: [last]) ?? false
             // Indexing filled this connection's page cache with pages nothing reads again.
             if !more { db.releaseMemory() }
             return more
@@ -115,7 +123,9 @@ extension LocalStore {
     }
 
     /// How many rows are not in the search index yet.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func rowsToIndexForSearch() throws -> Int {
         try pool.read { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications WHERE rowid > ?", arguments: [try SearchIndex.indexed(db)]) ?? 0
@@ -124,7 +134,9 @@ extension LocalStore {
 
     /// How many rows of `view` match `query` at `now` when that is quick to know (no query,
     /// or few candidates); nil when it takes a scan of the view (``count(view:query:now:)``).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func quickCount(view: NotificationView, query: String, now: Date = Date()) throws -> Int? {
         try pool.read { db in try quickCount(db, view: view, query: query, now: now) }
     }
@@ -164,19 +176,21 @@ extension LocalStore {
         // Rows not indexed yet are all candidates (at most this many).
         let unindexed = max(0, (try Int.fetchOne(db.cachedStatement(sql: "SELECT max(rowid) FROM notifications")) ?? 0) - Int(indexed))
         guard unindexed <= SearchPlan.candidateLimit else { return nil }
-        let candidates = try Int.fetchOne(
-            db.cachedStatement(sql: "SELECT count(*) FROM (SELECT 1 FROM search WHERE search MATCH ? LIMIT ?)"),
-            arguments: [phrase, SearchPlan.candidateLimit + 1 - unindexed]) ?? 0
+        let candidates =
+            try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT count(*) FROM (SELECT 1 FROM search WHERE search MATCH ? LIMIT ?)"),
+                arguments: [phrase, SearchPlan.candidateLimit + 1 - unindexed]) ?? 0
         guard candidates + unindexed <= SearchPlan.candidateLimit else { return nil }
         let pattern = ViewFilter.likePattern(text)
         let matches = ViewFilter.matching("?1")
         let keys = SearchKey.columns
         let rows = try Row.fetchCursor(
-            db.cachedStatement(sql: """
-                SELECT \(keys) FROM notifications WHERE rowid IN (SELECT rowid FROM search WHERE search MATCH ?2) AND \(matches)
-                UNION ALL
-                SELECT \(keys) FROM notifications WHERE rowid > ?3 AND \(matches)
-                """),
+            db.cachedStatement(
+                sql: """
+                    SELECT \(keys) FROM notifications WHERE rowid IN (SELECT rowid FROM search WHERE search MATCH ?2) AND \(matches)
+                    UNION ALL
+                    SELECT \(keys) FROM notifications WHERE rowid > ?3 AND \(matches)
+                    """),
             arguments: [pattern, phrase, indexed])
         var found: [SearchKey] = []
         while let row = try rows.next() { found.append(SearchKey(row)) }

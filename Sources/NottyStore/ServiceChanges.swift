@@ -8,57 +8,65 @@ import NottyCore
 extension LocalStore {
     /// Applies one page of the change feed in one transaction, if the store's cursor is still
     /// `since` (another process of this device may have pulled meanwhile).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func apply(page: ChangesPage, since: String?, now: Date = Date()) throws -> PageOutcome {
-        try writeWithoutTransaction { db in try Self.inRepairableTransaction(db) {
-            guard try meta(db, "cursor") == since else { return .cursorMoved }
-            let firstSync = try since == nil && meta(db, "announce_all") == nil
-            // Only notifications with pending changes need their shown state worked out again;
-            // for the others it is the service's, which the upsert writes.
-            let pending = Set(try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT notification_id FROM outbox")))
-            // Which rows exist, asked once for the page (an initial sync's pages are all new).
-            let ids = page.changes.map(\.id)
-            let existing = ids.isEmpty ? [] : Set(try String.fetchAll(
-                db, sql: "SELECT id FROM notifications WHERE id IN (\(ids.map { _ in "?" }.joined(separator: ",")))",
-                arguments: StatementArguments(ids)))
-            // A page of many new rows (a first sync's) counts them into `view_blocks` once,
-            // grouped, instead of four upserts per row in the insert trigger. Only when each id
-            // is on the page once, so that no row inserted here is also updated or deleted here.
-            let inserted = page.changes.lazy.filter { $0.status != .deleted && !existing.contains($0.id) }.count
-            let unique = Set(ids).count == ids.count
-            let bulk = inserted >= Self.bulkInsertRows && unique
-            let rowidBefore = bulk ? try Int64.fetchOne(db, sql: "SELECT max(rowid) FROM notifications") ?? 0 : 0
-            if bulk { try setMeta(db, ViewIndex.bulkKey, "1") }
-            var newest: Int64 = 0
-            // With each id on the page once, the order between ids does not matter: tombstones go
-            // last, so that no row of this page can take the rowid of one deleted before it
-            // (SQLite gives max(rowid) + 1) and be missed by the count after `rowidBefore`.
-            var tombstones: [String] = []
-            func delete(_ id: String) throws {
-                try db.cachedStatement(sql: "DELETE FROM notifications WHERE id = ?").execute(arguments: [id])
-                try db.cachedStatement(sql: "DELETE FROM outbox WHERE notification_id = ?").execute(arguments: [id])
-            }
-            for change in page.changes {
-                newest = max(newest, ISOTime.millis(change.lastModifiedDateTime))
-                if change.status == .deleted {
-                    if unique { tombstones.append(change.id) } else { try delete(change.id) }
-                } else {
-                    try storeServiceState(db, change, onlyIfNotOlder: false, announce: !firstSync, mayExist: existing.contains(change.id))
-                    if pending.contains(change.id) { try refreshShown(db, id: change.id) }
+        try writeWithoutTransaction { db in
+            try Self.inRepairableTransaction(db) {
+                guard try meta(db, "cursor") == since else { return .cursorMoved }
+                let firstSync = try since == nil && meta(db, "announce_all") == nil
+                // Only notifications with pending changes need their shown state worked out again;
+                // for the others it is the service's, which the upsert writes.
+                let pending = Set(try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT notification_id FROM outbox")))
+                // Which rows exist, asked once for the page (an initial sync's pages are all new).
+                let ids = page.changes.map(\.id)
+                let existing =
+                    ids.isEmpty
+                    ? []
+                    : Set(
+                        try String.fetchAll(
+                            db, sql: "SELECT id FROM notifications WHERE id IN (\(ids.map { _ in "?" }.joined(separator: ",")))",
+                            arguments: StatementArguments(ids)))
+                // A page of many new rows (a first sync's) counts them into `view_blocks` once,
+                // grouped, instead of four upserts per row in the insert trigger. Only when each id
+                // is on the page once, so that no row inserted here is also updated or deleted here.
+                let inserted = page.changes.lazy.filter { $0.status != .deleted && !existing.contains($0.id) }.count
+                let unique = Set(ids).count == ids.count
+                let bulk = inserted >= Self.bulkInsertRows && unique
+                let rowidBefore = bulk ? try Int64.fetchOne(db, sql: "SELECT max(rowid) FROM notifications") ?? 0 : 0
+                if bulk { try setMeta(db, ViewIndex.bulkKey, "1") }
+                var newest: Int64 = 0
+                // With each id on the page once, the order between ids does not matter: tombstones go
+                // last, so that no row of this page can take the rowid of one deleted before it
+                // (SQLite gives max(rowid) + 1) and be missed by the count after `rowidBefore`.
+                var tombstones: [String] = []
+                func delete(_ id: String) throws {
+                    try db.cachedStatement(sql: "DELETE FROM notifications WHERE id = ?").execute(arguments: [id])
+                    try db.cachedStatement(sql: "DELETE FROM outbox WHERE notification_id = ?").execute(arguments: [id])
                 }
+                for change in page.changes {
+                    newest = max(newest, ISOTime.millis(change.lastModifiedDateTime))
+                    if change.status == .deleted {
+                        if unique { tombstones.append(change.id) } else { try delete(change.id) }
+                    } else {
+                        try storeServiceState(db, change, onlyIfNotOlder: false, announce: !firstSync, mayExist: existing.contains(change.id))
+                        if pending.contains(change.id) { try refreshShown(db, id: change.id) }
+                    }
+                }
+                for id in tombstones { try delete(id) }
+                if bulk {
+                    try setMeta(db, ViewIndex.bulkKey, nil)
+                    try ViewIndex.countRows(db, after: rowidBefore)
+                }
+                try observeClock(db, millis: newest)
+                if let preferences = page.preferences, try applyServicePreferences(db, preferences) { try bumpRevision(db) }
+                try setMeta(db, "cursor", page.cursor)
+                try setMeta(db, "last_sync", String(ISOTime.millis(now)))
+                if !page.changes.isEmpty { try bumpRevision(db) }
+                return .applied(changed: page.changes.count)
             }
-            for id in tombstones { try delete(id) }
-            if bulk {
-                try setMeta(db, ViewIndex.bulkKey, nil)
-                try ViewIndex.countRows(db, after: rowidBefore)
-            }
-            try observeClock(db, millis: newest)
-            if let preferences = page.preferences, try applyServicePreferences(db, preferences) { try bumpRevision(db) }
-            try setMeta(db, "cursor", page.cursor)
-            try setMeta(db, "last_sync", String(ISOTime.millis(now)))
-            if !page.changes.isEmpty { try bumpRevision(db) }
-            return .applied(changed: page.changes.count)
-        } }
+        }
     }
 
     /// Runs `body` in a transaction committed without waiting for the disk (`synchronous =
@@ -94,15 +102,21 @@ extension LocalStore {
     /// 0.4 s). ``buildDeferredIndexes()`` makes them again at the end of the pull, or of the
     /// next one if this process dies first: until then the store is complete and correct, only
     /// slower to read. Returns whether it dropped any.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     @discardableResult
     public func deferIndexesIfEmpty() throws -> Bool {
         try write { db in
             guard try meta(db, "cursor") == nil,
-                  try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM notifications)")! else { return false }
-            let indexes = try Row.fetchAll(db, sql: """
-                SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'notifications' AND sql IS NOT NULL
-                """).filter { !Self.indexesNamedByQueries.contains($0["name"]) }
+                try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM notifications)")!
+            else { return false }
+            let indexes = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'notifications' AND sql IS NOT NULL
+                    """
+            ).filter { !Self.indexesNamedByQueries.contains($0["name"]) }
             for index in indexes {
                 let name: String = index["name"], sql: String = index["sql"]
                 try setMeta(db, Self.deferredIndexPrefix + name, sql)
@@ -120,7 +134,9 @@ extension LocalStore {
     static let defaultCacheSize = -2_000
 
     /// Makes the indexes ``deferIndexesIfEmpty()`` dropped, if any (one sorted pass each).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func buildDeferredIndexes() throws {
         let pattern = Self.deferredIndexPrefix + "%"
         let deferred = "SELECT key, value FROM meta WHERE key LIKE ?"
@@ -148,7 +164,9 @@ extension LocalStore {
     /// Starts a full resync (after `410 cursorExpired`): forgets the cursor and marks every
     /// notification stale; pages from the start clear the mark; ``finishResync()`` drops what
     /// the service no longer has. The outbox is kept.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func beginResync() throws {
         try write { db in
             try setMeta(db, "cursor", nil)
@@ -158,7 +176,9 @@ extension LocalStore {
     }
 
     /// Ends a full resync: notifications the service did not send again are gone.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func finishResync() throws {
         try write { db in
             try db.execute(sql: "DELETE FROM outbox WHERE notification_id IN (SELECT id FROM notifications WHERE stale = 1)")
@@ -174,8 +194,9 @@ extension LocalStore {
     func storeServiceState(_ db: Database, _ n: UserNotification, onlyIfNotOlder: Bool, announce: Bool = true, mayExist: Bool = true) throws {
         let modified = ISOTime.millis(n.lastModifiedDateTime)
         if onlyIfNotOlder,
-           let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT modified FROM notifications WHERE id = ?"), arguments: [n.id]),
-           stored > modified {
+            let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT modified FROM notifications WHERE id = ?"), arguments: [n.id]),
+            stored > modified
+        {
             return
         }
         // The column `policies` keeps what is rarely there: the policies, the escalations
@@ -195,34 +216,37 @@ extension LocalStore {
         let bucket = Self.bucket(read: read, action: action)
         let created = ISOTime.millis(n.createdDateTime), expires = ISOTime.millis(n.expirationDateTime)
         if mayExist {
-            try db.cachedStatement(sql: """
-                UPDATE notifications SET modified = ?, s_read = ?, s_action = ?, s_snoozed = ?,
-                    read_state = ?, action_state = ?, snoozed_until = ?, bucket = ?, stale = 0
-                WHERE id = ? AND hidden = 0 AND created = ? AND expires = ? AND app_notification_id = ? AND app = ?
-                    AND group_name IS ? AND priority = ? AND title IS ? AND body IS ? AND raw_content IS ? AND ttl IS ? AND policies IS ?
-                    AND launch_url IS ?
-                """).execute(arguments: [
-                    modified, read, action, until, read, action, until, bucket,
-                    n.id, created, expires, n.appNotificationId, n.targetHostName,
-                    n.groupName, n.priority.rawValue, n.payload.visualContent?.title, n.payload.visualContent?.body,
-                    n.payload.rawContent, n.displayTimeToLive, policies, n.launchUrl,
-                ])
+            try db.cachedStatement(
+                sql: """
+                    UPDATE notifications SET modified = ?, s_read = ?, s_action = ?, s_snoozed = ?,
+                        read_state = ?, action_state = ?, snoozed_until = ?, bucket = ?, stale = 0
+                    WHERE id = ? AND hidden = 0 AND created = ? AND expires = ? AND app_notification_id = ? AND app = ?
+                        AND group_name IS ? AND priority = ? AND title IS ? AND body IS ? AND raw_content IS ? AND ttl IS ? AND policies IS ?
+                        AND launch_url IS ?
+                    """
+            ).execute(arguments: [
+                modified, read, action, until, read, action, until, bucket,
+                n.id, created, expires, n.appNotificationId, n.targetHostName,
+                n.groupName, n.priority.rawValue, n.payload.visualContent?.title, n.payload.visualContent?.body,
+                n.payload.rawContent, n.displayTimeToLive, policies, n.launchUrl,
+            ])
             if db.changesCount == 1 { return }
         }
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO notifications (id, app_notification_id, app, group_name, priority, title, body, raw_content, ttl, policies,
-                created, expires, modified, s_read, s_action, s_snoozed, read_state, action_state, snoozed_until, bucket, announced, stale, launch_url)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)
-            ON CONFLICT (id) DO UPDATE SET
-                app_notification_id = excluded.app_notification_id, app = excluded.app, group_name = excluded.group_name,
-                priority = excluded.priority, title = excluded.title, body = excluded.body, raw_content = excluded.raw_content,
-                ttl = excluded.ttl, policies = excluded.policies, launch_url = excluded.launch_url,
-                announced = CASE WHEN notifications.created = excluded.created THEN notifications.announced ELSE excluded.announced END,
-                created = excluded.created, expires = excluded.expires, modified = excluded.modified,
-                s_read = excluded.s_read, s_action = excluded.s_action, s_snoozed = excluded.s_snoozed,
-                read_state = excluded.read_state, action_state = excluded.action_state, snoozed_until = excluded.snoozed_until,
-                bucket = excluded.bucket, hidden = 0, stale = 0
-            """)
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO notifications (id, app_notification_id, app, group_name, priority, title, body, raw_content, ttl, policies,
+                    created, expires, modified, s_read, s_action, s_snoozed, read_state, action_state, snoozed_until, bucket, announced, stale, launch_url)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)
+                ON CONFLICT (id) DO UPDATE SET
+                    app_notification_id = excluded.app_notification_id, app = excluded.app, group_name = excluded.group_name,
+                    priority = excluded.priority, title = excluded.title, body = excluded.body, raw_content = excluded.raw_content,
+                    ttl = excluded.ttl, policies = excluded.policies, launch_url = excluded.launch_url,
+                    announced = CASE WHEN notifications.created = excluded.created THEN notifications.announced ELSE excluded.announced END,
+                    created = excluded.created, expires = excluded.expires, modified = excluded.modified,
+                    s_read = excluded.s_read, s_action = excluded.s_action, s_snoozed = excluded.s_snoozed,
+                    read_state = excluded.read_state, action_state = excluded.action_state, snoozed_until = excluded.snoozed_until,
+                    bucket = excluded.bucket, hidden = 0, stale = 0
+                """)
         // Bound and stepped with SQLite's own functions: GRDB's arguments (an existential per
         // value, 22 a row) were 14% of a first sync's writing thread. Nothing observes these
         // statements through GRDB (no transaction observer is registered), and the triggers
@@ -258,7 +282,9 @@ struct DirectBinding {
         value.withUTF8 { bytes in
             // A null pointer would bind NULL: an empty string is bound from a literal.
             guard let start = bytes.baseAddress, !bytes.isEmpty else { _ = sqlite3_bind_text(handle, at, "", 0, Self.transient); return }
-            _ = start.withMemoryRebound(to: CChar.self, capacity: bytes.count) { sqlite3_bind_text(handle, at, $0, Int32(bytes.count), Self.transient) }
+            _ = start.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                sqlite3_bind_text(handle, at, $0, Int32(bytes.count), Self.transient)
+            }
         }
     }
 
@@ -276,7 +302,8 @@ struct DirectBinding {
         var code = sqlite3_step(handle)
         while code == SQLITE_ROW { code = sqlite3_step(handle) }
         guard code == SQLITE_DONE else {
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
         }
     }
 }

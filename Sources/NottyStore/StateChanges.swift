@@ -27,32 +27,35 @@ extension LocalStore {
         let watched = "old.announced = 1 AND EXISTS (SELECT 1 FROM meta WHERE key = 'watch_states')"
         let kept = "\(columns.replacingOccurrences(of: "\n", with: " ")), hidden"
         let old = kept.split(separator: ",").map { "old." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
-        try db.execute(sql: """
-            CREATE TABLE state_changes (
-                seq INTEGER PRIMARY KEY,
-                id TEXT NOT NULL, app_notification_id TEXT NOT NULL, app TEXT NOT NULL, group_name TEXT,
-                priority TEXT NOT NULL, title TEXT, body TEXT, raw_content TEXT, ttl INTEGER, policies TEXT,
-                created INTEGER NOT NULL, expires INTEGER NOT NULL, modified INTEGER NOT NULL,
-                read_state TEXT NOT NULL, action_state TEXT NOT NULL, snoozed_until INTEGER, launch_url TEXT,
-                hidden INTEGER NOT NULL
-            );
-            CREATE TRIGGER state_changes_update AFTER UPDATE OF read_state, action_state, snoozed_until, hidden ON notifications
-            WHEN \(watched) AND (old.read_state IS NOT new.read_state OR old.action_state IS NOT new.action_state
-                OR old.snoozed_until IS NOT new.snoozed_until OR old.hidden IS NOT new.hidden) BEGIN
-                INSERT INTO state_changes (\(kept)) VALUES (\(old));
-            END;
-            CREATE TRIGGER state_changes_delete AFTER DELETE ON notifications WHEN \(watched) BEGIN
-                INSERT INTO state_changes (\(kept)) VALUES (\(old));
-            END;
-            CREATE TRIGGER state_changes_cap AFTER INSERT ON state_changes WHEN new.seq % 1000 = 0 BEGIN
-                DELETE FROM state_changes WHERE seq <= new.seq - \(stateChangesKept);
-            END;
-            """)
+        try db.execute(
+            sql: """
+                CREATE TABLE state_changes (
+                    seq INTEGER PRIMARY KEY,
+                    id TEXT NOT NULL, app_notification_id TEXT NOT NULL, app TEXT NOT NULL, group_name TEXT,
+                    priority TEXT NOT NULL, title TEXT, body TEXT, raw_content TEXT, ttl INTEGER, policies TEXT,
+                    created INTEGER NOT NULL, expires INTEGER NOT NULL, modified INTEGER NOT NULL,
+                    read_state TEXT NOT NULL, action_state TEXT NOT NULL, snoozed_until INTEGER, launch_url TEXT,
+                    hidden INTEGER NOT NULL
+                );
+                CREATE TRIGGER state_changes_update AFTER UPDATE OF read_state, action_state, snoozed_until, hidden ON notifications
+                WHEN \(watched) AND (old.read_state IS NOT new.read_state OR old.action_state IS NOT new.action_state
+                    OR old.snoozed_until IS NOT new.snoozed_until OR old.hidden IS NOT new.hidden) BEGIN
+                    INSERT INTO state_changes (\(kept)) VALUES (\(old));
+                END;
+                CREATE TRIGGER state_changes_delete AFTER DELETE ON notifications WHEN \(watched) BEGIN
+                    INSERT INTO state_changes (\(kept)) VALUES (\(old));
+                END;
+                CREATE TRIGGER state_changes_cap AFTER INSERT ON state_changes WHEN new.seq % 1000 = 0 BEGIN
+                    DELETE FROM state_changes WHERE seq <= new.seq - \(stateChangesKept);
+                END;
+                """)
     }
 
     /// Starts (or stops) keeping state changes for ``stateChanges(now:)``; either way what was
     /// kept before is forgotten (it was from an earlier run).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func watchStates(_ on: Bool) throws {
         try write { db in
             try db.execute(sql: "DELETE FROM state_changes")
@@ -63,7 +66,9 @@ extension LocalStore {
     /// Takes the state changes kept since the last call, one per notification (its state
     /// before the first change against its state now), oldest first; those that came back to
     /// where they were are left out. At most `limit` queued changes are taken per call.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func stateChanges(now: Date = Date(), limit: Int = 1_000) throws -> [StateChanged] {
         try write { db in
             var reader = RowReader()
@@ -71,9 +76,11 @@ extension LocalStore {
             var before: [(UserNotification, deleted: Bool)] = []
             var seen = Set<String>()
             var last: Int64 = 0
-            let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-                SELECT \(Self.columns), hidden, seq FROM state_changes ORDER BY seq LIMIT ?
-                """), arguments: [limit])
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(Self.columns), hidden, seq FROM state_changes ORDER BY seq LIMIT ?
+                        """), arguments: [limit])
             while let row = try rows.next() {
                 last = row[18]
                 let notification = reader.notification(row)
@@ -85,8 +92,10 @@ extension LocalStore {
             let ids = before.map(\.0.id)
             let current = Dictionary(
                 try Self.notifications(
-                    db.makeStatement(sql: "SELECT \(Self.columns) FROM notifications WHERE hidden = 0 AND id IN (\(ids.map { _ in "?" }.joined(separator: ",")))"),
-                    arguments: StatementArguments(ids)).map { ($0.id, $0) },
+                    db.makeStatement(
+                        sql: "SELECT \(Self.columns) FROM notifications WHERE hidden = 0 AND id IN (\(ids.map { _ in "?" }.joined(separator: ",")))"),
+                    arguments: StatementArguments(ids)
+                ).map { ($0.id, $0) },
                 uniquingKeysWith: { a, _ in a })
             func view(_ n: UserNotification) -> NotificationView {
                 NotificationView.partition(readState: n.readState, userActionState: n.userActionState, snoozedUntil: n.snoozedUntil, now: now)

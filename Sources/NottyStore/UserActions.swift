@@ -55,7 +55,9 @@ extension LocalStore {
     /// Records actions on notifications: for each, the shown state and a durable outbox entry in
     /// one transaction. Ids not in the store (or deleted) are skipped. Returns the state of each
     /// affected notification before the action (for undo).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     @discardableResult
     public func record(_ actions: [(id: String, action: LocalAction)], now: Date = Date()) throws -> [ShownState] {
         try write { db in try record(db, actions, now: now) }
@@ -64,7 +66,9 @@ extension LocalStore {
     /// Marks every Unread notification of `view` matching `query` Read, in one transaction
     /// (no other write comes between the rows read and the rows changed). Answers their ids
     /// (what an undo restores to Unread).
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     @discardableResult
     public func markAllRead(view: NotificationView, query: String = "", now: Date = Date()) throws -> [String] {
         try write { db in
@@ -76,51 +80,59 @@ extension LocalStore {
     }
 
     func record(_ db: Database, _ actions: [(id: String, action: LocalAction)], now: Date) throws -> [ShownState] {
-            var before: [ShownState] = []
-            // One clock read for the whole batch: after the first, each action's clock is the
-            // previous one + 1 (what reading and writing `hlc` each time would give), and `hlc`
-            // is written once, at the end.
-            var lastClock: Int64?
-            for (id, action) in actions {
-                guard let row = try Row.fetchOne(
+        var before: [ShownState] = []
+        // One clock read for the whole batch: after the first, each action's clock is the
+        // previous one + 1 (what reading and writing `hlc` each time would give), and `hlc`
+        // is written once, at the end.
+        var lastClock: Int64?
+        for (id, action) in actions {
+            guard
+                let row = try Row.fetchOne(
                     db.cachedStatement(sql: "SELECT read_state, action_state, snoozed_until FROM notifications WHERE id = ? AND hidden = 0"),
                     arguments: [id])
-                else { continue }
-                before.append(ShownState(
+            else { continue }
+            before.append(
+                ShownState(
                     id: id, readState: ReadState(spelling: row["read_state"]) ?? .unread,
                     userActionState: UserActionState(spelling: row["action_state"]) ?? .noInteraction,
                     snoozedUntil: (row["snoozed_until"] as Int64?).map(ISOTime.date(millis:))))
-                let clock = try lastClock.map { $0 + 1 } ?? nextClock(db, now: now)
-                lastClock = clock
-                var read: String?, state: String?, until: Int64?, op = "patch"
-                switch action {
-                case .patch(let change):
-                    read = change.readState?.rawValue
-                    state = change.userActionState?.rawValue
-                    if change.userActionState == .snoozed || (change.userActionState == nil && change.snoozedUntil != nil) {
-                        state = UserActionState.snoozed.rawValue
-                        until = change.snoozedUntil.map(ISOTime.millis)
-                    }
-                case .delete:
-                    op = "delete"
+            let clock = try lastClock.map { $0 + 1 } ?? nextClock(db, now: now)
+            lastClock = clock
+            var read: String?, state: String?, until: Int64?, op = "patch"
+            switch action {
+            case .patch(let change):
+                read = change.readState?.rawValue
+                state = change.userActionState?.rawValue
+                if change.userActionState == .snoozed || (change.userActionState == nil && change.snoozedUntil != nil) {
+                    state = UserActionState.snoozed.rawValue
+                    until = change.snoozedUntil.map(ISOTime.millis)
                 }
-                try db.cachedStatement(sql: """
+            case .delete:
+                op = "delete"
+            }
+            try db.cachedStatement(
+                sql: """
                     INSERT INTO outbox (mutation_id, notification_id, op, read_state, action_state, snoozed_until, changed_at, created)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [UUID().uuidString.lowercased(), id, op, read, state, until, clock, ISOTime.millis(now)])
-                try refreshShown(db, id: id)
-            }
-            if let lastClock { try setMeta(db, "hlc", String(lastClock)) }
-            if !before.isEmpty { try bumpRevision(db) }
-            return before
+                    """
+            ).execute(arguments: [UUID().uuidString.lowercased(), id, op, read, state, until, clock, ISOTime.millis(now)])
+            try refreshShown(db, id: id)
+        }
+        if let lastClock { try setMeta(db, "hlc", String(lastClock)) }
+        if !before.isEmpty { try bumpRevision(db) }
+        return before
     }
 
     /// Recomputes the shown state of `id`: the service's state with every pending outbox entry
     /// for it applied in order.
     func refreshShown(_ db: Database, id: String) throws {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT s_read, s_action, s_snoozed FROM notifications WHERE id = ?"), arguments: [id]) else { return }
-        var shown = (readState: ReadState(spelling: row["s_read"]) ?? .unread, userActionState: UserActionState(spelling: row["s_action"]) ?? .noInteraction,
-                     snoozedUntil: (row["s_snoozed"] as Int64?).map(ISOTime.date(millis:)))
+        guard
+            let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT s_read, s_action, s_snoozed FROM notifications WHERE id = ?"), arguments: [id])
+        else { return }
+        var shown = (
+            readState: ReadState(spelling: row["s_read"]) ?? .unread, userActionState: UserActionState(spelling: row["s_action"]) ?? .noInteraction,
+            snoozedUntil: (row["s_snoozed"] as Int64?).map(ISOTime.date(millis:))
+        )
         var hidden = false
         let pending = try Row.fetchAll(
             db.cachedStatement(sql: "SELECT op, read_state, action_state, snoozed_until FROM outbox WHERE notification_id = ? ORDER BY seq"),
@@ -134,40 +146,53 @@ extension LocalStore {
             shown = change.applied(to: shown)
         }
         let (read, action) = (shown.readState.rawValue, shown.userActionState.rawValue)
-        try db.cachedStatement(sql: "UPDATE notifications SET read_state = ?, action_state = ?, snoozed_until = ?, bucket = ?, hidden = ? WHERE id = ?")
-            .execute(arguments: [read, action, shown.snoozedUntil.map(ISOTime.millis), Self.bucket(read: read, action: action), hidden, id])
+        try db.cachedStatement(
+            sql: "UPDATE notifications SET read_state = ?, action_state = ?, snoozed_until = ?, bucket = ?, hidden = ? WHERE id = ?"
+        )
+        .execute(arguments: [read, action, shown.snoozedUntil.map(ISOTime.millis), Self.bucket(read: read, action: action), hidden, id])
     }
 
     static func bucket(read: String, action: String) -> String {
-        NotificationView.bucket(readState: ReadState(spelling: read) ?? .unread, userActionState: UserActionState(spelling: action) ?? .noInteraction).rawValue
+        NotificationView.bucket(readState: ReadState(spelling: read) ?? .unread, userActionState: UserActionState(spelling: action) ?? .noInteraction)
+            .rawValue
     }
 
     // MARK: - The outbox
 
     /// The oldest pending changes, at most `limit`.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func pending(limit: Int = 1000) throws -> [OutboxEntry] {
         try pool.read { db in
-            try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT seq, mutation_id, notification_id, op, read_state, action_state, snoozed_until, changed_at
-                FROM outbox ORDER BY seq LIMIT ?
-                """), arguments: [limit]).map { row in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT seq, mutation_id, notification_id, op, read_state, action_state, snoozed_until, changed_at
+                        FROM outbox ORDER BY seq LIMIT ?
+                        """), arguments: [limit]
+            ).map { row in
                 let action: LocalAction
                 if (row["op"] as String) == "delete" {
                     action = .delete
                 } else {
-                    action = .patch(StateChange(
-                        readState: (row["read_state"] as String?).flatMap { ReadState(spelling: $0) },
-                        userActionState: (row["action_state"] as String?).flatMap { UserActionState(spelling: $0) },
-                        snoozedUntil: (row["snoozed_until"] as Int64?).map(ISOTime.date(millis:))))
+                    action = .patch(
+                        StateChange(
+                            readState: (row["read_state"] as String?).flatMap { ReadState(spelling: $0) },
+                            userActionState: (row["action_state"] as String?).flatMap { UserActionState(spelling: $0) },
+                            snoozedUntil: (row["snoozed_until"] as Int64?).map(ISOTime.date(millis:))))
                 }
-                return OutboxEntry(seq: row["seq"], mutationId: row["mutation_id"], notificationId: row["notification_id"], action: action, changedAt: row["changed_at"])
+                return OutboxEntry(
+                    seq: row["seq"], mutationId: row["mutation_id"], notificationId: row["notification_id"], action: action,
+                    changedAt: row["changed_at"])
             }
         }
     }
 
     /// How many changes wait to be sent.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     public func outboxCount() throws -> Int {
         try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") ?? 0 }
     }
@@ -177,7 +202,9 @@ extension LocalStore {
     /// one worth retrying (``HTTPStatusRule``: 408, 429, 5xx) stays to be sent again with the same `mutationId`. A returned
     /// notification becomes the service state when it is not older than the stored one.
     /// Returns how many entries left the outbox.
-    @available(*, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool")
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
     @discardableResult
     public func acknowledge(_ results: [MutationResult]) throws -> Int {
         try write { db in

@@ -52,10 +52,11 @@ struct ViewIndex {
     /// grouped: a few hundred upserts for any number of rows.
     static func countRows(_ db: Database, after rowid: Int64?) throws {
         for level in levels {
-            try db.execute(sql: """
-                INSERT INTO view_blocks SELECT \(level), created >> \(level), \(buckets.map { "sum(bucket = '\($0.rawValue)')" }.joined(separator: ", "))
-                FROM notifications WHERE hidden = 0 AND rowid > ? GROUP BY 2 ORDER BY 2\(addedToBlocks)
-                """, arguments: [rowid ?? Int64.min])
+            try db.execute(
+                sql: """
+                    INSERT INTO view_blocks SELECT \(level), created >> \(level), \(buckets.map { "sum(bucket = '\($0.rawValue)')" }.joined(separator: ", "))
+                    FROM notifications WHERE hidden = 0 AND rowid > ? GROUP BY 2 ORDER BY 2\(addedToBlocks)
+                    """, arguments: [rowid ?? Int64.min])
         }
     }
 
@@ -108,16 +109,19 @@ struct ViewIndex {
     static func exceptions(_ db: Database, now: Date) throws -> [(created: Int64, bucket: NotificationView?, view: NotificationView?)] {
         let millis = ISOTime.millis(now)
         let rows = try Row.fetchAll(
-            db.cachedStatement(sql: """
-                SELECT created, bucket, read_state, action_state, snoozed_until, expires FROM notifications WHERE hidden = 0 AND expires <= ?
-                UNION ALL
-                SELECT created, bucket, read_state, action_state, snoozed_until, expires FROM notifications INDEXED BY notifications_snoozes
-                WHERE bucket = 'snoozed' AND snoozed_until <= ? AND hidden = 0 AND expires > ?
-                """),
+            db.cachedStatement(
+                sql: """
+                    SELECT created, bucket, read_state, action_state, snoozed_until, expires FROM notifications WHERE hidden = 0 AND expires <= ?
+                    UNION ALL
+                    SELECT created, bucket, read_state, action_state, snoozed_until, expires FROM notifications INDEXED BY notifications_snoozes
+                    WHERE bucket = 'snoozed' AND snoozed_until <= ? AND hidden = 0 AND expires > ?
+                    """),
             arguments: [millis, millis, millis])
         return rows.map { row in
-            (created: row[0], bucket: NotificationView(rawValue: row[1]),
-             view: view(readState: row[2], actionState: row[3], snoozedUntil: row[4], expires: row[5], now: millis))
+            (
+                created: row[0], bucket: NotificationView(rawValue: row[1]),
+                view: view(readState: row[2], actionState: row[3], snoozedUntil: row[4], expires: row[5], now: millis)
+            )
         }
     }
 
@@ -168,12 +172,14 @@ struct ViewIndex {
         }
         let end = ((created >> Self.finest) + 1) << Self.finest
         for branch in branches {
-            rank += try Int.fetchOne(
-                db.cachedStatement(sql: """
-                    SELECT count(*) FROM notifications WHERE \(branch.sql)
-                    AND created >= ? AND created < ? AND (created > ? OR id > ?)
-                    """),
-                arguments: branch.arguments + [created, end, created, id]) ?? 0
+            rank +=
+                try Int.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT count(*) FROM notifications WHERE \(branch.sql)
+                            AND created >= ? AND created < ? AND (created > ? OR id > ?)
+                            """),
+                    arguments: branch.arguments + [created, end, created, id]) ?? 0
         }
         return rank
     }

@@ -72,7 +72,8 @@ public struct ClientSettings: Sendable, Equatable {
             case "view":
                 let name = try reader.string(value, key)
                 guard let view = NotificationView(name: name) else {
-                    throw SettingsError("\(file): view = \(String(reflecting: name)) is not a view: use unread, read, activated, dismissed, snoozed or all")
+                    throw SettingsError(
+                        "\(file): view = \(String(reflecting: name)) is not a view: use unread, read, activated, dismissed, snoozed or all")
                 }
                 self.view = view
             case "color":
@@ -83,7 +84,9 @@ public struct ClientSettings: Sendable, Equatable {
                     let value = try reader.value(poll, pollKey)
                     switch pollKey {
                     case "interval":
-                        guard let seconds = value.int, seconds >= 1 else { throw reader.wrongType(value, "poll.interval", "a whole number of seconds, at least 1") }
+                        guard let seconds = value.int, seconds >= 1 else {
+                            throw reader.wrongType(value, "poll.interval", "a whole number of seconds, at least 1")
+                        }
                         pollInterval = seconds
                     case "exec":
                         pollExec = try reader.string(value, "poll.exec")
@@ -134,7 +137,9 @@ public struct ClientSettings: Sendable, Equatable {
         }
 
         func unknown(_ key: String) -> SettingsError {
-            SettingsError("\(file): unknown setting \(Self.shown(key)) (known: view, color, poll.interval, poll.exec, poll.on_change, poll.live, poll.desktop, poll.storm)")
+            SettingsError(
+                "\(file): unknown setting \(Self.shown(key)) (known: view, color, poll.interval, poll.exec, poll.on_change, poll.live, poll.desktop, poll.storm)"
+            )
         }
 
         /// A key as written when it is plain, else quoted with escapes: the error stays one line.

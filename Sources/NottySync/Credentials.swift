@@ -14,8 +14,10 @@ public struct Credentials: Codable, Sendable, Equatable {
     public var deviceId: String?
     public var subscriptionId: String?
 
-    public init(server: String, userName: String, userId: String? = nil, accessToken: String, refreshToken: String?, accessTokenExpires: Date,
-                deviceName: String? = nil, deviceId: String? = nil, subscriptionId: String? = nil) {
+    public init(
+        server: String, userName: String, userId: String? = nil, accessToken: String, refreshToken: String?, accessTokenExpires: Date,
+        deviceName: String? = nil, deviceId: String? = nil, subscriptionId: String? = nil
+    ) {
         self.server = server
         self.userName = userName
         self.userId = userId

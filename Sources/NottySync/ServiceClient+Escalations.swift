@@ -16,7 +16,8 @@ extension ServiceClient {
 
     /// Sends a test message to each target of the rule; answers how each went.
     public func testEscalationRule(id: String) async throws -> [EscalationTestOutcome] {
-        let answer = try await send(.POST, "/v1/me/escalations/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)/test", json: Data("{}".utf8))
+        let answer = try await send(
+            .POST, "/v1/me/escalations/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)/test", json: Data("{}".utf8))
         return try Self.decoded(EscalationTestReport.self, answer, status: 200).value
     }
 

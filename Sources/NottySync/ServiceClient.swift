@@ -66,8 +66,9 @@ public actor ServiceClient {
     public static func postForm(
         _ url: String, _ fields: [String: String], http: HTTPClient = NottyHTTP.client, timeout: TimeAmount = .seconds(15)
     ) async throws -> HTTPAnswer {
-        try await send(.POST, url, headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                       body: Data(FormEncoding.encode(fields).utf8), http: http, timeout: timeout)
+        try await send(
+            .POST, url, headers: [("Content-Type", "application/x-www-form-urlencoded")],
+            body: Data(FormEncoding.encode(fields).utf8), http: http, timeout: timeout)
     }
 
     public static func send(
@@ -103,7 +104,9 @@ public actor ServiceClient {
 
     /// Sends a request as the signed-in user; a 401 leads to one refresh and one retry.
     /// `timeout`: this request's, when it must wait longer than the client's (an action's run).
-    public func send(_ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], json: Data? = nil, timeout: TimeAmount? = nil) async throws -> HTTPAnswer {
+    public func send(_ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], json: Data? = nil, timeout: TimeAmount? = nil)
+        async throws -> HTTPAnswer
+    {
         if credentials.accessTokenExpires.timeIntervalSinceNow < 60 {
             _ = try await refresh(after: credentials.accessToken)
         }
@@ -122,7 +125,9 @@ public actor ServiceClient {
         return answer
     }
 
-    private func attempt(_ method: HTTPMethod, _ path: String, headers: [(String, String)], json: Data?, token: String, timeout: TimeAmount?) async throws -> HTTPAnswer {
+    private func attempt(_ method: HTTPMethod, _ path: String, headers: [(String, String)], json: Data?, token: String, timeout: TimeAmount?)
+        async throws -> HTTPAnswer
+    {
         var all = headers + [("Authorization", "Bearer \(token)")]
         if json != nil { all.append(("Content-Type", "application/json")) }
         return try await Self.send(method, credentials.server + path, headers: all, body: json, http: http, timeout: timeout ?? self.timeout)
@@ -138,7 +143,8 @@ public actor ServiceClient {
         let task = Task { [file, credentials, http, timeout] in
             try await file.locked {
                 // Another process of this device may have refreshed already.
-                if let saved = try file.load(), saved.accessToken != stale, saved.server == credentials.server, saved.userName == credentials.userName {
+                if let saved = try file.load(), saved.accessToken != stale, saved.server == credentials.server, saved.userName == credentials.userName
+                {
                     return saved
                 }
                 guard let refreshToken = credentials.refreshToken else {
@@ -151,7 +157,8 @@ public actor ServiceClient {
                     if HTTPStatusRule.isWorthRetrying(answer.status) {
                         throw SyncError.unreachable("the service answered \(answer.status) while refreshing the sign-in")
                     }
-                    throw SyncError.signInAgain("this device's sign-in is no longer valid (\(answer.errorText.code)): run notty login again (queued changes are kept)")
+                    throw SyncError.signInAgain(
+                        "this device's sign-in is no longer valid (\(answer.errorText.code)): run notty login again (queued changes are kept)")
                 }
                 let token = try NottyJSON.decoder.decode(TokenResponse.self, from: answer.body)
                 var updated = credentials
@@ -170,10 +177,13 @@ public actor ServiceClient {
 
     /// Signs in with the password grant and returns fresh credentials (not yet saved).
     public static func signIn(server: String, userName: String, password: String, http: HTTPClient = NottyHTTP.client) async throws -> Credentials {
-        let answer = try await postForm(server + "/oauth2/v2.0/token", ["grant_type": "password", "username": userName, "password": password], http: http)
+        let answer = try await postForm(
+            server + "/oauth2/v2.0/token", ["grant_type": "password", "username": userName, "password": password], http: http)
         guard answer.status == 200 else {
             let error = answer.errorText
-            if error.code == "invalid_grant" { throw SyncError.refused(status: answer.status, code: error.code, message: "wrong user name or password") }
+            if error.code == "invalid_grant" {
+                throw SyncError.refused(status: answer.status, code: error.code, message: "wrong user name or password")
+            }
             throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
         }
         let token = try NottyJSON.decoder.decode(TokenResponse.self, from: answer.body)
@@ -186,8 +196,10 @@ public actor ServiceClient {
     /// the app, optionally checked with `secret` (PROTOCOL.md §7.2).
     /// Registers this device (`platform` websocket), subscribes it to an app (with
     /// `targetHostName`), makes a webhook (`webhook`) or an ntfy topic (`ntfy`).
-    public func subscribe(deviceName: String, targetHostName: String? = nil, platform: String = "websocket", secret: String? = nil,
-                          alertmanager: String? = nil) async throws -> SubscriptionInfo {
+    public func subscribe(
+        deviceName: String, targetHostName: String? = nil, platform: String = "websocket", secret: String? = nil,
+        alertmanager: String? = nil
+    ) async throws -> SubscriptionInfo {
         var body: [String: JSONValue] = ["deviceName": .string(deviceName), "platform": .string(platform)]
         if let targetHostName { body["targetHostName"] = .string(targetHostName) }
         if let secret { body["secret"] = .string(secret) }

@@ -36,7 +36,8 @@ enum BottomLine {
         case .snooze(let targets):
             let choices = SnoozeChoice.allCases
             return [
-                "Snooze \(TUIState.count(targets.count)) for " + choices.map { "\($0.rawValue)) \($0.label)" }.joined(separator: "  ") + "  Esc) cancel",
+                "Snooze \(TUIState.count(targets.count)) for " + choices.map { "\($0.rawValue)) \($0.label)" }.joined(separator: "  ")
+                    + "  Esc) cancel",
                 "Snooze: " + choices.map { "\($0.rawValue)) \($0.label)" }.joined(separator: " "),
                 "Snooze: " + choices.map { "\($0.rawValue))\($0.label)" }.joined(separator: " "),
             ]
@@ -80,7 +81,11 @@ enum BottomLine {
             return ["Group \(key) · \(count) · Esc back\(state.grouping ? " to the groups" : "")", "\(key) · Esc back"]
         }
         if !state.query.isEmpty {
-            let matches = state.showingGroups ? (state.total == 1 ? "1 group" : "\(state.total) groups") : state.isWindowCurrent && !state.window.counted ? "\(state.total)+ matches (counting)" : state.total == 1 ? "1 match" : "\(state.total) matches"
+            let matches =
+                state.showingGroups
+                ? (state.total == 1 ? "1 group" : "\(state.total) groups")
+                : state.isWindowCurrent && !state.window.counted
+                    ? "\(state.total)+ matches (counting)" : state.total == 1 ? "1 match" : "\(state.total) matches"
             return ["/\(state.query) · \(matches) · Esc clears"]
         }
         if (state.detail?.notification ?? state.selectedRow)?.actions?.isEmpty == false {

@@ -46,14 +46,15 @@ enum DetailText {
         func when(_ date: Date) -> String {
             "\(TimeText.dateTime(date, in: tz)) (\(TimeText.relative(date, now: state.now)))"
         }
-        var fields: [(String, String, CellStyle)] = [
-            ("App", n.targetHostName, .plain),
-            ("Group", n.groupName ?? "—", .plain),
-        ] + (n.launchUrl.map { [("Link", $0 + "  (o opens)", CellStyle(color: .muted))] } ?? []) + [
-            ("Priority", n.priority.rawValue, n.priority == .high ? CellStyle(bold: true, color: .high) : .plain),
-            ("Created", when(n.createdDateTime), .plain),
-            ("Expires", when(n.expirationDateTime), .plain),
-        ]
+        var fields: [(String, String, CellStyle)] =
+            [
+                ("App", n.targetHostName, .plain),
+                ("Group", n.groupName ?? "—", .plain),
+            ] + (n.launchUrl.map { [("Link", $0 + "  (o opens)", CellStyle(color: .muted))] } ?? []) + [
+                ("Priority", n.priority.rawValue, n.priority == .high ? CellStyle(bold: true, color: .high) : .plain),
+                ("Created", when(n.createdDateTime), .plain),
+                ("Expires", when(n.expirationDateTime), .plain),
+            ]
         if let until = n.snoozedUntil { fields.append(("Snoozed", "until " + when(until), .plain)) }
         fields += [
             ("State", "\(n.readState.rawValue) · \(n.userActionState.rawValue)", CellStyle(bold: n.readState == .unread)),

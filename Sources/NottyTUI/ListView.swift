@@ -67,11 +67,12 @@ enum ListView {
         let unread = row.readState == .unread
         let text = CellStyle(bold: unread)
         let marked = state.markedRows[row.id] != nil
-        let priority: Span = switch row.priority {
-        case .high: Span(RowGlyphs.priority(.high), CellStyle(bold: true, color: .high))
-        case .low: Span(RowGlyphs.priority(.low), CellStyle(color: .low))
-        case .none: Span(RowGlyphs.priority(.none))
-        }
+        let priority: Span =
+            switch row.priority {
+            case .high: Span(RowGlyphs.priority(.high), CellStyle(bold: true, color: .high))
+            case .low: Span(RowGlyphs.priority(.low), CellStyle(color: .low))
+            case .none: Span(RowGlyphs.priority(.none))
+            }
         return [
             Span(marked ? "*" : " ", CellStyle(bold: true, color: .accent)),
             Span(RowGlyphs.unread(row.readState), CellStyle(bold: true, color: .accent)),
@@ -102,9 +103,10 @@ enum ListView {
         let shown = top..<min(top + rect.height, groups.count)
         let rest = rect.width - 8
         let withGroup = rest >= 50
-        let widest = shown.map { index in
-            DisplayWidth.width(of: groups[index].lone.map { source(of: $0, withGroup: withGroup) } ?? label(of: groups[index]))
-        }.max() ?? 0
+        let widest =
+            shown.map { index in
+                DisplayWidth.width(of: groups[index].lone.map { source(of: $0, withGroup: withGroup) } ?? label(of: groups[index]))
+            }.max() ?? 0
         let sourceWidth = max(4, min(max(8, min(28, rest * 2 / 5)), widest))
         let columns = Columns(showGroup: withGroup, source: sourceWidth, title: max(0, rest - sourceWidth - 1))
         for (line, index) in shown.enumerated() {
@@ -126,7 +128,9 @@ enum ListView {
                     Span(DisplayWidth.pad(label(of: group), to: sourceWidth), CellStyle(bold: unread, color: .muted)),
                     Span(" "),
                     Span(amount, CellStyle(bold: unread)),
-                    Span(DisplayWidth.pad(" · " + group.newestTitle.singleLine, to: max(0, columns.title - DisplayWidth.width(of: amount))), CellStyle(color: .muted)),
+                    Span(
+                        DisplayWidth.pad(" · " + group.newestTitle.singleLine, to: max(0, columns.title - DisplayWidth.width(of: amount))),
+                        CellStyle(color: .muted)),
                 ]
                 screen.put(spans, column: rect.x, row: y, limit: rect.x + rect.width)
             }

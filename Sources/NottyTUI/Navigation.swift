@@ -129,7 +129,8 @@ extension TUIState {
             guard let index = order.first(where: { groups[$0].unread > 0 }) else { return showMessage(Self.noUnread(forward: forward)) }
             return select(index)
         }
-        let candidates = forward
+        let candidates =
+            forward
             ? Array(window.rows.indices.map { $0 + window.offset }.filter { $0 > selection })
             : Array(window.rows.indices.map { $0 + window.offset }.filter { $0 < selection }.reversed())
         if let index = candidates.first(where: { window.row(at: $0)?.readState == .unread }) {
@@ -223,7 +224,9 @@ extension TUIState {
         for key in Self.readAheadKeys {
             var copy = self
             for case .load(let request) in update(&copy, .key(key)) where !requests.contains(request) {
-                if request.query.isEmpty || GroupQuery.key(in: request.query) != nil || (key == .enter && request.query == typed && request.query.unicodeScalars.count >= 3) {
+                if request.query.isEmpty || GroupQuery.key(in: request.query) != nil
+                    || (key == .enter && request.query == typed && request.query.unicodeScalars.count >= 3)
+                {
                     requests.append(request)
                 }
             }

@@ -60,8 +60,10 @@ extension TUIState {
         case (.snooze(let targets), .character(let c)):
             guard let digit = Int(String(c)), let choice = SnoozeChoice(rawValue: digit) else { break }
             let until = choice.until(now: now, timeZone: timeZone)
-            return perform("Snoozed", undoLabel: "snooze", on: targets, fields: .action, leavesView: true,
-                           suffix: " until \(TimeText.clock(until, in: timeZone, now: now))") { _ in
+            return perform(
+                "Snoozed", undoLabel: "snooze", on: targets, fields: .action, leavesView: true,
+                suffix: " until \(TimeText.clock(until, in: timeZone, now: now))"
+            ) { _ in
                 StateChange(userActionState: .snoozed, snoozedUntil: until)
             }
         case (.confirmDelete(let targets), .character("y")):

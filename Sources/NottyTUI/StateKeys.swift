@@ -64,8 +64,10 @@ extension TUIState {
     /// `r`: Read when any target is Unread, else Unread.
     mutating func toggleRead(_ targets: [UserNotification]? = nil) -> [TUIEffect] {
         let toRead = (targets ?? keyTargets).contains { $0.readState == .unread }
-        return perform(toRead ? "Marked read" : "Marked unread", undoLabel: toRead ? "mark read" : "mark unread",
-                       on: targets, fields: .read, leavesView: false) { _ in
+        return perform(
+            toRead ? "Marked read" : "Marked unread", undoLabel: toRead ? "mark read" : "mark unread",
+            on: targets, fields: .read, leavesView: false
+        ) { _ in
             StateChange(readState: toRead ? .read : .unread)
         }
     }
@@ -129,10 +131,12 @@ extension TUIState {
         guard !targets.isEmpty else { return showMessage(nothingToActOn) }
         let changes = targets.map { IdChange(id: $0.id, change: change($0)) }
         let restores = targets.map { row in
-            IdChange(id: row.id, change: StateChange(
-                readState: fields.contains(.read) ? row.readState : nil,
-                userActionState: fields.contains(.action) ? row.userActionState : nil,
-                snoozedUntil: fields.contains(.action) ? row.snoozedUntil : nil))
+            IdChange(
+                id: row.id,
+                change: StateChange(
+                    readState: fields.contains(.read) ? row.readState : nil,
+                    userActionState: fields.contains(.action) ? row.userActionState : nil,
+                    snoozedUntil: fields.contains(.action) ? row.snoozedUntil : nil))
         }
         lastAction = .restore(label: undoLabel, changes: restores)
         clearMarks()

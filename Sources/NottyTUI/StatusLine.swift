@@ -30,12 +30,13 @@ enum StatusLine {
         let bar = CellStyle(reverse: true)
         var parts: [Span] = []
         let words = status.connection.words(short: short) { TimeText.clock($0, in: state.timeZone, now: state.now) }
-        let style = switch status.connection {
-        case .live: CellStyle(reverse: true, color: .ok)
-        case .polling: bar
-        case .offline: CellStyle(bold: true, reverse: true, color: .warning)
-        case .connecting: CellStyle(reverse: true, color: .muted)
-        }
+        let style =
+            switch status.connection {
+            case .live: CellStyle(reverse: true, color: .ok)
+            case .polling: bar
+            case .offline: CellStyle(bold: true, reverse: true, color: .warning)
+            case .connecting: CellStyle(reverse: true, color: .muted)
+            }
         parts.append(Span(words, style))
         if let until = status.quietUntil, status.isQuiet(at: state.now) {
             let time = TimeText.clock(until, in: state.timeZone, now: state.now)

@@ -16,8 +16,10 @@ public struct SyncStatus: Sendable, Equatable {
     /// How many apps and groups are muted.
     public var mutes: Int
 
-    public init(user: String, server: String, connection: ConnectionState, outbox: Int = 0, lastSync: Date? = nil,
-                quietUntil: Date? = nil, mutes: Int = 0) {
+    public init(
+        user: String, server: String, connection: ConnectionState, outbox: Int = 0, lastSync: Date? = nil,
+        quietUntil: Date? = nil, mutes: Int = 0
+    ) {
         self.user = user
         self.server = server
         self.connection = connection

@@ -144,7 +144,8 @@ public enum UndoEntry: Sendable, Equatable {
 
 /// The snooze choices of the `s` prompt, keys 1 to 4.
 public enum SnoozeChoice: Int, CaseIterable, Sendable {
-    case fifteenMinutes = 1, oneHour, fourHours, tomorrowMorning
+    case fifteenMinutes = 1
+    case oneHour, fourHours, tomorrowMorning
 
     /// The label in the prompt.
     public var label: String {

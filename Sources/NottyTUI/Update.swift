@@ -41,8 +41,11 @@ public func update(_ state: inout TUIState, _ event: TUIEvent) -> [TUIEffect] {
     case .groupRead(let action, let rows):
         return state.perform(action, on: rows)
     case .markedAllRead(let ids):
-        state.lastAction = ids.isEmpty ? nil : .restore(
-            label: "mark all read", changes: ids.map { IdChange(id: $0, change: StateChange(readState: .unread)) })
+        state.lastAction =
+            ids.isEmpty
+            ? nil
+            : .restore(
+                label: "mark all read", changes: ids.map { IdChange(id: $0, change: StateChange(readState: .unread)) })
         return []
     }
 }
@@ -217,7 +220,7 @@ extension TUIState {
         case .character("g"), .home: scrollDetail(by: -Int.max / 2)
         case .character("G"), .end: scrollDetail(by: Int.max / 2)
         case .character("a"), .character("d"), .character("r"), .character("s"), .character("x"), .character("o"),
-             .character("!"), .character("u"), .character("R"), .character("?"):
+            .character("!"), .character("u"), .character("R"), .character("?"):
             return handleListKey(key)
         default:
             detail = nil

@@ -1,5 +1,5 @@
-import NottyTUI
 import Glibc
+import NottyTUI
 
 /// What has to be painted to turn the last painted screen into a new one.
 public enum ScreenChanges: Hashable, Sendable {
@@ -32,30 +32,32 @@ public func screenChanges(from old: Screen?, to new: Screen) -> ScreenChanges {
     guard let old, old.size == new.size else { return .full }
     let columns = new.size.columns
     var runs: [CellRun] = []
-    old.withCells { old in new.withCells { new in
-    for row in 0..<new.count / max(1, columns) {
-        let first = row * columns
-        var column = 0
-        while column < columns {
-            guard old[first + column] != new[first + column] else {
-                column += 1
-                continue
+    old.withCells { old in
+        new.withCells { new in
+            for row in 0..<new.count / max(1, columns) {
+                let first = row * columns
+                var column = 0
+                while column < columns {
+                    guard old[first + column] != new[first + column] else {
+                        column += 1
+                        continue
+                    }
+                    var start = column
+                    var end = column + 1
+                    while end < columns, old[first + end] != new[first + end] { end += 1 }
+                    // Widen to whole wide characters in the new screen.
+                    while start > 0, new[first + start].isContinuation { start -= 1 }
+                    while end < columns, new[first + end].isContinuation { end += 1 }
+                    if let last = runs.last, last.row == row, last.columns.upperBound >= start {
+                        runs[runs.count - 1].columns = last.columns.lowerBound..<max(end, last.columns.upperBound)
+                    } else {
+                        runs.append(CellRun(row: row, columns: start..<end))
+                    }
+                    column = end
+                }
             }
-            var start = column
-            var end = column + 1
-            while end < columns, old[first + end] != new[first + end] { end += 1 }
-            // Widen to whole wide characters in the new screen.
-            while start > 0, new[first + start].isContinuation { start -= 1 }
-            while end < columns, new[first + end].isContinuation { end += 1 }
-            if let last = runs.last, last.row == row, last.columns.upperBound >= start {
-                runs[runs.count - 1].columns = last.columns.lowerBound..<max(end, last.columns.upperBound)
-            } else {
-                runs.append(CellRun(row: row, columns: start..<end))
-            }
-            column = end
         }
     }
-    } }
     return .runs(runs)
 }
 

@@ -163,9 +163,10 @@ public final class Terminal: @unchecked Sendable {
         lock.withLock {
             guard let win = window else { return }
             let terminalSize = Self.size(of: win)
-            let wantsCursor = screen.cursor.map {
-                $0.column >= 0 && $0.row >= 0 && $0.column < terminalSize.columns && $0.row < terminalSize.rows
-            } ?? false
+            let wantsCursor =
+                screen.cursor.map {
+                    $0.column >= 0 && $0.row >= 0 && $0.column < terminalSize.columns && $0.row < terminalSize.rows
+                } ?? false
             if cursorVisible, !wantsCursor {
                 curs_set(0)
                 cursorVisible = false
@@ -261,8 +262,10 @@ public final class Terminal: @unchecked Sendable {
                     let (seconds, attoseconds) = left.components
                     slice = min(slice, max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)))
                 }
-                var descriptors = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
-                                   pollfd(fd: wakeUp?.descriptor ?? -1, events: Int16(POLLIN), revents: 0)]
+                var descriptors = [
+                    pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: wakeUp?.descriptor ?? -1, events: Int16(POLLIN), revents: 0),
+                ]
                 let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(slice))
                 // A hung-up tty polls as readable *and* HUP/ERR; input already queued was
                 // read above, so this means the terminal is gone.

@@ -6,7 +6,9 @@ import Foundation
 /// tests do not wait for minutes. Stopped by ``stop()`` (and deinit).
 // @unchecked: holds Foundation `Process` objects (not Sendable, but safe to use from any thread)
 public final class TestAlertmanager: @unchecked Sendable {
-    public static let binary = ["/usr/bin/prometheus-alertmanager", "/usr/bin/alertmanager"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    public static let binary = ["/usr/bin/prometheus-alertmanager", "/usr/bin/alertmanager"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
     public static let available = binary != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/amtool")
     /// In CI the Alertmanager tests must run.
     public static let required = ProcessInfo.processInfo.environment["CI"] == "true"
@@ -20,28 +22,32 @@ public final class TestAlertmanager: @unchecked Sendable {
     /// `port`: where it listens (a free one when nil), so that what is made before it (a
     /// webhook that silences through it) can name it.
     public init(webhook: String, groupBy: [String] = ["alertname"], port chosen: Int? = nil) async throws {
-        guard let binary = Self.binary else { throw SupportError("prometheus-alertmanager is not installed (apt-get install -y prometheus-alertmanager)") }
+        guard let binary = Self.binary else {
+            throw SupportError("prometheus-alertmanager is not installed (apt-get install -y prometheus-alertmanager)")
+        }
         directory = Repository.temporaryDirectory("notty-alertmanager")
         let config = directory.appendingPathComponent("alertmanager.yml")
         try """
-            route:
-              receiver: notty
-              group_by: [\(groupBy.map { "'\($0)'" }.joined(separator: ", "))]
-              group_wait: 1s
-              group_interval: 1s
-              repeat_interval: 4h
-            receivers:
-              - name: notty
-                webhook_configs:
-                  - url: '\(webhook)'
-                    send_resolved: true
-            """.write(to: config, atomically: true, encoding: .utf8)
+        route:
+          receiver: notty
+          group_by: [\(groupBy.map { "'\($0)'" }.joined(separator: ", "))]
+          group_wait: 1s
+          group_interval: 1s
+          repeat_interval: 4h
+        receivers:
+          - name: notty
+            webhook_configs:
+              - url: '\(webhook)'
+                send_resolved: true
+        """.write(to: config, atomically: true, encoding: .utf8)
         let port = chosen ?? TestPostgres.freePort()
         url = "http://127.0.0.1:\(port)"
-        process = try startLogged(binary, [
-            "--config.file=\(config.path)", "--storage.path=\(directory.appendingPathComponent("data").path)",
-            "--web.listen-address=127.0.0.1:\(port)", "--cluster.listen-address=", "--log.level=debug",
-        ], log: directory.appendingPathComponent("alertmanager.log"), environment: [:])
+        process = try startLogged(
+            binary,
+            [
+                "--config.file=\(config.path)", "--storage.path=\(directory.appendingPathComponent("data").path)",
+                "--web.listen-address=127.0.0.1:\(port)", "--cluster.listen-address=", "--log.level=debug",
+            ], log: directory.appendingPathComponent("alertmanager.log"), environment: [:])
         let ready = await eventually(timeout: .seconds(20)) { [url] in
             (try? await Repository.run(["curl", "-sf", "\(url)/-/ready"]))?.status == 0
         }
@@ -59,7 +65,9 @@ public final class TestAlertmanager: @unchecked Sendable {
     public func post(_ alertsJSON: String) async throws {
         let file = directory.appendingPathComponent("alerts-\(UUID().uuidString).json")
         try alertsJSON.write(to: file, atomically: true, encoding: .utf8)
-        let result = try await Repository.run(["curl", "-sS", "-f", "-H", "Content-Type: application/json", "--data-binary", "@\(file.path)", "\(url)/api/v2/alerts"])
+        let result = try await Repository.run([
+            "curl", "-sS", "-f", "-H", "Content-Type: application/json", "--data-binary", "@\(file.path)", "\(url)/api/v2/alerts",
+        ])
         guard result.status == 0 else { throw SupportError("posting alerts to Alertmanager: \(result.output)") }
     }
 

@@ -37,18 +37,27 @@ public final class TestDesktop: @unchecked Sendable {
         let socket = directory.appendingPathComponent("bus").path
         let address = "unix:path=\(socket)", busLog = directory.appendingPathComponent("dbus.log")
         busAddress = address
-        bus = try Self.releasingTurnOnFailure { try startLogged("/usr/bin/dbus-daemon", ["--session", "--nofork", "--nopidfile", "--address=\(address)"],
-                              log: busLog, environment: [:]) }
+        bus = try Self.releasingTurnOnFailure {
+            try startLogged(
+                "/usr/bin/dbus-daemon", ["--session", "--nofork", "--nopidfile", "--address=\(address)"],
+                log: busLog, environment: [:])
+        }
         // An X display nobody else uses: of this process's desktops (they may start at once) each
         // takes its own number, and one another process holds is stepped over.
         var number = Self.nextDisplay.add(1, ordering: .relaxed).oldValue
-        while FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") || FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") { number += 1 }
+        while FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") || FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") {
+            number += 1
+        }
         display = ":\(number)"
         guard await eventually(timeout: .seconds(10), { FileManager.default.fileExists(atPath: socket) }) else {
             stop()
             throw SupportError("dbus-daemon did not start")
         }
-        xvfb = try Self.releasingTurnOnFailure { try startLogged("/usr/bin/Xvfb", [display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"], log: directory.appendingPathComponent("xvfb.log"), environment: [:]) }
+        xvfb = try Self.releasingTurnOnFailure {
+            try startLogged(
+                "/usr/bin/Xvfb", [display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"], log: directory.appendingPathComponent("xvfb.log"),
+                environment: [:])
+        }
         guard await eventually(timeout: .seconds(10), { FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") }) else {
             stop()
             throw SupportError("Xvfb did not start on \(display)")
@@ -56,23 +65,26 @@ public final class TestDesktop: @unchecked Sendable {
         // dunst's context menu runs `dmenu` with one line per action ("#Label (summary) [id,key]")
         // and invokes the line it prints: this one prints the first whose label is in `menu-choice`.
         let dmenu = directory.appendingPathComponent("dmenu")
-        try writeProgram("""
+        try writeProgram(
+            """
             #!/bin/sh
             grep -m1 "^#$(cat '\(directory.appendingPathComponent("menu-choice").path)') ("
             """, to: dmenu)
         let config = directory.appendingPathComponent("dunstrc")
         try """
-            [global]
-                monitor = 0
-                dmenu = \(dmenu.path)
-            [urgency_low]
-                timeout = 0
-            [urgency_normal]
-                timeout = 0
-            [urgency_critical]
-                timeout = 0
-            """.write(to: config, atomically: true, encoding: .utf8)
-        dunst = try Self.releasingTurnOnFailure { try startLogged("/usr/bin/dunst", ["-config", config.path], log: directory.appendingPathComponent("dunst.log"), environment: environment) }
+        [global]
+            monitor = 0
+            dmenu = \(dmenu.path)
+        [urgency_low]
+            timeout = 0
+        [urgency_normal]
+            timeout = 0
+        [urgency_critical]
+            timeout = 0
+        """.write(to: config, atomically: true, encoding: .utf8)
+        dunst = try Self.releasingTurnOnFailure {
+            try startLogged("/usr/bin/dunst", ["-config", config.path], log: directory.appendingPathComponent("dunst.log"), environment: environment)
+        }
         guard await eventually(timeout: .seconds(10), { (try? await self.displayed()) != nil }) else {
             let log = (try? String(contentsOf: directory.appendingPathComponent("dunst.log"), encoding: .utf8)) ?? ""
             stop()
@@ -80,9 +92,15 @@ public final class TestDesktop: @unchecked Sendable {
         }
         // Every Notify call on the bus, for `notifyCalls()`; ready once it is a monitor (it has
         // given up its name).
-        monitor = try Self.releasingTurnOnFailure { try startLogged("/usr/bin/dbus-monitor", ["--address", busAddress, "type='method_call',interface='org.freedesktop.Notifications',member='Notify'"],
-                                  log: monitorLog, environment: [:]) }
-        guard await eventually(timeout: .seconds(10), { ((try? String(contentsOf: self.monitorLog, encoding: .utf8)) ?? "").contains("member=NameLost") }) else {
+        monitor = try Self.releasingTurnOnFailure {
+            try startLogged(
+                "/usr/bin/dbus-monitor", ["--address", busAddress, "type='method_call',interface='org.freedesktop.Notifications',member='Notify'"],
+                log: monitorLog, environment: [:])
+        }
+        guard
+            await eventually(
+                timeout: .seconds(10), { ((try? String(contentsOf: self.monitorLog, encoding: .utf8)) ?? "").contains("member=NameLost") })
+        else {
             stop()
             throw SupportError("dbus-monitor did not start")
         }
@@ -108,7 +126,7 @@ public final class TestDesktop: @unchecked Sendable {
             // Arguments, one a line: app name, replaces_id, icon, summary, body, …
             let arguments = call.split(separator: "\n").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
             guard arguments.count >= 4, arguments[1].hasPrefix("uint32 "), let replaces = UInt32(arguments[1].dropFirst(7)),
-                  arguments[3].hasPrefix("string \""), arguments[3].hasSuffix("\"")
+                arguments[3].hasPrefix("string \""), arguments[3].hasSuffix("\"")
             else { return nil }
             return NotifyCall(replacesId: replaces, summary: String(arguments[3].dropFirst(8).dropLast()))
         }
@@ -137,7 +155,8 @@ public final class TestDesktop: @unchecked Sendable {
     public func historySummaries() async throws -> [String] {
         let text = try await dunstctl(["history"])
         guard let root = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-              let data = root["data"] as? [[Any]], let items = data.first as? [[String: Any]] else { return [] }
+            let data = root["data"] as? [[Any]], let items = data.first as? [[String: Any]]
+        else { return [] }
         return items.compactMap { ($0["summary"] as? [String: Any])?["data"] as? String }
     }
 

@@ -10,9 +10,12 @@ import GRDB
 public enum FixtureRows {
     @discardableResult
     public static func fill(_ db: Database, values: [String: DatabaseValueConvertible?], skip: Set<String> = [], time: Int64) throws -> [String] {
-        let tables = try String.fetchAll(db, sql: """
-            SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%' ORDER BY name
-            """).filter { !skip.contains($0) && !$0.contains("_fts") && !$0.hasPrefix("search_") }
+        let tables = try String.fetchAll(
+            db,
+            sql: """
+                SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%' ORDER BY name
+                """
+        ).filter { !skip.contains($0) && !$0.contains("_fts") && !$0.hasPrefix("search_") }
         var references: [String: [(from: String, table: String)]] = [:]
         for table in tables {
             references[table] = try Row.fetchAll(db, sql: "PRAGMA foreign_key_list(\(table))").map { (from: $0["from"], table: $0["table"]) }
@@ -20,7 +23,11 @@ public enum FixtureRows {
         var filled: [String] = []
         var left = tables
         while !left.isEmpty {
-            guard let next = left.first(where: { table in (references[table] ?? []).allSatisfy { $0.table == table || filled.contains($0.table) || !tables.contains($0.table) } }) else {
+            guard
+                let next = left.first(where: { table in
+                    (references[table] ?? []).allSatisfy { $0.table == table || filled.contains($0.table) || !tables.contains($0.table) }
+                })
+            else {
                 throw FixtureError("the tables' references go round: \(left)")
             }
             left.removeAll { $0 == next }
@@ -45,8 +52,9 @@ public enum FixtureRows {
                     arguments.append(value)
                 }
             }
-            try db.execute(sql: "INSERT INTO \(next) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))",
-                           arguments: StatementArguments(arguments))
+            try db.execute(
+                sql: "INSERT INTO \(next) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))",
+                arguments: StatementArguments(arguments))
             filled.append(next)
         }
         return filled

@@ -67,8 +67,9 @@ public enum TestPostgres {
             let directory = "/tmp/notty-pg-\(getpid())-\(UUID().uuidString.prefix(6))"
             var lastError = ""
             for _ in 0..<3 {
-                let (status, output) = try Repository.runWaiting([".ci/postgres-server", directory, String(freePort()), String(getpid())],
-                                                                 environment: fast ? ["POSTGRES_SERVER_FAST": "1"] : [:])
+                let (status, output) = try Repository.runWaiting(
+                    [".ci/postgres-server", directory, String(freePort()), String(getpid())],
+                    environment: fast ? ["POSTGRES_SERVER_FAST": "1"] : [:])
                 if status == 0, let url = output.split(separator: "\n").last(where: { $0.hasPrefix("postgres://") }) {
                     self.url = String(url)
                     self.directory = directory

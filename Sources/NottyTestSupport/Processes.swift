@@ -1,4 +1,5 @@
 import Foundation
+
 @_exported import func NottyPOSIX.offThePool
 
 /// Paths of the repository and of the built `notty` (and `notty-server`) next to the running test bundle.
@@ -23,8 +24,9 @@ public enum Repository {
     /// ``run(_:environment:)`` holding the calling thread until the command ends: for code
     /// that is not a test task (a benchmark's timed block, a set-up already off the pool).
     public static func runWaiting(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
-        let ended = try runToEnd("/usr/bin/env", arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
-                                 directory: root, name: arguments.joined(separator: " "), sameStream: true)
+        let ended = try runToEnd(
+            "/usr/bin/env", arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            directory: root, name: arguments.joined(separator: " "), sameStream: true)
         return (ended.status, String(decoding: ended.out, as: UTF8.self))
     }
 
@@ -83,18 +85,22 @@ public struct NottyCLI: Sendable {
     /// benchmark's timed block.
     @discardableResult
     public func runWaiting(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> Result {
-        let ended = try runToEnd(binary.path, arguments,
-                                 environment: ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }.merging(environment) { $1 },
-                                 name: "notty " + arguments.joined(separator: " "), input: Data((input ?? "").utf8))
+        let ended = try runToEnd(
+            binary.path, arguments,
+            environment: ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }.merging(environment) { $1 },
+            name: "notty " + arguments.joined(separator: " "), input: Data((input ?? "").utf8))
         return Result(status: ended.status, out: String(decoding: ended.out, as: UTF8.self), err: String(decoding: ended.err, as: UTF8.self))
     }
 
     /// Starts `notty arguments…` in the background with stdout and stderr going to `log`;
     /// `terminationHandler` (see ``startLogged(_:_:log:environment:terminationHandler:)``) runs when it ends.
-    public func start(_ arguments: [String], log: URL, environment: [String: String] = [:],
-                      terminationHandler: (@Sendable (Process) -> Void)? = nil) throws -> Process {
-        try startLogged(binary.path, arguments, log: log, environment: ["NOTTY_HOME": home.path].merging(environment) { $1 },
-                        terminationHandler: terminationHandler)
+    public func start(
+        _ arguments: [String], log: URL, environment: [String: String] = [:],
+        terminationHandler: (@Sendable (Process) -> Void)? = nil
+    ) throws -> Process {
+        try startLogged(
+            binary.path, arguments, log: log, environment: ["NOTTY_HOME": home.path].merging(environment) { $1 },
+            terminationHandler: terminationHandler)
     }
 }
 
@@ -113,9 +119,11 @@ public let commandLimit: TimeInterval = 300
 /// Started with ``spawn(_:_:environment:newSession:files:)`` and reaped with `waitpid`, not
 /// with Foundation's `Process`: that one reports an exit only once every process that inherited
 /// its private socket has ended, so a child's own child (a daemon it starts) would hold it.
-public func runToEnd(_ path: String, _ arguments: [String], environment: [String: String], directory: URL? = nil, name: String,
-                     input: Data = Data(), sameStream: Bool = false,
-                     limit: TimeInterval = commandLimit, grace: TimeInterval = 30) throws -> (status: Int32, out: Data, err: Data) {
+public func runToEnd(
+    _ path: String, _ arguments: [String], environment: [String: String], directory: URL? = nil, name: String,
+    input: Data = Data(), sameStream: Bool = false,
+    limit: TimeInterval = commandLimit, grace: TimeInterval = 30
+) throws -> (status: Int32, out: Data, err: Data) {
     func makePipe() throws -> (read: Int32, write: Int32) {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { throw SupportError("pipe: \(String(cString: strerror(errno)))") }
@@ -172,8 +180,10 @@ private let addChangeDirectory: (@convention(c) (UnsafeMutablePointer<posix_spaw
 /// (made anew), with this process's environment plus `environment`. `terminationHandler`, when
 /// given, is the process's (set before it runs, so it cannot miss an early exit; Foundation
 /// calls it on a thread of its own once the process has been reaped).
-public func startLogged(_ path: String, _ arguments: [String], log: URL, environment: [String: String],
-                        terminationHandler: (@Sendable (Process) -> Void)? = nil) throws -> Process {
+public func startLogged(
+    _ path: String, _ arguments: [String], log: URL, environment: [String: String],
+    terminationHandler: (@Sendable (Process) -> Void)? = nil
+) throws -> Process {
     // A regular file, made anew (createFile replaces what is there: never a device such as /dev/null).
     if let type = try? FileManager.default.attributesOfItem(atPath: log.path)[.type] as? FileAttributeType, type != .typeRegular {
         throw SupportError("startLogged logs to a regular file, not \(log.path)")
@@ -215,16 +225,20 @@ public final class ServeProcess: @unchecked Sendable {
 
     /// Creates the user and the app, then starts the service (`binary`: `notty`, or a script
     /// that runs it somewhere else, such as in a private network namespace).
-    public convenience init(directory: URL, environment: [String: String] = [:], extraArguments: [String] = [],
-                            binary: URL = Repository.nottyBinary) async throws {
+    public convenience init(
+        directory: URL, environment: [String: String] = [:], extraArguments: [String] = [],
+        binary: URL = Repository.nottyBinary
+    ) async throws {
         let admin = NottyCLI(home: directory.appendingPathComponent("server"), binary: binary)
         let user = try await admin.run(["admin", "user", "add", "alice"], input: "pw\n", environment: environment)
         guard user.status == 0 else { throw SupportError("admin user add failed: \(user.err)") }
         let app = try await admin.run(["admin", "app", "add", "ci.example.com", "--json"], environment: environment)
         guard let object = try JSONSerialization.jsonObject(with: Data(app.out.utf8)) as? [String: String],
-              let id = object["client_id"], let secret = object["client_secret"] else { throw SupportError("admin app add failed: \(app.err)") }
-        try await self.init(directory: directory, environment: environment, clientId: id, clientSecret: secret, extraArguments: extraArguments,
-                            binary: binary)
+            let id = object["client_id"], let secret = object["client_secret"]
+        else { throw SupportError("admin app add failed: \(app.err)") }
+        try await self.init(
+            directory: directory, environment: environment, clientId: id, clientSecret: secret, extraArguments: extraArguments,
+            binary: binary)
     }
 
     /// Another instance on `other`'s storage (its `environment` names a shared PostgreSQL).
@@ -232,12 +246,15 @@ public final class ServeProcess: @unchecked Sendable {
     public convenience init(sharingStorageOf other: ServeProcess, directory: URL, extraArguments: [String] = []) async throws {
         var environment = other.environment
         environment["NOTTY_SECRET_KEY_FILE"] = other.secretKeyFile
-        try await self.init(directory: directory, environment: environment, clientId: other.clientId, clientSecret: other.clientSecret,
-                            extraArguments: extraArguments)
+        try await self.init(
+            directory: directory, environment: environment, clientId: other.clientId, clientSecret: other.clientSecret,
+            extraArguments: extraArguments)
     }
 
-    private init(directory: URL, environment: [String: String], clientId: String, clientSecret: String, extraArguments: [String],
-                 binary: URL = Repository.nottyBinary) async throws {
+    private init(
+        directory: URL, environment: [String: String], clientId: String, clientSecret: String, extraArguments: [String],
+        binary: URL = Repository.nottyBinary
+    ) async throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         admin = NottyCLI(home: directory.appendingPathComponent("server"), binary: binary)
         log = directory.appendingPathComponent("serve.log")
@@ -250,8 +267,9 @@ public final class ServeProcess: @unchecked Sendable {
     /// Starts (or restarts, on the same port when `port` is given) the service.
     public func start(port wanted: Int? = nil, extraArguments: [String] = []) async throws {
         let exited = OneShot<Void>()
-        let process = try admin.start(["serve", "--port", String(wanted ?? port), "--log-level", "notice"] + extraArguments, log: log, environment: environment,
-                                      terminationHandler: { _ in exited.set(()) })
+        let process = try admin.start(
+            ["serve", "--port", String(wanted ?? port), "--log-level", "notice"] + extraArguments, log: log, environment: environment,
+            terminationHandler: { _ in exited.set(()) })
         self.process = process
         self.exited = exited
         let deadline = ContinuousClock.now + .seconds(20)
@@ -259,7 +277,8 @@ public final class ServeProcess: @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(50))
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             if let range = text.range(of: #"url=https?://127\.0\.0\.1:\d+"#, options: [.regularExpression, .backwards]),
-               let found = Int(text[range].split(separator: ":").last!), process.isRunning {
+                let found = Int(text[range].split(separator: ":").last!), process.isRunning
+            {
                 port = found
                 scheme = text[range].hasPrefix("url=https") ? "https" : "http"
                 return
@@ -328,8 +347,10 @@ public func eventually(timeout: Duration = .seconds(5), _ condition: () async th
 /// Descriptors 3 and up are closed in the child, as Foundation's `Process` does: tests run in
 /// parallel, and a child (a tmux server lives for its whole test) that inherited another
 /// test's file open for writing would make every later `exec` of that file fail with ETXTBSY.
-public func spawn(_ path: String, _ arguments: [String], environment: [String: String], newSession: Bool = false,
-                  files: (inout posix_spawn_file_actions_t) -> Void) throws -> pid_t {
+public func spawn(
+    _ path: String, _ arguments: [String], environment: [String: String], newSession: Bool = false,
+    files: (inout posix_spawn_file_actions_t) -> Void
+) throws -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }

@@ -16,8 +16,12 @@ public final class TmuxSession: Sendable {
     public init(command: String, columns: Int = 100, rows: Int = 30, environment: [String: String] = [:]) throws {
         socket = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).sock").path
         let exports = environment.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
-        _ = try Tmux.run(socket: socket, ["-f", "/dev/null", "new-session", "-d", "-s", name, "-x", String(columns), "-y", String(rows),
-                  "env \(exports) TERM=screen-256color \(command); echo \"[exited $?]\"; sleep 60"])
+        _ = try Tmux.run(
+            socket: socket,
+            [
+                "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", String(columns), "-y", String(rows),
+                "env \(exports) TERM=screen-256color \(command); echo \"[exited $?]\"; sleep 60",
+            ])
     }
 
     /// A session whose pane only sleeps, and the path of the pane's terminal device, for a test
@@ -54,7 +58,9 @@ public final class TmuxSession: Sendable {
     private var capturePane: [String] { ["capture-pane", "-p", "-t", name] }
     public func keys(_ keys: String...) async throws { try await tmux(["send-keys", "-t", name] + keys) }
     public func keys(_ keys: [String]) async throws { try await tmux(["send-keys", "-t", name] + keys) }
-    public func resize(columns: Int, rows: Int) async throws { try await tmux(["resize-window", "-t", name, "-x", String(columns), "-y", String(rows)]) }
+    public func resize(columns: Int, rows: Int) async throws {
+        try await tmux(["resize-window", "-t", name, "-x", String(columns), "-y", String(rows)])
+    }
 
     /// A tmux format about the pane (`#{cursor_x}`, `#{pane_title}`, …).
     public func query(_ format: String) async throws -> String {

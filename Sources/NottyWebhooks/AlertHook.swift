@@ -37,11 +37,12 @@ public enum AlertHook: WebhookKind {
         let summary = annotations["summary"].map { ": \($0)" } ?? ""
         let fingerprint = alert.text("fingerprint") ?? Text.digest(labels.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] })
         let severity = labels["severity"]?.lowercased()
-        let priority: Priority = switch severity {
-        case "critical", "page", "error", "high": .high
-        case "info", "low", "none": .low
-        default: .none
-        }
+        let priority: Priority =
+            switch severity {
+            case "critical", "page", "error", "high": .high
+            case "info", "low", "none": .low
+            default: .none
+            }
         var lines: [String] = []
         if let description = annotations["description"] ?? annotations["message"] { lines.append(description) }
         for (key, value) in annotations.sorted(by: { $0.key < $1.key }) where !["summary", "description", "message"].contains(key) {

@@ -60,7 +60,9 @@ public enum FormFields {
         let bytes = [UInt8](body)
         let delimiter = Array("--\(boundary)".utf8)
         var fields: [String: String] = [:]
-        guard var position = find(delimiter, in: bytes, from: 0) else { throw WebhookError("the multipart body has no part delimited by its boundary") }
+        guard var position = find(delimiter, in: bytes, from: 0) else {
+            throw WebhookError("the multipart body has no part delimited by its boundary")
+        }
         position += delimiter.count
         while true {
             // After a delimiter: "--" closes the body; otherwise the line ends and a part begins.

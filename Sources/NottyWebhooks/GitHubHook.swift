@@ -48,20 +48,26 @@ public enum GitHubHook: WebhookKind {
         case "issue_comment":
             guard let number = json.text("issue.number") else { throw WebhookError("GitHub issue_comment: issue.number is required") }
             let title = json.text("issue.title").map { ": \($0)" } ?? ""
-            return [WebhookNotification(
-                appNotificationId: delivery, title: "\(repository): \(actor) commented on #\(number)\(title)",
-                body: json.text("comment.body"), groupName: repository,
-                launchUrl: json.link("comment.html_url") ?? json.link("issue.html_url"))]
+            return [
+                WebhookNotification(
+                    appNotificationId: delivery, title: "\(repository): \(actor) commented on #\(number)\(title)",
+                    body: json.text("comment.body"), groupName: repository,
+                    launchUrl: json.link("comment.html_url") ?? json.link("issue.html_url"))
+            ]
         case "release":
             let release = json.text("release.name") ?? json.text("release.tag_name") ?? "a release"
-            return [WebhookNotification(
-                appNotificationId: delivery, title: "\(repository): \(actor) \(action ?? "changed") release \(release)",
-                body: json.text("release.body"), groupName: repository, launchUrl: json.link("release.html_url"))]
+            return [
+                WebhookNotification(
+                    appNotificationId: delivery, title: "\(repository): \(actor) \(action ?? "changed") release \(release)",
+                    body: json.text("release.body"), groupName: repository, launchUrl: json.link("release.html_url"))
+            ]
         default:
-            return [WebhookNotification(
-                appNotificationId: delivery, title: "\(repository): \(event)\(action.map { " \($0)" } ?? "")",
-                priority: .low, groupName: repository,
-                launchUrl: json.link("compare") ?? json.link("repository.html_url") ?? json.link("organization.html_url"))]
+            return [
+                WebhookNotification(
+                    appNotificationId: delivery, title: "\(repository): \(event)\(action.map { " \($0)" } ?? "")",
+                    priority: .low, groupName: repository,
+                    launchUrl: json.link("compare") ?? json.link("repository.html_url") ?? json.link("organization.html_url"))
+            ]
         }
     }
 
@@ -76,19 +82,24 @@ public enum GitHubHook: WebhookKind {
         let id = "github-run-\(Text.digest([repository, json.text("workflow_run.workflow_id") ?? workflow, branch]))"
         let place = "\(workflow) on \(repository)@\(branch)"
         let run = json.text("workflow_run.run_number").map { "Run #\($0)" }
-        let body = [run, json.text("workflow_run.display_title") ?? json.text("workflow_run.head_commit.message"), json.text("workflow_run.actor.login").map { "by \($0)" }]
-            .compactMap { $0 }.joined(separator: "\n")
+        let body = [
+            run, json.text("workflow_run.display_title") ?? json.text("workflow_run.head_commit.message"),
+            json.text("workflow_run.actor.login").map { "by \($0)" },
+        ]
+        .compactMap { $0 }.joined(separator: "\n")
         let url = json.link("workflow_run.html_url")
         let said = conclusion.replacingOccurrences(of: "_", with: " ")
         return switch conclusion {
         case "success":
             WebhookNotification(appNotificationId: id, title: "✓ \(place)", body: body, groupName: repository, launchUrl: url, resolved: true)
         case "failure", "timed_out", "startup_failure":
-            WebhookNotification(appNotificationId: id, title: "✗ \(place) (\(said))", body: body,
-                                priority: .high, groupName: repository, launchUrl: url)
+            WebhookNotification(
+                appNotificationId: id, title: "✗ \(place) (\(said))", body: body,
+                priority: .high, groupName: repository, launchUrl: url)
         default:  // cancelled, skipped, neutral, action_required, stale: news, not an alarm
-            WebhookNotification(appNotificationId: id, title: "– \(place) (\(said))", body: body,
-                                priority: .low, groupName: repository, launchUrl: url)
+            WebhookNotification(
+                appNotificationId: id, title: "– \(place) (\(said))", body: body,
+                priority: .low, groupName: repository, launchUrl: url)
         }
     }
 }

@@ -47,7 +47,9 @@ public enum Gotify {
         case nil, .null?: extras = nil
         case .object?: extras = fields["extras"]
         case .string(let text)?:  // a form carries extras as JSON text
-            guard let parsed = JSONParser.parse(Data(text.utf8)), case .object = parsed else { throw WebhookError("Field 'extras' must be a JSON object") }
+            guard let parsed = JSONParser.parse(Data(text.utf8)), case .object = parsed else {
+                throw WebhookError("Field 'extras' must be a JSON object")
+            }
             extras = parsed
         default: throw WebhookError("Field 'extras' must be a JSON object")
         }

@@ -61,7 +61,11 @@ public enum Ntfy {
             }
             body = text
         }
-        return try message(body: body) { parameter in parameter.value(in: request) } json: { _ in nil }
+        return try message(body: body) { parameter in
+            parameter.value(in: request)
+        } json: { _ in
+            nil
+        }
     }
 
     /// A JSON publish to `<base>/`: `{"topic": …, "message": …, …}` (Apprise, Home Assistant,
@@ -71,7 +75,9 @@ public enum Ntfy {
             throw WebhookError("invalid request: the body must be an ntfy message as JSON, with a topic")
         }
         guard case .string(let topic)? = object["topic"], !topic.isEmpty else { throw WebhookError("invalid request: the JSON has no topic") }
-        let parsed = try Self.message(body: nil) { parameter in parameter.value(in: request) } json: { parameter throws(WebhookError) in
+        let parsed = try Self.message(body: nil) { parameter in
+            parameter.value(in: request)
+        } json: { parameter throws(WebhookError) in
             guard let value = object[parameter.jsonName] else { return nil }
             switch (parameter, value) {
             case (_, .null): return nil
@@ -96,7 +102,9 @@ public enum Ntfy {
     }
 
     /// The message from its parameters: `json` first (a JSON publish), then `lookup`.
-    static func message(body: String?, lookup: (Parameter) -> String?, json: (Parameter) throws(WebhookError) -> String?) throws(WebhookError) -> NtfyMessage {
+    static func message(body: String?, lookup: (Parameter) -> String?, json: (Parameter) throws(WebhookError) -> String?) throws(WebhookError)
+        -> NtfyMessage
+    {
         func value(_ parameter: Parameter) throws(WebhookError) -> String? {
             var found = try json(parameter)
             if found == nil { found = lookup(parameter) }
@@ -112,7 +120,9 @@ public enum Ntfy {
         let level = try priority(try value(.priority))
         let tags = try value(.tags).map { $0.split(separator: ",").map { $0.trimmed() }.filter { !$0.isEmpty } } ?? []
         var click = try value(.click)
-        if let url = click, !LaunchURL.isValid(url) { throw WebhookError("invalid click URL: it must be an absolute http or https URL of at most 2,048 characters") }
+        if let url = click, !LaunchURL.isValid(url) {
+            throw WebhookError("invalid click URL: it must be an absolute http or https URL of at most 2,048 characters")
+        }
         var actions: [NotificationAction] = []
         if let text = try value(.actions) {
             do {
@@ -127,7 +137,8 @@ public enum Ntfy {
             throw WebhookError("invalid sequence ID: 1 to 64 letters, digits, - and _")
         }
         let title = try value(.title)
-        return NtfyMessage(title: title, message: text, priority: level, tags: tags, click: click, sequenceId: sequenceId, delay: delay, actions: actions)
+        return NtfyMessage(
+            title: title, message: text, priority: level, tags: tags, click: click, sequenceId: sequenceId, delay: delay, actions: actions)
     }
 
     /// `X-Delay`/`X-At`/`X-In`: a duration (`30s`, `10m`, `2h`, `1d`, or seconds) or a Unix time.
@@ -140,9 +151,10 @@ public enum Ntfy {
 
     /// ntfy's sequence ids and topics: letters, digits, `-` and `_`, at most 64.
     public static func isValidSequenceId(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 64 && text.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f
-        }
+        !text.isEmpty && text.utf8.count <= 64
+            && text.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f
+            }
     }
 
     /// `1`–`5` or ntfy's names (absent: 3, the default).
@@ -288,7 +300,8 @@ enum EncodedWords {
                 if byte == UInt8(ascii: "_") {
                     bytes.append(0x20)
                 } else if byte == UInt8(ascii: "="), let high = iterator.next(), let low = iterator.next(),
-                          let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) {
+                    let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+                {
                     bytes.append(value)
                 } else {
                     bytes.append(byte)

@@ -25,8 +25,10 @@ public struct NtfyAnswer: Codable, Sendable, Equatable {
         case sequenceId = "sequence_id"
     }
 
-    public init(id: String, time: Date, expires: Date?, event: String, topic: String, title: String? = nil, message: String? = nil,
-                priority: Int? = nil, tags: [String] = [], click: String? = nil, sequenceId: String? = nil, actions: [NtfyAction] = []) {
+    public init(
+        id: String, time: Date, expires: Date?, event: String, topic: String, title: String? = nil, message: String? = nil,
+        priority: Int? = nil, tags: [String] = [], click: String? = nil, sequenceId: String? = nil, actions: [NtfyAction] = []
+    ) {
         self.id = id
         self.time = Int64(time.timeIntervalSince1970)
         self.expires = expires.map { Int64($0.timeIntervalSince1970) }

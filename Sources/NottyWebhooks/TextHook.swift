@@ -21,11 +21,13 @@ public enum TextHook: WebhookKind {
             (title, body) = (given, whole.isEmpty ? nil : whole)
         }
         guard let title else { throw WebhookError("the body is empty: send the notification's text (first line: the title)") }
-        return [WebhookNotification(
-            appNotificationId: query["id"].flatMap { $0.isEmpty ? nil : $0 }, title: title, body: body,
-            priority: try query["priority"].map { value throws(WebhookError) in try JSONHook.priority(.string(value)) } ?? .none,
-            groupName: query["group"].flatMap { $0.isEmpty ? nil : $0 },
-            launchUrl: try query["url"].map { url throws(WebhookError) in try JSONHook.link(url) })]
+        return [
+            WebhookNotification(
+                appNotificationId: query["id"].flatMap { $0.isEmpty ? nil : $0 }, title: title, body: body,
+                priority: try query["priority"].map { value throws(WebhookError) in try JSONHook.priority(.string(value)) } ?? .none,
+                groupName: query["group"].flatMap { $0.isEmpty ? nil : $0 },
+                launchUrl: try query["url"].map { url throws(WebhookError) in try JSONHook.link(url) })
+        ]
     }
 
     /// The first non-blank line and the rest (nil when blank).

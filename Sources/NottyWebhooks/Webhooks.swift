@@ -116,8 +116,10 @@ public struct WebhookNotification: Sendable, Equatable {
         case after(seconds: Int)
     }
 
-    public init(appNotificationId: String?, title: String, body: String? = nil, priority: Priority = .none, groupName: String? = nil,
-                launchUrl: String? = nil, expiration: Expiration? = nil, resolved: Bool = false, actions: [NotificationAction]? = nil) {
+    public init(
+        appNotificationId: String?, title: String, body: String? = nil, priority: Priority = .none, groupName: String? = nil,
+        launchUrl: String? = nil, expiration: Expiration? = nil, resolved: Bool = false, actions: [NotificationAction]? = nil
+    ) {
         self.appNotificationId = appNotificationId
         let shaped = Text.title(title)
         self.title = shaped.isEmpty ? "(untitled)" : shaped

@@ -26,8 +26,9 @@ struct ActionsBench {
                 self.hits.update { $0 += 1 }
                 return .ok
             }
-            return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                               onServerRunning: { channel in port.update { $0 = channel.localAddress?.port } })
+            return Application(
+                router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                onServerRunning: { channel in port.update { $0 = channel.localAddress?.port } })
         }
     }
 
@@ -38,16 +39,23 @@ struct ActionsBench {
         let serverTask = Task { try await server.runService(gracefulShutdownSignals: []) }
         defer { serverTask.cancel() }
         let port = try await waitFor(.seconds(10)) { portBox.update { $0 } }
-        print("notty-bench actions — real `notty serve` (SQLite, WAL, synchronous=FULL), a target on loopback answering 200, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        print(
+            "notty-bench actions — real `notty serve` (SQLite, WAL, synchronous=FULL), a target on loopback answering 200, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+        )
 
         @Sendable func actions(_ key: String) -> String {
-            (1...3).map { #"{"action":"http","label":"Act \#($0)","url":"http://127.0.0.1:\#(port)/act/\#(key)","method":"POST","headers":{"Authorization":"Bearer s3cret"},"body":"{\"n\":\#($0)}"}"# }
-                .joined(separator: ",")
+            (1...3).map {
+                #"{"action":"http","label":"Act \#($0)","url":"http://127.0.0.1:\#(port)/act/\#(key)","method":"POST","headers":{"Authorization":"Bearer s3cret"},"body":"{\"n\":\#($0)}"}"#
+            }
+            .joined(separator: ",")
         }
         func publish(_ key: String) async throws -> String {
             let body = #"{"appNotificationId":"\#(key)","payload":{"visualContent":{"title":"Deploy \#(key)?"}},"actions":[\#(actions(key))]}"#
-            let (status, text) = try await service.request(.POST, "/beta/me/notifications", token: service.appToken, body: body, headers: [("X-UNS-ID", service.unsId)])
-            guard status == 201, case .object(let o)? = JSONValue(jsonText: text), case .string(let id)? = o["id"] else { throw SupportError("publish answered \(status): \(text)") }
+            let (status, text) = try await service.request(
+                .POST, "/beta/me/notifications", token: service.appToken, body: body, headers: [("X-UNS-ID", service.unsId)])
+            guard status == 201, case .object(let o)? = JSONValue(jsonText: text), case .string(let id)? = o["id"] else {
+                throw SupportError("publish answered \(status): \(text)")
+            }
             return id
         }
 
@@ -56,7 +64,9 @@ struct ActionsBench {
         let device = Task { [userToken = service.userToken, port = service.port] in
             var headers = HTTPFields()
             headers[.authorization] = "Bearer \(userToken)"
-            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1/me/push", configuration: .init(additionalHeaders: headers), logger: Logger(label: "bench")) { inbound, _, _ in
+            try await WebSocketClient.connect(
+                url: "ws://127.0.0.1:\(port)/v1/me/push", configuration: .init(additionalHeaders: headers), logger: Logger(label: "bench")
+            ) { inbound, _, _ in
                 for try await message in inbound.messages(maxSize: 1 << 20) {
                     if case .text = message { rings.continuation.yield() }
                 }
@@ -81,16 +91,21 @@ struct ActionsBench {
                 _ = await ringsIterator.next()
                 let (pulled, text) = try await service.request(.GET, "/v1/me/notifications/changes?since=\(cursor)", token: service.userToken)
                 guard pulled == 200, case .object(let page)? = JSONValue(jsonText: text), case .string(let next)? = page["cursor"],
-                      case .array(let changes)? = page["changes"] else { throw SupportError("changes answered \(pulled)") }
+                    case .array(let changes)? = page["changes"]
+                else { throw SupportError("changes answered \(pulled)") }
                 cursor = next
                 seen = changes.contains { change in
-                    guard case .object(let n) = change, case .string(id)? = n["id"], case .array(let results)? = n["actionResults"] else { return false }
+                    guard case .object(let n) = change, case .string(id)? = n["id"], case .array(let results)? = n["actionResults"] else {
+                        return false
+                    }
                     return !results.isEmpty
                 }
             }
             latencies.append((ContinuousClock.now - start).seconds * 1000)
         }
-        print("press → outcome on another device (the press's answer, the doorbell's ring, the pull with actionResults), \(latencies.count) one after another: \(summary(latencies))")
+        print(
+            "press → outcome on another device (the press's answer, the doorbell's ring, the pull with actionResults), \(latencies.count) one after another: \(summary(latencies))"
+        )
 
         // 2. 1,000 presses of one action from 10 devices at once.
         let contested = try await publish("contested")
@@ -101,8 +116,12 @@ struct ActionsBench {
             for _ in 0..<10 {
                 group.addTask {
                     for _ in 0..<100 {
-                        let (status, text) = try await service.request(.POST, "/v1/me/notifications/\(contested)/actions/2", token: service.userToken, body: "{}")
-                        let word: String = if case .object(let o)? = JSONValue(jsonText: text), case .string(let s)? = o["status"] { "\(status) \(s)" } else { "\(status)" }
+                        let (status, text) = try await service.request(
+                            .POST, "/v1/me/notifications/\(contested)/actions/2", token: service.userToken, body: "{}")
+                        let word: String =
+                            if case .object(let o)? = JSONValue(jsonText: text), case .string(let s)? = o["status"] { "\(status) \(s)" } else {
+                                "\(status)"
+                            }
                         answers.update { $0[word, default: 0] += 1 }
                     }
                 }
@@ -112,20 +131,25 @@ struct ActionsBench {
         let elapsed = (ContinuousClock.now - started).seconds
         let requests = target.hits.update { $0 } - before
         let tally = answers.update { $0 }.sorted { $0.key < $1.key }.map { "\($0.value)× \($0.key)" }.joined(separator: ", ")
-        print(String(format: "1,000 presses of one action from 10 devices at once (%.2f s): %d request(s) reached the target; answers: %@", elapsed, requests, tally))
+        print(
+            String(
+                format: "1,000 presses of one action from 10 devices at once (%.2f s): %d request(s) reached the target; answers: %@", elapsed,
+                requests, tally))
 
         // 3. The publish rate with actions against none (64 clients, 5 s each, in place), and
         // against none with a body as long as the three actions' (what the bytes cost alone).
         enum Variant: String, CaseIterable { case none, one, three, padded }
         func rate(_ variant: Variant, tag: String) async throws -> HTTPLoad.Result {
-            try await HTTPLoad.run(servers: [service.base], clients: 64, seconds: 5, expect: 201) { [appToken = service.appToken, unsId = service.unsId] client, n, host in
+            try await HTTPLoad.run(servers: [service.base], clients: 64, seconds: 5, expect: 201) {
+                [appToken = service.appToken, unsId = service.unsId] client, n, host in
                 let key = "\(tag)-\(client)-\(n % 20)"
-                let extra = switch variant {
-                case .none: ""
-                case .one: #","actions":[{"action":"http","label":"Silence 1h","url":"http://127.0.0.1:\#(port)/act/\#(key)","clear":true}]"#
-                case .three: #","actions":[\#(actions(key))]"#
-                case .padded: #","payload2":{"visualContent":{"body":"\#(String(repeating: "x", count: actions(key).utf8.count))"}}"#
-                }
+                let extra =
+                    switch variant {
+                    case .none: ""
+                    case .one: #","actions":[{"action":"http","label":"Silence 1h","url":"http://127.0.0.1:\#(port)/act/\#(key)","clear":true}]"#
+                    case .three: #","actions":[\#(actions(key))]"#
+                    case .padded: #","payload2":{"visualContent":{"body":"\#(String(repeating: "x", count: actions(key).utf8.count))"}}"#
+                    }
                 let body = #"{"appNotificationId":"\#(key)","payload":{"visualContent":{"title":"Deploy \#(n)?"}}\#(extra)}"#
                 return "POST /beta/me/notifications HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(appToken)\r\nX-UNS-ID: \(unsId)\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
@@ -146,9 +170,16 @@ struct ActionsBench {
         func share(_ variant: Variant, of base: Variant) -> Double { 100 * mean(variant) / max(1, mean(base)) }
         let failed = rates.values.flatMap { $0 }.map(\.other).reduce(0, +)
         print(String(format: "publishes/s, 64 clients, 5 s each, alternated 4 rounds (1,280 ids published again and again), %d non-201:", failed))
-        print(String(format: "  none %@ (mean %.0f); 1 action (Silence 1h) %@ (mean %.0f, %.1f%% of none)", runs(.none), mean(.none), runs(.one), mean(.one), share(.one, of: .none)))
-        print(String(format: "  3 actions with headers and a body %@ (mean %.0f, %.1f%% of none); none with as many bytes (an unknown member) %@ (mean %.0f, %.1f%% of none): 3 actions are %.1f%% of the same bytes without them",
-                     runs(.three), mean(.three), share(.three, of: .none), runs(.padded), mean(.padded), share(.padded, of: .none), share(.three, of: .padded)))
+        print(
+            String(
+                format: "  none %@ (mean %.0f); 1 action (Silence 1h) %@ (mean %.0f, %.1f%% of none)", runs(.none), mean(.none), runs(.one),
+                mean(.one), share(.one, of: .none)))
+        print(
+            String(
+                format:
+                    "  3 actions with headers and a body %@ (mean %.0f, %.1f%% of none); none with as many bytes (an unknown member) %@ (mean %.0f, %.1f%% of none): 3 actions are %.1f%% of the same bytes without them",
+                runs(.three), mean(.three), share(.three, of: .none), runs(.padded), mean(.padded), share(.padded, of: .none),
+                share(.three, of: .padded)))
 
         // 4. What sealing costs a publish with 3 actions (secrets at rest): the stored form
         // sealed against the same form clear, on this thread, beside the service's CPU per
@@ -170,15 +201,20 @@ struct ActionsBench {
         _ = perCall { box.storedActions(three) }
         let clear = perCall { NotificationAction.storedText(three) }
         let sealed = perCall { box.storedActions(three) }
-        print(String(format: "sealing 3 actions (URL, method, headers, body each): stored form %.1f µs sealed, %.1f µs clear, +%.1f µs; notty-server's CPU per publish with 3 actions %.0f µs (%d publishes): sealing adds %.1f%%",
-                     sealed * 1e6, clear * 1e6, (sealed - clear) * 1e6, cpuPerPublish * 1e6, measured.ok, 100 * (sealed - clear) / cpuPerPublish))
+        print(
+            String(
+                format:
+                    "sealing 3 actions (URL, method, headers, body each): stored form %.1f µs sealed, %.1f µs clear, +%.1f µs; notty-server's CPU per publish with 3 actions %.0f µs (%d publishes): sealing adds %.1f%%",
+                sealed * 1e6, clear * 1e6, (sealed - clear) * 1e6, cpuPerPublish * 1e6, measured.ok, 100 * (sealed - clear) / cpuPerPublish))
     }
 
     private func latestCursor() async throws -> String {
         var cursor = "0"
         while true {
             let (status, text) = try await service.request(.GET, "/v1/me/notifications/changes?since=\(cursor)&limit=5000", token: service.userToken)
-            guard status == 200, case .object(let page)? = JSONValue(jsonText: text), case .string(let next)? = page["cursor"] else { throw SupportError("changes answered \(status)") }
+            guard status == 200, case .object(let page)? = JSONValue(jsonText: text), case .string(let next)? = page["cursor"] else {
+                throw SupportError("changes answered \(status)")
+            }
             cursor = next
             if case .bool(true)? = page["hasMore"] { continue }
             return cursor

@@ -48,7 +48,9 @@ struct ClientBench {
     /// selection's position, which a reload also needs).
     static func windows(_ store: LocalStore, repeats: Int) throws {
         let counts = try store.counts()
-        print("window of 200 rows from a \(counts.all)-row store (\(NotificationView.allCases.map { "\($0.rawValue) \(counts[$0])" }.joined(separator: ", ")))")
+        print(
+            "window of 200 rows from a \(counts.all)-row store (\(NotificationView.allCases.map { "\($0.rawValue) \(counts[$0])" }.joined(separator: ", ")))"
+        )
         var places: [(name: String, samples: [Double])] = [("top", []), ("middle", []), ("end", [])]
         for view in NotificationView.allCases {
             let total = counts[view]
@@ -68,11 +70,12 @@ struct ClientBench {
             let total = counts[view]
             guard let selected = try store.window(view: view, offset: total / 2, limit: 1).first else { continue }
             for _ in 0..<repeats {
-                reloads.append(try milliseconds {
-                    let length = try store.count(view: view)
-                    let position = try store.position(of: selected.id, view: view) ?? 0
-                    _ = try store.window(view: view, offset: max(0, min(position - 100, length - 200)), limit: 200, total: length)
-                })
+                reloads.append(
+                    try milliseconds {
+                        let length = try store.count(view: view)
+                        let position = try store.position(of: selected.id, view: view) ?? 0
+                        _ = try store.window(view: view, offset: max(0, min(position - 100, length - 200)), limit: 200, total: length)
+                    })
             }
         }
         print("  reload in the middle of each view (count, position of the selection, window): \(summary(reloads))")
@@ -97,12 +100,14 @@ struct ClientBench {
         var samples: [Double] = [], fetching: [Double] = [], decoding: [Double] = [], foundation: [Double] = []
         for round in 0..<pages {
             let chunk = ids[(round * 1000)..<((round + 1) * 1000)]
-            try await service.sendBatches(chunk.map {
-                #"{"id":"\#($0)","readState":"Read","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#
-            })
+            try await service.sendBatches(
+                chunk.map {
+                    #"{"id":"\#($0)","readState":"Read","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#
+                })
             let since = try (await store.perform { try $0.cursor() })
             let fetchStart = ContinuousClock.now
-            let (_, text) = try await service.request(.GET, "/v1/me/notifications/changes?limit=1000" + (since.map { "&since=\($0)" } ?? ""), token: service.userToken)
+            let (_, text) = try await service.request(
+                .GET, "/v1/me/notifications/changes?limit=1000" + (since.map { "&since=\($0)" } ?? ""), token: service.userToken)
             fetching.append((ContinuousClock.now - fetchStart).seconds * 1000)
             var decoded: ChangesPage?
             let body = Data(text.utf8)
@@ -115,7 +120,9 @@ struct ClientBench {
             guard case .applied = outcome else { throw SupportError("page not applied: \(String(describing: outcome))") }
         }
         print("apply a 1,000-change page to the \(device.count)-row store (one transaction, fsync): \(summary(samples))")
-        print("  for comparison, the same pages: fetched from the service \(summary(fetching)); read as notty does (JSONParser) \(summary(decoding)), with JSONDecoder \(summary(foundation))")
+        print(
+            "  for comparison, the same pages: fetched from the service \(summary(fetching)); read as notty does (JSONParser) \(summary(decoding)), with JSONDecoder \(summary(foundation))"
+        )
     }
 
     /// `notty poll --live` runs on device B; another device dismisses through the service
@@ -144,8 +151,9 @@ struct ClientBench {
     /// Milliseconds until B's store shows `id` dismissed, and until the PATCH was answered.
     private func dismiss(_ id: String, store: LocalStore, timeout: Duration) async throws -> (total: Double, patch: Double) {
         let start = ContinuousClock.now
-        let (status, text) = try await service.request(.PATCH, "/v1/me/notifications/\(id)", token: service.userToken,
-                                                       body: #"{"userActionState":"Dismissed","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#)
+        let (status, text) = try await service.request(
+            .PATCH, "/v1/me/notifications/\(id)", token: service.userToken,
+            body: #"{"userActionState":"Dismissed","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#)
         let patch = (ContinuousClock.now - start).seconds * 1000
         guard status == 200 else { throw SupportError("PATCH answered \(status): \(text.prefix(200))") }
         // Looked at every 100 µs on a thread of its own (the store blocks).

@@ -24,27 +24,35 @@ struct CountBench {
                     let page = (start..<min(count, start + 10_000)).map { n -> UserNotification in
                         let read: ReadState = n % 5 < 2 ? .read : .unread
                         let action: UserActionState = n % 17 == 0 ? .dismissed : n % 29 == 0 ? .snoozed : .noInteraction
-                        return .fixture(id: UserNotification.fixtureId(n), appNotificationId: "count-\(n)", app: "app\(n % 7).example.com",
-                                        group: n % 3 == 0 ? "group\(n % 11)" : nil, priority: n % 10 == 3 ? .high : .none,
-                                        title: "Notification \(n)", created: now.addingTimeInterval(Double(n - count)),
-                                        expires: n % 10_000 == 7 ? now.addingTimeInterval(-1) : now.addingTimeInterval(86_400),
-                                        read: read, action: action, snoozedUntil: action == .snoozed ? now.addingTimeInterval(3600) : nil)
+                        return .fixture(
+                            id: UserNotification.fixtureId(n), appNotificationId: "count-\(n)", app: "app\(n % 7).example.com",
+                            group: n % 3 == 0 ? "group\(n % 11)" : nil, priority: n % 10 == 3 ? .high : .none,
+                            title: "Notification \(n)", created: now.addingTimeInterval(Double(n - count)),
+                            expires: n % 10_000 == 7 ? now.addingTimeInterval(-1) : now.addingTimeInterval(86_400),
+                            read: read, action: action, snoozedUntil: action == .snoozed ? now.addingTimeInterval(3600) : nil)
                     }
-                    _ = try store.apply(page: ChangesPage(changes: page, cursor: String(start), hasMore: false), since: start == 0 ? nil : String(start - 10_000), now: now)
+                    _ = try store.apply(
+                        page: ChangesPage(changes: page, cursor: String(start), hasMore: false), since: start == 0 ? nil : String(start - 10_000),
+                        now: now)
                 }
             }
         }
         let store = try await LocalStore.open(path: path)
         let badge = try await store.perform { try $0.badge(view: .unread) }
-        print(String(format: "count: a store of %d notifications written in %.1f s; Unread %d, of them High %d; all %d",
-                     count, written / 1000, badge.count, badge.highUnread, badge.counts.all))
+        print(
+            String(
+                format: "count: a store of %d notifications written in %.1f s; Unread %d, of them High %d; all %d",
+                count, written / 1000, badge.count, badge.highUnread, badge.counts.all))
 
         let warm = try await store.perform { store in
             try (0..<500).map { _ in try milliseconds { _ = try store.badge(view: .unread) } }
         }
         report("badge of Unread, store open (500 reads)", warm)
         let parts = try await store.perform { store in
-            (try (0..<200).map { _ in try milliseconds { _ = try store.counts() } }, try (0..<200).map { _ in try milliseconds { _ = try store.count(view: .unread) } })
+            (
+                try (0..<200).map { _ in try milliseconds { _ = try store.counts() } },
+                try (0..<200).map { _ in try milliseconds { _ = try store.count(view: .unread) } }
+            )
         }
         report("of which the six counts (200 reads)", parts.0)
         report("for comparison, count(view: .unread) (200 reads)", parts.1)
@@ -58,19 +66,26 @@ struct CountBench {
         report("for comparison, store opened as every other command does, badge read (100 runs)", opened)
 
         let environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": directory.path]) { $1 }
-        for (name, arguments) in [("notty --version", ["--version"]), ("notty count", ["count"]), ("notty count --format tmux", ["count", "--format", "tmux"])] {
+        for (name, arguments) in [
+            ("notty --version", ["--version"]), ("notty count", ["count"]), ("notty count --format tmux", ["count", "--format", "tmux"]),
+        ] {
             var times: [Double] = []
             for _ in 0..<(rounds * 20) {
-                times.append(try milliseconds {
-                    let run = try runToEnd(Repository.nottyBinary.path, arguments, environment: environment, name: name)
-                    guard run.status == 0 else { throw SupportError("\(name) ended with \(run.status): \(String(decoding: run.err, as: UTF8.self))") }
-                })
+                times.append(
+                    try milliseconds {
+                        let run = try runToEnd(Repository.nottyBinary.path, arguments, environment: environment, name: name)
+                        guard run.status == 0 else {
+                            throw SupportError("\(name) ended with \(run.status): \(String(decoding: run.err, as: UTF8.self))")
+                        }
+                    })
             }
             report("\(name), whole process (\(times.count) runs)", times)
         }
     }
 
     private func report(_ what: String, _ values: [Double]) {
-        print(String(format: "  %@: median %.2f ms, p95 %.2f ms, max %.2f ms", what, percentile(values, 50), percentile(values, 95), values.max() ?? .nan))
+        print(
+            String(
+                format: "  %@: median %.2f ms, p95 %.2f ms, max %.2f ms", what, percentile(values, 50), percentile(values, 95), values.max() ?? .nan))
     }
 }

@@ -25,19 +25,23 @@ struct DesktopBench {
         do {
             for round in 0...rounds {
                 // A new notification pops up on B; then another device dismisses it.
-                let (status, text) = try await service.request(.POST, "/beta/me/notifications", token: service.appToken,
-                                                               body: #"{"appNotificationId":"popup-\#(round)","payload":{"visualContent":{"title":"Popup \#(round)"}}}"#,
-                                                               headers: [("X-UNS-ID", service.unsId)])
-                guard status == 201, let id = JSONValue(jsonText: text).flatMap({ value -> String? in
-                    if case .object(let o) = value, case .string(let id)? = o["id"] { return id }
-                    return nil
-                }) else { throw SupportError("publish answered \(status): \(text.prefix(200))") }
+                let (status, text) = try await service.request(
+                    .POST, "/beta/me/notifications", token: service.appToken,
+                    body: #"{"appNotificationId":"popup-\#(round)","payload":{"visualContent":{"title":"Popup \#(round)"}}}"#,
+                    headers: [("X-UNS-ID", service.unsId)])
+                guard status == 201,
+                    let id = JSONValue(jsonText: text).flatMap({ value -> String? in
+                        if case .object(let o) = value, case .string(let id)? = o["id"] { return id }
+                        return nil
+                    })
+                else { throw SupportError("publish answered \(status): \(text.prefix(200))") }
                 _ = try await waitFor(round == 0 ? .seconds(20) : .seconds(5)) {
                     try store.popups().first { $0.notificationId == id }?.popupId
                 }
                 let start = ContinuousClock.now
-                let (patched, answer) = try await service.request(.PATCH, "/v1/me/notifications/\(id)", token: service.userToken,
-                                                                  body: #"{"userActionState":"Dismissed","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#)
+                let (patched, answer) = try await service.request(
+                    .PATCH, "/v1/me/notifications/\(id)", token: service.userToken,
+                    body: #"{"userActionState":"Dismissed","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#)
                 guard patched == 200 else { throw SupportError("PATCH answered \(patched): \(answer.prefix(200))") }
                 _ = try await waitFor(.seconds(5)) { try store.popups().contains { $0.notificationId == id } ? nil : true }
                 if round > 0 { samples.append((ContinuousClock.now - start).seconds * 1000) }  // round 0 warms up
@@ -46,10 +50,14 @@ struct DesktopBench {
             throw SupportError("\(error); notty poll said:\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         }
         try await Task.sleep(for: .milliseconds(300))
-        print("dismiss on device A → popup closed on B's desktop (`notty poll --live --desktop`, dunst): \(summary(samples)); popups left on screen: \(try await desktop.displayed())")
+        print(
+            "dismiss on device A → popup closed on B's desktop (`notty poll --live --desktop`, dunst): \(summary(samples)); popups left on screen: \(try await desktop.displayed())"
+        )
         let (resident, peak) = memory(pid: poll.processIdentifier)
-        print(String(format: "`notty poll --live --desktop` with %d notifications in its store: resident %.1f MiB, peak %.1f MiB",
-                     device.count, Double(resident) / 1_048_576, Double(peak) / 1_048_576))
+        print(
+            String(
+                format: "`notty poll --live --desktop` with %d notifications in its store: resident %.1f MiB, peak %.1f MiB",
+                device.count, Double(resident) / 1_048_576, Double(peak) / 1_048_576))
     }
 }
 

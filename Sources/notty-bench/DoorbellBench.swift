@@ -47,11 +47,12 @@ struct DoorbellBench {
 
     private func breakdown(_ service: ServiceBench, kind: Kind) async throws {
         guard let pid = service.serve.process?.processIdentifier else { throw SupportError("no service process") }
-        let request: String? = switch kind {
-        case .tcp: nil
-        case .keepAlive: "GET /healthz HTTP/1.1\r\nHost: bench\r\n\r\n"
-        case .doorbell: NtfyBench.upgrade("/v1/me/push", authorization: service.userToken)
-        }
+        let request: String? =
+            switch kind {
+            case .tcp: nil
+            case .keepAlive: "GET /healthz HTTP/1.1\r\nHost: bench\r\n\r\n"
+            case .doorbell: NtfyBench.upgrade("/v1/me/push", authorization: service.userToken)
+            }
         try await Task.sleep(for: .seconds(1))
         let baseline = memory(pid: pid).resident
         let counters = Counters()
@@ -66,7 +67,10 @@ struct DoorbellBench {
         try await Task.sleep(for: .seconds(3))
         let open = channels.filter(\.isActive).count
         let grown = memory(pid: pid).resident - baseline
-        print(String(format: "%d %@: %d open, %.1f KiB of the service's resident memory each", breakdownCount, kind.rawValue, open, Double(grown) / 1024 / Double(max(1, open))))
+        print(
+            String(
+                format: "%d %@: %d open, %.1f KiB of the service's resident memory each", breakdownCount, kind.rawValue, open,
+                Double(grown) / 1024 / Double(max(1, open))))
         for channel in channels { try? await channel.close() }
     }
 
@@ -83,7 +87,9 @@ struct DoorbellBench {
 
     private func measure(_ service: ServiceBench) async throws {
         guard let pid = service.serve.process?.processIdentifier else { throw SupportError("no service process") }
-        print("notty-bench doorbells — real `notty serve` (SQLite) on 127.0.0.1:\(service.port), \(ProcessInfo.processInfo.activeProcessorCount) cores; idle doorbells of \(users) users")
+        print(
+            "notty-bench doorbells — real `notty serve` (SQLite) on 127.0.0.1:\(service.port), \(ProcessInfo.processInfo.activeProcessorCount) cores; idle doorbells of \(users) users"
+        )
         let subscriptions = try await InstancesBench(quick: true, postgresServer: nil, users: users).addUsers(to: service)
         var tokens: [String] = []
         for n in 0..<users { tokens.append(try await service.token("grant_type=password&username=bench-user-\(n)&password=pw")) }
@@ -102,8 +108,11 @@ struct DoorbellBench {
             try await Task.sleep(for: .seconds(3))  // settled: the first frames sent, nothing in flight
             let open = channels.filter(\.isActive).count
             let resident = memory(pid: pid).resident
-            print(String(format: "%d idle doorbells (%d answered, %d open): service resident %.1f MiB, %.1f KiB per doorbell",
-                         step, counters.answered.load(ordering: .relaxed), open, Double(resident) / 1_048_576, Double(resident - baseline) / 1024 / Double(max(1, open))))
+            print(
+                String(
+                    format: "%d idle doorbells (%d answered, %d open): service resident %.1f MiB, %.1f KiB per doorbell",
+                    step, counters.answered.load(ordering: .relaxed), open, Double(resident) / 1_048_576,
+                    Double(resident - baseline) / 1024 / Double(max(1, open))))
         }
 
         // Fan-out: every socket's next bytes after this point are its user's frame.
@@ -114,8 +123,9 @@ struct DoorbellBench {
             for client in 0..<16 {
                 group.addTask {
                     for n in stride(from: client, to: subscriptions.count, by: 16) {
-                        let (status, text) = try await service.request(.POST, "/beta/me/notifications", token: service.appToken,
-                                                                       body: ServiceBench.publishBody("fanout-\(n)"), headers: [("X-UNS-ID", subscriptions[n])])
+                        let (status, text) = try await service.request(
+                            .POST, "/beta/me/notifications", token: service.appToken,
+                            body: ServiceBench.publishBody("fanout-\(n)"), headers: [("X-UNS-ID", subscriptions[n])])
                         guard status == 201 else { throw SupportError("publish answered \(status): \(text.prefix(200))") }
                     }
                 }
@@ -126,8 +136,11 @@ struct DoorbellBench {
         let deadline = ContinuousClock.now + .seconds(60)
         while counters.rung.load(ordering: .relaxed) < open && ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(500)) }
         let last = counters.lastRing.withLock { $0 } ?? ContinuousClock.now
-        print(String(format: "fan-out: one publish to each of %d users (16 clients, all answered in %.0f ms) → %d of %d sockets had their frame after %.0f ms",
-                     subscriptions.count, (published - start).seconds * 1000, counters.rung.load(ordering: .relaxed), open, (last - start).seconds * 1000))
+        print(
+            String(
+                format:
+                    "fan-out: one publish to each of %d users (16 clients, all answered in %.0f ms) → %d of %d sockets had their frame after %.0f ms",
+                subscriptions.count, (published - start).seconds * 1000, counters.rung.load(ordering: .relaxed), open, (last - start).seconds * 1000))
         let (resident, peak) = memory(pid: pid)
         print(String(format: "service after the fan-out: resident %.1f MiB, peak %.1f MiB", Double(resident) / 1_048_576, Double(peak) / 1_048_576))
         for channel in channels { try? await channel.close() }

@@ -37,16 +37,17 @@ struct EscalationBench {
                 let body = try await request.body.collect(upTo: 1 << 20)
                 let at = Date()
                 guard case .object(let object)? = JSONParser.parse(Data(buffer: body)), case .string(let event)? = object["event"],
-                      case .object(let n)? = object["notification"], case .string(let id)? = n["id"],
-                      case .string(let created)? = n["createdDateTime"], let createdAt = ISOTime.parse(created)
+                    case .object(let n)? = object["notification"], case .string(let id)? = n["id"],
+                    case .string(let created)? = n["createdDateTime"], let createdAt = ISOTime.parse(created)
                 else { return .badRequest }
                 let arrival = Arrival(event: event, id: id, created: createdAt, at: at)
                 self.arrivals.update { $0.append(arrival) }
                 self.stream.continuation.yield(arrival)
                 return .ok
             }
-            return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                               onServerRunning: { channel in port.update { $0 = channel.localAddress?.port } })
+            return Application(
+                router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                onServerRunning: { channel in port.update { $0 = channel.localAddress?.port } })
         }
 
         func count(_ event: String, ids: Set<String>) -> Int { arrivals.update { $0.filter { $0.event == event && ids.contains($0.id) }.count } }
@@ -61,18 +62,22 @@ struct EscalationBench {
         let port = try await waitFor(.seconds(10)) { portBox.update { $0 } }
         let hook = "webhook:http://127.0.0.1:\(port)/hook"
 
-        print("notty-bench escalation — real `notty serve` (SQLite, WAL, synchronous=FULL), \(users) users each with a rule (after \(after) s → a webhook on loopback), \(pending) High notifications pending, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        print(
+            "notty-bench escalation — real `notty serve` (SQLite, WAL, synchronous=FULL), \(users) users each with a rule (after \(after) s → a webhook on loopback), \(pending) High notifications pending, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+        )
         let subscriptions = try await service.addUsers(count: users)
         let storage = try await service.openStorage()
         let now = Date()
         let alice = try await storage.user(name: "alice")
         for (index, user) in try await Self.userIds(storage, count: users).enumerated() {
             _ = try await storage.insertEscalationRule(
-                EscalationRule(id: "bench-\(index)", name: "bench", afterSeconds: after, targets: [hook], createdDateTime: now), userId: user, limit: 20)
+                EscalationRule(id: "bench-\(index)", name: "bench", afterSeconds: after, targets: [hook], createdDateTime: now), userId: user,
+                limit: 20)
         }
         if let alice {
             _ = try await storage.insertEscalationRule(
-                EscalationRule(id: "bench-alice", name: "retract", afterSeconds: 5, targets: [hook], createdDateTime: now), userId: alice.id, limit: 20)
+                EscalationRule(id: "bench-alice", name: "retract", afterSeconds: 5, targets: [hook], createdDateTime: now), userId: alice.id,
+                limit: 20)
         }
         try await storage.close()
         // Restarted, the service knows every user's rules from its first moment.
@@ -84,14 +89,17 @@ struct EscalationBench {
         // not grow from one measurement to the next, so only the pending rows differ.
         func lowRate(_ tag: String) async throws -> HTTPLoad.Result {
             try await HTTPLoad.run(servers: [service.base], clients: 64, seconds: 5, expect: 201) { [appToken = service.appToken] client, n, host in
-                let body = #"{"appNotificationId":"low-\#(client)-\#(n % 20)","priority":"Low","payload":{"visualContent":{"title":"Low \#(n) \#(tag)"}}}"#
-                return "POST /beta/me/notifications HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(appToken)\r\nX-UNS-ID: \(subscriptions[(client * 20 + n % 20) % subscriptions.count])\r\n"
+                let body =
+                    #"{"appNotificationId":"low-\#(client)-\#(n % 20)","priority":"Low","payload":{"visualContent":{"title":"Low \#(n) \#(tag)"}}}"#
+                return
+                    "POST /beta/me/notifications HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(appToken)\r\nX-UNS-ID: \(subscriptions[(client * 20 + n % 20) % subscriptions.count])\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
             }
         }
         _ = try await HTTPLoad.run(servers: [service.base], clients: 16, seconds: 1, expect: 201) { [appToken = service.appToken] client, n, host in
             let body = #"{"appNotificationId":"warm\#(client)-\#(n)","priority":"Low","payload":{"visualContent":{"title":"warm"}}}"#
-            return "POST /beta/me/notifications HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(appToken)\r\nX-UNS-ID: \(subscriptions.randomElement()!)\r\n"
+            return
+                "POST /beta/me/notifications HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(appToken)\r\nX-UNS-ID: \(subscriptions.randomElement()!)\r\n"
                 + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
         }
         let none = try await lowRate("none")
@@ -104,9 +112,11 @@ struct EscalationBench {
                 group.addTask {
                     var n = worker
                     while n < pending {
-                        let body = #"{"appNotificationId":"high-\#(n)","priority":"High","payload":{"visualContent":{"title":"Alert \#(n)","body":"unhandled"}}}"#
-                        let (status, text) = try await service.request(.POST, "/beta/me/notifications", token: service.appToken, body: body,
-                                                                       headers: [("X-UNS-ID", subscriptions[n % subscriptions.count])])
+                        let body =
+                            #"{"appNotificationId":"high-\#(n)","priority":"High","payload":{"visualContent":{"title":"Alert \#(n)","body":"unhandled"}}}"#
+                        let (status, text) = try await service.request(
+                            .POST, "/beta/me/notifications", token: service.appToken, body: body,
+                            headers: [("X-UNS-ID", subscriptions[n % subscriptions.count])])
                         guard status == 201, case .object(let o)? = JSONValue(jsonText: text), case .string(let id)? = o["id"] else {
                             throw SupportError("publish answered \(status): \(text)")
                         }
@@ -135,21 +145,36 @@ struct EscalationBench {
         let lags = receiver.arrivals.update { $0 }.filter { $0.event == "escalated" && pendingIds.contains($0.id) }
             .map { $0.at.timeIntervalSince($0.created.addingTimeInterval(TimeInterval(after))) * 1000 }
         let noneAgain = try await lowRate("again")
-        print(String(format: "publishing %d High (64 at a time): %.1f s, then 3 s to settle. Low publishes to the same users (1,280 ids published again and again), 64 clients, 5 s each:", pending, published))
-        print(String(format: "  none pending (before): %.0f/s (%d non-201); %d pending: %.0f/s (%d non-201); none pending (after they were sent): %.0f/s (%d non-201)",
-                     none.rate, none.other, pending, withPending.rate, withPending.other, noneAgain.rate, noneAgain.other))
-        print(String(format: "  with %d pending against none: %.1f%% (against the mean of before and after)", pending,
-                     100 * withPending.rate / max(1, (none.rate + noneAgain.rate) / 2)))
+        print(
+            String(
+                format:
+                    "publishing %d High (64 at a time): %.1f s, then 3 s to settle. Low publishes to the same users (1,280 ids published again and again), 64 clients, 5 s each:",
+                pending, published))
+        print(
+            String(
+                format:
+                    "  none pending (before): %.0f/s (%d non-201); %d pending: %.0f/s (%d non-201); none pending (after they were sent): %.0f/s (%d non-201)",
+                none.rate, none.other, pending, withPending.rate, withPending.other, noneAgain.rate, noneAgain.other))
+        print(
+            String(
+                format: "  with %d pending against none: %.1f%% (against the mean of before and after)", pending,
+                100 * withPending.rate / max(1, (none.rate + noneAgain.rate) / 2)))
         print("due-time lag (webhook arrival − (createdDateTime + \(after) s)), \(lags.count) escalations: \(summary(lags))")
-        print(String(format: "service CPU while they were sent: %.2f s over %.1f s = %.3f ms per escalation", cpu, window, cpu * 1000 / Double(max(1, lags.count))))
+        print(
+            String(
+                format: "service CPU while they were sent: %.2f s over %.1f s = %.3f ms per escalation", cpu, window,
+                cpu * 1000 / Double(max(1, lags.count))))
 
         // Dismiss → retraction: alice's own, escalated after 5 s, dismissed one after another.
         let count = 200
         var aliceIds: [String] = []
         for n in 0..<count {
             let body = #"{"appNotificationId":"retract-\#(n)","priority":"High","payload":{"visualContent":{"title":"Retract \#(n)"}}}"#
-            let (status, text) = try await service.request(.POST, "/beta/me/notifications", token: service.appToken, body: body, headers: [("X-UNS-ID", service.unsId)])
-            guard status == 201, case .object(let o)? = JSONValue(jsonText: text), case .string(let id)? = o["id"] else { throw SupportError("publish answered \(status)") }
+            let (status, text) = try await service.request(
+                .POST, "/beta/me/notifications", token: service.appToken, body: body, headers: [("X-UNS-ID", service.unsId)])
+            guard status == 201, case .object(let o)? = JSONValue(jsonText: text), case .string(let id)? = o["id"] else {
+                throw SupportError("publish answered \(status)")
+            }
             aliceIds.append(id)
         }
         let aliceSet = Set(aliceIds)

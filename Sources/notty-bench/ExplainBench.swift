@@ -31,7 +31,9 @@ struct ExplainBench {
         let vacuum = try await duration { try await TestPostgres.psql(database, "VACUUM ANALYZE notifications") }
         print(String(format: "filled in %.1f s (one INSERT … SELECT, then ANALYZE); VACUUM %.1f s", fill, vacuum))
         let name = String(database.split(separator: "/").last!.split(separator: "?").first!)
-        try await TestPostgres.psql(database, """
+        try await TestPostgres.psql(
+            database,
+            """
             ALTER DATABASE \(name) SET session_preload_libraries = 'auto_explain';
             ALTER DATABASE \(name) SET auto_explain.log_min_duration = 0;
             ALTER DATABASE \(name) SET auto_explain.log_analyze = on;
@@ -55,7 +57,9 @@ struct ExplainBench {
         func newPlans() throws -> [Plan] {
             let data = try Data(contentsOf: log)
             defer { seen = data.count }
-            return Self.plans(in: String(decoding: data.dropFirst(seen), as: UTF8.self)).filter { $0.query.contains("notifications") && !$0.query.contains("expires <=") }  // not the expiry sweep
+            return Self.plans(in: String(decoding: data.dropFirst(seen), as: UTF8.self)).filter {
+                $0.query.contains("notifications") && !$0.query.contains("expires <=")
+            }  // not the expiry sweep
         }
         var sections: [(String, [Plan])] = []
         for (label, path) in requests {

@@ -78,7 +78,9 @@ enum FrameBench {
             try frame(.key(.enter), record: "Enter '\(query)'")
             try frame(.key(.escape), record: nil)
         }
-        print("one frame inside notty, by phase (120×40, \(try store.counts().all) notifications, \(pause.seconds * 1000) ms idle before each key; paint includes ncurses writing to a pseudo-terminal):")
+        print(
+            "one frame inside notty, by phase (120×40, \(try store.counts().all) notifications, \(pause.seconds * 1000) ms idle before each key; paint includes ncurses writing to a pseudo-terminal):"
+        )
         for name in keys.map(\.0) + ClientBench.searchQueries.map { "Enter '\($0)'" } {
             for phase in ["update", "load", "render", "paint", "all"] {
                 let label = "\(name): \(phase)"

@@ -77,8 +77,10 @@ enum HTTPLoad {
         var received: ByteBuffer?
         var finished = false
 
-        init(client: Int, host: String, end: NIODeadline, expect: Int,
-             request: @escaping @Sendable (Int, Int, String) -> String, done: EventLoopPromise<Counts>) {
+        init(
+            client: Int, host: String, end: NIODeadline, expect: Int,
+            request: @escaping @Sendable (Int, Int, String) -> String, done: EventLoopPromise<Counts>
+        ) {
             self.client = client
             self.host = host
             self.end = end

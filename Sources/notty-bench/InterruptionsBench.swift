@@ -38,8 +38,9 @@ struct InterruptionsBench {
             let value = round % 2 == 0 ? Interruptions.quietValue(until: Date().addingTimeInterval(3600), strict: false) : .null
             let entry = JSONValue.object(["key": .string(Interruptions.quietKey), "value": value, "changedAt": .string(ISOTime.format(Date()))])
             let start = ContinuousClock.now
-            let (status, answer) = try await service.request(.PATCH, "/v1/me/preferences", token: service.userToken,
-                                                             body: JSONValue.object(["preferences": .array([entry])]).jsonText)
+            let (status, answer) = try await service.request(
+                .PATCH, "/v1/me/preferences", token: service.userToken,
+                body: JSONValue.object(["preferences": .array([entry])]).jsonText)
             guard status == 200 else { throw SupportError("PATCH /v1/me/preferences answered \(status): \(answer.prefix(200))") }
             _ = try await waitFor(round == 0 ? .seconds(20) : .seconds(5)) {
                 try store.preferences().first { $0.key == Interruptions.quietKey }?.value == value ? true : nil
@@ -57,9 +58,11 @@ struct InterruptionsBench {
             for client in 0..<16 {
                 group.addTask {
                     for n in stride(from: client, to: count, by: 16) {
-                        let body = #"{"appNotificationId":"storm-\#(n)","groupName":"HighCPU","payload":{"visualContent":{"title":"CPU at 9\#(n % 10)% on web-\#(n)"}}}"#
-                        let (status, text) = try await service.request(.POST, "/beta/me/notifications", token: service.appToken, body: body,
-                                                                       headers: [("X-UNS-ID", service.unsId)])
+                        let body =
+                            #"{"appNotificationId":"storm-\#(n)","groupName":"HighCPU","payload":{"visualContent":{"title":"CPU at 9\#(n % 10)% on web-\#(n)"}}}"#
+                        let (status, text) = try await service.request(
+                            .POST, "/beta/me/notifications", token: service.appToken, body: body,
+                            headers: [("X-UNS-ID", service.unsId)])
                         guard status == 201 else { throw SupportError("publish answered \(status): \(text.prefix(200))") }
                         sent.update { $0 += 1 }
                     }
@@ -76,9 +79,15 @@ struct InterruptionsBench {
         let updates = calls.filter { $0.summary.hasPrefix("HighCPU ×") }.count
         let shown = try await desktop.displayed()
         let (resident, peak) = memory(pid: pid)
-        print(String(format: "a storm of %d alerts of one group (16 clients, %.2f s to publish): %d single popups before it folded, then 1 group popup updated in place %d times; popups on screen at the end: %d",
-                     sent.value, (published - start).seconds, single, updates, shown))
-        print(String(format: "the last alert's answer → the group popup says \"%@\": %.0f ms; `notty poll --live --desktop` resident %.1f MiB, peak %.1f MiB",
-                     title, (reflected - published).seconds * 1000, Double(resident) / 1_048_576, Double(peak) / 1_048_576))
+        print(
+            String(
+                format:
+                    "a storm of %d alerts of one group (16 clients, %.2f s to publish): %d single popups before it folded, then 1 group popup updated in place %d times; popups on screen at the end: %d",
+                sent.value, (published - start).seconds, single, updates, shown))
+        print(
+            String(
+                format:
+                    "the last alert's answer → the group popup says \"%@\": %.0f ms; `notty poll --live --desktop` resident %.1f MiB, peak %.1f MiB",
+                title, (reflected - published).seconds * 1000, Double(resident) / 1_048_576, Double(peak) / 1_048_576))
     }
 }

@@ -27,7 +27,9 @@ struct NtfyBench {
         let seconds = quick ? 3.0 : 10.0
         let hook = try await make(#"{"targetHostName":"ci.example.com","platform":"webhook"}"#, field: "webhookUrl")
         let topic = try await make(#"{"platform":"ntfy","deviceName":"bench phone"}"#, field: "topicUrl")
-        print("notty-bench ntfy — real `notty serve` (SQLite, WAL, synchronous=FULL), 64 keep-alive clients, \(Int(seconds)) s each after 1 s of warm-up, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        print(
+            "notty-bench ntfy — real `notty serve` (SQLite, WAL, synchronous=FULL), 64 keep-alive clients, \(Int(seconds)) s each after 1 s of warm-up, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+        )
 
         func ntfy(tag: String, seconds: Double) async throws -> HTTPLoad.Result {
             try await HTTPLoad.run(servers: [service.base], clients: 64, seconds: seconds, expect: 200) { client, n, host in
@@ -41,13 +43,21 @@ struct NtfyBench {
         _ = try await ntfy(tag: "warm", seconds: 1)
         let text = try await ntfy(tag: "n", seconds: seconds)
         let after = try await service.throughput(seconds: seconds, tag: "p2-")
-        print(String(format: "publish route (POST /beta/me/notifications): %.0f/s before, %.0f/s after (%d, %d non-201)", before.rate, after.rate, before.other, after.other))
-        print(String(format: "ntfy text publish (POST /TOKEN with Title, Priority, Tags): %.0f/s (%d non-200); %.0f%% of the publish route",
-                     text.rate, text.other, 100 * text.rate / max(1, (before.rate + after.rate) / 2)))
+        print(
+            String(
+                format: "publish route (POST /beta/me/notifications): %.0f/s before, %.0f/s after (%d, %d non-201)", before.rate, after.rate,
+                before.other, after.other))
+        print(
+            String(
+                format: "ntfy text publish (POST /TOKEN with Title, Priority, Tags): %.0f/s (%d non-200); %.0f%% of the publish route",
+                text.rate, text.other, 100 * text.rate / max(1, (before.rate + after.rate) / 2)))
 
         let clears = try await clearLatencies(topic: topic, count: quick ? 200 : 1000)
-        print(String(format: "dismiss (PATCH) → message_clear at an ntfy WebSocket subscriber (%d, one after another): p50 %.2f ms, p99 %.2f ms, max %.2f ms",
-                     clears.count, percentile(clears, 50), percentile(clears, 99), clears.max() ?? 0))
+        print(
+            String(
+                format:
+                    "dismiss (PATCH) → message_clear at an ntfy WebSocket subscriber (%d, one after another): p50 %.2f ms, p99 %.2f ms, max %.2f ms",
+                clears.count, percentile(clears, 50), percentile(clears, 99), clears.max() ?? 0))
 
         // Each kind on a fresh service (of its own user, with nothing in Unread), so one kind's
         // freed memory is not another's.
@@ -57,10 +67,16 @@ struct NtfyBench {
             do {
                 let other = NtfyBench(service: fresh)
                 let topic = try await other.make(#"{"platform":"ntfy","deviceName":"bench phone"}"#, field: "topicUrl")
-                let request = kind.hasPrefix("ntfy NDJSON") ? "GET /\(topic)/json HTTP/1.1\r\nHost: bench\r\n\r\n"
-                    : kind.hasPrefix("ntfy WebSocket") ? Self.upgrade("/\(topic)/ws", authorization: nil) : Self.upgrade("/v1/me/push", authorization: fresh.userToken)
+                let request =
+                    kind.hasPrefix("ntfy NDJSON")
+                    ? "GET /\(topic)/json HTTP/1.1\r\nHost: bench\r\n\r\n"
+                    : kind.hasPrefix("ntfy WebSocket")
+                        ? Self.upgrade("/\(topic)/ws", authorization: nil) : Self.upgrade("/v1/me/push", authorization: fresh.userToken)
                 let (perConnection, open, baseline) = try await other.idleMemory(count: count, request: request)
-                print(String(format: "%@: %d idle, %.1f KiB of the service's resident memory each (from %.1f MiB)", kind, open, perConnection / 1024, Double(baseline) / 1048576))
+                print(
+                    String(
+                        format: "%@: %d idle, %.1f KiB of the service's resident memory each (from %.1f MiB)", kind, open, perConnection / 1024,
+                        Double(baseline) / 1_048_576))
             } catch {
                 print("\(kind): failed: \(error)")
             }
@@ -72,7 +88,8 @@ struct NtfyBench {
     private func make(_ body: String, field: String) async throws -> String {
         let (status, text) = try await service.request(.POST, "/v1/me/subscriptions", token: service.userToken, body: body)
         guard status == 201, case .object(let object)? = JSONValue(jsonText: text), case .string(let url)? = object[field],
-              let last = url.split(separator: "/").last else { throw SupportError("subscription answered \(status): \(text)") }
+            let last = url.split(separator: "/").last
+        else { throw SupportError("subscription answered \(status): \(text)") }
         return String(last)
     }
 
@@ -80,8 +97,10 @@ struct NtfyBench {
     private func clearLatencies(topic: String, count: Int) async throws -> [Double] {
         let events = AsyncStream<JSONValue>.makeStream()
         let phone = Task {
-            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(service.port)/\(topic)/ws", configuration: .init(maxFrameSize: 1 << 20),
-                                              logger: Logger(label: "bench")) { inbound, _, _ in
+            try await WebSocketClient.connect(
+                url: "ws://127.0.0.1:\(service.port)/\(topic)/ws", configuration: .init(maxFrameSize: 1 << 20),
+                logger: Logger(label: "bench")
+            ) { inbound, _, _ in
                 for try await message in inbound.messages(maxSize: 1 << 20) {
                     if case .text(let text) = message, let value = JSONValue(jsonText: text) { events.continuation.yield(value) }
                 }
@@ -91,21 +110,25 @@ struct NtfyBench {
         var iterator = events.stream.makeAsyncIterator()
         func next(_ event: String, _ id: String?) async -> Bool {
             while let value = await iterator.next() {
-                if case .object(let object) = value, object["event"] == .string(event), id == nil || object["sequence_id"] == .string(id!) { return true }
+                if case .object(let object) = value, object["event"] == .string(event), id == nil || object["sequence_id"] == .string(id!) {
+                    return true
+                }
             }
             return false
         }
         guard await next("open", nil) else { throw SupportError("the ntfy WebSocket subscriber got no open event") }
         var latencies: [Double] = []
         for i in 0..<count {
-            let (status, text) = try await service.request(.POST, "/beta/me/notifications", token: service.appToken,
-                                                           body: ServiceBench.publishBody("clear-\(i)"), headers: [("X-UNS-ID", service.unsId)])
+            let (status, text) = try await service.request(
+                .POST, "/beta/me/notifications", token: service.appToken,
+                body: ServiceBench.publishBody("clear-\(i)"), headers: [("X-UNS-ID", service.unsId)])
             guard status == 201, case .object(let object)? = JSONValue(jsonText: text), case .string(let id)? = object["id"] else {
                 throw SupportError("publish answered \(status): \(text)")
             }
             guard await next("message", id) else { break }
             let start = ContinuousClock.now
-            async let patched = service.request(.PATCH, "/v1/me/notifications/\(id)", token: service.userToken, body: #"{"userActionState":"Dismissed"}"#)
+            async let patched = service.request(
+                .PATCH, "/v1/me/notifications/\(id)", token: service.userToken, body: #"{"userActionState":"Dismissed"}"#)
             guard await next("message_clear", id) else { break }
             latencies.append((ContinuousClock.now - start).seconds * 1000)
             _ = try await patched

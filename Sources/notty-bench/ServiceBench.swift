@@ -60,7 +60,8 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
         var subscriptions: [String] = []
         do {
             for n in 0..<users {
-                let user = UserRecord(id: UUID().uuidString.lowercased(), userName: "bench-user-\(n)", displayName: "Bench user \(n)", passwordHash: hash)
+                let user = UserRecord(
+                    id: UUID().uuidString.lowercased(), userName: "bench-user-\(n)", displayName: "Bench user \(n)", passwordHash: hash)
                 try await storage.createUser(user)
                 let subscription = SubscriptionRecord(
                     id: UUID().uuidString.lowercased(), userId: user.id, targetHostName: "ci.example.com", deviceId: UUID().uuidString.lowercased(),
@@ -75,7 +76,6 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
         try await storage.close()
         return subscriptions
     }
-
 
     init(serve: ServeProcess, directory: URL, http: HTTPClient) {
         self.serve = serve
@@ -98,11 +98,15 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
         request.body = .bytes(ByteBuffer(string: form))
         let response = try await http.execute(request, timeout: .seconds(30))
         let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
-        guard case .object(let object)? = JSONValue(jsonText: text), case .string(let token)? = object["access_token"] else { throw SupportError("token: \(text)") }
+        guard case .object(let object)? = JSONValue(jsonText: text), case .string(let token)? = object["access_token"] else {
+            throw SupportError("token: \(text)")
+        }
         return token
     }
 
-    func request(_ method: HTTPMethod, _ path: String, token: String, body: String? = nil, headers: [(String, String)] = [], via server: String? = nil) async throws -> (Int, String) {
+    func request(
+        _ method: HTTPMethod, _ path: String, token: String, body: String? = nil, headers: [(String, String)] = [], via server: String? = nil
+    ) async throws -> (Int, String) {
         var request = HTTPClientRequest(url: (server ?? base) + path)
         request.method = method
         if !token.isEmpty { request.headers.add(name: "Authorization", value: "Bearer \(token)") }  // "": none (a webhook)
@@ -122,13 +126,16 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
     }
 
     func publish(_ key: String, via server: String? = nil) async throws -> Int {
-        try await request(.POST, "/beta/me/notifications", token: appToken, body: Self.publishBody(key), headers: [("X-UNS-ID", unsId)], via: server).0
+        try await request(.POST, "/beta/me/notifications", token: appToken, body: Self.publishBody(key), headers: [("X-UNS-ID", unsId)], via: server)
+            .0
     }
 
     /// Publishes from `clients` concurrent clients (keep-alive connections of ``HTTPLoad``) for
     /// `seconds`, spread over `servers` (default: this one), each to this bench's user or, given
     /// `subscriptions`, to one of them picked at random.
-    func throughput(seconds: Double, clients: Int = 64, servers: [String]? = nil, subscriptions: [String]? = nil, tag: String) async throws -> HTTPLoad.Result {
+    func throughput(seconds: Double, clients: Int = 64, servers: [String]? = nil, subscriptions: [String]? = nil, tag: String) async throws
+        -> HTTPLoad.Result
+    {
         let (appToken, unsIds) = (self.appToken, subscriptions ?? [self.unsId])
         return try await HTTPLoad.run(servers: servers ?? [base], clients: clients, seconds: seconds, expect: 201) { client, n, host in
             let body = Self.publishBody("\(tag)\(client)-\(n)")
@@ -141,13 +148,18 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
     /// Milliseconds from a publish through `server` (default: this one) to the doorbell frame
     /// at a device connected to `devicePort` (default: this one), `count` times one after another
     /// (and not after `deadline`). `send(key)` publishes another way (a webhook) and answers its status.
-    func doorbellLatencies(count: Int, deadline: ContinuousClock.Instant? = nil, publishVia server: String? = nil, devicePort: Int? = nil, tag: String,
-                           send: (@Sendable (String) async throws -> Int)? = nil) async throws -> [Double] {
+    func doorbellLatencies(
+        count: Int, deadline: ContinuousClock.Instant? = nil, publishVia server: String? = nil, devicePort: Int? = nil, tag: String,
+        send: (@Sendable (String) async throws -> Int)? = nil
+    ) async throws -> [Double] {
         let frames = AsyncStream<String>.makeStream()
         let device = Task {
             var headers = HTTPFields()
             headers[.authorization] = "Bearer \(userToken)"
-            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(devicePort ?? port)/v1/me/push", configuration: .init(additionalHeaders: headers), logger: Logger(label: "bench")) { inbound, _, _ in
+            try await WebSocketClient.connect(
+                url: "ws://127.0.0.1:\(devicePort ?? port)/v1/me/push", configuration: .init(additionalHeaders: headers),
+                logger: Logger(label: "bench")
+            ) { inbound, _, _ in
                 for try await message in inbound.messages(maxSize: 1 << 20) {
                     if case .text(let text) = message { frames.continuation.yield(text) }
                 }
@@ -175,22 +187,29 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
 
     func run(quick: Bool) async throws {
         let scale = quick ? 0.2 : 1.0
-        print("notty-bench service — real `notty serve` (SQLite, WAL, synchronous=FULL) on 127.0.0.1:\(port), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        print(
+            "notty-bench service — real `notty serve` (SQLite, WAL, synchronous=FULL) on 127.0.0.1:\(port), \(ProcessInfo.processInfo.activeProcessorCount) cores"
+        )
         print("")
 
         // 1. Durable publish throughput from 64 concurrent clients, after a second of the same
         // load that is not counted (threads started, caches and the store's first pages warm).
         _ = try await throughput(seconds: 1, tag: "w")
         let burst = try await throughput(seconds: 5.0 * scale + 1, tag: "t")
-        print(String(format: "publish throughput, 64 concurrent clients: %.0f publishes/s (%d acknowledged in %.1f s after 1 s of warm-up, %d non-201)", burst.rate, burst.ok, burst.elapsed, burst.other))
+        print(
+            String(
+                format: "publish throughput, 64 concurrent clients: %.0f publishes/s (%d acknowledged in %.1f s after 1 s of warm-up, %d non-201)",
+                burst.rate, burst.ok, burst.elapsed, burst.other))
 
         // 1b. The same server's floor: a request it answers 404 at once (no auth, no body, no
         // storage) from the same 64 clients for as long; publishes are shown as a share of it.
         let floor = try await HTTPLoad.run(servers: [base], clients: 64, seconds: 5.0 * scale + 1, expect: 404) { _, _, host in
             "GET /no-such-route HTTP/1.1\r\nHost: \(host)\r\n\r\n"
         }
-        print(String(format: "the same server's 404 floor, 64 concurrent clients: %.0f requests/s (%d non-404); publishes are %.1f%% of it",
-                     floor.rate, floor.other, floor.rate > 0 ? 100 * burst.rate / floor.rate : 0))
+        print(
+            String(
+                format: "the same server's 404 floor, 64 concurrent clients: %.0f requests/s (%d non-404); publishes are %.1f%% of it",
+                floor.rate, floor.other, floor.rate > 0 ? 100 * burst.rate / floor.rate : 0))
 
         // 2. Publish latency at a steady 1,000/s.
         let rate = 1000.0
@@ -211,7 +230,10 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
             try await group.waitForAll()
         }
         let paced = latencies.value
-        print(String(format: "publish latency at 1,000/s (%d publishes): p50 %.2f ms, p99 %.2f ms, max %.2f ms", paced.count, percentile(paced, 50), percentile(paced, 99), paced.max() ?? 0))
+        print(
+            String(
+                format: "publish latency at 1,000/s (%d publishes): p50 %.2f ms, p99 %.2f ms, max %.2f ms", paced.count, percentile(paced, 50),
+                percentile(paced, 99), paced.max() ?? 0))
 
         // 3. Publish → doorbell frame at a connected device.
         let bell = try await doorbellLatencies(count: Int(1000 * scale + 100), tag: "bell")
@@ -223,7 +245,10 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
         let polls = try await HTTPLoad.run(servers: [base], clients: 64, seconds: 5 * scale + 1, expect: 304) { _, _, host in
             "GET /v1/me/notifications/changes?since=\(cursor) HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(userToken)\r\nIf-None-Match: \"\(cursor)\"\r\n\r\n"
         }
-        print(String(format: "conditional polls, 64 concurrent clients: %.0f 304s/s (%d in %.1f s, %d other)", polls.rate, polls.ok, polls.elapsed, polls.other))
+        print(
+            String(
+                format: "conditional polls, 64 concurrent clients: %.0f 304s/s (%d in %.1f s, %d other)", polls.rate, polls.ok, polls.elapsed,
+                polls.other))
 
         // 5. Idle connected devices and the service's memory.
         let idleCount = quick ? 1000 : 10_000
@@ -231,27 +256,34 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
         let connected = Locked<Int>(0)
         var idle: [Task<Void, any Error>] = []
         for i in 0..<idleCount {
-            idle.append(Task {
-                var headers = HTTPFields()
-                headers[.authorization] = "Bearer \(userToken)"
-                try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1/me/push", configuration: .init(additionalHeaders: headers), logger: Logger(label: "idle")) { inbound, _, _ in
-                    connected.update { $0 += 1 }
-                    for try await _ in inbound.messages(maxSize: 1 << 20) {}
-                }
-            })
+            idle.append(
+                Task {
+                    var headers = HTTPFields()
+                    headers[.authorization] = "Bearer \(userToken)"
+                    try await WebSocketClient.connect(
+                        url: "ws://127.0.0.1:\(port)/v1/me/push", configuration: .init(additionalHeaders: headers), logger: Logger(label: "idle")
+                    ) { inbound, _, _ in
+                        connected.update { $0 += 1 }
+                        for try await _ in inbound.messages(maxSize: 1 << 20) {}
+                    }
+                })
             if i % 200 == 199 { try await Task.sleep(for: .milliseconds(20)) }
         }
         let deadline = ContinuousClock.now + .seconds(60)
         while connected.update({ $0 }) < idleCount && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
         try await Task.sleep(for: .seconds(1))
         let during = serverRSS
-        print(String(format: "idle doorbell devices: %d connected; service RSS %.0f MiB (%.0f MiB before connecting)", connected.value, Double(during) / 1_048_576, Double(before) / 1_048_576))
+        print(
+            String(
+                format: "idle doorbell devices: %d connected; service RSS %.0f MiB (%.0f MiB before connecting)", connected.value,
+                Double(during) / 1_048_576, Double(before) / 1_048_576))
         for task in idle { task.cancel() }
     }
 
     /// One page of the change feed.
     func changes(since cursor: String?, limit: Int) async throws -> ChangesPage {
-        let (_, text) = try await request(.GET, "/v1/me/notifications/changes?limit=\(limit)" + (cursor.map { "&since=\($0)" } ?? ""), token: userToken)
+        let (_, text) = try await request(
+            .GET, "/v1/me/notifications/changes?limit=\(limit)" + (cursor.map { "&since=\($0)" } ?? ""), token: userToken)
         return try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8))
     }
 

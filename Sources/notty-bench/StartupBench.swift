@@ -46,12 +46,14 @@ struct StartupBench {
 
                 let cli = NottyCLI(home: device.home, binary: build.binary)
                 let log = device.home.appendingPathComponent("startup-poll.log")
-                let poll = try cli.start(["poll", "--live"] + (desktop == nil ? [] : ["--desktop"]), log: log, environment: desktop?.environment ?? [:])
+                let poll = try cli.start(
+                    ["poll", "--live"] + (desktop == nil ? [] : ["--desktop"]), log: log, environment: desktop?.environment ?? [:])
                 defer {
                     poll.terminate()
                     poll.waitUntilExit()
                 }
-                let (published, text) = try await service.request(.POST, "/beta/me/notifications", token: service.appToken,
+                let (published, text) = try await service.request(
+                    .POST, "/beta/me/notifications", token: service.appToken,
                     body: #"{"appNotificationId":"startup-\#(round)-\#(build.name)","payload":{"visualContent":{"title":"Start-up \#(round)"}}}"#,
                     headers: [("X-UNS-ID", service.unsId)])
                 guard published == 201, case .object(let object)? = JSONValue(jsonText: text), case .string(let id)? = object["id"] else {
@@ -59,7 +61,12 @@ struct StartupBench {
                 }
                 let deadline = ContinuousClock.now + .seconds(20)
                 while ContinuousClock.now < deadline {
-                    if desktop == nil ? (try (await store.perform { try $0.notification(id: id) }) != nil) : (try (await store.perform { try $0.popups() }).contains { $0.notificationId == id }) { break }
+                    if desktop == nil
+                        ? (try (await store.perform { try $0.notification(id: id) }) != nil)
+                        : (try (await store.perform { try $0.popups() }).contains { $0.notificationId == id })
+                    {
+                        break
+                    }
                     try await Task.sleep(for: .milliseconds(20))
                 }
                 try await Task.sleep(for: .milliseconds(500))
@@ -73,9 +80,12 @@ struct StartupBench {
             let f = figures[build.name] ?? [:]
             func median(_ key: String) -> Double { percentile(f[key] ?? [], 50) }
             func list(_ key: String) -> String { (f[key] ?? []).map { String(format: "%.1f", $0) }.joined(separator: ", ") }
-            print(String(format: "  %@ (%@): notty --version median %.2f ms, max resident %.1f MiB; first full frame %@ ms, resident %@ MiB; poll --live%@ resident %@ MiB",
-                         build.name, build.binary.path, median("version ms"), median("version MiB"), list("frame ms"), list("frame MiB"),
-                         desktop == nil ? "" : " --desktop", list("poll MiB")))
+            print(
+                String(
+                    format:
+                        "  %@ (%@): notty --version median %.2f ms, max resident %.1f MiB; first full frame %@ ms, resident %@ MiB; poll --live%@ resident %@ MiB",
+                    build.name, build.binary.path, median("version ms"), median("version MiB"), list("frame ms"), list("frame MiB"),
+                    desktop == nil ? "" : " --desktop", list("poll MiB")))
         }
     }
 

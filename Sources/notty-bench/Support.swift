@@ -1,4 +1,5 @@
 // swift-format-ignore-file: AmbiguousTrailingClosureOverload
+
 import Foundation
 import NottyCore
 import NottyTestSupport
@@ -13,8 +14,9 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
 
 /// "p50 x ms, p99 y ms, max z ms" of millisecond samples.
 func summary(_ milliseconds: [Double]) -> String {
-    String(format: "p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d samples)",
-           percentile(milliseconds, 50), percentile(milliseconds, 99), milliseconds.max() ?? .nan, milliseconds.count)
+    String(
+        format: "p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d samples)",
+        percentile(milliseconds, 50), percentile(milliseconds, 99), milliseconds.max() ?? .nan, milliseconds.count)
 }
 
 /// The three largest samples, slowest first ("4.1, 2.3, 1.9").
@@ -66,8 +68,9 @@ func cpuSeconds(processesNamed name: String) -> (seconds: Double, processes: Int
     var total = 0.0, count = 0
     for entry in entries {
         guard let pid = pid_t(entry),
-              let comm = try? String(contentsOfFile: "/proc/\(entry)/comm", encoding: .utf8),
-              comm.trimmingCharacters(in: .whitespacesAndNewlines) == name else { continue }
+            let comm = try? String(contentsOfFile: "/proc/\(entry)/comm", encoding: .utf8),
+            comm.trimmingCharacters(in: .whitespacesAndNewlines) == name
+        else { continue }
         total += cpuSeconds(pid: pid)
         count += 1
     }
@@ -80,8 +83,6 @@ func raiseFileLimit() {
     limit.rlim_cur = min(limit.rlim_max, 65_536)
     setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 }
-
-
 
 /// Looks every 200 µs until `probe` answers, for at most `timeout` (a benchmark's timing loop:
 /// the probe is a cheap read of a file or a store).

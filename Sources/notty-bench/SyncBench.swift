@@ -13,7 +13,9 @@ struct SyncBench {
     let builds: [(name: String, binary: URL)]
 
     func run() async throws {
-        print("notty-bench sync — real `notty serve` (SQLite) on 127.0.0.1:\(service.port), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(rounds) rounds alternating \(builds.map(\.name).joined(separator: " / "))")
+        print(
+            "notty-bench sync — real `notty serve` (SQLite) on 127.0.0.1:\(service.port), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(rounds) rounds alternating \(builds.map(\.name).joined(separator: " / "))"
+        )
         try await service.publishHistory(count)
         try await service.spreadStates()
         print("history: \(count) notifications with every state")
@@ -23,21 +25,25 @@ struct SyncBench {
                 let home = service.directory.appendingPathComponent("sync-\(build.name)-\(round)")
                 let cli = NottyCLI(home: home, binary: build.binary)
                 let store = home.appendingPathComponent("store.sqlite").path
-                login[build.name, default: []].append(try milliseconds {
-                    try cli.loginWaiting(service.base, device: "sync-\(build.name)-\(round)")
-                })
+                login[build.name, default: []].append(
+                    try milliseconds {
+                        try cli.loginWaiting(service.base, device: "sync-\(build.name)-\(round)")
+                    })
                 try verify(store)
                 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store + suffix) }
-                sync[build.name, default: []].append(try milliseconds {
-                    try check(cli.runWaiting(["sync"]), "sync")
-                })
+                sync[build.name, default: []].append(
+                    try milliseconds {
+                        try check(cli.runWaiting(["sync"]), "sync")
+                    })
                 try verify(store)
                 try? FileManager.default.removeItem(at: home)
             }
         }
         for build in builds {
             let seconds = { (samples: [Double]) in samples.map { String(format: "%.2f", $0 / 1000) }.joined(separator: ", ") }
-            print("\(build.name): `notty login` of \(count) (whole process) \(seconds(login[build.name] ?? [])) s; `notty sync` into an empty store \(seconds(sync[build.name] ?? [])) s")
+            print(
+                "\(build.name): `notty login` of \(count) (whole process) \(seconds(login[build.name] ?? [])) s; `notty sync` into an empty store \(seconds(sync[build.name] ?? [])) s"
+            )
         }
     }
 

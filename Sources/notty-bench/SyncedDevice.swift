@@ -13,7 +13,9 @@ struct SyncedDevice {
     var storePath: String { home.appendingPathComponent("store.sqlite").path }
 
     static func prepare(service: ServiceBench, count: Int) async throws -> SyncedDevice {
-        print("notty-bench — real `notty serve` (SQLite) on 127.0.0.1:\(service.port) and real `notty` processes, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        print(
+            "notty-bench — real `notty serve` (SQLite) on 127.0.0.1:\(service.port) and real `notty` processes, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+        )
         let started = ContinuousClock.now
         try await service.publishHistory(count)
         let rate = Double(count) / (ContinuousClock.now - started).seconds
@@ -32,7 +34,10 @@ struct SyncedDevice {
         let stored = try await LocalStore.open(path: device.storePath).perform { try $0.counts() }.all
         guard stored == count else { throw SupportError("device B's store holds \(stored) notifications, expected \(count)") }
         let size = (try? FileManager.default.attributesOfItem(atPath: device.storePath)[.size] as? Int) ?? 0
-        print(String(format: "initial sync of %d notifications into an empty store (`notty sync`, whole process): %.2f s; store %.0f MiB", count, sync / 1000, Double(size) / 1_048_576))
+        print(
+            String(
+                format: "initial sync of %d notifications into an empty store (`notty sync`, whole process): %.2f s; store %.0f MiB", count,
+                sync / 1000, Double(size) / 1_048_576))
         if let keep = ProcessInfo.processInfo.environment["NOTTY_BENCH_KEEP_STORE"] {
             try? FileManager.default.removeItem(atPath: keep)
             try FileManager.default.copyItem(atPath: device.storePath, toPath: keep)
@@ -59,10 +64,14 @@ extension ServiceBench {
             for _ in 0..<64 {
                 group.addTask {
                     while true {
-                        let i = next.update { value -> Int in defer { value += 1 }; return value }
+                        let i = next.update { value -> Int in
+                            defer { value += 1 }; return value
+                        }
                         guard i < count else { return }
-                        let status = try await self.request(.POST, "/beta/me/notifications", token: self.appToken,
-                                                            body: historyBody(i), headers: [("X-UNS-ID", self.unsId)]).0
+                        let status = try await self.request(
+                            .POST, "/beta/me/notifications", token: self.appToken,
+                            body: historyBody(i), headers: [("X-UNS-ID", self.unsId)]
+                        ).0
                         if status != 201 { failures.update { $0 += 1 } }
                     }
                 }
@@ -100,8 +109,9 @@ extension ServiceBench {
         var start = 0
         while start < mutations.count {
             let chunk = mutations[start..<min(start + 300, mutations.count)]
-            let (status, text) = try await request(.POST, "/v1/me/notifications/batch", token: userToken,
-                                                   body: #"{"mutations":[\#(chunk.joined(separator: ","))]}"#)
+            let (status, text) = try await request(
+                .POST, "/v1/me/notifications/batch", token: userToken,
+                body: #"{"mutations":[\#(chunk.joined(separator: ","))]}"#)
             guard status == 200 else { throw SupportError("batch answered \(status): \(text.prefix(300))") }
             start += chunk.count
         }
@@ -118,5 +128,6 @@ func historyBody(_ i: Int) -> String {
     ]
     let (group, title, body) = kinds[i % kinds.count]
     let priority = i % 10 == 0 ? "High" : "Low"
-    return #"{"appNotificationId":"h\#(i)","payload":{"visualContent":{"title":"\#(title)","body":"\#(body)"}},"groupName":"\#(group)","priority":"\#(priority)"}"#
+    return
+        #"{"appNotificationId":"h\#(i)","payload":{"visualContent":{"title":"\#(title)","body":"\#(body)"}},"groupName":"\#(group)","priority":"\#(priority)"}"#
 }

@@ -20,7 +20,8 @@ struct TUIBench {
         }
         let terminal = try PseudoTerminal(columns: 120, rows: 40)
         let start = ContinuousClock.now
-        let process = try terminal.spawn(Repository.nottyBinary.path, ["tui"], environment: ["NOTTY_HOME": device.home.path, "TERM": "xterm-256color"])
+        let process = try terminal.spawn(
+            Repository.nottyBinary.path, ["tui"], environment: ["NOTTY_HOME": device.home.path, "TERM": "xterm-256color"])
         defer {
             kill(process, SIGTERM)
             var status: Int32 = 0
@@ -32,7 +33,10 @@ struct TUIBench {
             text.contains(newest) && text.contains("alice@")
         }
         print("")
-        print(String(format: "first full frame (120×40, %d notifications in the store): %.1f ms after the process started", device.count, (first - start).seconds * 1000))
+        print(
+            String(
+                format: "first full frame (120×40, %d notifications in the store): %.1f ms after the process started", device.count,
+                (first - start).seconds * 1000))
         let atFirst = memory(pid: process)
         print(String(format: "resident memory at the first frame: %.1f MiB", Double(atFirst.resident) / 1_048_576))
         try await Task.sleep(for: .seconds(2))  // the doorbell connects, the status line settles
@@ -44,15 +48,18 @@ struct TUIBench {
             unindexed = try (await store.perform { try $0.rowsToIndexForSearch() })
         }
         let indexed = memory(pid: process)
-        print(String(format: "search index built in the background: %@ %.1f s after the first frame; resident memory then %.1f MiB",
-                     unindexed == 0 ? "complete" : "NOT complete (\(unindexed) rows left)", (ContinuousClock.now - first).seconds,
-                     Double(indexed.resident) / 1_048_576))
+        print(
+            String(
+                format: "search index built in the background: %@ %.1f s after the first frame; resident memory then %.1f MiB",
+                unindexed == 0 ? "complete" : "NOT complete (\(unindexed) rows left)", (ContinuousClock.now - first).seconds,
+                Double(indexed.resident) / 1_048_576))
         _ = terminal.drain(quiet: .milliseconds(200))
 
         // 400 of each kind of key: the 99th percentile is then the fourth slowest, not the
         // slowest (of 100 it would be the maximum, whatever happened to the machine then).
         let repeats = quick ? 20 : 400
-        var moving: [Double] = [], switching: [Double] = [], jumping: [Double] = [], typing: [Double] = [], enter: [Double] = [], settled: [Double] = [], escapes: [Double] = []
+        var moving: [Double] = [], switching: [Double] = [], jumping: [Double] = [], typing: [Double] = [], enter: [Double] = [],
+            settled: [Double] = [], escapes: [Double] = []
         for i in 0..<repeats {
             moving.append(try terminal.keyToFrame(i % 10 < 5 ? "j" : "k"))
         }
@@ -88,24 +95,32 @@ struct TUIBench {
         print("  Enter → the count of matches (a later frame for many matches; any frame within 150 ms): \(summary(settled))")
         print("  Esc clearing the search (includes ncurses' ESCDELAY wait): \(summary(escapes))")
         print("  all keys but Esc (first frame): \(summary(moving + switching + jumping + typing + enter))")
-        print("  the slowest three of each: moving \(slowest(moving)), switching \(slowest(switching)), jumping \(slowest(jumping)), Enter \(slowest(enter)) ms")
+        print(
+            "  the slowest three of each: moving \(slowest(moving)), switching \(slowest(switching)), jumping \(slowest(jumping)), Enter \(slowest(enter)) ms"
+        )
         let before = memory(pid: process)
-        print(String(format: "resident memory of notty: %.1f MiB now, %.1f MiB peak", Double(before.resident) / 1_048_576, Double(before.peak) / 1_048_576))
+        print(
+            String(
+                format: "resident memory of notty: %.1f MiB now, %.1f MiB peak", Double(before.resident) / 1_048_576, Double(before.peak) / 1_048_576)
+        )
         // Left alone (its clock ticks every second; the doorbell is connected). CPU time
         // counts in clock ticks of 10 ms: 20 s make that 0.5 ms a second.
         let idle: Duration = .seconds(20)
         let cpuBefore = cpuSeconds(pid: process)
         try await Task.sleep(for: idle)
-        print(String(format: "left alone for %.0f s: %.2f ms of CPU a second", idle.seconds, (cpuSeconds(pid: process) - cpuBefore) * 1000 / idle.seconds))
+        print(
+            String(
+                format: "left alone for %.0f s: %.2f ms of CPU a second", idle.seconds, (cpuSeconds(pid: process) - cpuBefore) * 1000 / idle.seconds))
         _ = terminal.drain(quiet: .milliseconds(2))
 
         // A burst: another device dismisses 1,000 notifications at once; the doorbell brings
         // them in while keys keep arriving every 10 ms.
         let ids = Array(try (await store.perform { try $0.ids(view: .unread) }).prefix(1000))
         let burst = Task {
-            try await service.sendBatches(ids.map {
-                #"{"id":"\#($0)","userActionState":"Dismissed","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#
-            })
+            try await service.sendBatches(
+                ids.map {
+                    #"{"id":"\#($0)","userActionState":"Dismissed","changedAt":\#(ISOTime.millis(Date())),"mutationId":"\#(UUID().uuidString)"}"#
+                })
         }
         var during: [Double] = []
         let burstStart = ContinuousClock.now
@@ -119,9 +134,14 @@ struct TUIBench {
             }
         }
         try await burst.value
-        print("a burst of 1,000 changes from another device (\(applied ? "all reached the store" : "NOT all in the store after 10 s")): keys every 10 ms meanwhile, key → frame \(summary(during))")
+        print(
+            "a burst of 1,000 changes from another device (\(applied ? "all reached the store" : "NOT all in the store after 10 s")): keys every 10 ms meanwhile, key → frame \(summary(during))"
+        )
         let after = memory(pid: process)
-        print(String(format: "resident memory after the burst: %.1f MiB now, %.1f MiB peak", Double(after.resident) / 1_048_576, Double(after.peak) / 1_048_576))
+        print(
+            String(
+                format: "resident memory after the burst: %.1f MiB now, %.1f MiB peak", Double(after.resident) / 1_048_576,
+                Double(after.peak) / 1_048_576))
     }
 }
 
@@ -180,7 +200,9 @@ final class PseudoTerminal {
         _ = drain(quiet: .milliseconds(2))
         let start = ContinuousClock.now
         let bytes = Array(keys.utf8)
-        guard bytes.withUnsafeBytes({ Glibc.write(master, $0.baseAddress, $0.count) }) == bytes.count else { throw SupportError("write to the terminal failed") }
+        guard bytes.withUnsafeBytes({ Glibc.write(master, $0.baseAddress, $0.count) }) == bytes.count else {
+            throw SupportError("write to the terminal failed")
+        }
         guard var seen = read(waiting: .seconds(2)) else { throw SupportError("no frame within 2 s of \(keys.debugDescription)") }
         let first: ContinuousClock.Instant
         if let firstShows {

@@ -139,6 +139,8 @@ case "windows" where arguments.count > 1:
 case "frames" where arguments.count > 1:
     try FrameBench.run(storePath: arguments[1], repeats: quick ? 100 : 1000, pause: .milliseconds(option("--pause-ms").flatMap { Int($0) } ?? 0))
 default:
-    print("usage: notty-bench service|client|tui|desktop|interruptions|doorbells|sync|startup|webhooks|ntfy|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]")
+    print(
+        "usage: notty-bench service|client|tui|desktop|interruptions|doorbells|sync|startup|webhooks|ntfy|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]"
+    )
     exit(2)
 }

@@ -2,10 +2,10 @@ import ArgumentParser
 import Foundation
 import NottyCommandLine
 import NottyCore
-import NottyService
-import NottyServiceSQLite
-import NottyServicePostgres
 import NottyHTTP
+import NottyService
+import NottyServicePostgres
+import NottyServiceSQLite
 
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -38,7 +38,8 @@ struct Admin: AsyncParsableCommand {
         }
 
         struct Remove: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a user with their notifications, devices and tokens.")
+            static let configuration = CommandConfiguration(
+                commandName: "remove", abstract: "Remove a user with their notifications, devices and tokens.")
             @OptionGroup var storage: StorageOptions
             @Argument(help: "The user name.") var name: String
 
@@ -53,7 +54,8 @@ struct Admin: AsyncParsableCommand {
     }
 
     struct App: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "app", abstract: "Register or remove app servers.", subcommands: [Add.self, Remove.self])
+        static let configuration = CommandConfiguration(
+            commandName: "app", abstract: "Register or remove app servers.", subcommands: [Add.self, Remove.self])
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
@@ -69,7 +71,9 @@ struct Admin: AsyncParsableCommand {
                     let service = try await storage.service()
                     let (clientId, secret) = try await service.admin.addApp(hostName: hostName)
                     if json {
-                        print(JSONValue.object(["client_id": .string(clientId), "client_secret": .string(secret), "host_name": .string(hostName)]).jsonText)
+                        print(
+                            JSONValue.object(["client_id": .string(clientId), "client_secret": .string(secret), "host_name": .string(hostName)])
+                                .jsonText)
                     } else {
                         say("client_id: \(clientId)")
                         say("client_secret: \(secret)")
@@ -115,14 +119,20 @@ struct Admin: AsyncParsableCommand {
                 try await reportingErrors {
                     let service = try await storage.service()
                     let now = Date()
-                    let records = try await service.admin.lockouts().sorted { ($0.lockedUntil ?? .distantPast, $1.key) > ($1.lockedUntil ?? .distantPast, $0.key) }
+                    let records = try await service.admin.lockouts().sorted {
+                        ($0.lockedUntil ?? .distantPast, $1.key) > ($1.lockedUntil ?? .distantPast, $0.key)
+                    }
                     if json {
-                        print(JSONValue.array(records.map { record in
-                            .object([
-                                "key": .string(record.key), "failures": .number(Double(record.failures)), "strikes": .number(Double(record.strikes)),
-                                "locked_until": record.lockedUntil.map { .string(ISOTime.format($0)) } ?? .null,
-                            ])
-                        }).jsonText)
+                        print(
+                            JSONValue.array(
+                                records.map { record in
+                                    .object([
+                                        "key": .string(record.key), "failures": .number(Double(record.failures)),
+                                        "strikes": .number(Double(record.strikes)),
+                                        "locked_until": record.lockedUntil.map { .string(ISOTime.format($0)) } ?? .null,
+                                    ])
+                                }
+                            ).jsonText)
                         return
                     }
                     if records.isEmpty { say("no failed sign-ins"); return }
@@ -130,7 +140,9 @@ struct Admin: AsyncParsableCommand {
                         if let until = record.lockedUntil, until > now {
                             say("\(record.key)  locked for \(Int(until.timeIntervalSince(now).rounded(.up))) s more (lockout \(record.strikes))")
                         } else {
-                            say("\(record.key)  \(record.failures) failed since \(ISOTime.format(record.windowStart))\(record.strikes > 0 ? ", locked \(record.strikes) time(s)" : "")")
+                            say(
+                                "\(record.key)  \(record.failures) failed since \(ISOTime.format(record.windowStart))\(record.strikes > 0 ? ", locked \(record.strikes) time(s)" : "")"
+                            )
                         }
                     }
                 }
@@ -138,8 +150,9 @@ struct Admin: AsyncParsableCommand {
         }
 
         struct Clear: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(commandName: "clear", abstract: "Unlock keys at once and forget their failures.",
-                                                            discussion: "Example: notty admin lockouts clear user:alice")
+            static let configuration = CommandConfiguration(
+                commandName: "clear", abstract: "Unlock keys at once and forget their failures.",
+                discussion: "Example: notty admin lockouts clear user:alice")
             @OptionGroup var storage: StorageOptions
             @Argument(help: ArgumentHelp("Keys as listed (user:NAME, client:ID, address:IP).", valueName: "key")) var keys: [String] = []
             @Flag(help: "Clear every key.") var all = false

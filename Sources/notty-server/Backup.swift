@@ -23,14 +23,18 @@ extension Admin {
         func run() async throws {
             try await reportingErrors {
                 guard let path = storage.sqlitePath else {
-                    throw CLIError("the store is PostgreSQL: back it up with pg_dump --format=custom --file=notty.dump 'URL' (docs/GUIDE.md, Backups and upgrades)")
+                    throw CLIError(
+                        "the store is PostgreSQL: back it up with pg_dump --format=custom --file=notty.dump 'URL' (docs/GUIDE.md, Backups and upgrades)"
+                    )
                 }
                 let started = ContinuousClock.now
                 let summary = try await offThePool { try SQLiteBackup.backup(from: path, to: file) }
                 let took = ContinuousClock.now - started
-                say("backed up \(path) to \(file): \(summary.users) user(s), \(summary.notifications) notification(s), "
-                    + String(format: "%.1f MiB, in %.2f s; integrity_check ok", Double(summary.bytes) / 1_048_576,
-                             took.seconds))
+                say(
+                    "backed up \(path) to \(file): \(summary.users) user(s), \(summary.notifications) notification(s), "
+                        + String(
+                            format: "%.1f MiB, in %.2f s; integrity_check ok", Double(summary.bytes) / 1_048_576,
+                            took.seconds))
             }
         }
     }
@@ -55,8 +59,9 @@ extension Admin {
                     throw CLIError("the store is PostgreSQL: restore it with pg_restore (docs/GUIDE.md, Backups and upgrades)")
                 }
                 let (summary, aside) = try await offThePool { try SQLiteBackup.restore(file, into: path) }
-                say("restored \(file) to \(path): \(summary.users) user(s), \(summary.notifications) notification(s)"
-                    + (aside.map { "; the store it replaced is at \($0)" } ?? "") + ". Devices resync by themselves.")
+                say(
+                    "restored \(file) to \(path): \(summary.users) user(s), \(summary.notifications) notification(s)"
+                        + (aside.map { "; the store it replaced is at \($0)" } ?? "") + ". Devices resync by themselves.")
             }
         }
     }

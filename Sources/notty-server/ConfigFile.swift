@@ -114,7 +114,9 @@ enum ServeConfigFile {
 
     /// `[escalation.commands]`: `NAME = "LINE"` a command, as `--escalation-command NAME=LINE`.
     private static func escalationFlags(_ setting: TOMLValueConvertible, file: String) throws -> [String] {
-        guard let escalation = setting.table else { throw CLIError("\(file): escalation must be a table: [escalation.commands] with NAME = \"LINE\" lines") }
+        guard let escalation = setting.table else {
+            throw CLIError("\(file): escalation must be a table: [escalation.commands] with NAME = \"LINE\" lines")
+        }
         var flags: [String] = []
         for (key, value) in escalation.sorted(by: { $0.0 < $1.0 }) {
             guard key == "commands", let commands = value.table else {
@@ -149,7 +151,8 @@ enum ServeConfigFile {
         } catch {
             let message = Serve.message(for: error)
             if message.contains("Unknown option") || message.contains("Missing value") {
-                throw CLIError("\(file): \(key) is not a setting of notty serve (a key is a flag's name without --, e.g. port = 8787; see notty serve --help)")
+                throw CLIError(
+                    "\(file): \(key) is not a setting of notty serve (a key is a flag's name without --, e.g. port = 8787; see notty serve --help)")
             }
             // A bad value: the same sentence the flag would get, with the file named.
             if !message.contains("go together") { throw CLIError("\(file): \(message)") }

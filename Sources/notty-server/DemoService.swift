@@ -4,10 +4,10 @@ import Hummingbird
 import Logging
 import NottyCommandLine
 import NottyCore
-import NottyService
-import NottyServiceSQLite
-import NottyServicePostgres
 import NottyHTTP
+import NottyService
+import NottyServicePostgres
+import NottyServiceSQLite
 import Synchronization
 
 /// The service of `notty demo`, which `notty demo` starts as its child: a service on

@@ -38,14 +38,17 @@ extension Admin {
                 let rotation = try await SecretKeeping.rotate(box, to: new, storage: store) { say($0) }
                 let seconds = Double((ContinuousClock.now - started).components.seconds)
                 let inUse = storage.keyPath
-                var done = "sealed \(rotation.resealed) secret(s) with key \(new.id) (was \(old.id)) in \(rotation.passes) pass(es), \(Int(seconds)) s"
+                var done =
+                    "sealed \(rotation.resealed) secret(s) with key \(new.id) (was \(old.id)) in \(rotation.passes) pass(es), \(Int(seconds)) s"
                 if storage.secretKeyFile == nil && ProcessInfo.processInfo.environment["NOTTY_SECRET_KEY_FILE"] == nil {
                     // The default key beside the store: it becomes the new one (the old one second).
                     let keys = [new, old]
                     let temporary = inUse + ".new"
                     unlink(temporary)
                     try SecretKeyFile.write(keys, to: temporary)
-                    guard rename(temporary, inUse) == 0 else { throw CLIError("cannot replace \(inUse) with the new key: \(String(cString: strerror(errno)))") }
+                    guard rename(temporary, inUse) == 0 else {
+                        throw CLIError("cannot replace \(inUse) with the new key: \(String(cString: strerror(errno)))")
+                    }
                     done += "; \(inUse) now holds it"
                 } else {
                     done += "; give every instance --secret-key-file \(file) before it next starts"

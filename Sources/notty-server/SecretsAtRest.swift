@@ -1,6 +1,7 @@
 import Foundation
 import NottyCommandLine
 import NottyService
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,7 +21,9 @@ enum SecretKeyFile {
             keys = try read(path)
         } else {
             if let record = try await storage.secretKeyRecord("check"), let id = SecretBox.keyId(record), !forget {
-                throw CLIError("the secret key file \(path) does not exist, but this store's secrets were sealed with key \(id): give that key file with --secret-key-file (keep it backed up apart from the store); to start without those secrets, add --forget-sealed-secrets")
+                throw CLIError(
+                    "the secret key file \(path) does not exist, but this store's secrets were sealed with key \(id): give that key file with --secret-key-file (keep it backed up apart from the store); to start without those secrets, add --forget-sealed-secrets"
+                )
             }
             let key = SecretBox.Key.random()
             if try write([key], to: path) {
@@ -31,7 +34,9 @@ enum SecretKeyFile {
         }
         let box = SecretBox(keys: keys)
         if case .otherKey(let id) = try await SecretKeeping.verify(box, storage: storage, forget: forget) {
-            throw CLIError("the secret key file \(path) holds key \(keys.map(\.id).joined(separator: ", ")), but this store's secrets were sealed with key \(id): give the key file of this store with --secret-key-file; to start without those secrets, add --forget-sealed-secrets")
+            throw CLIError(
+                "the secret key file \(path) holds key \(keys.map(\.id).joined(separator: ", ")), but this store's secrets were sealed with key \(id): give the key file of this store with --secret-key-file; to start without those secrets, add --forget-sealed-secrets"
+            )
         }
         return box
     }
@@ -41,12 +46,18 @@ enum SecretKeyFile {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw CLIError("cannot read the secret key file \(path): \((error as NSError).localizedDescription). The service's user must own it (chmod 600 \(path))")
+            throw CLIError(
+                "cannot read the secret key file \(path): \((error as NSError).localizedDescription). The service's user must own it (chmod 600 \(path))"
+            )
         }
-        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty && !$0.hasPrefix("#")
+        }
         let keys = lines.compactMap(SecretBox.Key.init(line:))
         guard !keys.isEmpty, keys.count == lines.count else {
-            throw CLIError("\(path) is not a notty secret key file (a line of base64, 32 bytes, per key): restore it from your backup of the key, or give --secret-key-file")
+            throw CLIError(
+                "\(path) is not a notty secret key file (a line of base64, 32 bytes, per key): restore it from your backup of the key, or give --secret-key-file"
+            )
         }
         return keys
     }
@@ -68,11 +79,15 @@ enum SecretKeyFile {
         if !folder.isEmpty {
             try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
-        let text = "# notty's secret key: back it up apart from the store (GUIDE, Secrets at rest). The first line seals.\n"
+        let text =
+            "# notty's secret key: back it up apart from the store (GUIDE, Secrets at rest). The first line seals.\n"
             + keys.map(\.line).joined(separator: "\n") + "\n"
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if fd < 0 && errno == EEXIST { return false }
-        guard fd >= 0 else { throw CLIError("cannot make the secret key file \(path): \(String(cString: strerror(errno))). Check the folder, or give --secret-key-file") }
+        guard fd >= 0 else {
+            throw CLIError(
+                "cannot make the secret key file \(path): \(String(cString: strerror(errno))). Check the folder, or give --secret-key-file")
+        }
         defer { close(fd) }
         let bytes = Array(text.utf8)
         guard Glibc.write(fd, bytes, bytes.count) == bytes.count, fsync(fd) == 0 else {

@@ -3,10 +3,10 @@ import Foundation
 import Logging
 import NottyCommandLine
 import NottyCore
-import NottyService
-import NottyServiceSQLite
-import NottyServicePostgres
 import NottyHTTP
+import NottyService
+import NottyServicePostgres
+import NottyServiceSQLite
 
 /// `notty-server`: the service's side of notty. People run it as `notty serve` and `notty admin`
 /// (the `notty` beside it hands those commands over whole); `notty demo` starts its embedded
@@ -46,19 +46,28 @@ enum Paths {
 
 /// Options shared by every command that opens the service's storage.
 struct StorageOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The service's SQLite file.", discussion: "Default: $NOTTY_HOME/server.sqlite, else $XDG_DATA_HOME/notty/server.sqlite.", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The service's SQLite file.", discussion: "Default: $NOTTY_HOME/server.sqlite, else $XDG_DATA_HOME/notty/server.sqlite.",
+            valueName: "path"))
     var db: String?
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Keep everything in PostgreSQL instead of SQLite (several instances may share it).",
-        discussion: "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]. Default: $NOTTY_POSTGRES_URL when set.",
-        valueName: "url"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Keep everything in PostgreSQL instead of SQLite (several instances may share it).",
+            discussion: "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]. Default: $NOTTY_POSTGRES_URL when set.",
+            valueName: "url"))
     var postgres: String?
 
-    @Option(name: .customLong("secret-key-file"), help: ArgumentHelp(
-        "The key that seals the secrets users hand the service (action headers, target credentials, webhook secrets).",
-        discussion: "Default: $NOTTY_SECRET_KEY_FILE, else secret.key beside the SQLite store (made at first start, 0600). With PostgreSQL, give every instance the same file. Back it up apart from the store.",
-        valueName: "file"))
+    @Option(
+        name: .customLong("secret-key-file"),
+        help: ArgumentHelp(
+            "The key that seals the secrets users hand the service (action headers, target credentials, webhook secrets).",
+            discussion:
+                "Default: $NOTTY_SECRET_KEY_FILE, else secret.key beside the SQLite store (made at first start, 0600). With PostgreSQL, give every instance the same file. Back it up apart from the store.",
+            valueName: "file"))
     var secretKeyFile: String?
 
     /// The key file: `--secret-key-file`, `NOTTY_SECRET_KEY_FILE`, else `secret.key` beside
@@ -102,7 +111,8 @@ struct StorageOptions: ParsableArguments {
             } catch let newer as NewerStoreError {
                 throw CLIError(newer.description)
             } catch {
-                throw CLIError("cannot use PostgreSQL at \(url): \(error). Is it running, and may \(url.user) connect to \(url.database)? Check --postgres.")
+                throw CLIError(
+                    "cannot use PostgreSQL at \(url): \(error). Is it running, and may \(url.user) connect to \(url.database)? Check --postgres.")
             }
         }
         let path = db ?? Paths.defaultServerDB
@@ -128,11 +138,12 @@ struct ByteSizeArgument: ExpressibleByArgument {
     var bytes: Int
     init?(argument: String) {
         let text = argument.lowercased()
-        let units: [(String, Int)] = [("kib", 1 << 10), ("mib", 1 << 20), ("kb", 1 << 10), ("mb", 1 << 20), ("k", 1 << 10), ("m", 1 << 20), ("b", 1), ("", 1)]
+        let units: [(String, Int)] = [
+            ("kib", 1 << 10), ("mib", 1 << 20), ("kb", 1 << 10), ("mb", 1 << 20), ("k", 1 << 10), ("m", 1 << 20), ("b", 1), ("", 1),
+        ]
         guard let (suffix, scale) = units.first(where: { text.hasSuffix($0.0) }),
-              let number = Int(text.dropLast(suffix.count)), number > 0, number <= Int(Int32.max) / scale
+            let number = Int(text.dropLast(suffix.count)), number > 0, number <= Int(Int32.max) / scale
         else { return nil }
         bytes = number * scale
     }
 }
-

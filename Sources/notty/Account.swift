@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import NottyCommandLine
 import NottyCenter
+import NottyCommandLine
 import NottyCore
 import NottyStore
 import NottySync
@@ -46,7 +46,9 @@ struct Logout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "logout",
         abstract: "Sign this device out.",
-        discussion: "Revokes the tokens and this device's registration, and forgets them. The local store stays (to sign in again quickly) unless --purge is given. Changes still queued are lost only with --purge.")
+        discussion:
+            "Revokes the tokens and this device's registration, and forgets them. The local store stays (to sign in again quickly) unless --purge is given. Changes still queued are lost only with --purge."
+    )
 
     @Flag(help: "Also delete the local store (notifications and queued changes).") var purge = false
 
@@ -124,19 +126,24 @@ struct Subscribe: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The app's host name (its targetHostName).", valueName: "hostname")) var app: String?
     @Flag(help: "Make a webhook URL for the app instead of a subscription id.") var webhook = false
     @Option(help: ArgumentHelp("A secret the webhook's sender must prove (with --webhook).", valueName: "secret")) var secret: String?
-    @Option(help: ArgumentHelp("With --webhook: Alertmanager's address; firing alerts get a \"Silence 1h\" action.", valueName: "url")) var alertmanager: String?
+    @Option(help: ArgumentHelp("With --webhook: Alertmanager's address; firing alerts get a \"Silence 1h\" action.", valueName: "url"))
+    var alertmanager: String?
     @Flag(help: "Make an ntfy topic URL that follows your inbox (for the ntfy phone app).") var ntfy = false
     @Option(help: ArgumentHelp("The topic's name in notty devices (with --ntfy; default: ntfy).", valueName: "name")) var name: String?
 
     func validate() throws {
-        if ntfy && (app != nil || webhook || secret != nil) { throw ArgumentParser.ValidationError("--ntfy follows your whole inbox: leave out --app, --webhook and --secret") }
+        if ntfy && (app != nil || webhook || secret != nil) {
+            throw ArgumentParser.ValidationError("--ntfy follows your whole inbox: leave out --app, --webhook and --secret")
+        }
         if !ntfy && app == nil { throw ArgumentParser.ValidationError("say which app with --app HOSTNAME, or make a phone's topic with --ntfy") }
         if name != nil && !ntfy { throw ArgumentParser.ValidationError("--name goes with --ntfy") }
         if let name, name.isEmpty || name.count > 256 { throw ArgumentParser.ValidationError("--name must be 1…256 characters") }
         if secret != nil && !webhook { throw ArgumentParser.ValidationError("--secret goes with --webhook") }
         if let secret, secret.isEmpty || secret.count > 256 { throw ArgumentParser.ValidationError("--secret must be 1…256 characters") }
         if alertmanager != nil && !webhook { throw ArgumentParser.ValidationError("--alertmanager goes with --webhook") }
-        if let alertmanager, !LaunchURL.isValid(alertmanager) { throw ArgumentParser.ValidationError("--alertmanager must be Alertmanager's http(s) address, e.g. http://alertmanager:9093") }
+        if let alertmanager, !LaunchURL.isValid(alertmanager) {
+            throw ArgumentParser.ValidationError("--alertmanager must be Alertmanager's http(s) address, e.g. http://alertmanager:9093")
+        }
     }
 
     func run() async throws {
@@ -144,15 +151,20 @@ struct Subscribe: AsyncParsableCommand {
             let (client, _, _) = try await Device().session()
             if ntfy {
                 let topic = try await client.subscribe(deviceName: name ?? "ntfy", platform: "ntfy")
-                guard let url = topic.topicUrl else { throw CLIError("the service answered without a topic URL: is it older than notty's ntfy topics?") }
+                guard let url = topic.topicUrl else {
+                    throw CLIError("the service answered without a topic URL: is it older than notty's ntfy topics?")
+                }
                 say(url)
                 return
             }
             let deviceName = await client.current.deviceName ?? ProcessInfo.processInfo.hostName
-            let subscription = try await client.subscribe(deviceName: deviceName, targetHostName: app, platform: webhook ? "webhook" : "websocket", secret: secret,
-                                                          alertmanager: alertmanager)
+            let subscription = try await client.subscribe(
+                deviceName: deviceName, targetHostName: app, platform: webhook ? "webhook" : "websocket", secret: secret,
+                alertmanager: alertmanager)
             if webhook {
-                guard let url = subscription.webhookUrl else { throw CLIError("the service answered without a webhook URL: is it older than notty's webhooks?") }
+                guard let url = subscription.webhookUrl else {
+                    throw CLIError("the service answered without a webhook URL: is it older than notty's webhooks?")
+                }
                 say(url)
             } else {
                 say(subscription.userNotificationSubscriptionId)

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import NottyCommandLine
 import NottyCenter
+import NottyCommandLine
 import NottyCore
 import NottyPOSIX
 import NottyStore
@@ -15,13 +15,16 @@ struct Sync: AsyncParsableCommand {
             let (_, store, engine) = try await Device().session()
             let summary = try await engine.sync()
             let counts = try await store.perform { try $0.counts() }
-            say("pulled \(summary.pulled) change(s)\(summary.resynced ? " (full resync)" : ""), sent \(summary.sent); \(counts.unread) unread, \(counts.all) in all")
+            say(
+                "pulled \(summary.pulled) change(s)\(summary.resynced ? " (full resync)" : ""), sent \(summary.sent); \(counts.unread) unread, \(counts.all) in all"
+            )
         }
     }
 }
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show the account, the service, the connection, the cursor, the outbox, the last sync and the counts.")
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Show the account, the service, the connection, the cursor, the outbox, the last sync and the counts.")
 
     @Flag(help: "Print one JSON object.") var json = false
 
@@ -50,8 +53,10 @@ struct Status: AsyncParsableCommand {
                     "device": credentials.deviceName.map(JSONValue.string) ?? .null, "connection": .string(connection),
                     "cursor": info.cursor.map(JSONValue.string) ?? .null, "outbox": .number(Double(info.outbox)),
                     "lastSync": info.lastSync.map { .string(ISOTime.format($0)) } ?? .null,
-                    "counts": .object(Dictionary(uniqueKeysWithValues: NotificationView.allCases.map { ($0.rawValue, JSONValue.number(Double(counts[$0]))) })),
-                    "quiet": interruptions.quietUntil.map { .object(["until": .string(ISOTime.format($0)), "strict": .bool(interruptions.strict)]) } ?? .null,
+                    "counts": .object(
+                        Dictionary(uniqueKeysWithValues: NotificationView.allCases.map { ($0.rawValue, JSONValue.number(Double(counts[$0]))) })),
+                    "quiet": interruptions.quietUntil.map { .object(["until": .string(ISOTime.format($0)), "strict": .bool(interruptions.strict)]) }
+                        ?? .null,
                     "schedule": interruptions.schedule?.value ?? .null,
                     "mutes": .array(interruptions.mutes.map(\.json)),
                 ]
@@ -65,11 +70,19 @@ struct Status: AsyncParsableCommand {
             say("outbox:     \(info.outbox) change(s) waiting")
             say("last sync:  \(lastSync)")
             say("counts:     " + NotificationView.allCases.map { "\($0.rawValue) \(counts[$0])" }.joined(separator: ", "))
-            say("quiet:      " + (interruptions.quietUntil.map { "until \(TimeText.clock($0, in: .current, now: now))" + (interruptions.strict ? ", High included" : "") } ?? "off"))
+            say(
+                "quiet:      "
+                    + (interruptions.quietUntil.map {
+                        "until \(TimeText.clock($0, in: .current, now: now))" + (interruptions.strict ? ", High included" : "")
+                    } ?? "off"))
             say("schedule:   " + (interruptions.schedule?.description ?? "none"))
-            say("muted:      " + (interruptions.mutes.isEmpty ? "nothing" : interruptions.mutes.map { mute in
-                mute.target.description + (mute.until.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? "")
-            }.joined(separator: ", ")))
+            say(
+                "muted:      "
+                    + (interruptions.mutes.isEmpty
+                        ? "nothing"
+                        : interruptions.mutes.map { mute in
+                            mute.target.description + (mute.until.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? "")
+                        }.joined(separator: ", ")))
         }
     }
 }
@@ -81,9 +94,11 @@ struct List: AsyncParsableCommand {
         discussion: "Works offline: it reads the local store. Run notty sync first for the latest.")
 
     @Option(help: "unread, read, activated, dismissed, snoozed or all (default: view in config.toml, else unread).") var view: ViewArgument?
-    @Flag(help: "One notification per line as JSON, with the service's field names (the same object as GET /v1/me/notifications/ID).") var json = false
+    @Flag(help: "One notification per line as JSON, with the service's field names (the same object as GET /v1/me/notifications/ID).") var json =
+        false
     @Option(help: "At most this many.") var limit: Int = 50
-    @Option(help: "Only those whose title, body, app or group contains this; group:NAME: exactly one group (its group name, else its app).") var search: String = ""
+    @Option(help: "Only those whose title, body, app or group contains this; group:NAME: exactly one group (its group name, else its app).")
+    var search: String = ""
 
     func validate() throws {
         guard limit > 0 else { throw ArgumentParser.ValidationError("--limit must be at least 1") }
@@ -109,7 +124,9 @@ struct List: AsyncParsableCommand {
                 let mark = RowGlyphs.unread(row.readState)
                 let priority = RowGlyphs.priority(row.priority)
                 let source = row.groupName.map { "\(row.targetHostName)/\($0)" } ?? row.targetHostName
-                say("\(row.id.prefix(8)) \(mark)\(priority) \(TimeText.age(of: row.createdDateTime, now: now).leftPadded(3))  \(source)  \(row.displayTitle)")
+                say(
+                    "\(row.id.prefix(8)) \(mark)\(priority) \(TimeText.age(of: row.createdDateTime, now: now).leftPadded(3))  \(source)  \(row.displayTitle)"
+                )
             }
             if total > rows.count { say("… \(total - rows.count) more (--limit)") }
         }
@@ -180,9 +197,13 @@ struct Act: AsyncParsableCommand {
             guard !actions.isEmpty else { throw CLIError("\(n.id.prefix(8)) has no actions") }
             let index: Int
             if let number = Int(action) {
-                guard actions.indices.contains(number - 1) else { throw CLIError("\(n.id.prefix(8)) has \(actions.count) action(s): give 1 to \(actions.count), or a label") }
+                guard actions.indices.contains(number - 1) else {
+                    throw CLIError("\(n.id.prefix(8)) has \(actions.count) action(s): give 1 to \(actions.count), or a label")
+                }
                 index = number - 1
-            } else if let found = actions.firstIndex(where: { $0.label.caseInsensitiveCompare(action.trimmingCharacters(in: .whitespaces)) == .orderedSame }) {
+            } else if let found = actions.firstIndex(where: {
+                $0.label.caseInsensitiveCompare(action.trimmingCharacters(in: .whitespaces)) == .orderedSame
+            }) {
                 index = found
             } else {
                 throw CLIError("\(n.id.prefix(8)) has no action \"\(action)\" (it has \(actions.map { "\"\($0.label)\"" }.joined(separator: ", ")))")
@@ -253,7 +274,8 @@ struct Unread: StateCommand {
 }
 
 struct Activate: StateCommand {
-    static let configuration = CommandConfiguration(commandName: "activate", abstract: "Activate notifications (Activated and Read), as clicking them would.")
+    static let configuration = CommandConfiguration(
+        commandName: "activate", abstract: "Activate notifications (Activated and Read), as clicking them would.")
     @OptionGroup var targets: Targets
     var verb: String { "activated" }
     func action() throws -> LocalAction { .patch(StateChange.activate) }

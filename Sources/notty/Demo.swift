@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import NottyCenter
-import NottyCore
 import NottyCommandLine
+import NottyCore
 import NottyPOSIX
 
 struct Demo: AsyncParsableCommand {
@@ -43,7 +43,10 @@ struct Demo: AsyncParsableCommand {
         defer { service.stop() }
 
         // Tell `notty demo --join` how to join, then sign this terminal in as the first device.
-        let state = JSONValue.object(["url": .string(service.url), "user": .string("demo"), "password": .string(service.password), "dir": .string(directory), "pid": .number(Double(getpid()))])
+        let state = JSONValue.object([
+            "url": .string(service.url), "user": .string("demo"), "password": .string(service.password), "dir": .string(directory),
+            "pid": .number(Double(getpid())),
+        ])
         if !FileManager.default.createFile(atPath: Self.stateFile, contents: Data(state.jsonText.utf8), attributes: [.posixPermissions: 0o600]) {
             warn("cannot write \(Self.stateFile): notty demo --join will not find this demo")
         }
@@ -54,8 +57,8 @@ struct Demo: AsyncParsableCommand {
 
     private func joinDemo() async throws {
         guard let data = FileManager.default.contents(atPath: Self.stateFile),
-              case .object(let state)? = JSONParser.parse(data),
-              case .string(let url)? = state["url"], case .string(let password)? = state["password"], case .string(let directory)? = state["dir"]
+            case .object(let state)? = JSONParser.parse(data),
+            case .string(let url)? = state["url"], case .string(let password)? = state["password"], case .string(let directory)? = state["dir"]
         else {
             throw CLIError("no demo is running: start one with notty demo in another terminal first")
         }
@@ -105,7 +108,7 @@ final class DemoServiceProcess {
         let descriptor = output.fileHandleForReading.fileDescriptor
         let line = try await offThePool { LineReader.line(from: descriptor, seconds: 30) }
         guard let line, case .object(let ready)? = JSONParser.parse(Data(line.utf8)),
-              case .string(let url)? = ready["url"], case .string(let password)? = ready["password"]
+            case .string(let url)? = ready["url"], case .string(let password)? = ready["password"]
         else {
             process.terminate()
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import NottyCommandLine
 import NottyCenter
+import NottyCommandLine
 import NottyCore
 import NottyStore
 import NottySync
@@ -82,5 +82,3 @@ struct ViewArgument: ExpressibleByArgument {
     static var allValueStrings: [String] { NotificationView.allCases.map(\.rawValue) }
     var defaultValueDescription: String { view.rawValue }
 }
-
-

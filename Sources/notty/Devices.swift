@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import NottyCommandLine
 import NottyCenter
+import NottyCommandLine
 import NottyCore
 import NottySync
 
@@ -38,7 +38,8 @@ struct DeviceList: AsyncParsableCommand {
                 for item in all {
                     var object: [String: JSONValue] = [
                         "userNotificationSubscriptionId": .string(item.userNotificationSubscriptionId), "deviceId": .string(item.deviceId),
-                        "kind": .string(item.isDevice ? "device" : item.isWebhook ? "webhook" : "app"), "thisDevice": .bool(item.userNotificationSubscriptionId == mine),
+                        "kind": .string(item.isDevice ? "device" : item.isWebhook ? "webhook" : "app"),
+                        "thisDevice": .bool(item.userNotificationSubscriptionId == mine),
                         "expirationDateTime": .string(ISOTime.format(item.expirationDateTime)),
                     ]
                     object["deviceName"] = item.deviceName.map(JSONValue.string) ?? .null

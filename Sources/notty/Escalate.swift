@@ -117,18 +117,23 @@ struct EscalateAdd: AsyncParsableCommand {
               notty escalate add --after 5m --priority all --group deploys --to webhook:URL
             """)
 
-    @Option(help: ArgumentHelp("How long a notification may stay unhandled: 30s, 10m, 2h (from 5s).", valueName: "duration")) var after: DurationArgument
-    @Option(name: .customLong("to"), help: ArgumentHelp("Where it goes: ntfy:URL, webhook:URL or command:NAME (repeatable, up to 10).", valueName: "target"))
+    @Option(help: ArgumentHelp("How long a notification may stay unhandled: 30s, 10m, 2h (from 5s).", valueName: "duration")) var after:
+        DurationArgument
+    @Option(
+        name: .customLong("to"),
+        help: ArgumentHelp("Where it goes: ntfy:URL, webhook:URL or command:NAME (repeatable, up to 10).", valueName: "target"))
     var targets: [String] = []
     @Option(help: ArgumentHelp("high (the default) or all.", valueName: "high|all")) var priority: String = "high"
     @Option(help: ArgumentHelp("Only notifications of this app.", valueName: "host")) var app: String?
     @Option(help: ArgumentHelp("Only notifications of this group.", valueName: "name")) var group: String?
-    @Option(name: .customLong("repeat"), help: ArgumentHelp("Send it again this often while it stays unhandled.", valueName: "duration")) var repeatEvery: DurationArgument?
+    @Option(name: .customLong("repeat"), help: ArgumentHelp("Send it again this often while it stays unhandled.", valueName: "duration"))
+    var repeatEvery: DurationArgument?
     @Option(help: ArgumentHelp("A name for the rule, one word (default: made up).", valueName: "name")) var name: String?
 
     /// The body this command sends.
     var body: JSONValue {
-        EscalationRule.body(after: after.seconds, targets: targets, priority: priority, repeatSeconds: repeatEvery?.seconds, app: app, group: group, name: name)
+        EscalationRule.body(
+            after: after.seconds, targets: targets, priority: priority, repeatSeconds: repeatEvery?.seconds, app: app, group: group, name: name)
     }
 
     /// The service's own rules, checked here first (but for the commands only it knows), so
@@ -138,8 +143,11 @@ struct EscalateAdd: AsyncParsableCommand {
         do throws(NottyCore.ValidationError) {
             _ = try EscalationRule(body: Data(body.jsonText.utf8), commands: nil, id: "rule-check", now: Date())
         } catch {
-            let flags = ["after ": "--after ", "repeat ": "--repeat ", "priority ": "--priority ", "name ": "--name ", "app ": "--app ", "group ": "--group "]
-            let message = flags.first { error.message.hasPrefix($0.key) }.map { $0.value + error.message.dropFirst($0.key.count) } ?? "--to " + error.message
+            let flags = [
+                "after ": "--after ", "repeat ": "--repeat ", "priority ": "--priority ", "name ": "--name ", "app ": "--app ", "group ": "--group ",
+            ]
+            let message =
+                flags.first { error.message.hasPrefix($0.key) }.map { $0.value + error.message.dropFirst($0.key.count) } ?? "--to " + error.message
             throw ArgumentParser.ValidationError(message)
         }
     }

@@ -1,10 +1,10 @@
 import ArgumentParser
 import Foundation
+import NottyCenter
+import NottyCommandLine
 import NottyCore
 import NottyPOSIX
 import NottyStore
-import NottyCenter
-import NottyCommandLine
 import NottySync
 
 @main

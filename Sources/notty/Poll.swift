@@ -2,10 +2,10 @@ import ArgumentParser
 import Foundation
 import NottyCommandLine
 import NottyCore
-import NottyStore
-import NottySync
 import NottyPOSIX
 import NottyPoll
+import NottyStore
+import NottySync
 import Synchronization
 
 struct Poll: AsyncParsableCommand {
@@ -37,13 +37,29 @@ struct Poll: AsyncParsableCommand {
               notty poll --once          # one sync, print what is new, exit
             """)
 
-    @Option(help: ArgumentHelp("Seconds between polls (never more often than the service allows; default: poll.interval in config.toml).", valueName: "seconds")) var interval: Int?
-    @Option(help: ArgumentHelp("A shell command to run for each new notification (default: poll.exec in config.toml).", valueName: "command")) var exec: String?
-    @Option(name: .customLong("on-change"), help: ArgumentHelp("A shell command to run when a notification known here changes state on any device, with NOTTY_STATE set (default: poll.on_change in config.toml).", valueName: "command")) var onChange: String?
-    @Option(name: .customLong("exec-timeout"), help: ArgumentHelp("Stop an --exec command that runs longer than this (default 60s).", valueName: "duration")) var execTimeout: DurationArgument?
+    @Option(
+        help: ArgumentHelp(
+            "Seconds between polls (never more often than the service allows; default: poll.interval in config.toml).", valueName: "seconds"))
+    var interval: Int?
+    @Option(help: ArgumentHelp("A shell command to run for each new notification (default: poll.exec in config.toml).", valueName: "command"))
+    var exec: String?
+    @Option(
+        name: .customLong("on-change"),
+        help: ArgumentHelp(
+            "A shell command to run when a notification known here changes state on any device, with NOTTY_STATE set (default: poll.on_change in config.toml).",
+            valueName: "command")) var onChange: String?
+    @Option(
+        name: .customLong("exec-timeout"),
+        help: ArgumentHelp("Stop an --exec command that runs longer than this (default 60s).", valueName: "duration")) var execTimeout:
+        DurationArgument?
     @Flag(help: "Sync once, report, and exit.") var once = false
-    @Flag(inversion: .prefixedNo, help: "Use the doorbell WebSocket, falling back to polling (default: poll.live in config.toml, unless --interval is given).") var live: Bool?
-    @Flag(inversion: .prefixedNo, help: "Desktop popups (org.freedesktop.Notifications on the session D-Bus) that follow every device (default: poll.desktop in config.toml).") var desktop: Bool?
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Use the doorbell WebSocket, falling back to polling (default: poll.live in config.toml, unless --interval is given).") var live: Bool?
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Desktop popups (org.freedesktop.Notifications on the session D-Bus) that follow every device (default: poll.desktop in config.toml).")
+    var desktop: Bool?
 
     func validate() throws {
         if let interval, interval < 1 { throw ArgumentParser.ValidationError("--interval must be at least 1 second") }
@@ -71,16 +87,19 @@ struct Poll: AsyncParsableCommand {
             let mode: LiveSync.Mode = useLive ? .live : .polling(minimumInterval: interval ?? settings.pollInterval ?? 1)
             // A popup's change is sent at once: the sync engine is made below, so it is looked up then.
             let engineBox = Mutex<LiveSync?>(nil)
-            let popups = (desktop ?? settings.pollDesktop)
-                ? await DesktopPopups.start(store: store, storm: settings.pollStorm, press: { id, number in
-                    // A popup's action button (PROTOCOL.md §12): the service runs it.
-                    do {
-                        let result = try await client.pressAction(id: id, action: number)
-                        return "\(result.label): \(result.line(now: Date()))"
-                    } catch {
-                        return "action \(number): \(error)"
-                    }
-                }, changed: { if let sync = engineBox.withLock({ $0 }) { Task { await sync.requestSync() } } }) : nil
+            let popups =
+                (desktop ?? settings.pollDesktop)
+                ? await DesktopPopups.start(
+                    store: store, storm: settings.pollStorm,
+                    press: { id, number in
+                        // A popup's action button (PROTOCOL.md §12): the service runs it.
+                        do {
+                            let result = try await client.pressAction(id: id, action: number)
+                            return "\(result.label): \(result.line(now: Date()))"
+                        } catch {
+                            return "action \(number): \(error)"
+                        }
+                    }, changed: { if let sync = engineBox.withLock({ $0 }) { Task { await sync.requestSync() } } }) : nil
             let reporter = PollReporter(store: store, exec: exec, onChange: onChange, jobs: runner, popups: popups)
             await reporter.begin()
             let liveSync = LiveSync(engine: engine, client: client, mode: mode) { event in
@@ -112,7 +131,6 @@ struct Poll: AsyncParsableCommand {
         }
     }
 }
-
 
 /// Returns when SIGINT or SIGTERM arrives (through the one signal helper, `Signals.terminationSignals`;
 /// a second signal after that has its default action again).

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import NottyCommandLine
 import NottyCenter
+import NottyCommandLine
 import NottyCore
 import NottySync
 
@@ -31,12 +31,18 @@ struct Publish: AsyncParsableCommand {
     @Option(help: "The title.") var title: String
     @Option(help: "The body text.") var body: String?
     @Option(help: "Raw content for the client.") var raw: String?
-    @Option(name: .customLong("app-notification-id"), help: "Your id for it; publishing it again updates it in place (default: a new UUID).") var appNotificationId: String?
+    @Option(name: .customLong("app-notification-id"), help: "Your id for it; publishing it again updates it in place (default: a new UUID).")
+    var appNotificationId: String?
     @Option(help: "A group name.") var group: String?
-    @Option(help: ArgumentHelp("A link (http or https) the notification is about: what o, notty open and a popup's click open.", valueName: "url")) var url: String?
+    @Option(help: ArgumentHelp("A link (http or https) the notification is about: what o, notty open and a popup's click open.", valueName: "url"))
+    var url: String?
     @Option(help: "none, low or high (default high).") var priority: String?
     @Option(help: ArgumentHelp("Lifetime: 90s, 15m, 4h, 7d (default: the service's).", valueName: "duration")) var expires: DurationArgument?
-    @Option(name: .customLong("action"), help: ArgumentHelp("An action, in ntfy's short form (repeatable, at most 3): \"http, Silence 1h, https://…, method=POST, clear=true\".", valueName: "action")) var actions: [String] = []
+    @Option(
+        name: .customLong("action"),
+        help: ArgumentHelp(
+            "An action, in ntfy's short form (repeatable, at most 3): \"http, Silence 1h, https://…, method=POST, clear=true\".", valueName: "action")
+    ) var actions: [String] = []
 
     func validate() throws {
         if let priority, Priority(spelling: priority) == nil { throw ArgumentParser.ValidationError("--priority must be none, low or high") }
@@ -65,13 +71,16 @@ struct Publish: AsyncParsableCommand {
             guard var base = server ?? env["NOTTY_SERVER"] else { throw CLIError("give --server URL (or set NOTTY_SERVER)") }
             if base.hasSuffix("/") { base.removeLast() }
             guard let clientId = clientId ?? env["NOTTY_CLIENT_ID"], let secret = clientSecret ?? env["NOTTY_CLIENT_SECRET"] else {
-                throw CLIError("give --client-id and --client-secret (or set NOTTY_CLIENT_ID and NOTTY_CLIENT_SECRET); notty admin app add HOSTNAME prints them")
+                throw CLIError(
+                    "give --client-id and --client-secret (or set NOTTY_CLIENT_ID and NOTTY_CLIENT_SECRET); notty admin app add HOSTNAME prints them")
             }
             let tokenAnswer = try await ServiceClient.postForm(
                 base + "/oauth2/v2.0/token",
                 ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret, "scope": "https://graph.microsoft.com/.default"])
             guard tokenAnswer.status == 200, let token = try? NottyJSON.decoder.decode(TokenResponse.self, from: tokenAnswer.body) else {
-                throw CLIError("the service refused the app credentials (\(tokenAnswer.status) \(tokenAnswer.errorText.code)): check --client-id and --client-secret")
+                throw CLIError(
+                    "the service refused the app credentials (\(tokenAnswer.status) \(tokenAnswer.errorText.code)): check --client-id and --client-secret"
+                )
             }
             let request = PublishRequest(
                 appNotificationId: appNotificationId ?? UUID().uuidString.lowercased(), groupName: group,

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import NottyCommandLine
 import NottyCenter
+import NottyCommandLine
 import NottyCore
 import NottyStore
 import NottySync

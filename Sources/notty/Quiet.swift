@@ -58,8 +58,9 @@ struct Quiet: AsyncParsableCommand {
                     _ = try await store.perform { try $0.setPreference(key: Interruptions.scheduleKey, value: .null, now: now) }
                     say("no quiet schedule")
                 } else if let window = QuietSchedule.window(schedule) {
-                    let quiet = QuietSchedule(from: window.from, to: window.to, days: days.flatMap(QuietSchedule.days) ?? [],
-                                              zone: zone.flatMap(TimeZone.init(identifier:)) ?? .current, strict: strict)
+                    let quiet = QuietSchedule(
+                        from: window.from, to: window.to, days: days.flatMap(QuietSchedule.days) ?? [],
+                        zone: zone.flatMap(TimeZone.init(identifier:)) ?? .current, strict: strict)
                     _ = try await store.perform { try $0.setPreference(key: Interruptions.scheduleKey, value: quiet.value, now: now) }
                     say("quiet \(quiet.description)")
                 }
@@ -73,13 +74,15 @@ struct Quiet: AsyncParsableCommand {
                     end = now.addingTimeInterval(TimeInterval(duration.seconds))
                 } else {
                     guard let time = until.flatMap(QuietSchedule.timeOfDay),
-                          let next = Calendar.current.nextDate(after: now, matching: time, matchingPolicy: .nextTime)
+                        let next = Calendar.current.nextDate(after: now, matching: time, matchingPolicy: .nextTime)
                     else { throw CLIError("--until takes a time of day such as 07:00") }
                     end = next
                 }
                 let strict = strict
                 _ = try await store.perform { try $0.setQuiet(until: end, strict: strict, now: now) }
-                say("quiet until \(TimeText.clock(end, in: .current, now: now)) (\(TimeText.relative(end, now: now)))" + (strict ? ", High included" : ""))
+                say(
+                    "quiet until \(TimeText.clock(end, in: .current, now: now)) (\(TimeText.relative(end, now: now)))"
+                        + (strict ? ", High included" : ""))
             }
             await deliverQueued(local)
         }
@@ -114,10 +117,11 @@ extension Interruptions.Target {
 extension Interruptions.Mute {
     /// `{"app":"ci.example.com","until":…}` or `{"group":"builds","until":…}` (`mute --list --json`, `status --json`).
     var json: JSONValue {
-        let (kind, name): (String, String) = switch target {
-        case .app(let host): ("app", host)
-        case .group(let group): ("group", group)
-        }
+        let (kind, name): (String, String) =
+            switch target {
+            case .app(let host): ("app", host)
+            case .group(let group): ("group", group)
+            }
         return .object([kind: .string(name), "until": until.map { .string(ISOTime.format($0)) } ?? .null])
     }
 }
@@ -133,7 +137,8 @@ struct Mute: AsyncParsableCommand {
             """)
 
     @OptionGroup var target: MuteTarget
-    @Option(name: .customLong("for"), help: ArgumentHelp("How long: 30m, 1h, 2d (default: until unmuted).", valueName: "duration")) var duration: DurationArgument?
+    @Option(name: .customLong("for"), help: ArgumentHelp("How long: 30m, 1h, 2d (default: until unmuted).", valueName: "duration")) var duration:
+        DurationArgument?
     @Flag(help: "List what is muted now.") var list = false
     @Flag(help: "With --list: one JSON object a line.") var json = false
 

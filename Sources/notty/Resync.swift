@@ -24,7 +24,8 @@ struct Resync: AsyncParsableCommand {
             let device = Device()
             _ = try device.credentials()  // signed in, before anything is moved
             let path = device.paths.store
-            let (salvaged, complete) = FileManager.default.fileExists(atPath: path) ? try await offThePool { LocalStore.salvageOutbox(path: path) } : ([], true)
+            let (salvaged, complete) =
+                FileManager.default.fileExists(atPath: path) ? try await offThePool { LocalStore.salvageOutbox(path: path) } : ([], true)
             let aside: String?
             do {
                 aside = try LocalStore.setAside(path: path)
@@ -37,12 +38,15 @@ struct Resync: AsyncParsableCommand {
             do {
                 summary = try await engine.sync()
             } catch {
-                throw CLIError("the new store holds the \(queued) change(s) kept, but the service could not be reached (\(explained(error))): run notty sync when it can")
+                throw CLIError(
+                    "the new store holds the \(queued) change(s) kept, but the service could not be reached (\(explained(error))): run notty sync when it can"
+                )
             }
             let counts = try await store.perform { try $0.counts() }
             let unread = complete ? "" : " (the rest of the old outbox could not be read)"
-            say("rebuilt the local store from the service: \(counts.all) notification(s), \(counts.unread) unread; kept \(queued) change(s) not sent yet\(unread), sent \(summary.sent)"
-                + (aside.map { "; the old store is at \($0)" } ?? ""))
+            say(
+                "rebuilt the local store from the service: \(counts.all) notification(s), \(counts.unread) unread; kept \(queued) change(s) not sent yet\(unread), sent \(summary.sent)"
+                    + (aside.map { "; the old store is at \($0)" } ?? ""))
         }
     }
 }

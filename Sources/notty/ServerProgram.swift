@@ -17,7 +17,9 @@ enum ServerProgram {
         }
         if let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) { return found }
         if let built = try buildInSourceTree(folder) { return built }
-        throw CLIError("notty serve, notty admin and notty demo run notty-server, which is neither in \(folder) nor on PATH: install it beside notty (README, Installing)")
+        throw CLIError(
+            "notty serve, notty admin and notty demo run notty-server, which is neither in \(folder) nor on PATH: install it beside notty (README, Installing)"
+        )
     }
 
     /// In a source checkout, `swift run notty demo` (or `serve`) builds `notty` alone, since
@@ -29,7 +31,8 @@ enum ServerProgram {
         let scratch = ((folder as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent
         let package = (scratch as NSString).deletingLastPathComponent
         guard ["debug", "release"].contains(configuration), (scratch as NSString).lastPathComponent.hasPrefix(".build"),
-              FileManager.default.fileExists(atPath: package + "/Package.swift") else { return nil }
+            FileManager.default.fileExists(atPath: package + "/Package.swift")
+        else { return nil }
         warn("building notty-server (the service's program) beside notty, once: a few minutes the first time")
         let build = Process()
         build.executableURL = URL(fileURLWithPath: "/usr/bin/env")

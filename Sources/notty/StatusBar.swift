@@ -12,10 +12,12 @@ import Glibc
 /// `--view` and `--format` of `notty count` and `notty watch`.
 struct BadgeOptions: ParsableArguments {
     @Option(help: "The view to count.") var view: ViewArgument = ViewArgument(argument: "unread")!
-    @Option(help: ArgumentHelp(
-        "How to print it: plain is the number alone.",
-        discussion: "tmux, starship, i3blocks and polybar print nothing at 0; tmux and polybar colour the count red while a High one is unread (not with NO_COLOR).",
-        valueName: "format")) var format: BadgeFormatArgument = BadgeFormatArgument(argument: "plain")!
+    @Option(
+        help: ArgumentHelp(
+            "How to print it: plain is the number alone.",
+            discussion:
+                "tmux, starship, i3blocks and polybar print nothing at 0; tmux and polybar colour the count red while a High one is unread (not with NO_COLOR).",
+            valueName: "format")) var format: BadgeFormatArgument = BadgeFormatArgument(argument: "plain")!
     @Flag(help: "The same as --format json.") var json = false
 
     var chosenFormat: BadgeFormat { json ? .json : format.format }
@@ -55,7 +57,8 @@ struct Count: AsyncParsableCommand {
             switch argument {
             case "--json": format = .json
             case "--view": guard let next = rest.popFirst(), let chosen = NotificationView(name: next) else { return nil }; view = chosen
-            case "--format": guard let next = rest.popFirst(), let chosen = BadgeFormat(rawValue: next.lowercased()) else { return nil }; format = chosen
+            case "--format":
+                guard let next = rest.popFirst(), let chosen = BadgeFormat(rawValue: next.lowercased()) else { return nil }; format = chosen
             default: return nil
             }
         }

@@ -1,5 +1,4 @@
 import Foundation
-@testable import NottyCenter
 import NottyCore
 import NottyStore
 import NottyTUI
@@ -7,14 +6,17 @@ import NottyTestSupport
 import Synchronization
 import Testing
 
+@testable import NottyCenter
+
 /// A store of `count` notifications (every third read), created a second apart.
 func filledStore(_ count: Int, in directory: URL) throws -> (LocalStore, [UserNotification]) {
     let store = try LocalStore(path: directory.appendingPathComponent("store.sqlite").path)
     let base = Date(timeIntervalSince1970: 1_800_000_000)
     let notifications = (0..<count).map { (n: Int) -> UserNotification in
         let read: ReadState = n % 3 == 0 ? .read : .unread
-        return .fixture(id: UserNotification.fixtureId(n), appNotificationId: "a\(n)", title: "Build \(n) failed",
-                        created: base.addingTimeInterval(Double(n)), ttl: 86_400 * 30, read: read)
+        return .fixture(
+            id: UserNotification.fixtureId(n), appNotificationId: "a\(n)", title: "Build \(n) failed",
+            created: base.addingTimeInterval(Double(n)), ttl: 86_400 * 30, read: read)
     }
     _ = try store.apply(page: ChangesPage(changes: notifications, cursor: "1", hasMore: false), since: nil)
     return (store, notifications)
@@ -48,7 +50,8 @@ struct WindowLoaderTests {
         #expect(top.rows.first?.id == all.last?.id && top.rows.map(\.createdDateTime) == top.rows.map(\.createdDateTime).sorted(by: >))
         // Anchored on a row in the middle of Unread: that row is selected, its neighbours around it.
         let anchor = all[1501]  // unread (1501 % 3 != 0)
-        guard case .loaded(let middle, _, let selected) = try loader.answer(WindowRequest(view: .unread, anchorId: anchor.id, span: 40), now: now) else {
+        guard case .loaded(let middle, _, let selected) = try loader.answer(WindowRequest(view: .unread, anchorId: anchor.id, span: 40), now: now)
+        else {
             Issue.record("not a window"); return
         }
         #expect(middle.total == 2000)
@@ -84,7 +87,8 @@ struct WindowLoaderTests {
 
         // A snooze ending between reading ahead and the key: Unread is read again, with the row back.
         let snoozed = all[298]
-        _ = try store.record([(snoozed.id, LocalAction.patch(StateChange(userActionState: .snoozed, snoozedUntil: now.addingTimeInterval(60))))], now: now)
+        _ = try store.record(
+            [(snoozed.id, LocalAction.patch(StateChange(userActionState: .snoozed, snoozedUntil: now.addingTimeInterval(60))))], now: now)
         try send(.key(.backTab), at: now)
         #expect(state.view == .unread && !state.window.rows.contains { $0.id == snoozed.id })
         let again = state.readAheadRequests
@@ -101,7 +105,9 @@ struct WindowLoaderTests {
         #expect(state.view == .unread && state.window.rows.first?.id == snoozed.id, "the snooze has ended: the row is back at the top of Unread")
     }
 
-    @Test("frames rendered ahead of Tab, Shift-Tab, G, g and a search's Enter are the frames those keys make; after a change of the store the key's frame is rendered anew")
+    @Test(
+        "frames rendered ahead of Tab, Shift-Tab, G, g and a search's Enter are the frames those keys make; after a change of the store the key's frame is rendered anew"
+    )
     func framesAhead() throws {
         let directory = Repository.temporaryDirectory("notty-center")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -204,7 +210,9 @@ struct WindowLoaderTests {
     static func searchLoader(in directory: URL) async throws -> (WindowLoader, Recounts) {
         let (store, _) = try filledStore(3000, in: directory)
         SearchIndexer(store: store).catchUp()
-        #expect(await eventually(timeout: .seconds(10)) { (try? (await store.perform { try $0.rowsToIndexForSearch() })) == 0 }, "the search index was not built")
+        #expect(
+            await eventually(timeout: .seconds(10)) { (try? (await store.perform { try $0.rowsToIndexForSearch() })) == 0 },
+            "the search index was not built")
         let recounts = Recounts()
         return (WindowLoader(store: store) { recounts.value.add(1, ordering: .relaxed) }, recounts)
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Testing
+
 @testable import NottyCommandLine
 
 @Suite("What both programs share: durations, errors, command paths")

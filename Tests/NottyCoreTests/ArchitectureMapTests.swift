@@ -8,7 +8,9 @@ struct ArchitectureMapTests {
     struct Target { var kind: String, name: String, dependencies: [String] }  // dependencies: ours only
     struct Row { var module: String, imports: [String] }
     enum Token: Equatable {
-        case word(String), string(String), symbol(Character)
+        case word(String)
+        case string(String)
+        case symbol(Character)
         var string: String? { if case .string(let text) = self { text } else { nil } }
     }
 
@@ -29,7 +31,11 @@ struct ArchitectureMapTests {
             } else if c == "\"" {  // up to the first quote not escaped (escapes are kept as written)
                 var escaped = false
                 i += 1
-                out.append(.string(take { d in defer { escaped = !escaped && d == "\\" }; return escaped || d != "\"" }))
+                out.append(
+                    .string(
+                        take { d in
+                            defer { escaped = !escaped && d == "\\" }; return escaped || d != "\""
+                        }))
                 i += 1
             } else if isWord(c) {
                 out.append(.word(take(while: isWord)))
@@ -131,8 +137,9 @@ struct ArchitectureMapTests {
         let byName = Dictionary(targets.map { ($0.name, $0.dependencies) }, uniquingKeysWith: { first, _ in first })
         for row in rows {
             guard let dependencies = byName[row.module]?.sorted() else { continue }  // everyTargetHasARow says so
-            #expect(Set(dependencies) == Set(row.imports),
-                    "Package.swift says \(row.module) depends on \(dependencies); ARCHITECTURE.md's map says \(row.imports.sorted()): update the map")
+            #expect(
+                Set(dependencies) == Set(row.imports),
+                "Package.swift says \(row.module) depends on \(dependencies); ARCHITECTURE.md's map says \(row.imports.sorted()): update the map")
         }
     }
 
@@ -149,7 +156,9 @@ struct ArchitectureMapTests {
                 for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n") {
                     let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init).filter { !$0.hasPrefix("@") }
                     guard words.first == "import", words.count >= 2 else { continue }
-                    let name = (words.count >= 3 && ["func", "struct", "class", "enum", "protocol", "typealias", "var", "let"].contains(words[1]) ? words[2] : words[1])
+                    let name =
+                        (words.count >= 3 && ["func", "struct", "class", "enum", "protocol", "typealias", "var", "let"].contains(words[1])
+                        ? words[2] : words[1])
                         .split(separator: ".").first.map(String.init) ?? ""
                     if modules.contains(name), name != module { imported.insert(name) }
                 }
@@ -166,8 +175,10 @@ struct ArchitectureMapTests {
         let imported = try Self.sourceImports(of: modules)
         for row in rows where modules.contains(row.module) {
             let inSources = imported[row.module] ?? []
-            #expect(inSources.isSubset(of: Set(row.imports)),
-                    "Sources/\(row.module) imports \(inSources.subtracting(row.imports).sorted()), which ARCHITECTURE.md's map and Package.swift do not give it: add the dependency, or import through what it has")
+            #expect(
+                inSources.isSubset(of: Set(row.imports)),
+                "Sources/\(row.module) imports \(inSources.subtracting(row.imports).sorted()), which ARCHITECTURE.md's map and Package.swift do not give it: add the dependency, or import through what it has"
+            )
             let unused = Set(row.imports).subtracting(inSources).filter { !$0.hasPrefix("C") }
             #expect(unused.isEmpty, "\(row.module) depends on \(unused.sorted()) but no file of it imports them: drop the dependency")
         }

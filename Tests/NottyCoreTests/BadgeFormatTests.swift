@@ -40,7 +40,9 @@ struct BadgeFormatTests {
         #expect(json["view"] == .string("unread") && json["count"] == .number(3) && json["highUnread"] == .number(1))
         guard case .object(let counts)? = json["counts"] else { Issue.record("no counts"); return }
         #expect(counts["read"] == .number(4) && counts["all"] == .number(7) && counts.count == 6)
-        for (count, high, text, level, tooltip) in [(0, 0, "", "none", "notty: 0 unread"), (3, 0, "3", "some", "notty: 3 unread"), (3, 2, "3", "high", "notty: 3 unread, 2 High")] {
+        for (count, high, text, level, tooltip) in [
+            (0, 0, "", "none", "notty: 0 unread"), (3, 0, "3", "some", "notty: 3 unread"), (3, 2, "3", "high", "notty: 3 unread, 2 High"),
+        ] {
             let waybar = object(BadgeFormat.waybar.line(badge(count, high: high)))
             #expect(waybar["text"] == .string(text) && waybar["class"] == .string(level) && waybar["alt"] == .string(level))
             #expect(waybar["tooltip"] == .string(tooltip))

@@ -61,7 +61,8 @@ struct QuietScheduleTests {
         #expect(schedule.end(containing: Self.at("2027-01-18T12:00:00Z")) == nil, "midday")
         #expect(schedule.end(containing: Self.at("2027-01-18T21:00:00Z")) == Self.at("2027-01-19T06:00:00Z"), "Monday 22:00 sharp")
         #expect(schedule.end(containing: Self.at("2027-01-19T06:00:00Z")) == nil, "07:00 sharp has ended")
-        let day = QuietSchedule(from: try #require(QuietSchedule.timeOfDay("12:00")), to: try #require(QuietSchedule.timeOfDay("13:30")), zone: Self.berlin)
+        let day = QuietSchedule(
+            from: try #require(QuietSchedule.timeOfDay("12:00")), to: try #require(QuietSchedule.timeOfDay("13:30")), zone: Self.berlin)
         #expect(day.end(containing: Self.at("2027-01-17T11:15:00Z")) == Self.at("2027-01-17T12:30:00Z"), "every day, not wrapping")
     }
 
@@ -92,12 +93,16 @@ struct QuietScheduleTests {
         #expect(QuietSchedule(schedule.value) == schedule)
         #expect(schedule.description == "22:00-07:00 mon,tue Europe/Berlin, High included")
         let monday = Self.at("2027-01-18T22:00:00Z")
-        let interruptions = Interruptions(preferences: [PreferenceEntry(key: Interruptions.scheduleKey, value: schedule.value, changedAt: monday)], now: monday)
+        let interruptions = Interruptions(
+            preferences: [PreferenceEntry(key: Interruptions.scheduleKey, value: schedule.value, changedAt: monday)], now: monday)
         #expect(interruptions.quietUntil == Self.at("2027-01-19T06:00:00Z"))
         #expect(interruptions.strict)
         #expect(!interruptions.interrupts(.fixture(id: "1", priority: .high)))
-        #expect(Interruptions(preferences: [PreferenceEntry(key: Interruptions.scheduleKey, value: schedule.value, changedAt: monday)],
-                              now: Self.at("2027-01-19T12:00:00Z")).isQuiet == false)
+        #expect(
+            Interruptions(
+                preferences: [PreferenceEntry(key: Interruptions.scheduleKey, value: schedule.value, changedAt: monday)],
+                now: Self.at("2027-01-19T12:00:00Z")
+            ).isQuiet == false)
     }
 
     @Test("quiet off inside a scheduled window ends that window only; outside one it is null; a later quiet --for still quiets")
@@ -116,13 +121,15 @@ struct QuietScheduleTests {
         let nextNight = Interruptions(preferences: [scheduled, skipped], now: Self.at("2027-01-19T21:30:00Z"))
         #expect(nextNight.quietUntil == Self.at("2027-01-20T06:00:00Z"), "the next window is quiet again")
         #expect(Interruptions(preferences: [scheduled], now: Self.at("2027-01-19T12:00:00Z")).offValue(now: Self.at("2027-01-19T12:00:00Z")) == .null)
-        let hour = PreferenceEntry(key: Interruptions.quietKey, value: Interruptions.quietValue(until: Self.at("2027-01-18T23:30:00Z"), strict: false), changedAt: night)
+        let hour = PreferenceEntry(
+            key: Interruptions.quietKey, value: Interruptions.quietValue(until: Self.at("2027-01-18T23:30:00Z"), strict: false), changedAt: night)
         #expect(Interruptions(preferences: [scheduled, hour], now: night).quietUntil == Self.at("2027-01-19T06:00:00Z"))
         // Quiet for an hour after quiet off in the window: the hour, then not the window again.
         let skippedThen = Interruptions(preferences: [scheduled, skipped], now: night)
         #expect(skippedThen.skip == Self.at("2027-01-19T06:00:00Z"))
         let hourAfterOff = PreferenceEntry(
-            key: Interruptions.quietKey, value: Interruptions.quietValue(until: Self.at("2027-01-18T23:30:00Z"), strict: false, skip: skippedThen.skip), changedAt: night)
+            key: Interruptions.quietKey,
+            value: Interruptions.quietValue(until: Self.at("2027-01-18T23:30:00Z"), strict: false, skip: skippedThen.skip), changedAt: night)
         #expect(Interruptions(preferences: [scheduled, hourAfterOff], now: night).quietUntil == Self.at("2027-01-18T23:30:00Z"))
         #expect(!Interruptions(preferences: [scheduled, hourAfterOff], now: Self.at("2027-01-18T23:45:00Z")).isQuiet)
         #expect(Interruptions(preferences: [scheduled, skipped], now: Self.at("2027-01-19T12:00:00Z")).skip == nil, "a skip that has passed is over")

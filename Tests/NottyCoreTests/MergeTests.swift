@@ -16,12 +16,25 @@ struct MergeTests {
     static let later = Date(timeIntervalSince1970: 2_000_000_000)
 
     static let table: [Row] = [
-        Row(name: "newer read wins", changes: [(.init(readState: .read), 10), (.init(readState: .unread), 20)], read: .unread, action: .noInteraction),
-        Row(name: "older read arriving late loses", changes: [(.init(readState: .unread), 20), (.init(readState: .read), 10)], read: .unread, action: .noInteraction),
-        Row(name: "tie goes to the later arrival", changes: [(.init(readState: .read), 10), (.init(readState: .unread), 10)], read: .unread, action: .noInteraction),
-        Row(name: "fields are independent", changes: [(.init(userActionState: .dismissed), 30), (.init(readState: .read, userActionState: .activated), 20)], read: .read, action: .dismissed),
-        Row(name: "offline 10:00 loses to 10:05 elsewhere", changes: [(.init(userActionState: .dismissed), 1005), (.init(userActionState: .activated), 1000)], read: .unread, action: .dismissed),
-        Row(name: "snooze then dismiss", changes: [(.init(userActionState: .snoozed, snoozedUntil: later), 10), (.init(userActionState: .dismissed), 11)], read: .unread, action: .dismissed),
+        Row(
+            name: "newer read wins", changes: [(.init(readState: .read), 10), (.init(readState: .unread), 20)], read: .unread, action: .noInteraction),
+        Row(
+            name: "older read arriving late loses", changes: [(.init(readState: .unread), 20), (.init(readState: .read), 10)], read: .unread,
+            action: .noInteraction),
+        Row(
+            name: "tie goes to the later arrival", changes: [(.init(readState: .read), 10), (.init(readState: .unread), 10)], read: .unread,
+            action: .noInteraction),
+        Row(
+            name: "fields are independent",
+            changes: [(.init(userActionState: .dismissed), 30), (.init(readState: .read, userActionState: .activated), 20)], read: .read,
+            action: .dismissed),
+        Row(
+            name: "offline 10:00 loses to 10:05 elsewhere",
+            changes: [(.init(userActionState: .dismissed), 1005), (.init(userActionState: .activated), 1000)], read: .unread, action: .dismissed),
+        Row(
+            name: "snooze then dismiss",
+            changes: [(.init(userActionState: .snoozed, snoozedUntil: later), 10), (.init(userActionState: .dismissed), 11)], read: .unread,
+            action: .dismissed),
     ]
 
     @Test(arguments: table)
@@ -67,9 +80,12 @@ struct MergeTests {
 struct ViewTests {
     static let now = Date(timeIntervalSince1970: 1_900_000_000)
 
-    func note(_ read: ReadState, _ action: UserActionState, snoozedUntil: Date? = nil, status: NotificationStatus = .active, expires: Date? = nil) -> UserNotification {
-        .fixture(id: UUID().uuidString, appNotificationId: "a", app: "h", priority: .high, title: "t", created: Self.now,
-                 expires: expires ?? Self.now + 3600, status: status, read: read, action: action, snoozedUntil: snoozedUntil)
+    func note(_ read: ReadState, _ action: UserActionState, snoozedUntil: Date? = nil, status: NotificationStatus = .active, expires: Date? = nil)
+        -> UserNotification
+    {
+        .fixture(
+            id: UUID().uuidString, appNotificationId: "a", app: "h", priority: .high, title: "t", created: Self.now,
+            expires: expires ?? Self.now + 3600, status: status, read: read, action: action, snoozedUntil: snoozedUntil)
     }
 
     @Test("The first five views partition the active notifications; counts add up")

@@ -10,7 +10,9 @@ struct TerminalTextTests {
         let text = "a\(Character(scalar))b"
         let safe = TerminalText.safe(text)
         let isControl = value < 0x20 || (0x7F..<0xA0).contains(value)
-        #expect(safe.unicodeScalars.allSatisfy { $0.value >= 0x20 && !(0x7F..<0xA0).contains($0.value) }, "\(value) left a control: \(safe.debugDescription)")
+        #expect(
+            safe.unicodeScalars.allSatisfy { $0.value >= 0x20 && !(0x7F..<0xA0).contains($0.value) },
+            "\(value) left a control: \(safe.debugDescription)")
         #expect((safe == text) == !isControl, "\(value)")
         #expect(TerminalText.isSafe(text) == !isControl)
         #expect(safe.hasPrefix("a") && safe.hasSuffix("b"))

@@ -6,9 +6,11 @@ import NottyTestSupport
 import Testing
 
 /// The only code that calls libdbus, on its own: a private session bus with dunst on it.
-@Suite("DesktopBus on a real session bus with dunst", .timeLimit(.minutes(5)),
-       .enabled(if: TestDesktop.available || TestDesktop.required,
-                "SKIPPED LOUDLY: dbus-daemon, Xvfb or dunst is missing (apt-get install -y dbus-daemon xvfb dunst); .ci/run installs them"))
+@Suite(
+    "DesktopBus on a real session bus with dunst", .timeLimit(.minutes(5)),
+    .enabled(
+        if: TestDesktop.available || TestDesktop.required,
+        "SKIPPED LOUDLY: dbus-daemon, Xvfb or dunst is missing (apt-get install -y dbus-daemon xvfb dunst); .ci/run installs them"))
 struct DesktopBusTests {
     @Test("asks the daemon who it is; shows, replaces in place and closes popups; hears the user close one (reason 2) and its own close (reason 3)")
     func roundTrip() async throws {

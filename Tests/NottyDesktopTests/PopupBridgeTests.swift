@@ -7,7 +7,8 @@ import Testing
 /// The popup state machine, like the TUI's update tests: events in, effects out.
 @Suite("Desktop popups: the pure bridge")
 struct PopupBridgeTests {
-    static func note(_ id: String, title: String = "Build failed", body: String? = "3 <tests> & more", priority: Priority = .high) -> UserNotification {
+    static func note(_ id: String, title: String = "Build failed", body: String? = "3 <tests> & more", priority: Priority = .high) -> UserNotification
+    {
         .fixture(id: id, priority: priority, title: title, body: body, expires: Date(timeIntervalSince1970: 2_000_000_000))
     }
 
@@ -38,7 +39,10 @@ struct PopupBridgeTests {
     @Test("the publisher's actions are buttons act-1…act-3 (PROTOCOL.md §12); pressing one runs it and closes the popup; an unknown key does nothing")
     func actionButtons() {
         var acting = Self.note("n1")
-        acting.actions = [NotificationAction(kind: .http, label: "Silence 1h", clear: true), NotificationAction(kind: .view, label: "Runbook", url: "https://wiki.example.com")]
+        acting.actions = [
+            NotificationAction(kind: .http, label: "Silence 1h", clear: true),
+            NotificationAction(kind: .view, label: "Runbook", url: "https://wiki.example.com"),
+        ]
         let content = PopupContent(acting)
         #expect(content.actions.map(\.key) == ["default", "dismiss", "act-1", "act-2"])
         #expect(content.actions.suffix(2).map(\.label) == ["Silence 1h", "Runbook"])
@@ -53,8 +57,9 @@ struct PopupBridgeTests {
         #expect(pressed.entries["n1"] == nil)
     }
 
-    @Test("one already read, dismissed, activated, snoozed or deleted elsewhere when it arrives never pops up",
-          arguments: [NotificationView.read, .dismissed, .activated, .snoozed, nil] as [NotificationView?])
+    @Test(
+        "one already read, dismissed, activated, snoozed or deleted elsewhere when it arrives never pops up",
+        arguments: [NotificationView.read, .dismissed, .activated, .snoozed, nil] as [NotificationView?])
     func handledBeforeItArrives(_ view: NotificationView?) {
         var bridge = PopupBridge()
         #expect(bridge.handle(.arrived(Self.note("n1"), view: view)) == [])
@@ -139,7 +144,10 @@ struct PopupBridgeTests {
         var bridge = PopupBridge(stormLimit: 3)
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         for n in 0..<3 {
-            #expect(bridge.handle(.arrived(Self.alert(n), view: .unread, at: start + Double(n))) == [.show(id: "a\(n)", PopupContent(Self.alert(n)), replacing: 0)])
+            #expect(
+                bridge.handle(.arrived(Self.alert(n), view: .unread, at: start + Double(n))) == [
+                    .show(id: "a\(n)", PopupContent(Self.alert(n)), replacing: 0)
+                ])
             _ = bridge.handle(.shown(id: "a\(n)", popupId: UInt32(10 + n)))
         }
         // The fourth within the minute: the three close and one popup stands for all four.
@@ -157,21 +165,30 @@ struct PopupBridgeTests {
         #expect(more.summary == "HighCPU ×5")
         #expect(replacingMore == 20)
         // Another group is not in the storm.
-        #expect(bridge.handle(.arrived(Self.alert(9, group: "Disk"), view: .unread, at: start + 5)) == [.show(id: "a9", PopupContent(Self.alert(9, group: "Disk")), replacing: 0)])
+        #expect(
+            bridge.handle(.arrived(Self.alert(9, group: "Disk"), view: .unread, at: start + 5)) == [
+                .show(id: "a9", PopupContent(Self.alert(9, group: "Disk")), replacing: 0)
+            ])
         // One read elsewhere: the count goes down.
-        guard case .show(_, let fewer, _)? = bridge.handle(.moved(id: "a0", Self.alert(0), view: .read)).first else { Issue.record("no update"); return }
+        guard case .show(_, let fewer, _)? = bridge.handle(.moved(id: "a0", Self.alert(0), view: .read)).first else {
+            Issue.record("no update"); return
+        }
         #expect(fewer.summary == "HighCPU ×4")
         // The user closes the storm's popup: every notification it stands for is dismissed.
         #expect(bridge.handle(.closed(popupId: 20, reason: 2)) == ["a1", "a2", "a3", "a4"].map { .dismiss(id: $0) })
         #expect(bridge.entries.keys.sorted() == ["a9"])
     }
 
-    @Test("a storm that arrives in one batch, before the daemon answers any popup, is one popup: singles asked for and not shown are not asked for at all; a late answer for one closes it")
+    @Test(
+        "a storm that arrives in one batch, before the daemon answers any popup, is one popup: singles asked for and not shown are not asked for at all; a late answer for one closes it"
+    )
     func stormInOneBatch() {
         var bridge = PopupBridge(stormLimit: 5)
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         let effects = (0..<1000).flatMap { n in bridge.handle(.arrived(Self.alert(n), view: .unread, at: start + Double(n) / 100)) }
-        let shows = bridge.coalesced(effects).compactMap { effect -> PopupContent? in if case .show(_, let content, _) = effect { content } else { nil } }
+        let shows = bridge.coalesced(effects).compactMap { effect -> PopupContent? in
+            if case .show(_, let content, _) = effect { content } else { nil }
+        }
         #expect(shows.map(\.summary) == ["HighCPU ×1000"])
         // A few alone, the way the daemon sees them one by one: five singles, then the storm.
         var calm = PopupBridge(stormLimit: 5)
@@ -195,14 +212,18 @@ struct PopupBridgeTests {
         var storm = PopupBridge(stormLimit: 1)
         _ = storm.handle(.arrived(Self.alert(0), view: .unread, at: start))
         _ = storm.handle(.shown(id: "a0", popupId: 1))
-        guard case .show(let id, _, _)? = storm.handle(.arrived(Self.alert(1), view: .unread, at: start + 1)).last else { Issue.record("no storm"); return }
+        guard case .show(let id, _, _)? = storm.handle(.arrived(Self.alert(1), view: .unread, at: start + 1)).last else {
+            Issue.record("no storm"); return
+        }
         _ = storm.handle(.shown(id: id, popupId: 2))
         #expect(storm.handle(.action(popupId: 2, key: "default")) == [.dismiss(id: "a0"), .dismiss(id: "a1"), .close(popupId: 2)])
         #expect(storm.entries.isEmpty)
         // A storm whose notifications are all handled elsewhere closes its popup.
         _ = storm.handle(.arrived(Self.alert(2), view: .unread, at: start + 2))
         _ = storm.handle(.shown(id: "a2", popupId: 3))
-        guard case .show(let again, _, _)? = storm.handle(.arrived(Self.alert(3), view: .unread, at: start + 3)).last else { Issue.record("no storm"); return }
+        guard case .show(let again, _, _)? = storm.handle(.arrived(Self.alert(3), view: .unread, at: start + 3)).last else {
+            Issue.record("no storm"); return
+        }
         _ = storm.handle(.shown(id: again, popupId: 4))
         _ = storm.handle(.moved(id: "a2", Self.alert(2), view: .dismissed))
         #expect(storm.handle(.moved(id: "a3", Self.alert(3), view: .dismissed)) == [.close(popupId: 4)])

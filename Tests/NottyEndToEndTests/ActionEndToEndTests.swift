@@ -9,7 +9,9 @@ import Testing
 /// `notty`, a stand-in target, and a real Alertmanager silenced from `notty act`.
 @Suite("Actions end to end", .timeLimit(.minutes(5)), .serialized)
 struct ActionEndToEndTests {
-    @Test("notty publish --action, notty show on B lists it, notty act on A and B at once makes one request with its headers and body; the outcome shows on both; clear dismisses everywhere; a failing action exits non-zero with one line")
+    @Test(
+        "notty publish --action, notty show on B lists it, notty act on A and B at once makes one request with its headers and body; the outcome shows on both; clear dismisses everywhere; a failing action exits non-zero with one line"
+    )
     func pressFromTwoDevices() async throws {
         let recorder = TargetRecorder()
         try await recorder.application().test(.live) { client in
@@ -17,10 +19,12 @@ struct ActionEndToEndTests {
             let world = try await TwoDevices()
             let (a, b) = (world.a, world.b)
             let target = "http://127.0.0.1:\(port)/deploy/approve"
-            let id = try await world.publish("Deploy web 1.42?", extra: [
-                "--action", "http, Approve, \(target), method=PUT, headers.Authorization=Bearer s3cret, body='{\"ok\": true}', clear=true",
-                "--action", "view, Diff, https://git.example.com/compare/1.41...1.42",
-            ])
+            let id = try await world.publish(
+                "Deploy web 1.42?",
+                extra: [
+                    "--action", "http, Approve, \(target), method=PUT, headers.Authorization=Bearer s3cret, body='{\"ok\": true}', clear=true",
+                    "--action", "view, Diff, https://git.example.com/compare/1.41...1.42",
+                ])
             #expect(try await b.run(["sync"]).status == 0)
             let shown = try await b.run(["show", id])
             #expect(shown.out.contains("action 1 Approve (runs on the service, then dismisses)"), "\(shown.out)")
@@ -37,7 +41,9 @@ struct ActionEndToEndTests {
             #expect((ra.out + rb.out).contains("Approve: done"), "\(ra.out) \(rb.out)")
             let hits = recorder.matching("PUT", "/deploy/approve")
             #expect(hits.count == 1, "\(recorder.paths())")
-            #expect(hits.first?.headers["authorization"] == "Bearer s3cret" || hits.first?.headers["Authorization"] == "Bearer s3cret", "\(hits.first?.headers ?? [:])")
+            #expect(
+                hits.first?.headers["authorization"] == "Bearer s3cret" || hits.first?.headers["Authorization"] == "Bearer s3cret",
+                "\(hits.first?.headers ?? [:])")
             #expect(hits.first?.body == #"{"ok": true}"#)
             // Every device shows the outcome; clear dismissed it everywhere.
             for device in [a, b] {
@@ -56,7 +62,9 @@ struct ActionEndToEndTests {
             #expect(try await b.run(["sync"]).status == 0)
             let failed = try await b.run(["act", other, "Restart"])
             #expect(failed.status != 0)
-            #expect(failed.err.contains("Restart: failed") && failed.err.contains("HTTP 503") && failed.err.split(separator: "\n").count == 1, "\(failed.err)")
+            #expect(
+                failed.err.contains("Restart: failed") && failed.err.contains("HTTP 503") && failed.err.split(separator: "\n").count == 1,
+                "\(failed.err)")
             let retried = try await b.run(["act", other, "1"])
             #expect(retried.status == 0 && retried.out.contains("Restart: done"), "\(retried.err)")
             #expect(recorder.matching("POST", "/restart").count == 2)
@@ -66,9 +74,11 @@ struct ActionEndToEndTests {
         }
     }
 
-    @Test("a webhook made with --alertmanager: a firing alert carries Silence 1h; notty act silences it in the real Alertmanager (matchers = its labels, createdBy naming user and device) and it is dismissed everywhere",
-          .enabled(if: TestAlertmanager.available || TestAlertmanager.required,
-                   "SKIPPED LOUDLY: prometheus-alertmanager or amtool is missing (apt-get install -y prometheus-alertmanager); .ci/run installs it"))
+    @Test(
+        "a webhook made with --alertmanager: a firing alert carries Silence 1h; notty act silences it in the real Alertmanager (matchers = its labels, createdBy naming user and device) and it is dismissed everywhere",
+        .enabled(
+            if: TestAlertmanager.available || TestAlertmanager.required,
+            "SKIPPED LOUDLY: prometheus-alertmanager or amtool is missing (apt-get install -y prometheus-alertmanager); .ci/run installs it"))
     func silenceAlertmanager() async throws {
         let world = try await TwoDevices()
         let port = TestPostgres.freePort()
@@ -76,14 +86,19 @@ struct ActionEndToEndTests {
         #expect(made.status == 0, "\(made.err)")
         let alertmanager = try await TestAlertmanager(webhook: made.out.trimmingCharacters(in: .whitespacesAndNewlines), port: port)
         defer { alertmanager.stop() }
-        try await alertmanager.amtool(["alert", "add", "alertname=DiskFull", "severity=critical", "instance=nas-1", "--annotation=summary=Disk 91% full"])
+        try await alertmanager.amtool([
+            "alert", "add", "alertname=DiskFull", "severity=critical", "instance=nas-1", "--annotation=summary=Disk 91% full",
+        ])
         var alert: UserNotification?
-        #expect(await eventually(timeout: .seconds(30)) {
-            _ = try? await world.b.run(["sync"])
-            let listed = (try? await world.b.run(["list", "--json"]))?.out ?? ""
-            alert = listed.split(separator: "\n").compactMap { try? NottyJSON.decoder.decode(UserNotification.self, from: Data($0.utf8)) }.first { $0.groupName == "DiskFull" }
-            return alert != nil
-        }, "the alert did not arrive:\n\(alertmanager.log.suffix(2000))")
+        #expect(
+            await eventually(timeout: .seconds(30)) {
+                _ = try? await world.b.run(["sync"])
+                let listed = (try? await world.b.run(["list", "--json"]))?.out ?? ""
+                alert = listed.split(separator: "\n").compactMap { try? NottyJSON.decoder.decode(UserNotification.self, from: Data($0.utf8)) }.first {
+                    $0.groupName == "DiskFull"
+                }
+                return alert != nil
+            }, "the alert did not arrive:\n\(alertmanager.log.suffix(2000))")
         let fired = try #require(alert)
         #expect(fired.actions?.map(\.label) == ["Silence 1h"], "\(fired.actions ?? [])")
 
@@ -107,10 +122,13 @@ struct ActionEndToEndTests {
     }
 }
 
-@Suite("Actions end to end on two instances", .timeLimit(.minutes(5)), .serialized,
-       .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
+@Suite(
+    "Actions end to end on two instances", .timeLimit(.minutes(5)), .serialized,
+    .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
 struct ActionInstancesEndToEndTests {
-    @Test("two notty serve instances on one PostgreSQL: notty act on A (instance 1) and B (instance 2) at once makes one request; both show the outcome")
+    @Test(
+        "two notty serve instances on one PostgreSQL: notty act on A (instance 1) and B (instance 2) at once makes one request; both show the outcome"
+    )
     func pressThroughTwoInstances() async throws {
         let recorder = TargetRecorder()
         try await recorder.application().test(.live) { client in
@@ -120,7 +138,8 @@ struct ActionInstancesEndToEndTests {
             let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment)
             let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
             let world = try await TwoDevices(directory: directory, a: one, b: two)
-            let id = try await world.publish("Roll back web 1.42?", extra: ["--action", "http, Roll back, http://127.0.0.1:\(port)/rollback, clear=true"])
+            let id = try await world.publish(
+                "Roll back web 1.42?", extra: ["--action", "http, Roll back, http://127.0.0.1:\(port)/rollback, clear=true"])
             #expect(try await world.b.run(["sync"]).status == 0)
             async let onA = world.a.run(["act", id, "1"])
             async let onB = world.b.run(["act", id, "Roll back"])

@@ -6,7 +6,9 @@ import Testing
 
 @Suite("Backup and restore of the service's store", .timeLimit(.minutes(6)), .serialized)
 struct BackupTests {
-    @Test("4 publishers and 2 devices dismissing for 20 s, a backup in the middle: it holds every publish acknowledged before it began and passes integrity_check; restore is refused while the service runs; restored, both devices resync by themselves, send what they queued meanwhile and agree")
+    @Test(
+        "4 publishers and 2 devices dismissing for 20 s, a backup in the middle: it holds every publish acknowledged before it began and passes integrity_check; restore is refused while the service runs; restored, both devices resync by themselves, send what they queued meanwhile and agree"
+    )
     func backupWhileServingThenRestore() async throws {
         let world = try await TwoDevices()
         let server = world.service.admin
@@ -27,7 +29,11 @@ struct BackupTests {
                         n += 1
                         do {
                             let id = try await world.publish("publisher \(publisher) #\(n)", extra: ["--priority", "none"])
-                            if acknowledged.update({ $0.append((id, .now)); return $0.count }) == 4 { enough.continuation.yield() }
+                            if acknowledged.update({
+                                $0.append((id, .now)); return $0.count
+                            }) == 4 {
+                                enough.continuation.yield()
+                            }
                         } catch {
                             failures.update { $0.append("publish: \(error)") }
                         }
@@ -40,7 +46,8 @@ struct BackupTests {
                         _ = try await device.run(["sync"])
                         let unread = try await device.run(["list", "--view", "unread", "--json", "--limit", "1"]).out
                         if let line = unread.split(separator: "\n").first, case .object(let object)? = JSONValue(jsonText: String(line)),
-                           case .string(let id)? = object["id"] {
+                            case .string(let id)? = object["id"]
+                        {
                             let dismissed = try await device.run(["dismiss", id])
                             if dismissed.status != 0 { failures.update { $0.append("dismiss: \(dismissed.err)") } }
                         }
@@ -63,8 +70,10 @@ struct BackupTests {
         let before = acknowledged.update { $0 }.filter { $0.at < started }.map(\.id)
         try #require(before.count >= 4, "fewer than four publishes were acknowledged before the backup began: \(before.count)")
         let (integrity, missing) = try await DatabaseQueue(path: backup).read { db in
-            (try String.fetchAll(db, sql: "PRAGMA integrity_check"),
-             try before.filter { try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications WHERE id = ?", arguments: [$0]) == 0 })
+            (
+                try String.fetchAll(db, sql: "PRAGMA integrity_check"),
+                try before.filter { try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications WHERE id = ?", arguments: [$0]) == 0 }
+            )
         }
         #expect(integrity == ["ok"])
         #expect(missing.isEmpty, "\(missing.count) of \(before.count) publishes acknowledged before the backup are not in it")
@@ -93,7 +102,8 @@ struct BackupTests {
         func states(_ device: NottyCLI) async throws -> [String] {
             try await device.run(["list", "--view", "all", "--json", "--limit", "100000"]).out.split(separator: "\n").compactMap { line in
                 guard case .object(let object)? = JSONValue(jsonText: String(line)), case .string(let id)? = object["id"],
-                      case .string(let read)? = object["readState"], case .string(let action)? = object["userActionState"] else { return nil }
+                    case .string(let read)? = object["readState"], case .string(let action)? = object["userActionState"]
+                else { return nil }
                 return "\(id) \(read) \(action)"
             }.sorted()
         }
@@ -102,6 +112,7 @@ struct BackupTests {
         #expect(a.contains { $0.hasPrefix(kept) && $0.hasSuffix("Snoozed") }, "B's snooze, queued while the service was away, was lost")
         #expect(a.contains { $0.hasPrefix(before[1]) && $0.contains(" Read ") }, "A's read, queued while the service was away, was lost")
         let shown = Set(a.map { String($0.split(separator: " ")[0]) })
-        #expect(shown.isSuperset(of: before), "\(Set(before).subtracting(shown).count) publishes acknowledged before the backup are not on the devices")
+        #expect(
+            shown.isSuperset(of: before), "\(Set(before).subtracting(shown).count) publishes acknowledged before the backup are not on the devices")
     }
 }

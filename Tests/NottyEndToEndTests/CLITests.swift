@@ -56,7 +56,9 @@ struct CLITests {
         defer { try? FileManager.default.removeItem(at: home) }
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         let cert = home.appendingPathComponent("cert.pem").path, key = home.appendingPathComponent("key.pem").path
-        let openssl = try await Repository.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1"])
+        let openssl = try await Repository.run([
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+        ])
         try #require(openssl.status == 0, "openssl failed: \(openssl.output)")
         let log = home.appendingPathComponent("serve.log")
         #expect(FileManager.default.createFile(atPath: log.path, contents: nil))
@@ -94,13 +96,13 @@ struct CLITests {
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         let file = home.appendingPathComponent("server.toml")
         try """
-            # settings of notty serve
-            host = "127.0.0.1"
-            public-url = "https://notty.example.com"
-            max-title = 2048
-            action-allow = ["10.0.0.0/8", "hooks.example.com"]
-            ntfy-upstream = "https://ntfy.sh"
-            """.write(to: file, atomically: true, encoding: .utf8)
+        # settings of notty serve
+        host = "127.0.0.1"
+        public-url = "https://notty.example.com"
+        max-title = 2048
+        action-allow = ["10.0.0.0/8", "hooks.example.com"]
+        ntfy-upstream = "https://ntfy.sh"
+        """.write(to: file, atomically: true, encoding: .utf8)
         func tokenEndpoint(_ serve: ServeProcess) async throws -> String {
             let answer = try await Repository.run(["curl", "-s", "--max-time", "30", serve.url + "/common/v2.0/.well-known/openid-configuration"])
             let object = try JSONSerialization.jsonObject(with: Data(answer.output.utf8)) as? [String: Any]
@@ -110,8 +112,9 @@ struct CLITests {
         let fromFile = try await ServeProcess(directory: home.appendingPathComponent("a"), extraArguments: ["--config", file.path])
         #expect(try await tokenEndpoint(fromFile) == "https://notty.example.com/common/oauth2/v2.0/token")
         fromFile.stop()
-        let overridden = try await ServeProcess(directory: home.appendingPathComponent("b"),
-                                                extraArguments: ["--config=\(file.path)", "--public-url", "https://other.example.org"])
+        let overridden = try await ServeProcess(
+            directory: home.appendingPathComponent("b"),
+            extraArguments: ["--config=\(file.path)", "--public-url", "https://other.example.org"])
         #expect(try await tokenEndpoint(overridden) == "https://other.example.org/common/oauth2/v2.0/token")
         overridden.stop()
 
@@ -120,8 +123,9 @@ struct CLITests {
             if let text { try text.write(to: bad, atomically: true, encoding: .utf8) } else { try? FileManager.default.removeItem(at: bad) }
             let result = try await notty(["serve", "--config", bad.path])
             #expect(result.status == 1 && result.out.isEmpty, "\(String(describing: text)): \(result.err)")
-            #expect(result.err.hasPrefix("notty: ") && result.err.contains(says) && result.err.split(separator: "\n").count == 1,
-                    "\(String(describing: text)): \(result.err)")
+            #expect(
+                result.err.hasPrefix("notty: ") && result.err.contains(says) && result.err.split(separator: "\n").count == 1,
+                "\(String(describing: text)): \(result.err)")
         }
         try await refused("colour = \"red\"\n", says: "bad.toml: colour is not a setting of notty serve")
         try await refused("port = 99999\n", says: "bad.toml: --port must be")
@@ -131,7 +135,9 @@ struct CLITests {
         // A pair of settings is checked as the command line is: the same line as for the flags.
         try "ntfy-upstream = \"https://ntfy.sh\"\n".write(to: home.appendingPathComponent("bad.toml"), atomically: true, encoding: .utf8)
         let unpaired = try await notty(["serve", "--config", home.appendingPathComponent("bad.toml").path])
-        #expect(unpaired.status != 0 && unpaired.err.contains("--ntfy-upstream and --public-url go together") && unpaired.err.split(separator: "\n").count == 1, "\(unpaired.err)")
+        #expect(
+            unpaired.status != 0 && unpaired.err.contains("--ntfy-upstream and --public-url go together")
+                && unpaired.err.split(separator: "\n").count == 1, "\(unpaired.err)")
         try await refused(nil, says: "cannot read the settings file")
         let help = try await notty(["serve", "--help"])
         #expect(help.out.contains("--config <file>"), "\(help.out)")
@@ -149,7 +155,10 @@ struct CLITests {
         let bad = try await notty(["admin", "user", "add"])
         #expect(bad.status != 0 && bad.err.hasPrefix("notty: ") && bad.err.contains("(see notty admin user add --help)"), "\(bad.err)")
         // The process that serve runs is notty-server itself: its command line says so.
-        let shell = try await Repository.run(["sh", "-c", "NOTTY_HOME=\(home.path) exec \(Repository.nottyBinary.path) serve --port 0 & pid=$!; sleep 1; tr '\\0' ' ' < /proc/$pid/cmdline; kill $pid; wait $pid"])
+        let shell = try await Repository.run([
+            "sh", "-c",
+            "NOTTY_HOME=\(home.path) exec \(Repository.nottyBinary.path) serve --port 0 & pid=$!; sleep 1; tr '\\0' ' ' < /proc/$pid/cmdline; kill $pid; wait $pid",
+        ])
         #expect(shell.output.contains("notty-server serve --port 0"), "\(shell.output)")
 
         // A notty copied alone, with no notty-server on PATH: one line, the rest of notty works.
@@ -162,7 +171,8 @@ struct CLITests {
         for command in [["serve"], ["admin", "user", "add", "x"]] {
             let result = try await alone.run(command, environment: ["PATH": "/usr/bin:/bin"])
             #expect(result.status == 1 && result.out.isEmpty, "\(command)")
-            #expect(result.err.hasPrefix("notty: notty serve, notty admin and notty demo run notty-server")
+            #expect(
+                result.err.hasPrefix("notty: notty serve, notty admin and notty demo run notty-server")
                     && result.err.contains("install it beside notty") && result.err.split(separator: "\n").count == 1, "\(result.err)")
         }
         let version = try await alone.run(["--version"], environment: ["PATH": "/usr/bin:/bin"])

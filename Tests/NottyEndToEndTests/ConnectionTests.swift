@@ -81,10 +81,12 @@ struct ConnectionTests {
     /// (Counting descriptors against a baseline is fooled by other connections closing meanwhile.)
     static func accepted(by pid: Int32, port: Int, from peers: Set<Int>) -> Int {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-        let sockets = Set(files.compactMap { file -> Substring? in
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(file)"), target.hasPrefix("socket:[") else { return nil }
-            return target.dropFirst("socket:[".count).dropLast()
-        })
+        let sockets = Set(
+            files.compactMap { file -> Substring? in
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(file)"), target.hasPrefix("socket:[")
+                else { return nil }
+                return target.dropFirst("socket:[".count).dropLast()
+            })
         var count = 0
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
             for line in procText(table).split(separator: "\n").dropFirst() {
@@ -92,14 +94,17 @@ struct ConnectionTests {
                 guard fields.count > 9 else { continue }
                 let local = fields[1].split(separator: ":"), remote = fields[2].split(separator: ":")
                 guard local.count == 2, remote.count == 2, Int(local[1], radix: 16) == port,
-                      let peer = Int(remote[1], radix: 16), peers.contains(peer), sockets.contains(fields[9]) else { continue }
+                    let peer = Int(remote[1], radix: 16), peers.contains(peer), sockets.contains(fields[9])
+                else { continue }
                 count += 1
             }
         }
         return count
     }
 
-    @Test("1,000 heads the parser rejects get 400 and are closed; 300 heads that never end are cut after --header-timeout; the descriptors return to their baseline; /healthz and publishing answer throughout; a doorbell outlives the head timeout")
+    @Test(
+        "1,000 heads the parser rejects get 400 and are closed; 300 heads that never end are cut after --header-timeout; the descriptors return to their baseline; /healthz and publishing answer throughout; a doorbell outlives the head timeout"
+    )
     func malformedAndSlow() async throws {
         // The head timeout is well above what opening 300 connections takes on a loaded machine
         // (the service must hold them all at once before it cuts them): over 15 s once, with a
@@ -132,8 +137,9 @@ struct ConnectionTests {
         defer { for connection in slow { connection.close() } }
         // (The service accepts them as it goes: wait until it holds them.)
         let peers = Set(slow.map(\.localPort))
-        #expect(await eventually(timeout: .seconds(60)) { Self.accepted(by: pid, port: serve.port, from: peers) == 300 },
-                "the slow connections were not open at the service (\(Self.accepted(by: pid, port: serve.port, from: peers)) of 300)")
+        #expect(
+            await eventually(timeout: .seconds(60)) { Self.accepted(by: pid, port: serve.port, from: peers) == 300 },
+            "the slow connections were not open at the service (\(Self.accepted(by: pid, port: serve.port, from: peers)) of 300)")
         report("with 300 slow heads: \(Self.descriptors(pid))")
 
         // 1,000 malformed heads (ESC and BEL in a header value), 100 at a time; /healthz and a
@@ -163,9 +169,13 @@ struct ConnectionTests {
         // The slow ones are cut by the service (each read ends: closed), and the descriptors
         // come back.
         let cut = try await offThePool { slow.map { $0.readToClose() } }
-        #expect(cut.allSatisfy { $0.closed && $0.text.isEmpty }, "slow heads were answered or not cut: \(cut.filter { !$0.closed || !$0.text.isEmpty }.prefix(3))")
+        #expect(
+            cut.allSatisfy { $0.closed && $0.text.isEmpty },
+            "slow heads were answered or not cut: \(cut.filter { !$0.closed || !$0.text.isEmpty }.prefix(3))")
         let start = ContinuousClock.now
-        #expect(await eventually(timeout: .seconds(30)) { Self.descriptors(pid) <= baseline }, "descriptors: \(Self.descriptors(pid)), baseline \(baseline)")
+        #expect(
+            await eventually(timeout: .seconds(30)) { Self.descriptors(pid) <= baseline },
+            "descriptors: \(Self.descriptors(pid)), baseline \(baseline)")
         report("descriptors back to \(Self.descriptors(pid)) (baseline \(baseline)) \(start.duration(to: .now)) after the slow heads were cut")
 
         // The doorbell lived through it all, twice the head timeout at least: still one live
@@ -177,14 +187,20 @@ struct ConnectionTests {
         #expect(text(logB).components(separatedBy: "connection: live").count == 2, "the doorbell was cut and reconnected:\n\(text(logB))")
     }
 
-    @Test("--max-connections: one more connection is answered 503 with a reason and closed; freed, the service takes new ones. --idle-timeout closes a kept-alive connection left idle")
+    @Test(
+        "--max-connections: one more connection is answered 503 with a reason and closed; freed, the service takes new ones. --idle-timeout closes a kept-alive connection left idle"
+    )
     func connectionLimit() async throws {
         let directory = Repository.temporaryDirectory("notty-limit")
         defer { try? FileManager.default.removeItem(at: directory) }
         // One I/O thread (the default on 2 cores): connections are accepted and counted on it
         // one after another, in the order they reached the listening socket.
-        let serve = try await ServeProcess(directory: directory, extraArguments: ["--max-connections", "20", "--header-timeout", "60s", "--idle-timeout", "2s",
-                                                                                 "--io-threads", "1"])
+        let serve = try await ServeProcess(
+            directory: directory,
+            extraArguments: [
+                "--max-connections", "20", "--header-timeout", "60s", "--idle-timeout", "2s",
+                "--io-threads", "1",
+            ])
         defer { serve.stop() }
         let pid = try #require(serve.process?.processIdentifier)
         // Kept alive after one answer, then idle: closed by the service after about 2 s.
@@ -208,8 +224,9 @@ struct ConnectionTests {
         // The service has accepted all 20 before the 21st connects; on its one I/O thread each
         // was counted as it was accepted, so the 21st is counted after them.
         let peers = Set(held.map(\.localPort))
-        #expect(await eventually(timeout: .seconds(10)) { Self.accepted(by: pid, port: serve.port, from: peers) == 20 },
-                "the held connections were not open at the service (\(Self.accepted(by: pid, port: serve.port, from: peers)) of 20)")
+        #expect(
+            await eventually(timeout: .seconds(10)) { Self.accepted(by: pid, port: serve.port, from: peers) == 20 },
+            "the held connections were not open at the service (\(Self.accepted(by: pid, port: serve.port, from: peers)) of 20)")
         let refused = try await offThePool { () throws -> (String, Bool) in
             let connection = try RawConnection(port: serve.port)
             defer { connection.close() }
@@ -218,24 +235,32 @@ struct ConnectionTests {
         }
         #expect(refused.0.hasPrefix("HTTP/1.1 503") && refused.0.contains("--max-connections") && refused.1, "\(refused)")
         for connection in held { connection.close() }
-        #expect(await eventually(timeout: .seconds(10)) {
-            (try? await Repository.run(["curl", "-s", "--max-time", "5", "\(serve.url)/healthz"]).output) == #"{"status":"ok"}"#
-        })
+        #expect(
+            await eventually(timeout: .seconds(10)) {
+                (try? await Repository.run(["curl", "-s", "--max-time", "5", "\(serve.url)/healthz"]).output) == #"{"status":"ok"}"#
+            })
     }
 
-    @Test("password spraying from one address: after 100 failures in 5 minutes the address gets 429; notty admin lockouts lists and clears it, and user lockouts too")
+    @Test(
+        "password spraying from one address: after 100 failures in 5 minutes the address gets 429; notty admin lockouts lists and clears it, and user lockouts too"
+    )
     func guessingFromOneAddress() async throws {
         let directory = Repository.temporaryDirectory("notty-guess")
         defer { try? FileManager.default.removeItem(at: directory) }
         let serve = try await ServeProcess(directory: directory)
         defer { serve.stop() }
         func signIn(_ user: String, _ password: String) async throws -> String {
-            try await Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20",
-                                      "-d", "grant_type=password&username=\(user)&password=\(password)", "\(serve.url)/oauth2/v2.0/token"]).output
+            try await Repository.run([
+                "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20",
+                "-d", "grant_type=password&username=\(user)&password=\(password)", "\(serve.url)/oauth2/v2.0/token",
+            ]).output
         }
-        let spray = try await Repository.run(["sh", "-c", """
+        let spray = try await Repository.run([
+            "sh", "-c",
+            """
             for i in $(seq 100); do curl -s -o /dev/null -w '%{http_code} ' --max-time 20 -d "grant_type=password&username=name$i&password=x" \(serve.url)/oauth2/v2.0/token; done
-            """])
+            """,
+        ])
         #expect(spray.output.split(separator: " ").allSatisfy { $0 == "400" }, "\(spray.output)")
         #expect(try await signIn("alice", "pw") == "429", "the address is not locked after 100 failures")
         let listed = try await serve.admin.run(["admin", "lockouts"])

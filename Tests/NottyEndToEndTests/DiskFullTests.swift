@@ -45,7 +45,9 @@ struct SmallDisk {
 
 @Suite("A device on a full disk", .timeLimit(.minutes(5)), .serialized)
 struct DiskFullTests {
-    @Test("the store can be read on a full disk; a change says one line and exits non-zero; poll keeps running and catches up when space returns, nothing lost, nothing corrupted")
+    @Test(
+        "the store can be read on a full disk; a change says one line and exits non-zero; poll keeps running and catches up when space returns, nothing lost, nothing corrupted"
+    )
     func fullDisk() async throws {
         let directory = Repository.temporaryDirectory("notty-full")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -69,7 +71,8 @@ struct DiskFullTests {
         // A change: one line, non-zero, nothing saved.
         let dismiss = try await b.run(["dismiss", ids[0]])
         #expect(dismiss.status != 0 && dismiss.out.isEmpty, "\(dismiss)")
-        #expect(dismiss.err.hasPrefix("notty: no space left on device: ") && dismiss.err.hasSuffix("(the change was not saved)\n")
+        #expect(
+            dismiss.err.hasPrefix("notty: no space left on device: ") && dismiss.err.hasSuffix("(the change was not saved)\n")
                 && dismiss.err.split(separator: "\n").count == 1, "\(dismiss.err)")
 
         // poll runs on, and catches up once there is room again.
@@ -78,12 +81,14 @@ struct DiskFullTests {
         defer { if poll.isRunning { poll.terminate() } }
         func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         let during = try await world.publish("While the disk was full")
-        #expect(await eventually(timeout: .seconds(20)) { text().contains("no space left on device") }, "poll did not say the disk is full:\n\(text())")
+        #expect(
+            await eventually(timeout: .seconds(20)) { text().contains("no space left on device") }, "poll did not say the disk is full:\n\(text())")
         report("poll on a full disk said:\n" + text())
         #expect(poll.isRunning, "poll ended on a full disk:\n\(text())")
         try disk.makeRoom()
-        #expect(try await eventually(timeout: .seconds(30)) { try (await world.store(b).perform { try $0.notification(id: during) }) != nil },
-                "poll did not catch up when space returned:\n\(text())")
+        #expect(
+            try await eventually(timeout: .seconds(30)) { try (await world.store(b).perform { try $0.notification(id: during) }) != nil },
+            "poll did not catch up when space returned:\n\(text())")
         let after = try await world.publish("After space returned")
         #expect(try await eventually(timeout: .seconds(20)) { try (await world.store(b).perform { try $0.notification(id: after) }) != nil })
         poll.terminate()
@@ -100,8 +105,9 @@ struct DiskFullTests {
         #expect(count == 5, "B holds \(count) notifications, not 5")
     }
 
-    @Test("the center on a full disk: d says no space left in its status line and changes nothing; the center stays up; with room again d works",
-          .enabled(if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux)"))
+    @Test(
+        "the center on a full disk: d says no space left in its status line and changes nothing; the center stays up; with room again d works",
+        .enabled(if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux)"))
     func centerOnAFullDisk() async throws {
         let directory = Repository.temporaryDirectory("notty-full-center")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -126,7 +132,9 @@ struct DiskFullTests {
         try await center.keys("q")
     }
 
-    @Test("the service on a full disk: publishes are refused with 503 (never another 5xx), what was acknowledged before is kept, and it publishes again once there is room")
+    @Test(
+        "the service on a full disk: publishes are refused with 503 (never another 5xx), what was acknowledged before is kept, and it publishes again once there is room"
+    )
     func serviceOnAFullDisk() async throws {
         let directory = Repository.temporaryDirectory("notty-full-serve")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -138,17 +146,22 @@ struct DiskFullTests {
         let world = try await TwoDevices(directory: directory, a: serve, b: serve)
         var acknowledged: [String] = []
         for n in 1...5 { acknowledged.append(try await world.publish("Before \(n)")) }
-        let token = try await Repository.run(["curl", "-s", "--max-time", "10", "-d", "grant_type=client_credentials&client_id=\(serve.clientId)&client_secret=\(serve.clientSecret)",
-                                              "\(serve.url)/oauth2/v2.0/token"])
+        let token = try await Repository.run([
+            "curl", "-s", "--max-time", "10", "-d", "grant_type=client_credentials&client_id=\(serve.clientId)&client_secret=\(serve.clientSecret)",
+            "\(serve.url)/oauth2/v2.0/token",
+        ])
         let access = (try JSONSerialization.jsonObject(with: Data(token.output.utf8)) as? [String: Any])?["access_token"] as? String
         try #require(access != nil, "no app token: \(token.output)")
         try await disk.fillUp()
         // (A token is a write too: on the full disk it is 503 as well.)
         var statuses: [String] = []
         for n in 0..<20 {
-            let body = #"{"appNotificationId":"full-\#(n)","payload":{"visualContent":{"title":"While full \#(n) \#(String(repeating: "x", count: 900))"}}}"#
-            let answer = try await Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", "-H", "Authorization: Bearer \(access!)",
-                                                   "-H", "X-UNS-ID: \(world.uns)", "-H", "Content-Type: application/json", "-d", body, "\(serve.url)/beta/me/notifications"])
+            let body =
+                #"{"appNotificationId":"full-\#(n)","payload":{"visualContent":{"title":"While full \#(n) \#(String(repeating: "x", count: 900))"}}}"#
+            let answer = try await Repository.run([
+                "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", "-H", "Authorization: Bearer \(access!)",
+                "-H", "X-UNS-ID: \(world.uns)", "-H", "Content-Type: application/json", "-d", body, "\(serve.url)/beta/me/notifications",
+            ])
             statuses.append(answer.output)
         }
         report("publishes on a full disk answered: \(statuses.joined(separator: " "))")
@@ -158,7 +171,9 @@ struct DiskFullTests {
         let after = try await world.publish("After the disk had room again")
         #expect(try await world.b.run(["sync"]).status == 0)
         let store = try world.store(world.b)
-        for id in acknowledged + [after] { #expect(try (await store.perform { try $0.notification(id: id) }) != nil, "\(id) was acknowledged and is gone") }
+        for id in acknowledged + [after] {
+            #expect(try (await store.perform { try $0.notification(id: id) }) != nil, "\(id) was acknowledged and is gone")
+        }
         let integrity = try await Repository.run(["sqlite3", directory.appendingPathComponent("server/server.sqlite").path, "PRAGMA integrity_check"])
         #expect(integrity.output.trimmingCharacters(in: .whitespacesAndNewlines) == "ok", "\(integrity.output)")
     }

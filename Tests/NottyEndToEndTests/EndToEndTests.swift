@@ -39,8 +39,11 @@ final class TwoDevices: @unchecked Sendable {
 
     /// Publishes through the real `notty publish`; returns the new id.
     func publish(_ title: String, body: String = "", extra: [String] = []) async throws -> String {
-        let result = try await a.run(["publish", "--server", service.url, "--client-id", service.clientId, "--client-secret=\(service.clientSecret)",
-                                "--uns-id", uns, "--title", title, "--body", body] + extra)
+        let result = try await a.run(
+            [
+                "publish", "--server", service.url, "--client-id", service.clientId, "--client-secret=\(service.clientSecret)",
+                "--uns-id", uns, "--title", title, "--body", body,
+            ] + extra)
         guard result.status == 0 else { throw SupportError("publish failed: \(result.err)") }
         return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -56,13 +59,17 @@ final class TwoDevices: @unchecked Sendable {
 
 @Suite("End to end: notty serve and two devices", .timeLimit(.minutes(5)), .serialized)
 struct EndToEndTests {
-    @Test("links: notty publish --url reaches B's list --json and show; notty open runs $BROWSER with the link as one argument and activates it everywhere; no link: one line, nothing changed")
+    @Test(
+        "links: notty publish --url reaches B's list --json and show; notty open runs $BROWSER with the link as one argument and activates it everywhere; no link: one line, nothing changed"
+    )
     func links() async throws {
         let world = try await TwoDevices()
         // A shell would split this at & and ; and expand $HOME: the browser must get it whole.
         let url = "https://ci.example.com/acme/web/actions/runs/42?a=1&b=2;c=$HOME"
-        let published = try await world.a.run(["publish", "--server", world.service.url, "--client-id", world.service.clientId, "--client-secret=\(world.service.clientSecret)",
-                                          "--uns-id", world.uns, "--title", "Build failed", "--url", url])
+        let published = try await world.a.run([
+            "publish", "--server", world.service.url, "--client-id", world.service.clientId, "--client-secret=\(world.service.clientSecret)",
+            "--uns-id", world.uns, "--title", "Build failed", "--url", url,
+        ])
         #expect(published.status == 0, "\(published.err)")
         let id = published.out.trimmingCharacters(in: .whitespacesAndNewlines)
         let plain = try await world.publish("No link here")
@@ -75,8 +82,10 @@ struct EndToEndTests {
         try writeProgram("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> \(seen.path); done\n", to: browser)
         let opened = try await world.b.run(["open", String(id.prefix(8))], environment: ["BROWSER": browser.path])
         #expect(opened.status == 0, "\(opened.err)")
-        #expect(await eventually(timeout: .seconds(10)) { (try? String(contentsOf: seen, encoding: .utf8)) == url + "\n" },
-                "the browser did not get the link as one argument: \((try? String(contentsOf: seen, encoding: .utf8)) ?? "nothing"); notty open said: \(opened.err)")
+        #expect(
+            await eventually(timeout: .seconds(10)) { (try? String(contentsOf: seen, encoding: .utf8)) == url + "\n" },
+            "the browser did not get the link as one argument: \((try? String(contentsOf: seen, encoding: .utf8)) ?? "nothing"); notty open said: \(opened.err)"
+        )
         #expect(try await world.a.run(["sync"]).status == 0)
         #expect(try (await world.store(world.a).perform { try $0.notification(id: id) })?.userActionState == .activated)
         let none = try await world.b.run(["open", plain], environment: ["BROWSER": browser.path])
@@ -86,27 +95,39 @@ struct EndToEndTests {
         #expect(noBrowser.status == 0 && noBrowser.err.contains("cannot open the link"), "\(noBrowser.err)")
     }
 
-    @Test("a slow --exec (sleep 30) does not hold up syncing: notifications published while it runs are in the store within seconds, and each gets its command")
+    @Test(
+        "a slow --exec (sleep 30) does not hold up syncing: notifications published while it runs are in the store within seconds, and each gets its command"
+    )
     func slowExecRunsBesideSyncing() async throws {
         let world = try await TwoDevices()
         let marker = world.directory.appendingPathComponent("exec.txt")
-        let poll = try world.b.start(["poll", "--live", "--exec", "echo \"$NOTTY_ID\" >> \(marker.path); sleep 30", "--exec-timeout", "40s"],
-                                     log: world.directory.appendingPathComponent("poll.log"))
+        let poll = try world.b.start(
+            ["poll", "--live", "--exec", "echo \"$NOTTY_ID\" >> \(marker.path); sleep 30", "--exec-timeout", "40s"],
+            log: world.directory.appendingPathComponent("poll.log"))
         defer { if poll.isRunning { poll.terminate() } }
         let storeB = try world.store(world.b)
-        #expect(await eventually(timeout: .seconds(10)) { (try? String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8))?.contains("connection: live") == true })
+        #expect(
+            await eventually(timeout: .seconds(10)) {
+                (try? String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8))?.contains("connection: live") == true
+            })
         let first = try await world.publish("First")
         #expect(try await eventually(timeout: .seconds(10)) { try (await storeB.perform { try $0.notification(id: first) }) != nil })
-        #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains(first) }, "--exec did not start")
+        #expect(
+            await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains(first) },
+            "--exec did not start")
         // The first command sleeps 30 s; three more arrive meanwhile.
         var more: [String] = []
         for title in ["Second", "Third", "Fourth"] { more.append(try await world.publish(title)) }
         let start = ContinuousClock.now
-        #expect(try await eventually(timeout: .seconds(10)) { try more.allSatisfy { try storeB.notification(id: $0) != nil } },
-                "a sleeping --exec held up syncing")
+        #expect(
+            try await eventually(timeout: .seconds(10)) { try more.allSatisfy { try storeB.notification(id: $0) != nil } },
+            "a sleeping --exec held up syncing")
         report("three notifications reached the store during a 30 s --exec in \(start.duration(to: .now))")
         // At most 4 commands at once: all four started (none waits for the first).
-        #expect(await eventually(timeout: .seconds(10)) { let text = (try? String(contentsOf: marker, encoding: .utf8)) ?? ""; return more.allSatisfy { text.contains($0) } })
+        #expect(
+            await eventually(timeout: .seconds(10)) {
+                let text = (try? String(contentsOf: marker, encoding: .utf8)) ?? ""; return more.allSatisfy { text.contains($0) }
+            })
     }
 
     @Test("--on-change runs once per change of a known notification's state, on any device, with NOTTY_STATE; a new one is not a change")
@@ -129,7 +150,8 @@ struct EndToEndTests {
         #expect(try await world.b.run(["read", third]).status == 0)
         let fourth = try await world.publish("New one")
         let expected = ["\(first) dismissed Build failed", "\(second) deleted Disk 91% full", "\(third) read Deploy done"].sorted()
-        #expect(await eventually(timeout: .seconds(5)) { lines() == expected }, "\(lines())\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        #expect(
+            await eventually(timeout: .seconds(5)) { lines() == expected }, "\(lines())\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         #expect(try await eventually(timeout: .seconds(5)) { try (await world.store(world.b).perform { try $0.notification(id: fourth) }) != nil })
         // A barrier: one more change, whose command is started after any the new one ran.
         #expect(try await world.a.run(["sync"]).status == 0)
@@ -158,20 +180,30 @@ struct EndToEndTests {
 
         // B runs notty poll --live; A dismisses: B's store has it within 1 s, no sync asked for.
         let marker = world.directory.appendingPathComponent("exec.txt")
-        let poll = try world.b.start(["poll", "--live", "--exec", "echo \"$NOTTY_TITLE|$NOTTY_APP|$NOTTY_PRIORITY\" >> \(marker.path)"],
-                                     log: world.directory.appendingPathComponent("poll.log"))
+        let poll = try world.b.start(
+            ["poll", "--live", "--exec", "echo \"$NOTTY_TITLE|$NOTTY_APP|$NOTTY_PRIORITY\" >> \(marker.path)"],
+            log: world.directory.appendingPathComponent("poll.log"))
         defer { if poll.isRunning { poll.terminate() } }
         let bStore = try world.store(world.b)
-        #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8)) ?? "").contains("connection: live") })
+        #expect(
+            await eventually(timeout: .seconds(10)) {
+                ((try? String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8)) ?? "").contains("connection: live")
+            })
         #expect(try await world.a.run(["dismiss", third]).status == 0)
         let start = ContinuousClock.now
-        #expect(try await eventually(timeout: .seconds(10)) { try (await bStore.perform { try $0.notification(id: third) })?.userActionState == .dismissed },
-                "B's store did not show A's dismiss within 1 s")
+        #expect(
+            try await eventually(timeout: .seconds(10)) {
+                try (await bStore.perform { try $0.notification(id: third) })?.userActionState == .dismissed
+            },
+            "B's store did not show A's dismiss within 1 s")
         report("dismiss on A → B's store (poll --live): \(ContinuousClock.now - start)")
 
         // A new notification: poll prints it as a JSON line and runs --exec with NOTTY_* set.
         let fourth = try await world.publish("服务器告警 🔥")
-        #expect(await eventually(timeout: .seconds(5)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains("服务器告警 🔥|ci.example.com|High") })
+        #expect(
+            await eventually(timeout: .seconds(5)) {
+                ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains("服务器告警 🔥|ci.example.com|High")
+            })
         let log = try String(contentsOf: world.directory.appendingPathComponent("poll.log"), encoding: .utf8)
         let line = try #require(log.split(separator: "\n").first { $0.contains(fourth) })
         let object = try #require(JSONValue(jsonText: String(line)))
@@ -194,11 +226,11 @@ struct EndToEndTests {
         let config = world.b.home.appendingPathComponent("config.toml")
         let marker = world.directory.appendingPathComponent("settings-exec.txt")
         try """
-            view = "dismissed"
-            [poll]
-            live = true
-            exec = 'echo "$NOTTY_TITLE" >> \(marker.path)'
-            """.write(to: config, atomically: true, encoding: .utf8)
+        view = "dismissed"
+        [poll]
+        live = true
+        exec = 'echo "$NOTTY_TITLE" >> \(marker.path)'
+        """.write(to: config, atomically: true, encoding: .utf8)
         let listed = try await world.b.run(["list", "--json"])
         #expect(listed.status == 0 && listed.out.contains(first) && !listed.out.contains(second), "\(listed.err)")
         #expect(try await world.b.run(["list", "--view", "unread", "--json"]).out.contains(second), "the flag wins over the file")
@@ -218,7 +250,10 @@ struct EndToEndTests {
         let pollingLog = world.directory.appendingPathComponent("settings-polling.log")
         let polling = try world.b.start(["poll", "--no-live"], log: pollingLog)
         defer { if polling.isRunning { polling.terminate() } }
-        #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: pollingLog, encoding: .utf8)) ?? "").contains("connection: polling every") })
+        #expect(
+            await eventually(timeout: .seconds(10)) {
+                ((try? String(contentsOf: pollingLog, encoding: .utf8)) ?? "").contains("connection: polling every")
+            })
         #expect(!((try? String(contentsOf: pollingLog, encoding: .utf8)) ?? "").contains("connection: live"))
         polling.terminate()
         #expect(await eventually(timeout: .seconds(5)) { !polling.isRunning })
@@ -282,7 +317,9 @@ struct EndToEndTests {
         }
         report("killed mid-flush: \(partial)")
         let finish = try await world.a.run(["sync"])
-        #expect(finish.status == 0, "\(finish.err) \((try? String(contentsOf: world.directory.appendingPathComponent("sync.log"), encoding: .utf8)) ?? "")")
+        #expect(
+            finish.status == 0,
+            "\(finish.err) \((try? String(contentsOf: world.directory.appendingPathComponent("sync.log"), encoding: .utf8)) ?? "")")
         #expect(try (await aStore.perform { try $0.outboxCount() }) == 0)
 
         // Exactly once: the service recorded each of the 2 × count mutationIds once and no more.
@@ -314,7 +351,8 @@ struct EndToEndTests {
         }
     }
 
-    @Test("notty killed with SIGKILL during a first sync (its store's indexes put off until the end): the next sync completes the store and makes them")
+    @Test(
+        "notty killed with SIGKILL during a first sync (its store's indexes put off until the end): the next sync completes the store and makes them")
     func killedMidFirstSync() async throws {
         let world = try await TwoDevices(serveArguments: ["--publish-rate", "100000", "--publish-burst", "100000"])
         let count = 7_000  // two pages of a first sync (5,000 and 2,000)
@@ -327,8 +365,10 @@ struct EndToEndTests {
         // Kill `notty sync` into an empty store as soon as its first page is in (at most 4 tries).
         func state() -> (rows: Int, deferred: Int) {
             (try? DatabaseQueue(path: path).read { db in
-                (try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications") ?? 0,
-                 try Int.fetchOne(db, sql: "SELECT count(*) FROM meta WHERE key LIKE 'deferred_index %'") ?? 0)
+                (
+                    try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications") ?? 0,
+                    try Int.fetchOne(db, sql: "SELECT count(*) FROM meta WHERE key LIKE 'deferred_index %'") ?? 0
+                )
             }) ?? (0, 0)
         }
         var partial = false
@@ -384,8 +424,10 @@ struct EndToEndTests {
         let fcm = String(decoding: try JSONSerialization.data(withJSONObject: ["message": ["data": ["notty": own]]]), as: UTF8.self)
         #expect(try await world.b.run(["push"], input: fcm).status == 0)
         #expect(try await world.b.run(["show", id]).status == 0, "a push makes the device pull")
-        for form in [own, #"{"type":"changed","cursor":"1"}"#, #"{"aps":{},"notty":{"v":1,"type":"changed","cursor":"1"}}"#,
-                     String(decoding: try JSONSerialization.data(withJSONObject: ["event": "message", "message": own]), as: UTF8.self)] {
+        for form in [
+            own, #"{"type":"changed","cursor":"1"}"#, #"{"aps":{},"notty":{"v":1,"type":"changed","cursor":"1"}}"#,
+            String(decoding: try JSONSerialization.data(withJSONObject: ["event": "message", "message": own]), as: UTF8.self),
+        ] {
             #expect(try await world.b.run(["push"], input: form).status == 0, "\(form)")
         }
         world.service.stop()
@@ -394,7 +436,8 @@ struct EndToEndTests {
     }
 
     func appToken(_ world: TwoDevices) async throws -> String {
-        try await token(world.service.url, ["grant_type": "client_credentials", "client_id": world.service.clientId, "client_secret": world.service.clientSecret])
+        try await token(
+            world.service.url, ["grant_type": "client_credentials", "client_id": world.service.clientId, "client_secret": world.service.clientSecret])
     }
 }
 

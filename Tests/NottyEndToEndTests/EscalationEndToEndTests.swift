@@ -28,7 +28,9 @@ final class TargetRecorder: @unchecked Sendable {
                 let body = try await request.body.collect(upTo: 1 << 20)
                 var headers: [String: String] = [:]
                 for field in request.headers { headers[field.name.canonicalName] = field.value }
-                self.hits.update { $0.append(Hit(method: request.method.rawValue, path: request.uri.path, headers: headers, body: String(buffer: body), at: Date())) }
+                self.hits.update {
+                    $0.append(Hit(method: request.method.rawValue, path: request.uri.path, headers: headers, body: String(buffer: body), at: Date()))
+                }
                 // A target that does not answer (the service gives up at 15 s).
                 if request.uri.path.hasPrefix("/slow") { try await Task.sleep(for: .seconds(20)) }
                 let fail = self.failNext.update { count -> Bool in
@@ -54,7 +56,9 @@ extension Locked {
 /// a stand-in ntfy server and webhook receiver, Apprise as the administrator's command.
 @Suite("Escalation end to end", .timeLimit(.minutes(5)), .serialized)
 struct EscalationEndToEndTests {
-    @Test("a High notification unhandled for --after reaches ntfy (JSON, sequence_id, priority 5) and a webhook; dismissed on B it is cleared and told handled (device, state); deleted, it is deleted; Low, handled in time, snoozed and muted are never sent")
+    @Test(
+        "a High notification unhandled for --after reaches ntfy (JSON, sequence_id, priority 5) and a webhook; dismissed on B it is cleared and told handled (device, state); deleted, it is deleted; Low, handled in time, snoozed and muted are never sent"
+    )
     func escalatedAndTakenBack() async throws {
         let recorder = TargetRecorder()
         try await recorder.application().test(.live) { client in
@@ -77,11 +81,15 @@ struct EscalationEndToEndTests {
             #expect(try await b.run(["read", handledInTime]).status == 0)
             #expect(try await b.run(["snooze", snoozed, "--for", "1h"]).status == 0)
             // Published last, it comes due last: when it has been sent, the others' time has passed.
-            let urgent = try await world.publish("Disk full", body: "/var at 99%", extra: ["--priority", "high", "--url", "https://mon.example/disk"])
+            let urgent = try await world.publish(
+                "Disk full", body: "/var at 99%", extra: ["--priority", "high", "--url", "https://mon.example/disk"])
 
             // Escalated: ntfy's JSON publish at the server's root, and the webhook's event.
-            #expect(await eventually(timeout: .seconds(120)) { recorder.matching("POST", "/hook").count >= 1 && recorder.matching("POST", "/ntfy/").count >= 1 },
-                    "nothing escalated: \(recorder.paths()) \(String(decoding: (try? Data(contentsOf: world.service.log)) ?? Data(), as: UTF8.self))")
+            #expect(
+                await eventually(timeout: .seconds(120)) {
+                    recorder.matching("POST", "/hook").count >= 1 && recorder.matching("POST", "/ntfy/").count >= 1
+                },
+                "nothing escalated: \(recorder.paths()) \(String(decoding: (try? Data(contentsOf: world.service.log)) ?? Data(), as: UTF8.self))")
             let published = try #require(recorder.matching("POST", "/ntfy/").first?.json)
             #expect(published["topic"] as? String == "alerts")
             #expect(published["sequence_id"] as? String == urgent)
@@ -110,8 +118,11 @@ struct EscalationEndToEndTests {
             // Handled on B: cleared at ntfy, and the webhook told who handled it.
             let dismissedAt = Date()
             #expect(try await b.run(["dismiss", urgent]).status == 0)
-            #expect(await eventually(timeout: .seconds(30)) { recorder.matching("PUT", "/ntfy/alerts/\(urgent)/clear").count == 1
-                && recorder.matching("POST", "/hook").count == 2 }, "\(recorder.paths())")
+            #expect(
+                await eventually(timeout: .seconds(30)) {
+                    recorder.matching("PUT", "/ntfy/alerts/\(urgent)/clear").count == 1
+                        && recorder.matching("POST", "/hook").count == 2
+                }, "\(recorder.paths())")
             let handled = try #require(recorder.matching("POST", "/hook").last?.json)
             #expect(handled["event"] as? String == "handled")
             let by = try #require(handled["handledBy"] as? [String: Any])
@@ -121,8 +132,11 @@ struct EscalationEndToEndTests {
 
             // Deleted: deleted at ntfy, and the webhook told.
             #expect(try await b.run(["delete", urgent]).status == 0)
-            #expect(await eventually(timeout: .seconds(30)) { recorder.matching("DELETE", "/ntfy/alerts/\(urgent)").count == 1
-                && recorder.matching("POST", "/hook").count == 3 }, "\(recorder.paths())")
+            #expect(
+                await eventually(timeout: .seconds(30)) {
+                    recorder.matching("DELETE", "/ntfy/alerts/\(urgent)").count == 1
+                        && recorder.matching("POST", "/hook").count == 3
+                }, "\(recorder.paths())")
             #expect(recorder.matching("POST", "/hook").last?.json?["event"] as? String == "deleted")
 
             // Nothing else was ever sent: not the Low one, the one handled in time, the snoozed or the muted one.
@@ -141,7 +155,9 @@ struct EscalationEndToEndTests {
         }
     }
 
-    @Test("a target that fails is retried with backoff, its error in --list and /metrics; a SIGKILL between publish and due time loses nothing; escalate test reports each target")
+    @Test(
+        "a target that fails is retried with backoff, its error in --list and /metrics; a SIGKILL between publish and due time loses nothing; escalate test reports each target"
+    )
     func durable() async throws {
         let recorder = TargetRecorder()
         try await recorder.application().test(.live) { client in
@@ -166,8 +182,9 @@ struct EscalationEndToEndTests {
             recorder.failNext.update { $0 = 2 }
             try await world.service.start(port: world.service.port)
             // Two failures (503), then delivered: 5 s after the due time, then 10 s more.
-            #expect(await eventually(timeout: .seconds(120)) { recorder.matching("POST", "/hook").filter { $0.body.contains(id) }.count == 3 },
-                    "\(recorder.paths())")
+            #expect(
+                await eventually(timeout: .seconds(120)) { recorder.matching("POST", "/hook").filter { $0.body.contains(id) }.count == 3 },
+                "\(recorder.paths())")
             let attempts = recorder.matching("POST", "/hook").filter { $0.body.contains(id) }
             #expect(attempts.allSatisfy { $0.json?["event"] as? String == "escalated" })
             if attempts.count == 3 {
@@ -175,7 +192,9 @@ struct EscalationEndToEndTests {
                 #expect(gaps[0] >= 4.5 && gaps[1] >= gaps[0], "backoff gaps \(gaps)")
             }
             let listed = try await a.run(["escalate", "--list"])
-            #expect(listed.out.contains("webhook:\(hook): delivered") && listed.out.contains("last error") && listed.out.contains("answered 503"), "\(listed.out)")
+            #expect(
+                listed.out.contains("webhook:\(hook): delivered") && listed.out.contains("last error") && listed.out.contains("answered 503"),
+                "\(listed.out)")
             let metrics = String(decoding: try await ServiceClient.send(.GET, world.service.url + "/metrics").body, as: UTF8.self)
             #expect(metrics.contains(#"notty_escalation_deliveries_total{outcome="retry"} 2"#), "\(metrics)")
         }
@@ -187,11 +206,17 @@ struct EscalationEndToEndTests {
         try await recorder.application().test(.live) { client in
             let port = try #require(client.port)
             let world = try await TwoDevices()
-            #expect(try await world.a.run(["escalate", "add", "--after", "5s", "--to", "webhook:http://127.0.0.1:\(port)/slow",
-                                           "--to", "webhook:http://127.0.0.1:\(port)/fast"]).status == 0)
+            #expect(
+                try await world.a.run([
+                    "escalate", "add", "--after", "5s", "--to", "webhook:http://127.0.0.1:\(port)/slow",
+                    "--to", "webhook:http://127.0.0.1:\(port)/fast",
+                ]).status == 0)
             let id = try await world.publish("Disk full", extra: ["--priority", "high"])
-            #expect(await eventually(timeout: .seconds(30)) { recorder.matching("POST", "/slow").count == 1 && recorder.matching("POST", "/fast").count == 1 },
-                    "\(recorder.paths())")
+            #expect(
+                await eventually(timeout: .seconds(30)) {
+                    recorder.matching("POST", "/slow").count == 1 && recorder.matching("POST", "/fast").count == 1
+                },
+                "\(recorder.paths())")
             let slow = try #require(recorder.matching("POST", "/slow").first), fast = try #require(recorder.matching("POST", "/fast").first)
             #expect(fast.body.contains(id))
             // The slow one is still waiting for its answer (20 s): the fast one did not wait for it.
@@ -199,7 +224,9 @@ struct EscalationEndToEndTests {
         }
     }
 
-    @Test("Apprise as the administrator's command: the notification reaches it in NOTTY_* variables only (a title of $(touch FILE) arrives as text), with NOTTY_EVENT")
+    @Test(
+        "Apprise as the administrator's command: the notification reaches it in NOTTY_* variables only (a title of $(touch FILE) arrives as text), with NOTTY_EVENT"
+    )
     func appriseCommand() async throws {
         guard let apprise = which("apprise") else {
             Issue.record("apprise is not installed (pip install apprise): .ci/run installs it")
@@ -212,9 +239,9 @@ struct EscalationEndToEndTests {
             let settings = directory.appendingPathComponent("server.toml")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try """
-                [escalation.commands]
-                apprise = "\(apprise) -t \\"$NOTTY_EVENT: $NOTTY_TITLE\\" -b \\"$NOTTY_BODY\\" json://127.0.0.1:\(port)/apprise"
-                """.write(to: settings, atomically: true, encoding: .utf8)
+            [escalation.commands]
+            apprise = "\(apprise) -t \\"$NOTTY_EVENT: $NOTTY_TITLE\\" -b \\"$NOTTY_BODY\\" json://127.0.0.1:\(port)/apprise"
+            """.write(to: settings, atomically: true, encoding: .utf8)
             let service = try await ServeProcess(directory: directory.appendingPathComponent("service"), extraArguments: ["--config", settings.path])
             let world = try await TwoDevices(directory: directory, a: service, b: service)
             #expect(try await world.a.run(["escalate", "add", "--after", "5s", "--to", "command:apprise"]).status == 0)
@@ -246,8 +273,9 @@ func which(_ name: String) -> String? {
     return nil
 }
 
-@Suite("Escalation on two instances sharing PostgreSQL", .timeLimit(.minutes(5)), .serialized,
-       .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
+@Suite(
+    "Escalation on two instances sharing PostgreSQL", .timeLimit(.minutes(5)), .serialized,
+    .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
 struct EscalationInstancesTests {
     @Test("20 escalations published through two instances: each sent once, each taken back once")
     func eachOnce() async throws {
@@ -263,8 +291,10 @@ struct EscalationInstancesTests {
             var ids: [String] = []
             for n in 0..<20 {
                 let server = n.isMultiple(of: 2) ? one : two
-                let result = try await world.a.run(["publish", "--server", server.url, "--client-id", one.clientId, "--client-secret=\(one.clientSecret)",
-                                                    "--uns-id", world.uns, "--title", "Alert \(n)", "--priority", "high"])
+                let result = try await world.a.run([
+                    "publish", "--server", server.url, "--client-id", one.clientId, "--client-secret=\(one.clientSecret)",
+                    "--uns-id", world.uns, "--title", "Alert \(n)", "--priority", "high",
+                ])
                 #expect(result.status == 0, "\(result.err)")
                 ids.append(result.out.trimmingCharacters(in: .whitespacesAndNewlines))
             }

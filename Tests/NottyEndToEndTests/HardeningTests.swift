@@ -8,7 +8,8 @@ import Testing
 /// window title (OSC 0), the clipboard (OSC 52), a cleared screen and a homed cursor (CSI),
 /// a hidden link (OSC 8), an 8-bit CSI, a DCS string and a lone ESC.
 enum Hostile {
-    static let title = "Hi\u{1B}]0;PWNED-TITLE\u{07}\u{1B}]52;c;UFdORUQtQ0xJUA==\u{07}\u{1B}[2J\u{1B}[H"
+    static let title =
+        "Hi\u{1B}]0;PWNED-TITLE\u{07}\u{1B}]52;c;UFdORUQtQ0xJUA==\u{07}\u{1B}[2J\u{1B}[H"
         + "\u{1B}]8;;https://evil.example/\u{1B}\\click\u{1B}]8;;\u{1B}\\\u{9B}31mred\u{1B}Pq#0\u{1B}\\ lone\u{1B} end"
     static let body = "line one\u{1B}]2;PWNED-BODY\u{07}\nline two\u{1B}[1;1H\u{1B}[2K\r\u{1B}]52;c;UFdORUQtQk9EWQ==\u{1B}\\"
     /// A device name and an app name the service echoes back.
@@ -23,9 +24,9 @@ private func watchedSession(_ script: String, columns: Int = 200, rows: Int = 60
     return session
 }
 
-private extension TmuxSession {
-    var paneTitle: String { get async { (try? await query("#{pane_title}")) ?? "" } }
-    var buffers: String { get async { (try? await tmux(["list-buffers"])) ?? "" } }
+extension TmuxSession {
+    fileprivate var paneTitle: String { get async { (try? await query("#{pane_title}")) ?? "" } }
+    fileprivate var buffers: String { get async { (try? await tmux(["list-buffers"])) ?? "" } }
 }
 
 /// Writes a script that waits for `go` (so tmux's options are set first), prints a marker line,
@@ -44,8 +45,10 @@ private func script(in directory: URL, _ name: String, _ command: String) throws
     return url
 }
 
-@Suite("Nothing from the network reaches a terminal raw (tmux)", .timeLimit(.minutes(5)), .serialized,
-       .enabled(if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
+@Suite(
+    "Nothing from the network reaches a terminal raw (tmux)", .timeLimit(.minutes(5)), .serialized,
+    .enabled(
+        if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
 struct TerminalSafetyTests {
     /// Each path where text from the network or the store reaches a terminal.
     static let paths: [(name: String, command: String)] = [
@@ -73,8 +76,9 @@ struct TerminalSafetyTests {
         #expect(await !session.screen().contains("BEFORE-MARKER"), "the raw CSI 2J did not clear the screen")
     }
 
-    @Test("list, show, status, devices, error lines and publish print placeholders: the pane title, the clipboard and the screen stay",
-          arguments: Self.paths.map(\.name))
+    @Test(
+        "list, show, status, devices, error lines and publish print placeholders: the pane title, the clipboard and the screen stay",
+        arguments: Self.paths.map(\.name))
     func commandLinePath(_ name: String) async throws {
         let world = try await TwoDevices()
         let directory = world.directory
@@ -190,9 +194,11 @@ struct OneLineErrorTests {
             #expect(!result.out.contains("SPEC"), "\(arguments) mentions SPEC")
         }
         let serve = try await NottyCLI(home: home).run(["serve", "--help"]).out
-        for flag in ["--max-body", "--max-app-notification-id", "--max-group-name", "--max-title", "--history", "--access-token-lifetime",
-                     "--refresh-token-lifetime", "--default-ttl", "--max-ttl", "--poll-interval", "--publish-rate", "--publish-burst",
-                     "--header-timeout", "--idle-timeout", "--max-connections", "--config"] {
+        for flag in [
+            "--max-body", "--max-app-notification-id", "--max-group-name", "--max-title", "--history", "--access-token-lifetime",
+            "--refresh-token-lifetime", "--default-ttl", "--max-ttl", "--poll-interval", "--publish-rate", "--publish-burst",
+            "--header-timeout", "--idle-timeout", "--max-connections", "--config",
+        ] {
             #expect(serve.contains(flag), "serve --help does not list \(flag)")
         }
     }
@@ -238,13 +244,18 @@ struct AdminRemovalTests {
     @Test("an app removed by notty admin (another process) is refused on its next publish, though the service had its token cached")
     func appRemovedBeside() async throws {
         let world = try await TwoDevices()
-        let appToken = try await token(world.service.url, ["grant_type": "client_credentials", "client_id": world.service.clientId,
-                                                         "client_secret": world.service.clientSecret])
+        let appToken = try await token(
+            world.service.url,
+            [
+                "grant_type": "client_credentials", "client_id": world.service.clientId,
+                "client_secret": world.service.clientSecret,
+            ])
         func publish(_ id: String) async throws -> Int {
             try await ServiceClient.send(
                 .POST, world.service.url + "/beta/me/notifications",
                 headers: [("Authorization", "Bearer \(appToken)"), ("X-UNS-ID", world.uns), ("Content-Type", "application/json")],
-                body: Data(#"{"appNotificationId":"\#(id)","payload":{"rawContent":"x"}}"#.utf8)).status
+                body: Data(#"{"appNotificationId":"\#(id)","payload":{"rawContent":"x"}}"#.utf8)
+            ).status
         }
         #expect(try await publish("a") == 201)
         #expect(try await publish("b") == 201)  // the token, the app and the subscription are cached now

@@ -7,10 +7,13 @@ import Testing
 
 /// Two real `notty serve` processes on one PostgreSQL database; device A signed in to the
 /// first, device B to the second, each running `notty poll --live` (its doorbell).
-@Suite("Two notty serve instances on one PostgreSQL", .timeLimit(.minutes(5)), .serialized,
-       .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
+@Suite(
+    "Two notty serve instances on one PostgreSQL", .timeLimit(.minutes(5)), .serialized,
+    .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
 struct InstancesEndToEndTests {
-    @Test("A on instance 1, B on instance 2: a publish, a dismiss and a delete reach every device by its doorbell; one instance killed, the other serves; restarted, it rejoins")
+    @Test(
+        "A on instance 1, B on instance 2: a publish, a dismiss and a delete reach every device by its doorbell; one instance killed, the other serves; restarted, it rejoins"
+    )
     func twoInstances() async throws {
         let directory = Repository.temporaryDirectory("notty-instances")
         let environment = ["NOTTY_POSTGRES_URL": try await TestPostgres.createDatabase()]
@@ -33,19 +36,26 @@ struct InstancesEndToEndTests {
         // A publish through instance 1 rings A (on 1) and B (on 2).
         let first = try await world.publish("Build failed")
         let second = try await world.publish("Disk 91% full")
-        #expect(try await eventually(timeout: .seconds(10)) { try (await storeA.perform { try $0.notification(id: second) }) != nil && storeB.notification(id: second) != nil },
-                "the publish through instance 1 did not reach both devices within 2 s")
+        #expect(
+            try await eventually(timeout: .seconds(10)) {
+                try (await storeA.perform { try $0.notification(id: second) }) != nil && storeB.notification(id: second) != nil
+            },
+            "the publish through instance 1 did not reach both devices within 2 s")
 
         // A dismiss through instance 2 (B's) reaches A on instance 1.
         let dismiss = try await b.run(["dismiss", first])
         #expect(dismiss.status == 0, "\(dismiss.err)")
-        #expect(try await eventually(timeout: .seconds(10)) { try (await storeA.perform { try $0.notification(id: first) })?.userActionState == .dismissed },
-                "B's dismiss through instance 2 did not reach A within 2 s")
+        #expect(
+            try await eventually(timeout: .seconds(10)) {
+                try (await storeA.perform { try $0.notification(id: first) })?.userActionState == .dismissed
+            },
+            "B's dismiss through instance 2 did not reach A within 2 s")
 
         // A delete through instance 1 (A's) reaches B on instance 2.
         #expect(try await a.run(["delete", second]).status == 0)
-        #expect(try await eventually(timeout: .seconds(10)) { try (await storeB.perform { try $0.notification(id: second) }) == nil },
-                "A's delete through instance 1 did not reach B within 2 s")
+        #expect(
+            try await eventually(timeout: .seconds(10)) { try (await storeB.perform { try $0.notification(id: second) }) == nil },
+            "A's delete through instance 1 did not reach B within 2 s")
 
         // Instance 2 killed: instance 1 keeps serving; B cannot sync meanwhile.
         two.sigkill()
@@ -55,8 +65,9 @@ struct InstancesEndToEndTests {
 
         // Restarted on its port, instance 2 rejoins: B reconnects, catches up and is rung again.
         try await two.start()
-        #expect(try await eventually(timeout: .seconds(30)) { try (await storeB.perform { try $0.notification(id: third) }) != nil },
-                "B did not catch up after instance 2 came back")
+        #expect(
+            try await eventually(timeout: .seconds(30)) { try (await storeB.perform { try $0.notification(id: third) }) != nil },
+            "B did not catch up after instance 2 came back")
         let fourth = try await world.publish("Backup finished")
         #expect(try await eventually(timeout: .seconds(5)) { try (await storeB.perform { try $0.notification(id: fourth) }) != nil })
         #expect(try await a.run(["sync"]).status == 0)
@@ -67,7 +78,9 @@ struct InstancesEndToEndTests {
         #expect(!listA.contains(second) && !listB.contains(second))
     }
 
-    @Test("A device revoked through instance 1 is refused on its very next request to instance 2; an app subscription revoked through 1 stops publishes through 2; a user removed by notty admin too")
+    @Test(
+        "A device revoked through instance 1 is refused on its very next request to instance 2; an app subscription revoked through 1 stops publishes through 2; a user removed by notty admin too"
+    )
     func revocationOnEveryInstance() async throws {
         let directory = Repository.temporaryDirectory("notty-instances-revoke")
         let environment = ["NOTTY_POSTGRES_URL": try await TestPostgres.createDatabase()]
@@ -79,8 +92,10 @@ struct InstancesEndToEndTests {
         // Instance 2 has B's token and A's app subscription in hand (publishes cache them).
         #expect(try await b.run(["sync"]).status == 0)
         let publishThroughTwo = { (title: String) async throws -> NottyCLI.Result in
-            try await a.run(["publish", "--server", two.url, "--client-id", two.clientId, "--client-secret=\(two.clientSecret)",
-                       "--uns-id", world.uns, "--title", title])
+            try await a.run([
+                "publish", "--server", two.url, "--client-id", two.clientId, "--client-secret=\(two.clientSecret)",
+                "--uns-id", world.uns, "--title", title,
+            ])
         }
         #expect(try await publishThroughTwo("cached").status == 0)
 
@@ -98,7 +113,8 @@ struct InstancesEndToEndTests {
 
         #expect(try await a.run(["devices", "revoke", appSubscription]).status == 0)
         let stopped = try await publishThroughTwo("after revoke")
-        #expect(stopped.status == 1 && stopped.err.contains("403"), "instance 2 still publishes with a revoked X-UNS-ID: \(stopped.out) \(stopped.err)")
+        #expect(
+            stopped.status == 1 && stopped.err.contains("403"), "instance 2 still publishes with a revoked X-UNS-ID: \(stopped.out) \(stopped.err)")
 
         // notty admin (another process) removes the user: A's token is refused at once.
         #expect(try await one.admin.run(["admin", "user", "remove", "alice"], environment: environment).status == 0)
@@ -111,8 +127,9 @@ struct InstancesEndToEndTests {
         let directory = Repository.temporaryDirectory("notty-instances-kill")
         defer { try? FileManager.default.removeItem(at: directory) }
         let environment = ["NOTTY_POSTGRES_URL": try await TestPostgres.createDatabase()]
-        let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment,
-                                         extraArguments: ["--publish-rate", "100000", "--publish-burst", "100000"])
+        let one = try await ServeProcess(
+            directory: directory.appendingPathComponent("one"), environment: environment,
+            extraArguments: ["--publish-rate", "100000", "--publish-burst", "100000"])
         defer { one.stop() }
         let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
         defer { two.stop() }
@@ -129,11 +146,13 @@ struct InstancesEndToEndTests {
                     group.addTask {
                         for n in 0..<100_000 {
                             let id = "w\(worker)-\(n)"
-                            guard let answer = try? await ServiceClient.send(
-                                .POST, url + "/beta/me/notifications",
-                                headers: [("Authorization", "Bearer \(appToken)"), ("X-UNS-ID", uns), ("Content-Type", "application/json")],
-                                body: Data(#"{"appNotificationId":"\#(id)","payload":{"rawContent":"x"}}"#.utf8)),
-                                  answer.status == 201 else { return }
+                            guard
+                                let answer = try? await ServiceClient.send(
+                                    .POST, url + "/beta/me/notifications",
+                                    headers: [("Authorization", "Bearer \(appToken)"), ("X-UNS-ID", uns), ("Content-Type", "application/json")],
+                                    body: Data(#"{"appNotificationId":"\#(id)","payload":{"rawContent":"x"}}"#.utf8)),
+                                answer.status == 201
+                            else { return }
                             acknowledged.update { _ = $0.insert(id) }
                         }
                     }
@@ -156,7 +175,9 @@ struct InstancesEndToEndTests {
         report("killed mid-burst: \(acked.count) acknowledged, \(stored.count) stored")
     }
 
-    @Test("PostgreSQL stopped for a few seconds under publishers: every publish is answered 201 or 503, within 10 s; both instances recover without a restart; no acknowledged publish is lost; the cross-instance doorbell rings again")
+    @Test(
+        "PostgreSQL stopped for a few seconds under publishers: every publish is answered 201 or 503, within 10 s; both instances recover without a restart; no acknowledged publish is lost; the cross-instance doorbell rings again"
+    )
     func postgresOutage() async throws {
         let directory = Repository.temporaryDirectory("notty-instances-outage")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -167,8 +188,9 @@ struct InstancesEndToEndTests {
             try? FileManager.default.removeItem(atPath: cluster.directory)
         }
         let environment = ["NOTTY_POSTGRES_URL": try await TestPostgres.createDatabase(on: cluster.url)]
-        let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment,
-                                         extraArguments: ["--publish-rate", "100000", "--publish-burst", "100000"])
+        let one = try await ServeProcess(
+            directory: directory.appendingPathComponent("one"), environment: environment,
+            extraArguments: ["--publish-rate", "100000", "--publish-burst", "100000"])
         defer { one.stop() }
         let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
         defer { two.stop() }
@@ -216,7 +238,8 @@ struct InstancesEndToEndTests {
         #expect(await eventually(timeout: .seconds(30)) { answers.value.contains { $0.status == 503 } }, "no 503 while PostgreSQL was down")
         try await Task.sleep(for: .seconds(3))
         try await cluster.start()
-        #expect(await eventually(timeout: .seconds(60)) { acknowledged.value.count >= stoppedAt + 50 }, "publishing did not recover without a restart")
+        #expect(
+            await eventually(timeout: .seconds(60)) { acknowledged.value.count >= stoppedAt + 50 }, "publishing did not recover without a restart")
         running.update { $0 = false }
         await publishers.value
 
@@ -236,7 +259,9 @@ struct InstancesEndToEndTests {
         // The doorbell across instances rings again: a publish through 1 reaches B on 2.
         let storeB = try world.store(world.b)
         let after = try await world.publish("After PostgreSQL came back")
-        #expect(try await eventually(timeout: .seconds(15)) { try (await storeB.perform { try $0.notification(id: after) }) != nil }, "B was not rung after the outage:\n\(text(logB))")
+        #expect(
+            try await eventually(timeout: .seconds(15)) { try (await storeB.perform { try $0.notification(id: after) }) != nil },
+            "B was not rung after the outage:\n\(text(logB))")
     }
 }
 

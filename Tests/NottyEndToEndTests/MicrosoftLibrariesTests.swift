@@ -12,8 +12,9 @@ enum MicrosoftLibraries {
 struct MicrosoftLibrariesTests {
     @Test(
         "MSAL for Python and azure-identity discover a TLS notty serve, get a token and publish; a wrong secret is MSAL's invalid_client",
-        .enabled(if: MicrosoftLibraries.available || MicrosoftLibraries.required,
-                 "SKIPPED LOUDLY: msal and azure-identity are not installed (python3 -m pip install msal azure-identity); .ci/run installs them"))
+        .enabled(
+            if: MicrosoftLibraries.available || MicrosoftLibraries.required,
+            "SKIPPED LOUDLY: msal and azure-identity are not installed (python3 -m pip install msal azure-identity); .ci/run installs them"))
     func msalAndAzureIdentity() async throws {
         #expect(MicrosoftLibraries.available, "msal and azure-identity must be installed in CI")
         let directory = Repository.temporaryDirectory("notty-msal")
@@ -36,11 +37,14 @@ struct MicrosoftLibrariesTests {
             return JSONValue(jsonText: result.output)
         }
         guard case .object(let login)? = try await curl(["-d", "grant_type=password&username=alice&password=pw", serve.url + "/oauth2/v2.0/token"]),
-              case .string(let userToken)? = login["access_token"] else { Issue.record("alice could not sign in"); return }
-        guard case .object(let subscription)? = try await curl([
-            "-H", "Authorization: Bearer \(userToken)", "-H", "Content-Type: application/json",
-            "-d", #"{"targetHostName":"ci.example.com","deviceName":"laptop","platform":"websocket"}"#, serve.url + "/v1/me/subscriptions",
-        ]), case .string(let unsId)? = subscription["userNotificationSubscriptionId"] else { Issue.record("alice could not subscribe"); return }
+            case .string(let userToken)? = login["access_token"]
+        else { Issue.record("alice could not sign in"); return }
+        guard
+            case .object(let subscription)? = try await curl([
+                "-H", "Authorization: Bearer \(userToken)", "-H", "Content-Type: application/json",
+                "-d", #"{"targetHostName":"ci.example.com","deviceName":"laptop","platform":"websocket"}"#, serve.url + "/v1/me/subscriptions",
+            ]), case .string(let unsId)? = subscription["userNotificationSubscriptionId"]
+        else { Issue.record("alice could not subscribe"); return }
 
         let client = try await Repository.run(
             ["python3", "Tests/msal/client.py", serve.url, serve.clientId, serve.clientSecret, unsId],
@@ -53,7 +57,8 @@ struct MicrosoftLibrariesTests {
 
         // Both publishes reached alice.
         guard case .object(let list)? = try await curl(["-H", "Authorization: Bearer \(userToken)", serve.url + "/v1/me/notifications?view=unread"]),
-              case .array(let items)? = list["value"] else { Issue.record("alice's list did not answer"); return }
+            case .array(let items)? = list["value"]
+        else { Issue.record("alice's list did not answer"); return }
         let ids = items.compactMap { item -> String? in
             if case .object(let object) = item, case .string(let id)? = object["appNotificationId"] { return id }
             return nil

@@ -10,16 +10,21 @@ enum Apprise {
     /// Apprise's own command line (`apprise -t TITLE -b BODY URL`), run through the Python that
     /// has it, so a script directory missing from PATH does not matter.
     static func notify(_ url: String, title: String, body: String) async throws -> (status: Int32, output: String) {
-        try await Repository.run(["python3", "-c", "import sys; from apprise.cli import main; sys.argv[0] = 'apprise'; main()",
-                                  "-vv", "-t", title, "-b", body, url])
+        try await Repository.run([
+            "python3", "-c", "import sys; from apprise.cli import main; sys.argv[0] = 'apprise'; main()",
+            "-vv", "-t", title, "-b", body, url,
+        ])
     }
 }
 
-@Suite("Apprise, curl and an ntfy subscriber against notty serve: the ntfy and Gotify dialects (PROTOCOL.md §8)", .serialized, .timeLimit(.minutes(5)))
+@Suite(
+    "Apprise, curl and an ntfy subscriber against notty serve: the ntfy and Gotify dialects (PROTOCOL.md §8)", .serialized, .timeLimit(.minutes(5)))
 struct NtfyGotifyEndToEndTests {
     @Test(
         "ntfy://, gotify://, json:// and form:// each reach a device with title, body and priority; a wrong token makes Apprise report failure and nothing arrives",
-        .enabled(if: Apprise.available || Apprise.required, "SKIPPED LOUDLY: Apprise is not installed (python3 -m pip install apprise); .ci/run installs it"))
+        .enabled(
+            if: Apprise.available || Apprise.required,
+            "SKIPPED LOUDLY: Apprise is not installed (python3 -m pip install apprise); .ci/run installs it"))
     func appriseURLs() async throws {
         #expect(Apprise.available, "Apprise must be installed in CI")
         let world = try await TwoDevices()
@@ -41,7 +46,10 @@ struct NtfyGotifyEndToEndTests {
             let sent = try await Apprise.notify(item.url, title: item.title, body: "body of \(item.title)\nsecond line")
             #expect(sent.status == 0, "\(item.url): \(sent.output)")
         }
-        for wrong in ["ntfy://\(host)/not-a-token", "gotify://\(host)/not-a-token", "json://\(host)/v1/hooks/not-a-token", "form://\(host)/v1/hooks/not-a-token"] {
+        for wrong in [
+            "ntfy://\(host)/not-a-token", "gotify://\(host)/not-a-token", "json://\(host)/v1/hooks/not-a-token",
+            "form://\(host)/v1/hooks/not-a-token",
+        ] {
             let refused = try await Apprise.notify(wrong, title: "must not arrive", body: "x")
             #expect(refused.status != 0, "\(wrong) was reported sent: \(refused.output)")
         }
@@ -51,7 +59,9 @@ struct NtfyGotifyEndToEndTests {
             .map { try NottyJSON.decoder.decode(UserNotification.self, from: Data($0.utf8)) }
         for item in cases {
             let found = listed.first { $0.payload.visualContent?.title == item.title }
-            #expect(found?.payload.visualContent?.body == "body of \(item.title)\nsecond line", "\(item.url): \(listed.map { $0.payload.visualContent?.title ?? "" })")
+            #expect(
+                found?.payload.visualContent?.body == "body of \(item.title)\nsecond line",
+                "\(item.url): \(listed.map { $0.payload.visualContent?.title ?? "" })")
             #expect(found?.priority == item.priority, "\(item.url)")
         }
         #expect(listed.count == cases.count)
@@ -66,27 +76,40 @@ struct NtfyGotifyEndToEndTests {
         let base = world.service.url
         let commands: [[String]] = [
             ["curl", "-sf", "-d", "Backup successful 😀", "\(base)/\(token)"],
-            ["curl", "-sf", "-H", "Title: Unauthorized access detected", "-H", "Priority: urgent", "-H", "Tags: warning,skull",
-             "-d", "Remote access to phils-laptop detected. Act right away.", "\(base)/\(token)"],
+            [
+                "curl", "-sf", "-H", "Title: Unauthorized access detected", "-H", "Priority: urgent", "-H", "Tags: warning,skull",
+                "-d", "Remote access to phils-laptop detected. Act right away.", "\(base)/\(token)",
+            ],
             ["curl", "-sf", "-H", "t: Dogs are better than cats", "-H", "p: 2", "-d", "Oh my ...", "\(base)/\(token)"],
             ["curl", "-sf", "\(base)/\(token)/trigger"],
-            ["curl", "-sf", "\(base)", "-d", #"{"topic":"\#(token)","message":"Disk space is low at 5.1 GB","title":"Low disk space alert","tags":["warning","cd"],"priority":4,"click":"https://homecamera.lan/xasds1h2xsSsa/"}"#],
+            [
+                "curl", "-sf", "\(base)", "-d",
+                #"{"topic":"\#(token)","message":"Disk space is low at 5.1 GB","title":"Low disk space alert","tags":["warning","cd"],"priority":4,"click":"https://homecamera.lan/xasds1h2xsSsa/"}"#,
+            ],
             ["curl", "-sf", "\(base)/message?token=\(token)", "-F", "title=my title", "-F", "message=my message", "-F", "priority=5"],
-            ["curl", "-sf", "-X", "POST", "\(base)/message", "-H", "X-Gotify-Key: \(token)", "-H", "Content-Type: application/json",
-             "-d", #"{"message":"**Markdown** message","extras":{"client::display":{"contentType":"text/markdown"}}}"#],
+            [
+                "curl", "-sf", "-X", "POST", "\(base)/message", "-H", "X-Gotify-Key: \(token)", "-H", "Content-Type: application/json",
+                "-d", #"{"message":"**Markdown** message","extras":{"client::display":{"contentType":"text/markdown"}}}"#,
+            ],
         ]
         for command in commands {
             let result = try await Repository.run(command)
             #expect(result.status == 0, "\(command): \(result.output)")
         }
         #expect(try await world.b.run(["sync"]).status == 0)
-        let titles = Set(try await world.b.run(["list", "--view", "all", "--json"]).out.split(separator: "\n")
-            .map { try NottyJSON.decoder.decode(UserNotification.self, from: Data($0.utf8)).payload.visualContent?.title ?? "" })
-        #expect(titles == ["Backup successful 😀", "⚠️ 💀 Unauthorized access detected", "Dogs are better than cats", "triggered",
-                           "⚠️ 💿 Low disk space alert", "my title", "**Markdown** message"], "\(titles)")
+        let titles = Set(
+            try await world.b.run(["list", "--view", "all", "--json"]).out.split(separator: "\n")
+                .map { try NottyJSON.decoder.decode(UserNotification.self, from: Data($0.utf8)).payload.visualContent?.title ?? "" })
+        #expect(
+            titles == [
+                "Backup successful 😀", "⚠️ 💀 Unauthorized access detected", "Dogs are better than cats", "triggered",
+                "⚠️ 💿 Low disk space alert", "my title", "**Markdown** message",
+            ], "\(titles)")
     }
 
-    @Test("notty subscribe --ntfy: a curl NDJSON subscriber gets a publish as message and, when device A dismisses it with notty, message_clear; notty devices lists the topic as ntfy; revoked, the stream ends")
+    @Test(
+        "notty subscribe --ntfy: a curl NDJSON subscriber gets a publish as message and, when device A dismisses it with notty, message_clear; notty devices lists the topic as ntfy; revoked, the stream ends"
+    )
     func phoneTopic() async throws {
         let world = try await TwoDevices()
         let made = try await world.a.run(["subscribe", "--ntfy", "--name", "phone"])
@@ -119,13 +142,14 @@ struct NtfyGotifyEndToEndTests {
         #expect(devices.contains("phone"), "\(devices)")
         #expect(devices.contains("ntfy"), "\(devices)")
         let listed = try await world.a.run(["devices", "--json"]).out
-        let topicId = try #require(listed.split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }.first { value in
-            if case .object(let object) = value, object["platform"] == .string("ntfy") { return true }
-            return false
-        }.flatMap { value -> String? in
-            if case .object(let object) = value, case .string(let id)? = object["id"] ?? object["userNotificationSubscriptionId"] { return id }
-            return nil
-        }, "\(listed)")
+        let topicId = try #require(
+            listed.split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }.first { value in
+                if case .object(let object) = value, object["platform"] == .string("ntfy") { return true }
+                return false
+            }.flatMap { value -> String? in
+                if case .object(let object) = value, case .string(let id)? = object["id"] ?? object["userNotificationSubscriptionId"] { return id }
+                return nil
+            }, "\(listed)")
         let revoked = try await world.a.run(["devices", "revoke", topicId])
         #expect(revoked.status == 0, "\(revoked.out)\(revoked.err)")
         #expect(revoked.out.contains("ntfy topic"), "\(revoked.out)\(revoked.err)")
@@ -139,11 +163,14 @@ struct NtfyGotifyEndToEndTests {
         let world = try await TwoDevices()
         let url = try await world.a.run(["subscribe", "--ntfy"]).out.trimmingCharacters(in: .whitespacesAndNewlines)
         let logs = ["json", "sse"].map { world.directory.appendingPathComponent("stream.\($0)") }
-        let phones = try zip(["json", "sse"], logs).map { try startLogged("/usr/bin/env", ["curl", "-sN", "\(url)/\($0)"], log: $1, environment: [:]) }
+        let phones = try zip(["json", "sse"], logs).map {
+            try startLogged("/usr/bin/env", ["curl", "-sN", "\(url)/\($0)"], log: $1, environment: [:])
+        }
         defer { for phone in phones where phone.isRunning { phone.terminate() } }
-        #expect(await eventually(timeout: .seconds(20)) {
-            logs.allSatisfy { ((try? String(contentsOf: $0, encoding: .utf8)) ?? "").contains(#""event":"open""#) }
-        }, "the streams did not open")
+        #expect(
+            await eventually(timeout: .seconds(20)) {
+                logs.allSatisfy { ((try? String(contentsOf: $0, encoding: .utf8)) ?? "").contains(#""event":"open""#) }
+            }, "the streams did not open")
         let service = try #require(world.service.process)
         let start = ContinuousClock.now
         service.terminate()

@@ -23,7 +23,8 @@ final class PrivateNetwork: @unchecked Sendable {  // @unchecked: holds a Founda
         self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let hosts = directory.appendingPathComponent("hosts")
-        try "127.0.0.1 localhost\n::1 localhost\n169.254.169.254 metadata.test\n127.0.0.1 receiver.test\n".write(to: hosts, atomically: true, encoding: .utf8)
+        try "127.0.0.1 localhost\n::1 localhost\n169.254.169.254 metadata.test\n127.0.0.1 receiver.test\n".write(
+            to: hosts, atomically: true, encoding: .utf8)
         let ready = directory.appendingPathComponent("ready")
         let script = """
             set -e
@@ -33,12 +34,15 @@ final class PrivateNetwork: @unchecked Sendable {  // @unchecked: holds a Founda
             touch \(ready.path)
             exec sleep 600
             """
-        holder = try startLogged("/usr/bin/unshare", ["--net", "--mount", "--propagation", "private", "/bin/sh", "-c", script],
-                                 log: directory.appendingPathComponent("holder.log"), environment: [:])
+        holder = try startLogged(
+            "/usr/bin/unshare", ["--net", "--mount", "--propagation", "private", "/bin/sh", "-c", script],
+            log: directory.appendingPathComponent("holder.log"), environment: [:])
         guard await eventually(timeout: .seconds(30), { FileManager.default.fileExists(atPath: ready.path) || !self.holder.isRunning }),
             holder.isRunning
         else {
-            throw SupportError("the private network did not start: \((try? String(contentsOf: directory.appendingPathComponent("holder.log"), encoding: .utf8)) ?? "")")
+            throw SupportError(
+                "the private network did not start: \((try? String(contentsOf: directory.appendingPathComponent("holder.log"), encoding: .utf8)) ?? "")"
+            )
         }
     }
 
@@ -79,7 +83,9 @@ let receiverScript = """
 
 @Suite("The outbound policy end to end, in a private network namespace", .timeLimit(.minutes(5)), .serialized)
 struct OutboundPolicyEndToEndTests {
-    @Test("escalation targets: refused literals fail when the rule is made, a name for the metadata address and the service itself fail 'not allowed' at delivery, a redirect is not followed, a loopback receiver is reached; nothing reaches 169.254.169.254")
+    @Test(
+        "escalation targets: refused literals fail when the rule is made, a name for the metadata address and the service itself fail 'not allowed' at delivery, a redirect is not followed, a loopback receiver is reached; nothing reaches 169.254.169.254"
+    )
     func escalationTargets() async throws {
         if let missing = PrivateNetwork.unavailable {
             try #require(ProcessInfo.processInfo.environment["CI"] != "true", "CI must run the outbound policy test: \(missing)")
@@ -96,10 +102,13 @@ struct OutboundPolicyEndToEndTests {
         let script = home.appendingPathComponent("receiver.py")
         try receiverScript.write(to: script, atomically: true, encoding: .utf8)
         let receiverPort = 18_000 + Int.random(in: 0..<2000)
-        let receiver = try startLogged(python.path, [script.path, hits.path, String(receiverPort)], log: home.appendingPathComponent("receiver.log"), environment: [:])
+        let receiver = try startLogged(
+            python.path, [script.path, hits.path, String(receiverPort)], log: home.appendingPathComponent("receiver.log"), environment: [:])
         defer { terminate(receiver, grace: 2) }
         func seen() -> [String] { ((try? String(contentsOf: hits, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
-        #expect(await eventually(timeout: .seconds(30)) { seen().contains("listening") }, "\((try? String(contentsOf: home.appendingPathComponent("receiver.log"), encoding: .utf8)) ?? "")")
+        #expect(
+            await eventually(timeout: .seconds(30)) { seen().contains("listening") },
+            "\((try? String(contentsOf: home.appendingPathComponent("receiver.log"), encoding: .utf8)) ?? "")")
 
         let serve = try await ServeProcess(directory: home.appendingPathComponent("service"), binary: notty)
         defer { serve.stop() }
@@ -107,19 +116,30 @@ struct OutboundPolicyEndToEndTests {
         try await device.login(serve.url)
 
         // Literal addresses the policy refuses: the rule is refused, in one line that says why.
-        for (n, target) in ["webhook:http://169.254.169.254/latest/meta-data/", "ntfy:http://169.254.169.254/alerts",
-                            "webhook:http://[::ffff:169.254.169.254]/", "webhook:http://[fe80::1]/", "webhook:http://2852039166/",
-                            "webhook:http://0.0.0.0:\(serve.port)/", "webhook:http://127.0.0.1:\(serve.port)/v1/me", "webhook:http://[::1]:\(serve.port)/"].enumerated() {
+        for (n, target) in [
+            "webhook:http://169.254.169.254/latest/meta-data/", "ntfy:http://169.254.169.254/alerts",
+            "webhook:http://[::ffff:169.254.169.254]/", "webhook:http://[fe80::1]/", "webhook:http://2852039166/",
+            "webhook:http://0.0.0.0:\(serve.port)/", "webhook:http://127.0.0.1:\(serve.port)/v1/me", "webhook:http://[::1]:\(serve.port)/",
+        ].enumerated() {
             let added = try await device.run(["escalate", "add", "--after", "5s", "--to", target, "--name", "refused\(n)"])
             #expect(added.status == 1, "\(target): \(added.out) \(added.err)")
             #expect(added.err.contains("is not allowed: ") && added.err.split(separator: "\n").count == 1, "\(target): \(added.err)")
         }
         // Names are checked at each delivery: the test says "not allowed", not "unreachable".
         let rules: [(name: String, target: String, says: String)] = [
-            ("metadata", "webhook:http://metadata.test/latest/meta-data/", "failed webhook:http://metadata.test/latest/meta-data/: not allowed: metadata.test is a link-local address (169.254.169.254)"),
+            (
+                "metadata", "webhook:http://metadata.test/latest/meta-data/",
+                "failed webhook:http://metadata.test/latest/meta-data/: not allowed: metadata.test is a link-local address (169.254.169.254)"
+            ),
             ("ntfymeta", "ntfy:http://metadata.test/alerts", "not allowed: metadata.test is a link-local address"),
-            ("itself", "webhook:http://localhost:\(serve.port)/v1/me", "not allowed: localhost:\(serve.port) is this service's own listening address"),
-            ("moved", "webhook:http://receiver.test:\(receiverPort)/moved", "failed webhook:http://receiver.test:\(receiverPort)/moved: answered 302"),
+            (
+                "itself", "webhook:http://localhost:\(serve.port)/v1/me",
+                "not allowed: localhost:\(serve.port) is this service's own listening address"
+            ),
+            (
+                "moved", "webhook:http://receiver.test:\(receiverPort)/moved",
+                "failed webhook:http://receiver.test:\(receiverPort)/moved: answered 302"
+            ),
         ]
         for rule in rules {
             let added = try await device.run(["escalate", "add", "--after", "5s", "--to", rule.target, "--name", rule.name])
@@ -129,7 +149,9 @@ struct OutboundPolicyEndToEndTests {
             #expect(!tested.out.contains("unreachable"), "\(tested.out)")
         }
         // A loopback receiver that is not the service is reached, by number and by name.
-        for (name, target) in [("loop", "webhook:http://127.0.0.1:\(receiverPort)/hook"), ("named", "ntfy:http://receiver.test:\(receiverPort)/alerts")] {
+        for (name, target) in [
+            ("loop", "webhook:http://127.0.0.1:\(receiverPort)/hook"), ("named", "ntfy:http://receiver.test:\(receiverPort)/alerts"),
+        ] {
             #expect(try await device.run(["escalate", "add", "--after", "5s", "--to", target, "--name", name]).status == 0)
             let tested = try await device.run(["escalate", "test", name])
             #expect(tested.status == 0, "\(target): \(tested.out) \(tested.err)")

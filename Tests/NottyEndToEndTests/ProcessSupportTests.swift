@@ -15,7 +15,8 @@ struct ProcessSupportTests {
         let held = open(script.path, O_WRONLY | O_CREAT | O_TRUNC, 0o755)
         #expect(held >= 0)
         let output = directory.appendingPathComponent("out.txt")
-        let pid = try spawn("/bin/sh", ["-c", "if [ -e /proc/$$/fd/\(held) ]; then echo inherited; else echo closed; fi"], environment: [:]) { actions in
+        let pid = try spawn("/bin/sh", ["-c", "if [ -e /proc/$$/fd/\(held) ]; then echo inherited; else echo closed; fi"], environment: [:]) {
+            actions in
             posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         }
         var status: Int32 = 0
@@ -38,7 +39,9 @@ struct ProcessSupportTests {
 
     @Test("a command that hangs, or ends leaving a child that holds its output, fails its test with its name and output, and never holds up the run")
     func hungCommandsFail() throws {
-        func shell(_ script: String, name: String, limit: TimeInterval = commandLimit, grace: TimeInterval = 30) throws -> (status: Int32, out: Data, err: Data) {
+        func shell(_ script: String, name: String, limit: TimeInterval = commandLimit, grace: TimeInterval = 30) throws -> (
+            status: Int32, out: Data, err: Data
+        ) {
             try runToEnd("/bin/sh", ["-c", script], environment: [:], name: name, limit: limit, grace: grace)
         }
         let start = Date()

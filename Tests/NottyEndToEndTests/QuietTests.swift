@@ -5,7 +5,9 @@ import Testing
 
 @Suite("Quiet and mute on every device (PROTOCOL.md §9)", .timeLimit(.minutes(5)))
 struct QuietTests {
-    @Test("a mute and a quiet period set on A hold back B's --exec (High comes through quiet unless --strict; its end runs --exec once for what it held back) while B keeps and prints everything; status and mute --list show them; unmute and quiet off end them")
+    @Test(
+        "a mute and a quiet period set on A hold back B's --exec (High comes through quiet unless --strict; its end runs --exec once for what it held back) while B keeps and prints everything; status and mute --list show them; unmute and quiet off end them"
+    )
     func heldBackEverywhere() async throws {
         let world = try await TwoDevices()
         let (a, b) = (world.a, world.b)

@@ -11,8 +11,9 @@ enum Schemathesis {
 struct SchemathesisTests {
     @Test(
         "schemathesis: every check passes against a live notty serve",
-        .enabled(if: Schemathesis.available || Schemathesis.required,
-                 "SKIPPED LOUDLY: schemathesis is not installed (python3 -m pip install 'schemathesis>=4,<5'); .ci/run installs it"),
+        .enabled(
+            if: Schemathesis.available || Schemathesis.required,
+            "SKIPPED LOUDLY: schemathesis is not installed (python3 -m pip install 'schemathesis>=4,<5'); .ci/run installs it"),
         .timeLimit(.minutes(10)))
     func schemathesis() async throws {
         #expect(Schemathesis.available, "schemathesis must be installed in CI")

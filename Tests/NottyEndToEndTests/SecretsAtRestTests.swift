@@ -23,7 +23,9 @@ struct SecretsAtRestTests {
     static let actionToken = "tk_action_7Hq2x9Zr"
     static let ntfyToken = "tk_ntfy_Pw4mK8sD"
 
-    @Test("under umask 022: the folder 0700, the store, its -wal and -shm, the key and a backup 0600; an action's Authorization header and an ntfy token are in none of their bytes, and the action still runs with its header")
+    @Test(
+        "under umask 022: the folder 0700, the store, its -wal and -shm, the key and a backup 0600; an action's Authorization header and an ntfy token are in none of their bytes, and the action still runs with its header"
+    )
     func sealedAndPrivate() async throws {
         let before = umask(0o022)
         defer { umask(before) }
@@ -37,10 +39,15 @@ struct SecretsAtRestTests {
             for file in [store, store + "-wal", store + "-shm", home + "/secret.key"] {
                 #expect(mode(file) == 0o600, "\(file): \(String(mode(file), radix: 8))")
             }
-            let id = try await world.publish("Deploy web 1.42?", extra: [
-                "--action", "http, Approve, http://127.0.0.1:\(port)/deploy, method=PUT, headers.Authorization=Bearer \(Self.actionToken), clear=true",
+            let id = try await world.publish(
+                "Deploy web 1.42?",
+                extra: [
+                    "--action",
+                    "http, Approve, http://127.0.0.1:\(port)/deploy, method=PUT, headers.Authorization=Bearer \(Self.actionToken), clear=true",
+                ])
+            let rule = try await world.a.run([
+                "escalate", "add", "--after", "1h", "--to", "ntfy:https://\(Self.ntfyToken)@ntfy.example/alerts", "--name", "n",
             ])
-            let rule = try await world.a.run(["escalate", "add", "--after", "1h", "--to", "ntfy:https://\(Self.ntfyToken)@ntfy.example/alerts", "--name", "n"])
             #expect(rule.status == 0, "\(rule.err)")
             // The owner still reads the target as given.
             #expect(try await world.a.run(["escalate", "--list", "--json"]).out.contains(Self.ntfyToken))
@@ -60,14 +67,18 @@ struct SecretsAtRestTests {
         }
     }
 
-    @Test("the key: missing, unreadable, not a key or another store's stops notty serve in one line naming the file and what to do; --forget-sealed-secrets starts, and a sealed action then says it cannot run")
+    @Test(
+        "the key: missing, unreadable, not a key or another store's stops notty serve in one line naming the file and what to do; --forget-sealed-secrets starts, and a sealed action then says it cannot run"
+    )
     func wrongKeys() async throws {
         let recorder = TargetRecorder()
         try await recorder.application().test(.live) { client in
             let port = try #require(client.port)
             let world = try await TwoDevices()
-            let id = try await world.publish("Restart?", extra: ["--action", "http, Restart, http://127.0.0.1:\(port)/restart, headers.X-Token=\(Self.actionToken)"])
-            let unpressed = try await world.publish("Reboot?", extra: ["--action", "http, Reboot, http://127.0.0.1:\(port)/reboot, headers.X-Token=\(Self.actionToken)"])
+            let id = try await world.publish(
+                "Restart?", extra: ["--action", "http, Restart, http://127.0.0.1:\(port)/restart, headers.X-Token=\(Self.actionToken)"])
+            let unpressed = try await world.publish(
+                "Reboot?", extra: ["--action", "http, Reboot, http://127.0.0.1:\(port)/reboot, headers.X-Token=\(Self.actionToken)"])
             world.service.stop()
             let key = world.service.secretKeyFile
             let kept = key + ".kept"
@@ -78,12 +89,16 @@ struct SecretsAtRestTests {
             chmod(garbageFile, 0o600)
             let serve = world.service.admin
             let missing = try await serve.run(["serve", "--port", "0"])
-            #expect(missing.status == 1 && missing.err.contains("\(key) does not exist") && missing.err.contains("--secret-key-file"), "\(missing.err)")
+            #expect(
+                missing.status == 1 && missing.err.contains("\(key) does not exist") && missing.err.contains("--secret-key-file"), "\(missing.err)")
             #expect(!FileManager.default.fileExists(atPath: key), "no key is made for a store that has one")
-            let garbage = try await serve.run(["serve", "--port", "0", "--secret-key-file", world.directory.appendingPathComponent("garbage.key").path])
+            let garbage = try await serve.run([
+                "serve", "--port", "0", "--secret-key-file", world.directory.appendingPathComponent("garbage.key").path,
+            ])
             #expect(garbage.status == 1 && garbage.err.contains("is not a notty secret key file"), "\(garbage.err)")
             // Another store's key (made for a fresh one).
-            let made = try await NottyCLI(home: world.directory.appendingPathComponent("elsewhere")).run(["admin", "user", "add", "bob", "--secret-key-file", other], input: "pw\n")
+            let made = try await NottyCLI(home: world.directory.appendingPathComponent("elsewhere")).run(
+                ["admin", "user", "add", "bob", "--secret-key-file", other], input: "pw\n")
             #expect(made.status == 0, "\(made.err)")
             let wrong = try await serve.run(["serve", "--port", "0", "--secret-key-file", other])
             #expect(wrong.status == 1 && wrong.err.contains("were sealed with key") && wrong.err.contains("--forget-sealed-secrets"), "\(wrong.err)")
@@ -103,19 +118,23 @@ struct SecretsAtRestTests {
         }
     }
 
-    @Test("notty admin rotate-key NEWFILE while notty serve serves: a publish and a press meanwhile work; afterwards every secret is under the new key, the store's key file holds it, and a restart opens everything")
+    @Test(
+        "notty admin rotate-key NEWFILE while notty serve serves: a publish and a press meanwhile work; afterwards every secret is under the new key, the store's key file holds it, and a restart opens everything"
+    )
     func rotation() async throws {
         let recorder = TargetRecorder()
         try await recorder.application().test(.live) { client in
             let port = try #require(client.port)
             let world = try await TwoDevices()
-            let first = try await world.publish("Before", extra: ["--action", "http, Go, http://127.0.0.1:\(port)/before, headers.X-Token=\(Self.actionToken)"])
+            let first = try await world.publish(
+                "Before", extra: ["--action", "http, Go, http://127.0.0.1:\(port)/before, headers.X-Token=\(Self.actionToken)"])
             let oldKey = try String(contentsOfFile: world.service.secretKeyFile, encoding: .utf8)
             let newFile = world.directory.appendingPathComponent("new.key").path
             let rotating = Task { try await world.service.admin.run(["admin", "rotate-key", newFile]) }
             // During the rotation (it runs at least 12 s).
             try await Task.sleep(for: .seconds(2))
-            let during = try await world.publish("During", extra: ["--action", "http, Go, http://127.0.0.1:\(port)/during, headers.X-Token=\(Self.actionToken)"])
+            let during = try await world.publish(
+                "During", extra: ["--action", "http, Go, http://127.0.0.1:\(port)/during, headers.X-Token=\(Self.actionToken)"])
             #expect(try await world.b.run(["sync"]).status == 0)
             let pressed = try await world.b.run(["act", first, "1"])
             #expect(pressed.status == 0 && pressed.out.contains("Go: done"), "\(pressed.err)")
@@ -129,7 +148,8 @@ struct SecretsAtRestTests {
             // Restarted with the rotated key file: everything opens.
             world.service.stop()
             try await world.service.start()
-            let again = try await world.publish("After", extra: ["--action", "http, Go, http://127.0.0.1:\(port)/after, headers.X-Token=\(Self.actionToken)"])
+            let again = try await world.publish(
+                "After", extra: ["--action", "http, Go, http://127.0.0.1:\(port)/after, headers.X-Token=\(Self.actionToken)"])
             #expect(try await world.b.run(["sync"]).status == 0)
             #expect(try await world.b.run(["act", again, "1"]).out.contains("Go: done"))
             #expect(Set(recorder.paths()) == ["POST /before", "POST /during", "POST /after"], "\(recorder.paths())")

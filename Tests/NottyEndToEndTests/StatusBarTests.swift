@@ -3,8 +3,10 @@ import NottyCore
 import NottyTestSupport
 import Testing
 
-@Suite("The count where people look: notty count in a tmux status line, notty watch for status bars", .timeLimit(.minutes(5)), .serialized,
-       .enabled(if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
+@Suite(
+    "The count where people look: notty count in a tmux status line, notty watch for status bars", .timeLimit(.minutes(5)), .serialized,
+    .enabled(
+        if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
 struct StatusBarTests {
     @Test("a real tmux status line runs notty count --format tmux: ✉ 2! in red while a High one is unread; after a dismiss on A and a sync on B, ✉ 1")
     func tmuxStatusLine() async throws {
@@ -17,14 +19,15 @@ struct StatusBarTests {
         // pane (tmux draws a status line only for an attached client).
         let config = world.directory.appendingPathComponent("inner-tmux.conf")
         try """
-            set -g status-interval 1
-            set -g status-right-length 60
-            set -g status-right '[#(\(Repository.nottyBinary.path) count --format tmux)]'
-            """.write(to: config, atomically: true, encoding: .utf8)
+        set -g status-interval 1
+        set -g status-right-length 60
+        set -g status-right '[#(\(Repository.nottyBinary.path) count --format tmux)]'
+        """.write(to: config, atomically: true, encoding: .utf8)
         let inner = world.directory.appendingPathComponent("inner.sock").path
         // swift test sets NO_COLOR for the tests it runs; a status line has colour.
-        let outer = try TmuxSession(command: "env -u TMUX -u NO_COLOR tmux -S '\(inner)' -f '\(config.path)' new-session 'sleep 600'", columns: 80, rows: 10,
-                                    environment: ["NOTTY_HOME": world.b.home.path])
+        let outer = try TmuxSession(
+            command: "env -u TMUX -u NO_COLOR tmux -S '\(inner)' -f '\(config.path)' new-session 'sleep 600'", columns: 80, rows: 10,
+            environment: ["NOTTY_HOME": world.b.home.path])
         defer {
             _ = try? Tmux.run(socket: inner, ["kill-server"])
             outer.close()
@@ -42,7 +45,9 @@ struct StatusBarTests {
         #expect(await outer.waitFor("[]", timeout: .seconds(30)), "nothing unread still shows a count:\n\(outer.shown)")
     }
 
-    @Test("notty watch --format waybar: a JSON line at start and one per change (text, tooltip, class, alt), none while nothing changes; SIGTERM ends it with 0; so does a closed output")
+    @Test(
+        "notty watch --format waybar: a JSON line at start and one per change (text, tooltip, class, alt), none while nothing changes; SIGTERM ends it with 0; so does a closed output"
+    )
     func watchWaybar() async throws {
         let world = try await TwoDevices()
         _ = try await world.publish("Backup done", extra: ["--priority", "none"])
@@ -58,14 +63,18 @@ struct StatusBarTests {
             if case .object(let object)? = line, case .string(let text)? = object[key] { return text }
             return nil
         }
-        #expect(await eventually(timeout: .seconds(30)) { lines().count == 1 }, "no first line: \(String(describing: try? String(contentsOf: log, encoding: .utf8)))")
+        #expect(
+            await eventually(timeout: .seconds(30)) { lines().count == 1 },
+            "no first line: \(String(describing: try? String(contentsOf: log, encoding: .utf8)))")
         #expect(field(lines().first, "text") == "1" && field(lines().first, "class") == "some" && field(lines().first, "alt") == "some")
         #expect(field(lines().first, "tooltip") == "notty: 1 unread")
 
         let high = try await world.publish("Disk full on db-1", extra: ["--priority", "high"])
         #expect(try await world.b.run(["sync"]).status == 0)
         #expect(await eventually(timeout: .seconds(30)) { lines().count == 2 }, "no line after the sync: \(lines())")
-        #expect(field(lines().last, "text") == "2" && field(lines().last, "class") == "high" && field(lines().last, "tooltip") == "notty: 2 unread, 1 High")
+        #expect(
+            field(lines().last, "text") == "2" && field(lines().last, "class") == "high"
+                && field(lines().last, "tooltip") == "notty: 2 unread, 1 High")
 
         // A write that changes nothing of the count (the same state again) prints nothing.
         #expect(try await world.b.run(["sync"]).status == 0)
@@ -82,8 +91,9 @@ struct StatusBarTests {
         // Its reader gone (a status bar restarted), it ends with 0 too: head takes one line.
         let home = world.b.home.path
         let piped = try await offThePool {
-            try runToEnd("/bin/bash", ["-c", "set -o pipefail; timeout 120 '\(Repository.nottyBinary.path)' watch --format json | head -n 1"],
-                         environment: ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home]) { $1 }, name: "notty watch | head")
+            try runToEnd(
+                "/bin/bash", ["-c", "set -o pipefail; timeout 120 '\(Repository.nottyBinary.path)' watch --format json | head -n 1"],
+                environment: ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home]) { $1 }, name: "notty watch | head")
         }
         let first = String(decoding: piped.out, as: UTF8.self)
         #expect(piped.status == 0, "notty watch | head -n 1 ended with \(piped.status): \(first) \(String(decoding: piped.err, as: UTF8.self))")

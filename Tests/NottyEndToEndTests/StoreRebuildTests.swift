@@ -27,8 +27,10 @@ struct StoreRebuildTests {
         let path = device.home.appendingPathComponent("store.sqlite").path
         let (root, pageSize) = try DatabaseQueue(path: path).writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
-            return (try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = ?", arguments: [table]) ?? 0,
-                    try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096)
+            return (
+                try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = ?", arguments: [table]) ?? 0,
+                try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
+            )
         }
         try #require(root > 1, "no table \(table)")
         let file = try #require(FileHandle(forUpdatingAtPath: path))
@@ -37,7 +39,9 @@ struct StoreRebuildTests {
         try file.write(contentsOf: Data((0..<pageSize).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }))
     }
 
-    @Test("garbage pages: every command says in one line that the store is damaged and to run notty resync; resync rebuilds it from the service, keeps the change not sent yet (A sees it) and says so; the old file stays beside it")
+    @Test(
+        "garbage pages: every command says in one line that the store is damaged and to run notty resync; resync rebuilds it from the service, keeps the change not sent yet (A sees it) and says so; the old file stays beside it"
+    )
     func damagedStore() async throws {
         let (world, ids) = try await Self.worldWithAQueuedChange()
         try Self.damage(world.b, table: "notifications")
@@ -59,7 +63,8 @@ struct StoreRebuildTests {
         let listed = try await world.b.run(["list", "--view", "all", "--json"])
         #expect(listed.status == 0 && listed.out.split(separator: "\n").count == 3, "\(listed.out) \(listed.err)")
         #expect(try await world.a.run(["sync"]).status == 0)
-        #expect(try await world.a.run(["show", ids[0], "--json"]).out.contains(#""userActionState":"Dismissed""#), "B's queued dismiss did not reach A")
+        #expect(
+            try await world.a.run(["show", ids[0], "--json"]).out.contains(#""userActionState":"Dismissed""#), "B's queued dismiss did not reach A")
         #expect(try await world.a.run(["show", ids[1], "--json"]).out.contains(#""userActionState":"NoInteraction""#))
     }
 
@@ -82,7 +87,9 @@ struct StoreRebuildTests {
     func newerStore() async throws {
         let (world, ids) = try await Self.worldWithAQueuedChange()
         let path = world.b.home.appendingPathComponent("store.sqlite").path
-        try await DatabaseQueue(path: path).write { db in try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99 from the future')") }
+        try await DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99 from the future')")
+        }
         // What this build would change: the schema, the migrations, the rows (GRDB itself may
         // write a table and drop it again to make the WAL file exist: not a change).
         func fingerprint() throws -> [String] {

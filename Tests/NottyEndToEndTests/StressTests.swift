@@ -12,8 +12,9 @@ import Testing
 struct StressTests {
     static let rounds = Int(ProcessInfo.processInfo.environment["NOTTY_STRESS_ROUNDS"] ?? "") ?? 0
 
-    @Test("4 devices (2 running poll --live) act at random at once, the app re-publishes meanwhile, the CPU is starved: every store ends equal to the service",
-          .enabled(if: rounds > 0), .timeLimit(.minutes(120)))
+    @Test(
+        "4 devices (2 running poll --live) act at random at once, the app re-publishes meanwhile, the CPU is starved: every store ends equal to the service",
+        .enabled(if: rounds > 0), .timeLimit(.minutes(120)))
     func stress() async throws {
         var failures = 0
         let start = ContinuousClock.now
@@ -34,15 +35,17 @@ struct StressTests {
         var random = SeededRandom(seed: seed)
         let directory = Repository.temporaryDirectory("notty-stress")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let serve = try await ServeProcess(directory: directory.appendingPathComponent("service"),
-                                           extraArguments: ["--publish-rate", "100000", "--publish-burst", "100000"])
+        let serve = try await ServeProcess(
+            directory: directory.appendingPathComponent("service"),
+            extraArguments: ["--publish-rate", "100000", "--publish-burst", "100000"])
         defer { serve.stop() }
         let devices = (0..<4).map { NottyCLI(home: directory.appendingPathComponent("device\($0)")) }
         for (index, device) in devices.enumerated() {
             try await device.login(serve.url, device: "D\(index)")
         }
         let uns = try await devices[0].run(["subscribe", "--app", "ci.example.com"]).out.trimmingCharacters(in: .whitespacesAndNewlines)
-        let appToken = try await token(serve.url, ["grant_type": "client_credentials", "client_id": serve.clientId, "client_secret": serve.clientSecret])
+        let appToken = try await token(
+            serve.url, ["grant_type": "client_credentials", "client_id": serve.clientId, "client_secret": serve.clientSecret])
         let url = serve.url
         @Sendable func publish(_ appId: String, _ title: String) async throws -> String {
             let answer = try await ServiceClient.send(
@@ -50,7 +53,8 @@ struct StressTests {
                 headers: [("Authorization", "Bearer \(appToken)"), ("X-UNS-ID", uns), ("Content-Type", "application/json")],
                 body: Data(#"{"appNotificationId":"\#(appId)","payload":{"visualContent":{"title":"\#(title)"}}}"#.utf8))
             guard answer.status == 201, case .object(let object)? = JSONValue(jsonText: String(decoding: answer.body, as: UTF8.self)),
-                  case .string(let id)? = object["id"] else { throw SupportError("publish \(appId): \(answer.status)") }
+                case .string(let id)? = object["id"]
+            else { throw SupportError("publish \(appId): \(answer.status)") }
             return id
         }
         var ids: [String] = []
@@ -110,8 +114,9 @@ struct StressTests {
         let deadline = ContinuousClock.now + .seconds(120)
         while difference != nil && ContinuousClock.now < deadline {
             for device in devices { _ = try await device.run(["sync"]) }
-            let answer = try await ServiceClient.send(.GET, serve.url + "/v1/me/notifications?view=all&top=1000",
-                                                      headers: [("Authorization", "Bearer \(userToken)")], body: nil)
+            let answer = try await ServiceClient.send(
+                .GET, serve.url + "/v1/me/notifications?view=all&top=1000",
+                headers: [("Authorization", "Bearer \(userToken)")], body: nil)
             let truth = try NottyJSON.decoder.decode(NotificationList.self, from: answer.body).value
             difference = nil
             for (index, device) in devices.enumerated() {

@@ -5,7 +5,9 @@ import Testing
 
 /// testssl.sh (Debian's `testssl`), when installed; `.ci/run` installs it.
 enum TestSSL {
-    static let path = ["/usr/bin/testssl", "/usr/bin/testssl.sh", "/usr/local/bin/testssl.sh"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let path = ["/usr/bin/testssl", "/usr/bin/testssl.sh", "/usr/local/bin/testssl.sh"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
     static let required = ProcessInfo.processInfo.environment["CI"] == "true"
 }
 
@@ -13,8 +15,10 @@ enum TestSSL {
 struct TLSTests {
     /// A self-signed certificate for 127.0.0.1 named `name`, written over `cert` and `key`.
     static func certificate(_ name: String, cert: String, key: String) async throws {
-        let made = try await Repository.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
-                                             "-subj", "/CN=\(name)", "-addext", "subjectAltName=IP:127.0.0.1"])
+        let made = try await Repository.run([
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
+            "-subj", "/CN=\(name)", "-addext", "subjectAltName=IP:127.0.0.1",
+        ])
         try #require(made.status == 0, "openssl req: \(made.output)")
     }
 
@@ -23,7 +27,9 @@ struct TLSTests {
         try await Repository.run(["sh", "-c", "echo | openssl s_client -connect 127.0.0.1:\(port) 2>/dev/null | openssl x509 -noout -subject"]).output
     }
 
-    @Test("no TLS 1.0 or 1.1, no CBC suite, HSTS and security headers; SIGHUP reads a renewed certificate for new connections while an open one goes on; testssl.sh --fast finds nothing of MEDIUM or above but the self-signed certificate")
+    @Test(
+        "no TLS 1.0 or 1.1, no CBC suite, HSTS and security headers; SIGHUP reads a renewed certificate for new connections while an open one goes on; testssl.sh --fast finds nothing of MEDIUM or above but the self-signed certificate"
+    )
     func hardenedTLS() async throws {
         let directory = Repository.temporaryDirectory("notty-tls")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -36,9 +42,13 @@ struct TLSTests {
 
         let headers = try await Repository.run(["curl", "-sk", "-D", "-", "-o", "/dev/null", "\(service.url)/healthz"]).output.lowercased()
         #expect(headers.contains("strict-transport-security: max-age=31536000") && headers.contains("x-content-type-options: nosniff"), "\(headers)")
-        for (flags, what) in [(["-tls1"], "TLS 1.0"), (["-tls1_1"], "TLS 1.1"), (["-tls1_2", "-cipher", "ECDHE-RSA-AES128-SHA"], "a CBC suite"),
-                              (["-tls1_2", "-cipher", "AES128-GCM-SHA256"], "a suite without forward secrecy")] {
-            let tried = try await Repository.run(["sh", "-c", "echo | openssl s_client -connect 127.0.0.1:\(port) \(flags.joined(separator: " ")) 2>&1"]).output
+        for (flags, what) in [
+            (["-tls1"], "TLS 1.0"), (["-tls1_1"], "TLS 1.1"), (["-tls1_2", "-cipher", "ECDHE-RSA-AES128-SHA"], "a CBC suite"),
+            (["-tls1_2", "-cipher", "AES128-GCM-SHA256"], "a suite without forward secrecy"),
+        ] {
+            let tried = try await Repository.run([
+                "sh", "-c", "echo | openssl s_client -connect 127.0.0.1:\(port) \(flags.joined(separator: " ")) 2>&1",
+            ]).output
             #expect(tried.contains("Cipher is (NONE)") || tried.contains("alert"), "\(what) was accepted:\n\(tried.prefix(600))")
         }
         #expect(try await Self.subject(port).contains("first.notty.test"))
@@ -63,8 +73,11 @@ struct TLSTests {
         try await Self.certificate("renewed.notty.test", cert: cert, key: key)
         let pid = try #require(service.process?.processIdentifier)
         kill(pid, SIGHUP)
-        #expect(await eventually(timeout: .seconds(30)) { ((try? String(contentsOf: service.log, encoding: .utf8)) ?? "").contains("certificate was read again") },
-                "no reload in the log")
+        #expect(
+            await eventually(timeout: .seconds(30)) {
+                ((try? String(contentsOf: service.log, encoding: .utf8)) ?? "").contains("certificate was read again")
+            },
+            "no reload in the log")
         #expect(service.process?.isRunning == true, "SIGHUP ended the service")
         #expect(try await Self.subject(port).contains("renewed.notty.test"), "a new connection still gets the old certificate")
         input.fileHandleForWriting.write(request)
@@ -73,7 +86,10 @@ struct TLSTests {
         // A renewal that cannot be read keeps the certificate in use.
         try "not a certificate".write(toFile: cert, atomically: true, encoding: .utf8)
         kill(pid, SIGHUP)
-        #expect(await eventually(timeout: .seconds(30)) { ((try? String(contentsOf: service.log, encoding: .utf8)) ?? "").contains("could not be read again") })
+        #expect(
+            await eventually(timeout: .seconds(30)) {
+                ((try? String(contentsOf: service.log, encoding: .utf8)) ?? "").contains("could not be read again")
+            })
         #expect(try await Self.subject(port).contains("renewed.notty.test"))
 
         guard let testssl = TestSSL.path else {
@@ -84,19 +100,25 @@ struct TLSTests {
         let report = directory.appendingPathComponent("testssl.json").path
         let started = ContinuousClock.now
         let ran = try await offThePool {
-            try runToEnd(testssl, ["--fast", "--quiet", "--warnings", "off", "--color", "0", "--jsonfile", report, service.url],
-                         environment: ProcessInfo.processInfo.environment, name: "testssl.sh", sameStream: true, limit: 600)
+            try runToEnd(
+                testssl, ["--fast", "--quiet", "--warnings", "off", "--color", "0", "--jsonfile", report, service.url],
+                environment: ProcessInfo.processInfo.environment, name: "testssl.sh", sameStream: true, limit: 600)
         }
         let findings = (try? JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report)))) as? [[String: Any]] ?? []
-        try #require(!findings.isEmpty, "testssl.sh wrote no findings (status \(ran.status)): \(String(decoding: ran.out, as: UTF8.self).suffix(2000))")
+        try #require(
+            !findings.isEmpty, "testssl.sh wrote no findings (status \(ran.status)): \(String(decoding: ran.out, as: UTF8.self).suffix(2000))")
         // The certificate's own findings are the test's: self-signed, two days, no OCSP.
-        let serious = findings.filter { ["MEDIUM", "HIGH", "CRITICAL"].contains($0["severity"] as? String ?? "") && !(($0["id"] as? String ?? "").hasPrefix("cert")) }
+        let serious = findings.filter {
+            ["MEDIUM", "HIGH", "CRITICAL"].contains($0["severity"] as? String ?? "") && !(($0["id"] as? String ?? "").hasPrefix("cert"))
+        }
         #expect(serious.isEmpty, "testssl.sh: \(serious.map { "\($0["severity"] ?? "") \($0["id"] ?? ""): \($0["finding"] ?? "")" })")
         let shown: [String] = ["TLS1", "TLS1_1", "TLS1_2", "TLS1_3", "cipher_order", "HSTS_time", "BEAST", "LUCKY13", "cipherlist_OBSOLETED"]
         let summary = shown.compactMap { (id: String) -> String? in
             guard let finding = findings.first(where: { $0["id"] as? String == id }) else { return nil }
             return "\(id): \(finding["finding"] as? String ?? "")"
         }
-        print("testssl.sh --fast (\(ContinuousClock.now - started)): \(findings.count) findings, none of MEDIUM or above but the certificate's; \(summary.joined(separator: "; "))")
+        print(
+            "testssl.sh --fast (\(ContinuousClock.now - started)): \(findings.count) findings, none of MEDIUM or above but the certificate's; \(summary.joined(separator: "; "))"
+        )
     }
 }

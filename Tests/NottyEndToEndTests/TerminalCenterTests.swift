@@ -4,8 +4,10 @@ import NottyStore
 import NottyTestSupport
 import Testing
 
-@Suite("The notification center in a real terminal (tmux)", .timeLimit(.minutes(5)), .serialized,
-       .enabled(if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
+@Suite(
+    "The notification center in a real terminal (tmux)", .timeLimit(.minutes(5)), .serialized,
+    .enabled(
+        if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
 struct TerminalCenterTests {
     @Test("B's open notty shows A's dismiss and read with no key press (within 1 s: notty-bench tui); B's keys reach A; resize; q exits 0")
     func liveAcrossDevices() async throws {
@@ -46,7 +48,9 @@ struct TerminalCenterTests {
         #expect(await b.waitFor("y/n"), "no delete confirmation:\n\(b.shown)")
         try await b.keys("y")
         #expect(await b.waitFor("All 3"))
-        #expect(await eventually(timeout: .seconds(5)) { (try? (await world.store(world.b).perform { try $0.outboxCount() })) == 0 }, "B's changes were not sent")
+        #expect(
+            await eventually(timeout: .seconds(5)) { (try? (await world.store(world.b).perform { try $0.outboxCount() })) == 0 },
+            "B's changes were not sent")
 
         #expect(try await world.a.run(["sync"]).status == 0)
         #expect(try await world.a.run(["show", fourth, "--json"]).out.contains(#""userActionState":"Dismissed""#))
@@ -67,7 +71,9 @@ struct TerminalCenterTests {
         #expect(await !b.screen().contains("Unread"), "the terminal was not restored (alternate screen left on):\n\(b.shown)")
     }
 
-    @Test("= folds B's list into group rows (a group of one stays its notification); d on a group row dismisses exactly that group, on A too; u brings it back; Enter opens a group, Esc goes back")
+    @Test(
+        "= folds B's list into group rows (a group of one stays its notification); d on a group row dismisses exactly that group, on A too; u brings it back; Enter opens a group, Esc goes back"
+    )
     func groupRows() async throws {
         let world = try await TwoDevices()
         var cpu: [String] = []
@@ -88,7 +94,9 @@ struct TerminalCenterTests {
         try await b.keys("j", "d")
         #expect(await b.waitFor("Dismissed 3 notifications"), "d on the group row:\n\(b.shown)")
         #expect(await b.waitFor("Unread 1"))
-        #expect(await eventually(timeout: .seconds(10)) { (try? (await world.store(world.b).perform { try $0.outboxCount() })) == 0 }, "B's changes were not sent")
+        #expect(
+            await eventually(timeout: .seconds(10)) { (try? (await world.store(world.b).perform { try $0.outboxCount() })) == 0 },
+            "B's changes were not sent")
         #expect(try await world.a.run(["sync"]).status == 0)
         for id in cpu { #expect(try await world.a.run(["show", id, "--json"]).out.contains(#""userActionState":"Dismissed""#)) }
         #expect(try await world.a.run(["show", disk, "--json"]).out.contains(#""userActionState":"NoInteraction""#), "only that group")
@@ -96,7 +104,9 @@ struct TerminalCenterTests {
         try await b.keys("u")
         #expect(await b.waitFor("Undid dismiss of 3 notifications"), "u:\n\(b.shown)")
         #expect(await b.waitFor("Unread 4"))
-        #expect(await eventually(timeout: .seconds(10)) { (try? (await world.store(world.b).perform { try $0.outboxCount() })) == 0 }, "B's undo was not sent")
+        #expect(
+            await eventually(timeout: .seconds(10)) { (try? (await world.store(world.b).perform { try $0.outboxCount() })) == 0 },
+            "B's undo was not sent")
         #expect(try await world.a.run(["sync"]).status == 0)
         for id in cpu { #expect(try await world.a.run(["show", id, "--json"]).out.contains(#""userActionState":"NoInteraction""#)) }
 
@@ -110,7 +120,8 @@ struct TerminalCenterTests {
         #expect(await b.waitFor("[exited 0]"), "q did not exit 0:\n\(b.shown)")
     }
 
-    @Test("searching a store of 1,500: the index is built in the background; many matches show at once and are counted after, few are counted at once")
+    @Test(
+        "searching a store of 1,500: the index is built in the background; many matches show at once and are counted after, few are counted at once")
     func search() async throws {
         let world = try await TwoDevices()
         _ = try await world.publish("Standup in 15 minutes")
@@ -120,15 +131,20 @@ struct TerminalCenterTests {
         let cursor = try #require(try (await store.perform { try $0.cursor() }))
         let now = Date()
         let rows = (0..<1500).map { n in
-            UserNotification.fixture(id: UUID().uuidString.lowercased(), appNotificationId: "bulk-\(n)", title: n % 500 == 7 ? "needle \(n) deploy" : "deploy \(n) of web",
-                     created: now.addingTimeInterval(-Double(n)), modified: now, expires: now.addingTimeInterval(86_400))
+            UserNotification.fixture(
+                id: UUID().uuidString.lowercased(), appNotificationId: "bulk-\(n)", title: n % 500 == 7 ? "needle \(n) deploy" : "deploy \(n) of web",
+                created: now.addingTimeInterval(-Double(n)), modified: now, expires: now.addingTimeInterval(86_400))
         }
-        #expect(try (await store.perform { try $0.apply(page: ChangesPage(changes: rows, cursor: cursor, hasMore: false), since: cursor) }) == .applied(changed: 1500))
+        #expect(
+            try (await store.perform { try $0.apply(page: ChangesPage(changes: rows, cursor: cursor, hasMore: false), since: cursor) })
+                == .applied(changed: 1500))
         #expect(try (await store.perform { try $0.rowsToIndexForSearch() }) == 1501)
 
         let b = try TmuxSession(command: Repository.nottyBinary.path, environment: ["NOTTY_HOME": world.b.home.path])
         #expect(await b.waitFor("Unread 1501"), "B's notty did not open:\n\(b.shown)")
-        #expect(await eventually(timeout: .seconds(10)) { (try? (await store.perform { try $0.rowsToIndexForSearch() })) == 0 }, "the open notty did not index the store")
+        #expect(
+            await eventually(timeout: .seconds(10)) { (try? (await store.perform { try $0.rowsToIndexForSearch() })) == 0 },
+            "the open notty did not index the store")
         try await b.keys("/", "deploy")
         try await b.keys("Enter")
         #expect(await b.waitFor("1500 matches"), "the many matches were never counted:\n\(b.shown)")
@@ -149,9 +165,11 @@ struct TerminalCenterTests {
     func demo() async throws {
         let home = Repository.temporaryDirectory("notty-demo-home")
         defer { try? FileManager.default.removeItem(at: home) }
-        let session = try TmuxSession(command: "\(Repository.nottyBinary.path) demo --data \(home.path)/demo --every 2",
-                                      environment: ["NOTTY_HOME": home.path, "XDG_RUNTIME_DIR": home.path])
-        #expect(await session.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "the demo did not show its notifications:\n\(session.shown)")
+        let session = try TmuxSession(
+            command: "\(Repository.nottyBinary.path) demo --data \(home.path)/demo --every 2",
+            environment: ["NOTTY_HOME": home.path, "XDG_RUNTIME_DIR": home.path])
+        #expect(
+            await session.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "the demo did not show its notifications:\n\(session.shown)")
         #expect(await session.waitFor("· live"))
         #expect(await session.screen().contains("服务器告警 🔥"))
         // The history leaves 7 unread; one arrives every 2 s (a loaded machine may show several at once).
@@ -160,20 +178,24 @@ struct TerminalCenterTests {
         let join = try TmuxSession(command: "\(Repository.nottyBinary.path) demo --join", environment: ["XDG_RUNTIME_DIR": home.path])
         #expect(await join.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "demo --join did not show the notifications:\n\(join.shown)")
         try await join.keys("d")
-        #expect(await session.waitFor("Dismissed 3", timeout: .seconds(10)), "a dismiss on the joined device did not reach the first:\n\(session.shown)")
+        #expect(
+            await session.waitFor("Dismissed 3", timeout: .seconds(10)), "a dismiss on the joined device did not reach the first:\n\(session.shown)")
         try await join.keys("q")
         // SIGTERM to the notty process itself (anchored: not the shell or tmux around it).
         _ = try await Repository.run(["pkill", "-TERM", "-f", "^\(Repository.nottyBinary.path) demo --data \(home.path)/demo"])
         #expect(await session.waitFor("[exited 0]"), "the demo did not exit 0 on SIGTERM:\n\(session.shown)")
     }
 
-    @Test("notty demo copied out of the build tree (notty and notty-server) runs with the source tree hidden (no path into it); its script equals Resources/")
+    @Test(
+        "notty demo copied out of the build tree (notty and notty-server) runs with the source tree hidden (no path into it); its script equals Resources/"
+    )
     func demoCopiedElsewhere() async throws {
         let resources = Repository.root.appendingPathComponent("Resources")
         let embedded = try String(contentsOf: Repository.root.appendingPathComponent("Sources/notty-server/DemoScriptText.swift"), encoding: .utf8)
         let json = try String(contentsOf: resources.appendingPathComponent("demo-notifications.json"), encoding: .utf8)
-        #expect(embedded.contains("#\"\"\"\n" + json.trimmingCharacters(in: .newlines) + "\n\"\"\"#"),
-                "Sources/notty-server/DemoScriptText.swift is not a copy of Resources/demo-notifications.json")
+        #expect(
+            embedded.contains("#\"\"\"\n" + json.trimmingCharacters(in: .newlines) + "\n\"\"\"#"),
+            "Sources/notty-server/DemoScriptText.swift is not a copy of Resources/demo-notifications.json")
         let canHide = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")
         try #require(canHide || !TmuxSession.required, "hiding the source tree needs root and unshare (CI runs as root)")
         guard canHide else { report("SKIPPED LOUDLY: hiding the source tree needs root and unshare"); return }
@@ -185,10 +207,12 @@ struct TerminalCenterTests {
         // inherit: running the copy would then fail with ETXTBSY).
         #expect(try await Repository.run(["cp", Repository.nottyBinary.path, Repository.nottyServerBinary.path, bin.path]).status == 0)
         // In a mount namespace of its own, the checkout's Resources/ and Sources/ are empty folders.
-        let hidden = "mount --bind \(empty.path) \(resources.path) && mount --bind \(empty.path) \(Repository.root.path)/Sources"
+        let hidden =
+            "mount --bind \(empty.path) \(resources.path) && mount --bind \(empty.path) \(Repository.root.path)/Sources"
             + " && exec \(bin.path)/notty demo --data \(home.path)/demo --every 0"
-        let session = try TmuxSession(command: "unshare --mount --propagation private sh -c '\(hidden)'",
-                                      environment: ["NOTTY_HOME": home.path, "XDG_RUNTIME_DIR": home.path])
+        let session = try TmuxSession(
+            command: "unshare --mount --propagation private sh -c '\(hidden)'",
+            environment: ["NOTTY_HOME": home.path, "XDG_RUNTIME_DIR": home.path])
         #expect(await session.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "the copied demo did not start:\n\(session.shown)")
         try await session.keys("q")
         #expect(await session.waitFor("[exited 0]"), "\(session.shown)")

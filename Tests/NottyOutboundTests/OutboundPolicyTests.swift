@@ -1,7 +1,7 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import HTTPTypes
 import NottyOutbound
 import NottyService
 import Synchronization
@@ -63,10 +63,12 @@ struct OutboundPolicyTests {
     @Test("a name is checked by what it resolves to, every address of it; loopback receivers that are not the service pass")
     func resolvedNames() async throws {
         let policy = try OutboundPolicy(listeners: [Self.own], resolver: OutboundPolicyTests.resolver)
-        for (url, says) in [("http://metadata.test/latest/", "metadata.test is a link-local address (169.254.169.254)"),
-                            ("http://mapped.test/", "link-local"), ("http://mixed.test/", "link-local"),
-                            ("http://localhost:8787/", "localhost:8787 is this service's own listening address"),
-                            ("http://nowhere.test/", "cannot resolve nowhere.test")] {
+        for (url, says) in [
+            ("http://metadata.test/latest/", "metadata.test is a link-local address (169.254.169.254)"),
+            ("http://mapped.test/", "link-local"), ("http://mixed.test/", "link-local"),
+            ("http://localhost:8787/", "localhost:8787 is this service's own listening address"),
+            ("http://nowhere.test/", "cannot resolve nowhere.test"),
+        ] {
             #expect(policy.refusalBeforeLookup(url) == nil, "\(url): a name is looked up when a request is sent")
             guard case .failure(let refusal) = await policy.check(url) else { Issue.record("\(url) passed"); continue }
             #expect(refusal.reason.contains(says), "\(url): \(refusal.reason)")
@@ -88,8 +90,10 @@ struct OutboundPolicyTests {
         }
         for url in ["http://192.168.1.10/x", "http://127.0.0.1:9000/", "http://mixed.test/"] {
             guard case .failure(let refusal) = await policy.check(url) else { Issue.record("\(url) passed"); continue }
-            #expect(refusal.reason.contains("link-local") || refusal.reason.contains("not among the hosts this service allows (notty serve --outbound-allow)"),
-                    "\(url): \(refusal.reason)")
+            #expect(
+                refusal.reason.contains("link-local")
+                    || refusal.reason.contains("not among the hosts this service allows (notty serve --outbound-allow)"),
+                "\(url): \(refusal.reason)")
         }
         // Link-local stays refused even inside an allowed network.
         let wide = try OutboundPolicy(allow: ["0.0.0.0/0"], resolver: names([:]))
@@ -98,7 +102,8 @@ struct OutboundPolicyTests {
         do {
             _ = try OutboundPolicy(allow: ["not a host!"])
         } catch {
-            #expect(error.message == "--outbound-allow not a host!: give a host name (hooks.example.com) or an address or network (10.0.0.0/8, fd00::/8)")
+            #expect(
+                error.message == "--outbound-allow not a host!: give a host name (hooks.example.com) or an address or network (10.0.0.0/8, fd00::/8)")
         }
     }
 
@@ -110,7 +115,9 @@ struct OutboundPolicyTests {
         "hooks.test": [[127, 0, 0, 2]],
     ])
 
-    @Test("HTTPClientOutbound connects to the address that was checked: a name the system cannot resolve reaches the loopback receiver it was checked as, with its own Host")
+    @Test(
+        "HTTPClientOutbound connects to the address that was checked: a name the system cannot resolve reaches the loopback receiver it was checked as, with its own Host"
+    )
     func pinned() async throws {
         let seen = Seen()
         try await recorder(seen).test(.live) { client in
@@ -125,13 +132,17 @@ struct OutboundPolicyTests {
         }
     }
 
-    @Test("HTTPClientOutbound refuses before connecting ('not allowed: …'), follows no redirect, and sends the administrator's own requests as they are")
+    @Test(
+        "HTTPClientOutbound refuses before connecting ('not allowed: …'), follows no redirect, and sends the administrator's own requests as they are"
+    )
     func refusals() async throws {
         let seen = Seen()
         try await recorder(seen).test(.live) { client in
             let port = try #require(client.port)
-            let outbound = HTTPClientOutbound(policy: try OutboundPolicy(listeners: [.init(host: "127.0.0.1", port: 0)],
-                                                                        resolver: names(["metadata.test": [[169, 254, 169, 254]]])))
+            let outbound = HTTPClientOutbound(
+                policy: try OutboundPolicy(
+                    listeners: [.init(host: "127.0.0.1", port: 0)],
+                    resolver: names(["metadata.test": [[169, 254, 169, 254]]])))
             for url in ["http://metadata.test/latest/meta-data/", "http://[::ffff:169.254.169.254]/", "http://0.0.0.0:\(port)/"] {
                 do throws(OutboundError) {
                     _ = try await outbound.send(OutboundRequest(method: "POST", url: url))
@@ -144,9 +155,12 @@ struct OutboundPolicyTests {
             }
             // The receiver is the service now: its own port is refused, another's is not.
             outbound.listening(on: port)
-            await #expect(throws: OutboundError.self) { try await outbound.send(OutboundRequest(method: "GET", url: "http://localhost:\(port)/self")) }
+            await #expect(throws: OutboundError.self) {
+                try await outbound.send(OutboundRequest(method: "GET", url: "http://localhost:\(port)/self"))
+            }
             #expect(outbound.refusalBeforeLookup("http://127.0.0.1:\(port)/self")?.contains("own listening address") == true)
-            let administrators = try await outbound.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/upstream", aim: .administrator))
+            let administrators = try await outbound.send(
+                OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/upstream", aim: .administrator))
             #expect(administrators.status == 200)
             await outbound.shutdown()
 

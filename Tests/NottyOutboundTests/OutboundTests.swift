@@ -1,7 +1,7 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import HTTPTypes
 import NottyOutbound
 import NottyService
 import Testing
@@ -12,8 +12,9 @@ func peer() -> some ApplicationProtocol {
     router.post("/echo") { request, _ -> Response in
         let body = try await request.body.collect(upTo: 1 << 20)
         let token = request.headers[HTTPField.Name("X-Token")!] ?? "-"
-        return Response(status: .created, headers: [.contentType: "text/plain"],
-                        body: .init(byteBuffer: ByteBuffer(string: "\(request.method.rawValue) \(token) \(String(buffer: body))")))
+        return Response(
+            status: .created, headers: [.contentType: "text/plain"],
+            body: .init(byteBuffer: ByteBuffer(string: "\(request.method.rawValue) \(token) \(String(buffer: body))")))
     }
     router.get("/slow") { _, _ -> String in
         try await Task.sleep(for: .seconds(5))
@@ -31,7 +32,8 @@ struct OutboundTests {
         let outbound = HTTPClientOutbound()
         try await peer().test(.live) { client in
             let base = "http://127.0.0.1:\(try #require(client.port))"
-            let echoed = try await outbound.send(OutboundRequest(method: "post", url: base + "/echo", headers: [OutboundHeader("X-Token", "s3cret")], body: Data("silence 1h".utf8)))
+            let echoed = try await outbound.send(
+                OutboundRequest(method: "post", url: base + "/echo", headers: [OutboundHeader("X-Token", "s3cret")], body: Data("silence 1h".utf8)))
             #expect(echoed.status == 201)
             #expect(echoed.succeeded)
             #expect(String(decoding: echoed.body, as: UTF8.self) == "POST s3cret silence 1h")

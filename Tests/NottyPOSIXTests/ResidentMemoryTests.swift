@@ -1,6 +1,7 @@
 import Foundation
-@testable import NottyPOSIX
 import Testing
+
+@testable import NottyPOSIX
 
 @Suite("Resident memory: the program's own code pages given back after start-up")
 struct ResidentMemoryTests {
@@ -21,7 +22,7 @@ struct ResidentMemoryTests {
             """
         let mappings = ResidentMemory.Mapping.read(smaps)
         #expect(mappings.count == 3)
-        #expect(mappings[0].start == 0x55663f243000 && mappings[0].end == 0x556641ac2000)
+        #expect(mappings[0].start == 0x5566_3f24_3000 && mappings[0].end == 0x5566_41ac_2000)
         #expect(mappings[0].permissions == "r-xp" && mappings[0].path == "/opt/my apps/notty")
         #expect(mappings[0].resident == 23444 * 1024 && mappings[0].written == 0)
         #expect(mappings[1].written == 4096 && mappings[1].resident == 8192)
@@ -41,7 +42,8 @@ struct ResidentMemoryTests {
             // Code runs again from the same file (a JSON round trip, sorting, string work).
             let words = (0..<1000).map { "word \($0 * 7919 % 1000)" }.sorted()
             guard let json = try? JSONSerialization.data(withJSONObject: ["words": words]),
-                  (try? JSONSerialization.jsonObject(with: json)) as? [String: [String]] == ["words": words] else { exit(4) }
+                (try? JSONSerialization.jsonObject(with: json)) as? [String: [String]] == ["words": words]
+            else { exit(4) }
             guard codeResident() < before else { print("the resident code did not shrink"); exit(5) }
         }
     }
@@ -95,7 +97,8 @@ struct ResidentMemoryTests {
 /// Bytes resident in this process's mappings of its own program file that `include` picks.
 func programResident(_ include: (ResidentMemory.Mapping) -> Bool) -> Int {
     guard let program = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
-          let data = FileHandle(forReadingAtPath: "/proc/self/smaps")?.readDataToEndOfFile() else { return 0 }
+        let data = FileHandle(forReadingAtPath: "/proc/self/smaps")?.readDataToEndOfFile()
+    else { return 0 }
     return ResidentMemory.Mapping.read(String(decoding: data, as: UTF8.self))
         .filter { $0.path == program && include($0) }.map(\.resident).reduce(0, +)
 }

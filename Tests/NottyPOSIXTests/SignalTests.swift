@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import NottyPOSIX
 
 @Suite("Termination signals for a clean quit")

@@ -1,14 +1,15 @@
 import Foundation
-import NottyPoll
 import NottyCore
+import NottyPoll
 import NottyTestSupport
 import Testing
 
 @Suite("notty poll's commands (CommandRunner)")
 struct CommandRunnerTests {
     func notification(_ n: Int) -> UserNotification {
-        .fixture(id: "id-\(n)", appNotificationId: "a\(n)", group: "builds", priority: .high, title: "Build \(n) failed", body: "main is red",
-                 created: Date(), launchUrl: "https://ci.example.com/\(n)")
+        .fixture(
+            id: "id-\(n)", appNotificationId: "a\(n)", group: "builds", priority: .high, title: "Build \(n) failed", body: "main is red",
+            created: Date(), launchUrl: "https://ci.example.com/\(n)")
     }
 
     @Test("at most 4 at once, the rest started in order as others end; each gets the NOTTY_ variables")
@@ -22,7 +23,8 @@ struct CommandRunnerTests {
         // (a loop of `sleep` would fork all the time, and a busy machine may refuse a fork).
         func fifo(_ n: Int) -> String { directory.appendingPathComponent("release-id-\(n)").path }
         for n in 0..<6 { #expect(mkfifo(fifo(n), 0o600) == 0) }
-        let command = #"exec 2>>"# + errors + #"; echo "start $NOTTY_ID $NOTTY_PRIORITY $NOTTY_GROUP $NOTTY_URL $NOTTY_STATE" >> "# + log
+        let command =
+            #"exec 2>>"# + errors + #"; echo "start $NOTTY_ID $NOTTY_PRIORITY $NOTTY_GROUP $NOTTY_URL $NOTTY_STATE" >> "# + log
             + #"; read line < "# + directory.path + #"/release-$NOTTY_ID; echo "end $NOTTY_ID" >> "# + log
         func lines() -> [String] { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
         func stderr() -> String { (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "" }
@@ -46,7 +48,9 @@ struct CommandRunnerTests {
         #expect(Set(lines()) == Set((0..<4).map { "start id-\($0) High builds https://ci.example.com/\($0) " }))
         // Release the second: the fifth starts (the queue is in order), the sixth still waits.
         #expect(await release(1))
-        #expect(await eventually(timeout: .seconds(60)) { lines().contains("start id-4 High builds https://ci.example.com/4 ") }, "\(lines()) \(stderr())")
+        #expect(
+            await eventually(timeout: .seconds(60)) { lines().contains("start id-4 High builds https://ci.example.com/4 ") }, "\(lines()) \(stderr())"
+        )
         #expect(runner.load.running == 4)
         #expect(runner.load.queued == 1, "the sixth started before a slot was free: \(lines()) \(stderr())")
         for n in [0, 2, 3, 4, 5] { #expect(await release(n), "command \(n) never waited for its release: \(lines()) \(stderr())") }

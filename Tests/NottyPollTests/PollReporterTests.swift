@@ -21,7 +21,9 @@ final class ManualClock: PollClock {
     func now() -> Date { state.withLock { $0.now } }
 
     func sleep(until deadline: Date) async throws {
-        let id = state.withLock { state in defer { state.next += 1 }; return state.next }
+        let id = state.withLock { state in
+            defer { state.next += 1 }; return state.next
+        }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let due = state.withLock { state -> Bool in
@@ -96,24 +98,32 @@ struct PollReporterTests {
         return store
     }
 
-    func notification(_ n: Int, group: String? = nil, read: ReadState = .unread, action: UserActionState = .noInteraction, at: Date) -> UserNotification {
-        .fixture(id: UserNotification.fixtureId(n), appNotificationId: "a\(n)", app: "mon.example.com", group: group, title: "Disk \(n) full",
-                 body: "on web-\(n)", created: at, modified: at, expires: at.addingTimeInterval(86_400), read: read, action: action)
+    func notification(_ n: Int, group: String? = nil, read: ReadState = .unread, action: UserActionState = .noInteraction, at: Date)
+        -> UserNotification
+    {
+        .fixture(
+            id: UserNotification.fixtureId(n), appNotificationId: "a\(n)", app: "mon.example.com", group: group, title: "Disk \(n) full",
+            body: "on web-\(n)", created: at, modified: at, expires: at.addingTimeInterval(86_400), read: read, action: action)
     }
 
     /// The service's changes reach the store as a sync would write them.
     func arrive(_ store: LocalStore, _ notifications: [UserNotification], page: Int) async throws {
-        _ = try await store.perform { try $0.apply(page: ChangesPage(changes: notifications, cursor: String(page), hasMore: false), since: String(page - 1)) }
+        _ = try await store.perform {
+            try $0.apply(page: ChangesPage(changes: notifications, cursor: String(page), hasMore: false), since: String(page - 1))
+        }
     }
 
-    @Test("while quiet, what arrives in Unread is kept (a JSON line) but held back: no --exec, no popup; when quiet ends by the clock, one summary, once")
+    @Test(
+        "while quiet, what arrives in Unread is kept (a JSON line) but held back: no --exec, no popup; when quiet ends by the clock, one summary, once"
+    )
     func heldBackThenOneSummary() async throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try await store()
         let clock = ManualClock(start), jobs = RecordedJobs(), popups = RecordedPopups()
         let lines = Mutex<[String]>([])
-        let reporter = PollReporter(store: store, exec: "notify-send \"$NOTTY_TITLE\"", onChange: nil, jobs: jobs, popups: popups,
-                                    clock: clock, output: { line in lines.withLock { $0.append(line) } })
+        let reporter = PollReporter(
+            store: store, exec: "notify-send \"$NOTTY_TITLE\"", onChange: nil, jobs: jobs, popups: popups,
+            clock: clock, output: { line in lines.withLock { $0.append(line) } })
         await reporter.begin()
         let end = start.addingTimeInterval(3_600)
         _ = try await store.perform { try $0.setQuiet(until: end, now: start) }
@@ -156,14 +166,16 @@ struct PollReporterTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try await store()
         let jobs = RecordedJobs(), popups = RecordedPopups()
-        let reporter = PollReporter(store: store, exec: "true", onChange: nil, jobs: jobs, popups: popups, clock: ManualClock(start), output: { _ in })
+        let reporter = PollReporter(
+            store: store, exec: "true", onChange: nil, jobs: jobs, popups: popups, clock: ManualClock(start), output: { _ in })
         try await arrive(store, [notification(9, at: start)], page: 1)
         await reporter.begin()  // what the store held before is not news
         try await arrive(store, [notification(1, at: start), notification(2, action: .dismissed, at: start)], page: 2)
         await reporter.report()
         #expect(jobs.of("--exec").map { $0.variables["NOTTY_ID"] } == [UserNotification.fixtureId(1)])
-        #expect(await popups.arrivals.map { Set($0) } == [[UserNotification.fixtureId(1), UserNotification.fixtureId(2)]],
-                "the dismissed one is told too (its popup, if any, closes)")
+        #expect(
+            await popups.arrivals.map { Set($0) } == [[UserNotification.fixtureId(1), UserNotification.fixtureId(2)]],
+            "the dismissed one is told too (its popup, if any, closes)")
         await reporter.report()
         #expect(jobs.all.count == 1, "announced once")
         await reporter.end()
@@ -200,7 +212,8 @@ struct PollReporterTests {
         let store = try await store()
         let bus = RecordedBus()
         let popups = await DesktopPopups.start(store: store, bus: bus, signals: AsyncStream { $0.finish() }, storm: 3, changed: {})
-        let reporter = PollReporter(store: store, exec: nil, onChange: nil, jobs: RecordedJobs(), popups: popups, clock: ManualClock(start), output: { _ in })
+        let reporter = PollReporter(
+            store: store, exec: nil, onChange: nil, jobs: RecordedJobs(), popups: popups, clock: ManualClock(start), output: { _ in })
         await reporter.begin()
         try await arrive(store, (1...10).map { notification($0, group: "HighCPU", at: start.addingTimeInterval(Double($0))) }, page: 1)
         await reporter.report()

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NottyTestSupport
 import Testing
+
 @testable import NottySQLite
 
 @Suite("SQLite's configuration: kept plans, the WAL checkpointed beside the writer")

@@ -5,6 +5,7 @@ import NottyOutbound
 import NottyTestSupport
 import Synchronization
 import Testing
+
 @testable import NottyHTTP
 @testable import NottyService
 @testable import NottyServicePostgres
@@ -36,11 +37,14 @@ extension World {
     }
 }
 
-let actionsExtra = #","actions":[{"action":"http","label":"Silence 1h","url":"http://127.0.0.1:9/api/v2/silences","method":"post","headers":{"Authorization":"Bearer s3cret-token"},"body":"{\"matchers\":[]}","clear":true},{"action":"view","label":"Runbook","url":"https://wiki.example.com/runbook"}]"#
+let actionsExtra =
+    #","actions":[{"action":"http","label":"Silence 1h","url":"http://127.0.0.1:9/api/v2/silences","method":"post","headers":{"Authorization":"Bearer s3cret-token"},"body":"{\"matchers\":[]}","clear":true},{"action":"view","label":"Runbook","url":"https://wiki.example.com/runbook"}]"#
 
 @Suite("Actions (PROTOCOL.md §12)", .timeLimit(.minutes(5)))
 struct ActionTests {
-    @Test("an http action runs once on the service: devices see its label only, the request carries its method, headers and body, the outcome travels in the feed, clear dismisses everywhere", arguments: Backend.available)
+    @Test(
+        "an http action runs once on the service: devices see its label only, the request carries its method, headers and body, the outcome travels in the feed, clear dismisses everywhere",
+        arguments: Backend.available)
     func pressOnce(backend: Backend) async throws {
         let target = ActionTarget()
         let harness = try await ServiceHarness(backend, outbound: target)
@@ -50,8 +54,10 @@ struct ActionTests {
             #expect(published.status == .created, "\(published.text)")
             let id = try #require(published.string("id"))
             // What devices see: labels, the view action's URL, never the http action's secrets.
-            for reply in [published, try await client.call(.get, "/v1/me/notifications/\(id)", token: world.userToken),
-                          try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken)] {
+            for reply in [
+                published, try await client.call(.get, "/v1/me/notifications/\(id)", token: world.userToken),
+                try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken),
+            ] {
                 #expect(!reply.text.contains("s3cret"), "\(reply.text)")
                 #expect(!reply.text.contains("api/v2/silences"), "\(reply.text)")
             }
@@ -103,7 +109,8 @@ struct ActionTests {
         }
     }
 
-    @Test("a failed run is recorded with its status and runs again on the next press; a notification without clear stays", arguments: Backend.available)
+    @Test(
+        "a failed run is recorded with its status and runs again on the next press; a notification without clear stays", arguments: Backend.available)
     func failureRunsAgain(backend: Backend) async throws {
         let target = ActionTarget(status: 503)
         let harness = try await ServiceHarness(backend, outbound: target)
@@ -142,7 +149,9 @@ struct ActionTests {
         }
     }
 
-    @Test("two instances on one PostgreSQL: presses through both at once make one request", .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
+    @Test(
+        "two instances on one PostgreSQL: presses through both at once make one request",
+        .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
     func twoInstances() async throws {
         let target = ActionTarget(delay: .milliseconds(300))
         let one = try await ServiceHarness(.postgres, outbound: target)
@@ -161,17 +170,22 @@ struct ActionTests {
         }
     }
 
-    @Test("the outbound policy: the service never calls a link-local address or itself, and with --outbound-allow only what is allowed; a refusal is a failed outcome, no request")
+    @Test(
+        "the outbound policy: the service never calls a link-local address or itself, and with --outbound-allow only what is allowed; a refusal is a failed outcome, no request"
+    )
     func safety() async throws {
-        let policy = try OutboundPolicy(allow: ["127.0.0.1", "10.0.0.0/8", "hooks.example.com"], listeners: [.init(host: "127.0.0.1", port: 8787)],
-                                        publicURL: "https://notty.example.com")
+        let policy = try OutboundPolicy(
+            allow: ["127.0.0.1", "10.0.0.0/8", "hooks.example.com"], listeners: [.init(host: "127.0.0.1", port: 8787)],
+            publicURL: "https://notty.example.com")
         let target = RecordingOutbound(policy: policy)
         let harness = try await ServiceHarness(.sqlite, outbound: target)
         try await harness.router { client in
             let world = try await harness.world(client)
-            for (n, url, why) in [(0, "http://169.254.169.254/latest/meta-data", "link-local"), (1, "http://[fe80::1]:8080/x", "link-local"),
-                                  (2, "http://127.0.0.1:8787/v1/me", "own listening address"), (3, "https://notty.example.com/v1/me", "own address (--public-url)"),
-                                  (4, "http://192.168.1.10/x", "not among the hosts")] {
+            for (n, url, why) in [
+                (0, "http://169.254.169.254/latest/meta-data", "link-local"), (1, "http://[fe80::1]:8080/x", "link-local"),
+                (2, "http://127.0.0.1:8787/v1/me", "own listening address"), (3, "https://notty.example.com/v1/me", "own address (--public-url)"),
+                (4, "http://192.168.1.10/x", "not among the hosts"),
+            ] {
                 let extra = #","actions":[{"action":"http","label":"Go","url":"\#(url)"}]"#
                 let id = try #require(try await world.publish(client, id: "s\(n)", extra: extra).string("id"))
                 let reply = try await world.press(client, id, 1)
@@ -180,7 +194,9 @@ struct ActionTests {
                 #expect(reply.string("error")?.contains(why) == true, "\(url): \(reply.text)")
             }
             #expect(target.requests.isEmpty)
-            let allowed = try #require(try await world.publish(client, id: "ok", extra: #","actions":[{"action":"http","label":"Go","url":"http://127.0.0.1:9000/x"}]"#).string("id"))
+            let allowed = try #require(
+                try await world.publish(client, id: "ok", extra: #","actions":[{"action":"http","label":"Go","url":"http://127.0.0.1:9000/x"}]"#)
+                    .string("id"))
             #expect(try await world.press(client, allowed, 1).string("status") == "done")
             #expect(target.requests.count == 1)
         }
@@ -192,35 +208,44 @@ struct ActionTests {
         try await harness.router { client in
             let world = try await harness.world(client)
             let four = Array(repeating: #"{"action":"view","label":"x","url":"https://a.example"}"#, count: 4).joined(separator: ",")
-            for (actions, says) in [("[\(four)]", "at most 3"), (#"[{"action":"broadcast","label":"x"}]"#, "broadcast"),
-                                    (#"[{"action":"http","label":"x","url":"ftp://a.example/"}]"#, "http or https"),
-                                    (#"[{"action":"http","label":"x","url":"https://a.example","headers":{"Bad Name":"v"}}]"#, "header name"),
-                                    (#"[{"action":"http","url":"https://a.example"}]"#, "needs a label"), (#"{"action":"view"}"#, "array")] {
+            for (actions, says) in [
+                ("[\(four)]", "at most 3"), (#"[{"action":"broadcast","label":"x"}]"#, "broadcast"),
+                (#"[{"action":"http","label":"x","url":"ftp://a.example/"}]"#, "http or https"),
+                (#"[{"action":"http","label":"x","url":"https://a.example","headers":{"Bad Name":"v"}}]"#, "header name"),
+                (#"[{"action":"http","url":"https://a.example"}]"#, "needs a label"), (#"{"action":"view"}"#, "array"),
+            ] {
                 let reply = try await world.publish(client, id: "bad", extra: #","actions":\#(actions)"#)
                 #expect(reply.status == .badRequest, "\(actions): \(reply.text)")
                 #expect(reply.text.contains(says), "\(actions): \(reply.text)")
             }
             // ntfy's header, simple and JSON forms, and a JSON publish.
             let topic = try await world.hookToken(client)
-            let simple = try await client.call(.post, "/\(topic)", body: Data("door".utf8), headers: [
-                "Actions": #"view, Open portal, https://home.example.com/, clear=true; http, Close door, https://api.example.com/door, method=PUT, headers.Authorization=Bearer zAzsx1sk, body='{"open": false, "why": "a, b"}'"#,
-            ])
+            let simple = try await client.call(
+                .post, "/\(topic)", body: Data("door".utf8),
+                headers: [
+                    "Actions":
+                        #"view, Open portal, https://home.example.com/, clear=true; http, Close door, https://api.example.com/door, method=PUT, headers.Authorization=Bearer zAzsx1sk, body='{"open": false, "why": "a, b"}'"#
+                ])
             #expect(simple.status == .ok, "\(simple.text)")
-            let bad = try await client.call(.post, "/\(topic)", body: Data("door".utf8), headers: ["Actions": "http, Close, https://a.example, headers.=x"])
+            let bad = try await client.call(
+                .post, "/\(topic)", body: Data("door".utf8), headers: ["Actions": "http, Close, https://a.example, headers.=x"])
             #expect(bad.status == .badRequest, "\(bad.text)")
             #expect(bad.text.contains("header name"), "\(bad.text)")
             let unknown = try await client.call(.post, "/\(topic)", body: Data("x".utf8), headers: ["X-Actions": "dance, Now, https://a.example"])
             #expect(unknown.status == .badRequest)
             #expect(unknown.text.contains("\"code\""), "ntfy's error JSON: \(unknown.text)")
-            let json = #"{"topic":"\#(topic)","message":"deploy?","actions":[{"action":"http","label":"Approve","url":"https://ci.example.com/approve","clear":true}]}"#
+            let json =
+                #"{"topic":"\#(topic)","message":"deploy?","actions":[{"action":"http","label":"Approve","url":"https://ci.example.com/approve","clear":true}]}"#
             #expect(try await client.call(.post, "/", body: Data(json.utf8), headers: ["Content-Type": "application/json"]).status == .ok)
             // The generic JSON webhook.
             let (path, _) = try await world.webhook(client)
-            let hooked = try await client.hook(path, #"{"title":"Backup","actions":[{"action":"http","label":"Retry","url":"https://nas.example/retry"}]}"#,
-                                               headers: ["Content-Type": "application/json"])
+            let hooked = try await client.hook(
+                path, #"{"title":"Backup","actions":[{"action":"http","label":"Retry","url":"https://nas.example/retry"}]}"#,
+                headers: ["Content-Type": "application/json"])
             #expect(hooked.status.code < 300, "\(hooked.text)")
-            let badHook = try await client.hook(path, #"{"title":"Backup","actions":[{"action":"http","label":"Retry","url":"nope"}]}"#,
-                                                headers: ["Content-Type": "application/json"])
+            let badHook = try await client.hook(
+                path, #"{"title":"Backup","actions":[{"action":"http","label":"Retry","url":"nope"}]}"#,
+                headers: ["Content-Type": "application/json"])
             #expect(badHook.status == .badRequest)
 
             let seen = try await client.call(.get, "/v1/me/notifications", token: world.userToken).decode(NotificationList.self).value

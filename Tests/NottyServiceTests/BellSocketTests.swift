@@ -6,6 +6,7 @@ import NIOWebSocket
 import NottyCore
 import Synchronization
 import Testing
+
 @testable import NottyHTTP
 @testable import NottyService
 
@@ -148,7 +149,9 @@ struct BellSocketTests {
         // The owner closes at its first write; the pump looks at it once more and ends.
         let asked = await withTaskGroup(of: Bool.self) { group in
             group.addTask { await owner.askedWhileClosed.first { _ in true } != nil }
-            group.addTask { try? await Task.sleep(for: .seconds(30)); return false }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(30)); return false
+            }
             let first = await group.next() ?? false
             group.cancelAll()
             return first
@@ -166,7 +169,9 @@ private final class PagedFeed: BellFeed, Sendable {
     init(pages: Int) { self.pages = pages }
     func opening() async throws -> [String] { [] }
     func frames(after value: Int64) async throws -> [String]? {
-        let call = calls.withLock { calls in calls += 1; return calls }
+        let call = calls.withLock { calls in
+            calls += 1; return calls
+        }
         return ["page \(call)"]
     }
     var behind: Bool { calls.withLock { $0 } < pages }

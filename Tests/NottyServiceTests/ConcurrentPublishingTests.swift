@@ -3,15 +3,17 @@ import HTTPTypes
 import NottyCore
 import NottyTestSupport
 import Testing
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
+
 @testable import NottyHTTP
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 @Suite("Publishing while other writes run (PROTOCOL.md §2.2)", .timeLimit(.minutes(5)))
 struct ConcurrentPublishingTests {
-    @Test("Removing a user while their feed is written: the removal and the writes each happen whole, nothing of the user is left, another user's feed is untouched",
-          arguments: Backend.available)
+    @Test(
+        "Removing a user while their feed is written: the removal and the writes each happen whole, nothing of the user is left, another user's feed is untouched",
+        arguments: Backend.available)
     func removeUserDuringWrites(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         try await harness.router { client in
@@ -26,8 +28,12 @@ struct ConcurrentPublishingTests {
             let removed = try await withThrowingTaskGroup(of: Bool?.self) { group in
                 for n in 0..<40 {
                     group.addTask {
-                        let request = PublishRequest(appNotificationId: "n\(n)", payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "t", body: nil)))
-                        _ = try? await harness.storage.publish(PublishInput(userId: user, hostName: alice.host, request: request, expiration: Date().addingTimeInterval(3600), now: Date()))
+                        let request = PublishRequest(
+                            appNotificationId: "n\(n)",
+                            payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "t", body: nil)))
+                        _ = try? await harness.storage.publish(
+                            PublishInput(
+                                userId: user, hostName: alice.host, request: request, expiration: Date().addingTimeInterval(3600), now: Date()))
                         return nil
                     }
                     if n == 20 { group.addTask { try await harness.service.admin.removeUser(name: "alice") } }
@@ -55,8 +61,11 @@ struct ConcurrentPublishingTests {
                 for n in 0..<40 {
                     group.addTask {
                         let request = PublishRequest(
-                            appNotificationId: "n\(n)", payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: n == 17 ? "bad\u{0}" : "good", body: nil)))
-                        let input = PublishInput(userId: user, hostName: world.host, request: request, expiration: Date().addingTimeInterval(3600), now: Date())
+                            appNotificationId: "n\(n)",
+                            payload: NotificationPayload(
+                                rawContent: nil, visualContent: VisualContent(title: n == 17 ? "bad\u{0}" : "good", body: nil)))
+                        let input = PublishInput(
+                            userId: user, hostName: world.host, request: request, expiration: Date().addingTimeInterval(3600), now: Date())
                         return (n, (try? await harness.storage.publish(input)) != nil)
                     }
                 }
@@ -72,16 +81,19 @@ struct ConcurrentPublishingTests {
         }
     }
 
-    @Test("Concurrent publishes mixing new ids, re-publishes and one id sent three times: every id ends with one active notification, with its newest title, and the feed lists each once",
-          arguments: Backend.available)
+    @Test(
+        "Concurrent publishes mixing new ids, re-publishes and one id sent three times: every id ends with one active notification, with its newest title, and the feed lists each once",
+        arguments: Backend.available)
     func mixedBatch(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
             let user = try #require(try await harness.storage.user(name: "alice")).id
             func publish(_ id: String, _ title: String) async throws -> UserNotification {
-                let request = PublishRequest(appNotificationId: id, payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: title, body: nil)))
-                return try await harness.storage.publish(PublishInput(userId: user, hostName: world.host, request: request, expiration: Date().addingTimeInterval(3600), now: Date()))
+                let request = PublishRequest(
+                    appNotificationId: id, payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: title, body: nil)))
+                return try await harness.storage.publish(
+                    PublishInput(userId: user, hostName: world.host, request: request, expiration: Date().addingTimeInterval(3600), now: Date()))
             }
             for n in 0..<10 { _ = try await publish("old\(n)", "first") }
             let published = try await withThrowingTaskGroup(of: UserNotification.self) { group in
@@ -105,8 +117,9 @@ struct ConcurrentPublishingTests {
         }
     }
 
-    @Test("Two users' devices changing at once (one batch on PostgreSQL): each change lands on its own user's notification, a mutationId is per user and applies once, another user's id is 404",
-          arguments: Backend.available)
+    @Test(
+        "Two users' devices changing at once (one batch on PostgreSQL): each change lands on its own user's notification, a mutationId is per user and applies once, another user's id is 404",
+        arguments: Backend.available)
     func concurrentMutations(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         try await harness.router { client in
@@ -117,9 +130,14 @@ struct ConcurrentPublishingTests {
             for name in ["alice", "bob"] {
                 let user = try #require(try await storage.user(name: name)).id
                 for n in 0..<10 {
-                    let request = PublishRequest(appNotificationId: "n\(n)", payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "t\(n)", body: nil)))
-                    published[user, default: []].append(try await storage.publish(
-                        PublishInput(userId: user, hostName: alice.host, request: request, expiration: Date().addingTimeInterval(3600), now: Date())).id)
+                    let request = PublishRequest(
+                        appNotificationId: "n\(n)",
+                        payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "t\(n)", body: nil)))
+                    published[user, default: []].append(
+                        try await storage.publish(
+                            PublishInput(
+                                userId: user, hostName: alice.host, request: request, expiration: Date().addingTimeInterval(3600), now: Date())
+                        ).id)
                 }
             }
             let notifications = published
@@ -132,7 +150,8 @@ struct ConcurrentPublishingTests {
                     for (n, id) in ids.enumerated() {
                         for _ in 0..<2 {
                             group.addTask {
-                                let result = try? await storage.mutate(userId: user, mutations: [Mutation(id: id, change: change(n), mutationId: "m\(n)")], now: Date())
+                                let result = try? await storage.mutate(
+                                    userId: user, mutations: [Mutation(id: id, change: change(n), mutationId: "m\(n)")], now: Date())
                                 return (user == aliceId ? "alice" : "bob", result?.first)
                             }
                         }
@@ -150,13 +169,17 @@ struct ConcurrentPublishingTests {
             for (user, ids) in notifications {
                 for (n, id) in ids.enumerated() {
                     let stored = try #require(try await storage.notification(id: id, userId: user))
-                    #expect(stored.readState == (n % 2 == 0 ? .read : .unread) && stored.userActionState == (n % 2 == 0 ? .noInteraction : .dismissed),
-                            "\(user) n\(n): \(stored.readState) \(stored.userActionState)")
+                    #expect(
+                        stored.readState == (n % 2 == 0 ? .read : .unread) && stored.userActionState == (n % 2 == 0 ? .noInteraction : .dismissed),
+                        "\(user) n\(n): \(stored.readState) \(stored.userActionState)")
                 }
             }
             // Sent again with another change, each user's m1 is a replay: not applied.
             for user in [aliceId, bobId] {
-                let replay = try await storage.mutate(userId: user, mutations: [Mutation(id: notifications[user]![1], change: StateChange(userActionState: .activated), mutationId: "m1")], now: Date())
+                let replay = try await storage.mutate(
+                    userId: user,
+                    mutations: [Mutation(id: notifications[user]![1], change: StateChange(userActionState: .activated), mutationId: "m1")],
+                    now: Date())
                 #expect(replay.first?.status == 200)
                 #expect(try await storage.notification(id: notifications[user]![1], userId: user)?.userActionState == .dismissed)
             }

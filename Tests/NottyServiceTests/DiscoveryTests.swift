@@ -2,10 +2,11 @@ import Foundation
 import HTTPTypes
 import NottyCore
 import Testing
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
+
 @testable import NottyHTTP
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 @Suite("OpenID discovery of the tenant authority and HTTP Basic client credentials (PROTOCOL.md §2.1)", .timeLimit(.minutes(5)))
 struct DiscoveryTests {
@@ -20,9 +21,11 @@ struct DiscoveryTests {
         let harness = try await ServiceHarness { $0.publicURL = base }
         try await harness.router { client in
             let world = try await harness.world(client)
-            for (path, tenant) in [("/contoso.onmicrosoft.com/v2.0/.well-known/openid-configuration", "contoso.onmicrosoft.com"),
-                                   ("/72f988bf-86f1-41af-91ab-2d7cd011db47/.well-known/openid-configuration", "72f988bf-86f1-41af-91ab-2d7cd011db47"),
-                                   ("/.well-known/openid-configuration", "common")] {
+            for (path, tenant) in [
+                ("/contoso.onmicrosoft.com/v2.0/.well-known/openid-configuration", "contoso.onmicrosoft.com"),
+                ("/72f988bf-86f1-41af-91ab-2d7cd011db47/.well-known/openid-configuration", "72f988bf-86f1-41af-91ab-2d7cd011db47"),
+                ("/.well-known/openid-configuration", "common"),
+            ] {
                 let reply = try await client.call(.get, path)
                 #expect(reply.status == .ok, "\(path): \(reply.text)")
                 #expect(reply.headers[.contentType]?.hasPrefix("application/json") == true)
@@ -83,27 +86,33 @@ struct DiscoveryTests {
                 func encode(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text }
                 return "Basic " + Data("\(encode(id)):\(encode(secret))".utf8).base64EncodedString()
             }
-            let good = try await client.call(.post, "/contoso/oauth2/v2.0/token", form: "grant_type=client_credentials&scope=https%3A%2F%2Fgraph.microsoft.com%2F.default",
-                                             headers: ["Authorization": basic(world.clientId, world.clientSecret)])
+            let good = try await client.call(
+                .post, "/contoso/oauth2/v2.0/token", form: "grant_type=client_credentials&scope=https%3A%2F%2Fgraph.microsoft.com%2F.default",
+                headers: ["Authorization": basic(world.clientId, world.clientSecret)])
             #expect(good.status == .ok, "\(good.text)")
             let token = try #require(good.string("access_token"))
             let published = try await client.call(
                 .post, "/beta/me/notifications", token: token,
-                json: #"{"appNotificationId":"basic","payload":{"visualContent":{"title":"Via Basic","body":"b"}}}"#, headers: ["X-UNS-ID": world.unsId])
+                json: #"{"appNotificationId":"basic","payload":{"visualContent":{"title":"Via Basic","body":"b"}}}"#,
+                headers: ["X-UNS-ID": world.unsId])
             #expect(published.status == .created, "\(published.text)")
-            let wrong = try await client.call(.post, "/contoso/oauth2/v2.0/token", form: "grant_type=client_credentials",
-                                              headers: ["Authorization": basic(world.clientId, "nope")])
+            let wrong = try await client.call(
+                .post, "/contoso/oauth2/v2.0/token", form: "grant_type=client_credentials",
+                headers: ["Authorization": basic(world.clientId, "nope")])
             #expect(wrong.status == .unauthorized && wrong.string("error") == "invalid_client", "\(wrong.text)")
             #expect(wrong.headers[HTTPField.Name("WWW-Authenticate")!] == "Basic")
-            let garbled = try await client.call(.post, "/contoso/oauth2/v2.0/token", form: "grant_type=client_credentials",
-                                                headers: ["Authorization": "Basic !!!not-base64"])
+            let garbled = try await client.call(
+                .post, "/contoso/oauth2/v2.0/token", form: "grant_type=client_credentials",
+                headers: ["Authorization": "Basic !!!not-base64"])
             #expect(garbled.status == .unauthorized && garbled.string("error") == "invalid_client", "\(garbled.text)")
             let twice = try await client.call(
-                .post, "/contoso/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=\(world.clientSecret)",
+                .post, "/contoso/oauth2/v2.0/token",
+                form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=\(world.clientSecret)",
                 headers: ["Authorization": basic(world.clientId, world.clientSecret)])
             #expect(twice.status == .badRequest && twice.string("error") == "invalid_request", "\(twice.text)")
-            let otherId = try await client.call(.post, "/contoso/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=someone-else",
-                                                headers: ["Authorization": basic(world.clientId, world.clientSecret)])
+            let otherId = try await client.call(
+                .post, "/contoso/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=someone-else",
+                headers: ["Authorization": basic(world.clientId, world.clientSecret)])
             #expect(otherId.status == .badRequest && otherId.string("error") == "invalid_request", "\(otherId.text)")
         }
     }

@@ -4,10 +4,11 @@ import NottyCore
 import NottyOutbound
 import NottyTestSupport
 import Testing
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
+
 @testable import NottyHTTP
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 @Suite("Escalation rules (PROTOCOL.md §11)", .timeLimit(.minutes(5)))
 struct EscalationRuleTests {
@@ -21,10 +22,12 @@ struct EscalationRuleTests {
                 try await client.call(.get, "/v1/me/escalations", token: world.userToken).decode(EscalationRuleList.self).value
             }
             #expect(try await rules(alice).isEmpty)
-            let added = try await client.call(.post, "/v1/me/escalations", token: alice.userToken, json: """
-                {"name":"night","after":"10m","repeat":1800,"targets":["ntfy:https://alice:pw@ntfy.example/alerts","webhook:https://hooks.example/oncall","command:ops"],
-                 "priority":"ALL","app":"mon.example.com","group":"disks"}
-                """)
+            let added = try await client.call(
+                .post, "/v1/me/escalations", token: alice.userToken,
+                json: """
+                    {"name":"night","after":"10m","repeat":1800,"targets":["ntfy:https://alice:pw@ntfy.example/alerts","webhook:https://hooks.example/oncall","command:ops"],
+                     "priority":"ALL","app":"mon.example.com","group":"disks"}
+                    """)
             #expect(added.status == .created, "\(added.text)")
             let rule = try added.decode(EscalationRule.self)
             #expect(rule.name == "night")
@@ -33,9 +36,13 @@ struct EscalationRuleTests {
             #expect(rule.priority == "all")
             #expect(rule.targets == ["ntfy:https://alice:pw@ntfy.example/alerts", "webhook:https://hooks.example/oncall", "command:ops"])
             #expect(rule.app == "mon.example.com" && rule.group == "disks")
-            #expect(rule.summary == "night: after 10m, every 30m again, any priority, app mon.example.com, group disks → ntfy:https://…@ntfy.example/alerts, webhook:https://hooks.example/oncall, command:ops")
+            #expect(
+                rule.summary
+                    == "night: after 10m, every 30m again, any priority, app mon.example.com, group disks → ntfy:https://…@ntfy.example/alerts, webhook:https://hooks.example/oncall, command:ops"
+            )
             // A second rule without a name gets one; defaults: High only, sent once.
-            let second = try await client.call(.post, "/v1/me/escalations", token: alice.userToken, json: #"{"after":5,"targets":["ntfy:http://127.0.0.1:9/x"]}"#)
+            let second = try await client.call(
+                .post, "/v1/me/escalations", token: alice.userToken, json: #"{"after":5,"targets":["ntfy:http://127.0.0.1:9/x"]}"#)
             #expect(second.status == .created, "\(second.text)")
             let unnamed = try second.decode(EscalationRule.self)
             #expect(unnamed.name.hasPrefix("rule-"))
@@ -48,7 +55,8 @@ struct EscalationRuleTests {
             #expect(try await client.call(.delete, "/v1/me/escalations/\(rule.id)", token: alice.userToken).status == .notFound)
             #expect(try await rules(alice) == [unnamed])
             // The name is free again.
-            let again = try await client.call(.post, "/v1/me/escalations", token: bob.userToken, json: #"{"name":"night","after":"1h","targets":["command:ops"]}"#)
+            let again = try await client.call(
+                .post, "/v1/me/escalations", token: bob.userToken, json: #"{"name":"night","after":"1h","targets":["command:ops"]}"#)
             #expect(again.status == .created, "\(again.text)")
             #expect(try await client.call(.get, "/v1/me/escalations").status == .unauthorized)
         }
@@ -88,33 +96,42 @@ struct EscalationRuleTests {
             let many = try await client.call(.post, "/v1/me/escalations", token: world.userToken, json: #"{"after":"10m","targets":[\#(eleven)]}"#)
             #expect(many.status == .badRequest && many.text.contains("at most 10"), "\(many.text)")
             // A name twice.
-            let first = try await client.call(.post, "/v1/me/escalations", token: world.userToken, json: #"{"name":"a","after":"10m","targets":["command:ops"]}"#)
+            let first = try await client.call(
+                .post, "/v1/me/escalations", token: world.userToken, json: #"{"name":"a","after":"10m","targets":["command:ops"]}"#)
             #expect(first.status == .created)
-            let twice = try await client.call(.post, "/v1/me/escalations", token: world.userToken, json: #"{"name":"a","after":"1h","targets":["command:ops"]}"#)
+            let twice = try await client.call(
+                .post, "/v1/me/escalations", token: world.userToken, json: #"{"name":"a","after":"1h","targets":["command:ops"]}"#)
             #expect(twice.status == .badRequest && twice.text.contains("already an escalation rule named a"), "\(twice.text)")
             let listed = try await client.call(.get, "/v1/me/escalations", token: world.userToken).decode(EscalationRuleList.self).value
             #expect(listed.map(\.name) == ["a"] && listed.first?.afterSeconds == 600)
         }
     }
 
-    @Test("the outbound policy: a target at a refused literal address is a 400 when the rule is made; a name that resolves to one fails at delivery with 'not allowed', nothing sent")
+    @Test(
+        "the outbound policy: a target at a refused literal address is a 400 when the rule is made; a name that resolves to one fails at delivery with 'not allowed', nothing sent"
+    )
     func outboundPolicy() async throws {
-        let policy = try OutboundPolicy(listeners: [.init(host: "127.0.0.1", port: 8787)],
-                                        resolver: { $0 == "metadata.test" ? [[169, 254, 169, 254]] : $0 == "receiver.test" ? [[127, 0, 0, 1]] : [] })
+        let policy = try OutboundPolicy(
+            listeners: [.init(host: "127.0.0.1", port: 8787)],
+            resolver: { $0 == "metadata.test" ? [[169, 254, 169, 254]] : $0 == "receiver.test" ? [[127, 0, 0, 1]] : [] })
         let outbound = RecordingOutbound(policy: policy)
         let harness = try await ServiceHarness(.sqlite, outbound: outbound)
         try await harness.router { client in
             let world = try await harness.world(client)
-            for target in ["webhook:http://169.254.169.254/latest/meta-data/", "ntfy:http://169.254.169.254/alerts", "webhook:http://[::ffff:169.254.169.254]/",
-                           "webhook:http://[fe80::1]/", "webhook:http://0.0.0.0:9000/x", "webhook:http://127.0.0.1:8787/v1/me", "ntfy:http://[ff02::1]/t"] {
-                let answer = try await client.call(.post, "/v1/me/escalations", token: world.userToken, json: #"{"after":"5s","targets":["\#(target)"]}"#)
+            for target in [
+                "webhook:http://169.254.169.254/latest/meta-data/", "ntfy:http://169.254.169.254/alerts", "webhook:http://[::ffff:169.254.169.254]/",
+                "webhook:http://[fe80::1]/", "webhook:http://0.0.0.0:9000/x", "webhook:http://127.0.0.1:8787/v1/me", "ntfy:http://[ff02::1]/t",
+            ] {
+                let answer = try await client.call(
+                    .post, "/v1/me/escalations", token: world.userToken, json: #"{"after":"5s","targets":["\#(target)"]}"#)
                 #expect(answer.status == .badRequest, "\(target): \(answer.text)")
                 #expect(answer.text.contains("is not allowed: "), "\(target): \(answer.text)")
             }
             #expect(try await client.call(.get, "/v1/me/escalations", token: world.userToken).decode(EscalationRuleList.self).value.isEmpty)
             // A name is checked when a delivery is sent: the test says why, and nothing went out.
-            let added = try await client.call(.post, "/v1/me/escalations", token: world.userToken,
-                                              json: #"{"name":"m","after":"5s","targets":["webhook:http://metadata.test/latest/","webhook:http://receiver.test:9000/hook"]}"#)
+            let added = try await client.call(
+                .post, "/v1/me/escalations", token: world.userToken,
+                json: #"{"name":"m","after":"5s","targets":["webhook:http://metadata.test/latest/","webhook:http://receiver.test:9000/hook"]}"#)
             #expect(added.status == .created, "\(added.text)")
             let id = try #require(added.string("id"))
             let tested = try await client.call(.post, "/v1/me/escalations/\(id)/test", token: world.userToken)
@@ -136,14 +153,16 @@ struct EscalationRuleTests {
                 for n in 0..<60 {
                     group.addTask {
                         try await storage.insertEscalationRule(
-                            EscalationRule(id: "r\(n)", name: "r\(n)", afterSeconds: 60, targets: ["ntfy:https://ntfy.sh/x"], createdDateTime: Date()),
+                            EscalationRule(
+                                id: "r\(n)", name: "r\(n)", afterSeconds: 60, targets: ["ntfy:https://ntfy.sh/x"], createdDateTime: Date()),
                             userId: user.id, limit: EscalationRule.maxRulesPerUser)
                     }
                 }
                 return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
             }
             #expect(stored == 20)
-            let over = try await client.call(.post, "/v1/me/escalations", token: world.userToken, json: #"{"after":"10m","targets":["ntfy:https://ntfy.sh/x"]}"#)
+            let over = try await client.call(
+                .post, "/v1/me/escalations", token: world.userToken, json: #"{"after":"10m","targets":["ntfy:https://ntfy.sh/x"]}"#)
             #expect(over.status == .badRequest && over.text.contains("at most 20 escalation rules"), "\(over.text)")
         }
     }
@@ -167,6 +186,8 @@ struct EscalationRuleTests {
         #expect(all.covers(normal))
         all.group = "cpu"
         #expect(!all.covers(normal))
-        #expect(DurationText.words(90) == "90s" && DurationText.words(600) == "10m" && DurationText.words(7200) == "2h" && DurationText.words(1_209_600) == "2w")
+        #expect(
+            DurationText.words(90) == "90s" && DurationText.words(600) == "10m" && DurationText.words(7200) == "2h"
+                && DurationText.words(1_209_600) == "2w")
     }
 }

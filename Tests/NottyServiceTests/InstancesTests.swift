@@ -4,10 +4,11 @@ import NottyCore
 import NottyTestSupport
 import Synchronization
 import Testing
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
+
 @testable import NottyHTTP
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 @Suite("PostgreSQL: URLs and the announcements between instances", .timeLimit(.minutes(5)))
 struct PostgresPartsTests {
@@ -75,13 +76,15 @@ struct InstancesTests {
                         let oneIsLater = i % 2 == 0
                         let (t1, t2) = oneIsLater ? (base + 2000, base + 1000) : (base + 1000, base + 2000)
                         group.addTask {
-                            let reply = try await c1.call(.patch, "/v1/me/notifications/\(id)", token: token,
-                                                         json: #"{"readState":"Read","userActionState":"Dismissed","changedAt":\#(t1)}"#)
+                            let reply = try await c1.call(
+                                .patch, "/v1/me/notifications/\(id)", token: token,
+                                json: #"{"readState":"Read","userActionState":"Dismissed","changedAt":\#(t1)}"#)
                             #expect(reply.status == .ok)
                         }
                         group.addTask {
-                            let reply = try await c2.call(.patch, "/v1/me/notifications/\(id)", token: token,
-                                                         json: #"{"readState":"Unread","userActionState":"Activated","changedAt":\#(t2)}"#)
+                            let reply = try await c2.call(
+                                .patch, "/v1/me/notifications/\(id)", token: token,
+                                json: #"{"readState":"Unread","userActionState":"Activated","changedAt":\#(t2)}"#)
                             #expect(reply.status == .ok)
                         }
                     }
@@ -98,16 +101,20 @@ struct InstancesTests {
                 // m-1 applied through one; then, at once, m-2 (newer) through two and m-1 resent
                 // ten times through each with a clock that would win: the resends must not apply.
                 let path = "/v1/me/notifications/\(first)"
-                #expect(try await c1.call(.patch, path, token: token, json: #"{"readState":"Read","changedAt":\#(base + 10_000),"mutationId":"m-1"}"#).status == .ok)
+                #expect(
+                    try await c1.call(.patch, path, token: token, json: #"{"readState":"Read","changedAt":\#(base + 10_000),"mutationId":"m-1"}"#)
+                        .status == .ok)
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
-                        let newer = try await c2.call(.patch, path, token: token, json: #"{"readState":"Unread","changedAt":\#(base + 20_000),"mutationId":"m-2"}"#)
+                        let newer = try await c2.call(
+                            .patch, path, token: token, json: #"{"readState":"Unread","changedAt":\#(base + 20_000),"mutationId":"m-2"}"#)
                         #expect(newer.status == .ok)
                     }
                     for k in 0..<20 {
                         let client = k % 2 == 0 ? c1 : c2
                         group.addTask {
-                            let resend = try await client.call(.patch, path, token: token, json: #"{"readState":"Read","changedAt":\#(base + 30_000),"mutationId":"m-1"}"#)
+                            let resend = try await client.call(
+                                .patch, path, token: token, json: #"{"readState":"Read","changedAt":\#(base + 30_000),"mutationId":"m-1"}"#)
                             #expect(resend.status == .ok)
                         }
                     }
@@ -126,7 +133,9 @@ struct InstancesTests {
 }
 
 extension InstancesTests {
-    @Test("Publishes to 400 users at once through one instance (big batches, each written by one statement): the other is told every user's newest cursor")
+    @Test(
+        "Publishes to 400 users at once through one instance (big batches, each written by one statement): the other is told every user's newest cursor"
+    )
     func announcedByBatches() async throws {
         let one = try await ServiceHarness(.postgres)
         let two = try await ServiceHarness(sharingDatabaseOf: one)
@@ -145,8 +154,11 @@ extension InstancesTests {
                 for k in 0..<2 {
                     group.addTask {
                         let request = PublishRequest(
-                            appNotificationId: "n\(n)-\(k)", payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "t", body: nil)))
-                        _ = try await one.storage.publish(PublishInput(userId: user, hostName: "h.example", request: request, expiration: Date().addingTimeInterval(3600), now: Date()))
+                            appNotificationId: "n\(n)-\(k)",
+                            payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "t", body: nil)))
+                        _ = try await one.storage.publish(
+                            PublishInput(
+                                userId: user, hostName: "h.example", request: request, expiration: Date().addingTimeInterval(3600), now: Date()))
                     }
                 }
             }
@@ -166,7 +178,8 @@ extension InstancesTests {
 
 @Suite("PostgreSQL's schema", .timeLimit(.minutes(5)), .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
 struct PostgresSchemaTests {
-    @Test("A database of the previous schema, with a user, a device and a notification, moves to byte-order ids: its rows stay, readable and writable")
+    @Test(
+        "A database of the previous schema, with a user, a device and a notification, moves to byte-order ids: its rows stay, readable and writable")
     func byteOrderIds() async throws {
         let url = try await TestPostgres.createDatabase()
         var sql = "CREATE TABLE notty_migrations (name TEXT PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now());\n"
@@ -193,8 +206,10 @@ struct PostgresSchemaTests {
         let page = try #require(try await storage.changes(userId: "u-1", since: 0, limit: 10))
         #expect(page.changes.map(\.payload.visualContent?.title) == ["Kept"])
         #expect(try await storage.subscription(id: "s-1")?.userId == "u-1")
-        let request = PublishRequest(appNotificationId: "second", payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "New", body: nil)))
-        _ = try await storage.publish(PublishInput(userId: "u-1", hostName: "h.example", request: request, expiration: Date().addingTimeInterval(3600), now: Date()))
+        let request = PublishRequest(
+            appNotificationId: "second", payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "New", body: nil)))
+        _ = try await storage.publish(
+            PublishInput(userId: "u-1", hostName: "h.example", request: request, expiration: Date().addingTimeInterval(3600), now: Date()))
         #expect(try await storage.changes(userId: "u-1", since: 0, limit: 10)?.changes.count == 2)
     }
 }
@@ -210,7 +225,8 @@ extension PostgresSchemaTests {
             var rows = 0
             for try await _ in try await connection.execute(FeedStatements.InsertFresh(rows: ColumnArrays()), logger: .quiet) { rows += 1 }
             for try await _ in try await connection.execute(
-                FeedStatements.PublishTogether(rows: ColumnArrays(), users: [], channel: "notty_test", instance: "test"), logger: .quiet) { rows += 1 }
+                FeedStatements.PublishTogether(rows: ColumnArrays(), users: [], channel: "notty_test", instance: "test"), logger: .quiet)
+            { rows += 1 }
             return rows
         }
         #expect(answered == 0)

@@ -11,10 +11,11 @@ import NottyCore
 import NottyTestSupport
 import Synchronization
 import Testing
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
+
 @testable import NottyHTTP
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 /// Collects the text frames a doorbell client receives.
 final class FrameLog: Sendable {
@@ -87,7 +88,8 @@ struct LiveTests {
 
             // A dismiss from another device rings again, with the newer cursor.
             _ = try await client.call(.patch, "/v1/me/notifications/\(id)", token: alice.userToken, json: #"{"userActionState":"Dismissed"}"#)
-            let after = try await client.call(.get, "/v1/me/notifications/changes?since=\(feed.cursor)", token: alice.userToken).decode(ChangesPage.self)
+            let after = try await client.call(.get, "/v1/me/notifications/changes?since=\(feed.cursor)", token: alice.userToken).decode(
+                ChangesPage.self)
             #expect(await laptop.wait { $0.last?.cursor == after.cursor })
             #expect(await full.wait { $0.last?.cursor == after.cursor })
             #expect(full.all.last?.previousCursor == feed.cursor)
@@ -103,7 +105,9 @@ struct LiveTests {
         }
     }
 
-    @Test("A full-payload doorbell 1,200 changes behind after one ring gets them page by page, each page continuing the last", arguments: Backend.available)
+    @Test(
+        "A full-payload doorbell 1,200 changes behind after one ring gets them page by page, each page continuing the last",
+        arguments: Backend.available)
     func fullDoorbellPages(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         try await harness.live { client in
@@ -116,8 +120,11 @@ struct LiveTests {
             let before = try await client.call(.get, "/v1/me/notifications/changes", token: alice.userToken).decode(ChangesPage.self).cursor
             let user = try #require(try await harness.storage.user(name: "alice")).id
             let inputs = (0..<1200).map { n in
-                PublishInput(userId: user, hostName: alice.host, request: PublishRequest(
-                    appNotificationId: "bulk-\(n)", payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "n\(n)", body: nil))),
+                PublishInput(
+                    userId: user, hostName: alice.host,
+                    request: PublishRequest(
+                        appNotificationId: "bulk-\(n)",
+                        payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "n\(n)", body: nil))),
                     expiration: Date().addingTimeInterval(3600), now: Date())
             }
             _ = try await harness.storage.publish(batch: inputs)  // one write, one ring
@@ -172,7 +179,9 @@ struct LiveTests {
 
     @Test("50 publishers and 20 devices at once: no 5xx, no lost update, feeds replay to the service's state", arguments: Backend.available)
     func concurrency(backend: Backend) async throws {
-        let harness = try await ServiceHarness(backend) { $0.publishRate = 1_000_000; $0.publishBurst = 1_000_000 }
+        let harness = try await ServiceHarness(backend) {
+            $0.publishRate = 1_000_000; $0.publishBurst = 1_000_000
+        }
         try await harness.live { client in
             let port = try #require(client.port)
             let world = try await harness.world(client)
@@ -187,7 +196,6 @@ struct LiveTests {
             let acknowledged = Locked<[String: (read: ReadState, at: Int64, tied: Bool)]>([:])
             let published = Locked<Set<String>>([])
 
-
             // A fixed amount of work, however fast the machine: 8 publishes from each of 50
             // publishers (over 5 keys each, so some are re-publishes) and 25 PATCHes from each of
             // 20 devices, all at once.
@@ -197,7 +205,8 @@ struct LiveTests {
                     group.addTask {
                         for n in 0..<publishes {
                             let key = "p\(publisher)-\(n % 5)"
-                            let (status, data) = try await loop.send(.POST, "/beta/me/notifications", token: world.appToken,
+                            let (status, data) = try await loop.send(
+                                .POST, "/beta/me/notifications", token: world.appToken,
                                 body: #"{"appNotificationId":"\#(key)","payload":{"visualContent":{"title":"t\#(n)"}}}"#, uns: true)
                             if status == 201, let note = try? NottyJSON.decoder.decode(UserNotification.self, from: data) {
                                 published.update { _ = $0.insert(note.id) }
@@ -216,7 +225,8 @@ struct LiveTests {
                             // the newest acknowledged change would no longer be the winner).
                             let at = Int64(Date().timeIntervalSince1970 * 1000) - 20 + Int64(device)
                             let mutation = "d\(device)-\(n)"
-                            let (status, _) = try await loop.send(.PATCH, "/v1/me/notifications/\(id)", token: world.userToken,
+                            let (status, _) = try await loop.send(
+                                .PATCH, "/v1/me/notifications/\(id)", token: world.userToken,
                                 body: #"{"readState":"\#(read.rawValue)","changedAt":\#(at),"mutationId":"\#(mutation)"}"#)
                             if status == 200 {
                                 acknowledged.update { all in
@@ -240,7 +250,8 @@ struct LiveTests {
             var cursor = ""
             var hasMore = true
             while hasMore {
-                let (status, data) = try await loop.send(.GET, "/v1/me/notifications/changes?limit=700" + (cursor.isEmpty ? "" : "&since=\(cursor)"), token: world.userToken, body: nil)
+                let (status, data) = try await loop.send(
+                    .GET, "/v1/me/notifications/changes?limit=700" + (cursor.isEmpty ? "" : "&since=\(cursor)"), token: world.userToken, body: nil)
                 #expect(status == 200)
                 let page = try NottyJSON.decoder.decode(ChangesPage.self, from: data)
                 for change in page.changes { replayed[change.id] = change }
@@ -263,7 +274,9 @@ struct LiveTests {
                 }
             }
             #expect(checked > 0, "no acknowledged change could be checked")
-            report("\(backend): \(checked) notifications checked for lost updates, \(acknowledged.value.values.filter(\.tied).count) left out (two acknowledged changes with the same clock)")
+            report(
+                "\(backend): \(checked) notifications checked for lost updates, \(acknowledged.value.values.filter(\.tied).count) left out (two acknowledged changes with the same clock)"
+            )
         }
     }
 }

@@ -3,9 +3,10 @@ import GRDB
 import NottyCore
 import NottyTestSupport
 import Testing
+
 @testable import NottyService
-@testable import NottyServiceSQLite
 @testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 @Suite("A store from a newer build is refused and left as it is", .timeLimit(.minutes(5)))
 struct NewerStoreTests {
@@ -36,8 +37,9 @@ struct NewerStoreTests {
         #expect(throws: SQLiteBackup.Failure.self) { try SQLiteBackup.check(path) }
     }
 
-    @Test("PostgreSQL: a database with a migration this build does not know is refused before any statement of this build's migrations",
-          .enabled(if: TestPostgres.testsRun))
+    @Test(
+        "PostgreSQL: a database with a migration this build does not know is refused before any statement of this build's migrations",
+        .enabled(if: TestPostgres.testsRun))
     func postgres() async throws {
         let url = try await TestPostgres.createDatabase()
         try await PostgresStorage.connect(url: PostgresURL(url), logger: .quiet, timeout: .seconds(30)).close()

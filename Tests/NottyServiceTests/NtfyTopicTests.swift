@@ -9,10 +9,11 @@ import NottyCore
 import NottyTestSupport
 import Synchronization
 import Testing
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
+
 @testable import NottyHTTP
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 /// The ntfy events a subscriber received, with when each came.
 final class NtfyLog: Sendable {
@@ -76,7 +77,8 @@ func ntfyStream(_ url: String, log: NtfyLog, sse: Bool = false) -> Task<Void, an
 func ntfyWebSocket(_ url: String, log: NtfyLog) -> Task<Void, any Error> {
     Task {
         defer { log.end() }
-        try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: Logger(label: "test.ntfy.ws")) { inbound, _, _ in
+        try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: Logger(label: "test.ntfy.ws")) {
+            inbound, _, _ in
             for try await message in inbound.messages(maxSize: 1 << 20) {
                 if case .text(let text) = message { log.append(text) }
             }
@@ -95,8 +97,9 @@ extension World {
 
 @Suite("Following the inbox as an ntfy topic (PROTOCOL.md §8.2)", .timeLimit(.minutes(5)), .serialized)
 struct NtfyTopicTests {
-    @Test("an NDJSON and a WebSocket subscriber see message, then message_clear after a read elsewhere, then message_delete after a delete; poll and since replay Unread; revoked, the streams end and the topic is 404",
-          arguments: Backend.available)
+    @Test(
+        "an NDJSON and a WebSocket subscriber see message, then message_clear after a read elsewhere, then message_delete after a delete; poll and since replay Unread; revoked, the streams end and the topic is 404",
+        arguments: Backend.available)
     func followers(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         try await harness.live { client in
@@ -114,8 +117,10 @@ struct NtfyTopicTests {
 
             let before = try #require(try await world.publish(client, id: "before").string("id"))
             let ndjson = NtfyLog(), socket = NtfyLog(), events = NtfyLog()
-            let tasks = [ntfyStream("http://127.0.0.1:\(port)/\(topic)/json", log: ndjson), ntfyWebSocket("ws://127.0.0.1:\(port)/\(topic)/ws", log: socket),
-                         ntfyStream("http://127.0.0.1:\(port)/\(topic)/sse", log: events, sse: true)]
+            let tasks = [
+                ntfyStream("http://127.0.0.1:\(port)/\(topic)/json", log: ndjson), ntfyWebSocket("ws://127.0.0.1:\(port)/\(topic)/ws", log: socket),
+                ntfyStream("http://127.0.0.1:\(port)/\(topic)/sse", log: events, sse: true),
+            ]
             defer { for task in tasks { task.cancel() } }
             for log in [ndjson, socket, events] {
                 #expect(await log.wait { $0.kinds.first?.0 == "open" }, "no open event: \(log.kinds)")
@@ -171,8 +176,9 @@ struct NtfyTopicTests {
         }
     }
 
-    @Test("a phone's message carries Dismiss and the publisher's actions as ntfy buttons pointing back at the service under the topic's URL; pressed as the ntfy app does, Dismiss dismisses everywhere and an http action runs on the service",
-          arguments: Backend.available)
+    @Test(
+        "a phone's message carries Dismiss and the publisher's actions as ntfy buttons pointing back at the service under the topic's URL; pressed as the ntfy app does, Dismiss dismisses everywhere and an http action runs on the service",
+        arguments: Backend.available)
     func phonesAct(backend: Backend) async throws {
         let target = ActionTarget()
         let harness = try await ServiceHarness(backend, outbound: target) { $0.publicURL = "https://notty.example.com" }
@@ -221,7 +227,9 @@ struct NtfyTopicTests {
         }
     }
 
-    @Test("--ntfy-upstream: each message to a topic sends the upstream ntfy's poll request (the SHA-256 of the topic's URL, X-Poll-ID, the token, no body), retried when it fails, never holding up a publish; poll=1&id= answers that one message")
+    @Test(
+        "--ntfy-upstream: each message to a topic sends the upstream ntfy's poll request (the SHA-256 of the topic's URL, X-Poll-ID, the token, no body), retried when it fails, never holding up a publish; poll=1&id= answers that one message"
+    )
     func upstreamWakesIPhones() async throws {
         let upstream = ActionTarget(status: 500, delay: .milliseconds(500))
         let harness = try await ServiceHarness(.sqlite, outbound: upstream) { config in
@@ -254,11 +262,15 @@ struct NtfyTopicTests {
             let answer = try await client.call(.get, "/\(topic)/json?poll=1&id=\(pollId)")
             let lines = answer.text.split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }
             #expect(lines.count == 1, "\(answer.text)")
-            #expect(lines.first?.text("id") == pollId && lines.first?.text("sequence_id") == id && lines.first?.text("title") == "Front door", "\(answer.text)")
+            #expect(
+                lines.first?.text("id") == pollId && lines.first?.text("sequence_id") == id && lines.first?.text("title") == "Front door",
+                "\(answer.text)")
         }
     }
 
-    @Test("a topic revoked through one instance ends its stream on another at once", .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
+    @Test(
+        "a topic revoked through one instance ends its stream on another at once",
+        .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
     func revokedElsewhere() async throws {
         let one = try await ServiceHarness(.postgres)
         let two = try await ServiceHarness(sharingDatabaseOf: one)
@@ -287,8 +299,10 @@ struct NtfyTopicTests {
             let (topic, _) = try await world.ntfyTopic(client)
             let port = try #require(client.port)
             let ndjson = NtfyLog(), events = NtfyLog()
-            let streams = [ntfyStream("http://127.0.0.1:\(port)/\(topic)/json", log: ndjson),
-                           ntfyStream("http://127.0.0.1:\(port)/\(topic)/sse", log: events, sse: true)]
+            let streams = [
+                ntfyStream("http://127.0.0.1:\(port)/\(topic)/json", log: ndjson),
+                ntfyStream("http://127.0.0.1:\(port)/\(topic)/sse", log: events, sse: true),
+            ]
             for log in [ndjson, events] { #expect(await log.wait { $0.kinds.first?.0 == "open" }, "no open event: \(log.kinds)") }
             #expect(harness.service.hub.connectionCount == 2)
             // After 30 s the test hangs up instead (the task then throws).

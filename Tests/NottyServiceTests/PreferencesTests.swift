@@ -3,21 +3,25 @@ import HTTPTypes
 import NottyCore
 import NottyTestSupport
 import Testing
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
+
 @testable import NottyHTTP
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 @Suite("The user's preferences (PROTOCOL.md §9)", .timeLimit(.minutes(5)))
 struct PreferencesTests {
     static func patch(_ entries: [(key: String, value: String, changedAt: Date?)]) -> String {
         let items = entries.map { entry in
-            #"{"key":\#(JSONValue.string(entry.key).jsonText),"value":\#(entry.value)"# + (entry.changedAt.map { #","changedAt":"\#(ISOTime.format($0))""# } ?? "") + "}"
+            #"{"key":\#(JSONValue.string(entry.key).jsonText),"value":\#(entry.value)"#
+                + (entry.changedAt.map { #","changedAt":"\#(ISOTime.format($0))""# } ?? "") + "}"
         }
         return #"{"preferences":[\#(items.joined(separator: ","))]}"#
     }
 
-    @Test("Last writer wins per key by changedAt; a tie goes to the later write; a clock ahead of the service's counts as now; null unsets and is kept; the same write again moves nothing", arguments: Backend.available)
+    @Test(
+        "Last writer wins per key by changedAt; a tie goes to the later write; a clock ahead of the service's counts as now; null unsets and is kept; the same write again moves nothing",
+        arguments: Backend.available)
     func lastWriterWins(backend: Backend) async throws {
         let clock = ManualClock()
         let harness = try await ServiceHarness(backend, clock: clock)
@@ -28,9 +32,11 @@ struct PreferencesTests {
                 try await client.call(.get, "/v1/me/preferences", token: world.userToken).decode(PreferenceList.self).preferences
             }
             #expect(try await preferences().isEmpty)
-            let first = try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([
-                ("quiet", #"{"until":"2027-01-15T07:00:00.000Z"}"#, now - 60), ("mute.app.ci.example.com", "true", now - 60),
-            ]))
+            let first = try await client.call(
+                .patch, "/v1/me/preferences", token: world.userToken,
+                json: Self.patch([
+                    ("quiet", #"{"until":"2027-01-15T07:00:00.000Z"}"#, now - 60), ("mute.app.ci.example.com", "true", now - 60),
+                ]))
             #expect(first.status == .ok, "\(first.text)")
             #expect(try first.decode(PreferenceList.self).preferences.map(\.key) == ["mute.app.ci.example.com", "quiet"])
             // Older: loses. The same clock: the later write wins.
@@ -39,21 +45,25 @@ struct PreferencesTests {
             _ = try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("quiet", #""tie""#, now - 60)]))
             #expect(try await preferences().first { $0.key == "quiet" }?.value == .string("tie"))
             // Ahead of the service's clock: counted as now. null: unset, and kept.
-            _ = try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("mute.app.ci.example.com", "null", now + 3600)]))
+            _ = try await client.call(
+                .patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("mute.app.ci.example.com", "null", now + 3600)]))
             let unset = try #require(try await preferences().first { $0.key == "mute.app.ci.example.com" })
             #expect(unset.value == .null)
             #expect(unset.changedAt == now)
             // A device that set it to true an hour ago, offline, cannot bring it back.
-            _ = try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("mute.app.ci.example.com", "true", now - 3600)]))
+            _ = try await client.call(
+                .patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("mute.app.ci.example.com", "true", now - 3600)]))
             #expect(try await preferences().first { $0.key == "mute.app.ci.example.com" }?.value == .null)
             // The same write again changes nothing: the feed does not move (a conditional poll gets 304).
             let cursor = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self).cursor
             _ = try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("quiet", #""tie""#, now - 60)]))
-            let again = try await client.call(.get, "/v1/me/notifications/changes?since=\(cursor)", token: world.userToken, headers: ["If-None-Match": "\"\(cursor)\""])
+            let again = try await client.call(
+                .get, "/v1/me/notifications/changes?since=\(cursor)", token: world.userToken, headers: ["If-None-Match": "\"\(cursor)\""])
             #expect(again.status == .notModified)
             // A change does: the poll gets it, with the preference in the page.
             _ = try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("quiet", #""off""#, nil)]))
-            let changed = try await client.call(.get, "/v1/me/notifications/changes?since=\(cursor)", token: world.userToken, headers: ["If-None-Match": "\"\(cursor)\""])
+            let changed = try await client.call(
+                .get, "/v1/me/notifications/changes?since=\(cursor)", token: world.userToken, headers: ["If-None-Match": "\"\(cursor)\""])
             #expect(changed.status == .ok)
             let page = try changed.decode(ChangesPage.self)
             #expect(page.changes.isEmpty)
@@ -62,7 +72,9 @@ struct PreferencesTests {
         }
     }
 
-    @Test("The change feed carries preferences in its order: each page those up to its cursor, the last page the rest; none, no member", arguments: Backend.available)
+    @Test(
+        "The change feed carries preferences in its order: each page those up to its cursor, the last page the rest; none, no member",
+        arguments: Backend.available)
     func inTheFeed(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         try await harness.router { client in
@@ -73,11 +85,13 @@ struct PreferencesTests {
             let n1 = try #require(try await world.publish(client, id: "n1").string("id"))
             let n2 = try #require(try await world.publish(client, id: "n2").string("id"))
             _ = try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("b", "2", nil)]))
-            let page1 = try await client.call(.get, "/v1/me/notifications/changes?since=\(setup)&limit=2", token: world.userToken).decode(ChangesPage.self)
+            let page1 = try await client.call(.get, "/v1/me/notifications/changes?since=\(setup)&limit=2", token: world.userToken).decode(
+                ChangesPage.self)
             #expect(page1.changes.map(\.id) == [n0, n1])
             #expect(page1.hasMore)
             #expect(page1.preferences?.map(\.key) == ["a"])
-            let page2 = try await client.call(.get, "/v1/me/notifications/changes?since=\(page1.cursor)&limit=2", token: world.userToken).decode(ChangesPage.self)
+            let page2 = try await client.call(.get, "/v1/me/notifications/changes?since=\(page1.cursor)&limit=2", token: world.userToken).decode(
+                ChangesPage.self)
             #expect(page2.changes.map(\.id) == [n2])
             #expect(!page2.hasMore)
             #expect(page2.preferences?.map(\.key) == ["b"])
@@ -104,7 +118,10 @@ struct PreferencesTests {
                 (#"{"preferences":[{"key":"","value":1}]}"#, "key must not be empty"),
                 (#"{"preferences":[{"key":"\#(String(repeating: "k", count: 257))","value":1}]}"#, "longer than 256"),
                 (#"{"preferences":[{"key":"a\u0007b","value":1}]}"#, "control character"),
-                (#"{"preferences":[{"key":"big","value":"\#(String(repeating: "x", count: PreferenceRules.maxValueBytes))"}]}"#, "longer than 4096 bytes"),
+                (
+                    #"{"preferences":[{"key":"big","value":"\#(String(repeating: "x", count: PreferenceRules.maxValueBytes))"}]}"#,
+                    "longer than 4096 bytes"
+                ),
                 (#"{"preferences":[{"key":"q","value":1,"changedAt":"yesterday"}]}"#, "changedAt"),
                 (#"{"preferences":\#(many)}"#, "at most \(PreferenceRules.maxPerWrite)"),
             ]
@@ -130,20 +147,25 @@ struct PreferencesTests {
             clock.advance(by: 1)  // replayed oldest first
             _ = try await world.publish(client, id: "high", extra: #","priority":"High""#)
             func priorities() async throws -> [Int?] {
-                try await NtfyFollower(inbox: harness.service.inbox, userId: userId, topic: topic, baseURL: "http://127.0.0.1").start(replay: .all).map(\.priority)
+                try await NtfyFollower(inbox: harness.service.inbox, userId: userId, topic: topic, baseURL: "http://127.0.0.1").start(replay: .all)
+                    .map(\.priority)
             }
             let plain = try await priorities()
             #expect(plain == [nil, 4], "\(plain)")  // ntfy leaves out its default, 3
             let until = ISOTime.format(clock.now() + 3600)
-            _ = try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("quiet", #"{"until":"\#(until)","strict":false}"#, nil)]))
+            _ = try await client.call(
+                .patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("quiet", #"{"until":"\#(until)","strict":false}"#, nil)]))
             #expect(try await priorities() == [1, 4])
             clock.advance(by: 1)
-            _ = try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("quiet", #"{"until":"\#(until)","strict":true}"#, nil)]))
+            _ = try await client.call(
+                .patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([("quiet", #"{"until":"\#(until)","strict":true}"#, nil)]))
             #expect(try await priorities() == [1, 1])
             clock.advance(by: 1)
-            _ = try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: Self.patch([
-                ("quiet", "null", nil), ("mute.app.\(world.host)", #"{"until":null}"#, nil),
-            ]))
+            _ = try await client.call(
+                .patch, "/v1/me/preferences", token: world.userToken,
+                json: Self.patch([
+                    ("quiet", "null", nil), ("mute.app.\(world.host)", #"{"until":null}"#, nil),
+                ]))
             #expect(try await priorities() == [1, 1], "a muted app's High is held back too")
         }
     }

@@ -3,10 +3,11 @@ import HTTPTypes
 import NottyCore
 import NottyTestSupport
 import Testing
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
+
 @testable import NottyHTTP
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 @Suite("Publishing (PROTOCOL.md §2.2)", .timeLimit(.minutes(5)))
 struct PublishingTests {
@@ -31,7 +32,9 @@ struct PublishingTests {
             let stored = try raw.decode(UserNotification.self)
             #expect(stored.payload.rawContent == "Hello World!")
             // The v1.0 path is accepted too and answers with its own Location.
-            let v1 = try await client.call(.post, "/v1.0/me/notifications", token: world.appToken, json: graphRawSample.replacingOccurrences(of: "testRaw", with: "v1Raw"), headers: ["X-UNS-ID": world.unsId])
+            let v1 = try await client.call(
+                .post, "/v1.0/me/notifications", token: world.appToken, json: graphRawSample.replacingOccurrences(of: "testRaw", with: "v1Raw"),
+                headers: ["X-UNS-ID": world.unsId])
             #expect(v1.status == .created)
             #expect(v1.headers[.location]?.hasPrefix("/v1.0/me/notifications/") == true)
         }
@@ -44,7 +47,8 @@ struct PublishingTests {
             let world = try await harness.world(client)
             let first = try await world.publish(client, id: "build-1", title: "Build started")
             let id = try #require(first.string("id"))
-            let patched = try await client.call(.patch, "/v1/me/notifications/\(id)", token: world.userToken, json: #"{"readState":"Read","userActionState":"Dismissed"}"#)
+            let patched = try await client.call(
+                .patch, "/v1/me/notifications/\(id)", token: world.userToken, json: #"{"readState":"Read","userActionState":"Dismissed"}"#)
             #expect(patched.string("userActionState") == "Dismissed")
             let second = try await world.publish(client, id: "build-1", title: "Build failed", extra: #","priority":"Low""#)
             #expect(second.status == .created)
@@ -55,7 +59,11 @@ struct PublishingTests {
             let got = try await client.call(.get, "/v1/me/notifications/\(id)", token: world.userToken)
             #expect(try got.decode(UserNotification.self).payload.visualContent?.title == "Build failed")
             let counts = try await client.call(.get, "/v1/me/notifications/counts", token: world.userToken)
-            #expect(try counts.decode(ViewCounts.self) == { var c = ViewCounts(); c.unread = 1; c.all = 1; return c }())
+            #expect(
+                try counts.decode(ViewCounts.self)
+                    == {
+                        var c = ViewCounts(); c.unread = 1; c.all = 1; return c
+                    }())
         }
     }
 
@@ -78,8 +86,10 @@ struct PublishingTests {
             let page = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
             #expect(page.changes.isEmpty)
             // In a path: an id or token that cannot exist.
-            for (method, path) in [(HTTPRequest.Method.get, "/v1/me/notifications/a%00b"), (.patch, "/v1/me/notifications/a%00b"),
-                                   (.delete, "/v1/me/notifications/a%00b"), (.post, "/v1/hooks/a%00b")] {
+            for (method, path) in [
+                (HTTPRequest.Method.get, "/v1/me/notifications/a%00b"), (.patch, "/v1/me/notifications/a%00b"),
+                (.delete, "/v1/me/notifications/a%00b"), (.post, "/v1/hooks/a%00b"),
+            ] {
                 let reply = try await client.call(method, path, token: method == .post ? nil : world.userToken, json: #"{"readState":"Read"}"#)
                 #expect(reply.status == .notFound, "\(method) \(path): \(reply.status) \(reply.text)")
             }
@@ -98,25 +108,27 @@ struct PublishingTests {
         }
     }
 
-    @Test("Every validation failure is 400 badRequest with a message", arguments: [
-        ("not json", "{"),
-        ("an array", "[" + #"{"appNotificationId":"a","payload":{"rawContent":"x"}}"# + "]"),
-        ("no appNotificationId", #"{"payload":{"rawContent":"x"}}"#),
-        ("empty appNotificationId", #"{"appNotificationId":"","payload":{"rawContent":"x"}}"#),
-        ("appNotificationId too long", #"{"appNotificationId":"\#(String(repeating: "a", count: 257))","payload":{"rawContent":"x"}}"#),
-        ("no payload", #"{"appNotificationId":"a"}"#),
-        ("empty payload", #"{"appNotificationId":"a","payload":{}}"#),
-        ("visual without title", #"{"appNotificationId":"a","payload":{"visualContent":{"body":"b"}}}"#),
-        ("title too long", #"{"appNotificationId":"a","payload":{"visualContent":{"title":"\#(String(repeating: "t", count: 1025))"}}}"#),
-        ("groupName too long", #"{"appNotificationId":"a","groupName":"\#(String(repeating: "g", count: 257))","payload":{"rawContent":"x"}}"#),
-        ("wrong type", #"{"appNotificationId":5,"payload":{"rawContent":"x"}}"#),
-        ("bad priority", #"{"appNotificationId":"a","priority":"Urgent","payload":{"rawContent":"x"}}"#),
-        ("bad ttl", #"{"appNotificationId":"a","displayTimeToLive":"soon","payload":{"rawContent":"x"}}"#),
-        ("past expiry", #"{"appNotificationId":"a","expirationDateTime":"2001-01-01T00:00:00Z","payload":{"rawContent":"x"}}"#),
-        ("expiry beyond max TTL", #"{"appNotificationId":"a","expirationDateTime":"2999-01-01T00:00:00Z","payload":{"rawContent":"x"}}"#),
-        ("bad expiry", #"{"appNotificationId":"a","expirationDateTime":"tomorrow","payload":{"rawContent":"x"}}"#),
-        ("another app's host", #"{"targetHostName":"other.example.com","appNotificationId":"a","payload":{"rawContent":"x"}}"#),
-    ])
+    @Test(
+        "Every validation failure is 400 badRequest with a message",
+        arguments: [
+            ("not json", "{"),
+            ("an array", "[" + #"{"appNotificationId":"a","payload":{"rawContent":"x"}}"# + "]"),
+            ("no appNotificationId", #"{"payload":{"rawContent":"x"}}"#),
+            ("empty appNotificationId", #"{"appNotificationId":"","payload":{"rawContent":"x"}}"#),
+            ("appNotificationId too long", #"{"appNotificationId":"\#(String(repeating: "a", count: 257))","payload":{"rawContent":"x"}}"#),
+            ("no payload", #"{"appNotificationId":"a"}"#),
+            ("empty payload", #"{"appNotificationId":"a","payload":{}}"#),
+            ("visual without title", #"{"appNotificationId":"a","payload":{"visualContent":{"body":"b"}}}"#),
+            ("title too long", #"{"appNotificationId":"a","payload":{"visualContent":{"title":"\#(String(repeating: "t", count: 1025))"}}}"#),
+            ("groupName too long", #"{"appNotificationId":"a","groupName":"\#(String(repeating: "g", count: 257))","payload":{"rawContent":"x"}}"#),
+            ("wrong type", #"{"appNotificationId":5,"payload":{"rawContent":"x"}}"#),
+            ("bad priority", #"{"appNotificationId":"a","priority":"Urgent","payload":{"rawContent":"x"}}"#),
+            ("bad ttl", #"{"appNotificationId":"a","displayTimeToLive":"soon","payload":{"rawContent":"x"}}"#),
+            ("past expiry", #"{"appNotificationId":"a","expirationDateTime":"2001-01-01T00:00:00Z","payload":{"rawContent":"x"}}"#),
+            ("expiry beyond max TTL", #"{"appNotificationId":"a","expirationDateTime":"2999-01-01T00:00:00Z","payload":{"rawContent":"x"}}"#),
+            ("bad expiry", #"{"appNotificationId":"a","expirationDateTime":"tomorrow","payload":{"rawContent":"x"}}"#),
+            ("another app's host", #"{"targetHostName":"other.example.com","appNotificationId":"a","payload":{"rawContent":"x"}}"#),
+        ])
     func validation(_ name: String, _ body: String) async throws {
         let harness = try await ServiceHarness()
         try await harness.router { client in
@@ -146,7 +158,8 @@ struct PublishingTests {
             let noExpiry = try await world.publish(client, id: "a").decode(UserNotification.self)
             #expect(noExpiry.expirationDateTime == ISOTime.truncated(now + 7 * 86_400))
             let given = ISOTime.format(now + 3600)
-            let withExpiry = try await world.publish(client, #"{"appNotificationId":"b","expirationDateTime":"\#(given)","payload":{"rawContent":"x"}}"#)
+            let withExpiry = try await world.publish(
+                client, #"{"appNotificationId":"b","expirationDateTime":"\#(given)","payload":{"rawContent":"x"}}"#)
             #expect(withExpiry.string("expirationDateTime") == given)
         }
     }
@@ -165,7 +178,8 @@ struct PublishingTests {
             let unknown = try await client.call(.post, "/beta/me/notifications", token: world.appToken, json: body, headers: ["X-UNS-ID": "nope"])
             #expect(unknown.status == .forbidden)
             #expect(unknown.errorCode == "forbidden")
-            let foreign = try await client.call(.post, "/beta/me/notifications", token: world.appToken, json: body, headers: ["X-UNS-ID": other.unsId])
+            let foreign = try await client.call(
+                .post, "/beta/me/notifications", token: world.appToken, json: body, headers: ["X-UNS-ID": other.unsId])
             #expect(foreign.status == .forbidden)
             // A user token cannot publish; no token, a garbage token: 401 with WWW-Authenticate.
             for token in [world.userToken, nil, "garbage"] {
@@ -175,7 +189,8 @@ struct PublishingTests {
                 #expect(reply.headers[.wwwAuthenticate] == "Bearer")
             }
             // Not JSON media type: 415.
-            let text = try await client.call(.post, "/beta/me/notifications", token: world.appToken, headers: ["X-UNS-ID": world.unsId, "Content-Type": "text/plain"])
+            let text = try await client.call(
+                .post, "/beta/me/notifications", token: world.appToken, headers: ["X-UNS-ID": world.unsId, "Content-Type": "text/plain"])
             #expect(text.status == .unsupportedMediaType)
             #expect(text.errorCode == "unsupportedMediaType")
             // Over 64 KiB: 413.
@@ -219,7 +234,8 @@ struct PublishingTests {
             let request = try PublishRequest(body: Data(#"{"appNotificationId":"build-7","payload":{"visualContent":{"title":"\#(title)"}}}"#.utf8))
             // The first two expire at start + 60; the last, published after that, 60 s after it is.
             let expiration = now < start + 60 ? start + 60 : now + 60
-            return try await storage.publish(PublishInput(userId: user.id, hostName: "ci.example.com", request: request, expiration: expiration, now: now))
+            return try await storage.publish(
+                PublishInput(userId: user.id, hostName: "ci.example.com", request: request, expiration: expiration, now: now))
         }
         let first = try await publish("started", at: start)
         let inPlace = try await publish("running", at: start + 1)
@@ -253,13 +269,15 @@ struct PublishingTests {
             var n = 0
             for header in ["Bearer \(world.appToken)", "bearer  \(world.appToken) ", "BEARER\t\(world.appToken)"] {
                 n += 1
-                let reply = try await client.call(.post, "/beta/me/notifications", json: #"{"appNotificationId":"h\#(n)","payload":{"rawContent":"x"}}"#,
-                                                  headers: ["X-UNS-ID": world.unsId, "Authorization": header])
+                let reply = try await client.call(
+                    .post, "/beta/me/notifications", json: #"{"appNotificationId":"h\#(n)","payload":{"rawContent":"x"}}"#,
+                    headers: ["X-UNS-ID": world.unsId, "Authorization": header])
                 #expect(reply.status == .created, "\(header.debugDescription) answered \(reply.text)")
             }
             for header in ["Bearer", "Bearer ", "Bearer  ", "Basic \(world.appToken)", "Bearerx \(world.appToken)", "\(world.appToken)"] {
-                let reply = try await client.call(.post, "/beta/me/notifications", json: #"{"appNotificationId":"bad","payload":{"rawContent":"x"}}"#,
-                                                  headers: ["X-UNS-ID": world.unsId, "Authorization": header])
+                let reply = try await client.call(
+                    .post, "/beta/me/notifications", json: #"{"appNotificationId":"bad","payload":{"rawContent":"x"}}"#,
+                    headers: ["X-UNS-ID": world.unsId, "Authorization": header])
                 #expect(reply.status == .unauthorized, "\(header.debugDescription) answered \(reply.status)")
             }
         }
@@ -311,7 +329,9 @@ struct PublishingTests {
     @Test("Publishing is rate limited per app with 429 and Retry-After", arguments: Backend.available)
     func rateLimit(backend: Backend) async throws {
         // One token per 20 s: a slow machine cannot refill the bucket between the four publishes.
-        let harness = try await ServiceHarness(backend) { $0.publishRate = 0.05; $0.publishBurst = 3 }
+        let harness = try await ServiceHarness(backend) {
+            $0.publishRate = 0.05; $0.publishBurst = 3
+        }
         try await harness.router { client in
             let world = try await harness.world(client)
             for i in 0..<3 { #expect(try await world.publish(client, id: "n\(i)").status == .created) }
@@ -347,7 +367,9 @@ struct LinkPublishingTests {
 
 @Suite("A write is told before it returns", .timeLimit(.minutes(5)))
 struct ChangeOrderTests {
-    @Test("the change handler (latest cursors, doorbells) has run when a publish or a mutation returns, however slow it is", arguments: Backend.available)
+    @Test(
+        "the change handler (latest cursors, doorbells) has run when a publish or a mutation returns, however slow it is",
+        arguments: Backend.available)
     func handlerBeforeReturn(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         defer { try? FileManager.default.removeItem(at: harness.directory) }
@@ -364,12 +386,15 @@ struct ChangeOrderTests {
         let now = Date()
         for round in 0..<3 {
             let request = try PublishRequest(body: Data(#"{"appNotificationId":"n\#(round)","payload":{"visualContent":{"title":"t"}}}"#.utf8))
-            let stored = try await storage.publish(PublishInput(userId: user.id, hostName: "ci.example.com", request: request, expiration: now + 3600, now: now))
+            let stored = try await storage.publish(
+                PublishInput(userId: user.id, hostName: "ci.example.com", request: request, expiration: now + 3600, now: now))
             let afterPublish = try await storage.latestSeq(userId: user.id)
             #expect(told.value[user.id] == afterPublish, "round \(round): the publish returned before its change was told")
             _ = try await storage.mutate(userId: user.id, mutations: [Mutation(id: stored.id, change: StateChange(readState: .read))], now: now + 1)
             let afterMutation = try await storage.latestSeq(userId: user.id)
-            #expect(afterMutation > afterPublish && told.value[user.id] == afterMutation, "round \(round): the mutation returned before its change was told")
+            #expect(
+                afterMutation > afterPublish && told.value[user.id] == afterMutation,
+                "round \(round): the mutation returned before its change was told")
         }
         try? await storage.close()
     }

@@ -1,18 +1,22 @@
 import Foundation
 import GRDB
 import NottyCore
+import NottySQLite
 import NottyTestSupport
 import Testing
-import NottySQLite
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
+
 @testable import NottyHTTP
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 @Suite("SQLite schema", .timeLimit(.minutes(5)))
 struct SQLiteSchemaTests {
-    private func publish(_ storage: SQLiteStorage, userId: String, _ appNotificationId: String, title: String, now: Date) async throws -> UserNotification {
-        let request = try PublishRequest(body: Data(#"{"appNotificationId":"\#(appNotificationId)","payload":{"visualContent":{"title":"\#(title)"}}}"#.utf8))
+    private func publish(_ storage: SQLiteStorage, userId: String, _ appNotificationId: String, title: String, now: Date) async throws
+        -> UserNotification
+    {
+        let request = try PublishRequest(
+            body: Data(#"{"appNotificationId":"\#(appNotificationId)","payload":{"visualContent":{"title":"\#(title)"}}}"#.utf8))
         return try await storage.publish(PublishInput(userId: userId, hostName: "ci.example.com", request: request, expiration: now + 3600, now: now))
     }
 
@@ -22,7 +26,9 @@ struct SQLiteSchemaTests {
         try queue.close()
     }
 
-    @Test("The WAL is checkpointed beside the writer, not in its commits: it stays bounded, every commit is in the database file after close, and SQLite's own checkpoints are back once closed")
+    @Test(
+        "The WAL is checkpointed beside the writer, not in its commits: it stays bounded, every commit is in the database file after close, and SQLite's own checkpoints are back once closed"
+    )
     func walCheckpointsBesideTheWriter() async throws {
         let directory = Repository.temporaryDirectory("notty-schema")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -34,7 +40,9 @@ struct SQLiteSchemaTests {
         var ids: [String] = []
         for i in 0..<800 { ids.append(try await publish(storage, userId: userId, "wal-\(i)", title: "WAL \(i)", now: now).id) }
         for id in ids {
-            _ = try await storage.mutate(userId: userId, mutations: [Mutation(id: id, change: StateChange(readState: .read), changedAt: ISOTime.millis(now) + 1)], now: now + 1)
+            _ = try await storage.mutate(
+                userId: userId, mutations: [Mutation(id: id, change: StateChange(readState: .read), changedAt: ISOTime.millis(now) + 1)], now: now + 1
+            )
         }
         await storage.checkpointer.finished()
         #expect(storage.checkpointer.runCount >= 2, "the writer's WAL hook asked for checkpoints")
@@ -76,7 +84,9 @@ struct SQLiteSchemaTests {
         }
         try queue.close()
         let reopenedOld = try SQLiteStorage(path: path, migratingUpTo: "v1")
-        _ = try await reopenedOld.mutate(userId: userId, mutations: [Mutation(id: v4Ids[0], change: StateChange(readState: .read), changedAt: ISOTime.millis(now) + 1)], now: now + 1)
+        _ = try await reopenedOld.mutate(
+            userId: userId, mutations: [Mutation(id: v4Ids[0], change: StateChange(readState: .read), changedAt: ISOTime.millis(now) + 1)],
+            now: now + 1)
         _ = try await reopenedOld.mutate(userId: userId, mutations: [Mutation(id: v4Ids[1], operation: .delete)], now: now + 1)
         let before = try #require(try await reopenedOld.changes(userId: userId, since: 0, limit: 100))
         try await reopenedOld.close()
@@ -102,10 +112,12 @@ struct SQLiteSchemaTests {
         #expect(republished.id == v4Ids[2])
         let fresh = try await publish(storage, userId: userId, "build-3", title: "v2 3", now: now + 2)
         #expect(fresh.id.wholeMatch(of: /[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/) != nil)
-        let results = try await storage.mutate(userId: userId, mutations: [
-            Mutation(id: fresh.id, change: StateChange(userActionState: .dismissed), changedAt: ISOTime.millis(now) + 3),
-            Mutation(id: v4Ids[0], change: StateChange(userActionState: .activated), changedAt: ISOTime.millis(now) + 3),
-        ], now: now + 3)
+        let results = try await storage.mutate(
+            userId: userId,
+            mutations: [
+                Mutation(id: fresh.id, change: StateChange(userActionState: .dismissed), changedAt: ISOTime.millis(now) + 3),
+                Mutation(id: v4Ids[0], change: StateChange(userActionState: .activated), changedAt: ISOTime.millis(now) + 3),
+            ], now: now + 3)
         #expect(results.map(\.status) == [200, 200])
         let list = try await storage.list(userId: userId, view: .all, top: 10, skip: 0, now: now + 4)
         #expect(Set(list.map(\.id)) == [v4Ids[0], v4Ids[2], fresh.id])
@@ -113,7 +125,8 @@ struct SQLiteSchemaTests {
         // A tombstone replaces its row through the ids' index alone (the app's index covers
         // only live rows): deleting an old and a new id, and expiring the rest, leaves one
         // row per id.
-        let deletes = try await storage.mutate(userId: userId, mutations: [Mutation(id: v4Ids[0], operation: .delete), Mutation(id: fresh.id, operation: .delete)], now: now + 5)
+        let deletes = try await storage.mutate(
+            userId: userId, mutations: [Mutation(id: v4Ids[0], operation: .delete), Mutation(id: fresh.id, operation: .delete)], now: now + 5)
         #expect(deletes.map(\.status) == [204, 204])
         #expect(try await storage.expire(now: now + 7200) == 1)
         try await storage.close()
@@ -131,7 +144,8 @@ struct SQLiteSchemaTests {
 
     /// The SQL of the `notifications` table's own indexes, by name.
     private static func notificationIndexes(_ db: Database) throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'notifications' AND sql IS NOT NULL ORDER BY name")
+        try String.fetchAll(
+            db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'notifications' AND sql IS NOT NULL ORDER BY name")
     }
 
     @Test("A notification is found by id through the ids' own index, not by a scan")

@@ -2,12 +2,14 @@ import Foundation
 import NottyCore
 import NottyTestSupport
 import Testing
+
 @testable import NottyService
 @testable import NottyServiceSQLite
 
 @Suite("Secrets at rest: sealing, opening, sweeping, rotating")
 struct SecretBoxTests {
-    @Test("a value sealed opens to itself under its key only; the same value seals to the same text; clear text opens as it is; a damaged one says so")
+    @Test(
+        "a value sealed opens to itself under its key only; the same value seals to the same text; clear text opens as it is; a damaged one says so")
     func sealAndOpen() throws {
         let box = SecretBox.ephemeral()
         let sealed = box.seal("ntfy:https://tk_secret@ntfy.example/alerts")
@@ -35,8 +37,9 @@ struct SecretBoxTests {
     @Test("an http action's URL, method, headers and body are sealed together; its label and clear stay readable; opened, it is whole again")
     func actions() async throws {
         let box = SecretBox.ephemeral()
-        var action = NotificationAction(kind: .http, label: "Silence 1h", url: "https://am.example/api/v2/silences", method: "POST",
-                                        headers: ["Authorization": "Bearer s3cret-token"], body: #"{"matchers":[]}"#, clear: true)
+        var action = NotificationAction(
+            kind: .http, label: "Silence 1h", url: "https://am.example/api/v2/silences", method: "POST",
+            headers: ["Authorization": "Bearer s3cret-token"], body: #"{"matchers":[]}"#, clear: true)
         action.template = true
         let view = NotificationAction(kind: .view, label: "Runbook", url: "https://wiki.example/runbook")
         let stored = try #require(box.storedActions([action, view]))
@@ -53,11 +56,14 @@ struct SecretBoxTests {
         #expect(try await box.opened(try #require(NotificationAction.list(JSONValue(jsonText: resealed)))) == [action, view])
     }
 
-    @Test("the store's key: the first box makes it its own; another key is refused; a rotation hands the new key over to every instance, and a sweep seals what is clear or under the old key")
-    func keysAndSweep() async throws {
+    @Test(
+        "the store's key: the first box makes it its own; another key is refused; a rotation hands the new key over to every instance, and a sweep seals what is clear or under the old key",
+        arguments: Backend.available
+    )
+    func keysAndSweep(backend: Backend) async throws {
         let directory = Repository.temporaryDirectory("notty-secrets")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let storage = try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path)
+        let storage = try await backend.makeStorage(in: directory)
         let old = SecretBox.ephemeral()
         #expect(try await SecretKeeping.verify(old, storage: storage) == .first)
         #expect(try await SecretKeeping.verify(SecretBox(keys: [old.primary]), storage: storage) == .matches)
@@ -66,9 +72,10 @@ struct SecretBoxTests {
         // Clear secrets from before sealing, in every kind of column.
         let service = NotificationService(storage: storage, secrets: old)
         let user = try await service.admin.addUser(name: "alice", password: "pw")
-        try await storage.insertSubscription(SubscriptionRecord(
-            id: "hook1", userId: user.id, targetHostName: "am.example", deviceId: "d1", deviceName: nil, platform: "webhook", createdAt: Date(),
-            expiresAt: SubscriptionRecord.never, webhookHash: "h", webhookSecret: "whsec_clear", alertmanagerURL: "http://am.example:9093"))
+        try await storage.insertSubscription(
+            SubscriptionRecord(
+                id: "hook1", userId: user.id, targetHostName: "am.example", deviceId: "d1", deviceName: nil, platform: "webhook", createdAt: Date(),
+                expiresAt: SubscriptionRecord.never, webhookHash: "h", webhookSecret: "whsec_clear", alertmanagerURL: "http://am.example:9093"))
         #expect(try await SecretKeeping.sweep(old, storage: storage) == 2)
         #expect(try await SecretKeeping.sweep(old, storage: storage) == 0, "a second sweep has nothing to do")
         let raw = try #require(try await storage.subscription(id: "hook1"))

@@ -4,6 +4,7 @@ import NottyCore
 import NottyTestSupport
 import Synchronization
 import Testing
+
 @testable import NottyService
 @testable import NottyServiceSQLite
 
@@ -37,8 +38,9 @@ struct StorageConcernTests {
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
         var config = ServiceConfig()
         config.historyRetention = 86_400
-        let core = ServiceCore(storage: try SQLiteStorage(path: directory.appendingPathComponent("unused.sqlite").path), config: config, clock: clock,
-                               metrics: ServiceMetrics(), logger: Logger(label: "test"), secrets: .ephemeral())
+        let core = ServiceCore(
+            storage: try SQLiteStorage(path: directory.appendingPathComponent("unused.sqlite").path), config: config, clock: clock,
+            metrics: ServiceMetrics(), logger: Logger(label: "test"), secrets: .ephemeral())
         let now = clock.now()
         let fake = FakeMaintenanceStorage(guesses: [
             GuessRecord(key: "user:old", failures: 1, windowStart: now - 30 * 86_400, lockedUntil: nil, strikes: 0),

@@ -7,10 +7,11 @@ import NIOCore
 import NottyCore
 import NottyTestSupport
 import Testing
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
+
 @testable import NottyHTTP
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 /// The storage backends every service test runs against.
 enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -29,7 +30,8 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         // A patient timeout: these tests check answers, not latency, and a user's writes queue
         // behind one lock; with the whole suite on 2 cores 32 of them took over 5 s (503s), and a
         // batch of 40 concurrent publishes over 30 s.
-        case .postgres: return try await PostgresStorage.connect(url: PostgresURL(TestPostgres.createDatabase()), logger: .quiet, timeout: .seconds(60))
+        case .postgres:
+            return try await PostgresStorage.connect(url: PostgresURL(TestPostgres.createDatabase()), logger: .quiet, timeout: .seconds(60))
         }
     }
 }
@@ -42,7 +44,10 @@ struct ServiceHarness {
     let service: NotificationService
     let clock: ManualClock?
 
-    init(_ backend: Backend = .sqlite, clock: ManualClock? = nil, outbound: (any OutboundHTTP)? = nil, configure: (inout ServiceConfig) -> Void = { _ in }) async throws {
+    init(
+        _ backend: Backend = .sqlite, clock: ManualClock? = nil, outbound: (any OutboundHTTP)? = nil,
+        configure: (inout ServiceConfig) -> Void = { _ in }
+    ) async throws {
         let directory = Repository.temporaryDirectory("notty-test")
         try await self.init(storage: backend.makeStorage(in: directory), directory: directory, clock: clock, outbound: outbound, configure: configure)
     }
@@ -50,8 +55,9 @@ struct ServiceHarness {
     /// A second instance of the service on `other`'s PostgreSQL database (its own pool and listener).
     init(sharingDatabaseOf other: ServiceHarness, outbound: (any OutboundHTTP)? = nil) async throws {
         let postgres = try #require(other.storage as? PostgresStorage, "only PostgreSQL is shared between instances")
-        try await self.init(storage: PostgresStorage.connect(url: postgres.url, logger: .quiet, timeout: .seconds(30)), clock: other.clock, outbound: outbound,
-                            secrets: SecretBox(keys: other.service.secrets.all))
+        try await self.init(
+            storage: PostgresStorage.connect(url: postgres.url, logger: .quiet, timeout: .seconds(30)), clock: other.clock, outbound: outbound,
+            secrets: SecretBox(keys: other.service.secrets.all))
     }
 
     /// A service on a store made elsewhere.
@@ -74,7 +80,8 @@ struct ServiceHarness {
         config.connections.idleTimeout = .seconds(600)
         configure(&config)
         self.clock = clock
-        service = NotificationService(storage: storage, config: config, clock: clock ?? SystemClock(), logger: logger, outbound: outbound, secrets: secrets)
+        service = NotificationService(
+            storage: storage, config: config, clock: clock ?? SystemClock(), logger: logger, outbound: outbound, secrets: secrets)
     }
 
     /// Runs `test` against the in-process router, then removes the store.
@@ -184,19 +191,27 @@ extension ServiceHarness {
         func settled(_ call: () async throws -> Reply) async throws -> Reply {
             try await patiently(call, busy: { $0.status == .serviceUnavailable })
         }
-        let login = try await settled { try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=\(user)&password=pw-\(user)") }
-        guard login.status == .ok, let userToken = login.string("access_token") else { throw SupportError("login failed: \(login.status) \(login.text)") }
+        let login = try await settled {
+            try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=\(user)&password=pw-\(user)")
+        }
+        guard login.status == .ok, let userToken = login.string("access_token") else {
+            throw SupportError("login failed: \(login.status) \(login.text)")
+        }
         let appLogin = try await settled {
-            try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(credentials.clientId)&client_secret=\(credentials.clientSecret)&scope=x")
+            try await client.call(
+                .post, "/oauth2/v2.0/token",
+                form: "grant_type=client_credentials&client_id=\(credentials.clientId)&client_secret=\(credentials.clientSecret)&scope=x")
         }
         guard appLogin.status == .ok else { throw SupportError("app login failed: \(appLogin.status) \(appLogin.text)") }
         let sub = try await settled {
-            try await client.call(.post, "/v1/me/subscriptions", token: userToken, json: #"{"targetHostName":"\#(host)","deviceName":"test","platform":"websocket"}"#)
+            try await client.call(
+                .post, "/v1/me/subscriptions", token: userToken, json: #"{"targetHostName":"\#(host)","deviceName":"test","platform":"websocket"}"#)
         }
         guard sub.status == .created else { throw SupportError("subscribe failed: \(sub.status) \(sub.text)") }
         return World(
             userToken: userToken, refreshToken: login.string("refresh_token") ?? "", appToken: appLogin.string("access_token") ?? "",
-            unsId: sub.string("userNotificationSubscriptionId") ?? "", clientId: credentials.clientId, clientSecret: credentials.clientSecret, host: host)
+            unsId: sub.string("userNotificationSubscriptionId") ?? "", clientId: credentials.clientId, clientSecret: credentials.clientSecret,
+            host: host)
     }
 }
 
@@ -210,8 +225,10 @@ extension World {
     }
 }
 
-let graphToastSample = #"{"targetHostName":"graphnotifications.sample.windows.com","appNotificationId":"testDirectToastNotification","payload":{"visualContent":{"title":"Hello World!","body":"Notifications are Great!"}},"targetPolicy":{"platformTypes":["windows","ios","android"]},"priority":"High","groupName":"TestGroup","displayTimeToLive":"60"}"#
-let graphRawSample = #"{"appNotificationId":"testRawNotification","payload":{"rawContent":"Hello World!"},"targetPolicy":{"platformTypes":["windows","ios","android"]},"priority":"High","displayTimeToLive":"60"}"#
+let graphToastSample =
+    #"{"targetHostName":"graphnotifications.sample.windows.com","appNotificationId":"testDirectToastNotification","payload":{"visualContent":{"title":"Hello World!","body":"Notifications are Great!"}},"targetPolicy":{"platformTypes":["windows","ios","android"]},"priority":"High","groupName":"TestGroup","displayTimeToLive":"60"}"#
+let graphRawSample =
+    #"{"appNotificationId":"testRawNotification","payload":{"rawContent":"Hello World!"},"targetPolicy":{"platformTypes":["windows","ios","android"]},"priority":"High","displayTimeToLive":"60"}"#
 
 extension Result where Failure == any Error {
     /// The outcome of an async throwing body.

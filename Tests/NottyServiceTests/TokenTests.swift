@@ -2,10 +2,11 @@ import Foundation
 import HTTPTypes
 import NottyCore
 import Testing
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
+
 @testable import NottyHTTP
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 @Suite("Tokens (PROTOCOL.md §2.1)", .timeLimit(.minutes(5)))
 struct TokenTests {
@@ -36,12 +37,15 @@ struct TokenTests {
             #expect(wrongPassword.string("error") == "invalid_grant")
             let unknownUser = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=zed&password=nope")
             #expect(unknownUser.string("error") == "invalid_grant")
-            let wrongSecret = try await client.call(.post, "/contoso/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=bad")
+            let wrongSecret = try await client.call(
+                .post, "/contoso/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=bad")
             #expect(wrongSecret.status == .unauthorized)
             #expect(wrongSecret.string("error") == "invalid_client")
             let grant = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=implicit")
             #expect(grant.string("error") == "unsupported_grant_type")
-            let tenant = try await client.call(.post, "/contoso/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=\(world.clientSecret)")
+            let tenant = try await client.call(
+                .post, "/contoso/oauth2/v2.0/token",
+                form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=\(world.clientSecret)")
             #expect(tenant.status == .ok)
             #expect(tenant["expires_in"] == .number(3600))
             #expect(tenant["refresh_token"] == nil)
@@ -92,7 +96,9 @@ struct GuessingTests {
         return Int(match.1) ?? -1
     }
 
-    @Test("10 wrong passwords lock the user name: 429 with Retry-After and no hash computed; other users and refresh grants go on; the lock ends, and failing again doubles it", arguments: Backend.available)
+    @Test(
+        "10 wrong passwords lock the user name: 429 with Retry-After and no hash computed; other users and refresh grants go on; the lock ends, and failing again doubles it",
+        arguments: Backend.available)
     func passwordLockout(backend: Backend) async throws {
         let clock = ManualClock()
         let harness = try await ServiceHarness(backend, clock: clock)
@@ -112,7 +118,9 @@ struct GuessingTests {
             #expect(Self.hashes(harness.service) == hashes, "a refused guess computed a hash")
             // Others are not locked out: another user, and alice's own refresh grant.
             #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=bob&password=pw-bob").status == .ok)
-            #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=refresh_token&refresh_token=\(world.refreshToken)").status == .ok)
+            #expect(
+                try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=refresh_token&refresh_token=\(world.refreshToken)").status == .ok
+            )
             #expect(try await harness.service.admin.lockouts().map(\.key) == ["user:alice"])
 
             // After the minute, the right password works (and the failures are forgotten).
@@ -126,7 +134,8 @@ struct GuessingTests {
             let once = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=wrong-again")
             #expect(once.status == .badRequest)
             let doubled = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice")
-            #expect(doubled.status == .tooManyRequests && doubled.headers[HTTPField.Name("Retry-After")!] == "120", "\(doubled.headers) \(doubled.text)")
+            #expect(
+                doubled.status == .tooManyRequests && doubled.headers[HTTPField.Name("Retry-After")!] == "120", "\(doubled.headers) \(doubled.text)")
             #expect(try await harness.service.admin.clearLockouts(keys: ["user:alice"]) == 1)
             #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice").status == .ok)
         }
@@ -139,12 +148,15 @@ struct GuessingTests {
             let world = try await harness.world(client)
             let other = try await harness.service.admin.addApp(hostName: "other.example.com")
             for n in 1...10 {
-                let wrong = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=bad\(n)")
+                let wrong = try await client.call(
+                    .post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=bad\(n)")
                 #expect(wrong.status == .unauthorized && wrong.string("error") == "invalid_client")
             }
-            let locked = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=\(world.clientSecret)")
+            let locked = try await client.call(
+                .post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=\(world.clientSecret)")
             #expect(locked.status == .tooManyRequests && locked.headers[HTTPField.Name("Retry-After")!] != nil, "\(locked.text)")
-            let fine = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(other.clientId)&client_secret=\(other.clientSecret)")
+            let fine = try await client.call(
+                .post, "/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(other.clientId)&client_secret=\(other.clientSecret)")
             #expect(fine.status == .ok)
         }
     }

@@ -2,11 +2,12 @@ import Foundation
 import GRDB
 import NottyCore
 import NottyTestSupport
-import Testing
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
 import PostgresNIO
+import Testing
+
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 /// A store at every schema version this build knows, with a row in every table of that version
 /// (the migrations are never edited once shipped, so migrating an empty store up to a version
@@ -34,26 +35,33 @@ struct UpgradeTests {
             "payload": "{}", "last_event": "escalated", "outcome": "sent", "escalation_cursors.seq": 0, "action_runs.status": "done",
             "action_runs.label": "Silence 1h", "action_runs.idx": 1, "since": millis,
             // Secrets an earlier build kept in the clear: sealed on the first start with a key.
-            "actions": #"[{"action":"http","clear":true,"headers":{"Authorization":"Bearer tk_upgrade"},"label":"Silence","url":"http://am.example/api"}]"#,
+            "actions":
+                #"[{"action":"http","clear":true,"headers":{"Authorization":"Bearer tk_upgrade"},"label":"Silence","url":"http://am.example/api"}]"#,
             "subscriptions.webhook_secret": "whsec_upgrade", "subscriptions.alertmanager_url": "http://am.example:9093",
         ]
     }
 
-    @Test("SQLite: every earlier version, a row in each of its tables: migrated, every row kept and readable, integrity and foreign keys sound; this build then writes each kind of row", arguments: SQLiteStorage.migrator.migrations.dropLast())
+    @Test(
+        "SQLite: every earlier version, a row in each of its tables: migrated, every row kept and readable, integrity and foreign keys sound; this build then writes each kind of row",
+        arguments: SQLiteStorage.migrator.migrations.dropLast())
     func sqlite(version: String) async throws {
         let directory = Repository.temporaryDirectory("notty-upgrade")
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("server.sqlite").path
         try await SQLiteStorage(path: path, migratingUpTo: version).close()
         let queue = try DatabaseQueue(path: path)
-        let filled = try await queue.write { db in try FixtureRows.fill(db, values: Self.values, skip: ["meta"], time: ISOTime.millis(Self.now) + 86_400_000) }
+        let filled = try await queue.write { db in
+            try FixtureRows.fill(db, values: Self.values, skip: ["meta"], time: ISOTime.millis(Self.now) + 86_400_000)
+        }
         try await queue.write { db in try db.execute(sql: "UPDATE meta SET value = 2 WHERE key = 'seq'") }
         try queue.close()
 
         let storage = try SQLiteStorage(path: path)
         let (integrity, foreignKeys, kept) = try await storage.read { db in
-            (try String.fetchAll(db, sql: "PRAGMA integrity_check"), try Row.fetchAll(db, sql: "PRAGMA foreign_key_check").count,
-             try filled.filter { try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0)") == 1 })
+            (
+                try String.fetchAll(db, sql: "PRAGMA integrity_check"), try Row.fetchAll(db, sql: "PRAGMA foreign_key_check").count,
+                try filled.filter { try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0)") == 1 }
+            )
         }
         #expect(integrity == ["ok"] && foreignKeys == 0, "\(version): \(integrity), \(foreignKeys) foreign key problems")
         #expect(kept == filled, "\(version): rows lost in \(Set(filled).subtracting(kept))")
@@ -67,8 +75,9 @@ struct UpgradeTests {
         try await storage.close()
     }
 
-    @Test("PostgreSQL: every earlier version, a row in each of its tables: migrated by this build, every row kept and readable; this build then writes each kind of row",
-          .enabled(if: TestPostgres.testsRun), arguments: PostgresStorage.migrations.dropLast().map(\.name))
+    @Test(
+        "PostgreSQL: every earlier version, a row in each of its tables: migrated by this build, every row kept and readable; this build then writes each kind of row",
+        .enabled(if: TestPostgres.testsRun), arguments: PostgresStorage.migrations.dropLast().map(\.name))
     func postgres(version: String) async throws {
         let url = try await TestPostgres.createDatabase()
         var sql = "CREATE TABLE notty_migrations (name TEXT PRIMARY KEY, applied TIMESTAMPTZ NOT NULL DEFAULT now());\n"
@@ -97,21 +106,26 @@ struct UpgradeTests {
             guard status == 0 else { throw SupportError("psql: \(output)") }
             return output.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
         }
-        let columns = try await query("""
+        let columns = try await query(
+            """
             SELECT table_name, column_name, data_type, is_nullable, coalesce(column_default, '') FROM information_schema.columns
             WHERE table_schema = 'public' AND table_name <> 'notty_migrations' ORDER BY table_name, ordinal_position
             """)
-        let references = try await query("""
+        let references = try await query(
+            """
             SELECT tc.table_name, kcu.column_name, ccu.table_name FROM information_schema.table_constraints tc
             JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name
             JOIN information_schema.constraint_column_usage ccu ON ccu.constraint_name = tc.constraint_name
             WHERE tc.constraint_type = 'FOREIGN KEY' AND tc.table_schema = 'public'
             """)
-        let keys = Set(try await query("""
-            SELECT tc.table_name || '.' || kcu.column_name FROM information_schema.table_constraints tc
-            JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name
-            WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = 'public'
-            """).map { $0[0] })
+        let keys = Set(
+            try await query(
+                """
+                SELECT tc.table_name || '.' || kcu.column_name FROM information_schema.table_constraints tc
+                JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name
+                WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = 'public'
+                """
+            ).map { $0[0] })
         let time = ISOTime.millis(now) + 86_400_000
         func literal(_ value: DatabaseValueConvertible?) -> String {
             guard let value else { return "NULL" }
@@ -128,7 +142,10 @@ struct UpgradeTests {
         var filled: [String] = [], sql = ""
         var left = tables
         while !left.isEmpty {
-            guard let next = left.first(where: { table in references.filter { $0[0] == table }.allSatisfy { $0[2] == table || filled.contains($0[2]) } }) else {
+            guard
+                let next = left.first(where: { table in references.filter { $0[0] == table }.allSatisfy { $0[2] == table || filled.contains($0[2]) } }
+                )
+            else {
                 throw SupportError("the tables' references go round: \(left)")
             }
             left.removeAll { $0 == next }
@@ -189,20 +206,25 @@ struct UpgradeTests {
             let opened = try targets.map { try box.open($0) }
             #expect(targets.allSatisfy(SecretBox.isSealed) && opened == ["ntfy:https://ntfy.example.com/alerts"], "\(version)")
         }
-        if let stored = try await storage.notification(id: notificationId, userId: "users-1"), let actions = stored.actions, let action = actions.first {
+        if let stored = try await storage.notification(id: notificationId, userId: "users-1"), let actions = stored.actions,
+            let action = actions.first
+        {
             #expect(action.sealed != nil && action.headers.isEmpty, "\(version): \(action)")
             #expect(try await box.opened(actions).first?.headers == ["Authorization": "Bearer tk_upgrade"], "\(version)")
         }
 
         // Write through this build: a publish, a change of state, a preference, a rule.
         let request = try PublishRequest(body: Data(#"{"appNotificationId":"after","payload":{"visualContent":{"title":"After the upgrade"}}}"#.utf8))
-        let published = try await storage.publish(PublishInput(userId: "users-1", hostName: "ci.example.com", request: request, expiration: now + 3600, now: now))
+        let published = try await storage.publish(
+            PublishInput(userId: "users-1", hostName: "ci.example.com", request: request, expiration: now + 3600, now: now))
         #expect(published.payload.visualContent?.title == "After the upgrade")
-        let results = try await storage.mutate(userId: "users-1", mutations: [Mutation(id: notificationId, change: StateChange(readState: .read), mutationId: "m-2")], now: now)
+        let results = try await storage.mutate(
+            userId: "users-1", mutations: [Mutation(id: notificationId, change: StateChange(readState: .read), mutationId: "m-2")], now: now)
         #expect(results.map(\.status) == [200], "\(version): \(results)")
         _ = try await storage.setPreferences(userId: "users-1", [PreferenceEntry(key: "mute", value: .bool(true), changedAt: now)])
-        let rule = EscalationRule(id: "rule-2", name: "mail", afterSeconds: 60, repeatSeconds: nil, targets: ["webhook:https://hooks.example.com/x"],
-                                  priority: "High", app: nil, group: nil, createdDateTime: now)
+        let rule = EscalationRule(
+            id: "rule-2", name: "mail", afterSeconds: 60, repeatSeconds: nil, targets: ["webhook:https://hooks.example.com/x"],
+            priority: "High", app: nil, group: nil, createdDateTime: now)
         #expect(try await storage.insertEscalationRule(rule, userId: "users-1", limit: 100))
         let after = try #require(try await storage.changes(userId: "users-1", since: 0, limit: 10))
         #expect(Set(after.changes.map(\.id)).isSuperset(of: [notificationId, published.id]))

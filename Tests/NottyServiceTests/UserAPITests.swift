@@ -3,10 +3,11 @@ import HTTPTypes
 import NottyCore
 import NottyTestSupport
 import Testing
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
+
 @testable import NottyHTTP
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 @Suite("The signed-in user's API (PROTOCOL.md §2.3)", .timeLimit(.minutes(5)))
 struct UserAPITests {
@@ -22,19 +23,23 @@ struct UserAPITests {
             let page1 = try first.decode(ChangesPage.self)
             #expect(page1.changes.map(\.id) == Array(ids.prefix(2)))
             #expect(page1.hasMore)
-            let page2 = try await client.call(.get, "/v1/me/notifications/changes?since=\(page1.cursor)&limit=2", token: world.userToken).decode(ChangesPage.self)
+            let page2 = try await client.call(.get, "/v1/me/notifications/changes?since=\(page1.cursor)&limit=2", token: world.userToken).decode(
+                ChangesPage.self)
             #expect(page2.changes.map(\.id) == Array(ids[2..<4]))
-            let page3 = try await client.call(.get, "/v1/me/notifications/changes?since=\(page2.cursor)", token: world.userToken).decode(ChangesPage.self)
+            let page3 = try await client.call(.get, "/v1/me/notifications/changes?since=\(page2.cursor)", token: world.userToken).decode(
+                ChangesPage.self)
             #expect(page3.changes.map(\.id) == [ids[4]])
             #expect(!page3.hasMore)
             // Nothing changed: 304 with no body.
-            let unchanged = try await client.call(.get, "/v1/me/notifications/changes?since=\(page3.cursor)", token: world.userToken, headers: ["If-None-Match": "\"\(page3.cursor)\""])
+            let unchanged = try await client.call(
+                .get, "/v1/me/notifications/changes?since=\(page3.cursor)", token: world.userToken, headers: ["If-None-Match": "\"\(page3.cursor)\""])
             #expect(unchanged.status == .notModified)
             #expect(unchanged.text.isEmpty)
             #expect(unchanged.headers[HTTPField.Name("X-Poll-Interval")!] == "42")
             // A delete shows up as a tombstone, oldest change first, and the 304 stops.
             #expect(try await client.call(.delete, "/v1/me/notifications/\(ids[1])", token: world.userToken).status == .noContent)
-            let changed = try await client.call(.get, "/v1/me/notifications/changes?since=\(page3.cursor)", token: world.userToken, headers: ["If-None-Match": "\"\(page3.cursor)\""])
+            let changed = try await client.call(
+                .get, "/v1/me/notifications/changes?since=\(page3.cursor)", token: world.userToken, headers: ["If-None-Match": "\"\(page3.cursor)\""])
             #expect(changed.status == .ok)
             let tail = try changed.decode(ChangesPage.self)
             #expect(tail.changes.map(\.id) == [ids[1]])
@@ -103,7 +108,9 @@ struct UserAPITests {
             #expect(try await view("dismissed") == [ids[3]])
             #expect(try await view("snoozed") == [ids[4]])
             #expect(try await view("all") == ids.reversed())
-            #expect(try await client.call(.get, "/v1/me/notifications?view=all&top=2&skip=1", token: world.userToken).decode(NotificationList.self).value.map(\.id) == [ids[4], ids[3]])
+            #expect(
+                try await client.call(.get, "/v1/me/notifications?view=all&top=2&skip=1", token: world.userToken).decode(NotificationList.self).value
+                    .map(\.id) == [ids[4], ids[3]])
             #expect(try await client.call(.get, "/v1/me/notifications?view=bogus", token: world.userToken).status == .badRequest)
             var counts = try await client.call(.get, "/v1/me/notifications/counts", token: world.userToken).decode(ViewCounts.self)
             #expect(counts.unread + counts.read + counts.activated + counts.dismissed + counts.snoozed == counts.all)
@@ -124,7 +131,9 @@ struct UserAPITests {
         try await harness.router { client in
             let world = try await harness.world(client)
             let at = ISOTime.format(clock.now() + 60)
-            let id = try #require(try await world.publish(client, #"{"appNotificationId":"x","expirationDateTime":"\#(at)","payload":{"rawContent":"x"}}"#).string("id"))
+            let id = try #require(
+                try await world.publish(client, #"{"appNotificationId":"x","expirationDateTime":"\#(at)","payload":{"rawContent":"x"}}"#).string("id")
+            )
             clock.advance(by: 61)
             // Hidden at once, even before the sweeper runs.
             #expect(try await client.call(.get, "/v1/me/notifications/\(id)", token: world.userToken).status == .notFound)
@@ -151,7 +160,9 @@ struct UserAPITests {
             #expect(try await client.call(.patch, path, token: world.userToken, json: #"{"userActionState":"Snoozed"}"#).status == .badRequest)
             #expect(try await client.call(.patch, path, token: world.userToken, json: "{}").status == .badRequest)
             #expect(try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"read"}"#).string("readState") == "Read")
-            #expect(try await client.call(.patch, "/v1/me/notifications/unknown", token: world.userToken, json: #"{"readState":"Read"}"#).status == .notFound)
+            #expect(
+                try await client.call(.patch, "/v1/me/notifications/unknown", token: world.userToken, json: #"{"readState":"Read"}"#).status
+                    == .notFound)
             #expect(try await client.call(.delete, "/v1/me/notifications/unknown", token: world.userToken).status == .notFound)
             #expect(try await client.call(.delete, path, token: world.userToken).status == .noContent)
             #expect(try await client.call(.delete, path, token: world.userToken).status == .noContent)
@@ -170,7 +181,8 @@ struct UserAPITests {
             let world = try await harness.world(client)
             let a = try #require(try await world.publish(client, id: "a").string("id"))
             let b = try #require(try await world.publish(client, id: "b").string("id"))
-            let body = #"{"mutations":[{"id":"\#(a)","readState":"Read","mutationId":"m1"},{"id":"\#(b)","readState":"Sideways"},{"id":"nope","readState":"Read"},{"id":"\#(b)","op":"delete","mutationId":"m2"}]}"#
+            let body =
+                #"{"mutations":[{"id":"\#(a)","readState":"Read","mutationId":"m1"},{"id":"\#(b)","readState":"Sideways"},{"id":"nope","readState":"Read"},{"id":"\#(b)","op":"delete","mutationId":"m2"}]}"#
             let reply = try await client.call(.post, "/v1/me/notifications/batch", token: world.userToken, json: body)
             #expect(reply.status == .ok)
             let results = try reply.decode(BatchResponse.self).results
@@ -180,9 +192,11 @@ struct UserAPITests {
             let counts = try await client.call(.get, "/v1/me/notifications/counts", token: world.userToken).decode(ViewCounts.self)
             #expect(counts.read == 1 && counts.all == 1)
             // Replaying the same batch (an outbox resend) changes nothing and answers the same.
-            let again = try await client.call(.post, "/v1/me/notifications/batch", token: world.userToken, json: body).decode(BatchResponse.self).results
+            let again = try await client.call(.post, "/v1/me/notifications/batch", token: world.userToken, json: body).decode(BatchResponse.self)
+                .results
             #expect(again.map(\.status) == [200, 400, 404, 204])
-            #expect(try await client.call(.post, "/v1/me/notifications/batch", token: world.userToken, json: #"{"mutations":5}"#).status == .badRequest)
+            #expect(
+                try await client.call(.post, "/v1/me/notifications/batch", token: world.userToken, json: #"{"mutations":5}"#).status == .badRequest)
             #expect(try await client.call(.post, "/v1/me/notifications/batch", token: world.userToken, json: "[]").status == .badRequest)
         }
     }
@@ -195,10 +209,17 @@ struct UserAPITests {
             let id = try #require(try await world.publish(client, id: "a").string("id"))
             let path = "/v1/me/notifications/\(id)"
             let now = Int64(Date().timeIntervalSince1970 * 1000)
-            #expect(try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"Read","changedAt":\#(now - 2000),"mutationId":"m-1"}"#).status == .ok)
-            #expect(try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"Unread","changedAt":\#(now - 1000),"mutationId":"m-2"}"#).string("readState") == "Unread")
+            #expect(
+                try await client.call(
+                    .patch, path, token: world.userToken, json: #"{"readState":"Read","changedAt":\#(now - 2000),"mutationId":"m-1"}"#
+                ).status == .ok)
+            #expect(
+                try await client.call(
+                    .patch, path, token: world.userToken, json: #"{"readState":"Unread","changedAt":\#(now - 1000),"mutationId":"m-2"}"#
+                ).string("readState") == "Unread")
             // m-1 again (an outbox resend after a lost acknowledgement): not applied a second time.
-            let replay = try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"Read","changedAt":\#(now),"mutationId":"m-1"}"#)
+            let replay = try await client.call(
+                .patch, path, token: world.userToken, json: #"{"readState":"Read","changedAt":\#(now),"mutationId":"m-1"}"#)
             #expect(replay.status == .ok)
             #expect(replay.string("readState") == "Unread")
             let feed = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
@@ -219,7 +240,8 @@ struct UserAPITests {
             clock.advance(by: 600)
             // Device B dismisses at t+300 s; device A's read at t+100 s and its unread at t+500 arrive after.
             _ = try await client.call(.patch, path, token: world.userToken, json: #"{"userActionState":"Dismissed","changedAt":\#(t + 300_000)}"#)
-            _ = try await client.call(.patch, path, token: world.userToken, json: #"{"readState":"Read","changedAt":\#(t + 100_000),"userActionState":"Activated"}"#)
+            _ = try await client.call(
+                .patch, path, token: world.userToken, json: #"{"readState":"Read","changedAt":\#(t + 100_000),"userActionState":"Activated"}"#)
             var now = try await client.call(.get, path, token: world.userToken).decode(UserNotification.self)
             #expect(now.userActionState == .dismissed, "the older Activated loses to the newer Dismissed")
             #expect(now.readState == .read, "readState is its own field: the read still applies")
@@ -227,9 +249,11 @@ struct UserAPITests {
             now = try await client.call(.get, path, token: world.userToken).decode(UserNotification.self)
             #expect(now.readState == .read, "an older unread loses")
             // A clock far in the future is clamped to the service's, so a later honest change still wins.
-            _ = try await client.call(.patch, path, token: world.userToken, json: #"{"userActionState":"Activated","changedAt":"2999-01-01T00:00:00Z"}"#)
+            _ = try await client.call(
+                .patch, path, token: world.userToken, json: #"{"userActionState":"Activated","changedAt":"2999-01-01T00:00:00Z"}"#)
             clock.advance(by: 1)
-            _ = try await client.call(.patch, path, token: world.userToken, json: #"{"userActionState":"NoInteraction","changedAt":\#(ISOTime.millis(clock.now()))}"#)
+            _ = try await client.call(
+                .patch, path, token: world.userToken, json: #"{"userActionState":"NoInteraction","changedAt":\#(ISOTime.millis(clock.now()))}"#)
             now = try await client.call(.get, path, token: world.userToken).decode(UserNotification.self)
             #expect(now.userActionState == .noInteraction)
             // Ties go to the later arrival.
@@ -251,7 +275,8 @@ struct UserAPITests {
             #expect(try await client.call(.get, path, token: bob.userToken).status == .notFound)
             #expect(try await client.call(.patch, path, token: bob.userToken, json: #"{"readState":"Read"}"#).status == .notFound)
             #expect(try await client.call(.delete, path, token: bob.userToken).status == .notFound)
-            let batch = try await client.call(.post, "/v1/me/notifications/batch", token: bob.userToken, json: #"{"mutations":[{"id":"\#(id)","op":"delete"}]}"#)
+            let batch = try await client.call(
+                .post, "/v1/me/notifications/batch", token: bob.userToken, json: #"{"mutations":[{"id":"\#(id)","op":"delete"}]}"#)
             #expect(try batch.decode(BatchResponse.self).results.map(\.status) == [404])
             #expect(try await client.call(.delete, "/v1/me/subscriptions/\(alice.unsId)", token: bob.userToken).status == .notFound)
             let bobFeed = try await client.call(.get, "/v1/me/notifications/changes", token: bob.userToken).decode(ChangesPage.self)
@@ -271,15 +296,21 @@ struct UserAPITests {
             let world = try await harness.world(client)
             let me = try await client.call(.get, "/v1/me", token: world.userToken)
             #expect(me.string("userName") == "alice" && me.string("displayName") == "alice")
-            let second = try await client.call(.post, "/v1/me/subscriptions", token: world.userToken, json: #"{"targetHostName":"graphnotifications.sample.windows.com","deviceName":"phone","platform":"polling"}"#)
+            let second = try await client.call(
+                .post, "/v1/me/subscriptions", token: world.userToken,
+                json: #"{"targetHostName":"graphnotifications.sample.windows.com","deviceName":"phone","platform":"polling"}"#)
             #expect(second.status == .created)
             #expect(second.string("deviceId") != nil && second.string("expirationDateTime") != nil)
             let list = try await client.call(.get, "/v1/me/subscriptions", token: world.userToken).decode(SubscriptionList.self)
             #expect(list.value.count == 2)
             // Every subscription id of the user reaches the same history.
-            let viaSecond = try await client.call(.post, "/beta/me/notifications", token: world.appToken, json: graphRawSample, headers: ["X-UNS-ID": second.string("userNotificationSubscriptionId")!])
+            let viaSecond = try await client.call(
+                .post, "/beta/me/notifications", token: world.appToken, json: graphRawSample,
+                headers: ["X-UNS-ID": second.string("userNotificationSubscriptionId")!])
             #expect(viaSecond.status == .created)
-            #expect(try await client.call(.post, "/v1/me/subscriptions", token: world.userToken, json: #"{"platform":"carrier-pigeon"}"#).status == .badRequest)
+            #expect(
+                try await client.call(.post, "/v1/me/subscriptions", token: world.userToken, json: #"{"platform":"carrier-pigeon"}"#).status
+                    == .badRequest)
             #expect(try await client.call(.post, "/v1/me/subscriptions", token: world.userToken, json: "nope").status == .badRequest)
             #expect(try await client.call(.delete, "/v1/me/subscriptions/nope", token: world.userToken).status == .notFound)
         }
@@ -308,8 +339,9 @@ struct UserAPITests {
 
 @Suite("Devices: registration, listing, revocation (PROTOCOL.md §7.3)", .timeLimit(.minutes(5)))
 struct DeviceAPITests {
-    @Test("Revoking a device's registration refuses its access and refresh tokens at once; an app subscription's revocation does not; an unknown app is 404; the list says when each was made and seen",
-          arguments: Backend.available)
+    @Test(
+        "Revoking a device's registration refuses its access and refresh tokens at once; an app subscription's revocation does not; an unknown app is 404; the list says when each was made and seen",
+        arguments: Backend.available)
     func revokeDevice(backend: Backend) async throws {
         let clock = ManualClock()
         let harness = try await ServiceHarness(backend, clock: clock)
@@ -318,7 +350,8 @@ struct DeviceAPITests {
             // A second sign-in is a second device; it registers and is seen.
             let login = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice")
             let laptop = try #require(login.string("access_token")), laptopRefresh = try #require(login.string("refresh_token"))
-            let registered = try await client.call(.post, "/v1/me/subscriptions", token: laptop, json: #"{"deviceName":"laptop","platform":"polling"}"#)
+            let registered = try await client.call(
+                .post, "/v1/me/subscriptions", token: laptop, json: #"{"deviceName":"laptop","platform":"polling"}"#)
             #expect(registered.status == .created)
             let registration = try #require(registered.string("userNotificationSubscriptionId"))
             let unknownApp = try await client.call(.post, "/v1/me/subscriptions", token: laptop, json: #"{"targetHostName":"typo.example"}"#)
@@ -340,7 +373,10 @@ struct DeviceAPITests {
             #expect(entry?.createdDateTime == registeredAt && entry?.lastSeenDateTime == seenAt, "\(String(describing: entry))")
 
             // Revoking the app subscription leaves the laptop signed in.
-            #expect(try await client.call(.delete, "/v1/me/subscriptions/\(try #require(appSub.string("userNotificationSubscriptionId")))", token: world.userToken).status == .noContent)
+            #expect(
+                try await client.call(
+                    .delete, "/v1/me/subscriptions/\(try #require(appSub.string("userNotificationSubscriptionId")))", token: world.userToken
+                ).status == .noContent)
             #expect(try await client.call(.get, "/v1/me", token: laptop).status == .ok)
             // Revoking the registration (from the other device) signs the laptop out: both tokens.
             #expect(try await client.call(.delete, "/v1/me/subscriptions/\(registration)", token: world.userToken).status == .noContent)

@@ -5,10 +5,11 @@ import NIOCore
 import NottyCore
 import NottyTestSupport
 import Testing
-@testable import NottyService
-@testable import NottyServiceSQLite
-@testable import NottyServicePostgres
+
 @testable import NottyHTTP
+@testable import NottyService
+@testable import NottyServicePostgres
+@testable import NottyServiceSQLite
 
 /// A webhook fixture (Tests/NottyWebhooksTests/Fixtures, see its README).
 func webhookFixture(_ name: String) throws -> String {
@@ -32,8 +33,9 @@ extension World {
     /// Makes a webhook for the world's app; returns its path (`/v1/hooks/…`) and the subscription id.
     func webhook(_ client: any TestClientProtocol, secret: String? = nil) async throws -> (path: String, id: String) {
         let secretField = secret.map { #","secret":"\#($0)""# } ?? ""
-        let made = try await client.call(.post, "/v1/me/subscriptions", token: userToken,
-                                         json: #"{"targetHostName":"\#(host)","platform":"webhook"\#(secretField)}"#)
+        let made = try await client.call(
+            .post, "/v1/me/subscriptions", token: userToken,
+            json: #"{"targetHostName":"\#(host)","platform":"webhook"\#(secretField)}"#)
         guard made.status == .created, let url = made.string("webhookUrl"), let range = url.range(of: "/v1/hooks/") else {
             throw SupportError("webhook: \(made.status) \(made.text)")
         }
@@ -71,7 +73,8 @@ extension Reply {
 
 @Suite("Webhooks (PROTOCOL.md §7.2)", .timeLimit(.minutes(5)))
 struct WebhookTests {
-    @Test("a webhook's URL is shown once and only its hash is stored; the app must exist; revoking it makes the URL 404", arguments: Backend.available)
+    @Test(
+        "a webhook's URL is shown once and only its hash is stored; the app must exist; revoking it makes the URL 404", arguments: Backend.available)
     func lifecycle(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         try await harness.router { client in
@@ -88,11 +91,13 @@ struct WebhookTests {
             let n = try await world.notification(client, try #require(sent.ids.first))
             #expect(n.payload.visualContent == VisualContent(title: "Backup failed", body: "nas-1: disk full") && n.targetHostName == world.host)
             // Refused: no app, no targetHostName, a secret on a device registration.
-            let noApp = try await client.call(.post, "/v1/me/subscriptions", token: world.userToken, json: #"{"targetHostName":"nope.example","platform":"webhook"}"#)
+            let noApp = try await client.call(
+                .post, "/v1/me/subscriptions", token: world.userToken, json: #"{"targetHostName":"nope.example","platform":"webhook"}"#)
             #expect(noApp.status == .notFound)
             let noHost = try await client.call(.post, "/v1/me/subscriptions", token: world.userToken, json: #"{"platform":"webhook"}"#)
             #expect(noHost.status == .badRequest)
-            let secretOnDevice = try await client.call(.post, "/v1/me/subscriptions", token: world.userToken, json: #"{"platform":"polling","secret":"s"}"#)
+            let secretOnDevice = try await client.call(
+                .post, "/v1/me/subscriptions", token: world.userToken, json: #"{"platform":"polling","secret":"s"}"#)
             #expect(secretOnDevice.status == .badRequest)
             // Unknown token, then the revoked one.
             #expect(try await client.hook("/v1/hooks/not-a-token", "x").status == .notFound)
@@ -102,7 +107,9 @@ struct WebhookTests {
         }
     }
 
-    @Test("GitHub: with a secret the signature must match (else 401, nothing written); a passing run after a failure dismisses it; ping is nothing", arguments: Backend.available)
+    @Test(
+        "GitHub: with a secret the signature must match (else 401, nothing written); a passing run after a failure dismisses it; ping is nothing",
+        arguments: Backend.available)
     func github(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         try await harness.router { client in
@@ -145,7 +152,9 @@ struct WebhookTests {
             let (path, _) = try await world.webhook(client, secret: "s3cret")
             let mr = try webhookFixture("gitlab-merge_request.json")
             #expect(try await client.hook(path, mr, headers: ["X-Gitlab-Event": "Merge Request Hook"]).status == .unauthorized)
-            #expect(try await client.hook(path, mr, headers: ["X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": "s3creT"]).status == .unauthorized)
+            #expect(
+                try await client.hook(path, mr, headers: ["X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": "s3creT"]).status == .unauthorized
+            )
             let ok = try await client.hook(path, mr, headers: ["X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": "s3cret"])
             #expect(ok.status == .ok && ok.ids.count == 1)
             #expect(try await client.hook(path, "Backup failed").status == .unauthorized)
@@ -154,7 +163,9 @@ struct WebhookTests {
         }
     }
 
-    @Test("Alertmanager: one notification per alert; resolved moves them to Dismissed with the service's clock, and a later user change still wins", arguments: Backend.available)
+    @Test(
+        "Alertmanager: one notification per alert; resolved moves them to Dismissed with the service's clock, and a later user change still wins",
+        arguments: Backend.available)
     func alerts(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         try await harness.router { client in
@@ -170,12 +181,15 @@ struct WebhookTests {
             let counts = try await world.counts(client)
             #expect(counts.dismissed == 2 && counts.unread == 0, "\(counts)")
             #expect(try await world.notification(client, fired.ids[0]).payload.visualContent?.title.hasPrefix("✓ Resolved: HighCPUUsage") == true)
-            let undo = try await client.call(.patch, "/v1/me/notifications/\(fired.ids[0])", token: world.userToken, json: #"{"userActionState":"NoInteraction"}"#)
+            let undo = try await client.call(
+                .patch, "/v1/me/notifications/\(fired.ids[0])", token: world.userToken, json: #"{"userActionState":"NoInteraction"}"#)
             #expect(undo.status == .ok && undo.string("userActionState") == "NoInteraction")
         }
     }
 
-    @Test("a group of 50 alerts is 50 notifications from one request; one bad alert in it refuses the request and writes nothing", arguments: Backend.available)
+    @Test(
+        "a group of 50 alerts is 50 notifications from one request; one bad alert in it refuses the request and writes nothing",
+        arguments: Backend.available)
     func groups(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         try await harness.router { client in
@@ -193,7 +207,9 @@ struct WebhookTests {
         }
     }
 
-    @Test("malformed, truncated, wrongly typed, non-UTF-8 and huge bodies: 400 or 413 with the envelope, never a 5xx, the store unchanged", arguments: Backend.available)
+    @Test(
+        "malformed, truncated, wrongly typed, non-UTF-8 and huge bodies: 400 or 413 with the envelope, never a 5xx, the store unchanged",
+        arguments: Backend.available)
     func badBodies(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend) { $0.maxWebhookBodyBytes = 64 * 1024 }
         try await harness.router { client in
@@ -215,7 +231,9 @@ struct WebhookTests {
             ]
             for (body, headers) in cases {
                 let reply = try await client.call(.post, path, body: body, headers: headers)
-                #expect(reply.status == .badRequest && reply.errorCode == "badRequest", "\(String(decoding: body.prefix(80), as: UTF8.self)): \(reply.status) \(reply.text)")
+                #expect(
+                    reply.status == .badRequest && reply.errorCode == "badRequest",
+                    "\(String(decoding: body.prefix(80), as: UTF8.self)): \(reply.status) \(reply.text)")
             }
             let huge = try await client.call(.post, path, body: Data(repeating: UInt8(ascii: "x"), count: 64 * 1024 + 1), headers: [:])
             #expect(huge.status == .contentTooLarge && huge.errorCode == "payloadTooLarge")
@@ -225,7 +243,9 @@ struct WebhookTests {
 
     @Test("the app's publish rate applies: 429 with Retry-After, counting each notification")
     func rateLimit() async throws {
-        let harness = try await ServiceHarness { $0.publishRate = 0.01; $0.publishBurst = 3 }
+        let harness = try await ServiceHarness {
+            $0.publishRate = 0.01; $0.publishBurst = 3
+        }
         try await harness.router { client in
             let world = try await harness.world(client)
             let (path, _) = try await world.webhook(client)

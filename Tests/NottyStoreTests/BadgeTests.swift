@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 import NottyCore
-@testable import NottyStore
 import NottyTestSupport
 import Testing
+
+@testable import NottyStore
 
 @Suite("The badge of notty count and notty watch, and the store's change signal")
 struct BadgeTests {
@@ -13,9 +14,11 @@ struct BadgeTests {
         let now = base.addingTimeInterval(3600)
         var rows: [UserNotification] = []
         for n in 1...300 {
-            rows.append(notification(n, read: n % 3 == 0 ? .read : .unread, action: n % 7 == 0 ? .dismissed : .noInteraction,
-                                     snoozedUntil: n % 11 == 0 ? now.addingTimeInterval(n % 2 == 0 ? -60 : 60) : nil,
-                                     expires: n % 13 == 0 ? now.addingTimeInterval(-1) : nil))
+            rows.append(
+                notification(
+                    n, read: n % 3 == 0 ? .read : .unread, action: n % 7 == 0 ? .dismissed : .noInteraction,
+                    snoozedUntil: n % 11 == 0 ? now.addingTimeInterval(n % 2 == 0 ? -60 : 60) : nil,
+                    expires: n % 13 == 0 ? now.addingTimeInterval(-1) : nil))
         }
         rows = rows.map { row in
             var row = row
@@ -32,8 +35,12 @@ struct BadgeTests {
         }
         #expect(try t.store.badge(view: .unread, now: now).highUnread > 0, "the fixture has High Unread rows")
         let plan = try t.store.pool.read { db in
-            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT count(*) FROM notifications WHERE bucket = 'unread' AND hidden = 0 AND expires > 0 AND read_state = 'Unread' AND priority = 'High'")
-                .map { $0["detail"] as String? ?? "" }.joined(separator: " ")
+            try Row.fetchAll(
+                db,
+                sql:
+                    "EXPLAIN QUERY PLAN SELECT count(*) FROM notifications WHERE bucket = 'unread' AND hidden = 0 AND expires > 0 AND read_state = 'Unread' AND priority = 'High'"
+            )
+            .map { $0["detail"] as String? ?? "" }.joined(separator: " ")
         }
         #expect(plan.contains("notifications_high_unread"), "\(plan)")
     }
@@ -41,7 +48,9 @@ struct BadgeTests {
     @Test("a commit by another connection reaches changes() through the directory's events, not its fallback interval (an hour here)")
     func changeSignal() async throws {
         let t = try TemporaryStore()
-        _ = try await t.store.perform { try $0.apply(page: ChangesPage(changes: [notification(1)], cursor: "1", hasMore: false), since: nil, now: base) }
+        _ = try await t.store.perform {
+            try $0.apply(page: ChangesPage(changes: [notification(1)], cursor: "1", hasMore: false), since: nil, now: base)
+        }
         let other = try await LocalStore.open(path: t.path)
         let seen = Locked<[LocalStore.Change]>([])
         let watcher = Task {

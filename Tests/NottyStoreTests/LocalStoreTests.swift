@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 import NottyCore
-@testable import NottyStore
 import NottyTestSupport
 import Testing
+
+@testable import NottyStore
 
 /// A store on a temporary file, removed at the end.
 final class TemporaryStore {
@@ -21,17 +22,22 @@ final class TemporaryStore {
 
 let base = Date(timeIntervalSince1970: 1_800_000_000)
 
-func notification(_ n: Int, read: ReadState = .unread, action: UserActionState = .noInteraction, snoozedUntil: Date? = nil,
-                  title: String? = nil, expires: Date? = nil, created: Date? = nil) -> UserNotification {
-    .fixture(id: UserNotification.fixtureId(n), appNotificationId: "a\(n)", app: n % 2 == 0 ? "ci.example.com" : "mon.example.com",
-             group: n % 3 == 0 ? "deploys" : nil, priority: n % 5 == 0 ? .high : .none, title: title ?? "title \(n)", body: "body \(n)",
-             raw: n % 4 == 0 ? "raw \(n)" : nil, created: created ?? base.addingTimeInterval(Double(n)), modified: base.addingTimeInterval(Double(n)),
-             expires: expires ?? base.addingTimeInterval(86_400 * 7), read: read, action: action, snoozedUntil: snoozedUntil)
+func notification(
+    _ n: Int, read: ReadState = .unread, action: UserActionState = .noInteraction, snoozedUntil: Date? = nil,
+    title: String? = nil, expires: Date? = nil, created: Date? = nil
+) -> UserNotification {
+    .fixture(
+        id: UserNotification.fixtureId(n), appNotificationId: "a\(n)", app: n % 2 == 0 ? "ci.example.com" : "mon.example.com",
+        group: n % 3 == 0 ? "deploys" : nil, priority: n % 5 == 0 ? .high : .none, title: title ?? "title \(n)", body: "body \(n)",
+        raw: n % 4 == 0 ? "raw \(n)" : nil, created: created ?? base.addingTimeInterval(Double(n)), modified: base.addingTimeInterval(Double(n)),
+        expires: expires ?? base.addingTimeInterval(86_400 * 7), read: read, action: action, snoozedUntil: snoozedUntil)
 }
 
 @Suite("Local store")
 struct LocalStoreTests {
-    @Test("the writer commits with synchronous=FULL (GRDB's pool would leave NORMAL); a pulled page alone commits with NORMAL, and FULL is back after it")
+    @Test(
+        "the writer commits with synchronous=FULL (GRDB's pool would leave NORMAL); a pulled page alone commits with NORMAL, and FULL is back after it"
+    )
     func durableCommits() throws {
         let temporary = try TemporaryStore()
         #expect(try temporary.store.writerPragma("synchronous") == 2)
@@ -45,8 +51,12 @@ struct LocalStoreTests {
             try temporary.store.pool.writeWithoutTransaction { db in try LocalStore.inRepairableTransaction(db) { throw Failure() } }
         }
         #expect(try temporary.store.writerPragma("synchronous") == 2, "FULL again after a failed transaction")
-        #expect(try temporary.store.apply(page: ChangesPage(changes: [notification(1)], cursor: "1", hasMore: false), since: nil, now: base) == .applied(changed: 1))
-        #expect(try temporary.store.apply(page: ChangesPage(changes: [notification(2)], cursor: "2", hasMore: false), since: "0", now: base) == .cursorMoved)
+        #expect(
+            try temporary.store.apply(page: ChangesPage(changes: [notification(1)], cursor: "1", hasMore: false), since: nil, now: base)
+                == .applied(changed: 1))
+        #expect(
+            try temporary.store.apply(page: ChangesPage(changes: [notification(2)], cursor: "2", hasMore: false), since: "0", now: base)
+                == .cursorMoved)
         #expect(try temporary.store.writerPragma("synchronous") == 2)
     }
 
@@ -63,7 +73,9 @@ struct LocalStoreTests {
                 dismissed.userActionState = .dismissed
                 dismissed.lastModifiedDateTime = base.addingTimeInterval(10_000 + Double(index))
                 let next = String(index + 1)
-                #expect(try store.apply(page: ChangesPage(changes: [dismissed], cursor: next, hasMore: false), since: cursor, now: base) == .applied(changed: 1))
+                #expect(
+                    try store.apply(page: ChangesPage(changes: [dismissed], cursor: next, hasMore: false), since: cursor, now: base)
+                        == .applied(changed: 1))
                 cursor = next
             }
         }
@@ -89,7 +101,8 @@ struct LocalStoreTests {
         var bare = notification(8)
         bare.groupName = nil
         bare.payload = NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "t"))
-        #expect(try t.store.apply(page: ChangesPage(changes: [full, bare], cursor: "1", hasMore: false), since: nil, now: base) == .applied(changed: 2))
+        #expect(
+            try t.store.apply(page: ChangesPage(changes: [full, bare], cursor: "1", hasMore: false), since: nil, now: base) == .applied(changed: 2))
         #expect(try t.store.notification(id: full.id) == full)
         #expect(try t.store.notification(id: bare.id) == bare)
         // The same statement again, for other rows: nothing of the previous row's values is left bound.
@@ -103,12 +116,13 @@ struct LocalStoreTests {
     @Test("views partition the notifications; a snooze ends and an expiry hides by time alone")
     func viewsByTime() throws {
         let t = try TemporaryStore()
-        let page = ChangesPage(changes: [
-            notification(1), notification(2, read: .read), notification(3, action: .activated),
-            notification(4, action: .dismissed), notification(5, read: .read, action: .snoozed, snoozedUntil: base.addingTimeInterval(3600)),
-            notification(6, action: .snoozed, snoozedUntil: base.addingTimeInterval(7200)),
-            notification(7, expires: base.addingTimeInterval(1800)),
-        ], cursor: "7", hasMore: false)
+        let page = ChangesPage(
+            changes: [
+                notification(1), notification(2, read: .read), notification(3, action: .activated),
+                notification(4, action: .dismissed), notification(5, read: .read, action: .snoozed, snoozedUntil: base.addingTimeInterval(3600)),
+                notification(6, action: .snoozed, snoozedUntil: base.addingTimeInterval(7200)),
+                notification(7, expires: base.addingTimeInterval(1800)),
+            ], cursor: "7", hasMore: false)
         #expect(try t.store.apply(page: page, since: nil) == .applied(changed: 7))
         let early = base.addingTimeInterval(60)
         var counts = try t.store.counts(now: early)
@@ -179,8 +193,9 @@ struct LocalStoreTests {
                 for limit in [1, 4, 200] {
                     for offset in 0...whole.count {
                         let slice = Array(whole[min(offset, whole.count)..<min(offset + limit, whole.count)])
-                        #expect(try t.store.window(view: view, offset: offset, limit: limit, total: whole.count, now: now).map(\.id) == slice,
-                                "\(view) offset \(offset) limit \(limit)")
+                        #expect(
+                            try t.store.window(view: view, offset: offset, limit: limit, total: whole.count, now: now).map(\.id) == slice,
+                            "\(view) offset \(offset) limit \(limit)")
                         #expect(try t.store.window(view: view, offset: offset, limit: limit, now: now).map(\.id) == slice)
                     }
                 }
@@ -188,7 +203,9 @@ struct LocalStoreTests {
         }
     }
 
-    @Test("what the center reads on every key and reload (windows, searches, counts, positions, timed changes, the revision) keeps its prepared statements: none is prepared again when other values are bound")
+    @Test(
+        "what the center reads on every key and reload (windows, searches, counts, positions, timed changes, the revision) keeps its prepared statements: none is prepared again when other values are bound"
+    )
     func readsKeepTheirPlans() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notty-store-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -282,7 +299,8 @@ struct LocalStoreTests {
     @Test("a full resync keeps the outbox and drops what the service no longer has")
     func resync() throws {
         let t = try TemporaryStore()
-        _ = try t.store.apply(page: ChangesPage(changes: [notification(1), notification(2), notification(3)], cursor: "3", hasMore: false), since: nil)
+        _ = try t.store.apply(
+            page: ChangesPage(changes: [notification(1), notification(2), notification(3)], cursor: "3", hasMore: false), since: nil)
         try t.store.record([(notification(1).id, .patch(StateChange(readState: .read)))], now: base)
         try t.store.beginResync()
         #expect(try t.store.cursor() == nil)
@@ -296,7 +314,8 @@ struct LocalStoreTests {
     @Test("ids: full, unique prefix of 6+, too short, ambiguous, unknown")
     func resolve() throws {
         let t = try TemporaryStore()
-        _ = try t.store.apply(page: ChangesPage(changes: [notification(0x10), notification(0x11), notification(0x200)], cursor: "3", hasMore: false), since: nil)
+        _ = try t.store.apply(
+            page: ChangesPage(changes: [notification(0x10), notification(0x11), notification(0x200)], cursor: "3", hasMore: false), since: nil)
         #expect(try t.store.resolve(notification(0x200).id) == notification(0x200).id)
         #expect(try t.store.resolve("00000200") == notification(0x200).id)
         #expect(throws: StoreError.tooShort("00000")) { try t.store.resolve("00000") }
@@ -361,7 +380,8 @@ struct StateChangeTests {
         #expect(try t.store.apply(page: second, since: "1", now: now) == .applied(changed: 3))
         _ = try t.store.record([(notification(7).id, .patch(StateChange(readState: .read)))], now: now)
         let changes = try t.store.stateChanges(now: now)
-        #expect(changes.map { "\($0.notification.appNotificationId) \($0.stateName)" } == ["a1 activated", "a4 deleted", "a2 dismissed", "a3 deleted"])
+        #expect(
+            changes.map { "\($0.notification.appNotificationId) \($0.stateName)" } == ["a1 activated", "a4 deleted", "a2 dismissed", "a3 deleted"])
         #expect(changes.first { $0.view == nil }?.notification.payload.visualContent?.title == "title 4")
         #expect(try t.store.stateChanges(now: now).isEmpty)  // taken once
         // Stopped: later changes are not kept.
@@ -380,7 +400,9 @@ struct StoreViewRuleTests {
         var all: [UserNotification] = []
         var n = 0
         for read in [ReadState.unread, .read] {
-            for (action, hours) in [(UserActionState.noInteraction, nil), (.activated, nil), (.dismissed, nil), (.snoozed, 1.0), (.snoozed, 5.0)] as [(UserActionState, Double?)] {
+            for (action, hours) in [(UserActionState.noInteraction, nil), (.activated, nil), (.dismissed, nil), (.snoozed, 1.0), (.snoozed, 5.0)]
+                as [(UserActionState, Double?)]
+            {
                 n += 1
                 all.append(notification(n, read: read, action: action, snoozedUntil: hours.map { base.addingTimeInterval($0 * 3600) }))
             }
@@ -406,13 +428,19 @@ struct DeferredIndexTests {
     /// The store's indexes of `notifications`, by name, with their definitions.
     static func indexes(_ store: LocalStore) throws -> [String: String] {
         try store.pool.read { db in
-            Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: """
-                SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'notifications' AND sql IS NOT NULL
-                """).map { ($0["name"] as String, $0["sql"] as String) })
+            Dictionary(
+                uniqueKeysWithValues: try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'notifications' AND sql IS NOT NULL
+                        """
+                ).map { ($0["name"] as String, $0["sql"] as String) })
         }
     }
 
-    @Test("an empty store drops its secondary indexes for a first sync; a store reopened after a crash reads right without them, and the next build makes them exactly as a migration does")
+    @Test(
+        "an empty store drops its secondary indexes for a first sync; a store reopened after a crash reads right without them, and the next build makes them exactly as a migration does"
+    )
     func deferAndRepair() throws {
         let t = try TemporaryStore()
         let migrated = try Self.indexes(t.store)
@@ -420,8 +448,11 @@ struct DeferredIndexTests {
         #expect(try t.store.deferIndexesIfEmpty())
         #expect(Set(try Self.indexes(t.store).keys) == LocalStore.indexesNamedByQueries)
         #expect(try t.store.writerPragma("cache_size") == LocalStore.firstSyncCacheSize, "a first sync writes with a larger cache")
-        let first = (1...40).map { notification($0, read: $0 % 3 == 0 ? .read : .unread, action: $0 % 5 == 0 ? .dismissed : .noInteraction,
-                                                 created: base.addingTimeInterval(Double($0))) }
+        let first = (1...40).map {
+            notification(
+                $0, read: $0 % 3 == 0 ? .read : .unread, action: $0 % 5 == 0 ? .dismissed : .noInteraction,
+                created: base.addingTimeInterval(Double($0)))
+        }
         #expect(try t.store.apply(page: ChangesPage(changes: first, cursor: "40", hasMore: true), since: nil) == .applied(changed: 40))
 
         // The process dies here: another opens the store, which is complete up to the cursor.

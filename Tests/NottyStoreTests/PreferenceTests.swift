@@ -6,7 +6,9 @@ import Testing
 
 @Suite("Preferences in the local store (PROTOCOL.md §9)")
 struct LocalPreferenceTests {
-    @Test("set here: pending and stamped after every clock seen; from the service: the later changedAt wins, a pending one keeps a tie; an acknowledgement clears only what was sent; another account starts empty")
+    @Test(
+        "set here: pending and stamped after every clock seen; from the service: the later changedAt wins, a pending one keeps a tie; an acknowledgement clears only what was sent; another account starts empty"
+    )
     func rule() throws {
         let directory = Repository.temporaryDirectory("notty-store")
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -11,8 +11,10 @@ import Testing
 struct SearchTests {
     static let words = ["Deploy", "deploy", "DB-3", "db-30", "flaky test", "ビルド失敗", "✅ done", "50%_off", "Über alert", "a\"quote"]
     /// More rows than ``SearchPlan`` sorts itself, so "example" (every app) takes the other way.
-    static let queries = ["example", "deploy", "DB-3", "ビルド", "50%_o", "über", "a\"q", "zz", "de", "no such words", "ci.", "body 1",
-                          "group:deploys", "group:ci.example.com", " group: mon.example.com ", "group:nope"]
+    static let queries = [
+        "example", "deploy", "DB-3", "ビルド", "50%_o", "über", "a\"q", "zz", "de", "no such words", "ci.", "body 1",
+        "group:deploys", "group:ci.example.com", " group: mon.example.com ", "group:nope",
+    ]
 
     static func text(_ random: inout SeededRandom) -> String {
         "\(words.randomElement(using: &random)!) \(words.randomElement(using: &random)!) \(Int.random(in: 0..<99, using: &random))"
@@ -44,27 +46,34 @@ struct SearchTests {
                 for offset in [1, whole.count / 2, whole.count - 2, Int.random(in: 0...whole.count, using: &random)] where offset >= 0 {
                     let limit = [1, 9, 40][Int.random(in: 0..<3, using: &random)]
                     let slice = Array(whole[min(offset, whole.count)..<min(offset + limit, whole.count)])
-                    #expect(try store.window(view: view, query: query, offset: offset, limit: limit, now: now).map(\.id) == slice, "offset \(offset) \(label)")
-                    #expect(try store.window(view: view, query: query, offset: offset, limit: limit, total: whole.count, now: now).map(\.id) == slice,
-                            "offset \(offset) with total \(label)")
+                    #expect(
+                        try store.window(view: view, query: query, offset: offset, limit: limit, now: now).map(\.id) == slice,
+                        "offset \(offset) \(label)")
+                    #expect(
+                        try store.window(view: view, query: query, offset: offset, limit: limit, total: whole.count, now: now).map(\.id) == slice,
+                        "offset \(offset) with total \(label)")
                 }
                 if GroupQuery.key(in: query) == nil {
                     let rows = shown.filter { view.contains($0, now: now) && matches($0, query) }
                     let expected = Dictionary(grouping: rows, by: \.groupKey).map { key, rows in
-                        NotificationGroup(key: key, app: Set(rows.map(\.targetHostName)).count == 1 ? rows[0].targetHostName : nil, count: rows.count,
-                                          unread: rows.filter { $0.readState == .unread }.count, newest: rows.map(\.createdDateTime).max()!)
+                        NotificationGroup(
+                            key: key, app: Set(rows.map(\.targetHostName)).count == 1 ? rows[0].targetHostName : nil, count: rows.count,
+                            unread: rows.filter { $0.readState == .unread }.count, newest: rows.map(\.createdDateTime).max()!)
                     }.sorted { ($0.newest, $1.key) > ($1.newest, $0.key) }
                     let groups = try store.groups(view: view, query: query, now: now)
-                    #expect(groups.map { group in
-                        var plain = group
-                        (plain.newestTitle, plain.lone) = ("", nil)
-                        return plain
-                    } == expected, "groups \(label)")
+                    #expect(
+                        groups.map { group in
+                            var plain = group
+                            (plain.newestTitle, plain.lone) = ("", nil)
+                            return plain
+                        } == expected, "groups \(label)")
                     let byKey = Dictionary(grouping: rows, by: \.groupKey)
                     for group in groups {
                         let members = byKey[group.key] ?? []
                         // The newest's title (rows created in the same millisecond: any of them).
-                        #expect(members.filter { $0.createdDateTime == group.newest }.map(\.displayTitle).contains(group.newestTitle), "newest title \(label)")
+                        #expect(
+                            members.filter { $0.createdDateTime == group.newest }.map(\.displayTitle).contains(group.newestTitle),
+                            "newest title \(label)")
                         #expect(group.lone == (members.count == 1 ? members[0] : nil), "a group of one is its notification \(label)")
                     }
                 }
@@ -76,8 +85,9 @@ struct SearchTests {
         }
     }
 
-    @Test("searches equal a row-by-row match before, while and after the index is built, through re-publishes with new text, tombstones, actions, a resync and a new account",
-          arguments: [1, 2] as [UInt64])
+    @Test(
+        "searches equal a row-by-row match before, while and after the index is built, through re-publishes with new text, tombstones, actions, a resync and a new account",
+        arguments: [1, 2] as [UInt64])
     func searchesMatchTheRows(seed: UInt64) throws {
         var random = SeededRandom(seed: seed)
         let t = try TemporaryStore()
@@ -106,7 +116,8 @@ struct SearchTests {
             var changes = fresh(40)
             for _ in 0..<40 {
                 guard let id = ids.randomElement(using: &random), var again = try t.store.notification(id: id) else { continue }
-                again.payload = NotificationPayload(rawContent: nil, visualContent: VisualContent(title: Self.text(&random), body: Self.text(&random)))
+                again.payload = NotificationPayload(
+                    rawContent: nil, visualContent: VisualContent(title: Self.text(&random), body: Self.text(&random)))
                 again.createdDateTime = base.addingTimeInterval(Double(Int.random(in: -100_000..<10, using: &random)))
                 again.lastModifiedDateTime = base.addingTimeInterval(Double(300 + round))
                 if Int.random(in: 0..<4, using: &random) == 0 { again.status = .deleted }
@@ -115,9 +126,15 @@ struct SearchTests {
             try pull(changes)
             let actions = (0..<30).map { _ -> (id: String, action: LocalAction) in
                 let id = ids.randomElement(using: &random)!
-                return Int.random(in: 0..<6, using: &random) == 0 ? (id, .delete)
-                    : (id, .patch(StateChange(readState: ViewIndexTests.read(&random), userActionState: ViewIndexTests.action(&random),
-                                               snoozedUntil: ViewIndexTests.until(&random))))
+                return Int.random(in: 0..<6, using: &random) == 0
+                    ? (id, .delete)
+                    : (
+                        id,
+                        .patch(
+                            StateChange(
+                                readState: ViewIndexTests.read(&random), userActionState: ViewIndexTests.action(&random),
+                                snoozedUntil: ViewIndexTests.until(&random)))
+                    )
             }
             try t.store.record(actions, now: base.addingTimeInterval(Double(round)))
         }

@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 import NottyCore
-@testable import NottyStore
 import NottyTestSupport
 import Testing
+
+@testable import NottyStore
 
 /// A device store at every schema version this build knows, a row in every table of it (but the
 /// derived ones: view counts and the search index, which the schema's triggers keep), migrated
@@ -12,7 +13,9 @@ import Testing
 struct StoreUpgradeTests {
     static let id = "0190a1b2-0000-7000-8000-000000000001"
 
-    @Test("every earlier version, a row in each of its tables: migrated, the row counted, shown and its unsent change kept; this build then writes", arguments: LocalStore.migrator.migrations.dropLast())
+    @Test(
+        "every earlier version, a row in each of its tables: migrated, the row counted, shown and its unsent change kept; this build then writes",
+        arguments: LocalStore.migrator.migrations.dropLast())
     func device(version: String) throws {
         let directory = Repository.temporaryDirectory("notty-store-upgrade")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -45,7 +48,9 @@ struct StoreUpgradeTests {
         // This build writes: a change of state, a page of the service, a search.
         try store.record([(Self.id, .patch(StateChange(userActionState: .dismissed)))])
         #expect(try store.counts(now: now).dismissed == 1)
-        let page = ChangesPage(changes: [.fixture(id: UserNotification.fixtureId(2), title: "After the upgrade", created: now, expires: now + 3600)], cursor: "2", hasMore: false)
+        let page = ChangesPage(
+            changes: [.fixture(id: UserNotification.fixtureId(2), title: "After the upgrade", created: now, expires: now + 3600)], cursor: "2",
+            hasMore: false)
         _ = try store.apply(page: page, since: nil, now: now)
         #expect(try store.counts(now: now).all == 2)
         #expect(try store.window(view: .all, query: "upgrade", limit: 10, now: now).map(\.displayTitle) == ["After the upgrade"])

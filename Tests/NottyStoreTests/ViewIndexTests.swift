@@ -21,10 +21,12 @@ struct ViewIndexTests {
                 created = base.addingTimeInterval(-Double(Int64.random(in: 0..<(Int64(1) << scale), using: &random)) / 1000)
             }
             previous = created
-            let expires = Bool.random(using: &random) && Int.random(in: 0..<5, using: &random) == 0
+            let expires =
+                Bool.random(using: &random) && Int.random(in: 0..<5, using: &random) == 0
                 ? base.addingTimeInterval(Double(Int.random(in: 1..<10_800, using: &random))) : nil
-            return notification(n, read: Self.read(&random), action: Self.action(&random),
-                                snoozedUntil: Self.until(&random), expires: expires, created: created)
+            return notification(
+                n, read: Self.read(&random), action: Self.action(&random),
+                snoozedUntil: Self.until(&random), expires: expires, created: created)
         }
     }
 
@@ -49,7 +51,9 @@ struct ViewIndexTests {
                 .map(\.id)
             let counted = try store.count(view: view, now: now)
             #expect(counted == whole.count, "\(view), seed \(seed)")
-            let offsets = [0, 1, whole.count / 2, whole.count - 1, whole.count, whole.count + 3] + (0..<8).map { _ in Int.random(in: 0...max(0, whole.count), using: &random) }
+            let offsets =
+                [0, 1, whole.count / 2, whole.count - 1, whole.count, whole.count + 3]
+                + (0..<8).map { _ in Int.random(in: 0...max(0, whole.count), using: &random) }
             for offset in offsets where offset >= 0 {
                 let limit = [1, 7, 60][Int.random(in: 0..<3, using: &random)]
                 let slice = Array(whole[min(offset, whole.count)..<min(offset + limit, whole.count)])
@@ -64,8 +68,9 @@ struct ViewIndexTests {
         }
     }
 
-    @Test("counts, positions and windows equal the views worked out row by row, through pulls, actions, acknowledgements, tombstones, re-publishes, snoozes ending and expiry",
-          arguments: [1, 2, 3, 4, 5] as [UInt64])
+    @Test(
+        "counts, positions and windows equal the views worked out row by row, through pulls, actions, acknowledgements, tombstones, re-publishes, snoozes ending and expiry",
+        arguments: [1, 2, 3, 4, 5] as [UInt64])
     func blockCountsMatchTheRows(seed: UInt64) throws {
         var random = SeededRandom(seed: seed)
         let t = try TemporaryStore()
@@ -89,7 +94,9 @@ struct ViewIndexTests {
             var actions: [(id: String, action: LocalAction)] = []
             for _ in 0..<25 {
                 guard let id = ids.randomElement(using: &random) else { break }
-                let action: LocalAction = Int.random(in: 0..<8, using: &random) == 0 ? .delete
+                let action: LocalAction =
+                    Int.random(in: 0..<8, using: &random) == 0
+                    ? .delete
                     : .patch(StateChange(readState: Self.read(&random), userActionState: Self.action(&random), snoozedUntil: Self.until(&random)))
                 actions.append((id, action))
             }
@@ -101,8 +108,9 @@ struct ViewIndexTests {
                 answer.userActionState = Self.action(&random)
                 answer.snoozedUntil = answer.userActionState == .snoozed ? Self.until(&random) : nil
                 answer.lastModifiedDateTime = base.addingTimeInterval(Double(100 + round))
-                return MutationResult(id: entry.notificationId, mutationId: entry.mutationId, status: Bool.random(using: &random) ? 200 : 404,
-                                      notification: answer)
+                return MutationResult(
+                    id: entry.notificationId, mutationId: entry.mutationId, status: Bool.random(using: &random) ? 200 : 404,
+                    notification: answer)
             }
             try t.store.acknowledge(acknowledged)
             // From the service: new ones, re-published ones (new creation time), tombstones.

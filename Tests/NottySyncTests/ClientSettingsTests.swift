@@ -30,23 +30,28 @@ struct ClientSettingsTests {
         #expect(try ClientSettings(toml: "poll = { live = true, interval = 90 }", file: "f").pollInterval == 90)
     }
 
-    @Test("A file notty cannot use is one error naming the file, the place or key, and what to write", arguments: [
-        ("view = ", "f: line 1, column"),
-        ("view = \"inbox\"", #"f: view = "inbox" is not a view: use unread, read, activated, dismissed, snoozed or all"#),
-        ("view = 3", "f: view must be a string, not 3"),
-        ("colour = false", "f: unknown setting colour (known: view, color, poll.interval, poll.exec, poll.on_change, poll.live, poll.desktop, poll.storm)"),
-        ("color = \"no\"", "f: color must be true or false, not a string"),
-        ("poll = 5", "f: poll must be a table ([poll]), not 5"),
-        ("[poll]\ninterval = 0", "f: poll.interval must be a whole number of seconds, at least 1, not 0"),
-        ("[poll]\ninterval = 1.5", "f: poll.interval must be a whole number of seconds, at least 1, not a floating-point number"),
-        ("[poll]\nexecute = 'x'", "f: unknown setting poll.execute"),
-        ("[poll]\nlive = 1", "f: poll.live must be true or false, not 1"),
-        ("view = [\"all\"]", "f: view must be a string, not an array"),
-        ("[[poll]]\nlive = true", "f: poll must be a table ([poll]), not an array"),
-        ("\"a\\nb\" = 1", #"f: unknown setting "a\nb" (known:"#),
-        ("\"view\\u0000x\" = 1", "f: a key holds a NUL character"),
-        ("[poll]\n\"\\u0000\" = 1", "f: a key holds a NUL character"),
-    ])
+    @Test(
+        "A file notty cannot use is one error naming the file, the place or key, and what to write",
+        arguments: [
+            ("view = ", "f: line 1, column"),
+            ("view = \"inbox\"", #"f: view = "inbox" is not a view: use unread, read, activated, dismissed, snoozed or all"#),
+            ("view = 3", "f: view must be a string, not 3"),
+            (
+                "colour = false",
+                "f: unknown setting colour (known: view, color, poll.interval, poll.exec, poll.on_change, poll.live, poll.desktop, poll.storm)"
+            ),
+            ("color = \"no\"", "f: color must be true or false, not a string"),
+            ("poll = 5", "f: poll must be a table ([poll]), not 5"),
+            ("[poll]\ninterval = 0", "f: poll.interval must be a whole number of seconds, at least 1, not 0"),
+            ("[poll]\ninterval = 1.5", "f: poll.interval must be a whole number of seconds, at least 1, not a floating-point number"),
+            ("[poll]\nexecute = 'x'", "f: unknown setting poll.execute"),
+            ("[poll]\nlive = 1", "f: poll.live must be true or false, not 1"),
+            ("view = [\"all\"]", "f: view must be a string, not an array"),
+            ("[[poll]]\nlive = true", "f: poll must be a table ([poll]), not an array"),
+            ("\"a\\nb\" = 1", #"f: unknown setting "a\nb" (known:"#),
+            ("\"view\\u0000x\" = 1", "f: a key holds a NUL character"),
+            ("[poll]\n\"\\u0000\" = 1", "f: a key holds a NUL character"),
+        ])
     func errors(toml: String, message: String) {
         #expect {
             try ClientSettings(toml: toml, file: "f")

@@ -9,7 +9,9 @@ import Testing
 
 @Suite("Preferences on devices (PROTOCOL.md §9)")
 struct PreferenceSyncTests {
-    @Test("a preference set on one device reaches another through the feed; one set offline earlier loses, one set later wins; a pending one survives a pull")
+    @Test(
+        "a preference set on one device reaches another through the feed; one set offline earlier loses, one set later wins; a pending one survives a pull"
+    )
     func twoDevices() async throws {
         let directory = Repository.temporaryDirectory("notty-preferences")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -19,7 +21,9 @@ struct PreferenceSyncTests {
         network.faults = false
         func device(_ index: Int) throws -> (LocalStore, SyncEngine) {
             let store = try LocalStore(path: directory.appendingPathComponent("device\(index).sqlite").path)
-            return (store, SyncEngine(store: store, transport: SimulatedTransport(service: service, userId: user.id, device: index, network: network)))
+            return (
+                store, SyncEngine(store: store, transport: SimulatedTransport(service: service, userId: user.id, device: index, network: network))
+            )
         }
         let (a, engineA) = try device(0)
         let (b, engineB) = try device(1)

@@ -89,7 +89,8 @@ struct SimulatedTransport: SyncTransport {
         try reach()
         let items = entries.map { JSONValue.object(["key": .string($0.key), "value": $0.value, "changedAt": .string(ISOTime.format($0.changedAt))]) }
         let body = Data(JSONValue.object(["preferences": .array(items)]).jsonText.utf8)
-        var faults = network.faults(for: "preferences/\(device)/" + entries.map { "\($0.key)@\(ISOTime.millis($0.changedAt))" }.joined(separator: ","))
+        var faults = network.faults(
+            for: "preferences/\(device)/" + entries.map { "\($0.key)@\(ISOTime.millis($0.changedAt))" }.joined(separator: ","))
         let answer = try await service.inbox.setPreferences(userId: userId, body: body).preferences
         if faults.chance(0.15) { throw SyncError.unreachable("answer lost after the service applied it") }
         return answer
@@ -99,17 +100,21 @@ struct SimulatedTransport: SyncTransport {
 /// An in-process service on SQLite in `directory`, with user alice, the app ci.example.com
 /// (signed in) and alice's subscription to it.
 func inProcessService(in directory: URL, clock: ManualClock) async throws
-    -> (service: NotificationService, user: UserRecord, app: AppRecord, uns: String) {
+    -> (service: NotificationService, user: UserRecord, app: AppRecord, uns: String)
+{
     var config = ServiceConfig()
     config.bcryptCost = 4
     config.publishBurst = 100_000
-    let service = NotificationService(storage: try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path), config: config, clock: clock,
-                                      secrets: .ephemeral())
+    let service = NotificationService(
+        storage: try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path), config: config, clock: clock,
+        secrets: .ephemeral())
     let user = try await service.admin.addUser(name: "alice", password: "pw")
     let (clientId, secret) = try await service.admin.addApp(hostName: "ci.example.com")
-    let appToken = try await service.auth.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret]).access_token
+    let appToken = try await service.auth.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret])
+        .access_token
     let app = try await service.auth.authenticateApp(bearer: appToken)
-    let uns = try await service.inbox.createSubscription(userId: user.id, body: Data(#"{"targetHostName":"ci.example.com"}"#.utf8)).userNotificationSubscriptionId
+    let uns = try await service.inbox.createSubscription(userId: user.id, body: Data(#"{"targetHostName":"ci.example.com"}"#.utf8))
+        .userNotificationSubscriptionId
     return (service, user, app, uns)
 }
 
@@ -159,7 +164,8 @@ struct SimulationTests {
         #expect(failure == nil, "seed \(seed) (replay with this seed): \(failure ?? "")")
     }
 
-    @Test("A seed fixes the whole run: the same seed twice gives the same trace, step by step, and the same end state", arguments: [UInt64(7), 12190])
+    @Test(
+        "A seed fixes the whole run: the same seed twice gives the same trace, step by step, and the same end state", arguments: [UInt64(7), 12190])
     func deterministic(seed: UInt64) async throws {
         let first = try await Self.simulate(seed: seed, devices: 3, steps: 250)
         let second = try await Self.simulate(seed: seed, devices: 3, steps: 250)
@@ -189,11 +195,15 @@ struct SimulationTests {
         try await withThrowingTaskGroup(of: String?.self) { group in
             // Two at a time (one per core): all at once would run out of file descriptors.
             for _ in 0..<2 {
-                if let seed = next.next() { group.addTask { try await Self.simulate(seed: seed, devices: 3, steps: 250).failure.map { "seed \(seed): \($0)" } } }
+                if let seed = next.next() {
+                    group.addTask { try await Self.simulate(seed: seed, devices: 3, steps: 250).failure.map { "seed \(seed): \($0)" } }
+                }
             }
             while let result = try await group.next() {
                 if let result { failures.append(result) }
-                if let seed = next.next() { group.addTask { try await Self.simulate(seed: seed, devices: 3, steps: 250).failure.map { "seed \(seed): \($0)" } } }
+                if let seed = next.next() {
+                    group.addTask { try await Self.simulate(seed: seed, devices: 3, steps: 250).failure.map { "seed \(seed): \($0)" } }
+                }
             }
         }
         report("simulation: \(seeds.count) seeds (\(seeds.first!)…\(seeds.last!)), \(failures.count) failed, in \(start.duration(to: .now))")
@@ -227,8 +237,11 @@ struct SimulationTests {
         let network = SimulatedNetwork(seed: seed)
         let devices = try (0..<deviceCount).map { index in
             let store = try LocalStore(path: directory.appendingPathComponent("device\(index).sqlite").path)
-            return SimulatedDevice(index: index, store: store, engine: SyncEngine(
-                store: store, transport: SimulatedTransport(service: service, userId: user.id, device: index, network: network), pageSize: 7, initialPageSize: 11, batchSize: 5))
+            return SimulatedDevice(
+                index: index, store: store,
+                engine: SyncEngine(
+                    store: store, transport: SimulatedTransport(service: service, userId: user.id, device: index, network: network), pageSize: 7,
+                    initialPageSize: 11, batchSize: 5))
         }
         var appIds: [String] = []
         var frames: [DoorbellFrame] = []
@@ -265,7 +278,9 @@ struct SimulationTests {
                 line += " publish \(appId) after \(before) → \(page.cursor)"
             case 18..<21:  // the app deletes one
                 if let appId = appIds.randomElement(using: &network.random) {
-                    line += " app deletes \(appId): " + (await outcome { try await service.publishing.deleteByApp(app: app, unsId: uns, appNotificationId: appId) })
+                    line +=
+                        " app deletes \(appId): "
+                        + (await outcome { try await service.publishing.deleteByApp(app: app, unsId: uns, appNotificationId: appId) })
                     if let id = current[appId] { expected[id]?.deleted = true }
                 }
             case 21..<55:  // the user acts on a device (online or not)
@@ -301,10 +316,12 @@ struct SimulationTests {
             if Int.random(in: 0..<100, using: &preferenceRandom) < 12 {
                 let setter = devices[Int.random(in: 0..<deviceCount, using: &preferenceRandom)]
                 let key = ["quiet", "mute.app.ci.example.com", "mute.group.deploys"][Int.random(in: 0..<3, using: &preferenceRandom)]
-                let value: JSONValue = if Int.random(in: 0..<3, using: &preferenceRandom) == 0 { .null }
-                    else if key == "quiet" { Interruptions.quietValue(until: now.addingTimeInterval(Double(Int.random(in: 60...7200, using: &preferenceRandom))),
-                                                                      strict: Bool.random(using: &preferenceRandom)) }
-                    else { Interruptions.muteValue(until: Bool.random(using: &preferenceRandom) ? nil : now.addingTimeInterval(3600)) }
+                let value: JSONValue =
+                    if Int.random(in: 0..<3, using: &preferenceRandom) == 0 { .null } else if key == "quiet" {
+                        Interruptions.quietValue(
+                            until: now.addingTimeInterval(Double(Int.random(in: 60...7200, using: &preferenceRandom))),
+                            strict: Bool.random(using: &preferenceRandom))
+                    } else { Interruptions.muteValue(until: Bool.random(using: &preferenceRandom) ? nil : now.addingTimeInterval(3600)) }
                 let entry = try (await setter.store.perform { try $0.setPreference(key: key, value: value, now: now) })
                 expectedPreferences[key] = value
                 line += "; device \(setter.index) sets \(key) = \(value.jsonText) at \(ISOTime.millis(entry.changedAt))"
@@ -326,7 +343,9 @@ struct SimulationTests {
         if !settled { return "20 quiet rounds did not settle every device on the service's latest cursor" }
 
         let truth = try await service.inbox.list(userId: user.id, view: .all, top: 10_000, skip: 0)
-        trace += truth.map { "end \($0.appNotificationId) \($0.readState) \($0.userActionState) \(String(describing: $0.snoozedUntil)) \($0.lastModifiedDateTime)" }
+        trace += truth.map {
+            "end \($0.appNotificationId) \($0.readState) \($0.userActionState) \(String(describing: $0.snoozedUntil)) \($0.lastModifiedDateTime)"
+        }
         let truthCounts = try await service.inbox.counts(userId: user.id)
         for device in devices {
             if try (await device.store.perform { try $0.outboxCount() }) != 0 { return "device \(device.index): outbox not empty" }
@@ -361,7 +380,8 @@ struct SimulationTests {
             }
             if want.deleted { return "\(id) was deleted but is back" }
             if got.readState != want.read.value || got.userActionState != want.action.value || got.snoozedUntil != want.action.until {
-                return "\(id): service has \(got.readState)/\(got.userActionState)/\(String(describing: got.snoozedUntil)), the last changes were \(want)"
+                return
+                    "\(id): service has \(got.readState)/\(got.userActionState)/\(String(describing: got.snoozedUntil)), the last changes were \(want)"
             }
         }
         if truth.isEmpty && steps > 50 { return "the simulation published nothing that survived: it tests nothing" }
@@ -392,7 +412,8 @@ struct FirstSyncTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let (service, user, app, uns) = try await inProcessService(in: directory, clock: ManualClock(Date(timeIntervalSince1970: 1_800_000_000)))
         for n in 0..<120 {
-            _ = try await service.publishing.publish(app: app, unsId: uns, body: Data(#"{"appNotificationId":"n\#(n)","payload":{"rawContent":"x"}}"#.utf8))
+            _ = try await service.publishing.publish(
+                app: app, unsId: uns, body: Data(#"{"appNotificationId":"n\#(n)","payload":{"rawContent":"x"}}"#.utf8))
         }
         let network = SimulatedNetwork(seed: 1)
         network.faults = false

@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import NottyTestSupport
+
 @testable import NottyTUI
 
 /// A fixed clock and a fixed set of realistic notifications, so screens are deterministic.
@@ -16,8 +17,9 @@ enum Fixtures {
         priority: Priority = .none, ago: TimeInterval, read: ReadState = .unread,
         action: UserActionState = .noInteraction, snoozedUntil: Date? = nil, ttl: TimeInterval = 30 * 86_400
     ) -> UserNotification {
-        .fixture(id: id(n), appNotificationId: "app-\(n)", app: app, group: group, priority: priority, title: title, body: body, raw: raw,
-                 created: now.addingTimeInterval(-ago), ttl: ttl, read: read, action: action, snoozedUntil: snoozedUntil)
+        .fixture(
+            id: id(n), appNotificationId: "app-\(n)", app: app, group: group, priority: priority, title: title, body: body, raw: raw,
+            created: now.addingTimeInterval(-ago), ttl: ttl, read: read, action: action, snoozedUntil: snoozedUntil)
     }
 
     static let minute: TimeInterval = 60
@@ -26,32 +28,44 @@ enum Fixtures {
 
     /// 17 notifications: 7 Unread, 4 Read, 2 Activated, 2 Dismissed, 2 Snoozed.
     static let notifications: [UserNotification] = [
-        note(1, "ci.acme.io", "main", "Build #4821 failed on main",
-             body: "test_payment_refund timed out after 30s.\nCommit 9f3c2ab by dana: Retry webhook delivery on 5xx responses from the payment provider",
-             raw: #"{"run":4821,"status":"failed","url":"https://ci.acme.io/runs/4821"}"#, priority: .high, ago: 2 * minute),
-        note(2, "deploy.acme.io", "production", "デプロイ完了 ✅ api v2.14.0",
-             body: "api v2.14.0 を本番環境にデプロイしました。所要時間 3分12秒。", ago: 5 * minute),
-        note(3, "alerts.acme.io", "cn-north", "服务器告警 🔥 CPU 使用率 97%",
-             body: "主机 web-07 的 CPU 使用率在过去 5 分钟内持续高于 95%。", priority: .high, ago: 14 * minute),
-        note(4, "chat.acme.io", "#ops", "bob: can someone look at the queue backlog? it has been growing since the 9:40 deploy",
-             ago: 38 * minute),
-        note(5, "code.acme.io", "notty", "🎉 Release 2.0", body: "Tagged v2.0.0 — changelog at code.acme.io/notty/releases",
-             priority: .low, ago: 1 * hour + 5 * minute),
+        note(
+            1, "ci.acme.io", "main", "Build #4821 failed on main",
+            body:
+                "test_payment_refund timed out after 30s.\nCommit 9f3c2ab by dana: Retry webhook delivery on 5xx responses from the payment provider",
+            raw: #"{"run":4821,"status":"failed","url":"https://ci.acme.io/runs/4821"}"#, priority: .high, ago: 2 * minute),
+        note(
+            2, "deploy.acme.io", "production", "デプロイ完了 ✅ api v2.14.0",
+            body: "api v2.14.0 を本番環境にデプロイしました。所要時間 3分12秒。", ago: 5 * minute),
+        note(
+            3, "alerts.acme.io", "cn-north", "服务器告警 🔥 CPU 使用率 97%",
+            body: "主机 web-07 的 CPU 使用率在过去 5 分钟内持续高于 95%。", priority: .high, ago: 14 * minute),
+        note(
+            4, "chat.acme.io", "#ops", "bob: can someone look at the queue backlog? it has been growing since the 9:40 deploy",
+            ago: 38 * minute),
+        note(
+            5, "code.acme.io", "notty", "🎉 Release 2.0", body: "Tagged v2.0.0 — changelog at code.acme.io/notty/releases",
+            priority: .low, ago: 1 * hour + 5 * minute),
         note(6, "calendar.acme.io", "reminders", "Standup in 15 minutes", body: "Room 4B or meet.acme.io/standup", ago: 2 * hour),
-        note(7, "alerts.acme.io", "eu-west", "Disk usage 91% on db-02", body: "/var/lib/postgresql is at 91% (threshold 90%).",
-             priority: .high, ago: 3 * hour),
-        note(8, "chat.acme.io", "@carol", "carol: lunch at 12:30?", ago: 4 * hour, action: .snoozed,
-             snoozedUntil: now.addingTimeInterval(1 * hour)),
-        note(9, "calendar.acme.io", "reminders", "Renew TLS certificate for api.acme.io", priority: .high, ago: 1 * day,
-             action: .snoozed, snoozedUntil: now.addingTimeInterval(23 * hour)),
+        note(
+            7, "alerts.acme.io", "eu-west", "Disk usage 91% on db-02", body: "/var/lib/postgresql is at 91% (threshold 90%).",
+            priority: .high, ago: 3 * hour),
+        note(
+            8, "chat.acme.io", "@carol", "carol: lunch at 12:30?", ago: 4 * hour, action: .snoozed,
+            snoozedUntil: now.addingTimeInterval(1 * hour)),
+        note(
+            9, "calendar.acme.io", "reminders", "Renew TLS certificate for api.acme.io", priority: .high, ago: 1 * day,
+            action: .snoozed, snoozedUntil: now.addingTimeInterval(23 * hour)),
         note(10, "ci.acme.io", "release-2.0", "Build #4817 passed on release-2.0", ago: 5 * hour, read: .read),
         note(11, "chat.acme.io", "#general", "erin: 👨‍👩‍👧 family photos are up!", ago: 1 * day + 2 * hour, read: .read),
-        note(12, "deploy.acme.io", "staging", "Deployed web 3.8.1 to staging (feature flags: new-billing, dark-mode, faster-search)",
-             ago: 2 * day, read: .read),
-        note(13, "alerts.acme.io", "eu-west", "Latency p99 above 800 ms on checkout", priority: .high, ago: 6 * hour, read: .read,
-             action: .snoozed, snoozedUntil: now.addingTimeInterval(-30 * minute)),
-        note(14, "ci.acme.io", "main", "Build #4810 failed on main", priority: .high, ago: 1 * day + 5 * hour, read: .read,
-             action: .activated),
+        note(
+            12, "deploy.acme.io", "staging", "Deployed web 3.8.1 to staging (feature flags: new-billing, dark-mode, faster-search)",
+            ago: 2 * day, read: .read),
+        note(
+            13, "alerts.acme.io", "eu-west", "Latency p99 above 800 ms on checkout", priority: .high, ago: 6 * hour, read: .read,
+            action: .snoozed, snoozedUntil: now.addingTimeInterval(-30 * minute)),
+        note(
+            14, "ci.acme.io", "main", "Build #4810 failed on main", priority: .high, ago: 1 * day + 5 * hour, read: .read,
+            action: .activated),
         note(15, "code.acme.io", "notty", "Review requested: Fix resize flicker (#312)", ago: 3 * day, read: .read, action: .activated),
         note(16, "calendar.acme.io", "reminders", "Pay the Hetzner invoice", ago: 8 * day, read: .read, action: .dismissed),
         note(17, "alerts.acme.io", "cn-north", "Recovered: 服务器告警 resolved", ago: 2 * day + 3 * hour, action: .dismissed),
@@ -98,9 +112,11 @@ struct FakeStore {
                 if groups[i].app != row.targetHostName { groups[i].app = nil }
             } else {
                 // The rows come newest first: the first of a group is its newest.
-                groups.append(NotificationGroup(key: row.groupKey, app: row.targetHostName, count: 1,
-                                                unread: row.readState == .unread ? 1 : 0, newest: row.createdDateTime,
-                                                newestTitle: row.displayTitle, lone: row))
+                groups.append(
+                    NotificationGroup(
+                        key: row.groupKey, app: row.targetHostName, count: 1,
+                        unread: row.readState == .unread ? 1 : 0, newest: row.createdDateTime,
+                        newestTitle: row.displayTitle, lone: row))
             }
         }
         return groups
@@ -108,7 +124,8 @@ struct FakeStore {
 
     func answer(_ request: WindowRequest) -> TUIEvent {
         if request.groups {
-            return .groupsLoaded(GroupWindow(view: request.view, query: request.query, groups: groups(request.view, query: request.query)), counts: counts)
+            return .groupsLoaded(
+                GroupWindow(view: request.view, query: request.query, groups: groups(request.view, query: request.query)), counts: counts)
         }
         let (window, selection) = request.answer(from: matching(request.view, query: request.query))
         return .loaded(window, counts: counts, selection: selection)
@@ -171,7 +188,10 @@ struct Harness {
     var state: TUIState
     var store: FakeStore
 
-    init(size: Size = Size(columns: 80, rows: 24), view: NotificationView = .unread, notifications: [UserNotification] = Fixtures.notifications, useColor: Bool = true) {
+    init(
+        size: Size = Size(columns: 80, rows: 24), view: NotificationView = .unread, notifications: [UserNotification] = Fixtures.notifications,
+        useColor: Bool = true
+    ) {
         state = TUIState(size: size, now: Fixtures.now, timeZone: Fixtures.utc, useColor: useColor)
         state.status = Fixtures.status
         store = FakeStore(notifications: notifications, now: Fixtures.now)

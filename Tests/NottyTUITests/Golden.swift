@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import NottyTUI
 
 /// Golden screens: a rendered screen as text lines (trailing spaces trimmed), compared with
@@ -16,7 +17,9 @@ enum Golden {
     static func check(_ name: String, _ screen: Screen, sourceLocation: SourceLocation = #_sourceLocation) throws {
         // Every line fills exactly the terminal width: continuation cells match wide characters.
         for (row, line) in screen.lines().enumerated() {
-            #expect(DisplayWidth.width(of: line) == screen.size.columns, "row \(row) of \(name) is \(DisplayWidth.width(of: line)) cells wide", sourceLocation: sourceLocation)
+            #expect(
+                DisplayWidth.width(of: line) == screen.size.columns, "row \(row) of \(name) is \(DisplayWidth.width(of: line)) cells wide",
+                sourceLocation: sourceLocation)
         }
         let file = directory.appendingPathComponent(name + ".txt")
         let actual = text(screen)

@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import Testing
+
 @testable import NottyTUI
 
 @Suite("Golden screens")
@@ -43,8 +44,13 @@ struct GoldenTests {
     /// bottom line says `!`, and `!` asks which to run.
     static func withActions(_ h: Harness) -> [UserNotification] {
         var rows = Fixtures.notifications
-        rows[0].actions = [NotificationAction(kind: .http, label: "Silence 1h", clear: true), NotificationAction(kind: .view, label: "Runbook", url: "https://wiki.acme.io/disk")]
-        rows[0].actionResults = [ActionResult(action: 1, label: "Silence 1h", status: .failed, httpStatus: 503, error: "HTTP 503", device: "laptop", at: h.state.now - 120)]
+        rows[0].actions = [
+            NotificationAction(kind: .http, label: "Silence 1h", clear: true),
+            NotificationAction(kind: .view, label: "Runbook", url: "https://wiki.acme.io/disk"),
+        ]
+        rows[0].actionResults = [
+            ActionResult(action: 1, label: "Silence 1h", status: .failed, httpStatus: 503, error: "HTTP 503", device: "laptop", at: h.state.now - 120)
+        ]
         return rows
     }
 
@@ -125,13 +131,18 @@ struct GoldenTests {
 
     @Test func offlineStatus() throws {
         var h = Harness()
-        _ = h.send(.status(SyncStatus(user: "alice", server: "https://notty.acme.io", connection: .offline(since: Fixtures.now.addingTimeInterval(-55 * 60)), outbox: 3, lastSync: Fixtures.now.addingTimeInterval(-56 * 60))))
+        _ = h.send(
+            .status(
+                SyncStatus(
+                    user: "alice", server: "https://notty.acme.io", connection: .offline(since: Fixtures.now.addingTimeInterval(-55 * 60)), outbox: 3,
+                    lastSync: Fixtures.now.addingTimeInterval(-56 * 60))))
         try Golden.check("offline-80x24", render(h.state))
     }
 
     @Test func pollingStatusAt40() throws {
         var h = Harness(size: Size(columns: 40, rows: 10))
-        _ = h.send(.status(SyncStatus(user: "alice", server: "http://127.0.0.1:8787", connection: .polling(every: 30), outbox: 0, lastSync: Fixtures.now)))
+        _ = h.send(
+            .status(SyncStatus(user: "alice", server: "http://127.0.0.1:8787", connection: .polling(every: 30), outbox: 0, lastSync: Fixtures.now)))
         try Golden.check("polling-40x10", render(h.state))
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import Testing
+
 @testable import NottyTUI
 
 @Suite("Group rows: = Enter Esc d r a u")
@@ -16,7 +17,10 @@ struct GroupRowTests {
         let h = Self.folded()
         #expect(h.state.showingGroups)
         let groups = h.state.currentGroups ?? []
-        #expect(groups.map(\.key) == ["main", "production", "cn-north", "#ops", "notty", "reminders", "eu-west", "@carol", "release-2.0", "#general", "staging"])
+        #expect(
+            groups.map(\.key) == [
+                "main", "production", "cn-north", "#ops", "notty", "reminders", "eu-west", "@carol", "release-2.0", "#general", "staging",
+            ])
         let reminders = groups.first { $0.key == "reminders" }
         #expect(reminders?.count == 3)
         #expect(reminders?.unread == 2)

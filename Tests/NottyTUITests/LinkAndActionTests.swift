@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import Testing
+
 @testable import NottyTUI
 
 @Suite("o: open the link")
@@ -11,8 +12,11 @@ struct OpenLinkTests {
         rows[0].launchUrl = "https://ci.acme.io/runs/4812"
         var h = Harness(view: .all, notifications: rows)
         let effects = h.send(.key(.ch("o")))
-        #expect(effects == [.mutate([IdChange(id: rows[0].id, change: StateChange(readState: .read, userActionState: .activated))]),
-                            .open(url: "https://ci.acme.io/runs/4812")])
+        #expect(
+            effects == [
+                .mutate([IdChange(id: rows[0].id, change: StateChange(readState: .read, userActionState: .activated))]),
+                .open(url: "https://ci.acme.io/runs/4812"),
+            ])
         var plain = Harness(view: .all, notifications: Fixtures.notifications)
         #expect(plain.send(.key(.ch("o"))) == [])
         #expect(plain.state.message == "No link to open")
@@ -31,8 +35,10 @@ struct OpenLinkTests {
     func detailShowsEscalations() {
         var rows = Fixtures.notifications
         var h = Harness(size: Size(columns: 120, rows: 40), view: .all, notifications: rows)
-        rows[0].escalations = [EscalationRecord(target: "ntfy:https://ntfy.sh/alerts", rule: "night", at: h.state.now - 120, outcome: "sent"),
-                               EscalationRecord(target: "command:sms", rule: "night", at: h.state.now - 60, outcome: "failed", error: "answered 503")]
+        rows[0].escalations = [
+            EscalationRecord(target: "ntfy:https://ntfy.sh/alerts", rule: "night", at: h.state.now - 120, outcome: "sent"),
+            EscalationRecord(target: "command:sms", rule: "night", at: h.state.now - 60, outcome: "failed", error: "answered 503"),
+        ]
         h = Harness(size: Size(columns: 120, rows: 40), view: .all, notifications: rows)
         h.keys(.enter)
         let lines = render(h.state).lines()
@@ -46,23 +52,32 @@ struct OpenLinkTests {
 struct RunActionTests {
     static func rows(now: Date) -> [UserNotification] {
         var rows = Fixtures.notifications
-        rows[0].actions = [NotificationAction(kind: .http, label: "Silence 1h", clear: true), NotificationAction(kind: .view, label: "Runbook", url: "https://wiki.acme.io/disk")]
+        rows[0].actions = [
+            NotificationAction(kind: .http, label: "Silence 1h", clear: true),
+            NotificationAction(kind: .view, label: "Runbook", url: "https://wiki.acme.io/disk"),
+        ]
         return rows
     }
 
-    @Test("! then a digit: an http action is the service's to run, a view action opens its link and activates; Esc or another key runs nothing; no actions: it says so")
+    @Test(
+        "! then a digit: an http action is the service's to run, a view action opens its link and activates; Esc or another key runs nothing; no actions: it says so"
+    )
     func digits() {
         var h = Harness(view: .all)
         let rows = Self.rows(now: h.state.now)
         h = Harness(view: .all, notifications: rows)
         #expect(render(h.state).lines().last?.contains("! actions") == true)
         #expect(h.send(.key(.ch("!"))) == [])
-        #expect(render(h.state).lines().last?.contains("Run: 1) Silence 1h  2) Runbook  Esc) cancel") == true, "\(render(h.state).lines().last ?? "")")
+        #expect(
+            render(h.state).lines().last?.contains("Run: 1) Silence 1h  2) Runbook  Esc) cancel") == true, "\(render(h.state).lines().last ?? "")")
         #expect(h.send(.key(.ch("1"))) == [.runAction(id: rows[0].id, number: 1, label: "Silence 1h")])
         #expect(h.state.message == "Silence 1h: running…")
         _ = h.send(.key(.ch("!")))
-        #expect(h.send(.key(.ch("2"))) == [.mutate([IdChange(id: rows[0].id, change: StateChange(readState: .read, userActionState: .activated))]),
-                                           .open(url: "https://wiki.acme.io/disk")])
+        #expect(
+            h.send(.key(.ch("2"))) == [
+                .mutate([IdChange(id: rows[0].id, change: StateChange(readState: .read, userActionState: .activated))]),
+                .open(url: "https://wiki.acme.io/disk"),
+            ])
         _ = h.send(.key(.ch("!")))
         #expect(h.send(.key(.escape)) == [])
         #expect(h.state.message == "No action run")
@@ -78,7 +93,9 @@ struct RunActionTests {
     func detailListsActions() {
         var h = Harness(view: .all)
         var rows = Self.rows(now: h.state.now)
-        rows[0].actionResults = [ActionResult(action: 1, label: "Silence 1h", status: .done, httpStatus: 200, device: "laptop", at: h.state.now - 120)]
+        rows[0].actionResults = [
+            ActionResult(action: 1, label: "Silence 1h", status: .done, httpStatus: 200, device: "laptop", at: h.state.now - 120)
+        ]
         h = Harness(view: .all, notifications: rows)
         h.keys(.enter)
         let lines = render(h.state).lines()

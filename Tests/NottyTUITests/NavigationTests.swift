@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import Testing
+
 @testable import NottyTUI
 
 @Suite("Moving, switching views and loading windows")
@@ -16,7 +17,9 @@ struct NavigationTests {
 
     // MARK: - Moving within the window
 
-    @Test("the windows read ahead are the ones Tab, Shift-Tab, G and g would ask for, and Enter's for the search being typed (three characters or more); no other search's")
+    @Test(
+        "the windows read ahead are the ones Tab, Shift-Tab, G and g would ask for, and Enter's for the search being typed (three characters or more); no other search's"
+    )
     func readAheadRequests() {
         var h = Harness(size: Size(columns: 80, rows: 24), notifications: Fixtures.many(300))
         let ahead = h.state.readAheadRequests
@@ -37,8 +40,9 @@ struct NavigationTests {
         let enterLoads = update(&entered, .key(.enter)).compactMap { effect -> WindowRequest? in
             if case .load(let request) = effect { request } else { nil }
         }
-        #expect(enterLoads.count == 1 && h.state.readAheadRequests == enterLoads && enterLoads.first?.query == "deploy",
-                "the search being typed: Enter's window")
+        #expect(
+            enterLoads.count == 1 && h.state.readAheadRequests == enterLoads && enterLoads.first?.query == "deploy",
+            "the search being typed: Enter's window")
         h.run(.key(.enter))
         #expect(h.state.query == "deploy" && h.state.readAheadRequests.isEmpty, "other searches are not read ahead")
     }

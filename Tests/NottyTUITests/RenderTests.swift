@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import Testing
+
 @testable import NottyTUI
 
 @Suite("Styles and layout")
@@ -52,7 +53,12 @@ struct RenderTests {
     func noColor(_ useColor: Bool) {
         var h = Harness(useColor: useColor)
         _ = h.send(.status(SyncStatus(user: "alice", server: "s", connection: .offline(since: Fixtures.now), outbox: 2)))
-        for screen in [render(h.state), { var s = h; _ = s.send(.key(.enter)); return render(s.state) }()] {
+        for screen in [
+            render(h.state),
+            {
+                var s = h; _ = s.send(.key(.enter)); return render(s.state)
+            }(),
+        ] {
             let colours = screen.cells.compactMap(\.style.color)
             #expect(colours.isEmpty == !useColor)
         }
@@ -69,8 +75,13 @@ struct RenderTests {
 
     @Test func statusLineSaysOfflineAndOutbox() {
         var h = Harness()
-        _ = h.send(.status(SyncStatus(user: "alice", server: "http://127.0.0.1:8787", connection: .offline(since: Fixtures.now.addingTimeInterval(-3 * 3600)), outbox: 3, lastSync: nil)))
-        #expect(render(h.state).lines()[22].trimmingTrailingSpaces() == " alice@http://127.0.0.1:8787 · offline since 07:00 · outbox 3 · never synced")
+        _ = h.send(
+            .status(
+                SyncStatus(
+                    user: "alice", server: "http://127.0.0.1:8787", connection: .offline(since: Fixtures.now.addingTimeInterval(-3 * 3600)),
+                    outbox: 3, lastSync: nil)))
+        #expect(
+            render(h.state).lines()[22].trimmingTrailingSpaces() == " alice@http://127.0.0.1:8787 · offline since 07:00 · outbox 3 · never synced")
         _ = h.send(.status(SyncStatus(user: "alice", server: "http://127.0.0.1:8787", connection: .connecting)))
         #expect(render(h.state).lines()[22].contains("connecting…"))
         _ = h.send(.status(SyncStatus(user: "alice", server: "x", connection: .offline(since: Fixtures.now.addingTimeInterval(-86_400)))))
@@ -104,8 +115,10 @@ struct RenderTests {
 
     @Test func relativeAges() {
         let now = Fixtures.now
-        let cases: [(TimeInterval, String)] = [(0, "now"), (59, "now"), (60, "1m"), (3599, "59m"), (3600, "1h"), (86_399, "23h"),
-                                               (86_400, "1d"), (6 * 86_400, "6d"), (7 * 86_400, "1w"), (400 * 86_400, "1y"), (-30, "now")]
+        let cases: [(TimeInterval, String)] = [
+            (0, "now"), (59, "now"), (60, "1m"), (3599, "59m"), (3600, "1h"), (86_399, "23h"),
+            (86_400, "1d"), (6 * 86_400, "6d"), (7 * 86_400, "1w"), (400 * 86_400, "1y"), (-30, "now"),
+        ]
         for (ago, text) in cases {
             #expect(TimeText.age(of: now.addingTimeInterval(-ago), now: now) == text)
         }

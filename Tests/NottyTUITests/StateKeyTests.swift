@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import Testing
+
 @testable import NottyTUI
 
 @Suite("Actions: a d r s x Space M u Enter")
@@ -208,10 +209,13 @@ struct ActionTests {
         var h = Harness()
         h.keys(.ch(" "), .ch(" "))
         let effects = h.send(.key(.ch("d")))
-        #expect(effects == [.mutate([
-            IdChange(id: Self.first, change: StateChange(userActionState: .dismissed)),
-            IdChange(id: Self.second, change: StateChange(userActionState: .dismissed)),
-        ])])
+        #expect(
+            effects == [
+                .mutate([
+                    IdChange(id: Self.first, change: StateChange(userActionState: .dismissed)),
+                    IdChange(id: Self.second, change: StateChange(userActionState: .dismissed)),
+                ])
+            ])
         #expect(h.state.marked.isEmpty)
     }
 
@@ -222,11 +226,12 @@ struct ActionTests {
         var effects = h.send(.key(.ch(key)))
         if key == "s" { effects = h.send(.key(.ch("1"))) }
         if key == "x" { effects = h.send(.key(.ch("y"))) }
-        let ids: [String] = switch effects.first {
-        case .mutate(let changes): changes.map(\.id)
-        case .delete(let ids): ids
-        default: []
-        }
+        let ids: [String] =
+            switch effects.first {
+            case .mutate(let changes): changes.map(\.id)
+            case .delete(let ids): ids
+            default: []
+            }
         #expect(ids == [Self.first, Fixtures.id(3)])
         #expect(h.state.marked.isEmpty)
     }
@@ -237,10 +242,13 @@ struct ActionTests {
         h.keys(.ch("G"))
         h.keys(.ch(" "))
         let effects = h.send(.key(.ch("d")))
-        #expect(effects == [.mutate([
-            IdChange(id: Fixtures.id(1100), change: StateChange(userActionState: .dismissed)),
-            IdChange(id: Fixtures.id(1001), change: StateChange(userActionState: .dismissed)),
-        ])])
+        #expect(
+            effects == [
+                .mutate([
+                    IdChange(id: Fixtures.id(1100), change: StateChange(userActionState: .dismissed)),
+                    IdChange(id: Fixtures.id(1001), change: StateChange(userActionState: .dismissed)),
+                ])
+            ])
     }
 
     @Test func escClearsMarks() {
@@ -296,16 +304,20 @@ struct ActionTests {
         #expect(h.state.selectedId == Fixtures.id(9))
         h.keys(.ch("d"))
         let until = Fixtures.now.addingTimeInterval(23 * 3600)
-        #expect(h.send(.key(.ch("u"))) == [.mutate([IdChange(id: Fixtures.id(9), change: StateChange(userActionState: .snoozed, snoozedUntil: until))])])
+        #expect(
+            h.send(.key(.ch("u"))) == [.mutate([IdChange(id: Fixtures.id(9), change: StateChange(userActionState: .snoozed, snoozedUntil: until))])])
     }
 
     @Test func undoOfActivateRestoresBothFields() {
         var h = Harness()
         h.keys(.ch(" "), .ch(" "), .ch("a"))
-        #expect(h.send(.key(.ch("u"))) == [.mutate([
-            IdChange(id: Self.first, change: StateChange(readState: .unread, userActionState: .noInteraction)),
-            IdChange(id: Self.second, change: StateChange(readState: .unread, userActionState: .noInteraction)),
-        ])])
+        #expect(
+            h.send(.key(.ch("u"))) == [
+                .mutate([
+                    IdChange(id: Self.first, change: StateChange(readState: .unread, userActionState: .noInteraction)),
+                    IdChange(id: Self.second, change: StateChange(readState: .unread, userActionState: .noInteraction)),
+                ])
+            ])
     }
 
     @Test func undoOfEnterMarksUnreadAgain() {

@@ -1,5 +1,6 @@
 import NottyTUI
 import Testing
+
 @testable import NottyTerminal
 
 /// ncurses key codes as curses.h defines them (octal), so the table below also checks the shim.

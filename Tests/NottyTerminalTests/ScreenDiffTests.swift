@@ -1,10 +1,13 @@
 import NottyTUI
 import Testing
+
 @testable import NottyTerminal
 
 /// Writes `text` from (column, row); the characters in `wide` take two cells.
-func write(_ text: String, at column: Int, row: Int, on screen: inout Screen,
-           style: CellStyle = .plain, wide: Set<Character> = ["世", "界", "🎉", "日", "本"]) {
+func write(
+    _ text: String, at column: Int, row: Int, on screen: inout Screen,
+    style: CellStyle = .plain, wide: Set<Character> = ["世", "界", "🎉", "日", "本"]
+) {
     var column = column
     for character in text {
         screen[column, row] = Cell(character, style: style)
@@ -73,11 +76,13 @@ struct ScreenDiffTests {
         new[1, 2] = Cell("y")
         new[10, 2] = Cell("z")
         new[19, 3] = Cell("!")
-        #expect(screenChanges(from: base(), to: new) == .runs([
-            CellRun(row: 2, columns: 0..<2),
-            CellRun(row: 2, columns: 10..<11),
-            CellRun(row: 3, columns: 19..<20),
-        ]))
+        #expect(
+            screenChanges(from: base(), to: new)
+                == .runs([
+                    CellRun(row: 2, columns: 0..<2),
+                    CellRun(row: 2, columns: 10..<11),
+                    CellRun(row: 3, columns: 19..<20),
+                ]))
     }
 
     @Test func cursorMoveChangesNoCells() {
@@ -86,9 +91,11 @@ struct ScreenDiffTests {
         #expect(screenChanges(from: base(), to: new) == .runs([]))
     }
 
-    @Test("a size change repaints everything", arguments: [
-        Size(columns: 21, rows: 4), Size(columns: 20, rows: 5), Size(columns: 10, rows: 2),
-    ])
+    @Test(
+        "a size change repaints everything",
+        arguments: [
+            Size(columns: 21, rows: 4), Size(columns: 20, rows: 5), Size(columns: 10, rows: 2),
+        ])
     func sizeChangeIsFull(_ newSize: Size) {
         #expect(screenChanges(from: base(), to: Screen(size: newSize)) == .full)
     }

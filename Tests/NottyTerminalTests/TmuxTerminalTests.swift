@@ -3,6 +3,7 @@ import NottyPOSIX
 import NottyTUI
 import NottyTestSupport
 import Testing
+
 @testable import NottyTerminal
 
 /// The process has one curses screen and one "restore" switch: every test that starts, stops
@@ -28,7 +29,11 @@ extension CursesScreenTests {
 /// Real ncurses against a real terminal emulator: a detached tmux pane whose only process
 /// sleeps, while this test process opens the pane's tty and paints and reads on it.
 extension CursesScreenTests {
-    @Suite("Real ncurses in a tmux pane", .enabled(if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it"))
+    @Suite(
+        "Real ncurses in a tmux pane",
+        .enabled(
+            if: TmuxSession.available || TmuxSession.required, "SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux); .ci/run installs it")
+    )
     struct TmuxTerminalTests {
         @Test func paintsDiffsPlacesTheCursorReadsKeysAndRestores() async throws {
             let pane = try await TmuxPane(columns: 80, rows: 24)
@@ -81,7 +86,9 @@ extension CursesScreenTests {
             let waiting = ContinuousClock.now
             wakeUp.signal()
             #expect(terminal.readKey(timeoutMilliseconds: 10_000, wakeUp: wakeUp) == nil)
-            Thread { usleep(100_000); wakeUp.signal() }.start()
+            Thread {
+                usleep(100_000); wakeUp.signal()
+            }.start()
             #expect(terminal.readKey(timeoutMilliseconds: 10_000, wakeUp: wakeUp) == nil)
             #expect(ContinuousClock.now - waiting < .seconds(9), "a wait was not ended by its wake-up")
             // Keys still arrive while a wake-up is at hand.

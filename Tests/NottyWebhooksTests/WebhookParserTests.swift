@@ -1,7 +1,8 @@
 import Foundation
 import NottyCore
-@testable import NottyWebhooks
 import Testing
+
+@testable import NottyWebhooks
 
 /// The example payloads under Fixtures/ (see its README for where each comes from).
 func fixture(_ name: String) throws -> Data {
@@ -85,8 +86,11 @@ struct GitHubHookTests {
     func credential() {
         let signed = WebhookRequest(body: Data(), headers: ["X-GitHub-Event": "ping", "X-Hub-Signature-256": "sha256=ABCdef"])
         #expect(GitHubHook.credential(signed) == .hmacSHA256(hex: "abcdef"))
-        #expect(GitHubHook.credential(WebhookRequest(body: Data(), headers: ["X-GitHub-Event": "ping", "X-Hub-Signature": "sha1=ab"])) == .hmacSHA256(hex: nil))
-        #expect(GitLabHook.credential(WebhookRequest(body: Data(), headers: ["X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": "s3"])) == .token("s3"))
+        #expect(
+            GitHubHook.credential(WebhookRequest(body: Data(), headers: ["X-GitHub-Event": "ping", "X-Hub-Signature": "sha1=ab"]))
+                == .hmacSHA256(hex: nil))
+        #expect(
+            GitLabHook.credential(WebhookRequest(body: Data(), headers: ["X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": "s3"])) == .token("s3"))
         #expect(TextHook.credential(WebhookRequest(body: Data(), headers: ["Authorization": "Bearer s3"])) == .token("s3"))
     }
 }
@@ -142,7 +146,8 @@ struct AlertHookTests {
         #expect(cpu.launchUrl?.hasPrefix("http://prometheus.example.com:9090/graph?") == true)
         #expect(!cpu.resolved)
         // Resolved: same id, marked, resolves.
-        let resolved = String(decoding: try fixture("alertmanager-firing.json"), as: UTF8.self).replacingOccurrences(of: #""firing""#, with: #""resolved""#)
+        let resolved = String(decoding: try fixture("alertmanager-firing.json"), as: UTF8.self).replacingOccurrences(
+            of: #""firing""#, with: #""resolved""#)
         let again = try parse(resolved)
         #expect(again.map(\.appNotificationId) == alerts.map(\.appNotificationId) && again.allSatisfy(\.resolved))
         #expect(again[0].title == "✓ Resolved: HighCPUUsage: High CPU usage on web-1.example.com:9100")
@@ -162,7 +167,8 @@ struct AlertHookTests {
             #expect(alerts[0].appNotificationId == "alert-c6eadffa33fcdf37")
             #expect(alerts[0].launchUrl == "https://play.grafana.org/alerting/1afz29v7z/edit")  // panel and dashboard URLs are empty
         }
-        let panel = #"{"status":"firing","alerts":[{"labels":{"alertname":"A"},"panelURL":"https://g.example/d/x?viewPanel=2","dashboardURL":"https://g.example/d/x","generatorURL":"https://g.example/alerting/1"}]}"#
+        let panel =
+            #"{"status":"firing","alerts":[{"labels":{"alertname":"A"},"panelURL":"https://g.example/d/x?viewPanel=2","dashboardURL":"https://g.example/d/x","generatorURL":"https://g.example/alerting/1"}]}"#
         #expect(try parse(panel).first?.launchUrl == "https://g.example/d/x?viewPanel=2")
     }
 }
@@ -171,11 +177,18 @@ struct AlertHookTests {
 struct SimpleHookTests {
     @Test("JSON: title, body or message, priority in three spellings, group, id, url, expires")
     func json() throws {
-        let n = try #require(try parse(#"{"title":"Backup failed","message":"disk full","priority":5,"group":"backups","id":"nightly","url":"https://nas.example/logs","expires":3600}"#).first)
-        #expect(n == WebhookNotification(appNotificationId: "nightly", title: "Backup failed", body: "disk full", priority: .high, groupName: "backups",
-                                         launchUrl: "https://nas.example/logs", expiration: .after(seconds: 3600)))
+        let n = try #require(
+            try parse(
+                #"{"title":"Backup failed","message":"disk full","priority":5,"group":"backups","id":"nightly","url":"https://nas.example/logs","expires":3600}"#
+            ).first)
+        #expect(
+            n
+                == WebhookNotification(
+                    appNotificationId: "nightly", title: "Backup failed", body: "disk full", priority: .high, groupName: "backups",
+                    launchUrl: "https://nas.example/logs", expiration: .after(seconds: 3600)))
         #expect(try parse(#"{"message":"Backup failed\nsee the log"}"#).first.map { [$0.title, $0.body] } == ["Backup failed", "see the log"])
-        for (given, expected) in [("\"low\"", Priority.low), ("\"normal\"", .none), ("\"High\"", .high), ("1", .low), ("3", .none), ("\"4\"", .high)] {
+        for (given, expected) in [("\"low\"", Priority.low), ("\"normal\"", .none), ("\"High\"", .high), ("1", .low), ("3", .none), ("\"4\"", .high)]
+        {
             #expect(try parse(#"{"title":"t","priority":\#(given)}"#).first?.priority == expected, "\(given)")
         }
         #expect(try parse(#"{"title":"t","expires":"2030-01-01T00:00:00Z"}"#).first?.expiration == .at(ISOTime.parse("2030-01-01T00:00:00Z")!))
@@ -186,34 +199,43 @@ struct SimpleHookTests {
     func text() throws {
         #expect(try parse("Backup failed").first == WebhookNotification(appNotificationId: nil, title: "Backup failed"))
         #expect(try parse("\n  Backup failed \nline 2\nline 3\n").first.map { [$0.title, $0.body] } == ["Backup failed", "line 2\nline 3"])
-        let n = try #require(try parse("disk full", query: ["title": "Backup", "priority": "high", "group": "nas", "id": "b1", "url": "https://nas.example"]).first)
-        #expect(n == WebhookNotification(appNotificationId: "b1", title: "Backup", body: "disk full", priority: .high, groupName: "nas", launchUrl: "https://nas.example"))
+        let n = try #require(
+            try parse("disk full", query: ["title": "Backup", "priority": "high", "group": "nas", "id": "b1", "url": "https://nas.example"]).first)
+        #expect(
+            n
+                == WebhookNotification(
+                    appNotificationId: "b1", title: "Backup", body: "disk full", priority: .high, groupName: "nas", launchUrl: "https://nas.example"))
         // Cut-short JSON is not JSON: it is text, published as written.
         #expect(try parse(#"{"title":"trunc"#).first?.title == #"{"title":"trunc"#)
         let long = String(repeating: "x", count: 5000)
         #expect(try parse(long).first?.title.count == Webhooks.maxTitle)
     }
 
-    @Test("what cannot be understood is a WebhookError naming what to fix, for every kind", arguments: [
-        (#"{"title":5}"#, [String: String](), "title must be a string"),
-        (#"{"group":"g"}"#, [:], "a JSON body needs a title"),
-        (#"{"title":"t","priority":"urgent"}"#, [:], "priority must be"),
-        (#"{"title":"t","priority":9}"#, [:], "priority must be"),
-        (#"{"title":"t","url":"javascript:alert(1)"}"#, [:], "url must be an absolute http"),
-        (#"{"title":"t","expires":"soon"}"#, [:], "expires must be"),
-        (#"{"title":"t","expires":-5}"#, [:], "expires must be"),
-        ("   \n\t ", [:], "the body is empty"),
-        (#"{"status":"firing","alerts":[{"labels":{"alertname":"A"}}, 7]}"#, [:], "alerts[1] must be a JSON object"),
-        (#"{"status":"firing","alerts":[{"labels":{"alertname":5}}]}"#, [:], "alerts[0].labels.alertname must be a string"),
-        (#"{"status":"firing","alerts":[{"annotations":{}}]}"#, [:], "alerts[0].labels must be"),
-        (#"{"status":"firing","alerts":[{"labels":{"a":"b"},"status":"weird"}]}"#, [:], "alerts[0].status must be firing or resolved"),
-        (#"{"action":"opened"}"#, ["X-GitHub-Event": "pull_request"], "pull_request.number and pull_request.title are required"),
-        (#"{"action":"completed","workflow_run":{}}"#, ["X-GitHub-Event": "workflow_run"], "workflow_run.conclusion is required"),
-        ("not json", ["X-GitHub-Event": "push"], "the body is not a JSON object"),
-        ("payload=%7B%7D", ["X-GitHub-Event": "push", "Content-Type": "application/x-www-form-urlencoded"], "content type to application/json"),
-        (#"{"object_kind":"pipeline"}"#, ["X-Gitlab-Event": "Pipeline Hook"], "object_attributes.status is required"),
-        (#"{"object_kind":"issue","object_attributes":{"iid":"x"}}"#, ["X-Gitlab-Event": "Issue Hook"], "object_attributes.iid and object_attributes.title"),
-    ])
+    @Test(
+        "what cannot be understood is a WebhookError naming what to fix, for every kind",
+        arguments: [
+            (#"{"title":5}"#, [String: String](), "title must be a string"),
+            (#"{"group":"g"}"#, [:], "a JSON body needs a title"),
+            (#"{"title":"t","priority":"urgent"}"#, [:], "priority must be"),
+            (#"{"title":"t","priority":9}"#, [:], "priority must be"),
+            (#"{"title":"t","url":"javascript:alert(1)"}"#, [:], "url must be an absolute http"),
+            (#"{"title":"t","expires":"soon"}"#, [:], "expires must be"),
+            (#"{"title":"t","expires":-5}"#, [:], "expires must be"),
+            ("   \n\t ", [:], "the body is empty"),
+            (#"{"status":"firing","alerts":[{"labels":{"alertname":"A"}}, 7]}"#, [:], "alerts[1] must be a JSON object"),
+            (#"{"status":"firing","alerts":[{"labels":{"alertname":5}}]}"#, [:], "alerts[0].labels.alertname must be a string"),
+            (#"{"status":"firing","alerts":[{"annotations":{}}]}"#, [:], "alerts[0].labels must be"),
+            (#"{"status":"firing","alerts":[{"labels":{"a":"b"},"status":"weird"}]}"#, [:], "alerts[0].status must be firing or resolved"),
+            (#"{"action":"opened"}"#, ["X-GitHub-Event": "pull_request"], "pull_request.number and pull_request.title are required"),
+            (#"{"action":"completed","workflow_run":{}}"#, ["X-GitHub-Event": "workflow_run"], "workflow_run.conclusion is required"),
+            ("not json", ["X-GitHub-Event": "push"], "the body is not a JSON object"),
+            ("payload=%7B%7D", ["X-GitHub-Event": "push", "Content-Type": "application/x-www-form-urlencoded"], "content type to application/json"),
+            (#"{"object_kind":"pipeline"}"#, ["X-Gitlab-Event": "Pipeline Hook"], "object_attributes.status is required"),
+            (
+                #"{"object_kind":"issue","object_attributes":{"iid":"x"}}"#, ["X-Gitlab-Event": "Issue Hook"],
+                "object_attributes.iid and object_attributes.title"
+            ),
+        ])
     func refused(body: String, headers: [String: String], message: String) {
         #expect(throws: WebhookError.self) { try parse(body, headers) }
         do {
@@ -236,7 +258,9 @@ struct SimpleHookTests {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
         for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".json") {
             let data = try fixture(file)
-            let headers = file.hasPrefix("github-") ? ["X-GitHub-Event": String(file.dropFirst(7).prefix { $0 != "-" && $0 != "." })]
+            let headers =
+                file.hasPrefix("github-")
+                ? ["X-GitHub-Event": String(file.dropFirst(7).prefix { $0 != "-" && $0 != "." })]
                 : file.hasPrefix("gitlab-") ? ["X-Gitlab-Event": "Pipeline Hook"] : [:]
             for cut in stride(from: 0, to: data.count, by: max(1, data.count / 200)) {
                 do { _ = try parse(data.prefix(cut), headers) } catch { #expect(!error.message.isEmpty) }
