@@ -88,6 +88,7 @@ let package = Package(
             name: "NottyOutbound",
             dependencies: [
                 "NottyCore",
+                "NottyPOSIX",
                 "NottyService",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

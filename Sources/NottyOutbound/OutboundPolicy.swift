@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 
 #if canImport(Glibc)
 import Glibc
@@ -283,24 +284,19 @@ public struct OutboundPolicy: Sendable {
     /// The addresses `host` stands for, from `getaddrinfo` (which also reads the numeric forms
     /// `inet_pton` does not: `2852039166`, `0xa9.0xfe.0xa9.0xfe`), looked up off Swift's pool.
     static func systemResolve(_ host: String) async -> [[UInt8]] {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var hints = addrinfo()
-                hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-                var result: UnsafeMutablePointer<addrinfo>?
-                guard getaddrinfo(host, nil, &hints, &result) == 0, let first = result else {
-                    continuation.resume(returning: [])
-                    return
-                }
-                defer { freeaddrinfo(result) }
-                var found: [[UInt8]] = []
-                var cursor: UnsafeMutablePointer<addrinfo>? = first
-                while let entry = cursor {
-                    if let sa = entry.pointee.ai_addr, let bytes = bytes(of: UnsafePointer(sa)), !found.contains(bytes) { found.append(bytes) }
-                    cursor = entry.pointee.ai_next
-                }
-                continuation.resume(returning: found)
+        await onDispatch {
+            var hints = addrinfo()
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            var result: UnsafeMutablePointer<addrinfo>?
+            guard getaddrinfo(host, nil, &hints, &result) == 0, let first = result else { return [] }
+            defer { freeaddrinfo(result) }
+            var found: [[UInt8]] = []
+            var cursor: UnsafeMutablePointer<addrinfo>? = first
+            while let entry = cursor {
+                if let sa = entry.pointee.ai_addr, let bytes = bytes(of: UnsafePointer(sa)), !found.contains(bytes) { found.append(bytes) }
+                cursor = entry.pointee.ai_next
             }
+            return found
         }
     }
 }

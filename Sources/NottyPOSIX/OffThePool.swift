@@ -21,3 +21,13 @@ public func startOffThePool(name: String = "notty-work", _ body: @escaping @Send
     thread.stackSize = 1 << 20
     thread.start()
 }
+
+/// Runs `body`, short blocking or CPU-heavy work (a bcrypt hash, a `getaddrinfo`), on one of
+/// Dispatch's threads, off Swift's cooperative pool, and awaits its result. Dispatch bounds its
+/// threads, so a burst of them does not start a thread each as ``offThePool(_:)`` does (that
+/// one is for work that may block a long time).
+public func onDispatch<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(returning: body()) }
+    }
+}

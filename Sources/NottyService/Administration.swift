@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NottyCore
+import NottyPOSIX
 import Synchronization
 
 /// Administration (PROTOCOL.md §2.4, `notty admin`): users, apps, sign-in lockouts.
@@ -25,7 +26,7 @@ public final class Administration: ServicePart {
         try Self.validateName(name, what: "a user name")
         guard !password.isEmpty else { throw ServiceError.badRequest("the password must not be empty") }
         let cost = config.bcryptCost
-        let hash = await ServiceCore.offload { Secrets.hashPassword(password, cost: cost) }
+        let hash = await onDispatch { Secrets.hashPassword(password, cost: cost) }
         let user = UserRecord(id: UUID().uuidString.lowercased(), userName: name, displayName: displayName ?? name, passwordHash: hash)
         do {
             try await storage.createUser(user)

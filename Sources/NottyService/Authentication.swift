@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NottyCore
+import NottyPOSIX
 import Synchronization
 
 /// Signing in and proving who calls (PROTOCOL.md §2.1): the token endpoint's grants, failed sign-ins
@@ -52,7 +53,7 @@ public final class Authentication: ServicePart {
             // Verify even for unknown users so that timing does not reveal which names exist.
             let hash = user?.passwordHash ?? timingEqualiser.hash(cost: cost)
             metrics.passwordHashes.increment()
-            let valid = await ServiceCore.offload { Secrets.verifyPassword(password, hash: hash) }
+            let valid = await onDispatch { Secrets.verifyPassword(password, hash: hash) }
             guard let user, valid else {
                 try await countFailure(keys, now: now)
                 throw ServiceError.oauth(.badRequest, "invalid_grant", "wrong user name or password")

@@ -153,14 +153,6 @@ package final class ServiceCore: Sendable {
         }
     }
 
-    /// Runs CPU-heavy work (bcrypt) on a Dispatch thread, off Swift's cooperative pool (where
-    /// route handlers run: a bcrypt there holds one of its threads, 2 on 2 cores).
-    static func offload<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: work()) }
-        }
-    }
-
     /// Empties every credential cache (after a revocation or deletion anywhere).
     func forgetCachedCredentials() {
         tokens.removeAll()
