@@ -241,7 +241,8 @@ public struct OutboundPolicy: Sendable {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         let family = address.count == 4 ? AF_INET : AF_INET6
         let ok = address.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) } != nil
-        return ok ? String(cString: buffer) : address.map(String.init).joined(separator: ".")
+        guard ok else { return address.map(String.init).joined(separator: ".") }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Whether `address` is where this service listens: its own host, or a loopback or local
