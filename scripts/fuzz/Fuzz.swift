@@ -65,7 +65,8 @@ func headersAndBody(_ data: Data) -> WebhookRequest {
 
 /// The checks every notification a parser makes must pass.
 func checkNotification(_ n: WebhookNotification) {
-    precondition(!n.title.isEmpty && n.title.count <= Webhooks.maxTitle && !n.title.contains(where: \.isNewline), "bad title: \(n.title.debugDescription)")
+    precondition(
+        !n.title.isEmpty && n.title.count <= Webhooks.maxTitle && !n.title.contains(where: \.isNewline), "bad title: \(n.title.debugDescription)")
     precondition(n.launchUrl.map(LaunchURL.isValid) ?? true, "bad link: \(n.launchUrl ?? "")")
 }
 
@@ -98,7 +99,9 @@ public func fuzz(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     case .changes:
         if let page = try? ChangesPage(wire: data) {
             precondition(JSONParser.parse(data) != nil, "a change page read from text that is not JSON")
-            guard let once = try? ChangesPage(wire: Data(page.jsonBytes())) else { preconditionFailure("a change page written back is unreadable: \(page)") }
+            guard let once = try? ChangesPage(wire: Data(page.jsonBytes())) else {
+                preconditionFailure("a change page written back is unreadable: \(page)")
+            }
             let twice = try? ChangesPage(wire: Data(once.jsonBytes()))
             precondition(twice == once, "a change page written back read differently: \(once) → \(String(describing: twice))")
         }
@@ -113,14 +116,16 @@ public func fuzz(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
             let value = UInt32(start[index + 1]) | UInt32(start[index + 2]) << 8 | UInt32(start[index + 3]) << 16 | UInt32(start[index + 4]) << 24
             let key = decodeKey(start[index] & 1 == 0 ? .character(value) : .keyCode(Int32(bitPattern: value)))
             if case .character(let c)? = key {
-                precondition(c.unicodeScalars.allSatisfy { $0.value >= 0x20 && !(0x7F..<0xA0).contains($0.value) }, "a control code decoded as text: \(value)")
+                precondition(
+                    c.unicodeScalars.allSatisfy { $0.value >= 0x20 && !(0x7F..<0xA0).contains($0.value) }, "a control code decoded as text: \(value)")
             }
             index += 5
         }
     case .webhooks:
         guard let first = data.first else { break }
-        let request = WebhookRequest(body: data.dropFirst(), headers: senders[Int(first) % senders.count],
-                                     query: first & 0x80 == 0 ? [:] : ["title": "t", "priority": "3", "url": "https://example.com/x"])
+        let request = WebhookRequest(
+            body: data.dropFirst(), headers: senders[Int(first) % senders.count],
+            query: first & 0x80 == 0 ? [:] : ["title": "t", "priority": "3", "url": "https://example.com/x"])
         _ = Webhooks.kind(of: request).credential(request)
         if let notifications = try? Webhooks.parse(request) {
             notifications.forEach(checkNotification)
@@ -167,18 +172,22 @@ public func fuzz(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
             for action in actions {
                 precondition(!action.label.isEmpty && LaunchURL.isValid(action.url ?? ""), "\(action)")
                 // What devices are shown: exactly these members (a label may well say "body=").
-                guard case .object(let shown)? = JSONParser.parse(Data(action.jsonBytes())) else { preconditionFailure("shown is not an object: \(action)") }
+                guard case .object(let shown)? = JSONParser.parse(Data(action.jsonBytes())) else {
+                    preconditionFailure("shown is not an object: \(action)")
+                }
                 let allowed: Set<String> = action.kind == .http ? ["action", "clear", "label"] : ["action", "clear", "label", "url"]
                 precondition(Set(shown.keys).isSubset(of: allowed), "shown: \(shown.keys.sorted())")
-                precondition(NotificationAction.list(JSONValue(jsonText: NotificationAction.storedText([action]) ?? "")) == [action], "stored: \(action)")
+                precondition(
+                    NotificationAction.list(JSONValue(jsonText: NotificationAction.storedText([action]) ?? "")) == [action], "stored: \(action)")
             }
         }
     case .terminalText:
         let text = String(decoding: data, as: UTF8.self)
         for keep in [false, true] {
             let safe = TerminalText.safe(text, keepingLineBreaks: keep)
-            precondition(safe.unicodeScalars.allSatisfy { $0.value >= 0x20 && !(0x7F..<0xA0).contains($0.value) || (keep && $0 == "\n") },
-                         "a control character got through: \(safe.debugDescription)")
+            precondition(
+                safe.unicodeScalars.allSatisfy { $0.value >= 0x20 && !(0x7F..<0xA0).contains($0.value) || (keep && $0 == "\n") },
+                "a control character got through: \(safe.debugDescription)")
             precondition(TerminalText.isSafe(safe, keepingLineBreaks: keep))
         }
     }
