@@ -41,7 +41,7 @@ public final class HTTPClientOutbound: OutboundHTTP {
         guard request.aim == .user else { return try await execute(request, on: client) }
         let destination: OutboundPolicy.Destination
         switch await policy.withLock({ $0 }).check(request.url) {
-        case .failure(let refusal): throw refusal.isLookup ? .unreachable(refusal.reason) : .notAllowed(refusal.reason)
+        case .failure(let refusal): throw refusal.error
         case .success(let checked): destination = checked
         }
         // A client of its own that knows the name only as the checked address: it connects

@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import NottyPOSIX
+import NottyService
 
 #if canImport(Glibc)
 import Glibc
@@ -67,7 +68,7 @@ public struct OutboundPolicy: Sendable {
     let allowedHosts: Set<String>
     let allowedNetworks: [Network]
     /// Updated once the listener is bound (a port of 0 picks one): see ``listening(on:)``.
-    let listeners: [Listener]
+    private(set) var listeners: [Listener]
     /// `--public-url`'s host and port, when it is set.
     let publicAuthority: (host: String, port: Int)?
     let resolve: Resolver
@@ -106,15 +107,9 @@ public struct OutboundPolicy: Sendable {
 
     /// The same policy for a service that is now bound to `port` (the flag said 0).
     public func listening(on port: Int) -> OutboundPolicy {
-        OutboundPolicy(copying: self, listeners: listeners.map { Listener(host: $0.host, port: $0.port == 0 ? port : $0.port) })
-    }
-
-    private init(copying other: OutboundPolicy, listeners: [Listener]) {
-        allowedHosts = other.allowedHosts
-        allowedNetworks = other.allowedNetworks
-        self.listeners = listeners
-        publicAuthority = other.publicAuthority
-        resolve = other.resolve
+        var policy = self
+        policy.listeners = listeners.map { Listener(host: $0.host, port: $0.port == 0 ? port : $0.port) }
+        return policy
     }
 
     // MARK: - Checking
@@ -151,6 +146,10 @@ public struct OutboundPolicy: Sendable {
     public struct Refusal: Error, Sendable, Equatable {
         public var reason: String
         public var isLookup = false
+
+        /// The error a send throws for it: a name that did not resolve is unreachable (a later
+        /// try may do), anything else not allowed.
+        public var error: OutboundError { isLookup ? .unreachable(reason) : .notAllowed(reason) }
     }
 
     /// A URL's host (lower case, without brackets) and port, or why it is not one to call.

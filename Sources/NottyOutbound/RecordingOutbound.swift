@@ -23,7 +23,7 @@ public final class RecordingOutbound: OutboundHTTP {
 
     public func send(_ request: OutboundRequest) async throws(OutboundError) -> OutboundResponse {
         if let policy, request.aim == .user, case .failure(let refusal) = await policy.check(request.url) {
-            throw refusal.isLookup ? .unreachable(refusal.reason) : .notAllowed(refusal.reason)
+            throw refusal.error
         }
         recorded.withLock { $0.append(request) }
         return try answer(request).get()

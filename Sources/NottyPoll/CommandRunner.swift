@@ -90,11 +90,6 @@ public final class CommandRunner: CommandJobs {
         for pid in groups.withLock({ Array($0.running) }) { kill(-pid, SIGTERM) }  // its process group: sh and what it runs
     }
 
-    /// The variables a command gets: this process's environment and the job's `NOTTY_*`.
-    public static func environment(_ job: Job) -> [String: String] {
-        ProcessInfo.processInfo.environment.merging(job.variables) { _, job in job }
-    }
-
     private func launch(_ job: Job) {
         let id = job.subject
         let pid = ShellCommand.start(job.command, variables: job.variables, timeout: .seconds(timeout)) { [self] outcome in

@@ -10,6 +10,8 @@ import NottyCore
 public enum SecretKeeping {
     static let checkText = "notty secret key check"
     static let check = "check"
+    /// The key a whole sweep last left every secret under (a start need not sweep again).
+    static let swept = "swept"
     static func handover(_ id: String) -> String { "key:" + id }
 
     /// What the store says of a box's keys.
@@ -107,7 +109,16 @@ public enum SecretKeeping {
                 position = step.position
             } while position != nil
         }
+        try await storage.setSecretKeyRecord(swept, value: box.primary.id)
         return written
+    }
+
+    /// What a start does: ``sweep(_:storage:batch:)`` unless a whole sweep already left every
+    /// secret under the box's key (nothing this build writes is clear, and a rotation sweeps
+    /// itself), so that a start reads no table it need not.
+    public static func sweepIfNeeded(_ box: SecretBox, storage: any SecretStorage) async throws -> Int {
+        if try await storage.secretKeyRecord(swept) == box.primary.id { return 0 }
+        return try await sweep(box, storage: storage)
     }
 
     /// How a rotation went.

@@ -241,7 +241,7 @@ struct Serve: AsyncParsableCommand {
             let store = try await storage.open(logger: logger)
             let secrets = try await storage.secrets(store, forget: forgetSealedSecrets)
             // What is clear (from before secrets were sealed) or under an older key is sealed now.
-            let sealed = try await SecretKeeping.sweep(secrets, storage: store)
+            let sealed = try await SecretKeeping.sweepIfNeeded(secrets, storage: store)
             if sealed > 0 { logger.notice("secrets sealed in the store", metadata: ["count": "\(sealed)", "key": "\(secrets.primary.id)"]) }
             let outbound = HTTPClientOutbound(policy: try outboundPolicy())
             let service = NotificationService(storage: store, config: config, logger: logger, outbound: outbound, secrets: secrets)
