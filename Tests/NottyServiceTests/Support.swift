@@ -31,8 +31,14 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         // behind one lock; with the whole suite on 2 cores 32 of them took over 5 s (503s), and a
         // batch of 40 concurrent publishes over 30 s.
         case .postgres:
-            return try await PostgresStorage.connect(url: PostgresURL(TestPostgres.createDatabase()), logger: .quiet, timeout: .seconds(60))
+            let url = try await TestPostgres.createDatabase(template: Self.migrated())
+            return try await PostgresStorage.connect(url: PostgresURL(url), logger: .quiet, timeout: .seconds(60))
         }
+    }
+
+    /// A database migrated once, which every PostgreSQL test's store is a copy of.
+    static let migrated = TestPostgres.template { url in
+        try await PostgresStorage.connect(url: PostgresURL(url), logger: .quiet, timeout: .seconds(60)).close()
     }
 }
 
