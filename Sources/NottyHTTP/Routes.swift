@@ -128,6 +128,24 @@ public struct Routes: Sendable {
                 try await self.service.inbox.removeEscalationRule(userId: context.requireUser(), id: context.pathParameter("id"))
                 return JSONResponse.empty(.noContent)
             },
+            // §13.1 teams
+            Route(method: .get, path: "/v1/me/teams", audience: .user) { _, context in
+                try JSONResponse.make(try await self.service.teams.teams(userId: context.requireUser()))
+            },
+            Route(method: .get, path: "/v1/teams/:name", audience: .user) { _, context in
+                try JSONResponse.make(try await self.service.teams.team(name: context.pathParameter("name"), userId: context.requireUser()))
+            },
+            Route(method: .post, path: "/v1/teams/:name/members", audience: .user) { request, context in
+                var request = request
+                let body = try await request.jsonBody(limit: self.limit)
+                return try JSONResponse.make(
+                    try await self.service.teams.setMember(team: context.pathParameter("name"), by: context.requireUser(), body: body))
+            },
+            Route(method: .delete, path: "/v1/teams/:name/members/:user", audience: .user) { _, context in
+                try await self.service.teams.removeMember(
+                    team: context.pathParameter("name"), by: context.requireUser(), user: context.pathParameter("user"))
+                return JSONResponse.empty(.noContent)
+            },
             Route(method: .get, path: "/v1/me/notifications/changes", audience: .user) { request, context in
                 try await self.changes(request, user: context.requireUser())
             },

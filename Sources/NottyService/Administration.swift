@@ -37,6 +37,18 @@ public final class Administration: ServicePart {
     }
 
     public func removeUser(name: String) async throws -> Bool {
+        // A team keeps an owner (PROTOCOL.md §13.1): its last one is not removed with their account.
+        if let user = try await db({ try await storage.user(name: name) }) {
+            let kept = try await db { try await storage.teams(userId: user.id) }.filter { team in
+                team.role(of: user.userName) == .owner && !team.members.contains { $0.user != user.userName && $0.role == .owner }
+            }
+            if !kept.isEmpty {
+                let names = kept.map(\.name).joined(separator: ", ")
+                throw ServiceError.badRequest(
+                    "\(user.userName) is the last owner of \(names): make another member an owner (notty team NAME --add USER --owner) or remove the team (notty admin team remove NAME) first"
+                )
+            }
+        }
         defer { core.forgetCachedCredentials() }
         return try await db { try await storage.deleteUser(name: name) }
     }
@@ -71,4 +83,4 @@ public final class Administration: ServicePart {
 }
 
 /// What ``Administration`` asks of the storage.
-public typealias AdministrationStorage = AccountStorage & SignInGuessStorage
+public typealias AdministrationStorage = AccountStorage & SignInGuessStorage & TeamStorage

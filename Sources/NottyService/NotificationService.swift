@@ -16,6 +16,7 @@ public final class NotificationService: Sendable {
     public let maintenance: Maintenance
     public let escalation: Escalation
     public let actions: Actions
+    public let teams: Teams
     /// Sends ntfy's poll requests to `--ntfy-upstream` (nil without it).
     public let ntfyUpstream: NtfyUpstream?
 
@@ -43,6 +44,7 @@ public final class NotificationService: Sendable {
         inbox = Inbox(core: core, escalation: escalation)
         publishing = Publishing(core: core, inbox: inbox)
         admin = Administration(core: core)
+        teams = Teams(core: core)
         maintenance = Maintenance(core: core)
         actions = Actions(core: core, inbox: inbox, outbound: outbound)
         let ntfyUpstream = NtfyUpstream(core: core, inbox: inbox, outbound: outbound)

@@ -12,7 +12,7 @@ import NottyCore
 /// protocol here, added to this list, and a file of its own in each backend.
 public typealias ServiceStorage = StorageLifecycle & AccountStorage & TokenStorage & SubscriptionStorage
     & SignInGuessStorage & FeedStorage & DelayedPublishStorage & RetentionStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage
-    & ActionStorage & SecretStorage
+    & ActionStorage & SecretStorage & TeamStorage
 
 /// Opening, checking and closing the storage, and what it tells the service of changes.
 public protocol StorageLifecycle: Sendable {
@@ -298,5 +298,77 @@ public enum SecretColumn: String, Sendable, CaseIterable {
         case .webhookSecrets: ("subscriptions", "webhook_secret")
         case .alertmanagerURLs: ("subscriptions", "alertmanager_url")
         }
+    }
+}
+
+/// Teams and their members (PROTOCOL.md §13.1). Members are users' ids; what is read back
+/// names them. Each method is one transaction, so that a team keeps an owner and its limits
+/// whatever two owners do at once.
+public protocol TeamStorage: Sendable {
+    /// Makes a team whose only member is `ownerId`, an owner; ``StorageError/conflict(_:)``
+    /// when a team has that name.
+    func createTeam(id: String, name: String, ownerId: String, at: Date) async throws
+    /// Removes a team and its memberships; `false` when there is none of that name.
+    func deleteTeam(name: String) async throws -> Bool
+    /// The team and its members, nil when there is none of that name.
+    func team(name: String) async throws -> Team?
+    /// The teams `userId` is a member of, by name.
+    func teams(userId: String) async throws -> [Team]
+    /// Every team, by name.
+    func allTeams() async throws -> [Team]
+    /// Makes `userId` a member of the team with `role` (or changes their role), unless that
+    /// would leave the team without an owner or over a limit.
+    func setTeamMember(team: String, userId: String, role: TeamRole, at: Date, limits: TeamLimits) async throws -> TeamChange
+    /// Takes `userId` out of the team, unless they are its last owner.
+    func removeTeamMember(team: String, userId: String) async throws -> TeamChange
+}
+
+/// How many teams a user may be in and how many members a team may have.
+public struct TeamLimits: Sendable, Equatable {
+    public var teamsPerUser: Int
+    public var membersPerTeam: Int
+    public init(teamsPerUser: Int = Team.maxTeamsPerUser, membersPerTeam: Int = Team.maxMembers) {
+        self.teamsPerUser = teamsPerUser
+        self.membersPerTeam = membersPerTeam
+    }
+}
+
+/// What a change of membership came to (nothing is written unless ``done``).
+public enum TeamChange: Sendable, Equatable {
+    case done
+    /// No team of that name.
+    case noTeam
+    /// The user was not a member (a removal).
+    case notMember
+    /// It would leave the team without an owner.
+    case lastOwner
+    /// The team has as many members as it may.
+    case teamFull
+    /// The user is in as many teams as they may be.
+    case tooManyTeams
+}
+
+/// Membership rules written once for every backend: given the members as they are, what a
+/// change comes to.
+public enum TeamRules {
+    /// Whether `userId` may become (or stay) a member with `role`, given `members` (user id → role)
+    /// and how many teams the user is in now.
+    public static func setting(
+        _ userId: String, role: TeamRole, members: [String: TeamRole], teamsOfUser: Int, limits: TeamLimits
+    ) -> TeamChange {
+        if let current = members[userId] {
+            if current == .owner, role == .member, !members.contains(where: { $0.key != userId && $0.value == .owner }) { return .lastOwner }
+            return .done
+        }
+        if members.count >= limits.membersPerTeam { return .teamFull }
+        if teamsOfUser >= limits.teamsPerUser { return .tooManyTeams }
+        return .done
+    }
+
+    /// Whether `userId` may leave (or be taken out of) a team with `members`.
+    public static func removing(_ userId: String, members: [String: TeamRole]) -> TeamChange {
+        guard let current = members[userId] else { return .notMember }
+        if current == .owner, !members.contains(where: { $0.key != userId && $0.value == .owner }) { return .lastOwner }
+        return .done
     }
 }

@@ -241,6 +241,19 @@ extension PostgresStorage {
         ),
         // Secrets at rest: which key the store's sealed secrets expect, and a rotation's new key.
         ("v13", ["CREATE TABLE secret_keys (name TEXT PRIMARY KEY, value TEXT NOT NULL)"]),
+        // Teams (PROTOCOL.md §13.1): a name, and members who are each an owner or a member.
+        (
+            "v14",
+            [
+                #"CREATE TABLE teams (id TEXT COLLATE "C" PRIMARY KEY, name TEXT COLLATE "C" NOT NULL UNIQUE, created BIGINT NOT NULL)"#,
+                """
+                CREATE TABLE team_members (team_id TEXT COLLATE "C" NOT NULL REFERENCES teams (id) ON DELETE CASCADE,
+                                           user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                                           role TEXT NOT NULL, since BIGINT NOT NULL, PRIMARY KEY (team_id, user_id))
+                """,
+                "CREATE INDEX team_members_user ON team_members (user_id)",
+            ]
+        ),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

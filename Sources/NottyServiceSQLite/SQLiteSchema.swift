@@ -317,6 +317,21 @@ extension SQLiteStorage {
         migrator.registerMigration("v12 secret keys") { db in
             try db.execute(sql: "CREATE TABLE secret_keys (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
         }
+        // Teams (PROTOCOL.md §13.1): a name, and members who are each an owner or a member.
+        migrator.registerMigration("v13 teams") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE teams (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, created INTEGER NOT NULL);
+                    CREATE TABLE team_members (
+                        team_id TEXT NOT NULL REFERENCES teams (id) ON DELETE CASCADE,
+                        user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                        role TEXT NOT NULL,
+                        since INTEGER NOT NULL,
+                        PRIMARY KEY (team_id, user_id)
+                    );
+                    CREATE INDEX team_members_user ON team_members (user_id);
+                    """)
+        }
         return migrator
     }
 }

@@ -12,7 +12,7 @@ struct Admin: AsyncParsableCommand {
         commandName: "admin",
         abstract: ServerCommand.adminAbstract,
         discussion: "Use the same --db as notty serve; it may be running at the same time.",
-        subcommands: [User.self, App.self, Lockouts.self, Backup.self, Restore.self, RotateKey.self])
+        subcommands: [User.self, App.self, Team.self, Lockouts.self, Backup.self, Restore.self, RotateKey.self])
 
     struct User: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "user", abstract: "Add or remove users.", subcommands: [Add.self, Remove.self])
@@ -92,6 +92,69 @@ struct Admin: AsyncParsableCommand {
                     let service = try await storage.service()
                     guard try await service.admin.removeApp(hostName: hostName) else { throw CLIError("no app with host name \(hostName)") }
                     say("removed app \(hostName)")
+                }
+            }
+        }
+    }
+
+    struct Team: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "team",
+            abstract: "Make and remove teams (their owners then add members with notty team).",
+            discussion: """
+                A team's notifications are handled once for every member (PROTOCOL.md §13.1). Its name
+                is 1–40 lowercase letters, digits and hyphens; a team keeps at least one owner.
+
+                  notty admin team add ops --owner alice
+                  notty admin team list
+                  notty admin team remove ops
+                """,
+            subcommands: [Add.self, Remove.self, List.self])
+
+        struct Add: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(commandName: "add", abstract: "Make a team with its first owner.")
+            @OptionGroup var storage: StorageOptions
+            @Argument(help: "The team's name, such as ops.") var name: String
+            @Option(help: "The user who owns it (and adds its members).") var owner: String
+
+            func run() async throws {
+                try await reportingErrors {
+                    let service = try await storage.service()
+                    let team = try await service.teams.create(name: name, owner: owner)
+                    say("added team \(team.name) (owner \(owner)); add members with: notty team \(team.name) --add USER")
+                }
+            }
+        }
+
+        struct Remove: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a team and its memberships.")
+            @OptionGroup var storage: StorageOptions
+            @Argument(help: "The team's name.") var name: String
+
+            func run() async throws {
+                try await reportingErrors {
+                    let service = try await storage.service()
+                    guard try await service.teams.remove(name: name) else { throw CLIError("no team named \(name) (notty admin team list)") }
+                    say("removed team \(name)")
+                }
+            }
+        }
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(commandName: "list", abstract: "Every team and its members.")
+            @OptionGroup var storage: StorageOptions
+            @Flag(help: "Print one JSON object per team.") var json = false
+
+            func run() async throws {
+                try await reportingErrors {
+                    let service = try await storage.service()
+                    let teams = try await service.teams.all()
+                    if json {
+                        for team in teams { print(JSONValue.encoding(team).jsonText) }
+                        return
+                    }
+                    if teams.isEmpty { say("no teams (notty admin team add NAME --owner USER)") }
+                    for team in teams { say(team.summary) }
                 }
             }
         }

@@ -1,0 +1,70 @@
+import Foundation
+import NottyTestSupport
+import Testing
+
+/// `notty admin team` on the service's store and `notty team` against a real `notty serve`.
+@Suite("notty team and notty admin team (PROTOCOL.md §13.1)", .timeLimit(.minutes(5)))
+struct TeamCLITests {
+    let home = FileManager.default.temporaryDirectory.appendingPathComponent("notty-team-\(UUID().uuidString)")
+
+    @Test(
+        "the administrator makes ops with alice as owner; alice adds bob, bob sees it (words and --json) but may not add; bob leaves; every refusal is one line"
+    )
+    func teams() async throws {
+        defer { try? FileManager.default.removeItem(at: home) }
+        let serve = try await ServeProcess(directory: home.appendingPathComponent("service"))
+        defer { serve.stop() }
+        let bobAdded = try await serve.admin.run(["admin", "user", "add", "bob"], input: "pw\n")
+        #expect(bobAdded.status == 0, "\(bobAdded.err)")
+        let made = try await serve.admin.run(["admin", "team", "add", "ops", "--owner", "alice"])
+        #expect(made.status == 0 && made.out.hasPrefix("added team ops (owner alice)"), "\(made.err)")
+        for (arguments, says) in [
+            (["admin", "team", "add", "ops", "--owner", "bob"], "a team named ops already exists"),
+            (["admin", "team", "add", "Ops!", "--owner", "bob"], "lowercase letters, digits and hyphens"),
+            (["admin", "team", "add", "web", "--owner", "zed"], "no user named zed"),
+            (["admin", "team", "remove", "web"], "no team named web"),
+        ] {
+            let refused = try await serve.admin.run(arguments)
+            #expect(
+                refused.status == 1 && refused.err.contains(says) && refused.err.split(separator: "\n").count == 1, "\(arguments): \(refused.err)")
+        }
+
+        let alice = NottyCLI(home: home.appendingPathComponent("alice"))
+        try await alice.login(serve.url)
+        let bob = NottyCLI(home: home.appendingPathComponent("bob"))
+        let signedIn = try await bob.run(["login", serve.url, "--user", "bob", "--password-stdin"], input: "pw\n")
+        #expect(signedIn.status == 0, "\(signedIn.err)")
+
+        let none = try await bob.run(["team"])
+        #expect(none.status == 0 && none.out.hasPrefix("you are in no team"), "\(none.out) \(none.err)")
+        let added = try await alice.run(["team", "ops", "--add", "bob"])
+        #expect(added.status == 0 && added.out == "bob is a member of ops\n", "\(added.err)")
+        let listed = try await bob.run(["team", "--list"])
+        #expect(listed.out == "ops  alice (owner), bob\n", "\(listed.out) \(listed.err)")
+        let json = try await bob.run(["team", "ops", "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any], "\(json.out)")
+        #expect(object["name"] as? String == "ops")
+        #expect((object["members"] as? [[String: Any]])?.map { $0["role"] as? String } == ["owner", "member"])
+
+        let notOwner = try await bob.run(["team", "ops", "--add", "alice", "--owner"])
+        #expect(
+            notOwner.status == 1 && notOwner.err.hasSuffix("(403 forbidden): only the owners of ops (alice) add and remove its members\n")
+                && notOwner.err.split(separator: "\n").count == 1, "\(notOwner.err)")
+        let lastOwner = try await alice.run(["team", "ops", "--remove", "alice"])
+        #expect(lastOwner.status == 1 && lastOwner.err.contains("last owner of ops"), "\(lastOwner.err)")
+        let unknown = try await alice.run(["team", "nope"])
+        #expect(unknown.status == 1 && unknown.err.contains("no team named nope that you are in"), "\(unknown.err)")
+        let badName = try await alice.run(["team", "Nope", "--add", "bob"])
+        #expect(badName.status != 0 && badName.err.contains("lowercase letters") && !badName.err.contains("USAGE"), "\(badName.err)")
+        let ownerAlone = try await alice.run(["team", "ops", "--owner"])
+        #expect(ownerAlone.status != 0 && ownerAlone.err.contains("--owner goes with --add"), "\(ownerAlone.err)")
+
+        let left = try await bob.run(["team", "ops", "--remove", "bob"])
+        #expect(left.status == 0 && left.out == "bob left ops\n", "\(left.err)")
+        #expect(try await bob.run(["team"]).out.hasPrefix("you are in no team"))
+        let all = try await serve.admin.run(["admin", "team", "list"])
+        #expect(all.out == "ops  alice (owner)\n", "\(all.out) \(all.err)")
+        #expect(try await serve.admin.run(["admin", "team", "remove", "ops"]).out == "removed team ops\n")
+        #expect(try await alice.run(["team"]).out.hasPrefix("you are in no team"))
+    }
+}
