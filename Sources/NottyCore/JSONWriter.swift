@@ -123,6 +123,12 @@ extension UserNotification: JSONWritable {
         if let actionResults, !actionResults.isEmpty { w.raw(#""actionResults":"#); w.array(actionResults); w.raw(",") }
         if let actions, !actions.isEmpty { w.raw(#""actions":"#); w.array(actions); w.raw(",") }
         w.raw(#""appNotificationId":"#); w.string(appNotificationId)
+        if let changedBy {
+            w.raw(#","changedBy":{"at":"#); w.time(changedBy.at)
+            if let device = changedBy.device { w.raw(#","device":"#); w.string(device) }
+            w.raw(#","user":"#); w.string(changedBy.user)
+            w.raw("}")
+        }
         w.raw(#","createdDateTime":"#); w.time(createdDateTime)
         w.raw(#","displayTimeToLive":"#); w.int(displayTimeToLive)
         if let escalations, !escalations.isEmpty { w.raw(#","escalations":"#); w.array(escalations) }
@@ -151,6 +157,7 @@ extension UserNotification: JSONWritable {
         w.raw(#","status":"#); w.string(status.rawValue)
         w.raw(#","targetHostName":"#); w.string(targetHostName)
         if let targetPolicy { w.raw(#","targetPolicy":"#); w.value(targetPolicy) }
+        if let team { w.raw(#","team":"#); w.string(team) }
         w.raw(#","userActionState":"#); w.string(userActionState.rawValue)
         w.raw("}")
     }

@@ -25,11 +25,22 @@ public struct TeamMember: Codable, Sendable, Equatable {
 
 /// A team with its members, owners first, then by user name.
 public struct Team: Codable, Sendable, Equatable {
+    /// The service's id of the team (the owner of its notifications); not on the wire.
+    public var id: String = ""
     public var name: String
     public var created: Date
     public var members: [TeamMember]
 
-    public init(name: String, created: Date, members: [TeamMember]) {
+    private enum CodingKeys: String, CodingKey { case name, created, members }
+
+    /// The name of the account row that owns a team's feed: a slash, which no user's name has.
+    public static func feedOwnerName(_ name: String) -> String { "team/" + name }
+
+    /// Team ids begin with this, so that a feed's owner is told from a user's by its id alone.
+    public static let idPrefix = "team-"
+
+    public init(id: String = "", name: String, created: Date, members: [TeamMember]) {
+        self.id = id
         self.name = name
         self.created = created
         self.members = members.sorted { ($0.role == .owner ? 0 : 1, $0.user) < ($1.role == .owner ? 0 : 1, $1.user) }
@@ -70,6 +81,40 @@ public struct Team: Codable, Sendable, Equatable {
     }
 }
 
+/// Who made a team notification's latest change (PROTOCOL.md §13.1): `changedBy` on the wire.
+public struct ChangedBy: Codable, Sendable, Equatable {
+    /// The member's user name.
+    public var user: String
+    /// The device's name, when the change came from a device.
+    public var device: String?
+    public var at: Date
+
+    public init(user: String, device: String?, at: Date) {
+        self.user = user
+        self.device = device
+        self.at = at
+    }
+
+    /// Read from its JSON object; nil when `value` is not one.
+    public init?(_ value: JSONValue?) {
+        guard case .object(let o)? = value, case .string(let user)? = o["user"], case .string(let atText)? = o["at"],
+            let at = ISOTime.parse(atText)
+        else { return nil }
+        let device: String? = if case .string(let d)? = o["device"] { d } else { nil }
+        self.init(user: user, device: device, at: at)
+    }
+
+    /// Its JSON object.
+    public var value: JSONValue {
+        var o: [String: JSONValue] = ["user": .string(user), "at": .string(ISOTime.format(at))]
+        if let device { o["device"] = .string(device) }
+        return .object(o)
+    }
+
+    /// "alice on laptop" (or "alice").
+    public var who: String { device.map { "\(user) on \($0)" } ?? user }
+}
+
 /// `GET /v1/me/teams`: the signed-in user's teams.
 public struct TeamList: Codable, Sendable, Equatable {
     public var value: [Team]
@@ -106,5 +151,38 @@ public struct TeamMemberRequest: Sendable, Equatable {
         default: throw ValidationError("role must be member or owner (a string)")
         }
         self.init(user: user, role: role)
+    }
+}
+
+extension UserNotification {
+    /// Its state in a person's words: `Unread`, `Read · dismissed`, `Unread · snoozed`,
+    /// `Read · opened` (the wire's `Read · Activated`).
+    public var stateWords: String {
+        let read = readState == .unread ? "Unread" : "Read"
+        switch userActionState {
+        case .noInteraction: return read
+        case .activated: return read + " · opened"
+        case .dismissed: return read + " · dismissed"
+        case .snoozed: return read + " · snoozed"
+        }
+    }
+
+    /// Who made a team notification what it is: `dismissed by alice on laptop, 2m ago`; nil
+    /// when no member changed it.
+    public func changedByLine(now: Date) -> String? {
+        guard let changedBy else { return nil }
+        let what: String
+        if status == .deleted {
+            what = "deleted"
+        } else {
+            what =
+                switch userActionState {
+                case .dismissed: "dismissed"
+                case .activated: "opened"
+                case .snoozed: "snoozed"
+                case .noInteraction: readState == .read ? "read" : "marked unread"
+                }
+        }
+        return "\(what) by \(changedBy.who), \(TimeText.relative(changedBy.at, now: now))"
     }
 }

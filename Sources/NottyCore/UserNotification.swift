@@ -49,6 +49,10 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
     public var actions: [NotificationAction]?
     /// How the actions run so far went, one per action that ran (its latest run).
     public var actionResults: [ActionResult]?
+    /// The team whose notification this is (PROTOCOL.md §13.1); nil (absent) for the user's own.
+    public var team: String?
+    /// Who made the latest change of a team notification's state; nil (absent) when none did.
+    public var changedBy: ChangedBy?
 
     public init(
         id: String, appNotificationId: String, targetHostName: String, groupName: String? = nil,
@@ -57,7 +61,7 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
         status: NotificationStatus = .active, readState: ReadState = .unread,
         userActionState: UserActionState = .noInteraction, snoozedUntil: Date? = nil,
         targetPolicy: JSONValue? = nil, fallbackPolicy: JSONValue? = nil, launchUrl: String? = nil, escalations: [EscalationRecord]? = nil,
-        actions: [NotificationAction]? = nil, actionResults: [ActionResult]? = nil
+        actions: [NotificationAction]? = nil, actionResults: [ActionResult]? = nil, team: String? = nil, changedBy: ChangedBy? = nil
     ) {
         self.id = id
         self.appNotificationId = appNotificationId
@@ -79,12 +83,14 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
         self.escalations = escalations
         self.actions = actions
         self.actionResults = actionResults
+        self.team = team
+        self.changedBy = changedBy
     }
 
     enum CodingKeys: String, CodingKey {
         case id, appNotificationId, targetHostName, groupName, priority, payload, displayTimeToLive
         case expirationDateTime, createdDateTime, lastModifiedDateTime, status, readState
-        case userActionState, snoozedUntil, targetPolicy, fallbackPolicy, launchUrl, escalations, actions, actionResults
+        case userActionState, snoozedUntil, targetPolicy, fallbackPolicy, launchUrl, escalations, actions, actionResults, team, changedBy
     }
 
     /// Writes every field, nulls included, so clients see a stable shape.
@@ -110,6 +116,8 @@ public struct UserNotification: Codable, Sendable, Equatable, Identifiable {
         if let escalations, !escalations.isEmpty { try c.encode(escalations, forKey: .escalations) }
         if let actions, !actions.isEmpty { try c.encode(actions, forKey: .actions) }
         if let actionResults, !actionResults.isEmpty { try c.encode(actionResults, forKey: .actionResults) }
+        try c.encodeIfPresent(team, forKey: .team)
+        try c.encodeIfPresent(changedBy, forKey: .changedBy)
     }
 
     /// The title shown to a person: the visual title, else the raw content, else the app id.

@@ -29,7 +29,8 @@ extension UserNotification {
             userActionState: try f.required("userActionState") { key throws(ValidationError) in try f.enumeration(key, UserActionState.self) },
             snoozedUntil: try f.time("snoozedUntil"), targetPolicy: f.any("targetPolicy"), fallbackPolicy: f.any("fallbackPolicy"),
             launchUrl: try f.string("launchUrl"), escalations: EscalationRecord.list(f.any("escalations")),
-            actions: NotificationAction.list(f.any("actions")), actionResults: ActionResult.list(f.any("actionResults")))
+            actions: NotificationAction.list(f.any("actions")), actionResults: ActionResult.list(f.any("actionResults")),
+            team: try f.string("team"), changedBy: ChangedBy(f.any("changedBy")))
     }
 }
 

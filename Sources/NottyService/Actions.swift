@@ -44,17 +44,21 @@ public final class Actions: ServicePart {
             metrics.rateLimited.increment()
             throw ServiceError.tooManyRequests(retryAfter: wait)
         }
-        let claim = ActionClaim(
-            userId: userId, notificationId: notification.id, index: n, published: ISOTime.millis(notification.createdDateTime),
-            label: action.label, device: device, at: now, leaseUntil: now + Self.lease)
-        if let recorded = try await db({ try await storage.claimActionRun(claim) }) { return recorded }
+        // A team's notification (PROTOCOL.md §13.1): its action runs once for the team, in the
+        // team's feed, and its outcome says which member pressed it.
+        let owner = try await db { try await storage.notificationOwner(id: notification.id, userId: userId) } ?? userId
         let user = try await db { try await storage.user(id: userId) }
+        let pressedOn = owner == userId ? device : [user?.userName, device].compactMap { $0 }.joined(separator: " on ")
+        let claim = ActionClaim(
+            userId: owner, notificationId: notification.id, index: n, published: ISOTime.millis(notification.createdDateTime),
+            label: action.label, device: pressedOn, at: now, leaseUntil: now + Self.lease)
+        if let recorded = try await db({ try await storage.claimActionRun(claim) }) { return recorded }
         let createdBy = "notty: \(user?.userName ?? userId)" + (device.map { " on \($0)" } ?? "")
         var result: ActionResult
         do throws(SecretBox.OpenError) {
-            result = await run(try await secrets.opened(actions)[n - 1], index: n, device: device, createdBy: createdBy)
+            result = await run(try await secrets.opened(actions)[n - 1], index: n, device: pressedOn, createdBy: createdBy)
         } catch {
-            result = ActionResult(action: n, label: action.label, status: .failed, device: device, at: clock.nowMillis())
+            result = ActionResult(action: n, label: action.label, status: .failed, device: pressedOn, at: clock.nowMillis())
             result.error = "this action cannot run: \(error)"
         }
         result.at = clock.nowMillis()
@@ -77,9 +81,7 @@ public final class Actions: ServicePart {
 
     /// How results name the device a token was issued to: its name, else the start of its id.
     public func deviceName(userId: String, deviceId: String?) async throws -> String? {
-        guard let deviceId else { return nil }
-        let device = try await db { try await storage.subscriptions(userId: userId) }.first { $0.deviceId == deviceId && $0.targetHostName == nil }
-        return device?.deviceName ?? "device " + deviceId.prefix(8)
+        try await inbox.deviceName(userId: userId, deviceId: deviceId)
     }
 
     /// Makes the request of an `http` action and says how it went; a target the outbound
@@ -117,4 +119,4 @@ public final class Actions: ServicePart {
 }
 
 /// What ``Actions`` asks of the storage.
-public typealias ActionRunStorage = ActionStorage & AccountStorage & SubscriptionStorage
+public typealias ActionRunStorage = ActionStorage & AccountStorage & SubscriptionStorage & FeedStorage

@@ -10,11 +10,14 @@ public final class Inbox: ServicePart {
     /// The storage this part uses: its concerns alone.
     let storage: any InboxStorage
     let escalation: Escalation
+    /// Whose teams a subscription may be for.
+    let teams: Teams
 
     init(core: ServiceCore, storage: (any InboxStorage)? = nil, escalation: Escalation) {
         self.core = core
         self.storage = storage ?? core.storage
         self.escalation = escalation
+        teams = Teams(core: core)
     }
 
     public func me(userId: String) async throws -> Me {
@@ -46,10 +49,11 @@ public final class Inbox: ServicePart {
         // An ntfy topic (PROTOCOL.md §8.2): a read-only device whose URL is its credential.
         let topic = platform?.lowercased() == "ntfy"
         if topic && host != nil { throw ServiceError.badRequest("an ntfy topic follows the whole inbox: leave out targetHostName") }
-        let secret: String?, alertmanager: String?
+        let secret: String?, alertmanager: String?, teamName: String?
         do {
             secret = try fields.string("secret", max: 256)
             alertmanager = try fields.string("alertmanager", max: 2048)
+            teamName = try fields.string("team", max: Team.maxNameLength)
         } catch {
             throw ServiceError.badRequest(error.message)
         }
@@ -65,10 +69,19 @@ public final class Inbox: ServicePart {
             throw ServiceError.notFound(
                 "no app \(host) is registered on this service: check the name, or ask its administrator to run notty admin app add \(host)")
         }
+        // An app's subscription for a team (PROTOCOL.md §13.1): its owners make it, and it
+        // publishes into the team's feed, which every member reads.
+        var owner = userId
+        if let teamName {
+            guard host != nil, !topic else { throw ServiceError.badRequest("team is for an app's subscription: give targetHostName") }
+            let (team, role) = try await teams.membership(name: teamName, userId: userId)
+            guard role == .owner else { throw ServiceError.forbidden("only the owners of \(team.name) subscribe apps for it") }
+            owner = team.id
+        }
         let now = clock.nowMillis()
         let token = webhook || topic ? Secrets.newToken() : nil
         let record = SubscriptionRecord(
-            id: UUID().uuidString.lowercased(), userId: userId, targetHostName: host,
+            id: UUID().uuidString.lowercased(), userId: owner, targetHostName: host,
             deviceId: topic ? UUID().uuidString.lowercased() : callerDevice ?? UUID().uuidString.lowercased(),
             deviceName: deviceName, platform: platform?.lowercased(), createdAt: now,
             // A webhook's URL lives until it is revoked: the tools it is pasted into do not renew it.
@@ -161,13 +174,44 @@ public final class Inbox: ServicePart {
         return try await withEscalations([found], userId: userId)[0]
     }
 
+    /// The name the user gave the device (`notty devices`), else `device` and its id's start.
+    public func deviceName(userId: String, deviceId: String?) async throws -> String? {
+        guard let deviceId else { return nil }
+        // Given its name already (an action's press passes it on), the name.
+        let device = try await db { try await storage.subscriptions(userId: userId) }.first {
+            ($0.deviceId == deviceId || $0.deviceName == deviceId) && $0.targetHostName == nil
+        }
+        return device?.deviceName ?? "device " + deviceId.prefix(8)
+    }
+
     /// Applies device mutations; one result per mutation, in order. `device` (the caller's
     /// name or id) is who handled them, should that take an escalation back.
     public func mutate(userId: String, device: String? = nil, _ mutations: [Mutation]) async throws -> [MutationResult] {
         if let device { escalation.noteHandled(userId: userId, ids: mutations.map(\.id), device: device) }
-        let results = try await db { try await storage.mutate(userId: userId, mutations: mutations, now: clock.nowMillis()) }
+        // A team's notification is changed in the team's feed, for every member (PROTOCOL.md §13.1).
+        var owners: [String: String] = [:]
+        for id in Set(mutations.map(\.id)) {
+            if let owner = try await db({ try await storage.notificationOwner(id: id, userId: userId) }), owner != userId { owners[id] = owner }
+        }
+        let now = clock.nowMillis()
+        // Each member's change of a team's notification says who made it.
+        var by: ChangedBy?
+        if !owners.isEmpty, let user = try await db({ try await storage.user(id: userId) }) {
+            by = ChangedBy(user: user.userName, device: try await deviceName(userId: userId, deviceId: device), at: now)
+        }
+        var results: [MutationResult?] = Array(repeating: nil, count: mutations.count)
+        let byOwner = Dictionary(grouping: mutations.indices) { owners[mutations[$0].id] ?? userId }
+        for (owner, indices) in byOwner.sorted(by: { $0.key < $1.key }) {
+            let changes = indices.map { index in
+                var mutation = mutations[index]
+                if owner != userId { mutation.by = by }
+                return mutation
+            }
+            let applied = try await db { try await storage.mutate(userId: owner, mutations: changes, now: now) }
+            for (index, result) in zip(indices, applied) { results[index] = result }
+        }
         metrics.mutations.increment(by: Int64(mutations.count))
-        return results
+        return results.compactMap { $0 }
     }
 }
 

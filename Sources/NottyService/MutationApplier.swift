@@ -33,6 +33,18 @@ package final class WriteContext {
         reserved?.append(contentsOf: positions)
     }
 
+    /// The teams whose feeds this write changed (their ids begin with ``Team/idPrefix``).
+    package var changedTeams: [String] { changedUsers.keys.filter { $0.hasPrefix(Team.idPrefix) } }
+
+    /// Each member of a changed team hears of it as of a change of their own: a team's feed is
+    /// part of each member's (PROTOCOL.md §13.1). `members`: (team id, user id) pairs.
+    package func shareWithMembers(_ members: [(team: String, user: String)]) {
+        for (team, user) in members {
+            guard let seq = changedUsers[team] else { continue }
+            changedUsers[user] = max(changedUsers[user] ?? 0, seq)
+        }
+    }
+
     /// The next position in the change order.
     package func nextSeq(for userId: String) -> Int64 {
         if reserved != nil {
@@ -92,7 +104,8 @@ package enum MutationApplier {
         case .delete:
             // Deleting again (or deleting an expired one) answers 204 as well.
             guard live else { return (MutationResult(id: mutation.id, mutationId: mutation.mutationId, status: 204), nil) }
-            let tombstone = NotificationRules.deleted(current, now: now, seq: context.nextSeq(for: userId))
+            var tombstone = NotificationRules.deleted(current, now: now, seq: context.nextSeq(for: userId))
+            if let by = mutation.by, current.notification.team != nil { tombstone.notification.changedBy = by }
             return (MutationResult(id: mutation.id, mutationId: mutation.mutationId, status: 204), tombstone)
         case .patch:
             guard live else {
@@ -100,7 +113,11 @@ package enum MutationApplier {
                 return (MutationResult(id: mutation.id, mutationId: mutation.mutationId, status: 404, error: gone), nil)
             }
             var (row, visible) = NotificationRules.patched(current, change: mutation.change, changedAt: mutation.changedAt, now: now)
-            if visible { row.seq = context.nextSeq(for: userId) }
+            if visible {
+                row.seq = context.nextSeq(for: userId)
+                // A team's notification says which member made its state what it is.
+                if let by = mutation.by, row.notification.team != nil { row.notification.changedBy = by }
+            }
             return (MutationResult(id: mutation.id, mutationId: mutation.mutationId, status: 200, notification: row.notification), row)
         }
     }

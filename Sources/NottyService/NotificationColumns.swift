@@ -9,7 +9,7 @@ package struct NotificationColumns {
     package static let names = [
         "id", "user_id", "host_name", "app_notification_id", "group_name", "priority", "raw_content",
         "has_visual", "title", "body", "display_ttl", "expires", "created", "modified", "deleted", "read_state", "read_at",
-        "action_state", "snoozed_until", "action_at", "target_policy", "fallback_policy", "launch_url", "actions", "seq",
+        "action_state", "snoozed_until", "action_at", "target_policy", "fallback_policy", "launch_url", "actions", "team", "changed_by", "seq",
     ]
     package static let list = names.joined(separator: ", ")
     /// ``list`` with `actions` read as NULL: for a row whose actions are not wanted (the row a
@@ -41,6 +41,10 @@ package struct NotificationColumns {
     var launchUrl: String?
     /// The whole actions (PROTOCOL.md §12) as JSON: only the service reads them.
     var actions: String?
+    /// The team's name, for a team's notification (PROTOCOL.md §13.1).
+    var team: String?
+    /// ``ChangedBy`` as JSON.
+    var changedBy: String?
     var seq: Int64
 
     package var stored: StoredNotification {
@@ -55,7 +59,8 @@ package struct NotificationColumns {
             snoozedUntil: snoozedUntil.map { ISOTime.date(millis: $0) },
             targetPolicy: targetPolicy.flatMap { JSONValue(jsonText: $0) },
             fallbackPolicy: fallbackPolicy.flatMap { JSONValue(jsonText: $0) }, launchUrl: launchUrl,
-            actions: actions.flatMap { NotificationAction.list(JSONValue(jsonText: $0)) })
+            actions: actions.flatMap { NotificationAction.list(JSONValue(jsonText: $0)) }, team: team,
+            changedBy: changedBy.flatMap { try? NottyJSON.decoder.decode(ChangedBy.self, from: Data($0.utf8)) })
         var row = StoredNotification(userId: userId, notification: notification, readChangedAt: readAt, actionChangedAt: actionAt, seq: seq)
         row.storedActions = actions
         return row
@@ -91,7 +96,7 @@ extension NotificationColumns {
             created: try r.integer(12), modified: try r.integer(13), deleted: try r.flag(14), readState: try r.text(15),
             readAt: try r.integer(16), actionState: try r.text(17), snoozedUntil: try r.optionalInteger(18), actionAt: try r.integer(19),
             targetPolicy: try r.optionalText(20), fallbackPolicy: try r.optionalText(21), launchUrl: try r.optionalText(22),
-            actions: try r.optionalText(23), seq: try r.integer(24))
+            actions: try r.optionalText(23), team: try r.optionalText(24), changedBy: try r.optionalText(25), seq: try r.integer(26))
     }
 
     /// Hands `writer` every value, in ``names`` order.
@@ -107,6 +112,8 @@ extension NotificationColumns {
         for value in [snoozedUntil, actionAt] { writer.integer(value) }
         for value in [targetPolicy, fallbackPolicy, launchUrl] { writer.text(value) }
         writer.text(actions)
+        writer.text(team)
+        writer.text(changedBy)
         writer.integer(seq)
     }
 
@@ -114,7 +121,8 @@ extension NotificationColumns {
     package static let sample = NotificationColumns(
         id: "", userId: "", hostName: "", appNotificationId: "", groupName: "", priority: "", rawContent: "", hasVisual: true,
         title: "", body: "", displayTTL: 0, expires: 0, created: 0, modified: 0, deleted: false, readState: "", readAt: 0,
-        actionState: "", snoozedUntil: 0, actionAt: 0, targetPolicy: "", fallbackPolicy: "", launchUrl: "", actions: "", seq: 0)
+        actionState: "", snoozedUntil: 0, actionAt: 0, targetPolicy: "", fallbackPolicy: "", launchUrl: "", actions: "", team: "", changedBy: "",
+        seq: 0)
 
     package init(_ s: StoredNotification) {
         let n = s.notification
@@ -126,6 +134,7 @@ extension NotificationColumns {
             modified: ISOTime.millis(n.lastModifiedDateTime), deleted: n.status == .deleted, readState: n.readState.rawValue,
             readAt: s.readChangedAt, actionState: n.userActionState.rawValue, snoozedUntil: n.snoozedUntil.map { ISOTime.millis($0) },
             actionAt: s.actionChangedAt, targetPolicy: n.targetPolicy?.jsonText, fallbackPolicy: n.fallbackPolicy?.jsonText,
-            launchUrl: n.launchUrl, actions: s.storedActions ?? NotificationAction.storedText(n.actions), seq: s.seq)
+            launchUrl: n.launchUrl, actions: s.storedActions ?? NotificationAction.storedText(n.actions), team: n.team,
+            changedBy: n.changedBy.flatMap { try? String(decoding: NottyJSON.encoder.encode($0), as: UTF8.self) }, seq: s.seq)
     }
 }

@@ -22,7 +22,8 @@ public enum NotificationRules {
             targetPolicy: request.targetPolicy,
             fallbackPolicy: request.fallbackPolicy,
             launchUrl: request.launchUrl,
-            actions: request.actions)
+            actions: request.actions,
+            team: input.team)
         // A re-publish resets both fields with the service's own clock, so that state changes
         // made before it (older clocks) lose, and changes made after it win.
         let stamp = max(nowMillis, existing.map { max($0.readChangedAt, $0.actionChangedAt) } ?? 0)

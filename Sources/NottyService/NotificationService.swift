@@ -44,7 +44,7 @@ public final class NotificationService: Sendable {
         inbox = Inbox(core: core, escalation: escalation)
         publishing = Publishing(core: core, inbox: inbox)
         admin = Administration(core: core)
-        teams = Teams(core: core)
+        teams = inbox.teams
         maintenance = Maintenance(core: core)
         actions = Actions(core: core, inbox: inbox, outbound: outbound)
         let ntfyUpstream = NtfyUpstream(core: core, inbox: inbox, outbound: outbound)

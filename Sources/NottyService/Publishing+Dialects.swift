@@ -145,7 +145,8 @@ extension Publishing {
             logger.notice("a held publish's webhook was revoked or its app removed; it is dropped", metadata: ["id": "\(record.id)"])
             return false
         }
-        let input = try publishInput(item.notification, index: 0, count: 1, userId: record.userId, hostName: record.hostName, now: clock.nowMillis())
+        var input = try publishInput(item.notification, index: 0, count: 1, userId: record.userId, hostName: record.hostName, now: clock.nowMillis())
+        input.team = try await teamName(ofFeed: record.userId)
         _ = try await db { try await storage.publish(batch: [input]) }
         metrics.publishes.increment()
         return true

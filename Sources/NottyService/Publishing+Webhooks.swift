@@ -68,8 +68,12 @@ extension Publishing {
             metrics.rateLimited.increment()
             throw ServiceError.tooManyRequests(retryAfter: wait)
         }
+        let team = try await teamName(ofFeed: hook.subscription.userId)
         let inputs = try parsed.enumerated().map { index, item in
-            try publishInput(item, index: index, count: parsed.count, userId: hook.subscription.userId, hostName: hook.app.hostName, now: now)
+            var input = try publishInput(
+                item, index: index, count: parsed.count, userId: hook.subscription.userId, hostName: hook.app.hostName, now: now)
+            input.team = team
+            return input
         }
         let published = try await db { try await storage.publish(batch: inputs) }
         metrics.publishes.increment(by: Int64(published.count))

@@ -9,6 +9,8 @@ public final class Publishing: ServicePart {
     package let core: ServiceCore
     /// The storage this part uses: its concerns alone.
     let storage: any PublishingStorage
+    /// Team names by the id of their feed (``teamName(ofFeed:)``).
+    let teamNames = Mutex<[String: String]>([:])
     /// Where an app's clear or delete (ntfy's) is applied, as a device's change is.
     let inbox: Inbox
 
@@ -46,12 +48,24 @@ public final class Publishing: ServicePart {
         if let host = request.targetHostName, !host.equalsIgnoringASCIICase(app.hostName) {
             throw ServiceError.badRequest("targetHostName \(host) is not this subscription's app (\(app.hostName))")
         }
-        let input = PublishInput(
+        var input = PublishInput(
             userId: subscription.userId, hostName: app.hostName, request: request,
             expiration: try expiration(request.expirationDateTime, now: now), now: now, secrets: secrets)
+        input.team = try await teamName(ofFeed: input.userId)
         let stored = try await db { try await storage.publish(input) }
         metrics.publishes.increment()
         return stored
+    }
+
+    /// The team whose feed `userId` is, by name (its account row is named `team/NAME`); nil for
+    /// a user. Looked up once a team: a team's name never changes.
+    func teamName(ofFeed userId: String) async throws -> String? {
+        guard userId.hasPrefix(Team.idPrefix) else { return nil }
+        if let known = teamNames.withLock({ $0[userId] }) { return known }
+        guard let owner = try await db({ try await storage.user(id: userId) }) else { return nil }
+        let name = String(owner.userName.dropFirst(Team.feedOwnerName("").count))
+        teamNames.withLock { $0[userId] = name }
+        return name
     }
 
     /// When a notification published at `now` expires: as asked (in the future, within the

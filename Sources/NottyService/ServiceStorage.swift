@@ -110,6 +110,11 @@ public protocol FeedStorage: Sendable {
     /// Applies device mutations (PATCH, DELETE, batch) with idempotence by `mutationId`.
     func mutate(userId: String, mutations: [Mutation], now: Date) async throws -> [MutationResult]
     func notification(id: String, userId: String) async throws -> UserNotification?
+    /// Whose feed notification `id` is in, when `userId` sees it: the user's own, or a team's
+    /// they are in (PROTOCOL.md §13.1). A member's reads (``changes(userId:since:limit:)``,
+    /// ``list(userId:view:top:skip:now:)``, ``counts(userId:now:)``, ``latestSeq(userId:)``,
+    /// ``notification(id:userId:)``) take in the feeds of the user's teams.
+    func notificationOwner(id: String, userId: String) async throws -> String?
     /// `nil` when `since` is older than the kept history (410).
     func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage?
     func latestSeq(userId: String) async throws -> Int64
@@ -250,6 +255,8 @@ public struct PublishInput: Sendable {
     /// The request's actions as stored (each `http` action's secret parts sealed), written here
     /// (on the request's thread), not by the storage's one writer.
     public let storedActions: String?
+    /// The team whose feed `userId` is, by name (PROTOCOL.md §13.1); nil for a user's own.
+    public var team: String?
 
     public init(
         userId: String, hostName: String, request: PublishRequest, expiration: Date, now: Date, resolved: Bool = false,

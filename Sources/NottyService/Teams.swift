@@ -32,7 +32,7 @@ public final class Teams: ServicePart {
         }
         try await db {
             do {
-                try await storage.createTeam(id: Identifiers.timeOrdered(), name: name, ownerId: owner.id, at: clock.now())
+                try await storage.createTeam(id: Team.idPrefix + Identifiers.timeOrdered(), name: name, ownerId: owner.id, at: clock.now())
             } catch StorageError.conflict {
                 throw ServiceError.badRequest("a team named \(name) already exists")
             }

@@ -65,7 +65,7 @@ extension PostgresStorage {
             for row in try await connection.query(
                 """
                 SELECT notification_id, published, \(unescaped: Self.actionRunColumns) FROM action_runs
-                WHERE user_id = \(userId) AND notification_id = ANY(\(ids)) AND status <> 'running' ORDER BY idx
+                WHERE notification_id = ANY(\(ids)) AND status <> 'running' ORDER BY idx
                 """, logger: self.logger
             ).collect((String, Int64, Int, String, String, Int?, String?, String?, Int64).self)
             where published[row.0] == row.1 {

@@ -239,22 +239,39 @@ extension PostgresStorage {
 
     public func notification(id: String, userId: String) async throws -> UserNotification? {
         try await run { connection in
-            try await self.fetchStored(connection, "SELECT \(unescaped: Self.columns) FROM notifications WHERE id = \(id) AND user_id = \(userId)")
-                .first?.notification
+            try await self.fetchStored(
+                connection,
+                """
+                SELECT \(unescaped: Self.columns) FROM notifications WHERE id = \(id)
+                AND user_id IN (SELECT \(userId)::text UNION ALL SELECT team_id FROM team_members WHERE user_id = \(userId))
+                """
+            ).first?.notification
         }
     }
 
     public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage? {
         try await run { connection in
-            let purged: Int64 =
-                try await connection.query("SELECT purged_through FROM users WHERE id = \(userId)", logger: self.logger)
-                .collect(Int64.self).first ?? 0
+            // The user's feed and their teams' (PROTOCOL.md §13.1), each in its index's order, merged.
+            // One round trip for both: the feeds the user reads and the start of their history.
+            let found: [([String]?, Int64)] =
+                try await connection.query(
+                    """
+                    SELECT array_agg(id ORDER BY id <> \(userId)), coalesce(max(purged_through), 0) FROM users
+                    WHERE id IN (SELECT \(userId)::text UNION ALL SELECT team_id FROM team_members WHERE user_id = \(userId))
+                    """, logger: self.logger
+                ).collect(([String]?, Int64).self)
+            let owners = found.first?.0 ?? [userId]
+            let purged = found.first?.1 ?? 0
             if since > 0 && since < purged { return nil }
-            let rows = try await self.fetchStored(
-                connection,
-                """
-                SELECT \(unescaped: Self.columns) FROM notifications WHERE user_id = \(userId) AND seq > \(since) ORDER BY seq LIMIT \(Int64(limit + 1))
-                """)
+            var rows: [StoredNotification] = []
+            for owner in owners {
+                rows += try await self.fetchStored(
+                    connection,
+                    """
+                    SELECT \(unescaped: Self.columns) FROM notifications WHERE user_id = \(owner) AND seq > \(since) ORDER BY seq LIMIT \(Int64(limit + 1))
+                    """)
+            }
+            if owners.count > 1 { rows = Array(rows.sorted { $0.seq < $1.seq }.prefix(limit + 1)) }
             let page = rows.prefix(limit)
             let hasMore = rows.count > limit
             // Preferences share the positions: those up to the page's end (all, on the last page).
@@ -268,9 +285,10 @@ extension PostgresStorage {
         try await run { connection in
             try await connection.query(
                 """
-                SELECT greatest(coalesce((SELECT max(seq) FROM notifications WHERE user_id = \(userId)), 0),
+                WITH o AS (SELECT \(userId)::text AS id UNION ALL SELECT team_id FROM team_members WHERE user_id = \(userId))
+                SELECT greatest(coalesce((SELECT max(m) FROM (SELECT (SELECT max(seq) FROM notifications n WHERE n.user_id = o.id) AS m FROM o) x), 0),
                                 coalesce((SELECT max(seq) FROM preferences WHERE user_id = \(userId)), 0),
-                                coalesce((SELECT purged_through FROM users WHERE id = \(userId)), 0))
+                                coalesce((SELECT max(purged_through) FROM users WHERE id IN (SELECT id FROM o)), 0))
                 """,
                 logger: self.logger
             ).collect(Int64.self).first ?? 0
@@ -285,17 +303,28 @@ extension PostgresStorage {
     }
 
     public func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification] {
-        var binds = PostgresBindings()
-        binds.append(userId)
-        binds.append(ISOTime.millis(now))
-        binds.append(Int64(top))
-        binds.append(Int64(skip))
-        let query = PostgresQuery(
-            unsafeSQL: """
-                SELECT \(Self.columns) FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2 AND \(view.sqlCondition(now: "$2"))
-                ORDER BY created DESC, id DESC LIMIT $3 OFFSET $4
-                """, binds: binds)
-        return try await run { connection in try await self.fetchStored(connection, query).map(\.notification) }
+        try await run { connection in
+            // One feed: a window of its index. Several (the user's teams'): each one's first rows
+            // up to the window's end, merged in the view's order.
+            let owners = try await self.ownerIds(connection, userId: userId)
+            var rows: [UserNotification] = []
+            for owner in owners {
+                var binds = PostgresBindings()
+                binds.append(owner)
+                binds.append(ISOTime.millis(now))
+                binds.append(Int64(owners.count == 1 ? top : top + skip))
+                binds.append(Int64(owners.count == 1 ? skip : 0))
+                let query = PostgresQuery(
+                    unsafeSQL: """
+                        SELECT \(Self.columns) FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2 AND \(view.sqlCondition(now: "$2"))
+                        ORDER BY created DESC, id DESC LIMIT $3 OFFSET $4
+                        """, binds: binds)
+                rows += try await self.fetchStored(connection, query).map(\.notification)
+            }
+            guard owners.count > 1 else { return rows }
+            let ordered = rows.sorted { ($0.createdDateTime, $0.id) > ($1.createdDateTime, $1.id) }
+            return Array(ordered.dropFirst(skip).prefix(top))
+        }
     }
 
     public func counts(userId: String, now: Date) async throws -> ViewCounts {
@@ -309,7 +338,8 @@ extension PostgresStorage {
             let query = PostgresQuery(
                 unsafeSQL: """
                     SELECT count(*), \(views.map { "count(*) FILTER (WHERE \($0.sqlCondition(now: "$2")))" }.joined(separator: ", "))
-                    FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2
+                    FROM notifications WHERE user_id IN (SELECT $1::text UNION ALL SELECT team_id FROM team_members WHERE user_id = $1)
+                    AND NOT deleted AND expires > $2
                     """, binds: binds)
             let row: (Int64, Int64, Int64, Int64, Int64, Int64) =
                 try await connection.query(query, logger: self.logger)

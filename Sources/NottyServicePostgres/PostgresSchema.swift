@@ -254,6 +254,8 @@ extension PostgresStorage {
                 "CREATE INDEX team_members_user ON team_members (user_id)",
             ]
         ),
+        // A team's notification says whose it is and who changed it last (PROTOCOL.md §13.1).
+        ("v15", ["ALTER TABLE notifications ADD COLUMN team TEXT", "ALTER TABLE notifications ADD COLUMN changed_by TEXT"]),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

@@ -9,16 +9,29 @@ import PostgresNIO
 extension PostgresStorage {
     public func createTeam(id: String, name: String, ownerId: String, at: Date) async throws {
         let millis = ISOTime.millis(at)
-        try await transaction { connection in
+        try await feedWrite(users: [ownerId], positions: 1) { connection, context in
             try await connection.exec("INSERT INTO teams (id, name, created) VALUES (\(id), \(name), \(millis))", logger: self.logger)
+            // The team's feed has an owner row of its own, which nobody signs in as (no password).
+            try await connection.exec(
+                "INSERT INTO users (id, user_name, display_name, password_hash) VALUES (\(id), \(Team.feedOwnerName(name)), \(name), '')",
+                logger: self.logger)
             try await connection.exec(
                 "INSERT INTO team_members (team_id, user_id, role, since) VALUES (\(id), \(ownerId), 'owner', \(millis))", logger: self.logger)
+            try await self.resync(connection, userId: ownerId, context)
         }
     }
 
     public func deleteTeam(name: String) async throws -> Bool {
-        try await run { connection in
-            try await connection.query("DELETE FROM teams WHERE name = \(name) RETURNING id", logger: self.logger).collect(String.self).count > 0
+        guard let team = try await team(name: name) else { return false }
+        let members = try await run { connection in
+            try await connection.query("SELECT user_id FROM team_members WHERE team_id = \(team.id)", logger: self.logger).collect(String.self)
+        }
+        return try await feedWrite(users: members, positions: members.count) { connection, context in
+            guard try await self.lockedMembers(connection, team: name) != nil else { return false }
+            for member in members { try await self.resync(connection, userId: member, context) }
+            try await connection.exec("DELETE FROM teams WHERE id = \(team.id)", logger: self.logger)
+            try await connection.exec("DELETE FROM users WHERE id = \(team.id)", logger: self.logger)  // its feed with it
+            return true
         }
     }
 
@@ -37,7 +50,7 @@ extension PostgresStorage {
     }
 
     public func setTeamMember(team: String, userId: String, role: TeamRole, at: Date, limits: TeamLimits) async throws -> TeamChange {
-        try await transaction { connection in
+        try await feedWrite(users: [userId], positions: 1) { connection, context in
             guard let (teamId, members) = try await self.lockedMembers(connection, team: team) else { return .noTeam }
             let counted: [Int64] = try await connection.query(
                 "SELECT count(*) FROM team_members WHERE user_id = \(userId)", logger: self.logger
@@ -50,18 +63,51 @@ extension PostgresStorage {
                 INSERT INTO team_members (team_id, user_id, role, since) VALUES (\(teamId), \(userId), \(role.rawValue), \(ISOTime.millis(at)))
                 ON CONFLICT (team_id, user_id) DO UPDATE SET role = excluded.role, since = excluded.since
                 """, logger: self.logger)
+            if members[userId] == nil { try await self.resync(connection, userId: userId, context) }
             return .done
         }
     }
 
     public func removeTeamMember(team: String, userId: String) async throws -> TeamChange {
-        try await transaction { connection in
+        try await feedWrite(users: [userId], positions: 1) { connection, context in
             guard let (teamId, members) = try await self.lockedMembers(connection, team: team) else { return .noTeam }
             let change = TeamRules.removing(userId, members: members)
             guard change == .done else { return change }
             try await connection.exec("DELETE FROM team_members WHERE team_id = \(teamId) AND user_id = \(userId)", logger: self.logger)
+            try await self.resync(connection, userId: userId, context)
             return .done
         }
+    }
+
+    public func notificationOwner(id: String, userId: String) async throws -> String? {
+        try await run { connection in
+            try await connection.query(
+                """
+                SELECT user_id FROM notifications WHERE id = \(id)
+                AND user_id IN (SELECT \(userId)::text UNION ALL SELECT team_id FROM team_members WHERE user_id = \(userId))
+                """, logger: self.logger
+            ).collect(String.self).first
+        }
+    }
+
+    /// A user who joined or left a team: the start of their feed's history moves past their
+    /// devices' cursors (`410`), so each resyncs and takes in or drops the team's notifications.
+    func resync(_ connection: PostgresConnection, userId: String, _ context: WriteContext) async throws {
+        try await connection.exec("UPDATE users SET purged_through = \(context.nextSeq(for: userId)) WHERE id = \(userId)", logger: logger)
+    }
+
+    /// The feeds a user reads: their own, then their teams'.
+    func ownerIds(_ connection: PostgresConnection, userId: String) async throws -> [String] {
+        [userId] + (try await connection.query("SELECT team_id FROM team_members WHERE user_id = \(userId)", logger: logger).collect(String.self))
+    }
+
+    /// Each member of a team whose feed the write changed hears of it as of their own.
+    func shareWithMembers(_ context: WriteContext, _ connection: PostgresConnection) async throws {
+        let teams = context.changedTeams
+        guard !teams.isEmpty else { return }
+        let pairs = try await connection.query("SELECT team_id, user_id FROM team_members WHERE team_id = ANY(\(teams))", logger: logger)
+            .collect((String, String).self)
+        context.shareWithMembers(pairs.map { (team: $0.0, user: $0.1) })
     }
 
     /// The team's id and its members' roles by user id, its row locked; nil when there is no such team.
@@ -81,18 +127,18 @@ extension PostgresStorage {
     /// The teams `condition` (a WHERE clause on `teams t`, or nothing) picks, by name, with their members.
     func teams(_ connection: PostgresConnection, _ condition: PostgresQuery) async throws -> [Team] {
         var query: PostgresQuery = """
-            SELECT t.name, t.created, u.user_name, u.display_name, m.role, m.since
+            SELECT t.name, t.created, t.id, u.user_name, u.display_name, m.role, m.since
             FROM teams t LEFT JOIN team_members m ON m.team_id = t.id LEFT JOIN users u ON u.id = m.user_id
             """
         query.sql += " " + condition.sql + " ORDER BY t.name"
         query.binds = condition.binds
-        let rows = try await connection.query(query, logger: logger).collect((String, Int64, String?, String?, String?, Int64?).self)
+        let rows = try await connection.query(query, logger: logger).collect((String, Int64, String, String?, String?, String?, Int64?).self)
         var teams: [Team] = []
-        var current: (name: String, created: Int64, members: [TeamMember])?
-        for (name, created, user, displayName, role, since) in rows {
+        var current: Team?
+        for (name, created, id, user, displayName, role, since) in rows {
             if current?.name != name {
-                if let done = current { teams.append(Team(name: done.name, created: ISOTime.date(millis: done.created), members: done.members)) }
-                current = (name, created, [])
+                if let done = current { teams.append(Team(id: done.id, name: done.name, created: done.created, members: done.members)) }
+                current = Team(id: id, name: name, created: ISOTime.date(millis: created), members: [])
             }
             if let user, let role, let since {
                 current?.members.append(
@@ -100,7 +146,7 @@ extension PostgresStorage {
                         user: user, displayName: displayName ?? user, role: TeamRole(rawValue: role) ?? .member, since: ISOTime.date(millis: since)))
             }
         }
-        if let done = current { teams.append(Team(name: done.name, created: ISOTime.date(millis: done.created), members: done.members)) }
+        if let done = current { teams.append(Team(id: done.id, name: done.name, created: done.created, members: done.members)) }
         return teams
     }
 }

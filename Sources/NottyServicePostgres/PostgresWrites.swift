@@ -36,6 +36,7 @@ extension PostgresStorage {
     /// Inside the transaction, before its commit: tells the other instances what moved, with
     /// one statement however many payloads.
     func announce(_ context: WriteContext, _ connection: PostgresConnection) async throws {
+        try await shareWithMembers(context, connection)
         let payloads = Self.announcements(context.changedUsers, from: instanceId)
         guard !payloads.isEmpty else { return }
         _ = try await connection.execute(FeedStatements.Announce(channel: Self.channel, payloads: payloads), logger: logger)

@@ -63,10 +63,10 @@ extension SQLiteStorage {
             var results: [String: [ActionResult]] = [:]
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT * FROM action_runs WHERE notification_id = ? AND user_id = ? AND published = ? AND status <> 'running' ORDER BY idx
+                    SELECT * FROM action_runs WHERE notification_id = ? AND published = ? AND status <> 'running' ORDER BY idx
                     """)
             for (id, at) in published {
-                for row in try Row.fetchAll(statement, arguments: [id, userId, at]) { results[id, default: []].append(Self.actionResult(row)) }
+                for row in try Row.fetchAll(statement, arguments: [id, at]) { results[id, default: []].append(Self.actionResult(row)) }
             }
             return results
         }

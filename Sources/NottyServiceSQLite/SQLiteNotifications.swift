@@ -43,6 +43,9 @@ extension SQLiteStorage {
     /// The notification with id `?1` of user `?2`.
     static let byIdSQL = "SELECT \(NotificationColumns.list) FROM notifications WHERE \(idMatches) AND user_id = ?2"
 
+    /// The notification with id `?1` that user `?2` reads: theirs, or a team's they are in.
+    static let byIdForReaderSQL = "SELECT \(NotificationColumns.list) FROM notifications WHERE \(idMatches) AND user_id IN \(owners("?2"))"
+
     static func fetchStored(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> StoredNotification? {
         try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments).map { try stored($0) }
     }
@@ -196,18 +199,23 @@ extension SQLiteStorage {
 
     public func notification(id: String, userId: String) async throws -> UserNotification? {
         try await read { db in
-            try Self.fetchStored(db, sql: Self.byIdSQL, [id, userId])?.notification
+            try Self.fetchStored(db, sql: Self.byIdForReaderSQL, [id, userId])?.notification
         }
     }
 
     public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage? {
         try await read { db in
-            let purged = try Int64.fetchOne(db, sql: "SELECT purged_through FROM users WHERE id = ?", arguments: [userId]) ?? 0
+            let purged = try Self.purgedThrough(db, userId: userId)
             if since > 0 && since < purged { return nil }
-            let rows = try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
-                arguments: [userId, since, limit + 1]
-            ).map { try Self.stored($0) }
+            // Each feed the user reads in its index's order, merged: one IN over them would sort
+            // every row of theirs for each page.
+            let rows = try Self.ownerIds(db, userId: userId).flatMap { owner in
+                try Row.fetchAll(
+                    db.cachedStatement(
+                        sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
+                    arguments: [owner, since, limit + 1]
+                ).map { try Self.stored($0) }
+            }.sorted { $0.seq < $1.seq }.prefix(limit + 1)
             let page = rows.prefix(limit)
             let hasMore = rows.count > limit
             // Preferences share the positions: those up to the page's end (all, on the last page).
@@ -223,10 +231,10 @@ extension SQLiteStorage {
                 try Int64.fetchOne(
                     db,
                     sql: """
-                        SELECT max(coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1), 0),
+                        SELECT max(coalesce((SELECT max(m) FROM (SELECT (SELECT max(seq) FROM notifications n WHERE n.user_id = o.id) AS m FROM \(Self.ownerRows("?1")) o)), 0),
                                    coalesce((SELECT max(seq) FROM preferences WHERE user_id = ?1), 0))
                         """, arguments: [userId]) ?? 0
-            let purged = try Int64.fetchOne(db, sql: "SELECT purged_through FROM users WHERE id = ?", arguments: [userId]) ?? 0
+            let purged = try Self.purgedThrough(db, userId: userId)
             return max(newest, purged)
         }
     }
@@ -237,14 +245,22 @@ extension SQLiteStorage {
 
     public func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification] {
         try await read { db in
-            try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))
-                        ORDER BY created DESC, id DESC LIMIT ?3 OFFSET ?4
-                        """),
-                arguments: [userId, ISOTime.millis(now), top, skip]
-            ).map { try Self.stored($0).notification }
+            let owners = try Self.ownerIds(db, userId: userId)
+            // One feed: a window of its index. Several: each one's first rows up to the window's
+            // end, merged in the view's order.
+            let rows = try owners.flatMap { owner in
+                try Row.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))
+                            ORDER BY created DESC, id DESC LIMIT ?3 OFFSET ?4
+                            """),
+                    arguments: [owner, ISOTime.millis(now), owners.count == 1 ? top : top + skip, owners.count == 1 ? skip : 0]
+                ).map { try Self.stored($0).notification }
+            }
+            guard owners.count > 1 else { return rows }
+            let ordered = rows.sorted { ($0.createdDateTime, $0.id) > ($1.createdDateTime, $1.id) }
+            return Array(ordered.dropFirst(skip).prefix(top))
         }
     }
 
@@ -260,7 +276,7 @@ extension SQLiteStorage {
                     SELECT
                       count(*) AS total,
                       \(Self.countedViews.map { "sum(CASE WHEN \($0.sqlCondition(now: "?1")) THEN 1 ELSE 0 END) AS \($0.rawValue)" }.joined(separator: ",\n"))
-                    FROM notifications WHERE user_id = ?2 AND deleted = 0 AND expires > ?1
+                    FROM notifications WHERE user_id IN \(Self.owners("?2")) AND deleted = 0 AND expires > ?1
                     """, arguments: [nowMillis, userId])
             var counts = ViewCounts()
             counts.all = row?["total"] ?? 0

@@ -332,6 +332,10 @@ extension SQLiteStorage {
                     CREATE INDEX team_members_user ON team_members (user_id);
                     """)
         }
+        // A team's notification says whose it is and who changed it last (PROTOCOL.md §13.1).
+        migrator.registerMigration("v14 team notifications") { db in
+            try db.execute(sql: "ALTER TABLE notifications ADD COLUMN team TEXT; ALTER TABLE notifications ADD COLUMN changed_by TEXT")
+        }
         return migrator
     }
 }

@@ -65,6 +65,7 @@ final class SQLiteWriter: Sendable {
                 try pool.writeWithoutTransaction { db in
                     try db.inTransaction(.immediate) {
                         for job in jobs { job.run(db, context) }
+                        context.shareWithMembers(try SQLiteStorage.membersOfChangedTeams(db, context))
                         if context.seq != startSeq {
                             try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'seq'", arguments: [context.seq])
                         }

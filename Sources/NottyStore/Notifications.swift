@@ -22,6 +22,8 @@ extension LocalStore {
             var escalations: [EscalationRecord]?
             var actions: [NotificationAction]?
             var actionResults: [ActionResult]?
+            var team: String?
+            var changedBy: ChangedBy?
             if let text: String = row[9] {
                 let value = policies[text] ?? JSONValue(jsonText: text) ?? .null
                 if policies.count < 64 { policies[text] = value }
@@ -31,6 +33,8 @@ extension LocalStore {
                     escalations = EscalationRecord.list(object["escalations"])
                     actions = NotificationAction.list(object["actions"])
                     actionResults = ActionResult.list(object["actionResults"])
+                    if case .string(let name)? = object["team"] { team = name }
+                    changedBy = ChangedBy(object["changedBy"])
                 }
             }
             return UserNotification(
@@ -47,7 +51,7 @@ extension LocalStore {
                 userActionState: UserActionState(spelling: row[14]) ?? .noInteraction,
                 snoozedUntil: (row[15] as Int64?).map(ISOTime.date(millis:)),
                 targetPolicy: targetPolicy, fallbackPolicy: fallbackPolicy, launchUrl: row[16], escalations: escalations,
-                actions: actions, actionResults: actionResults)
+                actions: actions, actionResults: actionResults, team: team, changedBy: changedBy)
         }
     }
 

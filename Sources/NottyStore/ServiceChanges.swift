@@ -200,15 +200,20 @@ extension LocalStore {
             return
         }
         // The column `policies` keeps what is rarely there: the policies, the escalations
-        // (PROTOCOL.md §11), the actions and how they went (PROTOCOL.md §12), as one JSON object.
+        // (PROTOCOL.md §11), the actions and how they went (PROTOCOL.md §12), a team's name and who
+        // changed its notification (PROTOCOL.md §13.1), as one JSON object.
         var policies: String?
-        if n.targetPolicy != nil || n.fallbackPolicy != nil || n.escalations != nil || n.actions != nil || n.actionResults != nil {
+        if n.targetPolicy != nil || n.fallbackPolicy != nil || n.escalations != nil || n.actions != nil || n.actionResults != nil
+            || n.team != nil || n.changedBy != nil
+        {
             var object: [String: JSONValue] = [:]
             object["targetPolicy"] = n.targetPolicy
             object["fallbackPolicy"] = n.fallbackPolicy
             object["escalations"] = n.escalations.map(EscalationRecord.value)
             object["actions"] = n.actions.map(NotificationAction.shownValue)
             object["actionResults"] = n.actionResults.map { .array($0.map(\.value)) }
+            object["team"] = n.team.map(JSONValue.string)
+            object["changedBy"] = n.changedBy?.value
             policies = JSONValue.object(object).jsonText
         }
         let read = n.readState.rawValue, action = n.userActionState.rawValue

@@ -198,9 +198,10 @@ public actor ServiceClient {
     /// `targetHostName`), makes a webhook (`webhook`) or an ntfy topic (`ntfy`).
     public func subscribe(
         deviceName: String, targetHostName: String? = nil, platform: String = "websocket", secret: String? = nil,
-        alertmanager: String? = nil
+        alertmanager: String? = nil, team: String? = nil
     ) async throws -> SubscriptionInfo {
         var body: [String: JSONValue] = ["deviceName": .string(deviceName), "platform": .string(platform)]
+        if let team { body["team"] = .string(team) }
         if let targetHostName { body["targetHostName"] = .string(targetHostName) }
         if let secret { body["secret"] = .string(secret) }
         if let alertmanager { body["alertmanager"] = .string(alertmanager) }

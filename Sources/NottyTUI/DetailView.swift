@@ -46,20 +46,20 @@ enum DetailText {
         func when(_ date: Date) -> String {
             "\(TimeText.dateTime(date, in: tz)) (\(TimeText.relative(date, now: state.now)))"
         }
-        var fields: [(String, String, CellStyle)] =
-            [
-                ("App", n.targetHostName, .plain),
-                ("Group", n.groupName ?? "—", .plain),
-            ] + (n.launchUrl.map { [("Link", $0 + "  (o opens)", CellStyle(color: .muted))] } ?? []) + [
-                ("Priority", n.priority.rawValue, n.priority == .high ? CellStyle(bold: true, color: .high) : .plain),
-                ("Created", when(n.createdDateTime), .plain),
-                ("Expires", when(n.expirationDateTime), .plain),
-            ]
+        var fields: [(String, String, CellStyle)] = []
+        if let team = n.team { fields.append(("Team", team, CellStyle(bold: true))) }
+        fields.append(("App", n.targetHostName, .plain))
+        fields.append(("Group", n.groupName ?? "—", .plain))
+        if let link = n.launchUrl { fields.append(("Link", link + "  (o opens)", CellStyle(color: .muted))) }
+        fields.append(("Priority", n.priority.rawValue, n.priority == .high ? CellStyle(bold: true, color: .high) : .plain))
+        fields.append(("Created", when(n.createdDateTime), .plain))
+        fields.append(("Expires", when(n.expirationDateTime), .plain))
         if let until = n.snoozedUntil { fields.append(("Snoozed", "until " + when(until), .plain)) }
         fields += [
-            ("State", "\(n.readState.rawValue) · \(n.userActionState.rawValue)", CellStyle(bold: n.readState == .unread)),
-            ("Id", n.id, CellStyle(dim: true)),
+            ("State", n.stateWords, CellStyle(bold: n.readState == .unread))
         ]
+        if let line = n.changedByLine(now: state.now) { fields.append(("Handled", line, .plain)) }
+        fields.append(("Id", n.id, CellStyle(dim: true)))
         // Where it was escalated (PROTOCOL.md §11), oldest first.
         for record in n.escalations ?? [] {
             fields.append(("Escalated", record.line(now: state.now), record.outcome == "sent" ? .plain : CellStyle(color: .high)))

@@ -57,10 +57,11 @@ enum ListView {
         }
     }
 
-    /// `app/group`, or just the app.
+    /// `app/group`, or just the app; a team's notification begins with its team: `[ops] app`.
     static func source(of row: UserNotification, withGroup: Bool) -> String {
-        guard withGroup, let group = row.groupName, !group.isEmpty else { return row.targetHostName }
-        return "\(row.targetHostName)/\(group)"
+        let team = row.team.map { "[\($0)] " } ?? ""
+        guard withGroup, let group = row.groupName, !group.isEmpty else { return team + row.targetHostName }
+        return "\(team)\(row.targetHostName)/\(group)"
     }
 
     static func spans(for row: UserNotification, state: TUIState, columns: Columns) -> [Span] {

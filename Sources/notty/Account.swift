@@ -121,6 +121,11 @@ struct Subscribe: AsyncParsableCommand {
               notty subscribe --app alerts.example.com --webhook --alertmanager http://alertmanager:9093
               curl -d 'Backup failed' "$(notty subscribe --app backup.example.com --webhook)"
               notty subscribe --ntfy --name phone
+              notty subscribe --app alerts.example.com --webhook --team ops
+
+            --team NAME (the team's owners): the app publishes to the team instead: each
+            notification is the whole team's, handled once by whichever member takes it
+            (see notty team).
             """)
 
     @Option(help: ArgumentHelp("The app's host name (its targetHostName).", valueName: "hostname")) var app: String?
@@ -130,6 +135,7 @@ struct Subscribe: AsyncParsableCommand {
     var alertmanager: String?
     @Flag(help: "Make an ntfy topic URL that follows your inbox (for the ntfy phone app).") var ntfy = false
     @Option(help: ArgumentHelp("The topic's name in notty devices (with --ntfy; default: ntfy).", valueName: "name")) var name: String?
+    @Option(help: ArgumentHelp("With --app: publish to this team of yours (owners), not to you alone.", valueName: "team")) var team: String?
 
     func validate() throws {
         if ntfy && (app != nil || webhook || secret != nil) {
@@ -137,6 +143,8 @@ struct Subscribe: AsyncParsableCommand {
         }
         if !ntfy && app == nil { throw ArgumentParser.ValidationError("say which app with --app HOSTNAME, or make a phone's topic with --ntfy") }
         if name != nil && !ntfy { throw ArgumentParser.ValidationError("--name goes with --ntfy") }
+        if team != nil && app == nil { throw ArgumentParser.ValidationError("--team goes with --app HOSTNAME") }
+        if let team, let problem = Team.nameProblem(team) { throw ArgumentParser.ValidationError(problem) }
         if let name, name.isEmpty || name.count > 256 { throw ArgumentParser.ValidationError("--name must be 1…256 characters") }
         if secret != nil && !webhook { throw ArgumentParser.ValidationError("--secret goes with --webhook") }
         if let secret, secret.isEmpty || secret.count > 256 { throw ArgumentParser.ValidationError("--secret must be 1…256 characters") }
@@ -160,7 +168,7 @@ struct Subscribe: AsyncParsableCommand {
             let deviceName = await client.current.deviceName ?? ProcessInfo.processInfo.hostName
             let subscription = try await client.subscribe(
                 deviceName: deviceName, targetHostName: app, platform: webhook ? "webhook" : "websocket", secret: secret,
-                alertmanager: alertmanager)
+                alertmanager: alertmanager, team: team)
             if webhook {
                 guard let url = subscription.webhookUrl else {
                     throw CLIError("the service answered without a webhook URL: is it older than notty's webhooks?")

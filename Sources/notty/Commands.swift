@@ -148,10 +148,12 @@ struct Show: AsyncParsableCommand {
             say(n.displayTitle)
             if let body = n.payload.visualContent?.body { say(""); say(body, keepingLineBreaks: true); say("") }
             say("id:          \(n.id)")
+            if let team = n.team { say("team:        \(team)") }
             if let url = n.launchUrl { say("link:        \(url)") }
             say("app:         \(n.targetHostName)\(n.groupName.map { " (group \($0))" } ?? "")")
             say("priority:    \(n.priority.rawValue)")
             say("state:       \(n.readState.rawValue), \(n.userActionState.rawValue)\(n.snoozedUntil.map { " until \(ISOTime.format($0))" } ?? "")")
+            if let line = n.changedByLine(now: Date()) { say("handled:     \(line)") }
             say("created:     \(ISOTime.format(n.createdDateTime)) (\(TimeText.relative(n.createdDateTime, now: Date())))")
             say("expires:     \(ISOTime.format(n.expirationDateTime))\(n.isLive(at: Date()) ? "" : " (expired)")")
             if let raw = n.payload.rawContent { say("raw content: \(raw)") }

@@ -59,9 +59,37 @@ struct TeamCLITests {
         let ownerAlone = try await alice.run(["team", "ops", "--owner"])
         #expect(ownerAlone.status != 0 && ownerAlone.err.contains("--owner goes with --add"), "\(ownerAlone.err)")
 
+        // Alice subscribes the app for the team; its publish reaches bob too, and his dismiss is hers.
+        let uns = try await alice.run(["subscribe", "--app", "ci.example.com", "--team", "ops"])
+        #expect(uns.status == 0, "\(uns.err)")
+        let notTheirs = try await bob.run(["subscribe", "--app", "ci.example.com", "--team", "ops"])
+        #expect(notTheirs.status == 1 && notTheirs.err.contains("only the owners of ops subscribe apps for it"), "\(notTheirs.err)")
+        let published = try await alice.run([
+            "publish", "--server", serve.url, "--client-id", serve.clientId, "--client-secret=\(serve.clientSecret)",
+            "--uns-id", uns.out.trimmingCharacters(in: .whitespacesAndNewlines), "--title", "Disk full on db1",
+        ])
+        #expect(published.status == 0, "\(published.err)")
+        let id = published.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try await bob.run(["sync"]).status == 0)
+        #expect(try await bob.run(["list", "--json"]).out.contains(id))
+        let dismissed = try await bob.run(["dismiss", id])
+        #expect(dismissed.status == 0, "\(dismissed.err)")
+        #expect(try await bob.run(["sync"]).status == 0)
+        #expect(try await alice.run(["sync"]).status == 0)
+        #expect(try await alice.run(["list", "--view", "dismissed", "--json"]).out.contains(id), "bob's dismiss is alice's")
+        #expect(try await !alice.run(["list", "--json"]).out.contains(id))
+        // Alice's device says whose it is and who handled it, in words and in JSON.
+        let shown = try await alice.run(["show", id])
+        #expect(shown.out.contains("team:        ops\n") && shown.out.contains("handled:     dismissed by bob on "), "\(shown.out)")
+        let shownJSON = try await alice.run(["show", id, "--json"])
+        #expect(shownJSON.out.contains(#""team":"ops""#) && shownJSON.out.contains(#""user":"bob""#), "\(shownJSON.out)")
+
         let left = try await bob.run(["team", "ops", "--remove", "bob"])
         #expect(left.status == 0 && left.out == "bob left ops\n", "\(left.err)")
         #expect(try await bob.run(["team"]).out.hasPrefix("you are in no team"))
+        // Bob's device resyncs (his history starts after leaving) and the team's notification is gone from it.
+        #expect(try await bob.run(["sync"]).status == 0)
+        #expect(try await !bob.run(["list", "--view", "all", "--json"]).out.contains(id))
         let all = try await serve.admin.run(["admin", "team", "list"])
         #expect(all.out == "ops  alice (owner)\n", "\(all.out) \(all.err)")
         #expect(try await serve.admin.run(["admin", "team", "remove", "ops"]).out == "removed team ops\n")

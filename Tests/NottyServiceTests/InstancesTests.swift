@@ -276,7 +276,12 @@ struct OutageTests {
                 after = try await world.publish(client, id: "after")
             }
             #expect(after.status == .created, "\(after.text)")
-            let feed = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).decode(ChangesPage.self)
+            var read = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken)
+            while read.status == .serviceUnavailable && ContinuousClock.now < retryUntil {
+                try await Task.sleep(for: .milliseconds(200))
+                read = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken)
+            }
+            let feed = try read.decode(ChangesPage.self)
             #expect(feed.changes.map(\.appNotificationId) == ["before", "after"], "the failed publish and patch left nothing behind")
             #expect(feed.changes.first?.readState == .unread)
         }

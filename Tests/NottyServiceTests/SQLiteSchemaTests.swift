@@ -69,8 +69,11 @@ struct SQLiteSchemaTests {
         // time it is written here, and loses it again before it is migrated.
         try Self.alter(path, "ALTER TABLE notifications ADD COLUMN launch_url TEXT")
         try Self.alter(path, "ALTER TABLE notifications ADD COLUMN actions TEXT")  // v11, likewise
-        // The same for the preferences the feed reads (migration v8).
+        // The same for the preferences the feed reads (migration v8), and a team's (v13, v14).
         try Self.alter(path, "CREATE TABLE preferences (user_id TEXT, key TEXT, value TEXT, changed_at INTEGER, seq INTEGER)")
+        try Self.alter(path, "CREATE TABLE team_members (team_id TEXT, user_id TEXT, role TEXT, since INTEGER)")
+        try Self.alter(path, "ALTER TABLE notifications ADD COLUMN team TEXT")
+        try Self.alter(path, "ALTER TABLE notifications ADD COLUMN changed_by TEXT")
         let userId = try await NotificationService(storage: old, secrets: .ephemeral()).admin.addUser(name: "alice", password: "pw").id
         var published: [String] = []
         for i in 0..<3 { published.append(try await publish(old, userId: userId, "build-\(i)", title: "v1 \(i)", now: now).id) }
@@ -93,6 +96,9 @@ struct SQLiteSchemaTests {
         try Self.alter(path, "ALTER TABLE notifications DROP COLUMN launch_url")
         try Self.alter(path, "ALTER TABLE notifications DROP COLUMN actions")
         try Self.alter(path, "DROP TABLE preferences")
+        try Self.alter(path, "DROP TABLE team_members")
+        try Self.alter(path, "ALTER TABLE notifications DROP COLUMN team")
+        try Self.alter(path, "ALTER TABLE notifications DROP COLUMN changed_by")
 
         // Opened by this notty: migrated, and everything is where it was.
         let storage = try SQLiteStorage(path: path)
@@ -161,5 +167,10 @@ struct SQLiteSchemaTests {
                 .map { $0["detail"] as String }
         }
         #expect(plan.count == 1 && plan[0].contains("USING INDEX notifications_id"), "\(plan)")
+        // A reader's lookup (their own or a team's) finds the row through the same index first.
+        let readerPlan = try await queue.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN \(SQLiteStorage.byIdForReaderSQL)", arguments: ["a", "b"]).map { $0["detail"] as String }
+        }
+        #expect(readerPlan.first?.contains("USING INDEX notifications_id") == true, "\(readerPlan)")
     }
 }

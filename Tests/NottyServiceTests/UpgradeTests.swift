@@ -227,8 +227,8 @@ struct UpgradeTests {
             priority: "High", app: nil, group: nil, createdDateTime: now)
         #expect(try await storage.insertEscalationRule(rule, userId: "users-1", limit: 100))
         // A team (a store of any earlier version has none): made, joined, read back.
-        try await storage.createTeam(id: "teams-1", name: "ops", ownerId: "users-1", at: now)
-        #expect(try await storage.teams(userId: "users-1").map(\.summary) == ["ops  alice (owner)"], "\(version)")
+        try await storage.createTeam(id: "team-upgraded", name: "upgraded", ownerId: "users-1", at: now)
+        #expect(try await storage.team(name: "upgraded")?.summary == "upgraded  alice (owner)", "\(version)")
         let after = try #require(try await storage.changes(userId: "users-1", since: 0, limit: 10))
         #expect(Set(after.changes.map(\.id)).isSuperset(of: [notificationId, published.id]))
         #expect(after.changes.first { $0.id == notificationId }?.readState == .read)

@@ -54,6 +54,25 @@ struct GoldenTests {
         return rows
     }
 
+    /// A team's notification (PROTOCOL.md §13.1): the list shows its team before the app, and the
+    /// detail which member handled it, on which device, when.
+    @Test func teamNotification() throws {
+        var h = Harness()
+        var rows = Fixtures.notifications
+        rows[0].team = "ops"
+        rows[0].readState = .read
+        rows[0].userActionState = .dismissed
+        rows[0].changedBy = ChangedBy(user: "priya", device: "phone", at: h.state.now - 120)
+        h = Harness(view: .all, notifications: rows)
+        try Golden.check("team-list-80x24", render(h.state))
+        h.keys(.enter)
+        let text = render(h.state).lines().joined(separator: "\n")
+        #expect(text.contains("Team      ops"))
+        #expect(text.contains("State     Read · dismissed"))
+        #expect(text.contains("Handled   dismissed by priya on phone, 2m ago"))
+        try Golden.check("detail-team-80x24", render(h.state))
+    }
+
     @Test func detailPageWithActions() throws {
         var h = Harness()
         h = Harness(notifications: Self.withActions(h))

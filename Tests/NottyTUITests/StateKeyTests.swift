@@ -41,7 +41,7 @@ struct ActionTests {
         #expect(h.state.detail?.notification.id == Self.first)
         let text = render(h.state).lines().joined(separator: "\n")
         #expect(text.contains("Build #4821 failed on main"))
-        #expect(text.contains("Read · NoInteraction"))
+        #expect(text.contains("State     Read\n") || text.contains("State     Read "))
     }
 
     @Test func detailPageScrolls() {
