@@ -337,10 +337,13 @@ final class FullDoorbellFeed: BellFeed {
         self.userId = userId
     }
 
+    /// The newest cursor, as a `changed` frame: later frames follow on from it, and a device
+    /// whose own cursor is older pulls. (Without it, a change made between the device's pull
+    /// after connecting and this read was in neither: on a loaded machine that window was seconds.)
     func opening() async throws -> [String] {
         let latest = try await inbox.latestCursor(userId: userId)
         position.withLock { $0.sent = latest }
-        return []
+        return [String(decoding: try NottyJSON.encoder.encode(DoorbellFrame.changed(cursor: String(latest))), as: UTF8.self)]
     }
 
     /// One page (500 changes) a call, written before the next is read: a device far behind

@@ -359,7 +359,7 @@ public struct Routes: Sendable {
 
     private func changes(_ request: Request, user: String) async throws -> Response {
         let query = request.uri.form
-        let since = try service.inbox.parseCursor(query["since"])
+        let since = try service.inbox.parseFeedCursor(query["since"])
         let limit = try Self.integer(query["limit"], name: "limit", default: 500, range: 1...5000)
         var headers = pollHeader
         if let tag = request.headers[.ifNoneMatch] {
@@ -370,7 +370,7 @@ public struct Routes: Sendable {
                 return JSONResponse.empty(.notModified, headers: headers)
             }
         }
-        let page = try await service.inbox.changes(userId: user, since: since, limit: limit)
+        let page = try await service.inbox.changes(userId: user, cursor: since, limit: limit)
         headers[.eTag] = "\"\(page.cursor)\""
         return try JSONResponse.make(page, headers: headers)
     }

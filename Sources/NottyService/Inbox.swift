@@ -128,15 +128,43 @@ public final class Inbox: ServicePart {
         return core.latestCursors[userId] ?? latest
     }
 
+    /// A page after a position, with a plain position as its cursor (the service's own readers:
+    /// a full-payload doorbell, an ntfy topic).
     public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangesPage {
+        try await changes(userId: userId, cursor: FeedCursor(seq: since), limit: limit, marksResyncs: false)
+    }
+
+    /// A page of the change feed after `cursor` (as ``parseFeedCursor(_:)`` reads it).
+    ///
+    /// A read from the start (a resync) that takes several pages gets cursors that say so
+    /// (`r<start>.<position>`): the history's start may be past the positions it has reached
+    /// (a member who joined or left a team moves it), and such a cursor is refused only when the
+    /// start moved again meanwhile. The last page's cursor is a plain position.
+    public func changes(userId: String, cursor: FeedCursor, limit: Int, marksResyncs: Bool = true) async throws -> ChangesPage {
         let highest = try await db { try await storage.highestSeq() }
-        if since > highest { throw ServiceError.cursorExpired }
-        guard let page = try await db({ try await storage.changes(userId: userId, since: since, limit: limit) }) else {
+        if cursor.seq > highest { throw ServiceError.cursorExpired }
+        guard
+            let page = try await db({
+                try await storage.changes(userId: userId, since: cursor.seq, limit: limit, historyFrom: cursor.resyncFrom)
+            })
+        else {
             throw ServiceError.cursorExpired
         }
+        let resyncing = marksResyncs && (cursor.seq == 0 || cursor.resyncFrom != nil)
+        let next =
+            page.hasMore && resyncing
+            ? FeedCursor(seq: page.lastSeq, resyncFrom: cursor.resyncFrom ?? page.historyStart) : FeedCursor(seq: page.lastSeq)
         return ChangesPage(
-            changes: try await withEscalations(page.changes, userId: userId), cursor: String(page.lastSeq), hasMore: page.hasMore,
+            changes: try await withEscalations(page.changes, userId: userId), cursor: next.text, hasMore: page.hasMore,
             preferences: page.preferences.isEmpty ? nil : page.preferences)
+    }
+
+    /// `since` as a device sends it back: a position, or a resync's (`r<start>.<position>`).
+    public func parseFeedCursor(_ text: String?) throws -> FeedCursor {
+        guard let text, text.hasPrefix("r") else { return FeedCursor(seq: try parseCursor(text)) }
+        let parts = text.dropFirst().split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2 else { throw ServiceError.badRequest("since must be a cursor returned by this service") }
+        return FeedCursor(seq: try parseCursor(parts[1]), resyncFrom: try parseCursor(parts[0]))
     }
 
     public func list(userId: String, view: NotificationView, top: Int, skip: Int) async throws -> [UserNotification] {
@@ -218,3 +246,18 @@ public final class Inbox: ServicePart {
 /// What ``Inbox`` asks of the storage.
 public typealias InboxStorage = AccountStorage & SubscriptionStorage & FeedStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage
     & ActionStorage
+
+/// Where a device is in its change feed: a position, and for a resync under way the history's
+/// start it began at.
+public struct FeedCursor: Sendable, Equatable {
+    public var seq: Int64
+    public var resyncFrom: Int64?
+
+    public init(seq: Int64, resyncFrom: Int64? = nil) {
+        self.seq = seq
+        self.resyncFrom = resyncFrom
+    }
+
+    /// As the wire carries it.
+    public var text: String { resyncFrom.map { "r\($0).\(seq)" } ?? String(seq) }
+}

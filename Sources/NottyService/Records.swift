@@ -150,11 +150,15 @@ public struct ChangeFeedPage: Sendable {
     public var hasMore: Bool
     /// The preferences changed after the page's `since`, up to `lastSeq`, in the feed's order.
     public var preferences: [PreferenceEntry]
-    public init(changes: [UserNotification], lastSeq: Int64, hasMore: Bool, preferences: [PreferenceEntry] = []) {
+    /// Where the user's history starts: a cursor before it is refused, unless it continues a
+    /// resync begun at it (PROTOCOL.md §3).
+    public var historyStart: Int64
+    public init(changes: [UserNotification], lastSeq: Int64, hasMore: Bool, preferences: [PreferenceEntry] = [], historyStart: Int64 = 0) {
         self.changes = changes
         self.lastSeq = lastSeq
         self.hasMore = hasMore
         self.preferences = preferences
+        self.historyStart = historyStart
     }
 }
 

@@ -116,7 +116,11 @@ public protocol FeedStorage: Sendable {
     /// ``notification(id:userId:)``) take in the feeds of the user's teams.
     func notificationOwner(id: String, userId: String) async throws -> String?
     /// `nil` when `since` is older than the kept history (410).
-    func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage?
+    ///
+    /// `historyFrom`: the page continues a resync that began when the history started there
+    /// (``ChangeFeedPage/historyStart``): `since` may then be older than the history's start,
+    /// and `nil` means only that the start moved again since (a resync must begin anew).
+    func changes(userId: String, since: Int64, limit: Int, historyFrom: Int64?) async throws -> ChangeFeedPage?
     func latestSeq(userId: String) async throws -> Int64
     /// The newest cursor handed out to anyone (a larger one comes from another database).
     func highestSeq() async throws -> Int64
@@ -377,5 +381,12 @@ public enum TeamRules {
         guard let current = members[userId] else { return .notMember }
         if current == .owner, !members.contains(where: { $0.key != userId && $0.value == .owner }) { return .lastOwner }
         return .done
+    }
+}
+
+extension FeedStorage {
+    /// The changes after `since` (`nil` when `since` is older than the kept history).
+    public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage? {
+        try await changes(userId: userId, since: since, limit: limit, historyFrom: nil)
     }
 }

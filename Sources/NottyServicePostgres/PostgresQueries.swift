@@ -249,7 +249,7 @@ extension PostgresStorage {
         }
     }
 
-    public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage? {
+    public func changes(userId: String, since: Int64, limit: Int, historyFrom: Int64?) async throws -> ChangeFeedPage? {
         try await run { connection in
             // The user's feed and their teams' (PROTOCOL.md §13.1), each in its index's order, merged.
             // One round trip for both: the feeds the user reads and the start of their history.
@@ -262,22 +262,29 @@ extension PostgresStorage {
                 ).collect(([String]?, Int64).self)
             let owners = found.first?.0 ?? [userId]
             let purged = found.first?.1 ?? 0
-            if since > 0 && since < purged { return nil }
-            var rows: [StoredNotification] = []
-            for owner in owners {
-                rows += try await self.fetchStored(
-                    connection,
-                    """
-                    SELECT \(unescaped: Self.columns) FROM notifications WHERE user_id = \(owner) AND seq > \(since) ORDER BY seq LIMIT \(Int64(limit + 1))
-                    """)
+            if let historyFrom { if purged > historyFrom { return nil } } else if since > 0 && since < purged { return nil }
+            // Each feed in its index's order, merged by PostgreSQL (a Merge Append under the limit).
+            var binds = PostgresBindings()
+            binds.append(since)
+            binds.append(Int64(limit + 1))
+            for owner in owners { binds.append(owner) }
+            let arms = owners.indices.map {
+                "(SELECT \(Self.columns) FROM notifications WHERE user_id = $\($0 + 3) AND seq > $1 ORDER BY seq LIMIT $2)"
             }
-            if owners.count > 1 { rows = Array(rows.sorted { $0.seq < $1.seq }.prefix(limit + 1)) }
+            // One feed: its own statement (a single parenthesised arm may not take a second ORDER BY).
+            let sql =
+                arms.count == 1
+                ? "SELECT \(Self.columns) FROM notifications WHERE user_id = $3 AND seq > $1 ORDER BY seq LIMIT $2"
+                : arms.joined(separator: " UNION ALL ") + " ORDER BY seq LIMIT $2"
+            let rows = try await self.fetchStored(connection, PostgresQuery(unsafeSQL: sql, binds: binds))
             let page = rows.prefix(limit)
             let hasMore = rows.count > limit
             // Preferences share the positions: those up to the page's end (all, on the last page).
             let preferences = try await self.preferencesChanged(connection, userId: userId, since: since, through: hasMore ? page.last?.seq : nil)
-            let lastSeq = max(page.last?.seq ?? max(since, purged), hasMore ? 0 : preferences.lastSeq ?? 0)
-            return ChangeFeedPage(changes: page.map(\.notification), lastSeq: lastSeq, hasMore: hasMore, preferences: preferences.entries)
+            // The last page ends at least where the history starts (see SQLiteStorage).
+            let lastSeq = max(page.last?.seq ?? max(since, purged), hasMore ? 0 : max(preferences.lastSeq ?? 0, purged))
+            return ChangeFeedPage(
+                changes: page.map(\.notification), lastSeq: lastSeq, hasMore: hasMore, preferences: preferences.entries, historyStart: purged)
         }
     }
 

@@ -203,26 +203,36 @@ extension SQLiteStorage {
         }
     }
 
-    public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage? {
+    public func changes(userId: String, since: Int64, limit: Int, historyFrom: Int64?) async throws -> ChangeFeedPage? {
         try await read { db in
             let purged = try Self.purgedThrough(db, userId: userId)
-            if since > 0 && since < purged { return nil }
-            // Each feed the user reads in its index's order, merged: one IN over them would sort
-            // every row of theirs for each page.
-            let rows = try Self.ownerIds(db, userId: userId).flatMap { owner in
-                try Row.fetchAll(
-                    db.cachedStatement(
-                        sql: "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
-                    arguments: [owner, since, limit + 1]
-                ).map { try Self.stored($0) }
-            }.sorted { $0.seq < $1.seq }.prefix(limit + 1)
+            if let historyFrom { if purged > historyFrom { return nil } } else if since > 0 && since < purged { return nil }
+            // Each feed the user reads in its index's order, merged by SQLite (one IN over them
+            // would sort every row of theirs for each page); only the page's rows are decoded.
+            let owners = try Self.ownerIds(db, userId: userId)
+            var arguments = StatementArguments()
+            for owner in owners { arguments += [owner, since, limit + 1] }
+            arguments += [limit + 1]
+            let rows = try Row.fetchAll(db.cachedStatement(sql: Self.feedPageSQL(feeds: owners.count)), arguments: arguments).map {
+                try Self.stored($0)
+            }
             let page = rows.prefix(limit)
             let hasMore = rows.count > limit
             // Preferences share the positions: those up to the page's end (all, on the last page).
             let preferences = try Self.preferencesChanged(db, userId: userId, since: since, through: hasMore ? page.last?.seq : nil)
-            let lastSeq = max(page.last?.seq ?? max(since, purged), hasMore ? 0 : preferences.lastSeq ?? 0)
-            return ChangeFeedPage(changes: page.map(\.notification), lastSeq: lastSeq, hasMore: hasMore, preferences: preferences.entries)
+            // The last page ends at least where the history starts: a device that has read it all
+            // is not behind a start that moved past its newest row (a member who left a team).
+            let lastSeq = max(page.last?.seq ?? max(since, purged), hasMore ? 0 : max(preferences.lastSeq ?? 0, purged))
+            return ChangeFeedPage(
+                changes: page.map(\.notification), lastSeq: lastSeq, hasMore: hasMore, preferences: preferences.entries, historyStart: purged)
         }
+    }
+
+    /// A page of `feeds` feeds after a position: for each, `user_id`, `since` and the limit; then
+    /// the limit of the whole.
+    static func feedPageSQL(feeds: Int) -> String {
+        let one = "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+        return Array(repeating: "SELECT * FROM (\(one))", count: feeds).joined(separator: " UNION ALL ") + " ORDER BY seq LIMIT ?"
     }
 
     public func latestSeq(userId: String) async throws -> Int64 {

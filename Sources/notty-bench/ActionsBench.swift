@@ -60,24 +60,13 @@ struct ActionsBench {
         }
 
         // 1. Press → the outcome on another device (rung, then its pull shows actionResults).
-        let rings = AsyncStream<Void>.makeStream()
-        let device = Task { [userToken = service.userToken, port = service.port] in
-            var headers = HTTPFields()
-            headers[.authorization] = "Bearer \(userToken)"
-            try await WebSocketClient.connect(
-                url: "ws://127.0.0.1:\(port)/v1/me/push", configuration: .init(additionalHeaders: headers), logger: Logger(label: "bench")
-            ) { inbound, _, _ in
-                for try await message in inbound.messages(maxSize: 1 << 20) {
-                    if case .text = message { rings.continuation.yield() }
-                }
-            }
-        }
+        let (rings, device) = doorbellDevice(port: service.port, token: service.userToken)
         defer { device.cancel() }
         try await Task.sleep(for: .milliseconds(300))
         var ids: [String] = []
         for n in 0..<presses { ids.append(try await publish("latency-\(n)")) }
         var cursor = try await latestCursor()
-        var ringsIterator = rings.stream.makeAsyncIterator()
+        var ringsIterator = rings.makeAsyncIterator()
         // The publishes' rings, already sent, are drained by reading until the cursor is current.
         try await Task.sleep(for: .milliseconds(500))
         var latencies: [Double] = []

@@ -1,6 +1,9 @@
 // swift-format-ignore-file: AmbiguousTrailingClosureOverload
 
 import Foundation
+import HTTPTypes
+import HummingbirdWSClient
+import Logging
 import NottyCore
 import NottyTestSupport
 
@@ -93,4 +96,22 @@ func waitFor<T>(_ timeout: Duration, _ probe: () throws -> T?) async throws -> T
         try await Task.sleep(for: .microseconds(200))
     }
     throw SupportError("timed out after \(timeout)")
+}
+
+/// A device on the doorbell of the service on `port`, signed in with `token`: a stream with an
+/// element for each frame it is sent, and the task to cancel when done.
+func doorbellDevice(port: Int, token: String) -> (rings: AsyncStream<Void>, task: Task<Void, any Error>) {
+    let rings = AsyncStream<Void>.makeStream()
+    let task = Task {
+        var headers = HTTPFields()
+        headers[.authorization] = "Bearer \(token)"
+        try await WebSocketClient.connect(
+            url: "ws://127.0.0.1:\(port)/v1/me/push", configuration: .init(additionalHeaders: headers), logger: Logger(label: "bench")
+        ) { inbound, _, _ in
+            for try await message in inbound.messages(maxSize: 1 << 20) {
+                if case .text = message { rings.continuation.yield() }
+            }
+        }
+    }
+    return (rings.stream, task)
 }

@@ -16,6 +16,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench instances [--quick] [--postgres URL] [--rounds R]
 //   swift run -c release notty-bench escalation [--quick]   (10,000 pending across 1,000 users: due lag, retraction lag, CPU, publish rate)
 //   swift run -c release notty-bench actions [--quick]   (press → outcome on another device, 1,000 presses at once, the publish rate with actions)
+//   swift run -c release notty-bench teams [--quick]   (CPU a publish to teams of 1/10/100, a member's dismiss → another member's device, a feed half the team's)
 //   swift run -c release notty-bench count [--count N] [--rounds R]   (notty count: the badge read, the store opened, the whole process)
 //   swift run -c release notty-bench explain
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
@@ -47,6 +48,14 @@ case "actions":
     let service = try await ServiceBench.start()
     do {
         try await ActionsBench(service: service, presses: quick ? 100 : 500).run()
+    } catch {
+        print("benchmark failed: \(error)")
+    }
+    await service.stop()
+case "teams":
+    let service = try await ServiceBench.start()
+    do {
+        try await TeamsBench(service: service, quick: quick).run()
     } catch {
         print("benchmark failed: \(error)")
     }
@@ -140,7 +149,7 @@ case "frames" where arguments.count > 1:
     try FrameBench.run(storePath: arguments[1], repeats: quick ? 100 : 1000, pause: .milliseconds(option("--pause-ms").flatMap { Int($0) } ?? 0))
 default:
     print(
-        "usage: notty-bench service|client|tui|desktop|interruptions|doorbells|sync|startup|webhooks|ntfy|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]"
+        "usage: notty-bench service|actions|escalation|teams|client|tui|desktop|interruptions|doorbells|sync|startup|webhooks|ntfy|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]"
     )
     exit(2)
 }

@@ -5,6 +5,7 @@ import Logging
 import NottyCommandLine
 import NottyCore
 import NottyHTTP
+import NottyOutbound
 import NottyService
 import NottyServicePostgres
 import NottyServiceSQLite
@@ -39,7 +40,13 @@ struct DemoService: AsyncParsableCommand {
             config.pollInterval = 5
             let store = try SQLiteStorage(path: data + "/server.sqlite")
             let secrets = try await SecretKeyFile.open(data + "/secret.key", storage: store, warning: warn)
-            let service = NotificationService(storage: store, config: config, clock: clock, logger: logger, secrets: secrets)
+            // What the demo's actions and escalation reach: a stand-in CI, Alertmanager and pager
+            // on loopback (through the service's outbound policy, as a user's would).
+            let target = try await DemoTarget.start()
+            defer { target.stop() }
+            let service = NotificationService(
+                storage: store, config: config, clock: clock, logger: logger, outbound: HTTPClientOutbound(policy: try OutboundPolicy()),
+                secrets: secrets)
             let portBox = Mutex<Int?>(nil)
             let app = try ServerApplication.build(service: service) { port in portBox.withLock { $0 = port } }
             let server = Task { try await app.runService(gracefulShutdownSignals: []) }
@@ -51,10 +58,19 @@ struct DemoService: AsyncParsableCommand {
             }
             guard let port else { throw CLIError("the demo service did not start") }
 
-            // The demo user, apps and history.
+            // The demo user, a teammate (priya, on her phone) in the team ops, apps, an escalation
+            // rule (High and unhandled for 5 minutes: the pager) and the history.
             let password = UUID().uuidString
             let user = try await service.admin.addUser(name: "demo", password: password, displayName: "Demo User")
-            let publisher = try await DemoPublisher(service: service, userId: user.id, apps: script.apps, clock: clock)
+            let priya = try await service.admin.addUser(name: "priya", password: UUID().uuidString, displayName: "Priya")
+            let phone = try await service.inbox.createSubscription(
+                userId: priya.id, body: Data(#"{"deviceName":"phone","platform":"websocket"}"#.utf8))
+            try await service.teams.create(name: "ops", owner: "demo")
+            _ = try await service.teams.setMember(team: "ops", by: user.id, body: Data(#"{"user":"priya"}"#.utf8))
+            let rule = #"{"name":"pager","after":"5m","targets":["webhook:\#(target.base)/pager"]}"#
+            _ = try await service.inbox.addEscalationRule(userId: user.id, body: Data(rule.utf8))
+            let publisher = try await DemoPublisher(
+                service: service, userId: user.id, teammate: (priya.id, phone.deviceId), apps: script.apps, target: target.base, clock: clock)
             for item in script.initial.reversed() { try await publisher.publish(item) }
             let ready = JSONValue.object(["url": .string("http://127.0.0.1:\(port)"), "password": .string(password)]).jsonText
             FileHandle.standardOutput.write(Data((ready + "\n").utf8))
@@ -101,6 +117,18 @@ struct DemoScript: Decodable {
         var minutesAgo: Double?
         var expiresInMinutes: Double?
         var state: String?
+        /// `ops`: published to the team (every member's), not to the demo user alone.
+        var team: String?
+        /// `priya`: the teammate made `state` (on her phone), not the demo user.
+        var by: String?
+        /// Actions the demo's stand-in servers answer (`path` on them).
+        var actions: [Action]?
+    }
+
+    struct Action: Decodable {
+        var label: String
+        var path: String
+        var clear: Bool?
     }
 
     var apps: [String]
@@ -143,27 +171,40 @@ final class DemoClock: ServiceClock {
 struct DemoPublisher: Sendable {
     let service: NotificationService
     let userId: String
+    /// The teammate's user id and phone (her device's id).
+    let teammate: (userId: String, device: String?)
     let clock: DemoClock
-    let apps: [String: (app: AppRecord, uns: String)]
+    /// Each app with its subscription to the demo user and to the team ops.
+    let apps: [String: (app: AppRecord, uns: String, team: String)]
+    /// The stand-in servers' address, for actions.
+    let target: String
 
-    init(service: NotificationService, userId: String, apps names: [String], clock: DemoClock) async throws {
+    init(
+        service: NotificationService, userId: String, teammate: (userId: String, device: String?), apps names: [String], target: String,
+        clock: DemoClock
+    ) async throws {
         self.service = service
         self.userId = userId
+        self.teammate = teammate
         self.clock = clock
-        var apps: [String: (AppRecord, String)] = [:]
+        self.target = target
+        var apps: [String: (AppRecord, String, String)] = [:]
         for name in names {
             let (clientId, secret) = try await service.admin.addApp(hostName: name)
             let token = try await service.auth.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret])
             let app = try await service.auth.authenticateApp(bearer: token.access_token)
             let body = JSONValue.object(["targetHostName": .string(name), "deviceName": .string("demo app server")]).jsonText
             let uns = try await service.inbox.createSubscription(userId: userId, body: Data(body.utf8)).userNotificationSubscriptionId
-            apps[name] = (app, uns)
+            let teamBody = JSONValue.object(["targetHostName": .string(name), "team": .string("ops")]).jsonText
+            let team = try await service.inbox.createSubscription(userId: userId, body: Data(teamBody.utf8)).userNotificationSubscriptionId
+            apps[name] = (app, uns, team)
         }
         self.apps = apps
     }
 
     func publish(_ item: DemoScript.Item) async throws {
-        guard let (app, uns) = apps[item.app] else { return }
+        guard let (app, personal, team) = apps[item.app] else { return }
+        let uns = item.team == nil ? personal : team
         let ago = (item.minutesAgo ?? 0) * 60
         var visual: [String: JSONValue] = ["title": .string(item.title)]
         if let body = item.body { visual["body"] = .string(body) }
@@ -173,6 +214,15 @@ struct DemoPublisher: Sendable {
             "payload": .object(["visualContent": .object(visual)]),
         ]
         if let group = item.group { object["groupName"] = .string(group) }
+        if let actions = item.actions {
+            object["actions"] = .array(
+                actions.map { action in
+                    .object([
+                        "action": .string("http"), "label": .string(action.label), "url": .string(target + action.path), "method": .string("POST"),
+                        "clear": .bool(action.clear ?? false),
+                    ])
+                })
+        }
         if let minutes = item.expiresInMinutes {
             object["expirationDateTime"] = .string(ISOTime.format(Date().addingTimeInterval(minutes * 60)))
         }
@@ -187,8 +237,39 @@ struct DemoPublisher: Sendable {
             default: change = nil
             }
             if let change {
-                _ = try await service.inbox.mutate(userId: userId, [Mutation(id: stored.id, change: change)])
+                if item.by == "priya" {
+                    _ = try await service.inbox.mutate(userId: teammate.userId, device: teammate.device, [Mutation(id: stored.id, change: change)])
+                } else {
+                    _ = try await service.inbox.mutate(userId: userId, [Mutation(id: stored.id, change: change)])
+                }
             }
         }
     }
+}
+
+/// The demo's stand-in servers on loopback: a CI that re-runs jobs, an Alertmanager that
+/// silences, a pager that takes escalations. Each answers 200 to a POST.
+struct DemoTarget: Sendable {
+    let base: String
+    let task: Task<Void, any Error>
+
+    static func start() async throws -> DemoTarget {
+        let router = Router()
+        router.post("/ci/rerun") { _, _ in #"{"queued":true}"# }
+        router.post("/alertmanager/api/v2/silences") { _, _ in #"{"silenceID":"demo-silence"}"# }
+        router.post("/pager") { _, _ in HTTPResponse.Status.ok }
+        let port = Mutex<Int?>(nil)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in port.withLock { $0 = channel.localAddress?.port } })
+        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        for _ in 0..<200 {
+            if let port = port.withLock({ $0 }) { return DemoTarget(base: "http://127.0.0.1:\(port)", task: task) }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        task.cancel()
+        throw CLIError("the demo's stand-in servers did not start")
+    }
+
+    func stop() { task.cancel() }
 }

@@ -174,6 +174,8 @@ struct TerminalCenterTests {
             await session.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "the demo did not show its notifications:\n\(session.shown)")
         #expect(await session.waitFor("· live"))
         #expect(await session.screen().contains("服务器告警 🔥"))
+        // The tour: the team's notifications say so.
+        #expect(await session.screen().contains("[ops] monitoring"), "no team notification in the demo:\n\(session.shown)")
         // The history leaves 7 unread; one arrives every 2 s (a loaded machine may show several at once).
         func unread() async -> Int { await session.screen().firstMatch(of: /Unread (\d+)/).flatMap { Int($0.1) } ?? 0 }
         #expect(await eventually(timeout: .seconds(10)) { await unread() >= 8 }, "no new notification arrived:\n\(session.shown)")

@@ -179,15 +179,16 @@ extension ServiceHarness {
         app: (clientId: String, clientSecret: String)? = nil
     ) async throws -> World {
         // A storage just started on a loaded machine may not answer in time at first (it throws
-        // "unavailable", or a route answers 503, retry later): asked again for up to a minute,
-        // as a client would.
+        // "unavailable", or a route answers 503, retry later), and a live server's first connect
+        // may time out (the test client gives it 5 s): asked again for up to a minute, as a
+        // client would.
         func patiently<T>(_ work: () async throws -> T, busy: (T) -> Bool = { _ in false }) async throws -> T {
             let deadline = ContinuousClock.now + .seconds(60)
             while true {
                 do {
                     let result = try await work()
                     if !busy(result) || ContinuousClock.now >= deadline { return result }
-                } catch let error where ContinuousClock.now < deadline && "\(error)".contains("navailable") {}
+                } catch let error where ContinuousClock.now < deadline && ["navailable", "Connect timeout"].contains(where: "\(error)".contains) {}
                 try await Task.sleep(for: .milliseconds(200))
             }
         }

@@ -95,6 +95,20 @@ struct TeamNotificationTests {
             #expect(try await client.call(.post, "/v1/teams/ops/members", token: alice.userToken, json: #"{"user":"carol"}"#).status == .ok)
             #expect(try await feed(carol, since: carolCursor).status == .gone)
             #expect(Set(try await feed(carol).decode(ChangesPage.self).changes.map(\.id)) == [id, carols])
+            // Her resync a row a page: its cursors say it is a resync, so positions before the
+            // history's new start are not refused; it ends on a plain cursor past that start.
+            var cursor = "", read: [String] = [], more = true
+            while more {
+                let page = try await client.call(
+                    .get, "/v1/me/notifications/changes?limit=1" + (cursor.isEmpty ? "" : "&since=\(cursor)"), token: carol.userToken)
+                #expect(page.status == .ok, "\(cursor): \(page.text)")
+                let decoded = try page.decode(ChangesPage.self)
+                read += decoded.changes.map(\.id)
+                (cursor, more) = (decoded.cursor, decoded.hasMore)
+                #expect(more == cursor.hasPrefix("r"), "\(cursor)")
+            }
+            #expect(Set(read) == [id, carols])
+            #expect(try await feed(carol, since: cursor).status == .ok, "the last page's cursor is not behind her history")
             // Bob leaves: the same for him, and his resync has only his own.
             let bobCursor = try await feed(bob).decode(ChangesPage.self).cursor
             #expect(try await client.call(.delete, "/v1/teams/ops/members/bob", token: bob.userToken).status == .noContent)

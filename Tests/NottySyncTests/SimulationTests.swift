@@ -60,7 +60,7 @@ struct SimulatedTransport: SyncTransport {
         try reach()
         let page: ChangesPage
         do {
-            page = try await service.inbox.changes(userId: userId, since: try service.inbox.parseCursor(since), limit: limit)
+            page = try await service.inbox.changes(userId: userId, cursor: try service.inbox.parseFeedCursor(since), limit: limit)
         } catch let error as ServiceError where error.code == "cursorExpired" {
             throw SyncError.cursorExpired
         }
