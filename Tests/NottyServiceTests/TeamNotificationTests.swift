@@ -199,6 +199,50 @@ extension TeamNotificationTests {
     }
 
     @Test(
+        "a team's webhook (Alertmanager): each firing alert is every member's; resolved, it is dismissed for the team", arguments: Backend.available)
+    func teamWebhook(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.router { client in
+            let (alice, bob, _) = try await Self.team(harness, client)
+            let made = try await client.call(
+                .post, "/v1/me/subscriptions", token: alice.userToken,
+                json: #"{"targetHostName":"\#(alice.host)","platform":"webhook","team":"ops"}"#)
+            let url = try #require(made.string("webhookUrl"), "\(made.text)")
+            let path = String(url[try #require(url.range(of: "/v1/hooks/")).lowerBound...])
+            let firing = try webhookFixture("alertmanager-firing.json")
+            let fired = try await client.hook(path, firing, headers: ["Content-Type": "application/json"])
+            #expect(fired.status == .ok && fired.ids.count == 2, "\(fired.text)")
+            for member in [alice, bob] {
+                let seen = try await member.notification(client, fired.ids[0])
+                #expect(seen.team == "ops" && seen.userActionState == .noInteraction, "\(seen)")
+            }
+            _ = try await client.hook(path, firing.replacingOccurrences(of: #""firing""#, with: #""resolved""#))
+            for member in [alice, bob] {
+                let counts = try await member.counts(client)
+                #expect(counts.dismissed == 2 && counts.unread == 0, "\(counts)")
+            }
+        }
+    }
+
+    @Test(
+        "a member's ntfy phone topic (PROTOCOL.md §8.2) has the team's Unread notifications, and not once another member read it",
+        arguments: Backend.available)
+    func memberPhoneTopic(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.router { client in
+            let (alice, bob, team) = try await Self.team(harness, client)
+            let (topic, _) = try await bob.ntfyTopic(client)
+            let id = try #require(try await team.publish(client, id: "db1", title: "Disk full on db1").string("id"))
+            let polled = try await client.call(.get, "/\(topic)/json?poll=1")
+            #expect(polled.status == .ok && polled.text.contains("Disk full on db1"), "\(polled.text)")
+            #expect(
+                try await client.call(.patch, "/v1/me/notifications/\(id)", token: alice.userToken, json: #"{"readState":"Read"}"#).status == .ok)
+            let after = try await client.call(.get, "/\(topic)/json?poll=1")
+            #expect(after.status == .ok && !after.text.contains("Disk full on db1"), "alice's read took it off bob's phone: \(after.text)")
+        }
+    }
+
+    @Test(
         "two instances on one PostgreSQL: a member's dismiss through one rings the other member's device connected to the other",
         .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
     func twoInstances() async throws {
