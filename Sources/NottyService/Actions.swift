@@ -46,7 +46,7 @@ public final class Actions: ServicePart {
         }
         // A team's notification (PROTOCOL.md §13.1): its action runs once for the team, in the
         // team's feed, and its outcome says which member pressed it.
-        let owner = try await db { try await storage.notificationOwner(id: notification.id, userId: userId) } ?? userId
+        let owner = try await db { try await storage.teamOwners(ids: [notification.id], userId: userId) }[notification.id] ?? userId
         let user = try await db { try await storage.user(id: userId) }
         let pressedOn = owner == userId ? device : [user?.userName, device].compactMap { $0 }.joined(separator: " on ")
         let claim = ActionClaim(

@@ -217,10 +217,7 @@ public final class Inbox: ServicePart {
     public func mutate(userId: String, device: String? = nil, _ mutations: [Mutation]) async throws -> [MutationResult] {
         if let device { escalation.noteHandled(userId: userId, ids: mutations.map(\.id), device: device) }
         // A team's notification is changed in the team's feed, for every member (PROTOCOL.md §13.1).
-        var owners: [String: String] = [:]
-        for id in Set(mutations.map(\.id)) {
-            if let owner = try await db({ try await storage.notificationOwner(id: id, userId: userId) }), owner != userId { owners[id] = owner }
-        }
+        let owners = try await db { try await storage.teamOwners(ids: Array(Set(mutations.map(\.id))), userId: userId) }
         let now = clock.nowMillis()
         // Each member's change of a team's notification says who made it.
         var by: ChangedBy?

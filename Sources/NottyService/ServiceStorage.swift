@@ -110,11 +110,11 @@ public protocol FeedStorage: Sendable {
     /// Applies device mutations (PATCH, DELETE, batch) with idempotence by `mutationId`.
     func mutate(userId: String, mutations: [Mutation], now: Date) async throws -> [MutationResult]
     func notification(id: String, userId: String) async throws -> UserNotification?
-    /// Whose feed notification `id` is in, when `userId` sees it: the user's own, or a team's
-    /// they are in (PROTOCOL.md §13.1). A member's reads (``changes(userId:since:limit:)``,
+    /// The team feeds that those of `ids` in a team's feed the user is in belong to, by id
+    /// (PROTOCOL.md §13.1); the user's own notifications are not in it. A member's reads (``changes(userId:since:limit:)``,
     /// ``list(userId:view:top:skip:now:)``, ``counts(userId:now:)``, ``latestSeq(userId:)``,
     /// ``notification(id:userId:)``) take in the feeds of the user's teams.
-    func notificationOwner(id: String, userId: String) async throws -> String?
+    func teamOwners(ids: [String], userId: String) async throws -> [String: String]
     /// `nil` when `since` is older than the kept history (410).
     ///
     /// `historyFrom`: the page continues a resync that began when the history started there

@@ -79,7 +79,7 @@ public final class Teams: ServicePart {
         let change = try await db {
             try await storage.setTeamMember(team: team.name, userId: member.id, role: request.role, at: clock.now(), limits: limits)
         }
-        try Self.check(change, team: team.name, user: member.userName)
+        try check(change, team: team.name, user: member.userName)
         return try await self.team(name: team.name, userId: userId)
     }
 
@@ -89,7 +89,7 @@ public final class Teams: ServicePart {
         let member = try await user(named: userName)
         guard role == .owner || member.id == userId else { throw Self.notOwner(team) }
         let change = try await db { try await storage.removeTeamMember(team: team.name, userId: member.id) }
-        try Self.check(change, team: team.name, user: member.userName)
+        try check(change, team: team.name, user: member.userName)
     }
 
     // MARK: - Reading and refusing
@@ -116,15 +116,15 @@ public final class Teams: ServicePart {
     }
 
     /// Throws what a change that was not made means, in words.
-    static func check(_ change: TeamChange, team: String, user: String) throws {
+    func check(_ change: TeamChange, team: String, user: String) throws {
         switch change {
         case .done: return
         case .noTeam: throw ServiceError.notFound("no team named \(team)")
         case .notMember: throw ServiceError.notFound("\(user) is not a member of \(team)")
         case .lastOwner:
             throw ServiceError.badRequest("\(user) is the last owner of \(team), and a team keeps an owner: make another member an owner first")
-        case .teamFull: throw ServiceError.badRequest("\(team) has \(Team.maxMembers) members, as many as a team may have")
-        case .tooManyTeams: throw ServiceError.badRequest("\(user) is in \(Team.maxTeamsPerUser) teams, as many as a user may be in")
+        case .teamFull: throw ServiceError.badRequest("\(team) has \(limits.membersPerTeam) members, as many as a team may have")
+        case .tooManyTeams: throw ServiceError.badRequest("\(user) is in \(limits.teamsPerUser) teams, as many as a user may be in")
         }
     }
 }

@@ -79,14 +79,19 @@ extension PostgresStorage {
         }
     }
 
-    public func notificationOwner(id: String, userId: String) async throws -> String? {
-        try await run { connection in
-            try await connection.query(
+    public func teamOwners(ids: [String], userId: String) async throws -> [String: String] {
+        guard !ids.isEmpty else { return [:] }
+        return try await run { connection in
+            var owners: [String: String] = [:]
+            for (id, owner) in try await connection.query(
                 """
-                SELECT user_id FROM notifications WHERE id = \(id)
-                AND user_id IN (SELECT \(userId)::text UNION ALL SELECT team_id FROM team_members WHERE user_id = \(userId))
+                SELECT id, user_id FROM notifications WHERE id = ANY(\(ids))
+                AND user_id IN (SELECT team_id FROM team_members WHERE user_id = \(userId))
                 """, logger: self.logger
-            ).collect(String.self).first
+            ).collect((String, String).self) {
+                owners[id] = owner
+            }
+            return owners
         }
     }
 

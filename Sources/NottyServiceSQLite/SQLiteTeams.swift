@@ -79,11 +79,18 @@ extension SQLiteStorage {
         }
     }
 
-    public func notificationOwner(id: String, userId: String) async throws -> String? {
+    public func teamOwners(ids: [String], userId: String) async throws -> [String: String] {
         try await read { db in
-            try String.fetchOne(
-                db.cachedStatement(sql: "SELECT user_id FROM notifications WHERE \(Self.idMatches) AND user_id IN \(Self.owners("?2"))"),
-                arguments: [id, userId])
+            // A user in no team (most): one indexed read, and no lookup by id.
+            let teams = try Self.ownerIds(db, userId: userId).dropFirst()
+            guard !teams.isEmpty else { return [:] }
+            let statement = try db.cachedStatement(
+                sql: "SELECT user_id FROM notifications WHERE \(Self.idMatches) AND user_id IN (SELECT team_id FROM team_members WHERE user_id = ?2)")
+            var owners: [String: String] = [:]
+            for id in ids {
+                if let owner = try String.fetchOne(statement, arguments: [id, userId]) { owners[id] = owner }
+            }
+            return owners
         }
     }
 

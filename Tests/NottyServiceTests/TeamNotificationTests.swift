@@ -52,7 +52,7 @@ struct TeamNotificationTests {
             #expect(published.string("team") == "ops" && published["changedBy"] == nil, "\(published.text)")
             // Stored once: one row, in the team's feed.
             let bobId = try await bob.userId(client)
-            #expect(try await harness.storage.notificationOwner(id: id, userId: bobId) != bobId)
+            #expect(try await harness.storage.teamOwners(ids: [id], userId: bobId)[id].map { $0 != bobId } == true)
             for member in [alice, bob] {
                 #expect(try await unread(member) == [id])
                 #expect(try await client.call(.get, "/v1/me/notifications/counts", token: member.userToken)["unread"] == .number(1))
