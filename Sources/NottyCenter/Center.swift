@@ -33,6 +33,10 @@ public final class Center: Sendable {
     private let firstPaint = Mutex<AsyncStream<Void>.Continuation?>(nil)
     /// Written by the sync's callbacks, read when the status line is built.
     private let connection = Mutex<ConnectionState>(.connecting)
+    /// Where the user is on call (PROTOCOL.md §13.2), as the service last said.
+    private let onCall = Mutex<[MyOnCall]>([])
+    /// How often the center asks the service where the user is on call.
+    static let onCallRefresh: Duration = .seconds(300)
 
     public init(store: LocalStore, credentials: Credentials, client: ServiceClient, engine: SyncEngine, settings: ClientSettings) {
         self.store = store
@@ -56,6 +60,16 @@ public final class Center: Sendable {
             for await _ in painted { break }
             guard !Task.isCancelled else { return }  // the loop ended before it painted
             await liveSync.run()
+        }
+        // The status line's "on call for ops until Mon 09:00": asked now and every few minutes.
+        let onCallTask = Task { [weak self, client] in
+            while !Task.isCancelled {
+                if let mine = try? await client.myOnCall() {
+                    self?.onCall.withLock { $0 = mine.filter(\.onCall) }
+                    self?.postStatus()
+                }
+                try? await Task.sleep(for: Self.onCallRefresh)
+            }
         }
         let signalTask = Task { [weak self] in
             for await _ in signals {
@@ -81,6 +95,7 @@ public final class Center: Sendable {
             watcher.cancel()
             signalTask.cancel()
             syncTask.cancel()
+            onCallTask.cancel()
         }
         let exit: Result<Void, any Error> = await withCheckedContinuation { continuation in
             let thread = Thread { [self] in
@@ -110,7 +125,8 @@ public final class Center: Sendable {
         return .status(
             SyncStatus(
                 user: credentials.userName, server: credentials.server, connection: connection.withLock { $0 },
-                outbox: info?.outbox ?? 0, lastSync: info?.lastSync, quietUntil: interruptions.quietUntil, mutes: interruptions.mutes.count))
+                outbox: info?.outbox ?? 0, lastSync: info?.lastSync, quietUntil: interruptions.quietUntil, mutes: interruptions.mutes.count,
+                onCall: onCall.withLock { $0 }))
     }
 
     private func syncEvent(_ event: LiveSyncEvent) {

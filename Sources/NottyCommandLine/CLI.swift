@@ -83,6 +83,11 @@ func commandPath(_ root: ParsableCommand.Type, _ arguments: ArraySlice<String>) 
 public struct DurationArgument: ExpressibleByArgument, Sendable {
     public var seconds: Int
     public init?(argument: String) {
+        // Zero is a duration too: a team's first step pages at once (`--after 0s`).
+        if ["0", "0s", "0m", "0h"].contains(argument.trimmingCharacters(in: .whitespaces).lowercased()) {
+            seconds = 0
+            return
+        }
         guard let seconds = DurationText.seconds(argument) else { return nil }
         self.seconds = seconds
     }

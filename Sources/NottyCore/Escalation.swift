@@ -138,12 +138,22 @@ extension EscalationRule {
     /// A rule from a `POST /v1/me/escalations` body, checked against the limits; `commands`
     /// are the names the service's administrator gave (`command:NAME` must be one of them;
     /// nil: not known here, as on a device, and left to the service).
-    public init(body: Data, commands: [String: String]?, id: String, now: Date) throws(ValidationError) {
+    ///
+    /// `team`: the team whose policy the rule is, with its members' user names (PROTOCOL.md
+    /// §13.2): its targets may also be `oncall`, `team` and `user:NAME` of a member.
+    public init(body: Data, commands: [String: String]?, id: String, now: Date, team: (name: String, members: Set<String>)? = nil)
+        throws(ValidationError)
+    {
         let fields = try JSONFields(body: body)
-        let after = try Self.duration(fields, "after", required: true)!
+        // A team's first step may page at once (`--after 0s`); a user's own rule waits 5 s at least.
+        let after = try Self.duration(fields, "after", required: true, minimum: team == nil ? EscalationRule.minimumSeconds : 0)!
         let repeatSeconds = try Self.duration(fields, "repeat", required: false)
         let items = try fields.array("targets", required: true)!
-        guard !items.isEmpty else { throw ValidationError("targets is empty: give at least one target (ntfy:URL, webhook:URL or command:NAME)") }
+        guard !items.isEmpty else {
+            throw ValidationError(
+                "targets is empty: give at least one target (ntfy:URL, webhook:URL or command:NAME\(team == nil ? "" : "; oncall, team or user:NAME"))"
+            )
+        }
         guard items.count <= EscalationRule.maxTargets else {
             throw ValidationError("targets has \(items.count) entries: a rule sends to at most \(EscalationRule.maxTargets)")
         }
@@ -151,6 +161,18 @@ extension EscalationRule {
         for (index, item) in items.enumerated() {
             guard case .string(let text) = item else {
                 throw ValidationError("targets[\(index)] must be a string such as ntfy:https://ntfy.sh/my-alerts")
+            }
+            if let paging = PagingTarget(text) {
+                guard let team else {
+                    throw ValidationError(
+                        "\(text) is for a team's policy (notty escalate add --team TEAM): a rule of your own names ntfy:URL, webhook:URL or command:NAME"
+                    )
+                }
+                if case .user(let name) = paging, !team.members.contains(name) {
+                    throw ValidationError("\"\(text)\": \(name) is not a member of \(team.name)")
+                }
+                targets.append(paging.text)
+                continue
             }
             let target = try EscalationTarget(parsing: text)
             if case .command(let name) = target, let commands, commands[name] == nil {
@@ -177,7 +199,9 @@ extension EscalationRule {
     }
 
     /// A duration member: whole seconds, or text such as `10m`; within the rules' limits.
-    private static func duration(_ fields: JSONFields, _ key: String, required: Bool) throws(ValidationError) -> Int? {
+    private static func duration(_ fields: JSONFields, _ key: String, required: Bool, minimum: Int = EscalationRule.minimumSeconds)
+        throws(ValidationError) -> Int?
+    {
         let seconds: Int
         switch fields.any(key) {
         case nil, .null?:
@@ -189,13 +213,15 @@ extension EscalationRule {
             }
             seconds = whole
         case .string(let text)?:
-            guard let parsed = DurationText.seconds(text) else { throw ValidationError("\(key) must be a duration such as 30s, 10m or 2h") }
+            guard let parsed = DurationText.seconds(text) ?? (["0", "0s", "0m", "0h"].contains(text.lowercased()) ? 0 : nil) else {
+                throw ValidationError("\(key) must be a duration such as 30s, 10m or 2h")
+            }
             seconds = parsed
         default:
             throw ValidationError("\(key) must be whole seconds or a duration such as 10m")
         }
-        guard seconds >= EscalationRule.minimumSeconds, seconds <= EscalationRule.maximumSeconds else {
-            throw ValidationError("\(key) must be from \(EscalationRule.minimumSeconds)s to \(DurationText.words(EscalationRule.maximumSeconds))")
+        guard seconds >= minimum, seconds <= EscalationRule.maximumSeconds else {
+            throw ValidationError("\(key) must be from \(minimum)s to \(DurationText.words(EscalationRule.maximumSeconds))")
         }
         return seconds
     }
@@ -206,9 +232,12 @@ public struct EscalationRuleList: Codable, Sendable, Equatable {
     public var value: [EscalationRule]
     /// By rule id: each target's last delivery and last error (PROTOCOL.md §11, `escalate --list`).
     public var deliveries: [String: [EscalationTargetState]]?
-    public init(value: [EscalationRule], deliveries: [String: [EscalationTargetState]]? = nil) {
+    /// A team's policy: the members a page cannot reach (they have no contacts).
+    public var unreachable: [String]?
+    public init(value: [EscalationRule], deliveries: [String: [EscalationTargetState]]? = nil, unreachable: [String]? = nil) {
         self.value = value
         self.deliveries = deliveries
+        self.unreachable = unreachable
     }
 }
 

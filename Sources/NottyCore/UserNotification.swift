@@ -152,13 +152,16 @@ public struct EscalationRecord: Codable, Sendable, Equatable, JSONWritable {
     public var at: Date
     public var outcome: String
     public var error: String?
+    /// Whom it paged: the member (PROTOCOL.md §13.2, a team's policy); nil for a user's own rule.
+    public var user: String?
 
-    public init(target: String, rule: String, at: Date, outcome: String, error: String? = nil) {
+    public init(target: String, rule: String, at: Date, outcome: String, error: String? = nil, user: String? = nil) {
         self.target = target
         self.rule = rule
         self.at = at
         self.outcome = outcome
         self.error = error
+        self.user = user
     }
 
     public func write(to w: inout JSONWriter) {
@@ -167,6 +170,7 @@ public struct EscalationRecord: Codable, Sendable, Equatable, JSONWritable {
         w.raw(#","outcome":"#); w.string(outcome)
         w.raw(#","rule":"#); w.string(rule)
         w.raw(#","target":"#); w.string(target)
+        if let user { w.raw(#","user":"#); w.string(user) }
         w.raw("}")
     }
 
@@ -179,7 +183,8 @@ public struct EscalationRecord: Codable, Sendable, Equatable, JSONWritable {
                 case .string(let atText)? = o["at"], let at = ISOTime.parse(atText), case .string(let outcome)? = o["outcome"]
             else { return nil }
             let error: String? = if case .string(let text)? = o["error"] { text } else { nil }
-            return EscalationRecord(target: target, rule: rule, at: at, outcome: outcome, error: error)
+            let user: String? = if case .string(let text)? = o["user"] { text } else { nil }
+            return EscalationRecord(target: target, rule: rule, at: at, outcome: outcome, error: error, user: user)
         }
         return records.isEmpty ? nil : records
     }
@@ -192,12 +197,14 @@ public struct EscalationRecord: Codable, Sendable, Equatable, JSONWritable {
                     "target": .string(r.target), "rule": .string(r.rule), "at": .string(ISOTime.format(r.at)), "outcome": .string(r.outcome),
                 ]
                 if let error = r.error { o["error"] = .string(error) }
+                if let user = r.user { o["user"] = .string(user) }
                 return .object(o)
             })
     }
 
     /// A line for a person: `ntfy:https://ntfy.sh/alerts 2m ago (night)`, or its failure.
     public func line(now: Date) -> String {
-        "\(target) \(TimeText.relative(at, now: now)) (\(rule))" + (outcome == "sent" ? "" : ": \(outcome)" + (error.map { ", \($0)" } ?? ""))
+        (user.map { "paged \($0) at " } ?? "") + "\(target) \(TimeText.relative(at, now: now)) (\(rule))"
+            + (outcome == "sent" ? "" : ": \(outcome)" + (error.map { ", \($0)" } ?? ""))
     }
 }

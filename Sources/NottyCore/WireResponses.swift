@@ -115,6 +115,8 @@ public struct SubscriptionInfo: Codable, Sendable, Equatable {
     public var hasSecret: Bool?
     /// An ntfy topic's URL (PROTOCOL.md §8.2, platform `ntfy`): only in the answer that made it.
     public var topicUrl: String?
+    /// An on-call calendar's feed URL (PROTOCOL.md §13.2, platform `ical`): only in the answer that made it.
+    public var calendarUrl: String?
     public init(
         userNotificationSubscriptionId: String, expirationDateTime: Date, deviceId: String, targetHostName: String?, deviceName: String?,
         platform: String?, createdDateTime: Date? = nil, lastSeenDateTime: Date? = nil, webhookUrl: String? = nil, hasSecret: Bool? = nil,

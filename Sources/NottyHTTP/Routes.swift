@@ -12,7 +12,7 @@ public struct Routes: Sendable {
 
     public init(service: NotificationService) { self.service = service }
 
-    private var limit: Int { service.config.maxBodyBytes }
+    var limit: Int { service.config.maxBodyBytes }
     private var pollHeader: HTTPFields {
         var fields = HTTPFields()
         fields[HTTPField.Name("X-Poll-Interval")!] = String(service.config.pollInterval)
@@ -189,6 +189,7 @@ public struct Routes: Sendable {
                 try await self.webhook(request, token: context.pathParameter("token"))
             },
         ]
+        routes += onCallRoutes
         return routes
     }
 

@@ -89,6 +89,7 @@ public final class Escalation: ServicePart {
     public func planEveryone() async throws {
         let users = try await db { try await storage.escalationUserIds() }
         ruleUsers.withLock { $0 = Set(users) }
+        pagingChanged()
         waiting.withLock { $0.formUnion(users) }
         planBell.ring()
     }
@@ -145,17 +146,46 @@ public final class Escalation: ServicePart {
     @discardableResult
     public func fireDue() async throws -> Int {
         var total = 0
+        let directory = try await pagingDirectory()
         while true {
             let now = clock.nowMillis()
             let made = try await db {
                 try await storage.fireDueEscalations(now: now, limit: 200) { due in
-                    EscalationPlanner.fire(due, now: now) { DeliveryIds.next(now: now) }
+                    EscalationPlanner.fire(due, now: now, resolve: { directory.pages(for: $0, teamId: due.track.userId, now: now) }) {
+                        DeliveryIds.next(now: now)
+                    }
                 }
             }
             total += made
             if made > 0 { sendBell.ring() }
             if made < 200 { return total }
         }
+    }
+
+    // MARK: - Whom a team's policy pages
+
+    /// The paging directory as last read, and when (nil: to be read).
+    private let directory = Mutex<(PagingDirectory, at: Date)?>(nil)
+    /// How long a directory read serves: what another instance changed is seen within this.
+    static let directoryLifetime: TimeInterval = 5
+
+    /// The teams' schedules, members and contacts, read again when older than
+    /// ``directoryLifetime`` or changed here; empty (and nothing read) while no team has a policy.
+    func pagingDirectory() async throws -> PagingDirectory {
+        guard ruleUsers.withLock({ $0?.contains { $0.hasPrefix(Team.idPrefix) } ?? true }) else { return PagingDirectory() }
+        let now = clock.nowMillis()
+        if let (cached, at) = directory.withLock({ $0 }), now.timeIntervalSince(at) < Self.directoryLifetime, at <= now { return cached }
+        let teams = try await db { try await storage.allTeams() }
+        let schedules = try await db { try await storage.onCallSchedules() }
+        let contacts = try await db { try await storage.allContacts() }
+        let read = PagingDirectory(teams: teams, schedules: schedules, contacts: contacts)
+        directory.withLock { $0 = (read, now) }
+        return read
+    }
+
+    /// A schedule, a membership or a contact changed here: the next firing reads them again.
+    func pagingChanged() {
+        directory.withLock { $0 = nil }
     }
 
     // MARK: - Sending
@@ -270,8 +300,10 @@ public final class Escalation: ServicePart {
         guard delivery.event == .escalated else { return nil }
         let shown = secrets.shownTarget(delivery.target)
         switch result {
-        case .delivered: return EscalationRecord(target: shown, rule: delivery.ruleName, at: at, outcome: "sent")
-        case .failed(let error): return EscalationRecord(target: shown, rule: delivery.ruleName, at: at, outcome: "failed", error: error)
+        case .delivered: return EscalationRecord(target: shown, rule: delivery.ruleName, at: at, outcome: "sent", user: delivery.recipient)
+        case .failed(let error):
+            let target = shown.hasPrefix(EscalationDelivery.unreachablePrefix) ? "nobody" : shown
+            return EscalationRecord(target: target, rule: delivery.ruleName, at: at, outcome: "failed", error: error, user: delivery.recipient)
         case .retry: return nil
         }
     }
@@ -333,4 +365,29 @@ final class Bell: Sendable {
 }
 
 /// What ``Escalation`` asks of the storage.
-public typealias EscalationWorkStorage = EscalationStorage & EscalationRuleStorage & SubscriptionStorage
+public typealias EscalationWorkStorage = EscalationStorage & EscalationRuleStorage & SubscriptionStorage & TeamStorage & OnCallStorage
+
+/// What a team's escalation policy pages with (PROTOCOL.md §13.2): each team's members,
+/// schedule and its members' contacts (targets as stored).
+struct PagingDirectory: Sendable {
+    var teams: [String: Team] = [:]
+    var schedules: [String: OnCallSchedule] = [:]
+    var contacts: [String: [String]] = [:]
+
+    init() {}
+
+    init(teams: [Team], schedules: [String: String], contacts: [String: [Contact]]) {
+        self.teams = Dictionary(teams.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        self.schedules = schedules.compactMapValues { try? NottyJSON.decoder.decode(OnCallSchedule.self, from: Data($0.utf8)) }
+        self.contacts = contacts.mapValues { $0.map(\.target) }
+    }
+
+    /// Whom `target` of the policy of the team `teamId` reaches at `now`.
+    func pages(for target: PagingTarget, teamId: String, now: Date) -> [EscalationPlanner.Page] {
+        guard let team = teams[teamId] else {
+            return [EscalationPlanner.Page(target: EscalationDelivery.unreachablePrefix + "the team is gone")]
+        }
+        return EscalationPlanner.pages(
+            for: target, team: team.name, members: team.members.map(\.user), schedule: schedules[teamId], contacts: contacts, now: now)
+    }
+}

@@ -76,9 +76,14 @@ public enum EscalationPlanner {
             }
             let event: EscalationEvent = standing == .gone ? .deleted : .handled
             var handledBy: HandledBy?
+            // A team's notification says which member changed it, on which device (PROTOCOL.md §13.1).
+            let member = notification.team == nil ? nil : notification.changedBy
+            let device = member?.device ?? devices[id]
             switch standing {
-            case .handled(let state): handledBy = HandledBy(device: devices[id], state: state, at: notification.lastModifiedDateTime)
-            case .snoozed: handledBy = HandledBy(device: devices[id], state: NotificationView.snoozed.rawValue, at: notification.lastModifiedDateTime)
+            case .handled(let state): handledBy = HandledBy(user: member?.user, device: device, state: state, at: notification.lastModifiedDateTime)
+            case .snoozed:
+                handledBy = HandledBy(
+                    user: member?.user, device: device, state: NotificationView.snoozed.rawValue, at: notification.lastModifiedDateTime)
             default: break
             }
             // Targets told already (or being told now) get the retraction once each.
@@ -116,7 +121,12 @@ public enum EscalationPlanner {
 
     /// What a due track does at `now`: sends to each of the rule's targets when the
     /// notification is still unhandled and not muted, and comes due again after `repeat`.
-    public static func fire(_ due: EscalationDue, now: Date, newId: () -> String) -> EscalationFiring {
+    ///
+    /// `resolve` answers whom a team policy's `oncall`, `team` or `user:NAME` reaches now
+    /// (PROTOCOL.md §13.2); a target reached twice in one firing is sent once.
+    public static func fire(_ due: EscalationDue, now: Date, resolve: (PagingTarget) -> [Page] = { _ in [] }, newId: () -> String)
+        -> EscalationFiring
+    {
         var track = due.track
         guard let notification = due.notification, let rule = due.rule, rule.covers(notification) else {
             return EscalationFiring(deliveries: [], track: nil)
@@ -138,14 +148,61 @@ public enum EscalationPlanner {
             track.dueAt = nil
             return EscalationFiring(deliveries: [], track: track)
         }
-        let deliveries = rule.targets.map { target in
+        var pages: [Page] = []
+        for target in rule.targets {
+            for page in PagingTarget(target).map(resolve) ?? [Page(target: target)] where !pages.contains(where: { $0.target == page.target }) {
+                pages.append(page)
+            }
+        }
+        let deliveries = pages.map { page in
             EscalationDelivery(
                 id: newId(), userId: track.userId, notificationId: notification.id, ruleId: rule.id, ruleName: rule.name,
-                target: target, event: .escalated, notification: notification, firstAt: now, nextAt: now)
+                target: page.target, event: .escalated, notification: notification, recipient: page.recipient, firstAt: now, nextAt: now)
         }
         track.sent += 1
         track.dueAt = rule.repeatSeconds.map { now + TimeInterval($0) }
         return EscalationFiring(deliveries: deliveries, track: track)
+    }
+
+    /// One target a firing sends to, and whom it reaches (a member, for a team's policy).
+    public struct Page: Sendable, Equatable {
+        public var target: String
+        public var recipient: String?
+        public init(target: String, recipient: String? = nil) {
+            self.target = target
+            self.recipient = recipient
+        }
+    }
+
+    /// Whom a team policy's `target` reaches at `now` (PROTOCOL.md §13.2): the contacts of whoever
+    /// is on call then, of the member named, or of every member. Someone it should reach and
+    /// cannot (no rotation, nobody on call, a member without contacts, a name no longer a
+    /// member) is an ``EscalationDelivery/unreachablePrefix`` page that fails with the reason.
+    public static func pages(
+        for target: PagingTarget, team: String, members: [String], schedule: OnCallSchedule?, contacts: [String: [String]], now: Date
+    ) -> [Page] {
+        func reach(_ user: String) -> [Page] {
+            guard members.contains(user) else {
+                return [Page(target: EscalationDelivery.unreachablePrefix + "\(user) is no longer a member of \(team)", recipient: user)]
+            }
+            let known = contacts[user] ?? []
+            guard !known.isEmpty else {
+                return [Page(target: EscalationDelivery.unreachablePrefix + "\(user) has no contacts (notty contact add)", recipient: user)]
+            }
+            return known.map { Page(target: $0, recipient: user) }
+        }
+        switch target {
+        case .onCall:
+            guard let schedule else {
+                return [Page(target: EscalationDelivery.unreachablePrefix + "\(team) has no rotation (notty oncall \(team) --rotation …)")]
+            }
+            guard let user = schedule.onCall(at: now) else {
+                return [Page(target: EscalationDelivery.unreachablePrefix + "nobody is on call for \(team) now")]
+            }
+            return reach(user)
+        case .user(let user): return reach(user)
+        case .team: return members.flatMap(reach)
+        }
     }
 
     /// How long retries go on.

@@ -42,13 +42,16 @@ public struct EscalationTrack: Sendable, Equatable {
 
 /// Who handled a notification, as a `handled` event says it (PROTOCOL.md §11).
 public struct HandledBy: Codable, Sendable, Equatable {
+    /// The member who handled it (a team's notification, PROTOCOL.md §13.2); nil for a user's own.
+    public var user: String?
     /// The device's name (or id) when the service knows it.
     public var device: String?
     /// The view it went to: `read`, `activated`, `dismissed` or `snoozed`.
     public var state: String
     public var at: Date
 
-    public init(device: String?, state: String, at: Date) {
+    public init(user: String? = nil, device: String?, state: String, at: Date) {
+        self.user = user
         self.device = device
         self.state = state
         self.at = at
@@ -56,12 +59,13 @@ public struct HandledBy: Codable, Sendable, Equatable {
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(user, forKey: .user)
         try c.encode(device, forKey: .device)  // null, not left out: a stable shape
         try c.encode(state, forKey: .state)
         try c.encode(at, forKey: .at)
     }
 
-    enum CodingKeys: String, CodingKey { case device, state, at }
+    enum CodingKeys: String, CodingKey { case user, device, state, at }
 }
 
 /// One message to one target, kept until it is delivered (or given up after a day).
@@ -77,6 +81,8 @@ public struct EscalationDelivery: Sendable, Equatable {
     /// The notification as it was when this was decided.
     public var notification: UserNotification
     public var handledBy: HandledBy?
+    /// Whom a team's policy pages with it (the member whose contact `target` is).
+    public var recipient: String?
     public var attempts: Int
     /// When it was first due: retries stop a day after.
     public var firstAt: Date
@@ -86,8 +92,10 @@ public struct EscalationDelivery: Sendable, Equatable {
 
     public init(
         id: String, userId: String, notificationId: String, ruleId: String, ruleName: String, target: String, event: EscalationEvent,
-        notification: UserNotification, handledBy: HandledBy? = nil, attempts: Int = 0, firstAt: Date, nextAt: Date, lastError: String? = nil
+        notification: UserNotification, handledBy: HandledBy? = nil, recipient: String? = nil, attempts: Int = 0, firstAt: Date, nextAt: Date,
+        lastError: String? = nil
     ) {
+        self.recipient = recipient
         self.id = id
         self.userId = userId
         self.notificationId = notificationId
@@ -107,18 +115,25 @@ public struct EscalationDelivery: Sendable, Equatable {
     struct Payload: Codable {
         var notification: UserNotification
         var handledBy: HandledBy?
+        var recipient: String?
     }
 
-    /// The stored form of what it carries: `{"notification": {…§1…}, "handledBy": {…}}`.
+    /// The stored form of what it carries: `{"notification": {…§1…}, "handledBy": {…}, "recipient"}`.
     public var payloadJSON: String {
-        String(decoding: (try? NottyJSON.encoder.encode(Payload(notification: notification, handledBy: handledBy))) ?? Data(), as: UTF8.self)
+        let payload = Payload(notification: notification, handledBy: handledBy, recipient: recipient)
+        return String(decoding: (try? NottyJSON.encoder.encode(payload)) ?? Data(), as: UTF8.self)
     }
 
     /// What ``payloadJSON`` stored, read back.
-    public static func payload(_ text: String) -> (notification: UserNotification, handledBy: HandledBy?)? {
+    public static func payload(_ text: String) -> (notification: UserNotification, handledBy: HandledBy?, recipient: String?)? {
         guard let payload = try? NottyJSON.decoder.decode(Payload.self, from: Data(text.utf8)) else { return nil }
-        return (payload.notification, payload.handledBy)
+        return (payload.notification, payload.handledBy, payload.recipient)
     }
+
+    /// The target of a page that reached nobody (a member without contacts, a team without a
+    /// rotation): it fails at once with the reason, so that the policy's list and the
+    /// notification show it rather than skip it (PROTOCOL.md §13.2).
+    public static let unreachablePrefix = "unreachable:"
 }
 
 /// What a target was last sent about a notification: an `escalated` that a handling takes back

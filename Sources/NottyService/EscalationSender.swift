@@ -45,7 +45,11 @@ public struct EscalationSender: Sendable {
     public func send(_ delivery: EscalationDelivery) async -> Failure? {
         let target: EscalationTarget
         do {
-            target = try EscalationTarget(parsing: try await secrets.openFetching(delivery.target))
+            let opened = try await secrets.openFetching(delivery.target)
+            if opened.hasPrefix(EscalationDelivery.unreachablePrefix) {
+                return Failure(message: String(opened.dropFirst(EscalationDelivery.unreachablePrefix.count)), retryable: false)
+            }
+            target = try EscalationTarget(parsing: opened)
         } catch let error as SecretBox.OpenError {
             return Failure(message: "the target cannot be used: \(error)", retryable: false)
         } catch {
@@ -158,17 +162,20 @@ public struct EscalationSender: Sendable {
             var rule: String
             var notification: UserNotification
             var handledBy: HandledBy?
+            /// The member a team's policy paged (PROTOCOL.md §13.2).
+            var paged: String?
         }
         let body =
             (try? NottyJSON.encoder.encode(
                 Event(
                     event: delivery.event.rawValue, rule: delivery.ruleName, notification: delivery.notification,
-                    handledBy: delivery.handledBy))) ?? Data()
+                    handledBy: delivery.handledBy, paged: delivery.recipient))) ?? Data()
         return OutboundRequest(method: "POST", url: url, headers: [OutboundHeader("Content-Type", "application/json")], body: body)
     }
 
     /// A command's variables: the notification's `NOTTY_*`, `NOTTY_EVENT`, `NOTTY_RULE`, and
-    /// with `handled`, `NOTTY_HANDLED_BY` (the device) and `NOTTY_STATE`.
+    /// with `handled`, `NOTTY_HANDLED_BY` (the device) and `NOTTY_STATE`; for a team's policy,
+    /// `NOTTY_PAGED` (the member paged) and `NOTTY_HANDLED_BY_USER` (the member who handled it).
     static func commandVariables(_ delivery: EscalationDelivery) -> [String: String] {
         var variables = delivery.notification.commandVariables
         variables["NOTTY_EVENT"] = delivery.event.rawValue
@@ -176,7 +183,9 @@ public struct EscalationSender: Sendable {
         if let handledBy = delivery.handledBy {
             variables["NOTTY_STATE"] = handledBy.state
             variables["NOTTY_HANDLED_BY"] = handledBy.device ?? ""
+            if let user = handledBy.user { variables["NOTTY_HANDLED_BY_USER"] = user }
         }
+        if let paged = delivery.recipient { variables["NOTTY_PAGED"] = paged }
         return variables
     }
 }

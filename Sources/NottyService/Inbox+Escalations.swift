@@ -35,10 +35,17 @@ extension Inbox {
     /// command its administrator did not name), naming the commands there are, and one the
     /// outbound policy refuses by its literal address.
     public func addEscalationRule(userId: String, body: Data) async throws -> EscalationRule {
+        try await addRule(ownerId: userId, body: body, team: nil)
+    }
+
+    /// A rule of `ownerId`'s (a user, or a team's feed for its policy).
+    func addRule(ownerId userId: String, body: Data, team: Team?) async throws -> EscalationRule {
         let now = clock.nowMillis()
         let rule: EscalationRule
         do throws(ValidationError) {
-            rule = try EscalationRule(body: body, commands: config.escalationCommands, id: Identifiers.timeOrdered(now: now), now: now)
+            rule = try EscalationRule(
+                body: body, commands: config.escalationCommands, id: Identifiers.timeOrdered(now: now), now: now,
+                team: team.map { ($0.name, Set($0.members.map(\.user))) })
         } catch {
             throw ServiceError.badRequest(error.message)
         }
@@ -48,11 +55,13 @@ extension Inbox {
         }
         let limit = EscalationRule.maxRulesPerUser
         var sealed = rule
-        sealed.targets = rule.targets.map(secrets.seal)
+        sealed.targets = rule.targets.map { PagingTarget($0) == nil ? secrets.seal($0) : $0 }
         guard try await db({ try await storage.insertEscalationRule(sealed, userId: userId, limit: limit) }) else {
             let existing = try await db { try await storage.escalationRules(userId: userId) }
             if existing.count >= limit {
-                throw ServiceError.badRequest("a user has at most \(limit) escalation rules: remove one first (notty escalate remove NAME)")
+                throw ServiceError.badRequest(
+                    "\(team == nil ? "a user has" : "a team's policy has") at most \(limit) escalation rules: remove one first (notty escalate remove NAME)"
+                )
             }
             throw ServiceError.badRequest("there is already an escalation rule named \(rule.name): remove it first, or choose another name")
         }
@@ -65,5 +74,41 @@ extension Inbox {
         guard try await db({ try await storage.deleteEscalationRule(id: id, userId: userId) }) else {
             throw ServiceError.notFound("no such escalation rule")
         }
+    }
+
+    // MARK: - A team's escalation policy (PROTOCOL.md §13.2)
+
+    /// `GET /v1/teams/{name}/escalations`: the team's steps, with each target's deliveries, and
+    /// the members a page would not reach (no contacts).
+    public func teamEscalationRules(team name: String, userId: String) async throws -> EscalationRuleList {
+        let (team, _) = try await teams.membership(name: name, userId: userId)
+        var list = try await escalationRules(userId: team.id)
+        let status = try await db { try await storage.escalationStatus(userId: team.id) }
+        for rule in list.value {
+            // Pages went to members' contacts: each one used so far, shown without credentials.
+            let used = (status[rule.id] ?? []).filter { !rule.targets.contains($0.target) }.map { state in
+                var state = state
+                state.target = secrets.shownTarget(state.target)
+                return state
+            }
+            list.deliveries?[rule.id, default: []].append(contentsOf: used)
+        }
+        let reachable = try await db { try await storage.allContacts() }
+        list.unreachable = team.members.map(\.user).filter { (reachable[$0] ?? []).isEmpty }
+        return list
+    }
+
+    /// `POST /v1/teams/{name}/escalations` (owners): a step of the team's policy.
+    public func addTeamEscalationRule(team name: String, userId: String, body: Data) async throws -> EscalationRule {
+        let (team, role) = try await teams.membership(name: name, userId: userId)
+        guard role == .owner else { throw ServiceError.forbidden("only the owners of \(team.name) change its escalation policy") }
+        return try await addRule(ownerId: team.id, body: body, team: team)
+    }
+
+    /// `DELETE /v1/teams/{name}/escalations/{id}` (owners).
+    public func removeTeamEscalationRule(team name: String, userId: String, id: String) async throws {
+        let (team, role) = try await teams.membership(name: name, userId: userId)
+        guard role == .owner else { throw ServiceError.forbidden("only the owners of \(team.name) change its escalation policy") }
+        try await removeEscalationRule(userId: team.id, id: id)
     }
 }

@@ -177,7 +177,15 @@ public final class Inbox: ServicePart {
     /// went (PROTOCOL.md §12).
     func withEscalations(_ notifications: [UserNotification], userId: String) async throws -> [UserNotification] {
         let live = notifications.filter { $0.status == .active }
-        let log = try await db { try await storage.escalationLog(userId: userId, notificationIds: live.map(\.id)) }
+        var log = try await db { try await storage.escalationLog(userId: userId, notificationIds: live.map(\.id)) }
+        // A team's notifications are logged in the team's feed (its policy's pages, PROTOCOL.md §13.2).
+        let teamIds = live.filter { $0.team != nil }.map(\.id)
+        if !teamIds.isEmpty {
+            let owners = try await db { try await storage.teamOwners(ids: teamIds, userId: userId) }
+            for (owner, ids) in Dictionary(grouping: owners.keys, by: { owners[$0]! }) where owner != userId {
+                log.merge(try await db { try await storage.escalationLog(userId: owner, notificationIds: Array(ids)) }) { $1 }
+            }
+        }
         var published: [String: Int64] = [:]
         for n in live where n.actions != nil { published[n.id] = ISOTime.millis(n.createdDateTime) }
         let results = try await db { try await storage.actionResults(userId: userId, published: published) }
@@ -242,6 +250,7 @@ public final class Inbox: ServicePart {
 
 /// What ``Inbox`` asks of the storage.
 public typealias InboxStorage = AccountStorage & SubscriptionStorage & FeedStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage
+    & OnCallStorage
     & ActionStorage
 
 /// Where a device is in its change feed: a position, and for a resync under way the history's

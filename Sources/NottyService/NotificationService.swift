@@ -17,6 +17,7 @@ public final class NotificationService: Sendable {
     public let escalation: Escalation
     public let actions: Actions
     public let teams: Teams
+    public let onCall: OnCall
     /// Sends ntfy's poll requests to `--ntfy-upstream` (nil without it).
     public let ntfyUpstream: NtfyUpstream?
 
@@ -45,6 +46,7 @@ public final class NotificationService: Sendable {
         publishing = Publishing(core: core, inbox: inbox)
         admin = Administration(core: core)
         teams = inbox.teams
+        onCall = OnCall(core: core, teams: inbox.teams, escalation: escalation)
         maintenance = Maintenance(core: core)
         actions = Actions(core: core, inbox: inbox, outbound: outbound)
         let ntfyUpstream = NtfyUpstream(core: core, inbox: inbox, outbound: outbound)

@@ -84,13 +84,14 @@ public enum SecretKeeping {
                 guard case .array(let items)? = JSONValue(jsonText: text) else { return nil }
                 var changed = false
                 let targets = items.map { item -> JSONValue in
-                    guard case .string(let target) = item, let resealed = box.resealed(target) else { return item }
+                    // A team policy's `oncall`, `team` and `user:NAME` are words, not secrets.
+                    guard case .string(let target) = item, PagingTarget(target) == nil, let resealed = box.resealed(target) else { return item }
                     changed = true
                     return .string(resealed)
                 }
                 return changed ? JSONValue.array(targets).jsonText : nil
             }
-        case .deliveryTargets, .sentTargets, .statusTargets, .webhookSecrets, .alertmanagerURLs:
+        case .deliveryTargets, .sentTargets, .statusTargets, .webhookSecrets, .alertmanagerURLs, .contactTargets:
             return { box.resealed($0) }
         }
     }

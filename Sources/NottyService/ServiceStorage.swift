@@ -12,7 +12,7 @@ import NottyCore
 /// protocol here, added to this list, and a file of its own in each backend.
 public typealias ServiceStorage = StorageLifecycle & AccountStorage & TokenStorage & SubscriptionStorage
     & SignInGuessStorage & FeedStorage & DelayedPublishStorage & RetentionStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage
-    & ActionStorage & SecretStorage & TeamStorage
+    & ActionStorage & SecretStorage & TeamStorage & OnCallStorage
 
 /// Opening, checking and closing the storage, and what it tells the service of changes.
 public protocol StorageLifecycle: Sendable {
@@ -296,7 +296,7 @@ public protocol SecretStorage: Sendable {
 /// A stored column that holds secrets: the whole value is one (`.value`), or a list of actions
 /// whose `http` actions carry one (`.actions`), or a JSON array of them (`.list`).
 public enum SecretColumn: String, Sendable, CaseIterable {
-    case notificationActions, ruleTargets, deliveryTargets, sentTargets, statusTargets, webhookSecrets, alertmanagerURLs
+    case notificationActions, ruleTargets, deliveryTargets, sentTargets, statusTargets, webhookSecrets, alertmanagerURLs, contactTargets
 
     /// The table and column.
     public var place: (table: String, column: String) {
@@ -308,6 +308,7 @@ public enum SecretColumn: String, Sendable, CaseIterable {
         case .statusTargets: ("escalation_status", "target")
         case .webhookSecrets: ("subscriptions", "webhook_secret")
         case .alertmanagerURLs: ("subscriptions", "alertmanager_url")
+        case .contactTargets: ("contacts", "target")
         }
     }
 }
@@ -332,6 +333,25 @@ public protocol TeamStorage: Sendable {
     func setTeamMember(team: String, userId: String, role: TeamRole, at: Date, limits: TeamLimits) async throws -> TeamChange
     /// Takes `userId` out of the team, unless they are its last owner.
     func removeTeamMember(team: String, userId: String) async throws -> TeamChange
+}
+
+/// On call (PROTOCOL.md §13.2): each team's schedule (a JSON document of ``OnCallSchedule``,
+/// rewritten whole in one transaction) and each user's contacts (targets sealed as given).
+public protocol OnCallStorage: Sendable {
+    /// The team's schedule as stored, nil when it has none.
+    func onCallSchedule(teamId: String) async throws -> String?
+    /// Every team's schedule, by team id (what the pager resolves `oncall` with).
+    func onCallSchedules() async throws -> [String: String]
+    /// Reads the team's schedule and writes what `update` makes of it (nil: unchanged), in one
+    /// transaction; what `update` throws is thrown and nothing is written.
+    func updateOnCallSchedule(teamId: String, at: Date, _ update: @escaping @Sendable (String?) throws -> String?) async throws
+    /// The user's contacts, oldest first.
+    func contacts(userId: String) async throws -> [Contact]
+    /// Every user's contacts, by user name (what the pager reaches members with).
+    func allContacts() async throws -> [String: [Contact]]
+    /// Adds a contact unless the user has `limit` already (false then).
+    func insertContact(_ contact: Contact, userId: String, limit: Int) async throws -> Bool
+    func deleteContact(id: String, userId: String) async throws -> Bool
 }
 
 /// How many teams a user may be in and how many members a team may have.

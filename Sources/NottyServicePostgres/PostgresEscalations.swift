@@ -234,8 +234,9 @@ extension PostgresStorage {
                 {
                     try await connection.exec(
                         """
-                        INSERT INTO escalation_log (notification_id, user_id, at, target, rule_name, outcome, error)
-                        VALUES (\(delivery.notificationId), \(delivery.userId), \(ISOTime.millis(log.at)), \(log.target), \(log.rule), \(log.outcome), \(log.error))
+                        INSERT INTO escalation_log (notification_id, user_id, at, target, rule_name, outcome, error, recipient)
+                        VALUES (\(delivery.notificationId), \(delivery.userId), \(ISOTime.millis(log.at)), \(log.target), \(log.rule), \(log.outcome),
+                                \(log.error), \(log.user))
                         """, logger: self.logger)
                     row.seq = context.nextSeq(for: delivery.userId)
                     try await self.save([row], connection)
@@ -257,12 +258,12 @@ extension PostgresStorage {
             var log: [String: [EscalationRecord]] = [:]
             for row in try await connection.query(
                 """
-                SELECT notification_id, at, target, rule_name, outcome, error FROM escalation_log
+                SELECT notification_id, at, target, rule_name, outcome, error, recipient FROM escalation_log
                 WHERE user_id = \(userId) AND notification_id = ANY(\(notificationIds)) ORDER BY at
                 """, logger: self.logger
-            ).collect((String, Int64, String, String, String, String?).self) {
+            ).collect((String, Int64, String, String, String, String?, String?).self) {
                 log[row.0, default: []].append(
-                    EscalationRecord(target: row.2, rule: row.3, at: ISOTime.date(millis: row.1), outcome: row.4, error: row.5))
+                    EscalationRecord(target: row.2, rule: row.3, at: ISOTime.date(millis: row.1), outcome: row.4, error: row.5, user: row.6))
             }
             return log
         }
@@ -397,7 +398,7 @@ extension PostgresStorage {
         guard let payload = EscalationDelivery.payload(r.7), let event = EscalationEvent(rawValue: r.6) else { return nil }
         return EscalationDelivery(
             id: r.0, userId: r.1, notificationId: r.2, ruleId: r.3, ruleName: r.4, target: r.5, event: event,
-            notification: payload.notification, handledBy: payload.handledBy, attempts: Int(r.8),
+            notification: payload.notification, handledBy: payload.handledBy, recipient: payload.recipient, attempts: Int(r.8),
             firstAt: ISOTime.date(millis: r.9), nextAt: ISOTime.date(millis: r.10), lastError: r.11)
     }
 }

@@ -256,6 +256,23 @@ extension PostgresStorage {
         ),
         // A team's notification says whose it is and who changed it last (PROTOCOL.md §13.1).
         ("v15", ["ALTER TABLE notifications ADD COLUMN team TEXT", "ALTER TABLE notifications ADD COLUMN changed_by TEXT"]),
+        // On call (PROTOCOL.md §13.2): a team's schedule, each user's contacts, and whom a page reached.
+        (
+            "v16",
+            [
+                """
+                CREATE TABLE oncall (team_id TEXT COLLATE "C" PRIMARY KEY REFERENCES teams (id) ON DELETE CASCADE,
+                                     schedule TEXT NOT NULL, updated BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE contacts (id TEXT COLLATE "C" PRIMARY KEY,
+                                       user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                                       target TEXT NOT NULL, created BIGINT NOT NULL)
+                """,
+                "CREATE INDEX contacts_user ON contacts (user_id)",
+                "ALTER TABLE escalation_log ADD COLUMN recipient TEXT",
+            ]
+        ),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

@@ -195,10 +195,13 @@ extension SQLiteStorage {
                 {
                     try db.cachedStatement(
                         sql:
-                            "INSERT INTO escalation_log (notification_id, user_id, at, target, rule_name, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                            """
+                            INSERT INTO escalation_log (notification_id, user_id, at, target, rule_name, outcome, error, recipient)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                            """
                     )
                     .execute(arguments: [
-                        delivery.notificationId, delivery.userId, ISOTime.millis(log.at), log.target, log.rule, log.outcome, log.error,
+                        delivery.notificationId, delivery.userId, ISOTime.millis(log.at), log.target, log.rule, log.outcome, log.error, log.user,
                     ])
                     // It moves in the feed (every device shows it); only its position changes.
                     let seq = context.nextSeq(for: delivery.userId)
@@ -285,13 +288,15 @@ extension SQLiteStorage {
             }
             var log: [String: [EscalationRecord]] = [:]
             let statement = try db.cachedStatement(
-                sql: "SELECT at, target, rule_name, outcome, error FROM escalation_log WHERE notification_id = ? AND user_id = ? ORDER BY at")
+                sql:
+                    "SELECT at, target, rule_name, outcome, error, recipient FROM escalation_log WHERE notification_id = ? AND user_id = ? ORDER BY at"
+            )
             for id in notificationIds {
                 for row in try Row.fetchAll(statement, arguments: [id, userId]) {
                     log[id, default: []].append(
                         EscalationRecord(
                             target: row["target"], rule: row["rule_name"], at: ISOTime.date(millis: row["at"]),
-                            outcome: row["outcome"], error: row["error"]))
+                            outcome: row["outcome"], error: row["error"], user: row["recipient"]))
                 }
             }
             return log
@@ -369,7 +374,8 @@ extension SQLiteStorage {
         guard let payload = EscalationDelivery.payload(row["payload"]), let event = EscalationEvent(rawValue: row["event"]) else { return nil }
         return EscalationDelivery(
             id: row["id"], userId: row["user_id"], notificationId: row["notification_id"], ruleId: row["rule_id"], ruleName: row["rule_name"],
-            target: row["target"], event: event, notification: payload.notification, handledBy: payload.handledBy, attempts: row["attempts"],
+            target: row["target"], event: event, notification: payload.notification, handledBy: payload.handledBy, recipient: payload.recipient,
+            attempts: row["attempts"],
             firstAt: ISOTime.date(millis: row["first_at"]), nextAt: ISOTime.date(millis: row["next_at"]), lastError: row["last_error"])
     }
 }

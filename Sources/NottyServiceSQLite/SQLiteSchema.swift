@@ -336,6 +336,25 @@ extension SQLiteStorage {
         migrator.registerMigration("v14 team notifications") { db in
             try db.execute(sql: "ALTER TABLE notifications ADD COLUMN team TEXT; ALTER TABLE notifications ADD COLUMN changed_by TEXT")
         }
+        // On call (PROTOCOL.md §13.2): a team's schedule, each user's contacts, and whom a page reached.
+        migrator.registerMigration("v15 on call") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE oncall (
+                        team_id TEXT PRIMARY KEY REFERENCES teams (id) ON DELETE CASCADE,
+                        schedule TEXT NOT NULL,
+                        updated INTEGER NOT NULL
+                    );
+                    CREATE TABLE contacts (
+                        id TEXT PRIMARY KEY,
+                        user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                        target TEXT NOT NULL,
+                        created INTEGER NOT NULL
+                    );
+                    CREATE INDEX contacts_user ON contacts (user_id);
+                    ALTER TABLE escalation_log ADD COLUMN recipient TEXT;
+                    """)
+        }
         return migrator
     }
 }

@@ -42,6 +42,10 @@ enum StatusLine {
             let time = TimeText.clock(until, in: state.timeZone, now: state.now)
             parts.append(Span(short ? "quiet" : "quiet until \(time)", CellStyle(reverse: true, color: .muted)))
         }
+        for item in status.onCall where item.onCall && (item.until ?? .distantFuture) > state.now {
+            let line = item.line(now: state.now, zone: state.timeZone) ?? ""
+            parts.append(Span(short ? "on call" : line, CellStyle(bold: true, reverse: true, color: .warning)))
+        }
         if status.mutes > 0 {
             parts.append(Span(short ? "\(status.mutes) muted" : "\(status.mutes) muted", CellStyle(reverse: true, color: .muted)))
         }

@@ -15,11 +15,14 @@ public struct SyncStatus: Sendable, Equatable {
     public var quietUntil: Date?
     /// How many apps and groups are muted.
     public var mutes: Int
+    /// Where the user is on call (PROTOCOL.md §13.2).
+    public var onCall: [MyOnCall]
 
     public init(
         user: String, server: String, connection: ConnectionState, outbox: Int = 0, lastSync: Date? = nil,
-        quietUntil: Date? = nil, mutes: Int = 0
+        quietUntil: Date? = nil, mutes: Int = 0, onCall: [MyOnCall] = []
     ) {
+        self.onCall = onCall
         self.user = user
         self.server = server
         self.connection = connection

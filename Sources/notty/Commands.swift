@@ -38,9 +38,12 @@ struct Status: AsyncParsableCommand {
             }
             let client = ServiceClient(file: local.credentialsFile, credentials: credentials, timeout: .seconds(3))
             var connection = "reachable"
+            var onCall: [MyOnCall] = []
             do {
                 let answer = try await client.send(.GET, "/v1/me")
                 if answer.status != 200 { connection = "answered \(answer.status)" }
+                // Where the user is on call (PROTOCOL.md §13.2); a service without it answers nothing here.
+                onCall = ((try? await client.myOnCall()) ?? []).filter(\.onCall)
             } catch {
                 connection = "unreachable: \(error)"
             }
@@ -59,6 +62,7 @@ struct Status: AsyncParsableCommand {
                         ?? .null,
                     "schedule": interruptions.schedule?.value ?? .null,
                     "mutes": .array(interruptions.mutes.map(\.json)),
+                    "onCall": .array(onCall.map { JSONValue.encoding($0) }),
                 ]
                 print(JSONValue.object(object).jsonText)
                 return
@@ -66,6 +70,7 @@ struct Status: AsyncParsableCommand {
             say("account:    \(credentials.account)")
             say("device:     \(credentials.deviceName ?? "-") (\(credentials.deviceId ?? "not registered"))")
             say("service:    \(connection)")
+            say("on call:    " + (onCall.isEmpty ? "no" : onCall.compactMap { $0.line(now: Date(), zone: .current) }.joined(separator: "; ")))
             say("cursor:     \(info.cursor ?? "none (never synced)")")
             say("outbox:     \(info.outbox) change(s) waiting")
             say("last sync:  \(lastSync)")

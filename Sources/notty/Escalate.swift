@@ -34,6 +34,7 @@ struct Escalate: AsyncParsableCommand {
         subcommands: [EscalateAdd.self, EscalateRemove.self, EscalateTest.self])
 
     @Flag(help: "List the rules (also what notty escalate alone does).") var list = false
+    @Option(help: ArgumentHelp("A team's escalation policy instead of your own rules.", valueName: "team")) var team: String?
     @Flag(help: "With --list: one JSON object per rule, as the service keeps it.") var json = false
 
     func validate() throws {
@@ -43,7 +44,7 @@ struct Escalate: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let (client, _, _) = try await Device().session()
-            let list = try await client.escalationRuleList()
+            let list = try await client.escalationRuleList(team: team)
             let rules = list.value
             if json {
                 for rule in rules {
@@ -56,7 +57,15 @@ struct Escalate: AsyncParsableCommand {
                 }
                 return
             }
-            if rules.isEmpty { say("no escalation rules (notty escalate add --after 10m --to ntfy:URL)"); return }
+            if let team {
+                if rules.isEmpty { say("\(team) has no escalation policy (owners: notty escalate add --team \(team) --after 0s --to oncall)") }
+                // A member a page cannot reach is told here, not skipped in silence (PROTOCOL.md §13.2).
+                for user in list.unreachable ?? [] { say("\(user) has no contacts: a page cannot reach them (notty contact add)") }
+                if rules.isEmpty { return }
+            } else if rules.isEmpty {
+                say("no escalation rules (notty escalate add --after 10m --to ntfy:URL)")
+                return
+            }
             let now = Date()
             for rule in rules {
                 say(rule.summary)
@@ -68,9 +77,9 @@ struct Escalate: AsyncParsableCommand {
     }
 
     /// The user's rule named `name`, or a line saying there is none.
-    static func rule(named name: String, _ client: ServiceClient) async throws -> EscalationRule {
-        guard let rule = try await client.escalationRules().first(where: { $0.name == name }) else {
-            throw CLIError("no escalation rule named \(name) (notty escalate --list shows them)")
+    static func rule(named name: String, team: String? = nil, _ client: ServiceClient) async throws -> EscalationRule {
+        guard let rule = try await client.escalationRules(team: team).first(where: { $0.name == name }) else {
+            throw CLIError("no escalation rule named \(name) (notty escalate --list\(team.map { " --team \($0)" } ?? "") shows them)")
         }
         return rule
     }
@@ -115,14 +124,24 @@ struct EscalateAdd: AsyncParsableCommand {
         discussion: """
               notty escalate add --after 10m --to ntfy:https://ntfy.sh/my-alerts
               notty escalate add --after 5m --priority all --group deploys --to webhook:URL
+
+            A team's policy (owners), several steps at once: each --after begins a step, and
+            the --to and --repeat after it are that step's. oncall pages whoever is on call
+            when the step fires, user:NAME a member, team every member (their contacts:
+            notty contact add); a team's first step may be --after 0s.
+
+              notty escalate add --team ops --after 0s --to oncall --after 10m --to team --repeat 30m
             """)
 
-    @Option(help: ArgumentHelp("How long a notification may stay unhandled: 30s, 10m, 2h (from 5s).", valueName: "duration")) var after:
-        DurationArgument
+    @Option(help: ArgumentHelp("How long a notification may stay unhandled: 30s, 10m, 2h (from 5s; a team's from 0s).", valueName: "duration"))
+    var after: [DurationArgument] = []
     @Option(
         name: .customLong("to"),
-        help: ArgumentHelp("Where it goes: ntfy:URL, webhook:URL or command:NAME (repeatable, up to 10).", valueName: "target"))
+        help: ArgumentHelp(
+            "Where it goes: ntfy:URL, webhook:URL or command:NAME; for a team also oncall, team or user:NAME (repeatable, up to 10).",
+            valueName: "target"))
     var targets: [String] = []
+    @Option(help: ArgumentHelp("A step of this team's policy (owners), instead of a rule of your own.", valueName: "team")) var team: String?
     @Option(help: ArgumentHelp("high (the default) or all.", valueName: "high|all")) var priority: String = "high"
     @Option(help: ArgumentHelp("Only notifications of this app.", valueName: "host")) var app: String?
     @Option(help: ArgumentHelp("Only notifications of this group.", valueName: "name")) var group: String?
@@ -130,18 +149,73 @@ struct EscalateAdd: AsyncParsableCommand {
     var repeatEvery: DurationArgument?
     @Option(help: ArgumentHelp("A name for the rule, one word (default: made up).", valueName: "name")) var name: String?
 
-    /// The body this command sends.
-    var body: JSONValue {
-        EscalationRule.body(
-            after: after.seconds, targets: targets, priority: priority, repeatSeconds: repeatEvery?.seconds, app: app, group: group, name: name)
+    /// One step: when, where, how often again.
+    struct Step: Equatable {
+        var after: Int
+        var targets: [String] = []
+        var repeatSeconds: Int?
     }
 
-    /// The service's own rules, checked here first (but for the commands only it knows), so
-    /// that a mistake is one line before anything is sent; its words name the flags.
+    /// The steps of `arguments` (the command line as given): each `--after` begins one, and the
+    /// `--to` and `--repeat` after it are its own; nil when they cannot be told apart (one step).
+    static func steps(_ arguments: [String]) -> [Step]? {
+        var steps: [Step] = []
+        var index = 0
+        while index < arguments.count {
+            let word = arguments[index]
+            let (flag, inline) =
+                word.hasPrefix("--") && word.contains("=")
+                ? (String(word.prefix { $0 != "=" }), String(word.drop { $0 != "=" }.dropFirst())) : (word, nil)
+            let value = inline ?? (index + 1 < arguments.count ? arguments[index + 1] : nil)
+            switch flag {
+            case "--after":
+                guard let value, let seconds = DurationArgument(argument: value)?.seconds else { return nil }
+                steps.append(Step(after: seconds))
+            case "--to":
+                guard let value, !steps.isEmpty else { return nil }
+                steps[steps.count - 1].targets.append(value)
+            case "--repeat":
+                guard let value, !steps.isEmpty, let seconds = DurationArgument(argument: value)?.seconds else { return nil }
+                steps[steps.count - 1].repeatSeconds = seconds
+            default:
+                index += 1
+                continue
+            }
+            index += inline == nil ? 2 : 1
+        }
+        return steps
+    }
+
+    /// The bodies this command sends, a rule each step (named NAME, NAME-2, …).
+    var bodies: [JSONValue] {
+        var steps = [Step(after: after.first?.seconds ?? 0, targets: targets, repeatSeconds: repeatEvery?.seconds)]
+        if after.count > 1, let parsed = Self.steps(Array(CommandLine.arguments.dropFirst())), parsed.count == after.count {
+            steps = parsed
+        }
+        return steps.enumerated().map { index, step in
+            EscalationRule.body(
+                after: step.after, targets: step.targets, priority: priority, repeatSeconds: step.repeatSeconds, app: app, group: group,
+                name: name.map { index == 0 ? $0 : "\($0)-\(index + 1)" })
+        }
+    }
+
+    /// The service's own rules, checked here first (but for the commands only it knows, and a
+    /// team's members), so that a mistake is one line before anything is sent; its words name the flags.
     func validate() throws {
+        if after.isEmpty { throw ArgumentParser.ValidationError("say when with --after, e.g. --after 10m") }
         if targets.isEmpty { throw ArgumentParser.ValidationError("say where it goes with --to, e.g. --to ntfy:https://ntfy.sh/my-alerts") }
+        if after.count > 1 && team == nil {
+            throw ArgumentParser.ValidationError(
+                "several steps (--after more than once) are for a team's policy: add --team TEAM, or add one rule at a time")
+        }
+        if let team, let problem = Team.nameProblem(team) { throw ArgumentParser.ValidationError(problem) }
         do throws(NottyCore.ValidationError) {
-            _ = try EscalationRule(body: Data(body.jsonText.utf8), commands: nil, id: "rule-check", now: Date())
+            for body in bodies {
+                // The members are the service's to check: any name passes here.
+                let members = Set(targets.compactMap { PagingTarget($0) }.compactMap { if case .user(let name) = $0 { name } else { nil } })
+                _ = try EscalationRule(
+                    body: Data(body.jsonText.utf8), commands: nil, id: "rule-check", now: Date(), team: team.map { ($0, members) })
+            }
         } catch {
             let flags = [
                 "after ": "--after ", "repeat ": "--repeat ", "priority ": "--priority ", "name ": "--name ", "app ": "--app ", "group ": "--group ",
@@ -155,8 +229,10 @@ struct EscalateAdd: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let (client, _, _) = try await Device().session()
-            let rule = try await client.addEscalationRule(body)
-            say("added \(rule.summary)")
+            for body in bodies {
+                let rule = try await client.addEscalationRule(body, team: team)
+                say("added \(team.map { "to \($0)'s policy: " } ?? "")\(rule.summary)")
+            }
         }
     }
 }
@@ -165,12 +241,13 @@ struct EscalateRemove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a rule by its name (notty escalate --list shows them).")
 
     @Argument(help: "The rule's name.") var name: String
+    @Option(help: ArgumentHelp("A step of this team's policy (owners).", valueName: "team")) var team: String?
 
     func run() async throws {
         try await reportingErrors {
             let (client, _, _) = try await Device().session()
-            let rule = try await Escalate.rule(named: name, client)
-            try await client.removeEscalationRule(id: rule.id)
+            let rule = try await Escalate.rule(named: name, team: team, client)
+            try await client.removeEscalationRule(id: rule.id, team: team)
             say("removed \(rule.name)")
         }
     }

@@ -1,0 +1,261 @@
+import Foundation
+import NottyCore
+
+/// On call (PROTOCOL.md §13.2): a team's rotation and overrides (owners set the rotation; a
+/// member overrides for themselves, an owner for anyone), where a user is on call, an
+/// iCalendar feed of a user's shifts behind a secret URL (a device: `notty devices revoke`
+/// ends it), and each user's contacts, which a team's escalation policy pages.
+public final class OnCall: ServicePart {
+    package let core: ServiceCore
+    let teams: Teams
+    let escalation: Escalation
+    /// The storage this part uses: its concerns alone.
+    let storage: any OnCallWorkStorage
+
+    init(core: ServiceCore, teams: Teams, escalation: Escalation, storage: (any OnCallWorkStorage)? = nil) {
+        self.core = core
+        self.teams = teams
+        self.escalation = escalation
+        self.storage = storage ?? core.storage
+    }
+
+    /// How far ahead shifts are shown and put in a calendar; how far back a calendar keeps them.
+    static let ahead: TimeInterval = 90 * 86_400
+    static let behind: TimeInterval = 30 * 86_400
+
+    // MARK: - A team's schedule
+
+    /// `GET /v1/teams/{name}/oncall`: who is on call now, the next handoffs, the overrides.
+    public func view(team name: String, userId: String) async throws -> OnCallView {
+        let (team, _) = try await teams.membership(name: name, userId: userId)
+        return OnCallView(team: team.name, schedule: try await schedule(teamId: team.id), now: clock.nowMillis())
+    }
+
+    /// `PUT /v1/teams/{name}/oncall` `{"rotation": [users], "shift": "1w", "start": "YYYY-MM-DD HH:MM",
+    /// "zone": "Europe/Berlin"}` (owners): the rotation; its overrides stay.
+    public func setRotation(team name: String, by userId: String, body: Data) async throws -> OnCallView {
+        let (team, role) = try await teams.membership(name: name, userId: userId)
+        guard role == .owner else { throw ServiceError.forbidden("only the owners of \(team.name) set its rotation") }
+        let rotation: [String], shift: ShiftLength, zone: TimeZone, start: Date
+        do throws(ValidationError) {
+            let fields = try JSONFields(body: body)
+            guard let items = try fields.array("rotation", required: true), !items.isEmpty else {
+                throw ValidationError("rotation is empty: give the members in turn, such as alice,bob,carol")
+            }
+            guard items.count <= OnCallSchedule.maxRotation else {
+                throw ValidationError("a rotation has at most \(OnCallSchedule.maxRotation) turns")
+            }
+            rotation = try items.map { item throws(ValidationError) -> String in
+                guard case .string(let user) = item else { throw ValidationError("rotation must be a list of user names") }
+                guard team.role(of: user) != nil else {
+                    throw ValidationError(
+                        "\(user.prefix(64)) is not a member of \(team.name): add them first (notty team \(team.name) --add \(user.prefix(64)))")
+                }
+                return user
+            }
+            shift = try ShiftLength(parsing: try fields.string("shift", max: 16) ?? "")
+            zone = try LocalTime.zone(try fields.string("zone", max: 64) ?? "UTC")
+            guard let startText = try fields.string("start", max: 40) else {
+                throw ValidationError("start is required: the first handoff, such as \"2026-12-07 09:00\"")
+            }
+            start = try LocalTime.parse(startText, zone: zone, field: "start")
+        } catch {
+            throw ServiceError.badRequest(error.message)
+        }
+        try await update(team.id) { old in
+            OnCallSchedule(rotation: rotation, shift: shift, start: start, zone: zone.identifier, overrides: old?.overrides ?? [])
+        }
+        return try await view(team: name, userId: userId)
+    }
+
+    /// `POST /v1/teams/{name}/oncall/overrides` `{"user", "from", "until"}`: `user` on call
+    /// instead of the rotation from `from` until `until` (times in the rotation's zone, or ISO
+    /// 8601). A member overrides for themselves, an owner for anyone.
+    public func addOverride(team name: String, by userId: String, body: Data) async throws -> OnCallOverride {
+        let (team, role) = try await teams.membership(name: name, userId: userId)
+        let me = try await db { try await storage.user(id: userId) }?.userName ?? ""
+        let existing = try await schedule(teamId: team.id)
+        let zone = existing.flatMap { TimeZone(identifier: $0.zone) } ?? .gmt
+        let now = clock.nowMillis()
+        let override: OnCallOverride
+        do throws(ValidationError) {
+            let fields = try JSONFields(body: body)
+            let user = try fields.string("user", max: 64) ?? me
+            guard team.role(of: user) != nil else { throw ValidationError("\(user) is not a member of \(team.name)") }
+            guard let fromText = try fields.string("from", max: 40), let untilText = try fields.string("until", max: 40) else {
+                throw ValidationError("from and until are required, such as \"2026-12-24 18:00\" (in the rotation's zone, \(zone.identifier))")
+            }
+            let from = try LocalTime.parse(fromText, zone: zone, field: "from"), until = try LocalTime.parse(untilText, zone: zone, field: "until")
+            guard until > from else { throw ValidationError("the override ends (\(untilText)) before it starts (\(fromText))") }
+            guard until > now else { throw ValidationError("the override ends (\(untilText)) in the past") }
+            guard until.timeIntervalSince(from) <= 366 * 86_400 else { throw ValidationError("an override lasts at most a year") }
+            if user != me && role != .owner {
+                throw ValidationError("only an owner of \(team.name) overrides for someone else: a member overrides for themselves")
+            }
+            override = OnCallOverride(
+                id: "ovr-" + Identifiers.timeOrdered(now: now).suffix(10), user: user, from: from, until: until, created: now, by: me)
+        } catch {
+            throw error.message.hasPrefix("only an owner") ? ServiceError.forbidden(error.message) : ServiceError.badRequest(error.message)
+        }
+        try await update(team.id) { old in
+            var schedule = old ?? OnCallSchedule(rotation: [], shift: ShiftLength(count: 1, unit: .weeks), start: now, zone: "UTC")
+            // What ended a while ago goes; the newest are kept within the limit.
+            schedule.overrides = (schedule.overrides.filter { $0.until > now - Self.behind } + [override]).suffix(OnCallSchedule.maxOverrides)
+            return schedule
+        }
+        return override
+    }
+
+    /// `DELETE /v1/teams/{name}/oncall/overrides/{id}`: an owner removes any; a member their own.
+    public func removeOverride(team name: String, by userId: String, id: String) async throws {
+        let (team, role) = try await teams.membership(name: name, userId: userId)
+        let me = try await db { try await storage.user(id: userId) }?.userName ?? ""
+        guard let found = try await schedule(teamId: team.id)?.overrides.first(where: { $0.id == id }) else {
+            throw ServiceError.notFound("no override \(id) in \(team.name) (notty oncall \(team.name) shows them)")
+        }
+        guard role == .owner || found.user == me || found.by == me else {
+            throw ServiceError.forbidden("only an owner of \(team.name) removes someone else's override")
+        }
+        try await update(team.id) { old in
+            guard var schedule = old else { return nil }
+            schedule.overrides.removeAll { $0.id == id }
+            return schedule
+        }
+    }
+
+    /// `GET /v1/me/oncall`: for each of the user's teams with a schedule, whether they are on
+    /// call now and until when, else their next shift.
+    public func mine(userId: String) async throws -> MyOnCallList {
+        guard let me = try await db({ try await storage.user(id: userId) })?.userName else { return MyOnCallList(value: []) }
+        let now = clock.nowMillis()
+        var value: [MyOnCall] = []
+        for team in try await db({ try await storage.teams(userId: userId) }) {
+            guard let schedule = try await schedule(teamId: team.id) else { continue }
+            if let until = schedule.onCallUntil(user: me, now: now, horizon: Self.ahead) {
+                value.append(MyOnCall(team: team.name, onCall: true, until: until))
+            } else {
+                value.append(
+                    MyOnCall(team: team.name, onCall: false, next: schedule.shifts(from: now, until: now + Self.ahead).first { $0.user == me }))
+            }
+        }
+        return MyOnCallList(value: value)
+    }
+
+    // MARK: - The calendar feed
+
+    /// `POST /v1/teams/{name}/oncall/calendar`: a secret URL of an iCalendar feed of the user's
+    /// own shifts in the team (a device of platform `ical`: `notty devices revoke` ends it).
+    public func makeCalendar(team name: String, userId: String, baseURL: String?) async throws -> SubscriptionInfo {
+        let (team, _) = try await teams.membership(name: name, userId: userId)
+        let now = clock.nowMillis(), token = Secrets.newToken()
+        let record = SubscriptionRecord(
+            id: UUID().uuidString.lowercased(), userId: userId, targetHostName: nil, deviceId: team.id, deviceName: "on-call calendar (\(team.name))",
+            platform: "ical", createdAt: now, expiresAt: SubscriptionRecord.never, webhookHash: Secrets.tokenHash(token))
+        try await db { try await storage.insertSubscription(record) }
+        var info = record.info
+        info.calendarUrl = "\(baseURL ?? "")/v1/calendars/\(token).ics"
+        return info
+    }
+
+    /// `GET /v1/calendars/{token}.ics`: the feed (`404` when revoked, or the user left the team).
+    public func calendarFeed(token: String) async throws -> String {
+        let hash = Secrets.tokenHash(token.hasSuffix(".ics") ? String(token.dropLast(4)) : token)
+        guard let record = try await db({ try await storage.subscription(webhookHash: hash) }), !record.revoked, record.platform == "ical",
+            let user = try await db({ try await storage.user(id: record.userId) }),
+            let team = try await db({ try await storage.teams(userId: record.userId) }).first(where: { $0.id == record.deviceId })
+        else { throw ServiceError.notFound("no such calendar: it was revoked, or the URL is mistyped") }
+        let now = clock.nowMillis()
+        let shifts = try await schedule(teamId: team.id)?.shifts(from: now - Self.behind, until: now + Self.ahead) ?? []
+        return ICalendar.onCallFeed(team: team.name, teamId: team.id, user: user.userName, shifts: shifts, now: now)
+    }
+
+    // MARK: - Contacts
+
+    /// `GET /v1/me/contacts`: the user's contacts, their credentials opened (the user's own).
+    public func contacts(userId: String) async throws -> ContactList {
+        var list: [Contact] = []
+        for var contact in try await db({ try await storage.contacts(userId: userId) }) {
+            contact.target = (try? await secrets.openFetching(contact.target)) ?? secrets.shownTarget(contact.target)
+            list.append(contact)
+        }
+        return ContactList(value: list)
+    }
+
+    /// `POST /v1/me/contacts` `{"target": "ntfy:URL"}`: one of §11's targets, which the outbound
+    /// policy must allow; kept sealed.
+    public func addContact(userId: String, body: Data) async throws -> Contact {
+        let target: EscalationTarget
+        do throws(ValidationError) {
+            let fields = try JSONFields(body: body)
+            guard let text = try fields.string("target", max: 2048) else {
+                throw ValidationError("target is required: ntfy:URL, webhook:URL or command:NAME")
+            }
+            target = try EscalationTarget(parsing: text)
+            if case .command(let name) = target, config.escalationCommands[name] == nil {
+                let known = config.escalationCommands.keys.sorted()
+                throw ValidationError(
+                    "no command named \(name) on this service: "
+                        + (known.isEmpty
+                            ? "its administrator has named none ([escalation.commands] in server.toml)"
+                            : "there are \(known.joined(separator: ", "))"))
+            }
+        } catch {
+            throw ServiceError.badRequest(error.message)
+        }
+        if let refusal = escalation.sender.refusal(of: target) { throw ServiceError.badRequest("\(target.shown) is not allowed: \(refusal)") }
+        let now = clock.nowMillis()
+        let contact = Contact(id: "ct-" + Identifiers.timeOrdered(now: now).suffix(10), target: target.description, created: now)
+        var sealed = contact
+        sealed.target = secrets.seal(contact.target)
+        guard try await db({ try await storage.insertContact(sealed, userId: userId, limit: Contact.maxPerUser) }) else {
+            throw ServiceError.badRequest("a user has at most \(Contact.maxPerUser) contacts: remove one first (notty contact remove ID)")
+        }
+        escalation.pagingChanged()
+        return contact
+    }
+
+    /// `DELETE /v1/me/contacts/{id}`.
+    public func removeContact(userId: String, id: String) async throws {
+        guard try await db({ try await storage.deleteContact(id: id, userId: userId) }) else {
+            throw ServiceError.notFound("no contact \(id) (notty contact --list shows yours)")
+        }
+        escalation.pagingChanged()
+    }
+
+    /// `POST /v1/me/contacts/{id}/test`: one test message to the contact, now.
+    public func testContact(userId: String, id: String) async throws -> EscalationTestOutcome {
+        guard let contact = try await db({ try await storage.contacts(userId: userId) }).first(where: { $0.id == id }) else {
+            throw ServiceError.notFound("no contact \(id) (notty contact --list shows yours)")
+        }
+        let now = clock.nowMillis()
+        let sample = UserNotification(
+            id: "notty-test-" + DeliveryIds.next(now: now), appNotificationId: "notty-contact-test", targetHostName: "notty", priority: .high,
+            payload: NotificationPayload(visualContent: VisualContent(title: "notty contact test", body: "When you are paged, it reaches you here.")),
+            expirationDateTime: now + 60, createdDateTime: now, lastModifiedDateTime: now)
+        let delivery = EscalationDelivery(
+            id: "test", userId: userId, notificationId: sample.id, ruleId: "", ruleName: "contact test", target: contact.target, event: .test,
+            notification: sample, firstAt: now, nextAt: now)
+        let failure = await escalation.sender.send(delivery)
+        return EscalationTestOutcome(target: secrets.shownTarget(contact.target), ok: failure == nil, error: failure?.message)
+    }
+
+    // MARK: - Reading and writing a schedule
+
+    func schedule(teamId: String) async throws -> OnCallSchedule? {
+        guard let text = try await db({ try await storage.onCallSchedule(teamId: teamId) }) else { return nil }
+        return try? NottyJSON.decoder.decode(OnCallSchedule.self, from: Data(text.utf8))
+    }
+
+    func update(_ teamId: String, _ change: @escaping @Sendable (OnCallSchedule?) -> OnCallSchedule?) async throws {
+        try await db {
+            try await storage.updateOnCallSchedule(teamId: teamId, at: clock.nowMillis()) { old in
+                let schedule = old.flatMap { try? NottyJSON.decoder.decode(OnCallSchedule.self, from: Data($0.utf8)) }
+                return try change(schedule).map { String(decoding: try NottyJSON.encoder.encode($0), as: UTF8.self) }
+            }
+        }
+        escalation.pagingChanged()
+    }
+}
+
+/// What ``OnCall`` asks of the storage.
+public typealias OnCallWorkStorage = OnCallStorage & TeamStorage & AccountStorage & SubscriptionStorage
