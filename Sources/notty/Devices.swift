@@ -106,6 +106,8 @@ struct DeviceRevoke: AsyncParsableCommand {
                 say("revoked the webhook for \(target.targetHostName ?? "-") (\(short)): its URL answers 404")
             } else if target.platform == "ntfy" {
                 say("revoked the ntfy topic \(target.deviceName ?? "-") (\(short)): its streams end and it answers 404")
+            } else if target.platform == "ical" {
+                say("revoked the \(target.deviceName ?? "calendar") (\(short)): its URL answers 404")
             } else if !target.isDevice {
                 say("revoked the subscription for \(target.targetHostName ?? "-") (\(short)): app servers using it are refused")
             } else if target.userNotificationSubscriptionId == (await client.current.subscriptionId) {

@@ -76,6 +76,17 @@ struct Escalate: AsyncParsableCommand {
         }
     }
 
+    /// `--team`'s value as given: ArgumentParser hands an option that this command and a
+    /// subcommand both declare to this one, so `add` and `remove` read it here.
+    static var teamArgument: String? {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        for (index, word) in arguments.enumerated() {
+            if word.hasPrefix("--team=") { return String(word.dropFirst("--team=".count)) }
+            if word == "--team", index + 1 < arguments.count { return arguments[index + 1] }
+        }
+        return nil
+    }
+
     /// The user's rule named `name`, or a line saying there is none.
     static func rule(named name: String, team: String? = nil, _ client: ServiceClient) async throws -> EscalationRule {
         guard let rule = try await client.escalationRules(team: team).first(where: { $0.name == name }) else {
@@ -141,7 +152,9 @@ struct EscalateAdd: AsyncParsableCommand {
             "Where it goes: ntfy:URL, webhook:URL or command:NAME; for a team also oncall, team or user:NAME (repeatable, up to 10).",
             valueName: "target"))
     var targets: [String] = []
-    @Option(help: ArgumentHelp("A step of this team's policy (owners), instead of a rule of your own.", valueName: "team")) var team: String?
+    @Option(name: .customLong("team"), help: ArgumentHelp("A step of this team's policy (owners), instead of a rule of your own.", valueName: "team"))
+    var teamOption: String?
+    var team: String? { teamOption ?? Escalate.teamArgument }
     @Option(help: ArgumentHelp("high (the default) or all.", valueName: "high|all")) var priority: String = "high"
     @Option(help: ArgumentHelp("Only notifications of this app.", valueName: "host")) var app: String?
     @Option(help: ArgumentHelp("Only notifications of this group.", valueName: "name")) var group: String?
@@ -241,7 +254,8 @@ struct EscalateRemove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a rule by its name (notty escalate --list shows them).")
 
     @Argument(help: "The rule's name.") var name: String
-    @Option(help: ArgumentHelp("A step of this team's policy (owners).", valueName: "team")) var team: String?
+    @Option(name: .customLong("team"), help: ArgumentHelp("A step of this team's policy (owners).", valueName: "team")) var teamOption: String?
+    var team: String? { teamOption ?? Escalate.teamArgument }
 
     func run() async throws {
         try await reportingErrors {

@@ -58,8 +58,7 @@ struct OnCallCommand: AsyncParsableCommand {
                 let zone = try LocalTime.zone(zone ?? "UTC")
                 _ = try LocalTime.parse(start ?? "", zone: zone, field: "--start")
             } catch {
-                throw ArgumentParser.ValidationError(
-                    error.message.hasPrefix("shift") || error.message.hasPrefix("a shift") ? "--" + error.message : error.message)
+                throw ArgumentParser.ValidationError(error.message.contains("shift") ? "--shift: " + error.message : error.message)
             }
             if rotation.split(separator: ",").isEmpty {
                 throw ArgumentParser.ValidationError("--rotation names the members in turn, such as alice,bob")
