@@ -78,13 +78,17 @@ struct OnCallEndToEndTests {
                 (alice, ["oncall", "ops", "--override", "bob", "--from", until, "--until", from], "ends (\(from)) before it starts"),
                 (bob, ["oncall", "ops", "--rotation", "bob", "--shift", "1d", "--start", start], "only the owners of ops set its rotation"),
                 (alice, ["escalate", "add", "--team", "ops", "--after", "0s", "--to", "user:zed"], "zed is not a member of ops"),
-                (bob, ["escalate", "add", "--team", "ops", "--after", "0s", "--to", "oncall"], "only the owners of ops change its escalation policy"),
+                (
+                    bob, ["escalate", "add", "--team", "ops", "--after", "0s", "--to", "oncall"],
+                    "only the owners of ops change its escalation policy"
+                ),
                 (alice, ["escalate", "add", "--after", "1m", "--to", "oncall"], "is for a team's policy"),
                 (carol, ["contact", "add", "webhook:http://169.254.169.254/latest/"], "is not allowed: "),
             ] {
                 let refused = try await cli.run(arguments)
                 #expect(
-                    refused.status != 0 && refused.err.contains(says) && refused.err.split(separator: "\n").count == 1 && !refused.err.contains("USAGE"),
+                    refused.status != 0 && refused.err.contains(says) && refused.err.split(separator: "\n").count == 1
+                        && !refused.err.contains("USAGE"),
                     "\(arguments): \(refused.status) \(refused.out) \(refused.err)")
             }
             #expect(try await carol.run(["oncall", "ops"]).out.contains("now: bob until "), "the refused rotations changed nothing")
@@ -97,7 +101,9 @@ struct OnCallEndToEndTests {
             #expect(policy.status == 0 && policy.out.split(separator: "\n").count == 2, "\(policy.out) \(policy.err)")
             let listed = try await carol.run(["escalate", "--list", "--team", "ops"])
             #expect(listed.out.contains("carol has no contacts: a page cannot reach them"), "\(listed.out) \(listed.err)")
-            #expect(listed.out.contains("page: after 0s, High only → oncall") && listed.out.contains("page-2: after 10m, every 30m again"), "\(listed.out)")
+            #expect(
+                listed.out.contains("page: after 0s, High only → oncall") && listed.out.contains("page-2: after 10m, every 30m again"),
+                "\(listed.out)")
 
             // A High notification to the team: bob is paged, alice is not.
             let uns = try await alice.run(["subscribe", "--app", "ci.example.com", "--team", "ops"])
@@ -110,7 +116,8 @@ struct OnCallEndToEndTests {
             let id = published.out.trimmingCharacters(in: .whitespacesAndNewlines)
             #expect(
                 await eventually(timeout: .seconds(60)) { !recorder.matching("POST", "/bob").isEmpty },
-                "bob was not paged: \(recorder.paths()) \(String(decoding: (try? Data(contentsOf: serve.log)) ?? Data(), as: UTF8.self).suffix(3000))")
+                "bob was not paged: \(recorder.paths()) \(String(decoding: (try? Data(contentsOf: serve.log)) ?? Data(), as: UTF8.self).suffix(3000))"
+            )
             let page = try #require(recorder.matching("POST", "/bob").first?.json)
             #expect(page["event"] as? String == "escalated" && page["paged"] as? String == "bob" && page["rule"] as? String == "page", "\(page)")
             #expect((page["notification"] as? [String: Any])?["id"] as? String == id)
@@ -124,7 +131,8 @@ struct OnCallEndToEndTests {
             let carolShows = try await carol.run(["show", id]).out
             #expect(pagedShown, "\(carolShows)")
             let line = try #require(try await carol.run(["list", "--json"]).out.split(separator: "\n").first { $0.contains(id) })
-            let records = try #require((try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["escalations"] as? [[String: Any]])
+            let records = try #require(
+                (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["escalations"] as? [[String: Any]])
             #expect(records.first?["user"] as? String == "bob" && records.first?["outcome"] as? String == "sent", "\(records)")
 
             // Alice handles it on her laptop: bob's page is taken back, saying alice did it.
@@ -136,7 +144,9 @@ struct OnCallEndToEndTests {
             let by = try #require(handled.json?["handledBy"] as? [String: Any], "\(handled.body)")
             #expect(handled.json?["event"] as? String == "handled")
             #expect(by["user"] as? String == "alice" && by["device"] as? String == "laptop" && by["state"] as? String == "dismissed", "\(by)")
-            report("alice's dismiss → bob's page taken back: \(Int(handled.at.timeIntervalSince(dismissedAt) * 1000)) ms (the dismiss command's own run included)")
+            report(
+                "alice's dismiss → bob's page taken back: \(Int(handled.at.timeIntervalSince(dismissedAt) * 1000)) ms (the dismiss command's own run included)"
+            )
             #expect(recorder.matching("POST", "/alice").isEmpty, "alice was not on call, and the later step never fired")
 
             // The calendar: bob's shifts as iCalendar, read by a real parser; revoked like a device.
