@@ -13,10 +13,16 @@ import NottyTestSupport
 /// - the due-time lag: a webhook's arrival against the notification's `createdDateTime` + 30 s;
 /// - the service's CPU per escalation while they are sent;
 /// - dismiss → retraction: a PATCH (Dismissed) to the `handled` event's arrival, one after another.
+///
+/// With `teams` (`notty-bench oncall`, PROTOCOL.md §13.2) the same figures for teams: 1,000 teams of
+/// three with a day rotation each and a policy (after 30 s → `oncall`), every member's contact
+/// the webhook, the High notifications published to the teams, and the dismiss → retraction
+/// measured on a team's page taken back.
 struct EscalationBench {
     let service: ServiceBench
     let users: Int
     let pending: Int
+    var teams = false
     let after = 30
 
     /// What the stand-in webhook received: each event's kind, notification id and arrival.
@@ -63,23 +69,33 @@ struct EscalationBench {
         let hook = "webhook:http://127.0.0.1:\(port)/hook"
 
         print(
-            "notty-bench escalation — real `notty serve` (SQLite, WAL, synchronous=FULL), \(users) users each with a rule (after \(after) s → a webhook on loopback), \(pending) High notifications pending, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+            teams
+                ? "notty-bench oncall — real `notty serve` (SQLite, WAL, synchronous=FULL), \(users) teams of 3 with a day rotation and a policy (after \(after) s → oncall, each member's contact a webhook on loopback), \(pending) High team notifications pending, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+                : "notty-bench escalation — real `notty serve` (SQLite, WAL, synchronous=FULL), \(users) users each with a rule (after \(after) s → a webhook on loopback), \(pending) High notifications pending, \(ProcessInfo.processInfo.activeProcessorCount) cores"
         )
         let subscriptions = try await service.addUsers(count: users)
         let storage = try await service.openStorage()
         let now = Date()
         let alice = try await storage.user(name: "alice")
-        for (index, user) in try await Self.userIds(storage, count: users).enumerated() {
-            _ = try await storage.insertEscalationRule(
-                EscalationRule(id: "bench-\(index)", name: "bench", afterSeconds: after, targets: [hook], createdDateTime: now), userId: user,
-                limit: 20)
-        }
-        if let alice {
-            _ = try await storage.insertEscalationRule(
-                EscalationRule(id: "bench-alice", name: "retract", afterSeconds: 5, targets: [hook], createdDateTime: now), userId: alice.id,
-                limit: 20)
+        // Where the High notifications go: each user's own, or each team's.
+        var targets = (subscriptions, service.unsId)
+        if teams {
+            let ids = try await Self.userIds(storage, count: users) + [alice?.id ?? ""]
+            targets = try await Self.makeTeams(storage, userIds: ids, hook: hook, after: after, now: now)
+        } else {
+            for (index, user) in try await Self.userIds(storage, count: users).enumerated() {
+                _ = try await storage.insertEscalationRule(
+                    EscalationRule(id: "bench-\(index)", name: "bench", afterSeconds: after, targets: [hook], createdDateTime: now), userId: user,
+                    limit: 20)
+            }
+            if let alice {
+                _ = try await storage.insertEscalationRule(
+                    EscalationRule(id: "bench-alice", name: "retract", afterSeconds: 5, targets: [hook], createdDateTime: now), userId: alice.id,
+                    limit: 20)
+            }
         }
         try await storage.close()
+        let (highSubscriptions, aliceSubscription) = targets
         // Restarted, the service knows every user's rules from its first moment.
         service.serve.stop()
         try await service.serve.start(port: service.port, extraArguments: ServiceBench.unlimited)
@@ -116,7 +132,7 @@ struct EscalationBench {
                             #"{"appNotificationId":"high-\#(n)","priority":"High","payload":{"visualContent":{"title":"Alert \#(n)","body":"unhandled"}}}"#
                         let (status, text) = try await service.request(
                             .POST, "/beta/me/notifications", token: service.appToken, body: body,
-                            headers: [("X-UNS-ID", subscriptions[n % subscriptions.count])])
+                            headers: [("X-UNS-ID", highSubscriptions[n % highSubscriptions.count])])
                         guard status == 201, case .object(let o)? = JSONValue(jsonText: text), case .string(let id)? = o["id"] else {
                             throw SupportError("publish answered \(status): \(text)")
                         }
@@ -171,7 +187,7 @@ struct EscalationBench {
         for n in 0..<count {
             let body = #"{"appNotificationId":"retract-\#(n)","priority":"High","payload":{"visualContent":{"title":"Retract \#(n)"}}}"#
             let (status, text) = try await service.request(
-                .POST, "/beta/me/notifications", token: service.appToken, body: body, headers: [("X-UNS-ID", service.unsId)])
+                .POST, "/beta/me/notifications", token: service.appToken, body: body, headers: [("X-UNS-ID", aliceSubscription)])
             guard status == 201, case .object(let o)? = JSONValue(jsonText: text), case .string(let id)? = o["id"] else {
                 throw SupportError("publish answered \(status)")
             }
@@ -203,6 +219,46 @@ struct EscalationBench {
             guard ContinuousClock.now - start < timeout else { throw SupportError("timed out after \(timeout)") }
             try await Task.sleep(for: .milliseconds(50))
         }
+    }
+
+    /// `userIds.count - 1` teams of three (user n owns team n, with users n+1 and n+2), each
+    /// with a day rotation of the three begun an hour ago, a policy (after `after` s → `oncall`)
+    /// and an app subscription; every user's contact is `hook`. The last user (alice) is alone
+    /// on call in a team of her own whose policy pages after 5 s. Answers the teams'
+    /// subscriptions and alice's team's.
+    static func makeTeams(_ storage: any ServiceStorage, userIds: [String], hook: String, after: Int, now: Date) async throws -> ([String], String) {
+        let count = userIds.count - 1
+        var subscriptions: [String] = []
+        func team(_ name: String, owner: Int, members: [Int], after: Int) async throws -> String {
+            let id = Team.idPrefix + name
+            try await storage.createTeam(id: id, name: name, ownerId: userIds[owner], at: now)
+            for member in members where member != owner {
+                _ = try await storage.setTeamMember(team: name, userId: userIds[member], role: .member, at: now, limits: TeamLimits())
+            }
+            var names: [String] = []
+            for member in [owner] + members where !names.contains(member == count ? "alice" : "bench-user-\(member)") {
+                names.append(member == count ? "alice" : "bench-user-\(member)")
+            }
+            let schedule = OnCallSchedule(rotation: names, shift: ShiftLength(count: 1, unit: .days), start: now - 3600, zone: "UTC")
+            let json = String(decoding: try NottyJSON.encoder.encode(schedule), as: UTF8.self)
+            try await storage.updateOnCallSchedule(teamId: id, at: now) { _ in json }
+            _ = try await storage.insertEscalationRule(
+                EscalationRule(id: "page-\(name)", name: "page", afterSeconds: after, targets: ["oncall"], createdDateTime: now), userId: id,
+                limit: 20)
+            let subscription = SubscriptionRecord(
+                id: UUID().uuidString.lowercased(), userId: id, targetHostName: "ci.example.com", deviceId: UUID().uuidString.lowercased(),
+                deviceName: nil, platform: nil, createdAt: now, expiresAt: now.addingTimeInterval(86_400))
+            try await storage.insertSubscription(subscription)
+            return subscription.id
+        }
+        for (n, user) in userIds.enumerated() {
+            _ = try await storage.insertContact(Contact(id: "ct-\(n)", target: hook, created: now), userId: user, limit: Contact.maxPerUser)
+        }
+        for n in 0..<count {
+            subscriptions.append(try await team("bench-\(n)", owner: n, members: [(n + 1) % count, (n + 2) % count], after: after))
+        }
+        let alices = try await team("bench-alice", owner: count, members: [], after: 5)
+        return (subscriptions, alices)
     }
 
     /// The ids of the bench's users (`bench-user-N`), in order.

@@ -15,6 +15,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench ntfy [--quick]
 //   swift run -c release notty-bench instances [--quick] [--postgres URL] [--rounds R]
 //   swift run -c release notty-bench escalation [--quick]   (10,000 pending across 1,000 users: due lag, retraction lag, CPU, publish rate)
+//   swift run -c release notty-bench oncall [--quick]       (1,000 teams with rotations, 10,000 pending team escalations: the same figures)
 //   swift run -c release notty-bench actions [--quick]   (press → outcome on another device, 1,000 presses at once, the publish rate with actions)
 //   swift run -c release notty-bench teams [--quick]   (CPU a publish to teams of 1/10/100, a member's dismiss → another member's device, a feed half the team's)
 //   swift run -c release notty-bench count [--count N] [--rounds R]   (notty count: the badge read, the store opened, the whole process)
@@ -64,6 +65,14 @@ case "escalation":
     let service = try await ServiceBench.start()
     do {
         try await EscalationBench(service: service, users: quick ? 100 : 1000, pending: quick ? 1000 : 10_000).run()
+    } catch {
+        print("benchmark failed: \(error)")
+    }
+    await service.stop()
+case "oncall":
+    let service = try await ServiceBench.start()
+    do {
+        try await EscalationBench(service: service, users: quick ? 100 : 1000, pending: quick ? 1000 : 10_000, teams: true).run()
     } catch {
         print("benchmark failed: \(error)")
     }
