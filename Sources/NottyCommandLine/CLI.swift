@@ -83,7 +83,16 @@ func commandPath(_ root: ParsableCommand.Type, _ arguments: ArraySlice<String>) 
 public struct DurationArgument: ExpressibleByArgument, Sendable {
     public var seconds: Int
     public init?(argument: String) {
-        // Zero is a duration too: a team's first step pages at once (`--after 0s`).
+        guard let seconds = DurationText.seconds(argument) else { return nil }
+        self.seconds = seconds
+    }
+}
+
+/// A wait that may be none: an escalation step's `--after` (a team's step may page at once,
+/// `--after 0s`); every other duration is at least a second.
+public struct DelayArgument: ExpressibleByArgument, Sendable {
+    public var seconds: Int
+    public init?(argument: String) {
         if ["0", "0s", "0m", "0h"].contains(argument.trimmingCharacters(in: .whitespaces).lowercased()) {
             seconds = 0
             return

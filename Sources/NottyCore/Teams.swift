@@ -30,8 +30,11 @@ public struct Team: Codable, Sendable, Equatable {
     public var name: String
     public var created: Date
     public var members: [TeamMember]
+    /// Who is on call now and until when (PROTOCOL.md §13.2); absent when nobody is (no
+    /// rotation yet, or none in force).
+    public var onCall: OnCallShift?
 
-    private enum CodingKeys: String, CodingKey { case name, created, members }
+    private enum CodingKeys: String, CodingKey { case name, created, members, onCall }
 
     /// The name of the account row that owns a team's feed: a slash, which no user's name has.
     public static func feedOwnerName(_ name: String) -> String { "team/" + name }

@@ -130,10 +130,12 @@ public struct Routes: Sendable {
             },
             // §13.1 teams
             Route(method: .get, path: "/v1/me/teams", audience: .user) { _, context in
-                try JSONResponse.make(try await self.service.teams.teams(userId: context.requireUser()))
+                let teams = try await self.service.teams.teams(userId: context.requireUser()).value
+                return try JSONResponse.make(TeamList(value: try await self.service.onCall.withOnCall(teams)))
             },
             Route(method: .get, path: "/v1/teams/:name", audience: .user) { _, context in
-                try JSONResponse.make(try await self.service.teams.team(name: context.pathParameter("name"), userId: context.requireUser()))
+                let team = try await self.service.teams.team(name: context.pathParameter("name"), userId: context.requireUser())
+                return try JSONResponse.make(try await self.service.onCall.withOnCall([team])[0])
             },
             Route(method: .post, path: "/v1/teams/:name/members", audience: .user) { request, context in
                 var request = request

@@ -81,8 +81,16 @@ extension Inbox {
     /// `GET /v1/teams/{name}/escalations`: the team's steps, with each target's deliveries, and
     /// the members a page would not reach (no contacts).
     public func teamEscalationRules(team name: String, userId: String) async throws -> EscalationRuleList {
-        let (team, _) = try await teams.membership(name: name, userId: userId)
+        let (team, role) = try await teams.membership(name: name, userId: userId)
         var list = try await escalationRules(userId: team.id)
+        if role != .owner {
+            // The policy's credentials (a token in an ntfy URL) are its owners' alone.
+            list.value = list.value.map { rule in
+                var rule = rule
+                rule.targets = rule.targets.map { secrets.shownTarget($0) }
+                return rule
+            }
+        }
         let status = try await db { try await storage.escalationStatus(userId: team.id) }
         for rule in list.value {
             // Pages went to members' contacts: each one used so far, shown without credentials.

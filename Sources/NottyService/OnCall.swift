@@ -123,6 +123,17 @@ public final class OnCall: ServicePart {
         }
     }
 
+    /// `teams` each with who is on call now (`GET /v1/me/teams`, `GET /v1/teams/{name}`).
+    public func withOnCall(_ teams: [Team]) async throws -> [Team] {
+        let now = clock.nowMillis()
+        var answer: [Team] = []
+        for var team in teams {
+            if let schedule = try await schedule(teamId: team.id) { team.onCall = OnCallView(team: team.name, schedule: schedule, now: now).now }
+            answer.append(team)
+        }
+        return answer
+    }
+
     /// `GET /v1/me/oncall`: for each of the user's teams with a schedule, whether they are on
     /// call now and until when, else their next shift.
     public func mine(userId: String) async throws -> MyOnCallList {

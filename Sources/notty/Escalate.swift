@@ -139,13 +139,13 @@ struct EscalateAdd: AsyncParsableCommand {
             A team's policy (owners), several steps at once: each --after begins a step, and
             the --to and --repeat after it are that step's. oncall pages whoever is on call
             when the step fires, user:NAME a member, team every member (their contacts:
-            notty contact add); a team's first step may be --after 0s.
+            notty contact add); a team's steps may be --after 0s.
 
               notty escalate add --team ops --after 0s --to oncall --after 10m --to team --repeat 30m
             """)
 
     @Option(help: ArgumentHelp("How long a notification may stay unhandled: 30s, 10m, 2h (from 5s; a team's from 0s).", valueName: "duration"))
-    var after: [DurationArgument] = []
+    var after: [DelayArgument] = []
     @Option(
         name: .customLong("to"),
         help: ArgumentHelp(
@@ -182,7 +182,7 @@ struct EscalateAdd: AsyncParsableCommand {
             let value = inline ?? (index + 1 < arguments.count ? arguments[index + 1] : nil)
             switch flag {
             case "--after":
-                guard let value, let seconds = DurationArgument(argument: value)?.seconds else { return nil }
+                guard let value, let seconds = DelayArgument(argument: value)?.seconds else { return nil }
                 steps.append(Step(after: seconds))
             case "--to":
                 guard let value, !steps.isEmpty else { return nil }

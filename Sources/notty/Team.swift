@@ -60,7 +60,12 @@ struct TeamCommand: AsyncParsableCommand {
                 return
             }
             if teams.isEmpty { say("you are in no team (the service's administrator makes them: notty admin team add NAME --owner USER)") }
-            for team in teams { say(team.summary) }
+            for team in teams {
+                say(team.summary)
+                if let shift = team.onCall {
+                    say("  on call: \(shift.user) until \(LocalTime.short(shift.until, now: Date(), zone: .current))")
+                }
+            }
         }
     }
 }

@@ -16,6 +16,9 @@ struct CommandLineTests {
         for bad in ["", "0s", "-5m", "5 parsecs", "1.5h", "500ms", "99999999999999999999d"] {
             #expect(DurationArgument(argument: bad) == nil, "\(bad) was taken for a duration")
         }
+        // An escalation step's --after alone may be none.
+        #expect(DelayArgument(argument: "0s")?.seconds == 0 && DelayArgument(argument: "10m")?.seconds == 600)
+        #expect(DelayArgument(argument: "-5m") == nil)
     }
 
     @Test("a failure is one line and exit 1; an ExitCode passes through as it is")

@@ -59,6 +59,11 @@ struct OnCallEndToEndTests {
             let status = try await bob.run(["status"])
             #expect(status.out.contains("on call:    on call for ops until "), "\(status.out)")
             #expect(try await carol.run(["status"]).out.contains("on call:    no"))
+            let teams = try await carol.run(["team"])
+            #expect(teams.out.contains("\n  on call: bob until "), "\(teams.out)")
+            let teamJSON = try await carol.run(["team", "ops", "--json"])
+            let teamObject = try JSONSerialization.jsonObject(with: Data(teamJSON.out.utf8)) as? [String: Any]
+            #expect((teamObject?["onCall"] as? [String: Any])?["user"] as? String == "bob", "\(teamJSON.out)")
 
             // Overrides: carol may not put alice on call; alice (an owner) may put carol on call.
             let from = utc.string(from: now + 2 * 86_400), until = utc.string(from: now + 3 * 86_400)
@@ -153,6 +158,9 @@ struct OnCallEndToEndTests {
             let ical = try await bob.run(["oncall", "ops", "--ical"])
             let url = try #require(ical.out.split(separator: "\n").first.map(String.init), "\(ical.err)")
             #expect(url.hasPrefix(serve.url + "/v1/calendars/") && url.hasSuffix(".ics"), "\(url)")
+            if try await Repository.run(["python3", "-c", "import icalendar"]).status != 0 {
+                Issue.record("Python's icalendar is not installed (pip install icalendar): .ci/run installs it")
+            }
             let checked = try await Repository.run([
                 "python3", "-c",
                 """

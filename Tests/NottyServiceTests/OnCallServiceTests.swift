@@ -42,6 +42,7 @@ struct OnCallServiceTests {
             for body in [
                 #"{"name":"now","after":"0s","repeat":"10m","targets":["oncall"]}"#, #"{"name":"carol","after":"0s","targets":["user:carol"]}"#,
                 #"{"name":"later","after":"30m","targets":["team"]}"#,
+                #"{"name":"pager","after":"1d","targets":["ntfy:https://tk_owners0nly@ntfy.test/ops"]}"#,
             ] {
                 let added = try await client.call(.post, "/v1/teams/ops/escalations", token: alice.userToken, json: body)
                 #expect(added.status == .created, "\(body): \(added.text)")
@@ -120,7 +121,13 @@ struct OnCallServiceTests {
 
             // The team's policy as its members see it: carol cannot be reached; members may read, not change it.
             let list = try await client.call(.get, "/v1/teams/ops/escalations", token: bob.userToken).decode(EscalationRuleList.self)
-            #expect(list.unreachable == ["carol"] && Set(list.value.map(\.name)) == ["now", "carol", "later"])
+            #expect(list.unreachable == ["carol"] && Set(list.value.map(\.name)) == ["now", "carol", "later", "pager"])
+            // The policy's credentials are its owners' alone.
+            let bobsPager = list.value.first { $0.name == "pager" }?.targets ?? []
+            #expect(
+                bobsPager.count == 1 && !bobsPager.joined().contains("tk_owners0nly") && bobsPager.joined().contains("ntfy.test/ops"), "\(bobsPager)")
+            let owners = try await client.call(.get, "/v1/teams/ops/escalations", token: alice.userToken).decode(EscalationRuleList.self)
+            #expect(owners.value.first { $0.name == "pager" }?.targets == ["ntfy:https://tk_owners0nly@ntfy.test/ops"])
             let notOwner = try await client.call(
                 .post, "/v1/teams/ops/escalations", token: bob.userToken, json: #"{"after":"0s","targets":["team"]}"#)
             #expect(notOwner.status == .forbidden, "\(notOwner.text)")
