@@ -210,6 +210,7 @@ let package = Package(
                 "NottyTUI",
                 "NottyTerminal",
                 "NottyTestSupport",
+                "NottyPOSIX",
                 .product(name: "Hummingbird", package: "hummingbird"),  // `escalation`'s stand-in webhook receiver
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -250,7 +251,7 @@ let package = Package(
         .testTarget(
             name: "NottyEndToEndTests",
             dependencies: [
-                "NottyCore", "NottyStore", "NottySync", "NottyTestSupport",
+                "NottyCore", "NottyStore", "NottySync", "NottyTestSupport", "NottyPOSIX",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -17,14 +17,9 @@ public enum LinkOpener {
                 ? "cannot open the link: no xdg-open (install xdg-utils) and no $BROWSER set"
                 : "cannot open the link: $BROWSER (\(command.first ?? "")) is not a program on PATH"
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = Array(command.dropFirst()) + [url]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
         do {
-            try process.run()
+            // Reaped by its own thread when it ends; nothing waits for it.
+            _ = try ChildProcess.start(path, Array(command.dropFirst()) + [url], stdin: .null, stdout: .null, stderr: .null)
         } catch {
             return "cannot open the link: \(error)"
         }

@@ -24,8 +24,10 @@ public enum ResidentMemory {
     public static func releaseStartupCode() -> Int {
         guard let program = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
             // Read to its end: String(contentsOfFile:) stops a /proc file at its first 4 KiB.
-            let data = FileHandle(forReadingAtPath: "/proc/self/smaps")?.readDataToEndOfFile()
+            case let fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC), fd >= 0
         else { return 0 }
+        let data = readToEnd(fd)
+        close(fd)
         let smaps = String(decoding: data, as: UTF8.self)
         var released = 0
         for mapping in Mapping.read(smaps) where mapping.permissions == "r-xp" && mapping.path == program && mapping.written == 0 {

@@ -46,41 +46,35 @@ public enum ShellCommand {
                     launchError: "cannot make a file for its errors in \(FileManager.default.temporaryDirectory.path)"))
             return nil
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", line]
-        process.environment = ProcessInfo.processInfo.environment.merging(variables) { _, given in given }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errorFile
         let stopped = Atomic<Bool>(false)
-        process.terminationHandler = { finished in
-            try? errorFile.close()
-            let said = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
-            try? FileManager.default.removeItem(at: errors)
-            ended(
-                Outcome(
-                    status: finished.terminationStatus, signalled: finished.terminationReason == .uncaughtSignal,
-                    timedOut: stopped.load(ordering: .acquiring),
-                    lastErrorLine: said.split(whereSeparator: \.isNewline).last.map { String($0.prefix(300)) },
-                    pid: finished.processIdentifier))
-        }
+        let process: ChildProcess
         do {
-            try process.run()
+            process = try ChildProcess.start(
+                "/bin/sh", ["-c", line], environment: ProcessInfo.processInfo.environment.merging(variables) { _, given in given }, stdin: .null,
+                stdout: .null, stderr: .descriptor(errorFile.fileDescriptor), processGroup: true
+            ) { finished in
+                let said = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+                try? FileManager.default.removeItem(at: errors)
+                ended(
+                    Outcome(
+                        status: finished.status, signalled: finished.signalled, timedOut: stopped.load(ordering: .acquiring),
+                        lastErrorLine: said.split(whereSeparator: \.isNewline).last.map { String($0.prefix(300)) },
+                        pid: finished.pid))
+            }
         } catch {
-            process.terminationHandler = nil
             try? errorFile.close()
             try? FileManager.default.removeItem(at: errors)
             ended(Outcome(status: 127, signalled: false, timedOut: false, launchError: "\(error)"))
             return nil
         }
-        let pid = process.processIdentifier
+        try? errorFile.close()  // the child has its own copy
+        let pid = process.pid
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
             guard process.isRunning else { return }
             stopped.store(true, ordering: .releasing)
-            kill(-pid, SIGTERM)  // its process group (Process starts one per child): sh and what it runs
-            DispatchQueue.global().asyncAfter(deadline: .now() + 2) { if process.isRunning { kill(-pid, SIGKILL) } }
+            process.signal(SIGTERM, group: true)  // its process group: sh and what it runs
+            DispatchQueue.global().asyncAfter(deadline: .now() + 2) { process.signal(SIGKILL, group: true) }
         }
         return pid
     }

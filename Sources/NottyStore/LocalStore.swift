@@ -434,22 +434,40 @@ public final class LocalStore: Sendable {
             startOffThePool(name: "notty-store-watch") { [self] in
                 var revision = (try? self.revision()) ?? 0
                 var nextTimed = try? nextTimedChange()
+                // Looks left after a write was seen but its commit was not (yet).
+                var settling = 0
                 while !flag.isStopped {
+                    var woken = false
                     if let watch {
                         // Until the next timed change, and at most a minute (a file system
-                        // that lost an event is looked at again).
-                        let due = nextTimed.map { Int32(max(0, min(60_000, $0.timeIntervalSinceNow * 1000 + 1))) } ?? 60_000
-                        if watch.wait(timeoutMilliseconds: due) == .stopped { break }
+                        // that lost an event is looked at again); shortly while settling.
+                        var due = nextTimed.map { Int32(max(0, min(60_000, $0.timeIntervalSinceNow * 1000 + 1))) } ?? 60_000
+                        if settling > 0 { due = min(due, 10 << (LocalStore.settleLooks - settling)) }
+                        switch watch.wait(timeoutMilliseconds: due) {
+                        case .stopped: return continuation.finish()
+                        case .changed: woken = true
+                        case .timedOut: break
+                        }
                     } else {
                         Thread.sleep(forTimeInterval: Double(slice) / 1000)
                     }
                     if flag.isStopped { break }
                     let now = (try? self.revision()) ?? revision
-                    if now != revision {
+                    let committed = now != revision
+                    if committed {
                         revision = now
+                        settling = 0
                         nextTimed = try? nextTimedChange()
                         continuation.yield(.committed)
-                    } else if let due = nextTimed, due <= Date() {
+                    } else if woken || settling > 0 {
+                        // A commit writes the `-wal` file (the event) before it updates the
+                        // shared index in `-shm` (no event: a mapped page) that makes it
+                        // visible: on a loaded machine the revision read between the two is
+                        // the old one, and nothing else would wake this thread. Look again
+                        // after 10, 20, 40 … ms (2.5 s in all).
+                        settling = woken ? LocalStore.settleLooks : settling - 1
+                    }
+                    if !committed, let due = nextTimed, due <= Date() {
                         nextTimed = try? nextTimedChange()
                         continuation.yield(.timed)
                     }
@@ -458,6 +476,9 @@ public final class LocalStore: Sendable {
             }
         }
     }
+
+    /// How many times the store's watcher looks again after a write it saw did not show.
+    static let settleLooks = 8
 
     func bumpRevision(_ db: Database) throws {
         try db.execute(

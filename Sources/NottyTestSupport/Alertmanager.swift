@@ -1,10 +1,11 @@
 import Foundation
+import NottyPOSIX
 
 /// A real Prometheus Alertmanager (Debian `prometheus-alertmanager`) on 127.0.0.1 with one
 /// webhook receiver, for tests: alerts are posted to its API (`amtool` or `POST /api/v2/alerts`)
 /// and it delivers them as Alertmanager does in production. Grouping waits are short (1 s) so
 /// tests do not wait for minutes. Stopped by ``stop()`` (and deinit).
-// @unchecked: holds Foundation `Process` objects (not Sendable, but safe to use from any thread)
+// @unchecked: its processes are set while it starts and read when it stops, from one task
 public final class TestAlertmanager: @unchecked Sendable {
     public static let binary = ["/usr/bin/prometheus-alertmanager", "/usr/bin/alertmanager"].first {
         FileManager.default.isExecutableFile(atPath: $0)
@@ -15,7 +16,7 @@ public final class TestAlertmanager: @unchecked Sendable {
 
     public let url: String
     public let directory: URL
-    private var process: Process?
+    private var process: ChildProcess?
 
     /// Starts Alertmanager sending every alert group (grouped by `groupBy`) to `webhook`,
     /// resolved ones too.

@@ -1,10 +1,11 @@
 import Foundation
+import NottyPOSIX
 import Synchronization
 
 /// A real desktop for tests: a private session bus (`dbus-daemon --session`), an X server
 /// (`Xvfb`) and the `dunst` notification daemon on them, driven with `dunstctl`. Popups never
 /// expire by themselves here (timeout 0). Everything is stopped by ``stop()`` (and deinit).
-// @unchecked: holds Foundation `Process` objects (not Sendable, but safe to use from any thread)
+// @unchecked: its processes are set while it starts and read when it stops, from one task
 public final class TestDesktop: @unchecked Sendable {
     public static let available = ["/usr/bin/dbus-daemon", "/usr/bin/Xvfb", "/usr/bin/dunst", "/usr/bin/dunstctl"]
         .allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
@@ -18,10 +19,10 @@ public final class TestDesktop: @unchecked Sendable {
     public let busAddress: String
     public let display: String
     private let directory: URL
-    private var bus: Process?
-    private var xvfb: Process?
-    private var dunst: Process?
-    private var monitor: Process?
+    private var bus: ChildProcess?
+    private var xvfb: ChildProcess?
+    private var dunst: ChildProcess?
+    private var monitor: ChildProcess?
     private var monitorLog: URL { directory.appendingPathComponent("monitor.log") }
 
     /// What a process needs to reach this desktop.
@@ -170,8 +171,8 @@ public final class TestDesktop: @unchecked Sendable {
     public func stop() {
         // SIGKILL: nothing of theirs needs saving, and dunst may wait on its X connection.
         for process in [monitor, dunst, xvfb, bus].compactMap({ $0 }) where process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.signal(SIGKILL)
+            process.wait()
         }
         monitor = nil
         dunst = nil

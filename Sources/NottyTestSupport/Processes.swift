@@ -1,4 +1,5 @@
 import Foundation
+import NottyPOSIX
 
 @_exported import func NottyPOSIX.offThePool
 
@@ -96,8 +97,8 @@ public struct NottyCLI: Sendable {
     /// `terminationHandler` (see ``startLogged(_:_:log:environment:terminationHandler:)``) runs when it ends.
     public func start(
         _ arguments: [String], log: URL, environment: [String: String] = [:],
-        terminationHandler: (@Sendable (Process) -> Void)? = nil
-    ) throws -> Process {
+        terminationHandler: (@Sendable (ChildProcess.Termination) -> Void)? = nil
+    ) throws -> ChildProcess {
         try startLogged(
             binary.path, arguments, log: log, environment: ["NOTTY_HOME": home.path].merging(environment) { $1 },
             terminationHandler: terminationHandler)
@@ -145,8 +146,16 @@ public func runToEnd(
     }
     for fd in Set([out.write, err.write, stdin.read]) { close(fd) }
     let outData = OneShot<Data>(), errData = OneShot<Data>(), exited = OneShot<Int32>()
-    Thread { outData.set(FileHandle(fileDescriptor: out.read, closeOnDealloc: true).readDataToEndOfFile()) }.start()
-    if !sameStream { Thread { errData.set(FileHandle(fileDescriptor: err.read, closeOnDealloc: true).readDataToEndOfFile()) }.start() }
+    Thread {
+        outData.set(readToEnd(out.read))
+        close(out.read)
+    }.start()
+    if !sameStream {
+        Thread {
+            errData.set(readToEnd(err.read))
+            close(err.read)
+        }.start()
+    }
     Thread {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
@@ -169,50 +178,35 @@ public func runToEnd(
     return (status, outBytes, errBytes)
 }
 
-/// glibc's `posix_spawn_file_actions_addchdir_np` (2.29 and later), which Swift's Glibc module
-/// does not declare; found at run time.
-private let addChangeDirectory: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32)? = {
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np") else { return nil }
-    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32).self)
-}()
-
 /// Starts `path arguments…` in the background, stdin empty, stdout and stderr going to `log`
 /// (made anew), with this process's environment plus `environment`. `terminationHandler`, when
-/// given, is the process's (set before it runs, so it cannot miss an early exit; Foundation
-/// calls it on a thread of its own once the process has been reaped).
+/// given, runs once it has ended (on its reaper's thread; set before it runs, so it cannot miss
+/// an early exit).
 public func startLogged(
     _ path: String, _ arguments: [String], log: URL, environment: [String: String],
-    terminationHandler: (@Sendable (Process) -> Void)? = nil
-) throws -> Process {
+    terminationHandler: (@Sendable (ChildProcess.Termination) -> Void)? = nil
+) throws -> ChildProcess {
     // A regular file, made anew (createFile replaces what is there: never a device such as /dev/null).
     if let type = try? FileManager.default.attributesOfItem(atPath: log.path)[.type] as? FileAttributeType, type != .typeRegular {
         throw SupportError("startLogged logs to a regular file, not \(log.path)")
     }
     _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     let handle = try FileHandle(forWritingTo: log)
-    process.standardOutput = handle
-    process.standardError = handle
-    process.standardInput = FileHandle.nullDevice
-    if let terminationHandler { process.terminationHandler = terminationHandler }
-    try process.run()
-    return process
+    defer { try? handle.close() }
+    return try ChildProcess.start(
+        path, arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }, stdin: .null,
+        stdout: .descriptor(handle.fileDescriptor), stderr: .descriptor(handle.fileDescriptor), onExit: terminationHandler)
 }
 
 /// A real `notty serve` on 127.0.0.1 with a free port, a user `alice` (password `pw`) and an
 /// app `ci.example.com`; always stopped by ``stop()``.
-// @unchecked: holds Foundation `Process` objects (not Sendable, but safe to use from any thread)
+// @unchecked: `process` and `port` change on a restart, which a test makes from one task
 public final class ServeProcess: @unchecked Sendable {
     public let admin: NottyCLI
     public let log: URL
     /// For `notty serve` and `notty admin` (e.g. `NOTTY_POSTGRES_URL`).
     public let environment: [String: String]
-    public private(set) var process: Process?
-    /// Set when `process` has ended (by its termination handler).
-    private var exited: OneShot<Void>?
+    public private(set) var process: ChildProcess?
     public private(set) var port = 0
     /// `https` when the service was started with `--tls-cert`/`--tls-key`.
     public private(set) var scheme = "http"
@@ -266,12 +260,9 @@ public final class ServeProcess: @unchecked Sendable {
 
     /// Starts (or restarts, on the same port when `port` is given) the service.
     public func start(port wanted: Int? = nil, extraArguments: [String] = []) async throws {
-        let exited = OneShot<Void>()
         let process = try admin.start(
-            ["serve", "--port", String(wanted ?? port), "--log-level", "notice"] + extraArguments, log: log, environment: environment,
-            terminationHandler: { _ in exited.set(()) })
+            ["serve", "--port", String(wanted ?? port), "--log-level", "notice"] + extraArguments, log: log, environment: environment)
         self.process = process
-        self.exited = exited
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
@@ -291,19 +282,14 @@ public final class ServeProcess: @unchecked Sendable {
     /// SIGKILL: no chance to finish anything.
     public func sigkill() {
         guard let process, process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.signal(SIGKILL)
+        process.wait()
     }
 
     /// SIGTERM, then waits (at most 10 s, then SIGKILL): woken by the process's end itself.
     public func stop() {
         guard let process, process.isRunning else { return }
-        process.terminate()
-        guard let exited else { process.waitUntilExit(); return }
-        if exited.wait(until: Date().addingTimeInterval(10)) == nil {
-            kill(process.processIdentifier, SIGKILL)
-            _ = exited.wait()
-        }
+        terminate(process)
     }
 
     deinit { stop() }
@@ -318,14 +304,12 @@ public struct SupportError: Error, CustomStringConvertible {
 /// Stops `process`: SIGTERM, then SIGKILL when it has not ended within `grace` seconds (a
 /// process that ignores SIGTERM must fail its test, not hang the run). True when SIGTERM did it.
 @discardableResult
-public func terminate(_ process: Process, grace: TimeInterval = 10) -> Bool {
+public func terminate(_ process: ChildProcess, grace: TimeInterval = 10) -> Bool {
     guard process.isRunning else { return true }
-    process.terminate()
-    let deadline = Date().addingTimeInterval(grace)
-    while process.isRunning && Date() < deadline { usleep(20_000) }
-    guard process.isRunning else { return true }
-    kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
+    process.signal(SIGTERM)
+    if process.wait(until: Date().addingTimeInterval(grace)) != nil { return true }
+    process.signal(SIGKILL)
+    process.wait()
     return false
 }
 
@@ -339,52 +323,21 @@ public func eventually(timeout: Duration = .seconds(5), _ condition: () async th
     return try await condition()
 }
 
-/// Starts `path` with posix_spawn: exactly `environment`, standard files as `files` sets them
-/// up and no other descriptor of this process, no blocked signals and default dispositions (a
-/// child must not inherit a Dispatch worker's blocked signals, or SIGTERM cannot stop it), in a
-/// new session when `newSession` (a terminal it then opens becomes its controlling terminal).
+/// Starts `path` with posix_spawn (NottyPOSIX's ``spawnProgram``): exactly `environment`,
+/// standard files as `files` sets them up and no other descriptor of this process, no blocked
+/// signals and default dispositions (a child must not inherit a Dispatch worker's blocked
+/// signals, or SIGTERM cannot stop it), in a new session when `newSession` (a terminal it then
+/// opens becomes its controlling terminal).
 ///
-/// Descriptors 3 and up are closed in the child, as Foundation's `Process` does: tests run in
-/// parallel, and a child (a tmux server lives for its whole test) that inherited another
-/// test's file open for writing would make every later `exec` of that file fail with ETXTBSY.
+/// Descriptors 3 and up are closed in the child: tests run in parallel, and a child (a tmux
+/// server lives for its whole test) that inherited another test's file open for writing would
+/// make every later `exec` of that file fail with ETXTBSY.
 public func spawn(
     _ path: String, _ arguments: [String], environment: [String: String], newSession: Bool = false,
     files: (inout posix_spawn_file_actions_t) -> Void
 ) throws -> pid_t {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    files(&actions)
-    _ = addCloseFrom?(&actions, 3)  // glibc 2.34 and later (Debian 12 has 2.36); older: nothing
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var noSignals = sigset_t()
-    sigemptyset(&noSignals)
-    var allSignals = sigset_t()
-    sigfillset(&allSignals)
-    posix_spawnattr_setsigmask(&attributes, &noSignals)
-    posix_spawnattr_setsigdefault(&attributes, &allSignals)
-    let setSession: Int32 = 0x80  // POSIX_SPAWN_SETSID (glibc), not exported to Swift
-    posix_spawnattr_setflags(&attributes, Int16(Int32(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) | (newSession ? setSession : 0)))
-    let argv = ([path] + arguments).map { strdup($0) } + [nil]
-    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer {
-        for pointer in argv { free(pointer) }
-        for pointer in envp { free(pointer) }
-    }
-    var pid = pid_t()
-    let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
-    guard result == 0 else { throw SupportError("posix_spawn \(path): \(result)") }
-    return pid
+    try spawnProgram(path, arguments, environment: environment, newSession: newSession, files: files)
 }
-
-/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc
-/// module does not declare; found at run time.
-private let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
-    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
-}()
 
 /// Writes `text` to `url` as a program (mode 0755) through a descriptor opened close-on-exec.
 ///

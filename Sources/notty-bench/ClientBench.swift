@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyStore
 import NottyTestSupport
 
@@ -131,8 +132,8 @@ struct ClientBench {
     func doorbell(_ store: LocalStore, rounds: Int) async throws {
         let poll = try device.cli.start(["poll", "--live"], log: device.home.appendingPathComponent("poll.log"))
         defer {
-            poll.terminate()
-            poll.waitUntilExit()
+            poll.signal(SIGTERM)
+            poll.wait()
         }
         // Connected once a change made elsewhere reaches the store.
         let ids = Array(try (await store.perform { try $0.ids(view: .unread) }).suffix(rounds + 1))

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyStore
 import NottyTestSupport
 
@@ -17,8 +18,8 @@ struct DesktopBench {
         guard let (desktop, poll, log) = try await device.pollOnDesktop(bench: "desktop") else { return }
         defer { desktop.stop() }
         defer {
-            poll.terminate()
-            poll.waitUntilExit()
+            poll.signal(SIGTERM)
+            poll.wait()
         }
         let store = try await LocalStore.open(path: device.storePath)
         var samples: [Double] = []
@@ -53,7 +54,7 @@ struct DesktopBench {
         print(
             "dismiss on device A → popup closed on B's desktop (`notty poll --live --desktop`, dunst): \(summary(samples)); popups left on screen: \(try await desktop.displayed())"
         )
-        let (resident, peak) = memory(pid: poll.processIdentifier)
+        let (resident, peak) = memory(pid: poll.pid)
         print(
             String(
                 format: "`notty poll --live --desktop` with %d notifications in its store: resident %.1f MiB, peak %.1f MiB",
@@ -65,7 +66,7 @@ extension SyncedDevice {
     /// dunst on a private session bus (and Xvfb) with this device's `notty poll --live
     /// --desktop` against it, logging to poll-`bench`.log; nil, said, when the desktop's
     /// programs are missing. The caller stops both.
-    func pollOnDesktop(bench: String) async throws -> (desktop: TestDesktop, poll: Process, log: URL)? {
+    func pollOnDesktop(bench: String) async throws -> (desktop: TestDesktop, poll: ChildProcess, log: URL)? {
         guard TestDesktop.available else {
             print("\(bench): skipped: dbus-daemon, Xvfb or dunst is missing (apt-get install -y dbus-daemon xvfb dunst)")
             return nil

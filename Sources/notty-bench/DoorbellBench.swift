@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import NottyCore
+import NottyPOSIX
 import NottyTestSupport
 import Synchronization
 
@@ -46,7 +47,7 @@ struct DoorbellBench {
     }
 
     private func breakdown(_ service: ServiceBench, kind: Kind) async throws {
-        guard let pid = service.serve.process?.processIdentifier else { throw SupportError("no service process") }
+        guard let pid = service.serve.process?.pid else { throw SupportError("no service process") }
         let request: String? =
             switch kind {
             case .tcp: nil
@@ -86,7 +87,7 @@ struct DoorbellBench {
     }
 
     private func measure(_ service: ServiceBench) async throws {
-        guard let pid = service.serve.process?.processIdentifier else { throw SupportError("no service process") }
+        guard let pid = service.serve.process?.pid else { throw SupportError("no service process") }
         print(
             "notty-bench doorbells — real `notty serve` (SQLite) on 127.0.0.1:\(service.port), \(ProcessInfo.processInfo.activeProcessorCount) cores; idle doorbells of \(users) users"
         )

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import NottyCore
+import NottyPOSIX
 import NottyService
 import NottyTestSupport
 
@@ -99,7 +100,7 @@ struct EscalationBench {
         // Restarted, the service knows every user's rules from its first moment.
         service.serve.stop()
         try await service.serve.start(port: service.port, extraArguments: ServiceBench.unlimited)
-        let pid = service.serve.process!.processIdentifier
+        let pid = service.serve.process!.pid
 
         // Low publishes of 64 × 20 ids, again and again (published again in place): the store does
         // not grow from one measurement to the next, so only the pending rows differ.

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyService
 import NottyServicePostgres
 import NottyServiceSQLite
@@ -93,7 +94,7 @@ struct InstancesBench {
                 try await underLoad(
                     first, name: "PostgreSQL, 2 instances", servers: [first.base, second.url], subscriptions: postgresSubscriptions,
                     devicePort: second.port, bellKind: "across instances", seconds: seconds, postgres: true,
-                    otherService: second.process?.processIdentifier, tag: "q"))
+                    otherService: second.process?.pid, tag: "q"))
             let shared = try await first.throughput(seconds: seconds, servers: [first.base, second.url], tag: "qs")
             let across = try await first.doorbellLatencies(count: bells, publishVia: first.base, devicePort: second.port, tag: "xbell")
             one.append(Row(name: "PostgreSQL, 2 instances", throughput: shared, bell: across, bellKind: "across instances"))
@@ -164,7 +165,7 @@ struct InstancesBench {
         _ bench: ServiceBench, name: String, servers: [String], subscriptions: [String], devicePort: Int, bellKind: String,
         seconds: Double, postgres: Bool, otherService: pid_t? = nil, tag: String
     ) async throws -> Row {
-        let services = [bench.serve.process?.processIdentifier, otherService].compactMap { $0 }
+        let services = [bench.serve.process?.pid, otherService].compactMap { $0 }
         let serviceBefore = services.map(cpuSeconds(pid:)).reduce(0, +)
         let postgresBefore = cpuSeconds(processesNamed: "postgres")
         let deadline = ContinuousClock.now + .seconds(seconds)

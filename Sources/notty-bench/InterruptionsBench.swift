@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyStore
 import NottyTestSupport
 
@@ -19,14 +20,14 @@ struct InterruptionsBench {
         guard let (desktop, poll, log) = try await device.pollOnDesktop(bench: "interruptions") else { return }
         defer { desktop.stop() }
         defer {
-            poll.terminate()
-            poll.waitUntilExit()
+            poll.signal(SIGTERM)
+            poll.wait()
         }
         let store = try await LocalStore.open(path: device.storePath)
         do {
             _ = try await waitFor(.seconds(30)) { (try? String(contentsOf: log, encoding: .utf8))?.contains("connection: live") == true ? true : nil }
             try await quietToggles(toggles, store: store)
-            try await self.storm(storm, desktop: desktop, pid: poll.processIdentifier)
+            try await self.storm(storm, desktop: desktop, pid: poll.pid)
         } catch {
             throw SupportError("\(error); notty poll said:\n\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         }

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NottyCore
+import NottyPOSIX
 import NottyTestSupport
 import Synchronization
 
@@ -146,7 +147,7 @@ struct NtfyBench {
     /// growth of the service's resident memory per connection once they are all answered, and
     /// how many were open then. The connections are closed afterwards.
     private func idleMemory(count: Int, request: String) async throws -> (Double, Int, Int) {
-        guard let pid = service.serve.process?.processIdentifier else { throw SupportError("no service process") }
+        guard let pid = service.serve.process?.pid else { throw SupportError("no service process") }
         try await Task.sleep(for: .seconds(1))
         let baseline = memory(pid: pid).resident
         let answered = Counter()

@@ -7,6 +7,7 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import NottyCore
+import NottyPOSIX
 import NottyService
 import NottyServicePostgres
 import NottyServiceSQLite
@@ -181,7 +182,7 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
         return bell
     }
 
-    var serverRSS: Int { memory(pid: serve.process?.processIdentifier ?? 0).resident }
+    var serverRSS: Int { memory(pid: serve.process?.pid ?? 0).resident }
 
     // MARK: - Scenarios
 

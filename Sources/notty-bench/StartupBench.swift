@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyStore
 import NottyTestSupport
 
@@ -49,8 +50,8 @@ struct StartupBench {
                 let poll = try cli.start(
                     ["poll", "--live"] + (desktop == nil ? [] : ["--desktop"]), log: log, environment: desktop?.environment ?? [:])
                 defer {
-                    poll.terminate()
-                    poll.waitUntilExit()
+                    poll.signal(SIGTERM)
+                    poll.wait()
                 }
                 let (published, text) = try await service.request(
                     .POST, "/beta/me/notifications", token: service.appToken,
@@ -70,7 +71,7 @@ struct StartupBench {
                     try await Task.sleep(for: .milliseconds(20))
                 }
                 try await Task.sleep(for: .milliseconds(500))
-                add(build.name, "poll MiB", Double(memory(pid: poll.processIdentifier).resident) / 1_048_576)
+                add(build.name, "poll MiB", Double(memory(pid: poll.pid).resident) / 1_048_576)
             }
         }
 

@@ -83,10 +83,10 @@ struct Demo: AsyncParsableCommand {
 final class DemoServiceProcess {
     let url: String
     let password: String
-    private let process: Process
+    private let process: ChildProcess
     private let input: Pipe
 
-    private init(url: String, password: String, process: Process, input: Pipe) {
+    private init(url: String, password: String, process: ChildProcess, input: Pipe) {
         self.url = url
         self.password = password
         self.process = process
@@ -95,22 +95,29 @@ final class DemoServiceProcess {
 
     /// Starts the service and waits (30 s at most) for its line saying where it listens.
     static func start(directory: String, every: Int) async throws -> DemoServiceProcess {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try ServerProgram.path())
-        process.arguments = ["demo-service", "--data", directory, "--every", String(every)]
         let input = Pipe(), output = Pipe()
         let logPath = directory + "/service.log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle(forWritingAtPath: logPath)
-        do { try process.run() } catch { throw CLIError("cannot start the demo's service: \(error)") }
+        guard let log = FileHandle(forWritingAtPath: logPath) else { throw CLIError("cannot write the demo's log \(logPath)") }
+        defer { try? log.close() }
+        let process: ChildProcess
+        do {
+            process = try ChildProcess.start(
+                try ServerProgram.path(), ["demo-service", "--data", directory, "--every", String(every)],
+                stdin: .descriptor(input.fileHandleForReading.fileDescriptor), stdout: .descriptor(output.fileHandleForWriting.fileDescriptor),
+                stderr: .descriptor(log.fileDescriptor))
+        } catch {
+            throw CLIError("cannot start the demo's service: \(error)")
+        }
+        // The child has its own copies: its ends closed here, an end of file is its end.
+        try? input.fileHandleForReading.close()
+        try? output.fileHandleForWriting.close()
         let descriptor = output.fileHandleForReading.fileDescriptor
         let line = try await offThePool { LineReader.line(from: descriptor, seconds: 30) }
         guard let line, case .object(let ready)? = JSONParser.parse(Data(line.utf8)),
             case .string(let url)? = ready["url"], case .string(let password)? = ready["password"]
         else {
-            process.terminate()
+            process.signal(SIGTERM)
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
             throw CLIError("the demo's service did not start\(log.isEmpty ? "" : ": " + log)")
         }
@@ -120,6 +127,6 @@ final class DemoServiceProcess {
     /// Ends the service (closing its standard input) and waits for it.
     func stop() {
         try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        process.wait()
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NottyCommandLine
 import NottyCore
+import NottyPOSIX
 
 /// `notty-server`, the program with the service's code: `notty serve`, `notty admin` and the
 /// demo's embedded service run it, so that every other command starts without the service's
@@ -34,18 +35,18 @@ enum ServerProgram {
             FileManager.default.fileExists(atPath: package + "/Package.swift")
         else { return nil }
         warn("building notty-server (the service's program) beside notty, once: a few minutes the first time")
-        let build = Process()
-        build.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        build.arguments = ["swift", "build", "--package-path", package, "--scratch-path", scratch, "-c", configuration, "--product", "notty-server"]
-        build.standardOutput = FileHandle.standardError
+        let ended: ChildProcess.Termination
         do {
-            try build.run()
-            build.waitUntilExit()
+            ended = try ChildProcess.start(
+                "/usr/bin/env",
+                ["swift", "build", "--package-path", package, "--scratch-path", scratch, "-c", configuration, "--product", "notty-server"],
+                stdin: .inherit, stdout: .descriptor(STDERR_FILENO)
+            ).wait()
         } catch {
             throw CLIError("cannot run swift build for notty-server: \(error)")
         }
         let built = (folder as NSString).appendingPathComponent("notty-server")
-        guard build.terminationStatus == 0, FileManager.default.isExecutableFile(atPath: built) else {
+        guard ended.code == 0, FileManager.default.isExecutableFile(atPath: built) else {
             throw CLIError("swift build --product notty-server failed (its output is above)")
         }
         return built

@@ -1,4 +1,5 @@
 import Foundation
+import NottyPOSIX
 import NottyTestSupport
 import Testing
 
@@ -62,15 +63,10 @@ struct CLITests {
         try #require(openssl.status == 0, "openssl failed: \(openssl.output)")
         let log = home.appendingPathComponent("serve.log")
         #expect(FileManager.default.createFile(atPath: log.path, contents: nil))
-        let process = Process()
-        process.executableURL = Repository.nottyBinary
-        process.arguments = ["serve", "--port", "0", "--tls-cert", cert, "--tls-key", key]
-        process.environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardError = handle
-        process.standardOutput = handle
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
+        let process = try startLogged(
+            Repository.nottyBinary.path, ["serve", "--port", "0", "--tls-cert", cert, "--tls-key", key], log: log,
+            environment: ["NOTTY_HOME": home.path])
+        defer { if process.isRunning { process.signal(SIGTERM) } }
         var port = ""
         _ = await eventually(timeout: .seconds(30)) {
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
@@ -83,11 +79,11 @@ struct CLITests {
         #expect(health.output == #"{"status":"ok"}"#)
         let plain = try await Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/healthz"])
         #expect(plain.output != "200", "plain HTTP must not be served on a TLS port")
-        process.terminate()  // SIGTERM
+        process.signal(SIGTERM)
         let deadline = ContinuousClock.now + .seconds(10)
         while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!process.isRunning, "serve did not stop within 10 s of SIGTERM")
-        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        #expect(process.termination?.code == 0)
     }
 
     @Test("serve --config FILE: settings from TOML, a flag wins over the file; a bad key, value or file is one line naming the file")

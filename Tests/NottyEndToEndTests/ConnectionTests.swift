@@ -1,4 +1,5 @@
 import Foundation
+import NottyPOSIX
 import NottyTestSupport
 import Testing
 
@@ -112,11 +113,11 @@ struct ConnectionTests {
         let headTimeout: Duration = .seconds(40)
         let world = try await TwoDevices(serveArguments: ["--header-timeout", "40s", "--idle-timeout", "5s"])
         let serve = world.service
-        let pid = try #require(serve.process?.processIdentifier)
+        let pid = try #require(serve.process?.pid)
         // A doorbell (device B's poll --live) is open before and after: it is not a head.
         let logB = world.directory.appendingPathComponent("poll-b.log")
         let poll = try world.b.start(["poll", "--live"], log: logB)
-        defer { if poll.isRunning { poll.terminate() } }
+        defer { if poll.isRunning { poll.signal(SIGTERM) } }
         func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
         #expect(await eventually(timeout: .seconds(20)) { text(logB).contains("connection: live") }, "\(text(logB))")
         let doorbellOpened = ContinuousClock.now
@@ -202,7 +203,7 @@ struct ConnectionTests {
                 "--io-threads", "1",
             ])
         defer { serve.stop() }
-        let pid = try #require(serve.process?.processIdentifier)
+        let pid = try #require(serve.process?.pid)
         // Kept alive after one answer, then idle: closed by the service after about 2 s.
         let start = ContinuousClock.now
         let idle = try await offThePool { () throws -> (String, Bool) in

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import NottyCore
+import NottyPOSIX
 import NottyStore
 import NottyTestSupport
 import Testing
@@ -22,12 +23,12 @@ struct DesktopTests {
         let (a, b) = (world.a, world.b)
         let logA = world.directory.appendingPathComponent("poll-a.log")
         let pollA = try a.start(["poll", "--live"], log: logA)
-        defer { if pollA.isRunning { pollA.terminate() } }
+        defer { if pollA.isRunning { pollA.signal(SIGTERM) } }
         // The "browser" B opens links with records them.
         let opened = world.directory.appendingPathComponent("opened.txt")
         let browser = world.directory.appendingPathComponent("browser")
         try writeProgram("#!/bin/sh\necho \"$1\" >> '\(opened.path)'\n", to: browser)
-        func startB(_ name: String) throws -> (Process, URL) {
+        func startB(_ name: String) throws -> (ChildProcess, URL) {
             let log = world.directory.appendingPathComponent(name)
             return (
                 try b.start(["poll", "--live", "--desktop"], log: log, environment: desktop.environment.merging(["BROWSER": browser.path]) { $1 }),
@@ -36,7 +37,7 @@ struct DesktopTests {
         }
         func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
         var (pollB, logB) = try startB("poll-b.log")
-        defer { if pollB.isRunning { pollB.terminate() } }
+        defer { if pollB.isRunning { pollB.signal(SIGTERM) } }
         #expect(
             await eventually(timeout: .seconds(60)) {
                 text(logB).contains("desktop popups through dunst") && text(logB).contains("connection: live")
@@ -168,7 +169,7 @@ struct DesktopTests {
             func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
             let pollB = try b.start(
                 ["poll", "--live", "--desktop"], log: log, environment: desktop.environment.merging(["BROWSER": browser.path]) { $1 })
-            defer { if pollB.isRunning { pollB.terminate() } }
+            defer { if pollB.isRunning { pollB.signal(SIGTERM) } }
             #expect(
                 await eventually(timeout: .seconds(30)) {
                     text(log).contains("desktop popups through dunst") && text(log).contains("connection: live")
@@ -220,7 +221,7 @@ struct DesktopTests {
         let (a, b) = (world.a, world.b)
         let log = world.directory.appendingPathComponent("poll-b.log")
         let poll = try b.start(["poll", "--live", "--desktop"], log: log, environment: desktop.environment)
-        defer { if poll.isRunning { poll.terminate() } }
+        defer { if poll.isRunning { poll.signal(SIGTERM) } }
         func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         #expect(
             await eventually(timeout: .seconds(30)) { text().contains("desktop popups through dunst") && text().contains("connection: live") },
@@ -319,7 +320,7 @@ struct DesktopTests {
         let poll = try startLogged(
             "/usr/bin/unshare", ["-m", "sh", "-c", hide, Repository.nottyBinary.path, "poll", "--live", "--desktop"], log: log,
             environment: desktop.environment.merging(["NOTTY_HOME": world.b.home.path]) { $1 })
-        defer { if poll.isRunning { poll.terminate() } }
+        defer { if poll.isRunning { poll.signal(SIGTERM) } }
         func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         let id = try await world.publish("Synced all the same")
         #expect(
@@ -338,7 +339,7 @@ struct DesktopTests {
         let log = world.directory.appendingPathComponent("poll.log")
         let poll = try world.b.start(
             ["poll", "--live", "--desktop"], log: log, environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
-        defer { if poll.isRunning { poll.terminate() } }
+        defer { if poll.isRunning { poll.signal(SIGTERM) } }
         let id = try await world.publish("Still synced")
         #expect(try await eventually(timeout: .seconds(30)) { try (await world.store(world.b).perform { try $0.notification(id: id) }) != nil })
         func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }

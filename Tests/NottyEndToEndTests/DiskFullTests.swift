@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyStore
 import NottyTestSupport
 import Testing
@@ -78,7 +79,7 @@ struct DiskFullTests {
         // poll runs on, and catches up once there is room again.
         let log = directory.appendingPathComponent("poll-b.log")
         let poll = try b.start(["poll", "--live"], log: log)
-        defer { if poll.isRunning { poll.terminate() } }
+        defer { if poll.isRunning { poll.signal(SIGTERM) } }
         func text() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         let during = try await world.publish("While the disk was full")
         #expect(
@@ -91,7 +92,7 @@ struct DiskFullTests {
             "poll did not catch up when space returned:\n\(text())")
         let after = try await world.publish("After space returned")
         #expect(try await eventually(timeout: .seconds(20)) { try (await world.store(b).perform { try $0.notification(id: after) }) != nil })
-        poll.terminate()
+        poll.signal(SIGTERM)
 
         // The change refused before can be made now, and it reaches the other device.
         #expect(try await b.run(["dismiss", ids[0]]).status == 0)

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NottyCore
+import NottyPOSIX
 import NottyStore
 import NottySync
 import NottyTestSupport
@@ -104,7 +105,7 @@ struct EndToEndTests {
         let poll = try world.b.start(
             ["poll", "--live", "--exec", "echo \"$NOTTY_ID\" >> \(marker.path); sleep 30", "--exec-timeout", "40s"],
             log: world.directory.appendingPathComponent("poll.log"))
-        defer { if poll.isRunning { poll.terminate() } }
+        defer { if poll.isRunning { poll.signal(SIGTERM) } }
         let storeB = try world.store(world.b)
         #expect(
             await eventually(timeout: .seconds(10)) {
@@ -140,7 +141,7 @@ struct EndToEndTests {
         let marker = world.directory.appendingPathComponent("changes.txt")
         let log = world.directory.appendingPathComponent("poll.log")
         let poll = try world.b.start(["poll", "--live", "--on-change", "echo \"$NOTTY_ID $NOTTY_STATE $NOTTY_TITLE\" >> \(marker.path)"], log: log)
-        defer { if poll.isRunning { poll.terminate() } }
+        defer { if poll.isRunning { poll.signal(SIGTERM) } }
         #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("connection: live") })
         func lines() -> [String] { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init).sorted() }
         // Another device dismisses one and deletes one; this device reads one; one arrives.
@@ -183,7 +184,7 @@ struct EndToEndTests {
         let poll = try world.b.start(
             ["poll", "--live", "--exec", "echo \"$NOTTY_TITLE|$NOTTY_APP|$NOTTY_PRIORITY\" >> \(marker.path)"],
             log: world.directory.appendingPathComponent("poll.log"))
-        defer { if poll.isRunning { poll.terminate() } }
+        defer { if poll.isRunning { poll.signal(SIGTERM) } }
         let bStore = try world.store(world.b)
         #expect(
             await eventually(timeout: .seconds(10)) {
@@ -210,9 +211,9 @@ struct EndToEndTests {
         guard case .object(let fields) = object else { Issue.record("not an object: \(line)"); return }
         #expect(fields["id"] == .string(fourth) && fields["readState"] == .string("Unread"))
         #expect(!log.contains(first), "what B already had when poll started is not announced")
-        poll.terminate()
+        poll.signal(SIGTERM)
         #expect(await eventually(timeout: .seconds(5)) { !poll.isRunning })
-        #expect(poll.terminationReason == .exit && poll.terminationStatus == 0, "SIGTERM stops notty poll cleanly")
+        #expect(poll.termination?.code == 0, "SIGTERM stops notty poll cleanly")
     }
 
     @Test("config.toml: notty list's default view and notty poll's live and exec come from it; flags win; a broken file is one clear error")
@@ -238,24 +239,24 @@ struct EndToEndTests {
         // notty poll with no flags: live and --exec come from the file.
         let log = world.directory.appendingPathComponent("settings-poll.log")
         let poll = try world.b.start(["poll"], log: log)
-        defer { if poll.isRunning { poll.terminate() } }
+        defer { if poll.isRunning { poll.signal(SIGTERM) } }
         #expect(await eventually(timeout: .seconds(10)) { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("connection: live") })
         _ = try await world.publish("Disk 91% full")
         #expect(await eventually(timeout: .seconds(5)) { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").contains("Disk 91% full") })
-        poll.terminate()
+        poll.signal(SIGTERM)
         #expect(await eventually(timeout: .seconds(5)) { !poll.isRunning })
         // --once is a sync, whatever poll.live says; --no-live polls although the file says live.
         let once = try await world.b.run(["poll", "--once"])
         #expect(once.status == 0, "\(once.err)")
         let pollingLog = world.directory.appendingPathComponent("settings-polling.log")
         let polling = try world.b.start(["poll", "--no-live"], log: pollingLog)
-        defer { if polling.isRunning { polling.terminate() } }
+        defer { if polling.isRunning { polling.signal(SIGTERM) } }
         #expect(
             await eventually(timeout: .seconds(10)) {
                 ((try? String(contentsOf: pollingLog, encoding: .utf8)) ?? "").contains("connection: polling every")
             })
         #expect(!((try? String(contentsOf: pollingLog, encoding: .utf8)) ?? "").contains("connection: live"))
-        polling.terminate()
+        polling.signal(SIGTERM)
         #expect(await eventually(timeout: .seconds(5)) { !polling.isRunning })
 
         // A file notty cannot use stops the command with one line that says where and what.
@@ -309,8 +310,8 @@ struct EndToEndTests {
         for delay in [150, 250, 400, 80, 600, 40] where !partial {
             let sync = try world.a.start(["sync"], log: world.directory.appendingPathComponent("sync.log"))
             try await Task.sleep(for: .milliseconds(delay))
-            kill(sync.processIdentifier, SIGKILL)
-            sync.waitUntilExit()
+            kill(sync.pid, SIGKILL)
+            sync.wait()
             let left = try (await aStore.perform { try $0.outboxCount() })
             partial = left > 0 && left < 2 * count
             if left == 0 { break }
@@ -379,8 +380,8 @@ struct EndToEndTests {
             while sync.isRunning, ContinuousClock.now < deadline, FileManager.default.fileExists(atPath: path) ? state().rows == 0 : true {
                 try await Task.sleep(for: .milliseconds(5))
             }
-            kill(sync.processIdentifier, SIGKILL)
-            sync.waitUntilExit()
+            kill(sync.pid, SIGKILL)
+            sync.wait()
             let (rows, deferred) = state()
             report("first sync killed: \(rows) rows, \(deferred) indexes put off")
             partial = rows > 0 && rows < count && deferred > 0

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyStore
 import NottySync
 import NottyTestSupport
@@ -26,7 +27,7 @@ struct InstancesEndToEndTests {
         let pollA = try a.start(["poll", "--live"], log: logA)
         let pollB = try b.start(["poll", "--live"], log: logB)
         defer {
-            for poll in [pollA, pollB] where poll.isRunning { poll.terminate() }
+            for poll in [pollA, pollB] where poll.isRunning { poll.signal(SIGTERM) }
         }
         func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
         #expect(await eventually(timeout: .seconds(10)) { text(logA).contains("connection: live") && text(logB).contains("connection: live") })
@@ -197,7 +198,7 @@ struct InstancesEndToEndTests {
         let world = try await TwoDevices(directory: directory, a: one, b: two)
         let logB = directory.appendingPathComponent("poll-b.log")
         let pollB = try world.b.start(["poll", "--live"], log: logB)
-        defer { if pollB.isRunning { pollB.terminate() } }
+        defer { if pollB.isRunning { pollB.signal(SIGTERM) } }
         func text(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
         #expect(await eventually(timeout: .seconds(10)) { text(logB).contains("connection: live") }, "\(text(logB))")
         let appToken = try await token(one.url, ["grant_type": "client_credentials", "client_id": one.clientId, "client_secret": one.clientSecret])

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyTestSupport
 import Testing
 
@@ -119,7 +120,7 @@ struct NtfyGotifyEndToEndTests {
         #expect(!url.contains("\n"), "\(made.out)\(made.err)")
         let log = world.directory.appendingPathComponent("phone.ndjson")
         let phone = try startLogged("/usr/bin/env", ["curl", "-sN", "\(url)/json"], log: log, environment: [:])
-        defer { if phone.isRunning { phone.terminate() } }
+        defer { if phone.isRunning { phone.signal(SIGTERM) } }
         func events() -> [JSONValue] {
             ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }
         }
@@ -166,14 +167,14 @@ struct NtfyGotifyEndToEndTests {
         let phones = try zip(["json", "sse"], logs).map {
             try startLogged("/usr/bin/env", ["curl", "-sN", "\(url)/\($0)"], log: $1, environment: [:])
         }
-        defer { for phone in phones where phone.isRunning { phone.terminate() } }
+        defer { for phone in phones where phone.isRunning { phone.signal(SIGTERM) } }
         #expect(
             await eventually(timeout: .seconds(20)) {
                 logs.allSatisfy { ((try? String(contentsOf: $0, encoding: .utf8)) ?? "").contains(#""event":"open""#) }
             }, "the streams did not open")
         let service = try #require(world.service.process)
         let start = ContinuousClock.now
-        service.terminate()
+        service.signal(SIGTERM)
         #expect(await eventually(timeout: .seconds(30)) { !service.isRunning }, "notty serve did not exit within 30 s of SIGTERM")
         print("notty serve exited \(ContinuousClock.now - start) after SIGTERM with 2 ntfy streams open")
         #expect(await eventually(timeout: .seconds(10)) { phones.allSatisfy { !$0.isRunning } }, "a stream did not end")

@@ -1,4 +1,5 @@
 import Foundation
+import NottyPOSIX
 import NottyTestSupport
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// Processes join it through ``wrapper(for:)``. Needs root, `unshare`, `nsenter` and `ip`.
 final class PrivateNetwork: @unchecked Sendable {  // @unchecked: holds a Foundation `Process`
     let directory: URL
-    let holder: Process
+    let holder: ChildProcess
 
     static var unavailable: String? {
         guard getuid() == 0 else { return "needs root (unshare -n -m)" }
@@ -49,7 +50,7 @@ final class PrivateNetwork: @unchecked Sendable {  // @unchecked: holds a Founda
     /// A script that runs `executable` with its arguments inside this namespace.
     func wrapper(for executable: String, name: String) throws -> URL {
         let file = directory.appendingPathComponent(name)
-        try "#!/bin/sh\nexec /usr/bin/nsenter --target \(holder.processIdentifier) --net --mount -- \(executable) \"$@\"\n"
+        try "#!/bin/sh\nexec /usr/bin/nsenter --target \(holder.pid) --net --mount -- \(executable) \"$@\"\n"
             .write(to: file, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: file.path)
         return file

@@ -26,15 +26,8 @@ struct ProcessSupportTests {
 
         // writeProgram's descriptor is close-on-exec and closed on return: the script runs.
         try writeProgram("#!/bin/sh\necho ran \"$1\"\n", to: script)
-        let process = Process()
-        process.executableURL = script
-        process.arguments = ["a b"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(text == "ran a b\n" && process.terminationStatus == 0)
+        let ran = try runToEnd(script.path, ["a b"], environment: [:], name: "the script")
+        #expect(String(decoding: ran.out, as: UTF8.self) == "ran a b\n" && ran.status == 0)
     }
 
     @Test("a command that hangs, or ends leaving a child that holds its output, fails its test with its name and output, and never holds up the run")

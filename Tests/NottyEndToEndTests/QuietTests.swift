@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyTestSupport
 import Testing
 
@@ -14,7 +15,7 @@ struct QuietTests {
         let marker = world.directory.appendingPathComponent("exec.txt")
         let log = world.directory.appendingPathComponent("poll.log")
         let poll = try b.start(["poll", "--live", "--exec", "echo \"${NOTTY_ID:-summary $NOTTY_COUNT $NOTTY_IDS}\" >> \(marker.path)"], log: log)
-        defer { if poll.isRunning { poll.terminate() } }
+        defer { if poll.isRunning { poll.signal(SIGTERM) } }
         func ran() -> [String] { ((try? String(contentsOf: marker, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
         func printed() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         #expect(await eventually(timeout: .seconds(10)) { printed().contains("connection: live") })
@@ -80,7 +81,7 @@ struct QuietTests {
         let exec = "echo \"${NOTTY_ID:-summary $NOTTY_COUNT $NOTTY_IDS}\" >> \(marker.path)"
         let firstLog = world.directory.appendingPathComponent("poll-1.log")
         let first = try b.start(["poll", "--live", "--exec", exec], log: firstLog)
-        defer { if first.isRunning { first.terminate() } }
+        defer { if first.isRunning { first.signal(SIGTERM) } }
         func printed(_ log: URL) -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         #expect(await eventually(timeout: .seconds(10)) { printed(firstLog).contains("connection: live") })
         #expect(try await a.run(["quiet", "--for", "1h"]).status == 0)
@@ -92,7 +93,7 @@ struct QuietTests {
 
         let secondLog = world.directory.appendingPathComponent("poll-2.log")
         let second = try b.start(["poll", "--live", "--exec", exec], log: secondLog)
-        defer { if second.isRunning { second.terminate() } }
+        defer { if second.isRunning { second.signal(SIGTERM) } }
         #expect(await eventually(timeout: .seconds(10)) { printed(secondLog).contains("connection: live") })
         #expect(try await a.run(["quiet", "off"]).status == 0)
         #expect(await eventually(timeout: .seconds(10)) { ran().contains("summary 1 \(held)") }, "\(ran())\n\(printed(secondLog))")

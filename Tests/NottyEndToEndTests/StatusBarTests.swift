@@ -54,7 +54,7 @@ struct StatusBarTests {
         #expect(try await world.b.run(["sync"]).status == 0)
         let log = world.directory.appendingPathComponent("watch.log")
         let exited = Locked<Int32?>(nil)
-        let watch = try world.b.start(["watch", "--format", "waybar"], log: log) { process in exited.update { $0 = process.terminationStatus } }
+        let watch = try world.b.start(["watch", "--format", "waybar"], log: log) { process in exited.update { $0 = process.code } }
         defer { terminate(watch) }
         func lines() -> [JSONValue] {
             ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { JSONValue(jsonText: String($0)) }

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyStore
 import NottySync
 import NottyTestSupport
@@ -70,10 +71,10 @@ struct StressTests {
             try startLogged("/bin/sh", ["-c", "while :; do :; done"], log: directory.appendingPathComponent("busy\(index).log"), environment: [:])
         }
         // (SIGKILL for the busy loops: sh running a builtin loop does not die of SIGTERM.)
-        func stopBusy() { for process in busy where process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+        func stopBusy() { for process in busy where process.isRunning { kill(process.pid, SIGKILL); process.wait() } }
         defer {
             stopBusy()
-            for process in polls where process.isRunning { process.terminate() }
+            for process in polls where process.isRunning { process.signal(SIGTERM) }
         }
 
         // Every device acts at once: 25 random state changes each (and the two without poll

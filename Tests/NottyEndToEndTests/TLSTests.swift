@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPOSIX
 import NottyTestSupport
 import Testing
 
@@ -56,14 +57,13 @@ struct TLSTests {
         // A kept-alive connection opened before the renewal: one request before, one after.
         let output = directory.appendingPathComponent("client.out")
         FileManager.default.createFile(atPath: output.path, contents: nil)
-        let client = Process()
-        client.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        client.arguments = ["s_client", "-quiet", "-connect", "127.0.0.1:\(port)"]
         let input = Pipe()
-        client.standardInput = input
-        client.standardOutput = try FileHandle(forWritingTo: output)
-        client.standardError = FileHandle.nullDevice
-        try client.run()
+        let outputFile = try FileHandle(forWritingTo: output)
+        let client = try ChildProcess.start(
+            "/usr/bin/openssl", ["s_client", "-quiet", "-connect", "127.0.0.1:\(port)"],
+            stdin: .descriptor(input.fileHandleForReading.fileDescriptor), stdout: .descriptor(outputFile.fileDescriptor), stderr: .null)
+        try? outputFile.close()
+        try? input.fileHandleForReading.close()
         defer { terminate(client) }
         func answers() -> Int { ((try? String(contentsOf: output, encoding: .utf8)) ?? "").components(separatedBy: "HTTP/1.1 200 OK").count - 1 }
         let request = Data("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
@@ -71,7 +71,7 @@ struct TLSTests {
         #expect(await eventually(timeout: .seconds(30)) { answers() == 1 }, "no answer on the open connection")
 
         try await Self.certificate("renewed.notty.test", cert: cert, key: key)
-        let pid = try #require(service.process?.processIdentifier)
+        let pid = try #require(service.process?.pid)
         kill(pid, SIGHUP)
         #expect(
             await eventually(timeout: .seconds(30)) {

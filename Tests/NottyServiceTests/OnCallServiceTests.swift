@@ -117,7 +117,9 @@ struct OnCallServiceTests {
             clock.advance(by: 2400)
             _ = try await escalation.fireDue()
             try await Task.sleep(for: .milliseconds(300))
-            #expect(hooks("alice").count == 2 && hooks("bob").count == 2, "handled: nothing more is sent")
+            #expect(
+                hooks("alice").count == 2 && hooks("bob").count == 2,
+                "handled: nothing more is sent; sent: \((hooks("alice") + hooks("bob")).map { field($0, "event") ?? "?" })")
 
             // The team's policy as its members see it: carol cannot be reached; members may read, not change it.
             let list = try await client.call(.get, "/v1/teams/ops/escalations", token: bob.userToken).decode(EscalationRuleList.self)
