@@ -192,6 +192,7 @@ public struct Routes: Sendable {
             },
         ]
         routes += onCallRoutes
+        routes += webPushRoutes
         return routes
     }
 

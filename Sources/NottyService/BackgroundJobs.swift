@@ -55,6 +55,8 @@ public struct BackgroundJobs: Sendable {
                             "secrets are sealed with a new key from now on (a rotation)", metadata: ["key": "\(service.secrets.primary.id)"])
                     }
                 },
+                // Web Push: what failed for now, tried again; what a stopped instance left.
+                BackgroundJob.loop("web push") { await service.webPush.runRetries() },
                 // Escalation: one engine, its own jobs in a group of their own (Escalation.jobs).
                 BackgroundJob.loop("escalation") { await BackgroundJobs(jobs: service.escalation.jobs, logger: service.logger).run() },
             ], logger: service.logger)

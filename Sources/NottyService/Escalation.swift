@@ -76,6 +76,11 @@ public final class Escalation: ServicePart {
         }
     }
 
+    /// The device that handled `id` here lately, as its user named it (nil: none known).
+    func handler(of id: String) -> String? {
+        handlers.withLock { $0[id]?.device }
+    }
+
     /// A rule was added for this user: their changes are planned from now on. (A rule
     /// removed needs nothing: a user without rules is left out at the next catch-up.)
     func ruleAdded(userId: String) {

@@ -20,6 +20,7 @@ public final class NotificationService: Sendable {
     public let onCall: OnCall
     /// Sends ntfy's poll requests to `--ntfy-upstream` (nil without it).
     public let ntfyUpstream: NtfyUpstream?
+    public let webPush: WebPush
 
     public var storage: any ServiceStorage { core.storage }
     public var config: ServiceConfig { core.config }
@@ -51,6 +52,8 @@ public final class NotificationService: Sendable {
         actions = Actions(core: core, inbox: inbox, outbound: outbound)
         let ntfyUpstream = NtfyUpstream(core: core, inbox: inbox, outbound: outbound)
         self.ntfyUpstream = ntfyUpstream
+        let webPush = WebPush(core: core, inbox: inbox, escalation: escalation, outbound: outbound)
+        self.webPush = webPush
         // A change: what conditional polls compare with, a frame to every connected device, and
         // escalation's plan (clocks started and stopped, retractions made at once).
         let changed: @Sendable ([String: Int64]) -> Void = { [hub = core.hub, latestCursors = core.latestCursors] cursors in
@@ -58,6 +61,7 @@ public final class NotificationService: Sendable {
             hub.ring(cursors)
             escalation.changed(cursors)
             ntfyUpstream?.changed(cursors)
+            webPush.changed(cursors)
         }
         storage.setChangeHandler(changed)
         // Another instance revoked something: forget what is cached, and wake the ntfy streams

@@ -91,7 +91,7 @@ public enum SecretKeeping {
                 }
                 return changed ? JSONValue.array(targets).jsonText : nil
             }
-        case .deliveryTargets, .sentTargets, .statusTargets, .webhookSecrets, .alertmanagerURLs, .contactTargets:
+        case .deliveryTargets, .sentTargets, .statusTargets, .webhookSecrets, .alertmanagerURLs, .contactTargets, .webPushKeys, .webPushAuth:
             return { box.resealed($0) }
         }
     }

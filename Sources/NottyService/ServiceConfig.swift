@@ -40,6 +40,8 @@ public struct ServiceConfig: Sendable {
     /// An ntfy server that wakes iPhones (`--ntfy-upstream`, PROTOCOL.md §12), and its access token.
     public var ntfyUpstream: String?
     public var ntfyUpstreamToken: String?
+    /// Web Push endpoints allowed besides the browsers' push services (`--webpush-allow`, PROTOCOL.md §14): URL prefixes.
+    public var webPushAllow: [String] = []
 
     public init() {}
 }

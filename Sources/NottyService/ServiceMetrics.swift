@@ -25,6 +25,8 @@ public final class ServiceMetrics: Sendable {
     /// Actions run (PROTOCOL.md §12) by how they went.
     let actionsDone: Counter
     let actionsFailed: Counter
+    /// Web Push messages sent to push services (PROTOCOL.md §14), whatever they answered.
+    let webPushes: Counter
 
     public init() {
         func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
@@ -54,6 +56,7 @@ public final class ServiceMetrics: Sendable {
             helpText: "Actions run for devices, by outcome: done (2xx) or failed.")
         actionsDone = registry.makeCounter(descriptor: actionOutcome, labels: [("outcome", "done")])
         actionsFailed = registry.makeCounter(descriptor: actionOutcome, labels: [("outcome", "failed")])
+        webPushes = registry.makeCounter(descriptor: name("web_pushes", "total", "Web Push messages sent to browsers' push services."))
         requestDuration = registry.makeDurationHistogram(
             descriptor: name("http_request_duration", "seconds", "Time to answer an HTTP request."),
             buckets: [

@@ -12,7 +12,7 @@ import NottyCore
 /// protocol here, added to this list, and a file of its own in each backend.
 public typealias ServiceStorage = StorageLifecycle & AccountStorage & TokenStorage & SubscriptionStorage
     & SignInGuessStorage & FeedStorage & DelayedPublishStorage & RetentionStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage
-    & ActionStorage & SecretStorage & TeamStorage & OnCallStorage
+    & ActionStorage & SecretStorage & TeamStorage & OnCallStorage & WebPushStorage
 
 /// Opening, checking and closing the storage, and what it tells the service of changes.
 public protocol StorageLifecycle: Sendable {
@@ -296,7 +296,8 @@ public protocol SecretStorage: Sendable {
 /// A stored column that holds secrets: the whole value is one (`.value`), or a list of actions
 /// whose `http` actions carry one (`.actions`), or a JSON array of them (`.list`).
 public enum SecretColumn: String, Sendable, CaseIterable {
-    case notificationActions, ruleTargets, deliveryTargets, sentTargets, statusTargets, webhookSecrets, alertmanagerURLs, contactTargets
+    case notificationActions, ruleTargets, deliveryTargets, sentTargets, statusTargets, webhookSecrets, alertmanagerURLs, contactTargets, webPushKeys,
+        webPushAuth
 
     /// The table and column.
     public var place: (table: String, column: String) {
@@ -309,6 +310,8 @@ public enum SecretColumn: String, Sendable, CaseIterable {
         case .webhookSecrets: ("subscriptions", "webhook_secret")
         case .alertmanagerURLs: ("subscriptions", "alertmanager_url")
         case .contactTargets: ("contacts", "target")
+        case .webPushKeys: ("webpush_keys", "private_key")
+        case .webPushAuth: ("webpush_subscriptions", "auth")
         }
     }
 }
@@ -408,5 +411,58 @@ extension FeedStorage {
     /// The changes after `since` (`nil` when `since` is older than the kept history).
     public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage? {
         try await changes(userId: userId, since: since, limit: limit, historyFrom: nil)
+    }
+}
+
+/// Web Push (PROTOCOL.md §14): the service's VAPID key, made once for every instance, and the
+/// browsers' push subscriptions, each with the feed position it was pushed up to (the feed is
+/// its queue: a push that fails is sent again from there, after a restart too).
+public protocol WebPushStorage: Sendable {
+    /// The VAPID key pair (private sealed, public base64url): the one stored, or `candidate`
+    /// when there was none (two instances starting together keep one of theirs).
+    func webPushKey(orInsert candidate: (privateKey: String, publicKey: String)) async throws -> (privateKey: String, publicKey: String)
+    /// Adds a subscription, or renews the one of the user with that endpoint (its keys; it
+    /// keeps its id and position), unless the user has `limit` already (nil then).
+    func upsertWebPushSubscription(_ subscription: WebPushSubscription, limit: Int) async throws -> WebPushSubscription?
+    func deleteWebPushSubscription(id: String, userId: String?) async throws -> Bool
+    /// The user's subscriptions, oldest first.
+    func webPushSubscriptions(userId: String) async throws -> [WebPushSubscription]
+    /// Users with a subscription due now (a retry's time passed, or none set), at most `limit`.
+    func webPushUsersDue(now: Date, limit: Int) async throws -> [String]
+    /// Records how far a subscription was pushed, its retry time and last error; false when
+    /// another instance moved it first (its position was no longer `from`).
+    func updateWebPushSubscription(id: String, from: Int64, to: Int64, retryAt: Date?, failures: Int, error: String?) async throws -> Bool
+}
+
+/// A browser's push subscription (PROTOCOL.md §14).
+public struct WebPushSubscription: Sendable, Equatable {
+    public var id: String
+    public var userId: String
+    public var endpoint: String
+    /// The browser's P-256 public key and auth secret, base64url (`auth` sealed at rest).
+    public var p256dh: String
+    public var auth: String
+    /// The feed position pushed up to.
+    public var position: Int64
+    public var created: Date
+    /// When to try again after a failure (nil: whenever there is something to push).
+    public var retryAt: Date?
+    public var failures: Int
+    public var lastError: String?
+
+    public init(
+        id: String, userId: String, endpoint: String, p256dh: String, auth: String, position: Int64, created: Date, retryAt: Date? = nil,
+        failures: Int = 0, lastError: String? = nil
+    ) {
+        self.id = id
+        self.userId = userId
+        self.endpoint = endpoint
+        self.p256dh = p256dh
+        self.auth = auth
+        self.position = position
+        self.created = created
+        self.retryAt = retryAt
+        self.failures = failures
+        self.lastError = lastError
     }
 }

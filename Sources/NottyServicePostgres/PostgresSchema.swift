@@ -273,6 +273,21 @@ extension PostgresStorage {
                 "ALTER TABLE escalation_log ADD COLUMN recipient TEXT",
             ]
         ),
+        // Web Push (PROTOCOL.md §14): the service's VAPID key (one for every instance) and the browsers' subscriptions.
+        (
+            "v17",
+            [
+                "CREATE TABLE webpush_keys (name TEXT COLLATE \"C\" PRIMARY KEY, private_key TEXT NOT NULL, public_key TEXT NOT NULL)",
+                """
+                CREATE TABLE webpush_subscriptions (id TEXT COLLATE "C" PRIMARY KEY,
+                                                    user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                                                    endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL,
+                                                    position BIGINT NOT NULL, created BIGINT NOT NULL, retry_at BIGINT,
+                                                    failures INTEGER NOT NULL DEFAULT 0, last_error TEXT, UNIQUE (user_id, endpoint))
+                """,
+                "CREATE INDEX webpush_subscriptions_retry ON webpush_subscriptions (retry_at)",
+            ]
+        ),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

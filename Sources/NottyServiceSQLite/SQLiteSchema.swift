@@ -355,6 +355,27 @@ extension SQLiteStorage {
                     ALTER TABLE escalation_log ADD COLUMN recipient TEXT;
                     """)
         }
+        // Web Push (PROTOCOL.md §14): the service's VAPID key and the browsers' subscriptions.
+        migrator.registerMigration("v16 web push") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE webpush_keys (name TEXT PRIMARY KEY, private_key TEXT NOT NULL, public_key TEXT NOT NULL);
+                    CREATE TABLE webpush_subscriptions (
+                        id TEXT PRIMARY KEY,
+                        user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                        endpoint TEXT NOT NULL,
+                        p256dh TEXT NOT NULL,
+                        auth TEXT NOT NULL,
+                        position INTEGER NOT NULL,
+                        created INTEGER NOT NULL,
+                        retry_at INTEGER,
+                        failures INTEGER NOT NULL DEFAULT 0,
+                        last_error TEXT,
+                        UNIQUE (user_id, endpoint)
+                    );
+                    CREATE INDEX webpush_subscriptions_retry ON webpush_subscriptions (retry_at);
+                    """)
+        }
         return migrator
     }
 }

@@ -120,6 +120,11 @@ struct Serve: AsyncParsableCommand {
         name: .customLong("ntfy-upstream-token"),
         help: ArgumentHelp("An access token for --ntfy-upstream (sent as Authorization: Bearer).", valueName: "token")) var ntfyUpstreamToken: String?
     @Option(
+        name: .customLong("webpush-allow"),
+        help: ArgumentHelp(
+            "Also take browsers' Web Push endpoints that begin with this URL (repeatable; in server.toml: webpush-allow = [\"…\"]); otherwise only the browsers' own push services (Google's, Mozilla's, Apple's, Microsoft's). The outbound policy still applies.",
+            valueName: "url")) var webPushAllow: [String] = []
+    @Option(
         name: .customLong("io-threads"),
         help: ArgumentHelp(
             "Threads that read, write and (with --tls-cert) encrypt sockets (default: half the cores, at least 1). Handlers run on Swift's own pool, one thread per core, beside them. With TLS on few cores, try the core count.",
@@ -226,6 +231,7 @@ struct Serve: AsyncParsableCommand {
             config.escalationCommands = try Self.commands(escalationCommands)
             config.ntfyUpstream = ntfyUpstream
             config.ntfyUpstreamToken = ntfyUpstreamToken
+            config.webPushAllow = webPushAllow
             if config.defaultTTL > config.maxTTL { throw CLIError("--default-ttl is longer than --max-ttl") }
             if config.accessTokenLifetime > config.refreshTokenLifetime {
                 throw CLIError("--access-token-lifetime is longer than --refresh-token-lifetime")
