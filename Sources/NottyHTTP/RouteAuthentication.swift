@@ -19,14 +19,15 @@ struct AppAuthentication: RouterMiddleware {
     }
 }
 
-/// Authenticates user routes: the user (and the device the token was issued to) go into the context.
+/// Authenticates user routes: the user (and the device the token was issued to) go into the
+/// context. A browser's session cookie (``WebSession``) does for a bearer token.
 struct UserAuthentication: RouterMiddleware {
     typealias Context = NottyRequestContext
     let service: NotificationService
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        let caller = try await service.auth.authenticateDevice(bearer: request.bearerToken)
+        let caller = try await service.auth.authenticateDevice(bearer: try WebSession.userToken(request))
         context.user = caller.userId
         context.deviceId = caller.deviceId
         return try await next(request, context)

@@ -193,6 +193,8 @@ public struct Routes: Sendable {
         ]
         routes += onCallRoutes
         routes += webPushRoutes
+        routes += webSessionRoutes
+        routes += webAppRoutes
         return routes
     }
 
@@ -215,8 +217,10 @@ public struct Routes: Sendable {
                 }
             group.on(RouterPath(route.path), method: route.method, use: route.handle)
         }
-        Self.answerOtherMethods(on: router, methodsByPath: methodsByPath)
-        for route in dialectRoutes { anyone.on(RouterPath(route.path), method: route.method, use: route.handle) }
+        let dialects = dialectRoutes
+        // The web inbox's `GET /` shares its path with ntfy's `POST /` and `PUT /`: those are not 405s.
+        Self.answerOtherMethods(on: router, methodsByPath: methodsByPath, except: Set(dialects.map { "\($0.method.rawValue) \($0.path)" }))
+        for route in dialects { anyone.on(RouterPath(route.path), method: route.method, use: route.handle) }
         return router
     }
 
@@ -234,11 +238,13 @@ public struct Routes: Sendable {
         return result
     }
 
-    private static func answerOtherMethods(on router: Router<NottyRequestContext>, methodsByPath: [(String, [HTTPRequest.Method])]) {
+    private static func answerOtherMethods(
+        on router: Router<NottyRequestContext>, methodsByPath: [(String, [HTTPRequest.Method])], except: Set<String> = []
+    ) {
         let every: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options, .trace, HTTPRequest.Method("QUERY")!]
         for (path, allowed) in methodsByPath {
             let allow = allowed.map(\.rawValue).joined(separator: ", ")
-            for method in every where !allowed.contains(method) {
+            for method in every where !allowed.contains(method) && !except.contains("\(method.rawValue) \(path)") {
                 router.on(RouterPath(path), method: method) { _, _ -> Response in
                     throw MethodNotAllowed(allow: allow)
                 }
@@ -259,7 +265,11 @@ public struct Routes: Sendable {
         let segments = request.uri.path.split(separator: "/")
         let counted: @Sendable () -> Void = { [metrics = service.metrics] in metrics.doorbellFrames.increment() }
         if segments == ["v1", "me", "push"] {
-            let user = try await service.auth.authenticateUser(bearer: request.bearerToken)
+            // A browser's WebSocket carries its session cookie, and its Origin says whose page opened it.
+            if request.bearerToken == nil, WebSession.token(request) != nil, !WebSession.isSameOrigin(request) {
+                throw ServiceError.forbidden("the doorbell opens with the session cookie from this service's own pages only")
+            }
+            let user = try await service.auth.authenticateUser(bearer: try WebSession.userToken(request))
             let full = request.uri.form["payload"] == "full"
             return BellPlan(
                 hub: service.hub, userId: user, kind: full ? .feed(FullDoorbellFeed(inbox: service.inbox, userId: user)) : .doorbell,

@@ -44,22 +44,7 @@ public final class Authentication: ServicePart {
             guard let name = form["username"], let password = form["password"] else {
                 throw ServiceError.oauth(.badRequest, "invalid_request", "password grant needs username and password")
             }
-            // A user name (or address) that failed too often is refused before any hash is
-            // computed; guesses are counted whether the name exists or not.
-            let keys = [GuessKeys.user(name)] + addressKeys
-            let known = try await refuseLockedOut(keys, now: now, what: "user name")
-            let user = try await db { try await storage.user(name: name) }
-            let cost = config.bcryptCost
-            // Verify even for unknown users so that timing does not reveal which names exist.
-            let hash = user?.passwordHash ?? timingEqualiser.hash(cost: cost)
-            metrics.passwordHashes.increment()
-            let valid = await onDispatch { Secrets.verifyPassword(password, hash: hash) }
-            guard let user, valid else {
-                try await countFailure(keys, now: now)
-                throw ServiceError.oauth(.badRequest, "invalid_grant", "wrong user name or password")
-            }
-            // Signed in: the name's failures are forgotten (the address's are not).
-            if known.contains(where: { $0.key == keys[0] }) { _ = try? await db { try await storage.forgetGuesses(keys: [keys[0]]) } }
+            let user = try await verifiedUser(name: name, password: password, address: address, now: now)
             // Each sign-in is a device: its tokens, and the ones refreshed from them, carry its id.
             return try await issueUserTokens(userId: user.id, deviceId: UUID().uuidString.lowercased(), now: now, replacing: nil)
         case "refresh_token":
@@ -78,6 +63,45 @@ public final class Authentication: ServicePart {
             throw ServiceError.oauth(
                 .badRequest, "unsupported_grant_type", "grant_type \(other) is not supported: use client_credentials, password or refresh_token")
         }
+    }
+
+    /// The user whose name and password these are, with the lockout of PROTOCOL.md §2.1: a user
+    /// name (or address) that failed too often is refused before any hash is computed, and
+    /// guesses are counted whether the name exists or not.
+    private func verifiedUser(name: String, password: String, address: String?, now: Date) async throws -> UserRecord {
+        let keys = [GuessKeys.user(name)] + (address.map { [GuessKeys.address($0)] } ?? [])
+        let known = try await refuseLockedOut(keys, now: now, what: "user name")
+        let user = try await db { try await storage.user(name: name) }
+        let cost = config.bcryptCost
+        // Verify even for unknown users so that timing does not reveal which names exist.
+        let hash = user?.passwordHash ?? timingEqualiser.hash(cost: cost)
+        metrics.passwordHashes.increment()
+        let valid = await onDispatch { Secrets.verifyPassword(password, hash: hash) }
+        guard let user, valid else {
+            try await countFailure(keys, now: now)
+            throw ServiceError.oauth(.badRequest, "invalid_grant", "wrong user name or password")
+        }
+        // Signed in: the name's failures are forgotten (the address's are not).
+        if known.contains(where: { $0.key == keys[0] }) { _ = try? await db { try await storage.forgetGuesses(keys: [keys[0]]) } }
+        return user
+    }
+
+    /// A browser's sign-in (PROTOCOL.md §14): the same check and lockout as the password grant,
+    /// and one token for the session cookie, carrying the browser's device id, that lasts as
+    /// long as a refresh token (revoking the device ends it at once).
+    public func webSession(name: String, password: String, address: String?) async throws -> (
+        token: String, userId: String, deviceId: String, expires: Date
+    ) {
+        let now = clock.nowMillis()
+        let user = try await verifiedUser(name: name, password: password, address: address, now: now)
+        let token = Secrets.newToken(), deviceId = UUID().uuidString.lowercased()
+        let expires = now + TimeInterval(config.refreshTokenLifetime)
+        try await db {
+            try await storage.insertTokens([
+                TokenRecord(hash: Secrets.tokenHash(token), kind: .userAccess, subject: user.id, expiresAt: expires, deviceId: deviceId)
+            ])
+        }
+        return (token, user.id, deviceId, expires)
     }
 
     /// Throws `429` (with `Retry-After`) when one of `keys` is locked out; answers the records

@@ -42,8 +42,8 @@ public final class Inbox: ServicePart {
         } catch {
             throw ServiceError.badRequest(error.message)
         }
-        if let platform, !["websocket", "polling", "webhook", "ntfy"].contains(platform.lowercased()) {
-            throw ServiceError.badRequest("platform must be websocket, polling, webhook or ntfy")
+        if let platform, !["websocket", "polling", "webhook", "ntfy", "web"].contains(platform.lowercased()) {
+            throw ServiceError.badRequest("platform must be websocket, polling, webhook, ntfy or web")
         }
         let webhook = platform?.lowercased() == "webhook"
         // An ntfy topic (PROTOCOL.md §8.2): a read-only device whose URL is its credential.

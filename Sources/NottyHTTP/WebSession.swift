@@ -1,0 +1,105 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NottyCore
+import NottyService
+
+/// The browser's session (PROTOCOL.md §14): a cookie holding a user token of the browser's
+/// device, `HttpOnly`, `SameSite=Strict`, `Secure` over TLS. A request that changes something
+/// with the cookie (anything but GET and HEAD) must come from this service's own pages: its
+/// `Origin` is this service's, else `403`, whatever the cookie says.
+enum WebSession {
+    static let cookieName = "notty_session"
+
+    /// The session cookie's token, when the request carries one.
+    static func token(_ request: Request) -> String? {
+        for header in request.headers[values: .cookie] {
+            for pair in header.split(separator: ";") {
+                let trimmed = pair.drop { $0 == " " }
+                guard trimmed.hasPrefix(cookieName + "=") else { continue }
+                let value = trimmed.dropFirst(cookieName.count + 1)
+                return value.isEmpty ? nil : String(value)
+            }
+        }
+        return nil
+    }
+
+    /// Whether the request comes from a page of this service (its `Origin`, or a browser's
+    /// `Sec-Fetch-Site: same-origin` when there is no `Origin`).
+    static func isSameOrigin(_ request: Request) -> Bool {
+        if let origin = request.headers[.origin] {
+            guard let url = URL(string: origin), let host = url.host else { return false }
+            let authority = host + (url.port.map { ":\($0)" } ?? "")
+            return authority.lowercased() == request.head.authority?.lowercased()
+        }
+        if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!] { return site == "same-origin" || site == "none" }
+        return false
+    }
+
+    /// The user token a request is made with: its bearer token, else (checked for where it
+    /// comes from) its session cookie.
+    static func userToken(_ request: Request) throws -> String? {
+        if let bearer = request.bearerToken { return bearer }
+        guard let cookie = token(request) else { return nil }
+        if request.method != .get && request.method != .head && !isSameOrigin(request) {
+            throw ServiceError.forbidden("a change made with the session cookie must come from this service's own pages (its Origin)")
+        }
+        return cookie
+    }
+
+    /// `Set-Cookie` for a session token, or (nil) one that ends it.
+    static func setCookie(_ token: String?, maxAge: Int, secure: Bool) -> String {
+        "\(cookieName)=\(token ?? ""); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(token == nil ? 0 : maxAge)" + (secure ? "; Secure" : "")
+    }
+}
+
+extension Routes {
+    /// `POST /v1/web/session` `{"username","password","deviceName"?}`: signs the browser in
+    /// as a device of its own (in `notty devices`); `DELETE /v1/web/session` signs it out
+    /// (the device is revoked, the cookie ended).
+    var webSessionRoutes: [Route] {
+        [
+            Route(method: .post, path: "/v1/web/session", audience: .anyone) { request, context in
+                guard WebSession.isSameOrigin(request) else {
+                    throw ServiceError.forbidden("sign in from this service's own pages (its Origin)")
+                }
+                var request = request
+                let body = try await request.jsonBody(limit: self.limit)
+                let name: String, password: String, deviceName: String
+                do throws(ValidationError) {
+                    let fields = try JSONFields(body: body)
+                    guard let user = try fields.string("username", max: 256), let secret = try fields.string("password", max: 1024) else {
+                        throw ValidationError("username and password are required")
+                    }
+                    (name, password) = (user, secret)
+                    deviceName = try fields.string("deviceName", max: 64) ?? "browser"
+                } catch {
+                    throw ServiceError.badRequest(error.message)
+                }
+                let session = try await self.service.auth.webSession(name: name, password: password, address: context.remoteAddress)
+                let registration = Data(JSONValue.object(["deviceName": .string(deviceName), "platform": .string("web")]).jsonText.utf8)
+                let device = try await self.service.inbox.createSubscription(userId: session.userId, deviceId: session.deviceId, body: registration)
+                var headers = HTTPFields()
+                headers[.setCookie] = WebSession.setCookie(
+                    session.token, maxAge: Int(session.expires.timeIntervalSince(Date())), secure: self.service.config.tlsCertPath != nil)
+                headers[.cacheControl] = "no-store"
+                return try JSONResponse.make(
+                    ["user": name, "deviceId": session.deviceId, "subscriptionId": device.userNotificationSubscriptionId], status: .created,
+                    headers: headers)
+            },
+            Route(method: .delete, path: "/v1/web/session", audience: .user) { _, context in
+                let user = try context.requireUser()
+                if let deviceId = context.deviceId,
+                    let device = try await self.service.inbox.subscriptions(userId: user).first(where: {
+                        $0.deviceId == deviceId && $0.targetHostName == nil
+                    })
+                {
+                    try await self.service.inbox.revokeSubscription(userId: user, id: device.userNotificationSubscriptionId)
+                }
+                var headers = HTTPFields()
+                headers[.setCookie] = WebSession.setCookie(nil, maxAge: 0, secure: self.service.config.tlsCertPath != nil)
+                return Response(status: .noContent, headers: headers)
+            },
+        ]
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import NottyCore
+import NottyPOSIX
+import NottyTestSupport
+import Testing
+
+/// The web inbox (PROTOCOL.md §14) in a real headless Chromium, driven by Playwright for Python
+/// (`web_inbox.py` beside this file), against a real `notty serve` and a real `notty` device.
+@Suite("The web inbox in a real browser", .timeLimit(.minutes(5)), .serialized)
+struct WebInboxTests {
+    /// Why the browser cannot run here (nil: it can).
+    static let unavailable: String? = {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else {
+            return "Debian's chromium is not installed (apt-get install -y chromium)"
+        }
+        guard (try? Repository.runWaiting(["python3", "-c", "import playwright"]).status) == 0 else {
+            return "Playwright for Python is not installed (pip install playwright)"
+        }
+        return nil
+    }()
+
+    @Test(
+        "sign in (a wrong password says so), a strict CSP and an HttpOnly SameSite=Strict cookie, a cross-site change refused; a script-looking title stays text; d and u; a notty device's dismiss leaves the browser's list live and the browser's r reaches the device; 1–6 and Enter; 360 px wide with no sideways scroll; the browser is a device notty devices lists and revokes"
+    )
+    func browserIsADevice() async throws {
+        if let why = Self.unavailable {
+            if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("\(why): .ci/run installs it") }
+            print("SKIPPED LOUDLY: \(why)")
+            return
+        }
+        let world = try await TwoDevices()
+        let hostile = #"<img src=x onerror="alert(1)"><script>alert(2)</script>"#
+        _ = try await world.publish("Disk usage 91% on db-primary")
+        let elsewhere = try await world.publish("Standup in 15 minutes")
+        _ = try await world.publish(hostile)
+        #expect(try await world.b.run(["sync"]).status == 0)
+
+        let workdir = world.directory.appendingPathComponent("browser")
+        try FileManager.default.createDirectory(at: workdir, withIntermediateDirectories: true)
+        let log = world.directory.appendingPathComponent("browser.log")
+        var arguments = [
+            Repository.root.appendingPathComponent("Tests/NottyEndToEndTests/web_inbox.py").path, world.service.url, workdir.path, hostile,
+        ]
+        if let folder = ProcessInfo.processInfo.environment["NOTTY_SCREENSHOTS"] { arguments.append(folder + "/web-inbox.png") }
+        let script = try startLogged("/usr/bin/env", ["python3"] + arguments, log: log, environment: [:])
+        defer { terminate(script, grace: 2) }
+        func said() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        func written(_ name: String) -> String? { try? String(contentsOf: workdir.appendingPathComponent(name), encoding: .utf8) }
+
+        // Signed in: a notty device dismisses one; the browser's list follows by itself.
+        #expect(await eventually(timeout: .seconds(120)) { written("signed-in") != nil || !script.isRunning }, "\(said())")
+        #expect(try await world.b.run(["dismiss", elsewhere]).status == 0)
+        try elsewhere.write(to: workdir.appendingPathComponent("dismissed-elsewhere"), atomically: true, encoding: .utf8)
+
+        // The browser reads one: the device sees it after a sync.
+        #expect(await eventually(timeout: .seconds(60)) { written("read-here") != nil || !script.isRunning }, "\(said())")
+        if let readId = written("read-here") {
+            #expect(try await world.b.run(["sync"]).status == 0)
+            let shown = try await world.b.run(["show", readId, "--json"])
+            #expect(shown.out.contains(#""readState":"Read""#), "\(shown.out) \(shown.err)")
+        }
+        let ended = await script.exited()
+        #expect(ended.code == 0, "\(said())")
+        if let figures = said().split(separator: "\n").last { report("web inbox: \(figures)") }
+
+        // The browser is a device: notty devices lists it by the name given at sign-in; revoked, its cookie is refused at once.
+        let devices = try await world.a.run(["devices"])
+        let line = try #require(devices.out.split(separator: "\n").first { $0.contains("work laptop browser") }, "\(devices.out)")
+        let id = try #require(line.split(separator: " ").first { $0.count >= 8 }.map(String.init), "\(line)")
+        #expect(try await world.a.run(["devices", "revoke", id]).status == 0)
+        let cookie = try await signIn(world.service.url)
+        #expect(try await status(world.service.url, cookie: cookie) == "200")
+        let mine = try await world.a.run(["devices"])
+        let fresh = try #require(mine.out.split(separator: "\n").first { $0.contains("curl browser") }, "\(mine.out)")
+        #expect(try await world.a.run(["devices", "revoke", String(fresh.split(separator: " ")[0])]).status == 0)
+        #expect(try await status(world.service.url, cookie: cookie) == "401", "a revoked browser's cookie still works")
+    }
+
+    @Test("the files notty serve embeds are Resources/web's (scripts/web-embed)")
+    func embeddedFilesAreCurrent() async throws {
+        let checked = try await Repository.run(["python3", Repository.root.appendingPathComponent("scripts/web-embed").path, "--check"])
+        #expect(checked.status == 0, "\(checked.output)")
+    }
+
+    /// Signs in as a browser does (same Origin) with curl: the session cookie's value.
+    func signIn(_ url: String) async throws -> String {
+        let answer = try await Repository.run([
+            "curl", "-s", "-D", "-", "-o", "/dev/null", "-H", "Origin: \(url)", "-H", "Content-Type: application/json", "--data",
+            #"{"username":"alice","password":"pw","deviceName":"curl browser"}"#, url + "/v1/web/session",
+        ])
+        let header = try #require(answer.output.split(separator: "\r\n").first { $0.lowercased().hasPrefix("set-cookie:") }, "\(answer.output)")
+        #expect(header.contains("HttpOnly") && header.contains("SameSite=Strict"), "\(header)")
+        return String(header.dropFirst("set-cookie: ".count).prefix { $0 != ";" })
+    }
+
+    func status(_ url: String, cookie: String) async throws -> String {
+        try await Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Cookie: \(cookie)", url + "/v1/me"]).output
+    }
+}

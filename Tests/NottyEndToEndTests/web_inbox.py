@@ -1,0 +1,126 @@
+"""The web inbox in a real headless Chromium (driven by WebInboxTests.swift).
+
+Usage: web_inbox.py URL WORKDIR HOSTILE_TITLE
+Handshake with the Swift test through files in WORKDIR: this script writes `signed-in` (then
+waits for `dismissed-elsewhere`, which names the id a notty device dismissed) and `read-here`
+(the id it read with the r key). Prints one JSON object of figures on its last line; exits 1
+with the reason on any failure.
+"""
+
+import json
+import pathlib
+import sys
+import time
+
+from playwright.sync_api import sync_playwright
+
+url, workdir, hostile = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3]
+figures = {}
+
+
+def fail(why):
+    print(f"FAILED: {why}", flush=True)
+    sys.exit(1)
+
+
+def expect(condition, why):
+    if not condition:
+        fail(why)
+
+
+def wait_for_file(name, seconds=60):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        path = workdir / name
+        if path.exists():
+            return path.read_text().strip()
+        time.sleep(0.02)
+    fail(f"the test never wrote {name}")
+
+
+with sync_playwright() as playwright:
+    browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+    context = browser.new_context(viewport={"width": 1200, "height": 800})
+    page = context.new_page()
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+
+    # The page and its policy: only the service's own files, no inline script.
+    answer = page.goto(url + "/")
+    csp = answer.headers.get("content-security-policy", "")
+    expect("default-src 'self'" in csp and "unsafe-inline" not in csp and "script-src 'self'" in csp, f"CSP: {csp}")
+
+    # Signing in with a wrong password says so; then signing in.
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "wrong")
+    page.fill("input[name=device]", "work laptop browser")
+    page.click("button[type=submit]")
+    page.wait_for_selector(".signin .error:has-text('wrong user name or password')", timeout=10_000)
+    page.fill("input[name=password]", "pw")
+    started = time.monotonic()
+    page.click("button[type=submit]")
+    page.wait_for_selector(".list .row", timeout=10_000)
+    figures["sign-in answer → first list (ms)"] = round((time.monotonic() - started) * 1000, 1)
+    page.wait_for_selector(".tab[data-view=unread]:has-text('Unread 3')", timeout=10_000)
+    cookie = next(c for c in context.cookies() if c["name"] == "notty_session")
+    expect(cookie["httpOnly"] and cookie["sameSite"] == "Strict", f"cookie flags: {cookie}")
+    expect(page.evaluate("document.cookie") == "", "the session cookie is readable from script")
+
+    # A title that looks like markup stays text: no element made, no script run.
+    row = page.locator(".row .title", has_text="onerror")
+    expect(row.count() == 1 and row.first.text_content() == hostile, f"the hostile title: {row.all_text_contents()}")
+    expect(page.locator(".list img, .list script").count() == 0, "markup from the network became elements")
+
+    # A change with the cookie from another site is refused; from this page it works.
+    api = context.request
+    first_id = page.locator(".row").first.get_attribute("data-id")
+    crossed = api.patch(f"{url}/v1/me/notifications/{first_id}", data=json.dumps({"readState": "Read"}),
+                        headers={"Origin": "http://evil.example", "Content-Type": "application/json"})
+    expect(crossed.status == 403, f"a cross-site change answered {crossed.status}")
+    expect(api.get(f"{url}/v1/me/notifications/{first_id}").json()["readState"] == "Unread", "the cross-site change was applied")
+
+    # Keys: d dismisses the selected (newest) one; u undoes it.
+    page.locator("body").press("d")
+    page.wait_for_selector(".tab[data-view=dismissed]:has-text('Dismissed 1')", timeout=10_000)
+    expect(api.get(f"{url}/v1/me/notifications/{first_id}").json()["userActionState"] == "Dismissed", "d did not dismiss")
+    page.locator("body").press("u")
+    page.wait_for_selector(".tab[data-view=dismissed]:has-text('Dismissed 0')", timeout=10_000)
+
+    # Live from another device: the Swift test dismisses one with notty; it leaves this list.
+    (workdir / "signed-in").write_text("yes")
+    gone = wait_for_file("dismissed-elsewhere")
+    started = time.monotonic()
+    page.wait_for_selector(f".row[data-id='{gone}']", state="detached", timeout=10_000)
+    figures["a notty device's dismiss → gone from the browser's list (ms, from the end of notty dismiss)"] = round(
+        (time.monotonic() - started) * 1000, 1)
+
+    # Live to other devices: j then r reads the second row here.
+    page.locator("body").press("j")
+    read_id = page.locator(".row[aria-selected=true]").get_attribute("data-id")
+    page.locator("body").press("r")
+    page.wait_for_selector(".tab[data-view=read]:has-text('Read 1')", timeout=10_000)
+    (workdir / "read-here").write_text(read_id)
+
+    # Views by number keys; Enter opens the detail.
+    page.locator("body").press("2")
+    page.wait_for_selector(".tab[data-view=read][aria-pressed=true]", timeout=10_000)
+    page.wait_for_selector(f".row[data-id='{read_id}']", timeout=10_000)
+    page.locator("body").press("Enter")
+    page.wait_for_selector(".detail h2", timeout=10_000)
+
+    # A phone: 360 pixels wide, nothing scrolls sideways.
+    page.set_viewport_size({"width": 360, "height": 740})
+    page.locator("body").press("1")
+    page.wait_for_timeout(200)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    expect(width <= 360, f"the page is {width} px wide at 360")
+    if len(sys.argv) > 4:
+        page.screenshot(path=sys.argv[4])
+
+    expect(not dialogs, f"a dialog opened: {dialogs}")
+    expect(not errors, f"errors in the page: {errors}")
+    browser.close()
+
+print(json.dumps(figures), flush=True)
