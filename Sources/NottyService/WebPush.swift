@@ -192,10 +192,14 @@ public final class WebPush: ServicePart {
         guard !due.isEmpty else { return }
         let interruptions = Interruptions(preferences: try await inbox.preferences(userId: userId).preferences, now: now)
         let owner = try await db { try await storage.user(id: userId) }?.userName
+        // Who handled a notification is said with the name the user gave that device.
+        let devices = try await db { try await storage.subscriptions(userId: userId) }
+        let names = Dictionary(devices.compactMap { s in s.deviceName.map { (s.deviceId, $0) } }, uniquingKeysWith: { first, _ in first })
+        let context = Context(interruptions: interruptions, owner: owner, deviceNames: names)
         await withTaskGroup(of: Void.self) { group in
             for (index, subscription) in due.enumerated() {
                 if index >= Self.parallel { await group.next() }
-                group.addTask { await self.catchUp(subscription, interruptions: interruptions, owner: owner) }
+                group.addTask { await self.catchUp(subscription, context) }
             }
         }
     }
@@ -214,9 +218,16 @@ public final class WebPush: ServicePart {
         }
     }
 
+    /// What deciding a user's messages needs: quiet and mute now, the user's name, their devices' names.
+    struct Context: Sendable {
+        var interruptions: Interruptions
+        var owner: String?
+        var deviceNames: [String: String] = [:]
+    }
+
     /// Sends one subscription what changed since its position, a page at a time, moving the
     /// position after each message taken; stops at a failure that may pass (to be retried).
-    private func catchUp(_ subscription: WebPushSubscription, interruptions: Interruptions, owner: String?) async {
+    private func catchUp(_ subscription: WebPushSubscription, _ context: Context) async {
         var position = subscription.position
         var failures = subscription.failures
         do {
@@ -226,7 +237,7 @@ public final class WebPush: ServicePart {
                 let now = clock.nowMillis()
                 var lastError: String?
                 for notification in page.changes {
-                    guard let message = message(for: notification, subscription: subscription, interruptions: interruptions, owner: owner, now: now)
+                    guard let message = message(for: notification, subscription: subscription, context, now: now)
                     else { continue }
                     switch await send(message, about: notification, to: subscription, now: now) {
                     case .sent: failures = 0
@@ -267,24 +278,23 @@ public final class WebPush: ServicePart {
     /// What one change of a notification is for a browser: `show` when it is in Unread (and
     /// quiet or mute does not hold it back), `close` when it left Unread (only for what came
     /// after the subscription: anything older was never shown there), else nothing.
-    func message(
-        for notification: UserNotification, subscription: WebPushSubscription, interruptions: Interruptions, owner: String?, now: Date
-    ) -> WebPushMessage? {
+    func message(for notification: UserNotification, subscription: WebPushSubscription, _ context: Context, now: Date) -> WebPushMessage? {
         guard let view = NotificationView.current(of: notification, now: now) else {
             guard notification.createdDateTime >= subscription.created else { return nil }
-            return .close(id: notification.id, state: "deleted", by: handler(of: notification, owner: owner))
+            return .close(id: notification.id, state: "deleted", by: handler(of: notification, context))
         }
         if view == .unread {
-            return interruptions.interrupts(notification) ? .show(Self.fitting(notification)) : nil
+            return context.interruptions.interrupts(notification) ? .show(Self.fitting(notification)) : nil
         }
         guard notification.createdDateTime >= subscription.created else { return nil }
-        return .close(id: notification.id, state: view.rawValue, by: handler(of: notification, owner: owner))
+        return .close(id: notification.id, state: view.rawValue, by: handler(of: notification, context))
     }
 
     /// Who changed it: a team's member, else the user and the device the service saw it from.
-    private func handler(of notification: UserNotification, owner: String?) -> WebPushMessage.Handler? {
+    private func handler(of notification: UserNotification, _ context: Context) -> WebPushMessage.Handler? {
         if let changedBy = notification.changedBy { return .init(user: changedBy.user, device: changedBy.device) }
-        return .init(user: owner, device: escalation.handler(of: notification.id))
+        let device = escalation.handler(of: notification.id)
+        return .init(user: context.owner, device: device.map { context.deviceNames[$0] ?? $0 })
     }
 
     /// The notification as a `show` carries it: whole when it fits a push, else without its
@@ -362,4 +372,4 @@ public final class WebPush: ServicePart {
 }
 
 /// What ``WebPush`` asks of the storage.
-public typealias WebPushWorkStorage = WebPushStorage & AccountStorage
+public typealias WebPushWorkStorage = WebPushStorage & AccountStorage & SubscriptionStorage

@@ -76,6 +76,40 @@ struct WebInboxTests {
         #expect(try await status(world.service.url, cookie: cookie) == "401", "a revoked browser's cookie still works")
     }
 
+    @Test(
+        "Web Push: a publish is pushed to the browser's push service (a stand-in on loopback) signed with VAPID and encrypted for it, and the app's service worker shows it; dismissed on a notty device, a close push, and the service worker closes it"
+    )
+    func webPush() async throws {
+        if let why = Self.unavailable {
+            if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("\(why): .ci/run installs it") }
+            print("SKIPPED LOUDLY: \(why)")
+            return
+        }
+        // The stand-in push service listens on a port of the script's choosing on loopback.
+        let world = try await TwoDevices(serveArguments: ["--webpush-allow", "http://127.0.0.1:"])
+        let workdir = world.directory.appendingPathComponent("push")
+        try FileManager.default.createDirectory(at: workdir, withIntermediateDirectories: true)
+        let log = world.directory.appendingPathComponent("push.log")
+        let script = try startLogged(
+            "/usr/bin/env",
+            ["python3", Repository.root.appendingPathComponent("Tests/NottyEndToEndTests/web_push.py").path, world.service.url, workdir.path],
+            log: log, environment: [:])
+        defer { terminate(script, grace: 2) }
+        func said() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        func written(_ name: String) -> String? { try? String(contentsOf: workdir.appendingPathComponent(name), encoding: .utf8) }
+
+        #expect(await eventually(timeout: .seconds(120)) { written("subscribed") != nil || !script.isRunning }, "\(said())")
+        _ = try await world.publish("Disk usage 97% on db-primary", extra: ["--priority", "high"])
+        try "yes".write(to: workdir.appendingPathComponent("published"), atomically: true, encoding: .utf8)
+        #expect(await eventually(timeout: .seconds(60)) { written("shown") != nil || !script.isRunning }, "\(said())")
+        if let id = written("shown") {
+            #expect(try await world.b.run(["sync"]).status == 0)
+            #expect(try await world.b.run(["dismiss", id]).status == 0)
+        }
+        let ended = await script.exited()
+        #expect(ended.code == 0, "\(said())")
+    }
+
     @Test("the files notty serve embeds are Resources/web's (scripts/web-embed)")
     func embeddedFilesAreCurrent() async throws {
         let checked = try await Repository.run(["python3", Repository.root.appendingPathComponent("scripts/web-embed").path, "--check"])
