@@ -438,6 +438,8 @@ public protocol WebPushStorage: Sendable {
 public struct WebPushSubscription: Sendable, Equatable {
     public var id: String
     public var userId: String
+    /// The device whose session made it (a browser signed in): revoking the device ends it.
+    public var deviceId: String?
     public var endpoint: String
     /// The browser's P-256 public key and auth secret, base64url (`auth` sealed at rest).
     public var p256dh: String
@@ -451,11 +453,12 @@ public struct WebPushSubscription: Sendable, Equatable {
     public var lastError: String?
 
     public init(
-        id: String, userId: String, endpoint: String, p256dh: String, auth: String, position: Int64, created: Date, retryAt: Date? = nil,
-        failures: Int = 0, lastError: String? = nil
+        id: String, userId: String, deviceId: String? = nil, endpoint: String, p256dh: String, auth: String, position: Int64, created: Date,
+        retryAt: Date? = nil, failures: Int = 0, lastError: String? = nil
     ) {
         self.id = id
         self.userId = userId
+        self.deviceId = deviceId
         self.endpoint = endpoint
         self.p256dh = p256dh
         self.auth = auth

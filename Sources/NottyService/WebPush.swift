@@ -75,7 +75,7 @@ public final class WebPush: ServicePart {
 
     /// `POST /v1/me/webpush` with `PushSubscription.toJSON()`: the browser is pushed what
     /// arrives from now on. The same endpoint again renews its keys.
-    public func subscribe(userId: String, body: Data) async throws -> WebPushSubscription {
+    public func subscribe(userId: String, deviceId: String? = nil, body: Data) async throws -> WebPushSubscription {
         let request: WebPushSubscriptionRequest
         do throws(ValidationError) {
             let fields = try JSONFields(body: body)
@@ -99,7 +99,8 @@ public final class WebPush: ServicePart {
         let now = clock.nowMillis()
         let position = try await inbox.latestCursor(userId: userId)
         let made = WebPushSubscription(
-            id: "wp-" + Identifiers.timeOrdered(now: now).suffix(12), userId: userId, endpoint: request.endpoint, p256dh: request.keys.p256dh,
+            id: "wp-" + Identifiers.timeOrdered(now: now).suffix(12), userId: userId, deviceId: deviceId, endpoint: request.endpoint,
+            p256dh: request.keys.p256dh,
             auth: secrets.seal(request.keys.auth), position: position, created: now)
         guard let stored = try await db({ try await storage.upsertWebPushSubscription(made, limit: Self.maxPerUser) }) else {
             throw ServiceError.badRequest("a user has at most \(Self.maxPerUser) Web Push subscriptions: remove one (DELETE /v1/me/webpush/{id})")
@@ -187,13 +188,13 @@ public final class WebPush: ServicePart {
     private func pushOnce(userId: String) async throws {
         let now = clock.nowMillis()
         let all = try await db { try await storage.webPushSubscriptions(userId: userId) }
-        let due = all.filter { ($0.retryAt ?? .distantPast) <= now }
         if all.isEmpty { subscribed.withLock { _ = $0?.remove(userId) } }
+        let due = all.filter { ($0.retryAt ?? .distantPast) <= now }
         guard !due.isEmpty else { return }
-        let interruptions = Interruptions(preferences: try await inbox.preferences(userId: userId).preferences, now: now)
-        let owner = try await db { try await storage.user(id: userId) }?.userName
         // Who handled a notification is said with the name the user gave that device.
         let devices = try await db { try await storage.subscriptions(userId: userId) }
+        let interruptions = Interruptions(preferences: try await inbox.preferences(userId: userId).preferences, now: now)
+        let owner = try await db { try await storage.user(id: userId) }?.userName
         let names = Dictionary(devices.compactMap { s in s.deviceName.map { (s.deviceId, $0) } }, uniquingKeysWith: { first, _ in first })
         let context = Context(interruptions: interruptions, owner: owner, deviceNames: names)
         await withTaskGroup(of: Void.self) { group in

@@ -270,6 +270,9 @@ extension PostgresStorage {
             if host == nil {
                 try await connection.exec(
                     "UPDATE tokens SET revoked = true WHERE device_id = \(device) AND subject = \(userId) AND NOT revoked", logger: self.logger)
+                // A browser's Web Push subscriptions end with its device (PROTOCOL.md §14).
+                try await connection.exec(
+                    "DELETE FROM webpush_subscriptions WHERE device_id = \(device) AND user_id = \(userId)", logger: self.logger)
             }
             try await self.announceCredentialsChange(connection)
             return true

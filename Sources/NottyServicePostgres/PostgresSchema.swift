@@ -281,7 +281,7 @@ extension PostgresStorage {
                 """
                 CREATE TABLE webpush_subscriptions (id TEXT COLLATE "C" PRIMARY KEY,
                                                     user_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-                                                    endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL,
+                                                    device_id TEXT, endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL,
                                                     position BIGINT NOT NULL, created BIGINT NOT NULL, retry_at BIGINT,
                                                     failures INTEGER NOT NULL DEFAULT 0, last_error TEXT, UNIQUE (user_id, endpoint))
                 """,

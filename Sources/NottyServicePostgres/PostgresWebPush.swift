@@ -27,11 +27,11 @@ extension PostgresStorage {
             if var renewed = found.first {
                 try await connection.exec(
                     """
-                    UPDATE webpush_subscriptions SET p256dh = \(subscription.p256dh), auth = \(subscription.auth), retry_at = NULL, failures = 0,
-                    last_error = NULL WHERE id = \(renewed.id)
+                    UPDATE webpush_subscriptions SET p256dh = \(subscription.p256dh), auth = \(subscription.auth),
+                    device_id = \(subscription.deviceId), retry_at = NULL, failures = 0, last_error = NULL WHERE id = \(renewed.id)
                     """, logger: self.logger)
-                (renewed.p256dh, renewed.auth, renewed.retryAt, renewed.failures, renewed.lastError) = (
-                    subscription.p256dh, subscription.auth, nil, 0, nil
+                (renewed.p256dh, renewed.auth, renewed.deviceId, renewed.retryAt, renewed.failures, renewed.lastError) = (
+                    subscription.p256dh, subscription.auth, subscription.deviceId, nil, 0, nil
                 )
                 return renewed
             }
@@ -41,8 +41,8 @@ extension PostgresStorage {
             guard (counted.first ?? 0) < Int64(limit) else { return nil }
             try await connection.exec(
                 """
-                INSERT INTO webpush_subscriptions (id, user_id, endpoint, p256dh, auth, position, created)
-                VALUES (\(subscription.id), \(subscription.userId), \(subscription.endpoint), \(subscription.p256dh), \(subscription.auth),
+                INSERT INTO webpush_subscriptions (id, user_id, device_id, endpoint, p256dh, auth, position, created)
+                VALUES (\(subscription.id), \(subscription.userId), \(subscription.deviceId), \(subscription.endpoint), \(subscription.p256dh), \(subscription.auth),
                         \(subscription.position), \(ISOTime.millis(subscription.created)))
                 """, logger: self.logger)
             return subscription
@@ -93,16 +93,16 @@ extension PostgresStorage {
         -> [WebPushSubscription]
     {
         var query: PostgresQuery =
-            "SELECT id, user_id, endpoint, p256dh, auth, position, created, retry_at, failures, last_error FROM webpush_subscriptions "
+            "SELECT id, user_id, device_id, endpoint, p256dh, auth, position, created, retry_at, failures, last_error FROM webpush_subscriptions "
         query.sql += condition.sql
         query.binds = condition.binds
         return try await connection.query(query, logger: logger).collect(
-            (String, String, String, String, String, Int64, Int64, Int64?, Int32, String?).self
+            (String, String, String?, String, String, String, Int64, Int64, Int64?, Int32, String?).self
         )
         .map { row in
             WebPushSubscription(
-                id: row.0, userId: row.1, endpoint: row.2, p256dh: row.3, auth: row.4, position: row.5, created: ISOTime.date(millis: row.6),
-                retryAt: row.7.map(ISOTime.date(millis:)), failures: Int(row.8), lastError: row.9)
+                id: row.0, userId: row.1, deviceId: row.2, endpoint: row.3, p256dh: row.4, auth: row.5, position: row.6,
+                created: ISOTime.date(millis: row.7), retryAt: row.8.map(ISOTime.date(millis:)), failures: Int(row.9), lastError: row.10)
         }
     }
 }

@@ -363,6 +363,7 @@ extension SQLiteStorage {
                     CREATE TABLE webpush_subscriptions (
                         id TEXT PRIMARY KEY,
                         user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                        device_id TEXT,
                         endpoint TEXT NOT NULL,
                         p256dh TEXT NOT NULL,
                         auth TEXT NOT NULL,

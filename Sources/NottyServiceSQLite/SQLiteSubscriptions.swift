@@ -50,6 +50,9 @@ extension SQLiteStorage {
                 try db.execute(
                     sql: "UPDATE tokens SET revoked = 1 WHERE device_id = ? AND subject = ? AND revoked = 0",
                     arguments: [row["device_id"] as String, userId])
+                // A browser's Web Push subscriptions end with its device (PROTOCOL.md §14).
+                try db.execute(
+                    sql: "DELETE FROM webpush_subscriptions WHERE device_id = ? AND user_id = ?", arguments: [row["device_id"] as String, userId])
             }
             return true
         }

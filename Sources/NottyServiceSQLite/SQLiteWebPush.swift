@@ -19,11 +19,14 @@ extension SQLiteStorage {
         try await write { db, _ in
             if let existing = try Self.webPushRows(db, "WHERE user_id = ? AND endpoint = ?", [subscription.userId, subscription.endpoint]).first {
                 try db.execute(
-                    sql: "UPDATE webpush_subscriptions SET p256dh = ?, auth = ?, retry_at = NULL, failures = 0, last_error = NULL WHERE id = ?",
-                    arguments: [subscription.p256dh, subscription.auth, existing.id])
+                    sql: """
+                        UPDATE webpush_subscriptions SET p256dh = ?, auth = ?, device_id = ?, retry_at = NULL, failures = 0, last_error = NULL
+                        WHERE id = ?
+                        """,
+                    arguments: [subscription.p256dh, subscription.auth, subscription.deviceId, existing.id])
                 var renewed = existing
-                (renewed.p256dh, renewed.auth, renewed.retryAt, renewed.failures, renewed.lastError) = (
-                    subscription.p256dh, subscription.auth, nil, 0, nil
+                (renewed.p256dh, renewed.auth, renewed.deviceId, renewed.retryAt, renewed.failures, renewed.lastError) = (
+                    subscription.p256dh, subscription.auth, subscription.deviceId, nil, 0, nil
                 )
                 return renewed
             }
@@ -32,11 +35,12 @@ extension SQLiteStorage {
             guard count < limit else { return nil }
             try db.execute(
                 sql: """
-                    INSERT INTO webpush_subscriptions (id, user_id, endpoint, p256dh, auth, position, created)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO webpush_subscriptions (id, user_id, device_id, endpoint, p256dh, auth, position, created)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    subscription.id, subscription.userId, subscription.endpoint, subscription.p256dh, subscription.auth, subscription.position,
+                    subscription.id, subscription.userId, subscription.deviceId, subscription.endpoint, subscription.p256dh, subscription.auth,
+                    subscription.position,
                     ISOTime.millis(subscription.created),
                 ])
             return subscription
@@ -79,11 +83,12 @@ extension SQLiteStorage {
         try Row.fetchAll(
             db,
             sql:
-                "SELECT id, user_id, endpoint, p256dh, auth, position, created, retry_at, failures, last_error FROM webpush_subscriptions \(condition)",
+                "SELECT id, user_id, device_id, endpoint, p256dh, auth, position, created, retry_at, failures, last_error FROM webpush_subscriptions \(condition)",
             arguments: arguments
         ).map { row in
             WebPushSubscription(
-                id: row["id"], userId: row["user_id"], endpoint: row["endpoint"], p256dh: row["p256dh"], auth: row["auth"], position: row["position"],
+                id: row["id"], userId: row["user_id"], deviceId: row["device_id"], endpoint: row["endpoint"], p256dh: row["p256dh"],
+                auth: row["auth"], position: row["position"],
                 created: ISOTime.date(millis: row["created"]), retryAt: (row["retry_at"] as Int64?).map(ISOTime.date(millis:)),
                 failures: row["failures"], lastError: row["last_error"])
         }

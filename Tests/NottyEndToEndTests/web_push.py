@@ -134,6 +134,8 @@ with sync_playwright() as playwright:
     cdp = context.new_cdp_session(page)
     registrations = []
     cdp.on("ServiceWorker.workerRegistrationUpdated", lambda event: registrations.extend(event["registrations"]))
+    versions = []
+    cdp.on("ServiceWorker.workerVersionUpdated", lambda event: versions.extend(event["versions"]))
     cdp.send("ServiceWorker.enable")
 
     page.goto(url + "/")
@@ -149,11 +151,19 @@ with sync_playwright() as playwright:
         "s => fetch('/v1/me/webpush', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(s)}).then(r => r.status)",
         subscription)
     expect(made == 201, f"POST /v1/me/webpush answered {made}")
-    deadline = time.monotonic() + 10
-    while not registrations and time.monotonic() < deadline:
+    # The registration of the app's scope, and its worker running (DevTools says both).
+    deadline = time.monotonic() + 20
+
+    def ours():
+        return [r for r in registrations if r["scopeURL"] == url + "/" and not r.get("isDeleted")]
+
+    def running():
+        return [v for v in versions if v["runningStatus"] == "running" and v["status"] == "activated"]
+
+    while not (ours() and running()) and time.monotonic() < deadline:
         page.wait_for_timeout(50)
-    expect(registrations, "the service worker never registered")
-    registration_id = registrations[-1]["registrationId"]
+    expect(ours() and running(), f"the service worker never ran: {registrations} {versions}")
+    registration_id = ours()[-1]["registrationId"]
 
     def deliver(message):
         cdp.send("ServiceWorker.deliverPushMessage", {"origin": url, "registrationId": registration_id, "data": message})
@@ -172,7 +182,7 @@ with sync_playwright() as playwright:
     expect(message["type"] == "show", f"first push: {message}")
     notification = message["notification"]
     deliver(json.dumps(message))
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 20
     while not shown(notification["id"]) and time.monotonic() < deadline:
         page.wait_for_timeout(50)
     showing = shown(notification["id"])

@@ -140,6 +140,16 @@ struct WebPushServiceTests {
             // Removed: nothing more.
             #expect(try await client.call(.delete, "/v1/me/webpush/\(ids[0])", token: alice.userToken).status == .noContent)
             #expect(try await client.call(.delete, "/v1/me/webpush/\(ids[0])", token: alice.userToken).status == .notFound)
+
+            // A subscription ends with the device that made it (signed out, revoked).
+            let device = try await client.call(
+                .post, "/v1/me/subscriptions", token: alice.userToken, json: #"{"deviceName":"laptop","platform":"websocket"}"#)
+            let deviceSubscription = try #require(device.string("userNotificationSubscriptionId"), "\(device.text)")
+            let laptop = Browser(endpoint: "https://fcm.googleapis.com/fcm/send/laptop")
+            #expect(try await client.call(.post, "/v1/me/webpush", token: alice.userToken, json: laptop.json).status == .created)
+            #expect(try await harness.storage.webPushSubscriptions(userId: aliceId).contains { $0.endpoint == laptop.endpoint })
+            #expect(try await client.call(.delete, "/v1/me/subscriptions/\(deviceSubscription)", token: alice.userToken).status == .noContent)
+            #expect(try await !harness.storage.webPushSubscriptions(userId: aliceId).contains { $0.endpoint == laptop.endpoint })
         }
     }
 }
