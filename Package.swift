@@ -213,6 +213,7 @@ let package = Package(
                 "NottyTestSupport",
                 "NottyPOSIX",
                 .product(name: "Hummingbird", package: "hummingbird"),  // `escalation`'s stand-in webhook receiver
+                .product(name: "Crypto", package: "swift-crypto"),  // `webpush`: the browsers' keys
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
