@@ -121,19 +121,28 @@ export class Inbox {
     this.refreshing = (async () => {
       do {
         this.again = false;
-        try {
-          const [counts, page] = await Promise.all([api.counts(), api.list(this.view, Math.max(PAGE, this.rows.length), 0)]);
-          this.counts = counts;
+        // The list is drawn as soon as it comes (a window of the view: 100 rows); the counts,
+        // which cost the service more at 100,000, fill the tabs when they come.
+        const size = Math.max(PAGE, this.rows.length);
+        const list = api.list(this.view, size, 0).then((page) => {
           const selectedId = this.rows[this.selected]?.id;
           this.rows = page.value;
-          this.more = page.value.length >= Math.max(PAGE, this.rows.length);
+          this.more = page.value.length >= size;
           const index = this.rows.findIndex((n) => n.id === selectedId);
           this.selected = index >= 0 ? index : Math.min(this.selected, Math.max(0, this.rows.length - 1));
+          this.render();
+        });
+        const counts = api.counts().then((counts) => {
+          this.counts = counts;
+          this.renderTabs();
+        });
+        try {
+          await Promise.all([list, counts]);
           this.message = null;
         } catch (error) {
           this.message = error.message;
         }
-        this.render();
+        this.renderStatus();
       } while (this.again);
       this.refreshing = null;
     })();
@@ -159,12 +168,16 @@ export class Inbox {
     return this.rows.filter((n) => `${title(n)} ${body(n)} ${n.targetHostName} ${n.groupName ?? ""}`.toLowerCase().includes(this.filter));
   }
 
-  render() {
+  renderTabs() {
     VIEWS.forEach((view, index) => {
       const button = this.tabButtons[index];
-      button.textContent = `${view[0].toUpperCase()}${view.slice(1)} ${this.counts[view] ?? 0}`;
+      button.textContent = `${view[0].toUpperCase()}${view.slice(1)} ${this.counts[view] ?? "…"}`;
       button.setAttribute("aria-pressed", String(view === this.view));
     });
+  }
+
+  render() {
+    this.renderTabs();
     const rows = this.visible();
     this.list.replaceChildren(
       ...rows.map((n, index) => {

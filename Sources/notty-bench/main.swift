@@ -19,6 +19,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench actions [--quick]   (press → outcome on another device, 1,000 presses at once, the publish rate with actions)
 //   swift run -c release notty-bench teams [--quick]   (CPU a publish to teams of 1/10/100, a member's dismiss → another member's device, a feed half the team's)
 //   swift run -c release notty-bench webpush [--quick]   (publish → its push at a stand-in push service; one publish to 1,000 browsers)
+//   swift run -c release notty-bench webinbox [--count N] [--rounds R]   (headless Chromium: sign-in answer → the first list, with N notifications)
 //   swift run -c release notty-bench count [--count N] [--rounds R]   (notty count: the badge read, the store opened, the whole process)
 //   swift run -c release notty-bench explain
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
@@ -66,6 +67,14 @@ case "escalation":
     let service = try await ServiceBench.start()
     do {
         try await EscalationBench(service: service, users: quick ? 100 : 1000, pending: quick ? 1000 : 10_000).run()
+    } catch {
+        print("benchmark failed: \(error)")
+    }
+    await service.stop()
+case "webinbox":
+    let service = try await ServiceBench.start()
+    do {
+        try await WebInboxBench(service: service, count: count, rounds: option("--rounds").flatMap { Int($0) } ?? 5).run()
     } catch {
         print("benchmark failed: \(error)")
     }
