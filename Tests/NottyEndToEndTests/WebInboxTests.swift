@@ -62,6 +62,17 @@ struct WebInboxTests {
         let ended = await script.exited()
         #expect(ended.code == 0, "\(said())")
         if let figures = said().split(separator: "\n").last { report("web inbox: \(figures)") }
+        if let folder = ProcessInfo.processInfo.environment["NOTTY_SCREENSHOTS"], TmuxSession.available {
+            // The same inbox in the center, in colour, for scripts/screenshots to draw beside the browser's.
+            #expect(try await world.b.run(["sync"]).status == 0)
+            let center = try TmuxSession(
+                command: "env -u NO_COLOR TERM=xterm-256color \(Repository.nottyBinary.path)", columns: 100, rows: 30,
+                environment: ["NOTTY_HOME": world.b.home.path])
+            defer { center.close() }
+            #expect(await center.waitFor("· live"), "\(center.shown)")
+            try await center.lines(escapes: true).joined(separator: "\n").write(
+                toFile: folder + "/center.ansi", atomically: true, encoding: .utf8)
+        }
 
         // The browser is a device: notty devices lists it by the name given at sign-in; revoked, its cookie is refused at once.
         let devices = try await world.a.run(["devices"])
