@@ -5,6 +5,7 @@ import HTTPTypes
 import HummingbirdWSClient
 import Logging
 import NottyCore
+import NottyService
 import NottyTestSupport
 
 // MARK: - Helpers
@@ -114,4 +115,21 @@ func doorbellDevice(port: Int, token: String) -> (rings: AsyncStream<Void>, task
         }
     }
     return (rings.stream, task)
+}
+
+/// Writes `count` notifications of ci.example.com into `owner`'s feed (a team's with `team`)
+/// through the storage API, 1,000 to a batch: a feed of a given size in seconds.
+func fillFeed(_ storage: any ServiceStorage, owner: String, count: Int, team: String? = nil) async throws {
+    let now = Date()
+    for start in stride(from: 0, to: count, by: 1000) {
+        let inputs = try (start..<min(count, start + 1000)).map { i in
+            let request = try PublishRequest(
+                body: Data(#"{"appNotificationId":"n-\#(i)","payload":{"visualContent":{"title":"Feed \#(i)","body":"b"}}}"#.utf8))
+            var input = PublishInput(
+                userId: owner, hostName: "ci.example.com", request: request, expiration: now + 86_400 * 30, now: now, secrets: .ephemeral())
+            input.team = team
+            return input
+        }
+        _ = try await storage.publish(batch: inputs)
+    }
 }

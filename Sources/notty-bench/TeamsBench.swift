@@ -172,21 +172,7 @@ struct TeamsBench {
             ids[name] = user.id
         }
         try await storage.createTeam(id: Team.idPrefix + "half", name: "half", ownerId: ids["dave"]!, at: Date())
-        let now = Date()
-        func fill(_ owner: String, _ n: Int, team: String?) async throws {
-            for start in stride(from: 0, to: n, by: 1000) {
-                let inputs = try (start..<min(n, start + 1000)).map { i in
-                    let request = try PublishRequest(
-                        body: Data(#"{"appNotificationId":"n-\#(i)","payload":{"visualContent":{"title":"Feed \#(i)","body":"b"}}}"#.utf8))
-                    var input = PublishInput(
-                        userId: owner, hostName: "ci.example.com", request: request, expiration: now + 86_400 * 30, now: now,
-                        secrets: .ephemeral())
-                    input.team = team
-                    return input
-                }
-                _ = try await storage.publish(batch: inputs)
-            }
-        }
+        func fill(_ owner: String, _ n: Int, team: String?) async throws { try await fillFeed(storage, owner: owner, count: n, team: team) }
         try await fill(ids["carol"]!, count, team: nil)
         try await fill(ids["dave"]!, count / 2, team: nil)
         try await fill(Team.idPrefix + "half", count / 2, team: "half")

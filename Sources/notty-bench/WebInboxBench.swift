@@ -17,16 +17,7 @@ struct WebInboxBench {
         )
         let storage = try await service.openStorage()
         guard let alice = try await storage.user(name: "alice") else { throw SupportError("no alice") }
-        let now = Date()
-        for start in stride(from: 0, to: count, by: 1000) {
-            let inputs = try (start..<min(count, start + 1000)).map { i in
-                let request = try PublishRequest(
-                    body: Data(#"{"appNotificationId":"n-\#(i)","payload":{"visualContent":{"title":"Feed \#(i)","body":"b"}}}"#.utf8))
-                return PublishInput(
-                    userId: alice.id, hostName: "ci.example.com", request: request, expiration: now + 86_400 * 30, now: now, secrets: .ephemeral())
-            }
-            _ = try await storage.publish(batch: inputs)
-        }
+        try await fillFeed(storage, owner: alice.id, count: count)
         try await storage.close()
         service.serve.stop()
         try await service.serve.start(port: service.port, extraArguments: ServiceBench.unlimited)

@@ -19,15 +19,19 @@ struct WebInboxTests {
         return nil
     }()
 
+    /// Whether the browser runs here; when it does not, says so loudly (and fails in CI).
+    static func browserRuns() -> Bool {
+        guard let why = unavailable else { return true }
+        if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("\(why): .ci/run installs it") }
+        print("SKIPPED LOUDLY: \(why)")
+        return false
+    }
+
     @Test(
         "sign in (a wrong password says so), a strict CSP and an HttpOnly SameSite=Strict cookie, a cross-site change refused; a script-looking title stays text; d and u; a notty device's dismiss leaves the browser's list live and the browser's r reaches the device; 1–6 and Enter; 360 px wide with no sideways scroll; the browser is a device notty devices lists and revokes"
     )
     func browserIsADevice() async throws {
-        if let why = Self.unavailable {
-            if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("\(why): .ci/run installs it") }
-            print("SKIPPED LOUDLY: \(why)")
-            return
-        }
+        guard Self.browserRuns() else { return }
         let world = try await TwoDevices()
         let hostile = #"<img src=x onerror="alert(1)"><script>alert(2)</script>"#
         _ = try await world.publish("Disk usage 91% on db-primary")
@@ -91,11 +95,7 @@ struct WebInboxTests {
         "Web Push: a publish is pushed to the browser's push service (a stand-in on loopback) signed with VAPID and encrypted for it, and the app's service worker shows it; dismissed on a notty device, a close push, and the service worker closes it"
     )
     func webPush() async throws {
-        if let why = Self.unavailable {
-            if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("\(why): .ci/run installs it") }
-            print("SKIPPED LOUDLY: \(why)")
-            return
-        }
+        guard Self.browserRuns() else { return }
         // The stand-in push service listens on a port of the script's choosing on loopback.
         let world = try await TwoDevices(serveArguments: ["--webpush-allow", "http://127.0.0.1:"])
         let workdir = world.directory.appendingPathComponent("push")

@@ -12,30 +12,17 @@ import pathlib
 import sys
 import time
 
+from browser_support import expect, fail, wait_for_file
 from playwright.sync_api import sync_playwright
 
 url, workdir, hostile = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3]
 figures = {}
 
 
-def fail(why):
-    print(f"FAILED: {why}", flush=True)
-    sys.exit(1)
 
 
-def expect(condition, why):
-    if not condition:
-        fail(why)
 
 
-def wait_for_file(name, seconds=60):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        path = workdir / name
-        if path.exists():
-            return path.read_text().strip()
-        time.sleep(0.02)
-    fail(f"the test never wrote {name}")
 
 
 with sync_playwright() as playwright:
@@ -90,7 +77,7 @@ with sync_playwright() as playwright:
 
     # Live from another device: the Swift test dismisses one with notty; it leaves this list.
     (workdir / "signed-in").write_text("yes")
-    gone = wait_for_file("dismissed-elsewhere")
+    gone = wait_for_file(workdir, "dismissed-elsewhere")
     started = time.monotonic()
     page.wait_for_selector(f".row[data-id='{gone}']", state="detached", timeout=10_000)
     figures["a notty device's dismiss → gone from the browser's list (ms, from the end of notty dismiss)"] = round(

@@ -28,20 +28,15 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF, HKDFExpand
+from browser_support import expect, fail, wait_for_file
 from playwright.sync_api import sync_playwright
 
 url, workdir = sys.argv[1], pathlib.Path(sys.argv[2])
 figures = {}
 
 
-def fail(why):
-    print(f"FAILED: {why}", flush=True)
-    os._exit(1)
 
 
-def expect(condition, why):
-    if not condition:
-        fail(why)
 
 
 def b64url(data):
@@ -52,14 +47,6 @@ def unb64url(text):
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def wait_for_file(name, seconds=60):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        path = workdir / name
-        if path.exists():
-            return path.read_text().strip()
-        time.sleep(0.02)
-    fail(f"the test never wrote {name}")
 
 
 # The stand-in push service: every request recorded, answered 201 as FCM does.
@@ -175,7 +162,7 @@ with sync_playwright() as playwright:
 
     # A publish: pushed as show, shown by the service worker with its title and tag.
     (workdir / "subscribed").write_text("yes")
-    wait_for_file("published")
+    wait_for_file(workdir, "published")
     arrived, _, headers, body = next_push()
     expect(headers.get("Urgency") == "high", f"Urgency: {headers}")
     message = json.loads(opened(headers, body))
