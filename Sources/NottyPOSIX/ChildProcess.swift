@@ -59,9 +59,8 @@ public final class ChildProcess: Sendable {
         }
         let child = ChildProcess(pid: pid)
         if let onExit { child.ended.withLock { $0.handlers.append(onExit) } }
-        let reaper = Thread { child.reap() }
-        reaper.stackSize = 64 << 10
-        reaper.start()
+        // The handlers run on this thread (a command's outcome read and recorded): the default stack.
+        Thread { child.reap() }.start()
         return child
     }
 

@@ -92,6 +92,7 @@ public enum EscalationPlanner {
                 let due = event == .deleted ? record.lastEvent != .deleted : record.lastEvent == .escalated
                 if due { retract[record.target] = (record.ruleId, record.ruleName) }
             }
+            var onItsWay: Set<String> = []
             for delivery in pending[id] ?? [] {
                 if delivery.event == .escalated && !delivery.inFlight {
                     plan.cancel.append(delivery.id)
@@ -99,9 +100,12 @@ public enum EscalationPlanner {
                     // Being sent now, or a retraction still to come: follow it.
                     retract[delivery.target] = retract[delivery.target] ?? (delivery.ruleId, delivery.ruleName)
                 } else if delivery.event == event {
-                    retract[delivery.target] = nil  // already on its way
+                    onItsWay.insert(delivery.target)
                 }
             }
+            // A retraction already on its way is not planned again, whatever order the pending
+            // deliveries came in (a page still in flight listed after it planned a second one).
+            for target in onItsWay { retract[target] = nil }
             for (target, origin) in retract.sorted(by: { $0.key < $1.key }) {
                 let ruleName = origin.ruleName.isEmpty ? rulesById[origin.ruleId]?.name ?? "" : origin.ruleName
                 plan.deliveries.append(

@@ -427,8 +427,9 @@ public protocol WebPushStorage: Sendable {
     func deleteWebPushSubscription(id: String, userId: String?) async throws -> Bool
     /// The user's subscriptions, oldest first.
     func webPushSubscriptions(userId: String) async throws -> [WebPushSubscription]
-    /// Users with a subscription due now (a retry's time passed, or none set), at most `limit`.
-    func webPushUsersDue(now: Date, limit: Int) async throws -> [String]
+    /// Users with a subscription whose push failed and whose retry is due by `retryDue`; with
+    /// nil, every user with a subscription. At most `limit`.
+    func webPushUsers(retryDue: Date?, limit: Int) async throws -> [String]
     /// Records how far a subscription was pushed, its retry time and last error; false when
     /// another instance moved it first (its position was no longer `from`).
     func updateWebPushSubscription(id: String, from: Int64, to: Int64, retryAt: Date?, failures: Int, error: String?) async throws -> Bool

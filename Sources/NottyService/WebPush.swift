@@ -205,17 +205,20 @@ public final class WebPush: ServicePart {
         }
     }
 
-    /// Retries what failed for now, every few seconds (and, at start, what was left unsent).
+    /// At start, pushes what a stopped instance left unsent (every subscription from its
+    /// position); then, every few seconds, tries again what failed for now and is due. A
+    /// subscription with nothing new costs nothing here: changes start its pushes.
     public func runRetries(every interval: Duration = .seconds(5)) async {
         if subscribed.withLock({ $0 == nil }) {
-            let users = (try? await db { try await storage.webPushUsersDue(now: .distantFuture, limit: 100_000) }) ?? []
+            let users = (try? await db { try await storage.webPushUsers(retryDue: nil, limit: 100_000) }) ?? []
             subscribed.withLock { $0 = Set(users) }
+            if outbound != nil { for userId in users { start(userId) } }
         }
         while !Task.isCancelled {
-            if outbound != nil, let users = try? await db({ try await storage.webPushUsersDue(now: clock.nowMillis(), limit: 1_000) }) {
+            try? await Task.sleep(for: interval)
+            if outbound != nil, let users = try? await db({ try await storage.webPushUsers(retryDue: clock.nowMillis(), limit: 1_000) }) {
                 for userId in users { start(userId) }
             }
-            try? await Task.sleep(for: interval)
         }
     }
 

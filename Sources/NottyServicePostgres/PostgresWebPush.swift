@@ -67,14 +67,15 @@ extension PostgresStorage {
         }
     }
 
-    public func webPushUsersDue(now: Date, limit: Int) async throws -> [String] {
+    public func webPushUsers(retryDue: Date?, limit: Int) async throws -> [String] {
         try await run { connection in
-            try await connection.query(
-                """
-                SELECT DISTINCT user_id FROM webpush_subscriptions WHERE retry_at IS NULL OR retry_at <= \(ISOTime.millis(now))
-                LIMIT \(Int64(limit))
-                """, logger: self.logger
-            ).collect(String.self)
+            let query: PostgresQuery =
+                if let retryDue {
+                    "SELECT DISTINCT user_id FROM webpush_subscriptions WHERE retry_at <= \(ISOTime.millis(retryDue)) LIMIT \(Int64(limit))"
+                } else {
+                    "SELECT DISTINCT user_id FROM webpush_subscriptions LIMIT \(Int64(limit))"
+                }
+            return try await connection.query(query, logger: self.logger).collect(String.self)
         }
     }
 

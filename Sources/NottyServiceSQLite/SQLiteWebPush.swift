@@ -62,11 +62,15 @@ extension SQLiteStorage {
         try await read { db in try Self.webPushRows(db, "WHERE user_id = ? ORDER BY created, id", [userId]) }
     }
 
-    public func webPushUsersDue(now: Date, limit: Int) async throws -> [String] {
+    public func webPushUsers(retryDue: Date?, limit: Int) async throws -> [String] {
         try await read { db in
-            try String.fetchAll(
-                db, sql: "SELECT DISTINCT user_id FROM webpush_subscriptions WHERE retry_at IS NULL OR retry_at <= ? LIMIT ?",
-                arguments: [ISOTime.millis(now), limit])
+            if let retryDue {
+                try String.fetchAll(
+                    db, sql: "SELECT DISTINCT user_id FROM webpush_subscriptions WHERE retry_at <= ? LIMIT ?",
+                    arguments: [ISOTime.millis(retryDue), limit])
+            } else {
+                try String.fetchAll(db, sql: "SELECT DISTINCT user_id FROM webpush_subscriptions LIMIT ?", arguments: [limit])
+            }
         }
     }
 

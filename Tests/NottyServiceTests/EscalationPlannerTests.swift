@@ -104,6 +104,14 @@ struct EscalationPlannerTests {
             EscalationSent(notificationId: "n1", userId: "u", target: "ntfy:https://ntfy.sh/a", ruleId: "r1", ruleName: "night", lastEvent: .handled)
         ]
         #expect(plan([notification(modified: t0 + 800, read: .read, action: .dismissed)], sent: told, now: t0 + 800).deliveries.isEmpty)
+        // Changed again while the page is still in flight and its retraction waits: nothing more,
+        // whichever of the two pending deliveries comes first (the order used to plan a second).
+        let waiting = PendingDelivery(
+            id: "p2", notificationId: "n1", ruleId: "r1", ruleName: "night", target: "webhook:https://h.example/x", event: .handled, inFlight: false)
+        for pending in [[waiting, flying], [flying, waiting]] {
+            let again = plan([notification(modified: t0 + 850, read: .read, action: .dismissed)], sent: told, pending: pending, now: t0 + 850)
+            #expect(again.deliveries.isEmpty, "\(again.deliveries.map { "\($0.event.rawValue) \($0.target)" })")
+        }
         let deleted = plan([notification(modified: t0 + 900, deleted: true)], sent: told, now: t0 + 900)
         #expect(deleted.deliveries.map(\.event) == [.deleted] && deleted.saveSent.map(\.lastEvent) == [.deleted])
     }
