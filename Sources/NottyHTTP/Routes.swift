@@ -266,10 +266,7 @@ public struct Routes: Sendable {
         let counted: @Sendable () -> Void = { [metrics = service.metrics] in metrics.doorbellFrames.increment() }
         if segments == ["v1", "me", "push"] {
             // A browser's WebSocket carries its session cookie, and its Origin says whose page opened it.
-            if request.bearerToken == nil, WebSession.token(request) != nil, !WebSession.isSameOrigin(request) {
-                throw ServiceError.forbidden("the doorbell opens with the session cookie from this service's own pages only")
-            }
-            let user = try await service.auth.authenticateUser(bearer: try WebSession.userToken(request))
+            let user = try await service.auth.authenticateUser(bearer: try WebSession.userToken(request, sameOriginOnly: true))
             let full = request.uri.form["payload"] == "full"
             return BellPlan(
                 hub: service.hub, userId: user, kind: full ? .feed(FullDoorbellFeed(inbox: service.inbox, userId: user)) : .doorbell,

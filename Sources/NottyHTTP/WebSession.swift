@@ -37,11 +37,12 @@ enum WebSession {
     }
 
     /// The user token a request is made with: its bearer token, else (checked for where it
-    /// comes from) its session cookie.
-    static func userToken(_ request: Request) throws -> String? {
+    /// comes from) its session cookie. The cookie of a change, or of a request that opens a
+    /// WebSocket (`sameOriginOnly`), counts only from this service's own pages.
+    static func userToken(_ request: Request, sameOriginOnly: Bool = false) throws -> String? {
         if let bearer = request.bearerToken { return bearer }
         guard let cookie = token(request) else { return nil }
-        if request.method != .get && request.method != .head && !isSameOrigin(request) {
+        if (sameOriginOnly || (request.method != .get && request.method != .head)) && !isSameOrigin(request) {
             throw ServiceError.forbidden("a change made with the session cookie must come from this service's own pages (its Origin)")
         }
         return cookie
