@@ -46,6 +46,13 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
+        // Paging: escalation (§11) and on-call pages (§13.2) at work, over the service's
+        // storage protocols (its `Paging`), the way the storage backends are; it composes
+        // `NotificationService` with its engine.
+        .target(
+            name: "NottyPaging",
+            dependencies: ["NottyCore", "NottyService", "NottyPOSIX", .product(name: "Logging", package: "swift-log")]
+        ),
         // The service's storage on SQLite (GRDB): one writer thread, group commit, migrations.
         .target(
             name: "NottyServiceSQLite",
@@ -183,6 +190,7 @@ let package = Package(
                 "NottyCore",
                 "NottyCommandLine",
                 "NottyService",
+                "NottyPaging",
                 "NottyServiceSQLite",
                 "NottyServicePostgres",
                 "NottyHTTP",
@@ -262,7 +270,7 @@ let package = Package(
         .testTarget(
             name: "NottySyncTests",
             dependencies: [
-                "NottyCore", "NottyStore", "NottySync", "NottyService", "NottyServiceSQLite", "NottyTestSupport",
+                "NottyCore", "NottyStore", "NottySync", "NottyService", "NottyPaging", "NottyServiceSQLite", "NottyTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -271,6 +279,7 @@ let package = Package(
             dependencies: [
                 "NottyCore",
                 "NottyService",
+                "NottyPaging",
                 "NottyOutbound",
                 "NottyServiceSQLite",
                 "NottyServicePostgres",

@@ -57,8 +57,8 @@ public struct BackgroundJobs: Sendable {
                 },
                 // Web Push: what failed for now, tried again; what a stopped instance left.
                 BackgroundJob.loop("web push") { await service.webPush.runRetries() },
-                // Escalation: one engine, its own jobs in a group of their own (Escalation.jobs).
-                BackgroundJob.loop("escalation") { await BackgroundJobs(jobs: service.escalation.jobs, logger: service.logger).run() },
+                // Paging: one engine, its own jobs in a group of their own (Paging.jobs).
+                BackgroundJob.loop("paging") { await BackgroundJobs(jobs: service.paging.jobs, logger: service.logger).run() },
             ], logger: service.logger)
     }
 

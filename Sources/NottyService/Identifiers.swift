@@ -86,3 +86,16 @@ struct Xoshiro256: RandomNumberGenerator {
 
     private func rotate(_ x: UInt64, _ k: UInt64) -> UInt64 { (x << k) | (x >> (64 - k)) }
 }
+
+/// Delivery ids that sort in the order they were made (the outbox sends a target's deliveries
+/// about one notification in that order): milliseconds, a counter, and a random tail so that
+/// instances never make the same one.
+public enum DeliveryIds {
+    private static let counter = Atomic<UInt32>(0)
+
+    public static func next(now: Date) -> String {
+        let count = counter.add(1, ordering: .relaxed).newValue
+        let millis = max(0, ISOTime.millis(now))
+        return String(format: "%013lld-%08x-%08x", millis, count, UInt32.random(in: 0...UInt32.max))
+    }
+}

@@ -50,7 +50,7 @@ extension Inbox {
             throw ServiceError.badRequest(error.message)
         }
         for text in rule.targets {
-            guard let target = try? EscalationTarget(parsing: text), let refusal = escalation.sender.refusal(of: target) else { continue }
+            guard let target = try? EscalationTarget(parsing: text), let refusal = paging.refusal(of: target) else { continue }
             throw ServiceError.badRequest("\(target.shown) is not allowed: \(refusal)")
         }
         let limit = EscalationRule.maxRulesPerUser
@@ -65,7 +65,7 @@ extension Inbox {
             }
             throw ServiceError.badRequest("there is already an escalation rule named \(rule.name): remove it first, or choose another name")
         }
-        escalation.ruleAdded(userId: userId)
+        paging.ruleAdded(userId: userId)
         return rule
     }
 

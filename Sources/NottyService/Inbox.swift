@@ -9,14 +9,15 @@ public final class Inbox: ServicePart {
     package let core: ServiceCore
     /// The storage this part uses: its concerns alone.
     let storage: any InboxStorage
-    let escalation: Escalation
+    /// Told of who handled what; asked whether a rule's target may be aimed at.
+    let paging: any Paging
     /// Whose teams a subscription may be for.
     let teams: Teams
 
-    init(core: ServiceCore, storage: (any InboxStorage)? = nil, escalation: Escalation) {
+    init(core: ServiceCore, storage: (any InboxStorage)? = nil, paging: any Paging) {
         self.core = core
         self.storage = storage ?? core.storage
-        self.escalation = escalation
+        self.paging = paging
         teams = Teams(core: core)
     }
 
@@ -223,7 +224,7 @@ public final class Inbox: ServicePart {
     /// Applies device mutations; one result per mutation, in order. `device` (the caller's
     /// name or id) is who handled them, should that take an escalation back.
     public func mutate(userId: String, device: String? = nil, _ mutations: [Mutation]) async throws -> [MutationResult] {
-        if let device { escalation.noteHandled(userId: userId, ids: mutations.map(\.id), device: device) }
+        if let device { paging.noteHandled(userId: userId, ids: mutations.map(\.id), device: device) }
         // A team's notification is changed in the team's feed, for every member (PROTOCOL.md §13.1).
         let owners = try await db { try await storage.teamOwners(ids: Array(Set(mutations.map(\.id))), userId: userId) }
         let now = clock.nowMillis()

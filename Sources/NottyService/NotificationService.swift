@@ -5,8 +5,10 @@ import Synchronization
 
 /// Everything the service does, independent of HTTP, one type per concern: `auth` (tokens,
 /// PROTOCOL.md §2.1), `publishing` (§2.2, webhooks, the ntfy and Gotify doors), `inbox` (the
-/// signed-in user's API, §2.3), `admin` (§2.4) and `maintenance`. Routes translate requests
-/// into calls on them; errors are ``ServiceError``s that say what the client should do.
+/// signed-in user's API, §2.3), `admin` (§2.4), `maintenance`, and `paging` (§11, §13.2: its
+/// engine is `NottyPaging`'s, whose `NotificationService.init(storage:…)` composes the two).
+/// Routes translate requests into calls on them; errors are ``ServiceError``s that say what
+/// the client should do.
 public final class NotificationService: Sendable {
     package let core: ServiceCore
     public let auth: Authentication
@@ -14,7 +16,8 @@ public final class NotificationService: Sendable {
     public let inbox: Inbox
     public let admin: Administration
     public let maintenance: Maintenance
-    public let escalation: Escalation
+    /// Escalation and on-call pages: told of every change.
+    public let paging: any Paging
     public let actions: Actions
     public let teams: Teams
     public let onCall: OnCall
@@ -30,36 +33,35 @@ public final class NotificationService: Sendable {
     package var logger: Logger { core.logger }
     public var secrets: SecretBox { core.secrets }
 
-    /// `outbound` makes the requests escalation sends and actions make (nil: none are made, and
-    /// they say so).
-    public init(
-        storage: any ServiceStorage, config: ServiceConfig = ServiceConfig(), clock: any ServiceClock = SystemClock(),
-        metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil,
-        secrets: SecretBox
+    /// `outbound` makes the requests paging sends and actions make (nil: none are made, and
+    /// they say so); `paging` makes the paging engine over the shared core.
+    package init(
+        storage: any ServiceStorage, config: ServiceConfig, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger,
+        outbound: (any OutboundHTTP)?, secrets: SecretBox, paging makePaging: (ServiceCore) -> any Paging
     ) {
         let core = ServiceCore(storage: storage, config: config, clock: clock, metrics: metrics, logger: logger, secrets: secrets)
         SecretKeeping.install(secrets, storage: storage)
         self.core = core
         auth = Authentication(core: core)
-        let escalation = Escalation(core: core, outbound: outbound)
-        self.escalation = escalation
-        inbox = Inbox(core: core, escalation: escalation)
+        let paging = makePaging(core)
+        self.paging = paging
+        inbox = Inbox(core: core, paging: paging)
         publishing = Publishing(core: core, inbox: inbox)
         admin = Administration(core: core)
         teams = inbox.teams
-        onCall = OnCall(core: core, teams: inbox.teams, escalation: escalation)
+        onCall = OnCall(core: core, teams: inbox.teams, paging: paging)
         maintenance = Maintenance(core: core)
         actions = Actions(core: core, inbox: inbox, outbound: outbound)
         let ntfyUpstream = NtfyUpstream(core: core, inbox: inbox, outbound: outbound)
         self.ntfyUpstream = ntfyUpstream
-        let webPush = WebPush(core: core, inbox: inbox, escalation: escalation, outbound: outbound)
+        let webPush = WebPush(core: core, inbox: inbox, paging: paging, outbound: outbound)
         self.webPush = webPush
         // A change: what conditional polls compare with, a frame to every connected device, and
-        // escalation's plan (clocks started and stopped, retractions made at once).
+        // paging's plan (clocks started and stopped, retractions made at once).
         let changed: @Sendable ([String: Int64]) -> Void = { [hub = core.hub, latestCursors = core.latestCursors] cursors in
             latestCursors.advance(cursors)
             hub.ring(cursors)
-            escalation.changed(cursors)
+            paging.changed(cursors)
             ntfyUpstream?.changed(cursors)
             webPush.changed(cursors)
         }
@@ -146,7 +148,7 @@ package final class ServiceCore: Sendable {
     }
 
     /// Runs a storage call, turning its failures into the client's `503`.
-    func db<T>(_ operation: () async throws -> T) async throws -> T {
+    package func db<T>(_ operation: () async throws -> T) async throws -> T {
         do {
             return try await operation()
         } catch let error as StorageError {
@@ -182,14 +184,14 @@ package protocol ServicePart: Sendable {
 }
 
 extension ServicePart {
-    var config: ServiceConfig { core.config }
-    var clock: any ServiceClock { core.clock }
-    var hub: DoorbellHub { core.hub }
-    var metrics: ServiceMetrics { core.metrics }
-    var logger: Logger { core.logger }
-    var secrets: SecretBox { core.secrets }
+    package var config: ServiceConfig { core.config }
+    package var clock: any ServiceClock { core.clock }
+    package var hub: DoorbellHub { core.hub }
+    package var metrics: ServiceMetrics { core.metrics }
+    package var logger: Logger { core.logger }
+    package var secrets: SecretBox { core.secrets }
 
-    func db<T>(_ operation: () async throws -> T) async throws -> T { try await core.db(operation) }
+    package func db<T>(_ operation: () async throws -> T) async throws -> T { try await core.db(operation) }
 }
 
 /// Each user's newest known cursor; only ever moves forward.

@@ -8,14 +8,14 @@ import NottyCore
 public final class OnCall: ServicePart {
     package let core: ServiceCore
     let teams: Teams
-    let escalation: Escalation
+    let paging: any Paging
     /// The storage this part uses: its concerns alone.
     let storage: any OnCallWorkStorage
 
-    init(core: ServiceCore, teams: Teams, escalation: Escalation, storage: (any OnCallWorkStorage)? = nil) {
+    init(core: ServiceCore, teams: Teams, paging: any Paging, storage: (any OnCallWorkStorage)? = nil) {
         self.core = core
         self.teams = teams
-        self.escalation = escalation
+        self.paging = paging
         self.storage = storage ?? core.storage
     }
 
@@ -213,7 +213,7 @@ public final class OnCall: ServicePart {
         } catch {
             throw ServiceError.badRequest(error.message)
         }
-        if let refusal = escalation.sender.refusal(of: target) { throw ServiceError.badRequest("\(target.shown) is not allowed: \(refusal)") }
+        if let refusal = paging.refusal(of: target) { throw ServiceError.badRequest("\(target.shown) is not allowed: \(refusal)") }
         let now = clock.nowMillis()
         let contact = Contact(id: "ct-" + Identifiers.timeOrdered(now: now).suffix(10), target: target.description, created: now)
         var sealed = contact
@@ -221,7 +221,7 @@ public final class OnCall: ServicePart {
         guard try await db({ try await storage.insertContact(sealed, userId: userId, limit: Contact.maxPerUser) }) else {
             throw ServiceError.badRequest("a user has at most \(Contact.maxPerUser) contacts: remove one first (notty contact remove ID)")
         }
-        escalation.pagingChanged()
+        paging.pagingChanged()
         return contact
     }
 
@@ -230,7 +230,7 @@ public final class OnCall: ServicePart {
         guard try await db({ try await storage.deleteContact(id: id, userId: userId) }) else {
             throw ServiceError.notFound("no contact \(id) (notty contact --list shows yours)")
         }
-        escalation.pagingChanged()
+        paging.pagingChanged()
     }
 
     /// `POST /v1/me/contacts/{id}/test`: one test message to the contact, now.
@@ -246,8 +246,8 @@ public final class OnCall: ServicePart {
         let delivery = EscalationDelivery(
             id: "test", userId: userId, notificationId: sample.id, ruleId: "", ruleName: "contact test", target: contact.target, event: .test,
             notification: sample, firstAt: now, nextAt: now)
-        let failure = await escalation.sender.send(delivery)
-        return EscalationTestOutcome(target: secrets.shownTarget(contact.target), ok: failure == nil, error: failure?.message)
+        let failure = await paging.sendOnce(delivery)
+        return EscalationTestOutcome(target: secrets.shownTarget(contact.target), ok: failure == nil, error: failure)
     }
 
     // MARK: - Reading and writing a schedule
@@ -264,7 +264,7 @@ public final class OnCall: ServicePart {
                 return try change(schedule).map { String(decoding: try NottyJSON.encoder.encode($0), as: UTF8.self) }
             }
         }
-        escalation.pagingChanged()
+        paging.pagingChanged()
     }
 }
 

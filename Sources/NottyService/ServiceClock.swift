@@ -10,7 +10,7 @@ public protocol ServiceClock: Sendable {
 
 extension ServiceClock {
     /// The time cut to milliseconds, so what is stored and what is answered agree.
-    func nowMillis() -> Date { ISOTime.truncated(now()) }
+    package func nowMillis() -> Date { ISOTime.truncated(now()) }
 }
 
 public struct SystemClock: ServiceClock {

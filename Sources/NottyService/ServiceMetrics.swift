@@ -17,11 +17,11 @@ public final class ServiceMetrics: Sendable {
     let lockedOut: Counter
     package let requestDuration: DurationHistogram
     /// Escalation deliveries (PROTOCOL.md §11) by how they went, and the backlog.
-    let escalationDelivered: Counter
-    let escalationRetried: Counter
-    let escalationFailed: Counter
-    let escalationPending: Gauge
-    let escalationFailing: Gauge
+    package let escalationDelivered: Counter
+    package let escalationRetried: Counter
+    package let escalationFailed: Counter
+    package let escalationPending: Gauge
+    package let escalationFailing: Gauge
     /// Actions run (PROTOCOL.md §12) by how they went.
     let actionsDone: Counter
     let actionsFailed: Counter

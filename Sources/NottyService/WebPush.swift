@@ -16,7 +16,7 @@ import Synchronization
 public final class WebPush: ServicePart {
     package let core: ServiceCore
     let inbox: Inbox
-    let escalation: Escalation
+    let paging: any Paging
     let outbound: (any OutboundHTTP)?
     /// The storage this part uses: its concerns alone.
     let storage: any WebPushWorkStorage
@@ -39,10 +39,10 @@ public final class WebPush: ServicePart {
     /// Changes read from a subscription's position at a time.
     static let page = 200
 
-    init(core: ServiceCore, inbox: Inbox, escalation: Escalation, outbound: (any OutboundHTTP)?, storage: (any WebPushWorkStorage)? = nil) {
+    init(core: ServiceCore, inbox: Inbox, paging: any Paging, outbound: (any OutboundHTTP)?, storage: (any WebPushWorkStorage)? = nil) {
         self.core = core
         self.inbox = inbox
-        self.escalation = escalation
+        self.paging = paging
         self.outbound = outbound
         self.storage = storage ?? core.storage
     }
@@ -297,7 +297,7 @@ public final class WebPush: ServicePart {
     /// Who changed it: a team's member, else the user and the device the service saw it from.
     private func handler(of notification: UserNotification, _ context: Context) -> WebPushMessage.Handler? {
         if let changedBy = notification.changedBy { return .init(user: changedBy.user, device: changedBy.device) }
-        let device = escalation.handler(of: notification.id)
+        let device = paging.handler(of: notification.id)
         return .init(user: context.owner, device: device.map { context.deviceNames[$0] ?? $0 })
     }
 

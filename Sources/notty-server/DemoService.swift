@@ -6,6 +6,7 @@ import NottyCommandLine
 import NottyCore
 import NottyHTTP
 import NottyOutbound
+import NottyPaging
 import NottyService
 import NottyServicePostgres
 import NottyServiceSQLite

@@ -9,6 +9,7 @@ import NottyCore
 import NottyHTTP
 import NottyOutbound
 import NottyPOSIX
+import NottyPaging
 import NottyService
 import NottyServicePostgres
 import NottyServiceSQLite

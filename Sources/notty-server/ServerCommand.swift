@@ -4,6 +4,7 @@ import Logging
 import NottyCommandLine
 import NottyCore
 import NottyHTTP
+import NottyPaging
 import NottyService
 import NottyServicePostgres
 import NottyServiceSQLite

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyPaging
 import NottyService
 import Testing
 

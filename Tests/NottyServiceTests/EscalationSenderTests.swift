@@ -2,6 +2,7 @@ import Foundation
 import NottyCore
 import Testing
 
+@testable import NottyPaging
 @testable import NottyService
 
 /// What each target is sent (PROTOCOL.md §11), built without sending.

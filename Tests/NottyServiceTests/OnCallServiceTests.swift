@@ -6,6 +6,7 @@ import NottyTestSupport
 import Testing
 
 @testable import NottyHTTP
+@testable import NottyPaging
 @testable import NottyService
 @testable import NottyServicePostgres
 @testable import NottyServiceSQLite
@@ -52,7 +53,7 @@ struct OnCallServiceTests {
             var team = alice
             team.unsId = try #require(subscribed.string("userNotificationSubscriptionId"))
 
-            let escalation = harness.service.escalation
+            let escalation = try #require(harness.service.paging as? Escalation)
             try await escalation.planEveryone()
             let loops = [
                 Task { await escalation.runPlanner() }, Task { await escalation.runSender() }, Task { await escalation.runFinisher() },

@@ -3,6 +3,7 @@ import NottyCore
 import NottyTestSupport
 import Testing
 
+@testable import NottyPaging
 @testable import NottyService
 @testable import NottyServiceSQLite
 

@@ -9,6 +9,7 @@ import NottyTestSupport
 import Testing
 
 @testable import NottyHTTP
+@testable import NottyPaging
 @testable import NottyService
 @testable import NottyServicePostgres
 @testable import NottyServiceSQLite

@@ -1,12 +1,13 @@
 import Foundation
 import Logging
 import NottyCore
+import NottyService
 import Synchronization
 
 /// Escalation at work (PROTOCOL.md §11): it plans on every change, on the path that rings devices
 /// (clocks start and stop, retractions are made at once), fires due tracks, and sends what is
 /// to be sent, each delivery on its own, so that a slow or dead target delays no other.
-public final class Escalation: ServicePart {
+public final class Escalation: ServicePart, Paging {
     package let core: ServiceCore
     /// The storage this part uses: its concerns alone.
     let storage: any EscalationWorkStorage
@@ -35,7 +36,7 @@ public final class Escalation: ServicePart {
     /// How long a claimed delivery is this instance's (after a crash, another takes it then).
     static let lease: TimeInterval = 60
 
-    init(core: ServiceCore, storage: (any EscalationWorkStorage)? = nil, outbound: (any OutboundHTTP)?) {
+    package init(core: ServiceCore, storage: (any EscalationWorkStorage)? = nil, outbound: (any OutboundHTTP)?) {
         self.core = core
         self.storage = storage ?? core.storage
         sender = EscalationSender(outbound: outbound, commands: core.config.escalationCommands, secrets: core.secrets)
@@ -59,7 +60,7 @@ public final class Escalation: ServicePart {
     // MARK: - Planning, on the change path
 
     /// The storage committed changes for these users: those with rules are planned now.
-    func changed(_ cursors: [String: Int64]) {
+    public func changed(_ cursors: [String: Int64]) {
         let known = ruleUsers.withLock { $0 }
         let users = cursors.keys.filter { known?.contains($0) ?? true }
         guard !users.isEmpty else { return }
@@ -68,7 +69,7 @@ public final class Escalation: ServicePart {
     }
 
     /// A device handled these notifications (the `handled` event says which device).
-    func noteHandled(userId: String, ids: [String], device: String) {
+    public func noteHandled(userId: String, ids: [String], device: String) {
         let now = clock.nowMillis()
         handlers.withLock { map in
             if map.count > 10_000 { map = map.filter { now.timeIntervalSince($0.value.at) < 60 } }
@@ -77,13 +78,13 @@ public final class Escalation: ServicePart {
     }
 
     /// The device that handled `id` here lately, as its user named it (nil: none known).
-    func handler(of id: String) -> String? {
+    public func handler(of id: String) -> String? {
         handlers.withLock { $0[id]?.device }
     }
 
     /// A rule was added for this user: their changes are planned from now on. (A rule
     /// removed needs nothing: a user without rules is left out at the next catch-up.)
-    func ruleAdded(userId: String) {
+    public func ruleAdded(userId: String) {
         ruleUsers.withLock { _ = $0?.insert(userId) }
         waiting.withLock { _ = $0.insert(userId) }
         planBell.ring()
@@ -189,7 +190,7 @@ public final class Escalation: ServicePart {
     }
 
     /// A schedule, a membership or a contact changed here: the next firing reads them again.
-    func pagingChanged() {
+    public func pagingChanged() {
         directory.withLock { $0 = nil }
     }
 
@@ -319,6 +320,10 @@ public final class Escalation: ServicePart {
         metrics.escalationPending.set(Int64(backlog.pending))
         metrics.escalationFailing.set(Int64(backlog.failing))
     }
+
+    public func refusal(of target: EscalationTarget) -> String? { sender.refusal(of: target) }
+
+    public func sendOnce(_ delivery: EscalationDelivery) async -> String? { await sender.send(delivery)?.message }
 
     // MARK: - Testing a rule
 

@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import NottyPOSIX
+import NottyService
 
 /// How one delivery reaches its target (PROTOCOL.md §11): ntfy's JSON publish, its clear and delete;
 /// a webhook's JSON event; the administrator's command with the notification in `NOTTY_*`

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyService
 import Synchronization
 
 /// PROTOCOL.md §11's rules as pure functions, shared by every storage backend: what is unhandled, when
@@ -218,18 +219,5 @@ public enum EscalationPlanner {
         guard retryable, now < delivery.firstAt + retryWindow else { return .failed(error: error) }
         let wait = min(3600.0, 5.0 * pow(2.0, Double(max(0, min(attempts - 1, 20)))))
         return .retry(at: now + wait, error: error)
-    }
-}
-
-/// Delivery ids that sort in the order they were made (the outbox sends a target's deliveries
-/// about one notification in that order): milliseconds, a counter, and a random tail so that
-/// instances never make the same one.
-public enum DeliveryIds {
-    private static let counter = Atomic<UInt32>(0)
-
-    public static func next(now: Date) -> String {
-        let count = counter.add(1, ordering: .relaxed).newValue
-        let millis = max(0, ISOTime.millis(now))
-        return String(format: "%013lld-%08x-%08x", millis, count, UInt32.random(in: 0...UInt32.max))
     }
 }

@@ -1,0 +1,17 @@
+import Logging
+import NottyService
+
+extension NotificationService {
+    /// The service with its paging engine, ``Escalation``: what `notty serve` runs.
+    /// `outbound` makes the requests pages and actions send (nil: none are made, and they say so).
+    public convenience init(
+        storage: any ServiceStorage, config: ServiceConfig = ServiceConfig(), clock: any ServiceClock = SystemClock(),
+        metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil,
+        secrets: SecretBox
+    ) {
+        self.init(
+            storage: storage, config: config, clock: clock, metrics: metrics, logger: logger, outbound: outbound, secrets: secrets,
+            paging: { core in Escalation(core: core, outbound: outbound) })
+    }
+
+}
