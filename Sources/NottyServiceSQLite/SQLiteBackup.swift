@@ -77,7 +77,7 @@ public enum SQLiteBackup {
                 users: try Int.fetchOne(db, sql: "SELECT count(*) FROM users") ?? 0,
                 notifications: try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications WHERE deleted = 0") ?? 0,
                 bytes: bytes,
-                seq: try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'seq'") ?? 0)
+                seq: try SQLiteStorage.seq(db))
         }
     }
 
@@ -107,12 +107,7 @@ public enum SQLiteBackup {
             let queue = try DatabaseQueue(path: staging)
             // Every cursor handed out so far is now below every user's purge mark: each device
             // resyncs once (410, PROTOCOL.md §2.3), keeping the changes it has not sent.
-            try queue.write { db in
-                try db.execute(sql: "UPDATE users SET purged_through = max(purged_through, ?)", arguments: [gapEnd + 1])
-                try db.execute(
-                    sql: "INSERT INTO meta (key, value) VALUES ('seq', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    arguments: [gapEnd + 1])
-            }
+            try queue.write { db in try SQLiteStorage.startCursors(after: gapEnd, db) }
             try queue.close()
             try syncFile(staging)
         } catch {

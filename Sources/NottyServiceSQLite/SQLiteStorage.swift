@@ -39,7 +39,7 @@ public final class SQLiteStorage: ServiceStorage {
         let unknown = try pool.read { db in try Self.migrator.appliedIdentifiers(db).subtracting(Self.migrator.migrations) }
         if !unknown.isEmpty { throw NewerStoreError(place: path, unknown: Array(unknown), newestKnown: Self.migrator.migrations.last ?? "") }
         if let lastMigration { try Self.migrator.migrate(pool, upTo: lastMigration) } else { try Self.migrator.migrate(pool) }
-        let seq = try pool.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'seq'") ?? 0 }
+        let seq = try pool.read { db in try Self.seq(db) }
         writer = SQLiteWriter(pool: pool, committedSeq: seq)
         checkpointer = WALCheckpointer(path: path)
         pool.writeWithoutTransaction { [checkpointer] db in checkpointer.install(on: db) }
@@ -83,5 +83,23 @@ public final class SQLiteStorage: ServiceStorage {
             if error.resultCode == .SQLITE_CONSTRAINT { throw StorageError.conflict(error.message ?? "constraint") }
             throw StorageError.unavailable("SQLite: \(error)")
         }
+    }
+}
+
+// MARK: - The change counter, for `restore` too
+
+extension SQLiteStorage {
+    /// The store's change counter: the newest cursor it has handed out.
+    static func seq(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'seq'") ?? 0
+    }
+
+    /// Makes every cursor up to `newest` stale (a restored store's): each user's purge mark and
+    /// the counter move past it, so a device holding one is answered `410 Gone` and resyncs once
+    /// (PROTOCOL.md §2.3), and new changes are counted from above it.
+    static func startCursors(after newest: Int64, _ db: Database) throws {
+        try db.execute(sql: "UPDATE users SET purged_through = max(purged_through, ?)", arguments: [newest + 1])
+        try db.execute(
+            sql: "INSERT INTO meta (key, value) VALUES ('seq', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", arguments: [newest + 1])
     }
 }

@@ -286,7 +286,16 @@ public final class ServeProcess: @unchecked Sendable {
         process.wait()
     }
 
-    /// SIGTERM, then waits (at most 10 s, then SIGKILL): woken by the process's end itself.
+    /// SIGTERM, then waits (at most 10 s, then SIGKILL) without holding a thread of Swift's
+    /// pool: woken by the process's end itself. What a test calls before it looks at what the
+    /// service left, or restarts it.
+    public func stop() async {
+        guard let process, process.isRunning else { return }
+        await terminate(process)
+    }
+
+    /// The same for a `defer` or `deinit`, which cannot wait asynchronously: it blocks its
+    /// thread until the process ends (milliseconds after SIGTERM; 10 s at most).
     public func stop() {
         guard let process, process.isRunning else { return }
         terminate(process)
@@ -313,14 +322,53 @@ public func terminate(_ process: ChildProcess, grace: TimeInterval = 10) -> Bool
     return false
 }
 
-/// Polls `condition` every 20 ms until it holds or `timeout` passes.
-public func eventually(timeout: Duration = .seconds(5), _ condition: () async throws -> Bool) async rethrows -> Bool {
+/// ``terminate(_:grace:)`` without blocking a thread of Swift's pool: woken by the process's
+/// end, or by the grace running out (then SIGKILL). True when SIGTERM did it.
+@discardableResult
+public func terminate(_ process: ChildProcess, grace: Duration = .seconds(10)) async -> Bool {
+    guard process.isRunning else { return true }
+    process.signal(SIGTERM)
+    return await withTaskGroup(of: Bool.self) { group in
+        group.addTask {
+            _ = await process.exited()
+            return true
+        }
+        group.addTask {
+            try? await Task.sleep(for: grace)
+            return false
+        }
+        let first = await group.next() ?? true
+        if !first { process.signal(SIGKILL) }
+        group.cancelAll()
+        _ = await process.exited()
+        return first
+    }
+}
+
+/// Polls `condition` every `pause` (20 ms) until it holds or `timeout` passes.
+public func eventually(
+    timeout: Duration = .seconds(5), every pause: Duration = .milliseconds(20), _ condition: () async throws -> Bool
+) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
+        try? await Task.sleep(for: pause)
     }
     return try await condition()
+}
+
+/// A client asking again: `attempt` until what it answers is no longer `again` (a `503` with
+/// Retry-After, say) or `timeout` passes, a `pause` between tries. Answers the last answer.
+public func retrying<T>(
+    for timeout: Duration, every pause: Duration = .milliseconds(200), _ attempt: () async throws -> T, while again: (T) -> Bool
+) async rethrows -> T {
+    let deadline = ContinuousClock.now + timeout
+    var answer = try await attempt()
+    while again(answer) && ContinuousClock.now < deadline {
+        try? await Task.sleep(for: pause)
+        answer = try await attempt()
+    }
+    return answer
 }
 
 /// Starts `path` with posix_spawn (NottyPOSIX's ``spawnProgram``): exactly `environment`,

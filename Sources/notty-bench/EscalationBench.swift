@@ -98,7 +98,7 @@ struct EscalationBench {
         try await storage.close()
         let (highSubscriptions, aliceSubscription) = targets
         // Restarted, the service knows every user's rules from its first moment.
-        service.serve.stop()
+        await service.serve.stop()
         try await service.serve.start(port: service.port, extraArguments: ServiceBench.unlimited)
         let pid = service.serve.process!.pid
 

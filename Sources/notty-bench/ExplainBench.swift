@@ -20,7 +20,7 @@ struct ExplainBench {
         let database = try await TestPostgres.createDatabase(on: cluster.url)
         let bench = try await ServiceBench.start(environment: ["NOTTY_POSTGRES_URL": database])
         // The cluster is stopped and removed by its watcher when this process exits.
-        bench.serve.stop()
+        await bench.serve.stop()
 
         let total = heavyRows + users * rowsPerUser
         print("notty-bench explain — PostgreSQL, \(total) notifications: alice \(heavyRows), \(users) other users \(rowsPerUser) each")
@@ -85,7 +85,7 @@ struct ExplainBench {
             }
             without.append(("\(label), without notifications_state", try newPlans()))
         }
-        bench.serve.stop()
+        await bench.serve.stop()
 
         for (label, plans) in sections + without {
             print("")

@@ -102,7 +102,7 @@ struct InstancesBench {
             print("benchmark failed: \(error)")
         }
         await sqlite.stop()
-        two?.stop()
+        await two?.stop()
         try? FileManager.default.removeItem(at: twoDirectory)
         await first.stop()
 

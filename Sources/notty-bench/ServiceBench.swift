@@ -88,7 +88,7 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
 
     func stop() async {
         try? await http.shutdown()
-        serve.stop()
+        await serve.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 

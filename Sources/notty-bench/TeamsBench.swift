@@ -179,7 +179,7 @@ struct TeamsBench {
         try await storage.close()
         // The service reads the store's newest position when it starts: restarted, it knows
         // the rows written beside it (a cursor past what it knows is refused).
-        service.serve.stop()
+        await service.serve.stop()
         try await service.serve.start(port: service.port)
         let tokens = [
             "carol": try await service.token("grant_type=password&username=carol&password=pw"),

@@ -19,7 +19,7 @@ struct WebInboxBench {
         guard let alice = try await storage.user(name: "alice") else { throw SupportError("no alice") }
         try await fillFeed(storage, owner: alice.id, count: count)
         try await storage.close()
-        service.serve.stop()
+        await service.serve.stop()
         try await service.serve.start(port: service.port, extraArguments: ServiceBench.unlimited)
         let (status, output) = try await Repository.run([
             Repository.root.appendingPathComponent("scripts/web-first-list").path, service.base, "alice", "pw", String(rounds),

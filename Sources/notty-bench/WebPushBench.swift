@@ -63,7 +63,7 @@ struct WebPushBench {
         try await Self.subscribe(storage, 0, alice: alice.id, port: port, pushService: pushService)
         try await storage.close()
         // Restarted, the service knows the subscription from its first moment.
-        service.serve.stop()
+        await service.serve.stop()
         try await service.serve.start(port: service.port, extraArguments: ServiceBench.unlimited + ["--webpush-allow", "http://127.0.0.1:"])
 
         func publish(_ key: String) async throws -> (id: String, at: ContinuousClock.Instant) {
@@ -94,7 +94,7 @@ struct WebPushBench {
         let more = try await service.openStorage()
         for n in 1..<fanOut { try await Self.subscribe(more, n, alice: alice.id, port: port, pushService: pushService) }
         try await more.close()
-        service.serve.stop()
+        await service.serve.stop()
         try await service.serve.start(port: service.port, extraArguments: ServiceBench.unlimited + ["--webpush-allow", "http://127.0.0.1:"])
         let (warmId, _) = try await publish("fan-warm")
         _ = try await waitFor(.seconds(60)) { pushService.count(warmId) == fanOut ? true : nil }

@@ -86,7 +86,7 @@ struct BackupTests {
         // Changes made while the service is away, on a notification the backup holds.
         #expect(try await world.a.run(["sync"]).status == 0)
         #expect(try await world.b.run(["sync"]).status == 0)
-        world.service.stop()
+        await world.service.stop()
         let kept = before[0]
         #expect(try await world.b.run(["snooze", kept, "--for", "4h"]).status == 0)
         #expect(try await world.a.run(["read", before[1]]).status == 0)

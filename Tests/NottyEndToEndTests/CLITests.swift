@@ -79,10 +79,7 @@ struct CLITests {
         #expect(health.output == #"{"status":"ok"}"#)
         let plain = try await Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/healthz"])
         #expect(plain.output != "200", "plain HTTP must not be served on a TLS port")
-        process.signal(SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(!process.isRunning, "serve did not stop within 10 s of SIGTERM")
+        #expect(await terminate(process), "serve did not stop within 10 s of SIGTERM")
         #expect(process.termination?.code == 0)
     }
 
@@ -107,12 +104,12 @@ struct CLITests {
         // ServeProcess gives --port 0 on the command line: it wins over any port in the file.
         let fromFile = try await ServeProcess(directory: home.appendingPathComponent("a"), extraArguments: ["--config", file.path])
         #expect(try await tokenEndpoint(fromFile) == "https://notty.example.com/common/oauth2/v2.0/token")
-        fromFile.stop()
+        await fromFile.stop()
         let overridden = try await ServeProcess(
             directory: home.appendingPathComponent("b"),
             extraArguments: ["--config=\(file.path)", "--public-url", "https://other.example.org"])
         #expect(try await tokenEndpoint(overridden) == "https://other.example.org/common/oauth2/v2.0/token")
-        overridden.stop()
+        await overridden.stop()
 
         func refused(_ text: String?, says: String) async throws {
             let bad = home.appendingPathComponent("bad.toml")

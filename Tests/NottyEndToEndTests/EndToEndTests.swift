@@ -275,7 +275,7 @@ struct EndToEndTests {
         let first = try await world.publish("Backup finished")
         let second = try await world.publish("Certificate expires in 7 days")
         #expect(try await world.a.run(["sync"]).status == 0)
-        world.service.stop()
+        await world.service.stop()
         let read = try await world.a.run(["read", first])
         #expect(read.status == 0 && read.err.contains("queued"), "\(read.err)")
         #expect(try await world.a.run(["dismiss", second]).status == 0)
@@ -298,7 +298,7 @@ struct EndToEndTests {
         let count = 1200
         try await publishMany(world, count: count, prefix: "bulk")
         #expect(try await world.a.run(["sync"]).status == 0)
-        world.service.stop()
+        await world.service.stop()
         #expect(try await world.a.run(["dismiss", "--all", "--view", "unread"]).out == "dismissed \(count) notification(s)\n")
         #expect(try await world.a.run(["read", "--all", "--view", "dismissed"]).out == "read \(count) notification(s)\n")
         let aStore = try world.store(world.a)
@@ -376,9 +376,8 @@ struct EndToEndTests {
         for _ in 0..<4 where !partial {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
             let sync = try world.b.start(["sync"], log: world.directory.appendingPathComponent("first-sync.log"))
-            let deadline = ContinuousClock.now + .seconds(30)
-            while sync.isRunning, ContinuousClock.now < deadline, FileManager.default.fileExists(atPath: path) ? state().rows == 0 : true {
-                try await Task.sleep(for: .milliseconds(5))
+            _ = await eventually(timeout: .seconds(30), every: .milliseconds(5)) {
+                !sync.isRunning || (FileManager.default.fileExists(atPath: path) && state().rows > 0)
             }
             kill(sync.pid, SIGKILL)
             sync.wait()
@@ -431,7 +430,7 @@ struct EndToEndTests {
         ] {
             #expect(try await world.b.run(["push"], input: form).status == 0, "\(form)")
         }
-        world.service.stop()
+        await world.service.stop()
         let offline = try await world.b.run(["push"], input: #"{"type":"changed","cursor":"99"}"#)
         #expect(offline.status == 1 && offline.err.contains("next sync"), "\(offline.err)")
     }

@@ -79,7 +79,7 @@ struct SecretsAtRestTests {
                 "Restart?", extra: ["--action", "http, Restart, http://127.0.0.1:\(port)/restart, headers.X-Token=\(Self.actionToken)"])
             let unpressed = try await world.publish(
                 "Reboot?", extra: ["--action", "http, Reboot, http://127.0.0.1:\(port)/reboot, headers.X-Token=\(Self.actionToken)"])
-            world.service.stop()
+            await world.service.stop()
             let key = world.service.secretKeyFile
             let kept = key + ".kept"
             try FileManager.default.moveItem(atPath: key, toPath: kept)
@@ -109,7 +109,7 @@ struct SecretsAtRestTests {
             try await world.service.start()
             #expect(try await world.b.run(["act", id, "1"]).out.contains("Restart: done"))
             // Lost for good: it starts, and the sealed action says why it cannot run.
-            world.service.stop()
+            await world.service.stop()
             try FileManager.default.removeItem(atPath: key)
             try await world.service.start(extraArguments: ["--forget-sealed-secrets"])
             #expect(try await world.b.run(["sync"]).status == 0)
@@ -146,7 +146,7 @@ struct SecretsAtRestTests {
             #expect(try await world.b.run(["sync"]).status == 0)
             #expect(try await world.b.run(["act", during, "1"]).out.contains("Go: done"))
             // Restarted with the rotated key file: everything opens.
-            world.service.stop()
+            await world.service.stop()
             try await world.service.start()
             let again = try await world.publish(
                 "After", extra: ["--action", "http, Go, http://127.0.0.1:\(port)/after, headers.X-Token=\(Self.actionToken)"])

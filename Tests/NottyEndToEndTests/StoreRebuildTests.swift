@@ -14,7 +14,7 @@ struct StoreRebuildTests {
         var ids: [String] = []
         for title in ["Disk full on db-1", "Backup done", "Deploy failed"] { ids.append(try await world.publish(title)) }
         #expect(try await world.b.run(["sync"]).status == 0)
-        world.service.stop()
+        await world.service.stop()
         let queued = try await world.b.run(["dismiss", ids[0]])
         #expect(queued.status == 0 && queued.err.contains("queued"), "\(queued.err)")
         try await world.service.start(port: world.service.port)

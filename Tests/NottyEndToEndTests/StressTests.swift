@@ -112,8 +112,7 @@ struct StressTests {
         // Quiet: every device syncs until its store equals the service (the polls go on).
         let userToken = try await token(serve.url, ["grant_type": "password", "username": "alice", "password": "pw"])
         var difference: String? = "not compared"
-        let deadline = ContinuousClock.now + .seconds(120)
-        while difference != nil && ContinuousClock.now < deadline {
+        _ = try await eventually(timeout: .seconds(120), every: .milliseconds(500)) {
             for device in devices { _ = try await device.run(["sync"]) }
             let answer = try await ServiceClient.send(
                 .GET, serve.url + "/v1/me/notifications?view=all&top=1000",
@@ -130,7 +129,7 @@ struct StressTests {
                     break
                 }
             }
-            if difference != nil { try await Task.sleep(for: .milliseconds(500)) }
+            return difference == nil
         }
         if difference == nil {
             let counts = try await LocalStore.open(path: devices[0].home.appendingPathComponent("store.sqlite").path).perform { try $0.counts() }

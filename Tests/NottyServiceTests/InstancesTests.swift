@@ -248,11 +248,10 @@ struct OutageTests {
             let world = try await harness.world(client)
             // A store just made on a loaded machine may answer its first transactions late (503,
             // retry later), as after the outage below: asked again, as a client would.
-            let settleUntil = ContinuousClock.now + .seconds(60)
-            var first = try await world.publish(client, id: "before")
-            while first.status == .serviceUnavailable && ContinuousClock.now < settleUntil {
-                try await Task.sleep(for: .milliseconds(200))
-                first = try await world.publish(client, id: "before")
+            let first = try await retrying(for: .seconds(60)) {
+                try await world.publish(client, id: "before")
+            } while: {
+                $0.status == .serviceUnavailable
             }
             let before = try #require(first.string("id"), "\(first.status) \(first.text)")
             #expect(try await client.call(.get, "/healthz").status == .ok)
@@ -267,27 +266,23 @@ struct OutageTests {
             #expect(try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken).status == .serviceUnavailable)
 
             try await cluster.start()
-            var healthy = false
-            let deadline = ContinuousClock.now + .seconds(30)
-            while !healthy && ContinuousClock.now < deadline {
-                healthy = try await client.call(.get, "/healthz").status == .ok
-                if !healthy { try await Task.sleep(for: .milliseconds(200)) }
+            let healthy = try await eventually(timeout: .seconds(30), every: .milliseconds(200)) {
+                try await client.call(.get, "/healthz").status == .ok
             }
             #expect(healthy, "the service did not recover once PostgreSQL was back")
             // PostgreSQL answers /healthz's ping before it is quick again: on a loaded machine the
             // first transactions on fresh connections may still miss the timeout and get a 503
             // (with Retry-After), as a client is told to retry. The publish must land by itself.
-            let retryUntil = ContinuousClock.now + .seconds(60)
-            var after = try await world.publish(client, id: "after")
-            while after.status == .serviceUnavailable && ContinuousClock.now < retryUntil {
-                try await Task.sleep(for: .milliseconds(200))
-                after = try await world.publish(client, id: "after")
+            let after = try await retrying(for: .seconds(60)) {
+                try await world.publish(client, id: "after")
+            } while: {
+                $0.status == .serviceUnavailable
             }
             #expect(after.status == .created, "\(after.text)")
-            var read = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken)
-            while read.status == .serviceUnavailable && ContinuousClock.now < retryUntil {
-                try await Task.sleep(for: .milliseconds(200))
-                read = try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken)
+            let read = try await retrying(for: .seconds(60)) {
+                try await client.call(.get, "/v1/me/notifications/changes", token: world.userToken)
+            } while: {
+                $0.status == .serviceUnavailable
             }
             let feed = try read.decode(ChangesPage.self)
             #expect(feed.changes.map(\.appNotificationId) == ["before", "after"], "the failed publish and patch left nothing behind")
