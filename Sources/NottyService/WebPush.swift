@@ -142,12 +142,13 @@ public final class WebPush: ServicePart {
         for userId in cursors.keys where known?.contains(userId) ?? true { start(userId) }
     }
 
-    /// Starts pushing the user unless that is under way (then it runs again after).
+    /// Starts pushing the user unless that is under way (then that runs again after, and
+    /// `waiter`, if any, is resumed once it is done): true when the caller is to push.
     private func start(_ userId: String, waiter: CheckedContinuation<Void, Never>? = nil) -> Bool {
         pushing.withLock { state in
-            if let waiter { state.waiters[userId, default: []].append(waiter) }
             guard state.running.insert(userId).inserted else {
                 state.again.insert(userId)
+                if let waiter { state.waiters[userId, default: []].append(waiter) }
                 return false
             }
             return true
@@ -158,11 +159,15 @@ public final class WebPush: ServicePart {
         if start(userId, waiter: nil) { core.errands.run { await self.pushAll(userId: userId) } }
     }
 
-    /// Pushes the user now and returns once everything that changed so far was tried.
+    /// Pushes the user now, in the caller's task, and returns once everything that changed so
+    /// far was tried (by this call, or by the push under way, which goes round once more).
     public func pushNow(userId: String) async {
-        await withCheckedContinuation { waiter in
-            if start(userId, waiter: waiter) { Task { await self.pushAll(userId: userId) } }
+        var pushHere = false
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            pushHere = start(userId, waiter: waiter)
+            if pushHere { waiter.resume() }
         }
+        if pushHere { await pushAll(userId: userId) }
     }
 
     private func pushAll(userId: String) async {
