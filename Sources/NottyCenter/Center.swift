@@ -52,23 +52,25 @@ public final class Center: Sendable {
         let signals = Signals.terminationSignals()
         let liveSync = LiveSync(engine: engine, client: client, mode: .live) { [weak self] event in self?.syncEvent(event) }
         self.liveSync.withLock { $0 = liveSync }
-        // Syncing starts once the first frame is painted: on two cores its start (NIO's threads,
-        // TLS, the doorbell's connection) would otherwise compete with the first frame.
+        // Syncing and the status line's "on call for ops until Mon 09:00" (asked now and every
+        // few minutes) start once the first frame is painted: on two cores their start (NIO's
+        // threads, TLS, the connections) would otherwise compete with the first frame.
         let (painted, paintedContinuation) = AsyncStream.makeStream(of: Void.self)
         firstPaint.withLock { $0 = paintedContinuation }
-        let syncTask = Task {
+        let syncTask = Task { [weak self, client] in
             for await _ in painted { break }
             guard !Task.isCancelled else { return }  // the loop ended before it painted
-            await liveSync.run()
-        }
-        // The status line's "on call for ops until Mon 09:00": asked now and every few minutes.
-        let onCallTask = Task { [weak self, client] in
-            while !Task.isCancelled {
-                if let mine = try? await client.myOnCall() {
-                    self?.onCall.withLock { $0 = mine.filter(\.onCall) }
-                    self?.postStatus()
+            await withDiscardingTaskGroup { group in
+                group.addTask { await liveSync.run() }
+                group.addTask {
+                    while !Task.isCancelled {
+                        if let mine = try? await client.myOnCall() {
+                            self?.onCall.withLock { $0 = mine.filter(\.onCall) }
+                            self?.postStatus()
+                        }
+                        try? await Task.sleep(for: Self.onCallRefresh)
+                    }
                 }
-                try? await Task.sleep(for: Self.onCallRefresh)
             }
         }
         let signalTask = Task { [weak self] in
@@ -95,7 +97,6 @@ public final class Center: Sendable {
             watcher.cancel()
             signalTask.cancel()
             syncTask.cancel()
-            onCallTask.cancel()
         }
         let exit: Result<Void, any Error> = await withCheckedContinuation { continuation in
             let thread = Thread { [self] in

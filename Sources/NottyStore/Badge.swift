@@ -10,7 +10,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func badge(view: NotificationView, now: Date = Date()) throws -> Badge {
-        try pool.read { db in
+        try database.read { db in
             let counts = try counts(db, now: now)
             let high =
                 view == .read

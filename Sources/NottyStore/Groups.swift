@@ -12,7 +12,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func groups(view: NotificationView, query: String = "", now: Date = Date()) throws -> [NotificationGroup] {
-        try pool.read { db in try groups(db, view: view, query: query, now: now) }
+        try database.read { db in try groups(db, view: view, query: query, now: now) }
     }
 
     func groups(_ db: Database, view: NotificationView, query: String, now: Date) throws -> [NotificationGroup] {

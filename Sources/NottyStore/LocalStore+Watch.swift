@@ -12,7 +12,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func revision() throws -> Int64 {
-        try pool.read { db in try revision(db) }
+        try database.read { db in try revision(db) }
     }
 
     func revision(_ db: Database) throws -> Int64 {

@@ -20,7 +20,9 @@ import Synchronization
 /// A thread of the caller's own (the center's loop, a command's main) calls them directly.
 public final class LocalStore: Sendable {
     public let path: String
-    let pool: DatabasePool
+    /// A pool of connections (one writer, readers beside it); one connection read-only
+    /// (``openedToRead(path:)``: a pool's second connection and queues cost more than a count).
+    let database: any DatabaseWriter
     /// Checkpoints the WAL beside the writer instead of in its commits.
     let checkpointer: WALCheckpointer
     /// The candidates of the last search with few of them (see ``SearchPlan``).
@@ -51,7 +53,7 @@ public final class LocalStore: Sendable {
     @available(*, noasync, message: "blocks on SQLite: call it inside `offThePool { … }`, never on Swift's cooperative pool")
     public static func openedToRead(path: String) throws -> LocalStore? {
         let store = try LocalStore(path: path, readers: 1, readOnly: true)
-        let current = try store.pool.read { db in try migrator.hasCompletedMigrations(db) && !migrator.hasBeenSuperseded(db) }
+        let current = try store.database.read { db in try migrator.hasCompletedMigrations(db) && !migrator.hasBeenSuperseded(db) }
         return current ? store : nil
     }
 
@@ -82,7 +84,7 @@ public final class LocalStore: Sendable {
         }
         if readOnly {
             do {
-                pool = try DatabasePool(path: path, configuration: config)
+                database = try DatabaseQueue(path: path, configuration: config)
             } catch {
                 throw Self.storeError(error, path: path)
             }
@@ -94,27 +96,28 @@ public final class LocalStore: Sendable {
         // build left (SQLite makes -wal and -shm with the database's mode).
         for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o600) }
         do {
-            pool = try DatabasePool(path: path, configuration: config)
+            let pool = try DatabasePool(path: path, configuration: config)
+            database = pool
             // A state change the user made survives a power loss too. Set on the writer after
             // opening: the pool sets `synchronous = NORMAL` when it turns WAL on, after
             // `prepareDatabase` would have run.
-            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             // A store of a newer build is left as it is (this build would not know its tables).
             let migrator = Self.migrator
-            let unknown = try pool.read { db in try migrator.appliedIdentifiers(db).subtracting(migrator.migrations) }
+            let unknown = try database.read { db in try migrator.appliedIdentifiers(db).subtracting(migrator.migrations) }
             if !unknown.isEmpty { throw StoreError.newer(path: path, unknown: unknown.sorted(), newestKnown: migrator.migrations.last ?? "") }
             try Self.migrator.migrate(pool)
         } catch {
             throw Self.storeError(error, path: path)
         }
-        pool.writeWithoutTransaction { [checkpointer] db in checkpointer.install(on: db) }
+        database.writeWithoutTransaction { [checkpointer] db in checkpointer.install(on: db) }
     }
 
     /// Every write of the store goes through here: a full disk becomes
     /// ``StoreError/diskFull(_:)`` (one line a user can act on), anything else is as it was.
     func write<T>(_ updates: (Database) throws -> T) throws -> T {
         do {
-            return try pool.write(updates)
+            return try database.write(updates)
         } catch {
             throw Self.storeError(error, path: path)
         }
@@ -123,7 +126,7 @@ public final class LocalStore: Sendable {
     /// ``write(_:)`` without the transaction GRDB opens (the body opens its own).
     func writeWithoutTransaction<T>(_ updates: (Database) throws -> T) throws -> T {
         do {
-            return try pool.writeWithoutTransaction(updates)
+            return try database.writeWithoutTransaction(updates)
         } catch {
             throw Self.storeError(error, path: path)
         }
@@ -156,7 +159,7 @@ public final class LocalStore: Sendable {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     func readerReprepares() throws -> [String: Int] {
-        try pool.read { db in
+        try database.read { db in
             var found: [String: Int] = [:]
             var statement = sqlite3_next_stmt(db.sqliteConnection, nil)
             while let current = statement {
@@ -173,7 +176,7 @@ public final class LocalStore: Sendable {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     func writerPragma(_ name: String) throws -> Int? {
-        try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA \(name)") }
+        try database.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA \(name)") }
     }
 
     // MARK: - Schema (migrations are never edited once shipped)
@@ -349,7 +352,7 @@ public final class LocalStore: Sendable {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func cursor() throws -> String? {
-        try pool.read { db in try meta(db, "cursor") }
+        try database.read { db in try meta(db, "cursor") }
     }
 
     /// What ``status()`` shows besides counts.
@@ -363,7 +366,7 @@ public final class LocalStore: Sendable {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func syncInfo() throws -> SyncInfo {
-        try pool.read { db in
+        try database.read { db in
             SyncInfo(
                 cursor: try meta(db, "cursor"),
                 lastSync: try meta(db, "last_sync").flatMap(Int64.init).map(ISOTime.date(millis:)),
@@ -379,7 +382,7 @@ public final class LocalStore: Sendable {
     public func bind(account: String) throws {
         // Every command binds at its start: the store already bound to this account (the usual
         // case) is read, not written (a write commits and waits for the disk).
-        if try pool.read({ db in try meta(db, "account") }) == account { return }
+        if try database.read({ db in try meta(db, "account") }) == account { return }
         try write { db in
             if let current = try meta(db, "account"), current != account {
                 try SearchIndex.reset(db)

@@ -70,7 +70,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func notification(id: String) throws -> UserNotification? {
-        try pool.read { db in
+        try database.read { db in
             try Self.notifications(db.cachedStatement(sql: "SELECT \(Self.columns) FROM notifications WHERE id = ? AND hidden = 0"), arguments: [id])
                 .first
         }
@@ -84,7 +84,7 @@ extension LocalStore {
         let text = text.trimmingCharacters(in: .whitespaces).lowercased()
         guard text.count >= 6 else { throw StoreError.tooShort(text) }
         let escaped = likeEscaped(text)
-        let ids = try pool.read { db in
+        let ids = try database.read { db in
             try String.fetchAll(
                 db, sql: "SELECT id FROM notifications WHERE hidden = 0 AND (id = ? OR id LIKE ? ESCAPE '\\') LIMIT 2",
                 arguments: [text, escaped + "%"])
@@ -106,7 +106,7 @@ extension LocalStore {
     public func window(view: NotificationView, query: String = "", offset: Int = 0, limit: Int, total: Int? = nil, now: Date = Date()) throws
         -> [UserNotification]
     {
-        try pool.read { db in try window(db, view: view, query: query, offset: offset, limit: limit, total: total, now: now) }
+        try database.read { db in try window(db, view: view, query: query, offset: offset, limit: limit, total: total, now: now) }
     }
 
     func window(_ db: Database, view: NotificationView, query: String, offset: Int, limit: Int, total: Int?, now: Date) throws -> [UserNotification] {
@@ -176,7 +176,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func count(view: NotificationView, query: String = "", now: Date = Date()) throws -> Int {
-        try pool.read { db in
+        try database.read { db in
             try quickCount(db, view: view, query: query, now: now) ?? count(db, branches(db, view, now: now, query: query))
         }
     }
@@ -197,7 +197,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func position(of id: String, view: NotificationView, query: String = "", now: Date = Date()) throws -> Int? {
-        try pool.read { db in try position(db, of: id, view: view, query: query, now: now) }
+        try database.read { db in try position(db, of: id, view: view, query: query, now: now) }
     }
 
     func position(_ db: Database, of id: String, view: NotificationView, query: String, now: Date) throws -> Int? {
@@ -227,7 +227,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func counts(now: Date = Date()) throws -> ViewCounts {
-        try pool.read { db in try counts(db, now: now) }
+        try database.read { db in try counts(db, now: now) }
     }
 
     func counts(_ db: Database, now: Date) throws -> ViewCounts {
@@ -261,7 +261,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func nextUnread(view: NotificationView, query: String = "", after id: String, forward: Bool, now: Date = Date()) throws -> String? {
-        try pool.read { db in
+        try database.read { db in
             guard let created = try Int64.fetchOne(db.cachedStatement(sql: "SELECT created FROM notifications WHERE id = ?"), arguments: [id]) else {
                 return nil
             }
@@ -312,7 +312,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func nextTimedChange(after now: Date = Date()) throws -> Date? {
-        try pool.read { db in try nextTimedChange(db, after: now) }
+        try database.read { db in try nextTimedChange(db, after: now) }
     }
 
     func nextTimedChange(_ db: Database, after now: Date) throws -> Date? {
@@ -334,7 +334,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func snapshot<T>(_ body: (StoreSnapshot) throws -> T) throws -> T {
-        try pool.read { db in try body(StoreSnapshot(store: self, db: db)) }
+        try database.read { db in try body(StoreSnapshot(store: self, db: db)) }
     }
 }
 

@@ -12,7 +12,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func unannounced(now: Date = Date()) throws -> [UserNotification] {
-        try pool.read { db in
+        try database.read { db in
             try Self.notifications(
                 db.cachedStatement(
                     sql: """
@@ -44,7 +44,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func holdsForQuiet() throws -> Bool {
-        try pool.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quiet_held)") ?? false }
+        try database.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM quiet_held)") ?? false }
     }
 
     /// The notifications a quiet period held back, forgotten as held in the same statement:
@@ -103,7 +103,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func popups() throws -> [PopupRecord] {
-        try pool.read { db in
+        try database.read { db in
             try Row.fetchAll(db, sql: "SELECT notification_id, popup_id, view FROM popups").map { row in
                 PopupRecord(
                     notificationId: row[0], popupId: (row[1] as Int64?).map { UInt32(truncatingIfNeeded: $0) },

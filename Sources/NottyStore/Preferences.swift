@@ -12,7 +12,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func preferences() throws -> [PreferenceEntry] {
-        try pool.read { db in try preferences(db) }
+        try database.read { db in try preferences(db) }
     }
 
     func preferences(_ db: Database) throws -> [PreferenceEntry] {
@@ -62,7 +62,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func pendingPreferences() throws -> [PreferenceEntry] {
-        try pool.read { db in
+        try database.read { db in
             try Row.fetchAll(db, sql: "SELECT key, value, changed_at FROM preferences WHERE pending = 1 ORDER BY key").map(Self.entry)
         }
     }
@@ -96,7 +96,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func preferencesFetched() throws -> Bool {
-        try pool.read { db in try meta(db, "preferences_fetched") != nil }
+        try database.read { db in try meta(db, "preferences_fetched") != nil }
     }
 
     /// Applies the service's whole list and remembers that it was fetched.

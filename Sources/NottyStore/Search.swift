@@ -127,7 +127,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func rowsToIndexForSearch() throws -> Int {
-        try pool.read { db in
+        try database.read { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications WHERE rowid > ?", arguments: [try SearchIndex.indexed(db)]) ?? 0
         }
     }
@@ -138,7 +138,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func quickCount(view: NotificationView, query: String, now: Date = Date()) throws -> Int? {
-        try pool.read { db in try quickCount(db, view: view, query: query, now: now) }
+        try database.read { db in try quickCount(db, view: view, query: query, now: now) }
     }
 
     func quickCount(_ db: Database, view: NotificationView, query: String, now: Date) throws -> Int? {

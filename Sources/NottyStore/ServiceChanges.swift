@@ -140,7 +140,7 @@ extension LocalStore {
     public func buildDeferredIndexes() throws {
         let pattern = Self.deferredIndexPrefix + "%"
         let deferred = "SELECT key, value FROM meta WHERE key LIKE ?"
-        guard try pool.read({ db in try Row.fetchOne(db, sql: deferred, arguments: [pattern]) }) != nil else { return }
+        guard try database.read({ db in try Row.fetchOne(db, sql: deferred, arguments: [pattern]) }) != nil else { return }
         try write { db in
             for row in try Row.fetchAll(db, sql: deferred, arguments: [pattern]) {
                 let key: String = row["key"], sql: String = row["value"]
@@ -156,6 +156,11 @@ extension LocalStore {
             try db.execute(sql: "PRAGMA cache_size = \(Self.defaultCacheSize)")
             try db.execute(sql: "PRAGMA shrink_memory")
         }
+        // Its log (16 MB for the indexes alone at 100,000) is copied into the store and emptied:
+        // a process that opens the store next with no other one holding it (a prompt's `notty
+        // count`) would otherwise read all of it to rebuild the log's index, at every start,
+        // since one opened to read only cannot checkpoint.
+        checkpointer.emptyLog()
     }
 
     /// How many new rows a page needs for them to be counted into `view_blocks` in one go.

@@ -164,7 +164,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func pending(limit: Int = 1000) throws -> [OutboxEntry] {
-        try pool.read { db in
+        try database.read { db in
             try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -194,7 +194,7 @@ extension LocalStore {
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func outboxCount() throws -> Int {
-        try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") ?? 0 }
+        try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") ?? 0 }
     }
 
     /// Takes the service's answers to a flushed batch: an entry the service applied (2xx) or

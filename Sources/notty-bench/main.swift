@@ -21,6 +21,8 @@ import NottyTestSupport
 //   swift run -c release notty-bench webpush [--quick]   (publish → its push at a stand-in push service; one publish to 1,000 browsers)
 //   swift run -c release notty-bench webinbox [--count N] [--rounds R]   (headless Chromium: sign-in answer → the first list, with N notifications)
 //   swift run -c release notty-bench count [--count N] [--rounds R]   (notty count: the badge read, the store opened, the whole process)
+//   swift run -c release notty-bench start [--count N] [--notty PATH] [--hello PATH] [--server PATH] [--deb PATH] [--image REF]
+//       (what each start costs and what the builds weigh, beside a static hello: scripts/start-table runs it)
 //   swift run -c release notty-bench explain
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
 //   swift run -c release notty-bench frames STORE [--quick] [--pause-ms N]   (a center frame's phases on an existing store, N ms idle before each key)
@@ -122,6 +124,18 @@ case "client", "tui", "desktop", "interruptions":
     await service.stop()
 case "count":
     try await CountBench(count: count, rounds: rounds).run()
+case "start":
+    let service = try await ServiceBench.start()
+    do {
+        try await StartBench(
+            service: service, count: count, notty: option("--notty").map { URL(fileURLWithPath: $0) } ?? Repository.nottyBinary,
+            hello: option("--hello").map { URL(fileURLWithPath: $0) }, server: option("--server").map { URL(fileURLWithPath: $0) },
+            deb: option("--deb").map { URL(fileURLWithPath: $0) }, image: option("--image")
+        ).run()
+    } catch {
+        print("benchmark failed: \(error)")
+    }
+    await service.stop()
 case "doorbells":
     try await DoorbellBench(steps: quick ? [1000, 2000] : [5000, 10_000, 15_000], breakdownCount: quick ? 1000 : 5000).run()
 case "startup":

@@ -7,7 +7,6 @@ import NottyPOSIX
 import NottyStore
 import NottySync
 
-@main
 struct Notty: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "notty",
@@ -37,12 +36,11 @@ struct Notty: AsyncParsableCommand {
         ],
         defaultSubcommand: TUI.self)
 
-    /// `notty serve` and `notty admin` (and `notty help serve`) are `notty-server`'s: handed
-    /// over whole, before any parsing here. Everything else is parsed here; invalid input of
-    /// any kind ends with one line on stderr and a non-zero exit (``runRoot(_:)``).
-    static func main() async {
-        // What notty makes (the store, credentials) is its user's alone, whatever the umask.
-        umask(0o077)
+    /// Every command but ``Main``'s quick ones. `notty serve` and `notty admin` (and `notty
+    /// help serve`) are `notty-server`'s: handed over whole, before any parsing here. Everything
+    /// else is parsed here; invalid input of any kind ends with one line on stderr and a
+    /// non-zero exit (``runRoot(_:)``).
+    static func start(_ arguments: [String]) async {
         ResidentMemory.shareArenas()
         // The loader is done with its relocation and symbol tables (3 to 4 MiB resident).
         ResidentMemory.releaseLoaderTables()
@@ -50,11 +48,8 @@ struct Notty: AsyncParsableCommand {
         errorExplanation.withLock { explain in
             explain = { error in StoreError.damage(in: error, path: Device().paths.store)?.description }
         }
-        let arguments = Array(CommandLine.arguments.dropFirst())
-        let named = arguments.first == "help" ? arguments.dropFirst().first : arguments.first
-        if let named, ServerCommand.names.contains(named) { ServerProgram.exec(arguments) }
         if arguments.first == "count", let (view, format) = Count.quick(Array(arguments.dropFirst())) {
-            // In every prompt and status line: no ArgumentParser tree (see below).
+            // A store to migrate first (``Main`` answers every other quick count).
             do {
                 try await Count.print(view: view, format: format)
             } catch {

@@ -65,6 +65,28 @@ struct Count: AsyncParsableCommand {
         return (view, format)
     }
 
+    /// The count printed on this thread, the store opened to read only, and the process ended
+    /// (``Main``'s quick path: nothing else is set up, and the store is not closed: a read-only
+    /// connection has nothing to write back). Returns when the store must be migrated first,
+    /// which ``print(view:format:)`` does. A store that cannot be read is one line and exit 1.
+    static func printAndExit(view: NotificationView, format: BadgeFormat) {
+        let path = Device().paths.store
+        do {
+            if !FileManager.default.fileExists(atPath: path) {
+                Swift.print(format.line(.empty(view: view), color: BadgeOptions.color))
+            } else if let store = try LocalStore.openedToRead(path: path) {
+                Swift.print(format.line(try store.badge(view: view), color: BadgeOptions.color))
+                withExtendedLifetime(store) { Foundation.exit(0) }
+            } else {
+                return
+            }
+        } catch {
+            warn(StoreError.damage(in: error, path: path)?.description ?? "cannot read the local store at \(path): \(error)")
+            Foundation.exit(1)
+        }
+        Foundation.exit(0)
+    }
+
     static func print(view: NotificationView, format: BadgeFormat) async throws {
         Swift.print(format.line(try await BadgeOptions.badge(Device(), view: view), color: BadgeOptions.color))
     }

@@ -34,7 +34,7 @@ struct BadgeTests {
             #expect(badge.counts[view] == members.count)
         }
         #expect(try t.store.badge(view: .unread, now: now).highUnread > 0, "the fixture has High Unread rows")
-        let plan = try t.store.pool.read { db in
+        let plan = try t.store.database.read { db in
             try Row.fetchAll(
                 db,
                 sql:

@@ -12,7 +12,7 @@ import Testing
 struct DeferredIndexTests {
     /// The store's indexes of `notifications`, by name, with their definitions.
     static func indexes(_ store: LocalStore) throws -> [String: String] {
-        try store.pool.read { db in
+        try store.database.read { db in
             Dictionary(
                 uniqueKeysWithValues: try Row.fetchAll(
                     db,
@@ -69,6 +69,30 @@ struct DeferredIndexTests {
         try reopened.buildDeferredIndexes()  // nothing left to do
         #expect(try Self.indexes(reopened) == migrated)
         #expect(try reopened.window(view: .read, limit: 3, now: base).map(\.appNotificationId) == ["a39", "a36", "a33"])
+    }
+
+    @Test(
+        "after a first sync the log is copied into the store and emptied, its first page kept on disk as zeros: a store opened to read finds no log to read, and reads right"
+    )
+    func logEmptiedAfterFirstSync() throws {
+        let t = try TemporaryStore()
+        #expect(try t.store.deferIndexesIfEmpty())
+        for start in stride(from: 0, to: 3000, by: 1000) {
+            let page = (start..<start + 1000).map { notification($0, created: base.addingTimeInterval(Double($0))) }
+            _ = try t.store.apply(
+                page: ChangesPage(changes: page, cursor: String(start + 1000), hasMore: start < 2000), since: start == 0 ? nil : String(start))
+        }
+        let log = t.path + "-wal"
+        let before = try #require(FileManager.default.attributesOfItem(atPath: log)[.size] as? Int)
+        #expect(before > 1 << 20, "a first sync of 3,000 leaves a log of \(before) bytes")
+        try t.store.buildDeferredIndexes()
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: log))
+        #expect(bytes.count == 4096, "the emptied log keeps its first page (opening the store writes its header there)")
+        #expect(bytes.allSatisfy { $0 == 0 }, "and holds no frame")
+        let reader = try #require(try LocalStore.openedToRead(path: t.path))
+        #expect(try reader.counts(now: base).unread == 3000)
+        _ = try t.store.apply(page: ChangesPage(changes: [notification(5000)], cursor: "3001", hasMore: false), since: "3000")
+        #expect(try LocalStore.openedToRead(path: t.path)?.counts(now: base).unread == 3001, "a write after it lands in the kept log")
     }
 
     @Test("a page that deletes the newest row before 40 new ones counts every new one (none takes the deleted rowid unseen)")

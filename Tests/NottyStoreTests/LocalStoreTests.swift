@@ -41,14 +41,14 @@ struct LocalStoreTests {
     func durableCommits() throws {
         let temporary = try TemporaryStore()
         #expect(try temporary.store.writerPragma("synchronous") == 2)
-        let seen = try temporary.store.pool.writeWithoutTransaction { db in
+        let seen = try temporary.store.database.writeWithoutTransaction { db in
             try LocalStore.inRepairableTransaction(db) { try Int.fetchOne(db, sql: "PRAGMA synchronous") }
         }
         #expect(seen == 1, "NORMAL inside")
         #expect(try temporary.store.writerPragma("synchronous") == 2)
         struct Failure: Error {}
         #expect(throws: Failure.self) {
-            try temporary.store.pool.writeWithoutTransaction { db in try LocalStore.inRepairableTransaction(db) { throw Failure() } }
+            try temporary.store.database.writeWithoutTransaction { db in try LocalStore.inRepairableTransaction(db) { throw Failure() } }
         }
         #expect(try temporary.store.writerPragma("synchronous") == 2, "FULL again after a failed transaction")
         #expect(

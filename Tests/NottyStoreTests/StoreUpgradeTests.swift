@@ -37,9 +37,9 @@ struct StoreUpgradeTests {
         try queue.close()
 
         let store = try LocalStore(path: path)
-        let kept = try store.pool.read { db in try filled.filter { try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0)") == 1 } }
+        let kept = try store.database.read { db in try filled.filter { try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0)") == 1 } }
         #expect(kept == filled, "\(version): rows lost in \(Set(filled).subtracting(kept))")
-        #expect(try store.pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") } == ["ok"])
+        #expect(try store.database.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") } == ["ok"])
         #expect(try store.counts(now: now).all == 1, "\(version): the row is not counted")
         #expect(try store.window(view: .all, limit: 10, now: now).map(\.displayTitle) == ["Kept from an earlier schema"], "\(version)")
         #expect(try store.pending().map(\.mutationId) == ["m-1"], "\(version): the unsent change")
