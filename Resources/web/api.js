@@ -31,7 +31,8 @@ export const api = {
   signOut: () => request("DELETE", "/v1/web/session"),
   me: () => request("GET", "/v1/me"),
   counts: () => request("GET", "/v1/me/notifications/counts"),
-  list: (view, top, skip) => request("GET", `/v1/me/notifications?view=${view}&top=${top}&skip=${skip}`),
+  list: (view, top, skip, search = "") =>
+    request("GET", `/v1/me/notifications?view=${view}&top=${top}&skip=${skip}${search ? `&search=${encodeURIComponent(search)}` : ""}`),
   one: (id) => request("GET", `/v1/me/notifications/${encodeURIComponent(id)}`),
   remove: (id) => request("DELETE", `/v1/me/notifications/${encodeURIComponent(id)}`),
   act: (id, n) => request("POST", `/v1/me/notifications/${encodeURIComponent(id)}/actions/${n}`),

@@ -84,9 +84,18 @@ export class Inbox {
       return button;
     });
     this.search = element("input", { type: "search", class: "search", placeholder: "Search (/)", "aria-label": "Search" });
+    // The service searches the whole view (title, body, app, group), not only the rows loaded
+    // here: a pause in typing asks it again, from the first page.
     this.search.addEventListener("input", () => {
-      this.filter = this.search.value.toLowerCase();
-      this.render();
+      clearTimeout(this.searchTimer);
+      this.searchTimer = setTimeout(() => {
+        const text = this.search.value.trim();
+        if (text === this.filter) return;
+        this.filter = text;
+        this.rows = [];
+        this.selected = 0;
+        this.refresh();
+      }, 150);
     });
     this.list = element("ul", { class: "list", role: "listbox", "aria-label": "Notifications" });
     this.moreButton = element("button", { type: "button", class: "more", text: "Load more", onclick: () => this.loadMore() });
@@ -124,7 +133,7 @@ export class Inbox {
         // The list is drawn as soon as it comes (a window of the view: 100 rows); the counts,
         // which cost the service more at 100,000, fill the tabs when they come.
         const size = Math.max(PAGE, this.rows.length);
-        const list = api.list(this.view, size, 0).then((page) => {
+        const list = api.list(this.view, size, 0, this.filter).then((page) => {
           const selectedId = this.rows[this.selected]?.id;
           this.rows = page.value;
           this.more = page.value.length >= size;
@@ -150,7 +159,7 @@ export class Inbox {
   }
 
   async loadMore() {
-    const page = await api.list(this.view, PAGE, this.rows.length);
+    const page = await api.list(this.view, PAGE, this.rows.length, this.filter);
     this.rows = this.rows.concat(page.value);
     this.more = page.value.length >= PAGE;
     this.render();
@@ -164,8 +173,7 @@ export class Inbox {
   }
 
   visible() {
-    if (!this.filter) return this.rows;
-    return this.rows.filter((n) => `${title(n)} ${body(n)} ${n.targetHostName} ${n.groupName ?? ""}`.toLowerCase().includes(this.filter));
+    return this.rows;
   }
 
   renderTabs() {
@@ -197,8 +205,11 @@ export class Inbox {
         return item;
       }),
     );
-    if (rows.length === 0) this.list.append(element("li", { class: "empty", text: `Nothing in ${this.view}` }));
-    this.moreButton.hidden = !this.more || Boolean(this.filter);
+    if (rows.length === 0) {
+      const text = this.filter ? `Nothing in ${this.view} matches “${this.filter}”` : `Nothing in ${this.view}`;
+      this.list.append(element("li", { class: "empty", text }));
+    }
+    this.moreButton.hidden = !this.more;
     this.list.querySelector('[aria-selected="true"]')?.scrollIntoView({ block: "nearest" });
     this.renderDetail();
     this.renderStatus();

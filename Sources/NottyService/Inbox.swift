@@ -168,9 +168,16 @@ public final class Inbox: ServicePart {
         return FeedCursor(seq: try parseCursor(parts[1]), resyncFrom: try parseCursor(parts[0]))
     }
 
-    public func list(userId: String, view: NotificationView, top: Int, skip: Int) async throws -> [UserNotification] {
-        try await withEscalations(
-            try await db { try await storage.list(userId: userId, view: view, top: top, skip: skip, now: clock.nowMillis()) },
+    /// `GET /v1/me/notifications`: a window of `view`, newest first; with `search`, of the
+    /// notifications that match it (``NotificationSearch``; longer than its limit is `400`).
+    public func list(userId: String, view: NotificationView, top: Int, skip: Int, search: String? = nil) async throws -> [UserNotification] {
+        let search = search?.trimmingCharacters(in: .whitespaces)
+        if let search, search.count > NotificationSearch.maxLength || search.contains("\u{0}") {
+            throw ServiceError.badRequest("search takes at most \(NotificationSearch.maxLength) characters, none of them NUL")
+        }
+        let text = search?.isEmpty == false ? search : nil
+        return try await withEscalations(
+            try await db { try await storage.list(userId: userId, view: view, top: top, skip: skip, search: text, now: clock.nowMillis()) },
             userId: userId)
     }
 

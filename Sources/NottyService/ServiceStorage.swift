@@ -124,8 +124,17 @@ public protocol FeedStorage: Sendable {
     func latestSeq(userId: String) async throws -> Int64
     /// The newest cursor handed out to anyone (a larger one comes from another database).
     func highestSeq() async throws -> Int64
-    func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification]
+    /// A window of `view`, newest first; with `search`, of its notifications that match it
+    /// (``NotificationSearch``).
+    func list(userId: String, view: NotificationView, top: Int, skip: Int, search: String?, now: Date) async throws -> [UserNotification]
     func counts(userId: String, now: Date) async throws -> ViewCounts
+}
+
+extension FeedStorage {
+    /// A window of `view`, newest first.
+    public func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification] {
+        try await list(userId: userId, view: view, top: top, skip: skip, search: nil, now: now)
+    }
 }
 
 /// Publishes held until they are due (`deliveryDateTime`), claimed with a lease so that one

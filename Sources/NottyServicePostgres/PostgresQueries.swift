@@ -309,8 +309,11 @@ extension PostgresStorage {
         }
     }
 
-    public func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification] {
-        try await run { connection in
+    public func list(userId: String, view: NotificationView, top: Int, skip: Int, search: String?, now: Date) async throws
+        -> [UserNotification]
+    {
+        let matching = search == nil ? "" : " AND " + NotificationSearch.condition(like: "ILIKE", placeholder: "$5")
+        return try await run { connection in
             // One feed: a window of its index. Several (the user's teams'): each one's first rows
             // up to the window's end, merged in the view's order.
             let owners = try await self.ownerIds(connection, userId: userId)
@@ -321,9 +324,10 @@ extension PostgresStorage {
                 binds.append(ISOTime.millis(now))
                 binds.append(Int64(owners.count == 1 ? top : top + skip))
                 binds.append(Int64(owners.count == 1 ? skip : 0))
+                if let search { binds.append(NotificationSearch.pattern(search)) }
                 let query = PostgresQuery(
                     unsafeSQL: """
-                        SELECT \(Self.columns) FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2 AND \(view.sqlCondition(now: "$2"))
+                        SELECT \(Self.columns) FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2 AND \(view.sqlCondition(now: "$2"))\(matching)
                         ORDER BY created DESC, id DESC LIMIT $3 OFFSET $4
                         """, binds: binds)
                 rows += try await self.fetchStored(connection, query).map(\.notification)

@@ -253,19 +253,24 @@ extension SQLiteStorage {
         writer.committedSeq
     }
 
-    public func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification] {
+    public func list(userId: String, view: NotificationView, top: Int, skip: Int, search: String?, now: Date) async throws
+        -> [UserNotification]
+    {
         try await read { db in
             let owners = try Self.ownerIds(db, userId: userId)
+            let matching = search == nil ? "" : " AND " + NotificationSearch.condition(like: "LIKE", placeholder: "?5")
             // One feed: a window of its index. Several: each one's first rows up to the window's
             // end, merged in the view's order.
             let rows = try owners.flatMap { owner in
-                try Row.fetchAll(
+                var arguments: StatementArguments = [owner, ISOTime.millis(now), owners.count == 1 ? top : top + skip, owners.count == 1 ? skip : 0]
+                if let search { arguments += [NotificationSearch.pattern(search)] }
+                return try Row.fetchAll(
                     db.cachedStatement(
                         sql: """
-                            SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))
+                            SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))\(matching)
                             ORDER BY created DESC, id DESC LIMIT ?3 OFFSET ?4
                             """),
-                    arguments: [owner, ISOTime.millis(now), owners.count == 1 ? top : top + skip, owners.count == 1 ? skip : 0]
+                    arguments: arguments
                 ).map { try Self.stored($0).notification }
             }
             guard owners.count > 1 else { return rows }

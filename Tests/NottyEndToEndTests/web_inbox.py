@@ -102,6 +102,24 @@ with sync_playwright() as playwright:
         page.wait_for_timeout(300)
         page.screenshot(path=sys.argv[4])
 
+    # Search: / then text asks the service, which searches the whole view (not only the rows
+    # loaded here); no match says so; Escape leaves the field, emptied the whole view is back.
+    page.locator("body").press("6")
+    page.wait_for_selector(".tab[data-view=all][aria-pressed=true]", timeout=10_000)
+    with page.expect_request(lambda request: "search=DB-primary" in request.url, timeout=10_000):
+        page.locator("body").press("/")
+        page.keyboard.type("DB-primary")
+    page.wait_for_function(
+        "() => { const rows = document.querySelectorAll('.list .row');"
+        " return rows.length === 1 && rows[0].textContent.includes('Disk usage 91%'); }",
+        timeout=10_000,
+    )
+    page.locator(".search").fill("no such thing")
+    page.wait_for_selector(".list .empty:has-text('matches')", timeout=10_000)
+    page.locator(".search").fill("")
+    page.keyboard.press("Escape")
+    page.wait_for_function("() => document.querySelectorAll('.list .row').length >= 3", timeout=10_000)
+
     # A phone: 360 pixels wide, nothing scrolls sideways.
     page.set_viewport_size({"width": 360, "height": 740})
     page.locator("body").press("1")
