@@ -2,7 +2,8 @@
 records what notty serve pushes; this script checks each push as a push service and a browser
 would (VAPID's ES256 signature for the endpoint's origin; RFC 8291 aes128gcm, opened with the
 subscription's private key), then hands the opened message to the app's real service worker
-in headless Chromium (DevTools' ServiceWorker.deliverPushMessage) and reads what it shows.
+in headless Chromium (DevTools' ServiceWorker.deliverPushMessage) and reads what it shows; a click
+dispatched in the worker runs its notificationclick handler.
 
 Usage: web_push.py URL WORKDIR
 Writes WORKDIR/subscribed, then waits for the test to publish; writes WORKDIR/shown (the id),
@@ -186,6 +187,32 @@ with sync_playwright() as playwright:
     while shown(notification["id"]) and time.monotonic() < deadline:
         page.wait_for_timeout(50)
     expect(not shown(notification["id"]), "the service worker did not close a notification handled elsewhere")
+
+    # A click on it (shown again): the service worker's own handler marks it activated and read
+    # on the service. (The event is dispatched in the worker, as DevTools cannot click a system
+    # notification; the window it then opens needs a real click's user activation.)
+    deliver(json.dumps(message))
+    deadline = time.monotonic() + 20
+    while not shown(notification["id"]) and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    expect(shown(notification["id"]), "the notification was not shown again")
+    workers = [w for w in context.service_workers if w.url.endswith("/sw.js")]
+    expect(workers, f"no service worker to click in: {[w.url for w in context.service_workers]}")
+    workers[0].evaluate(
+        """id => self.registration.getNotifications({tag: id}).then(([n]) => {
+            try { self.dispatchEvent(new NotificationEvent("notificationclick", {notification: n, action: ""})); } catch (e) {}
+        })""",
+        notification["id"])
+
+    def state():
+        return page.evaluate("id => fetch('/v1/me/notifications/' + id).then(r => r.json())", notification["id"])
+
+    deadline = time.monotonic() + 10
+    while state()["userActionState"] != "Activated" and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    clicked = state()
+    expect(clicked["userActionState"] == "Activated" and clicked["readState"] == "Read", f"after a click: {clicked}")
+    expect(not shown(notification["id"]), "the clicked notification stayed")
     expect(not errors, f"errors in the page: {errors}")
     browser.close()
 
