@@ -67,7 +67,6 @@ export class Inbox {
     this.undo = [];
     this.connection = "connecting";
     this.detail = null;
-    this.refreshing = null;
     this.build();
     document.addEventListener("keydown", (event) => this.key(event));
     this.stop = follow(() => this.refresh(), (state) => this.setConnection(state));
@@ -121,41 +120,55 @@ export class Inbox {
     this.renderStatus();
   }
 
-  async refresh() {
-    // One refresh at a time; a ring meanwhile asks for one more after it.
-    if (this.refreshing) {
-      this.again = true;
-      return this.refreshing;
+  // The list and the counts are fetched again each on its own: one fetch of each at a time, a
+  // ring meanwhile asking for one more after it. The list (a window of the view: 100 rows) is
+  // drawn as soon as it comes; the counts, which cost the service more at 100,000, fill the
+  // tabs when they come, and a slow one never holds the list back.
+  refresh() {
+    return Promise.all([this.refreshList(), this.refreshCounts()]);
+  }
+
+  refreshList() {
+    return this.single("list", async () => {
+      const size = Math.max(PAGE, this.rows.length);
+      const page = await api.list(this.view, size, 0, this.filter);
+      const selectedId = this.rows[this.selected]?.id;
+      this.rows = page.value;
+      this.more = page.value.length >= size;
+      const index = this.rows.findIndex((n) => n.id === selectedId);
+      this.selected = index >= 0 ? index : Math.min(this.selected, Math.max(0, this.rows.length - 1));
+      this.render();
+    });
+  }
+
+  refreshCounts() {
+    return this.single("counts", async () => {
+      this.counts = await api.counts();
+      this.renderTabs();
+    });
+  }
+
+  // Runs `fetch` now, or once more after the one under way; an error shows in the status line.
+  single(name, fetch) {
+    const state = (this.fetching ??= {})[name] ??= { running: null, again: false };
+    if (state.running) {
+      state.again = true;
+      return state.running;
     }
-    this.refreshing = (async () => {
+    state.running = (async () => {
       do {
-        this.again = false;
-        // The list is drawn as soon as it comes (a window of the view: 100 rows); the counts,
-        // which cost the service more at 100,000, fill the tabs when they come.
-        const size = Math.max(PAGE, this.rows.length);
-        const list = api.list(this.view, size, 0, this.filter).then((page) => {
-          const selectedId = this.rows[this.selected]?.id;
-          this.rows = page.value;
-          this.more = page.value.length >= size;
-          const index = this.rows.findIndex((n) => n.id === selectedId);
-          this.selected = index >= 0 ? index : Math.min(this.selected, Math.max(0, this.rows.length - 1));
-          this.render();
-        });
-        const counts = api.counts().then((counts) => {
-          this.counts = counts;
-          this.renderTabs();
-        });
+        state.again = false;
         try {
-          await Promise.all([list, counts]);
+          await fetch();
           this.message = null;
         } catch (error) {
           this.message = error.message;
         }
         this.renderStatus();
-      } while (this.again);
-      this.refreshing = null;
+      } while (state.again);
+      state.running = null;
     })();
-    return this.refreshing;
+    return state.running;
   }
 
   async loadMore() {
