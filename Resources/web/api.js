@@ -1,5 +1,7 @@
 // The service's /v1/me API with the session cookie (PROTOCOL.md §2.3, §14).
 
+import { Outbox } from "./outbox.js";
+
 export class ApiError extends Error {
   constructor(status, message) {
     super(message);
@@ -26,6 +28,12 @@ async function request(method, path, body) {
   return value;
 }
 
+const outbox = new Outbox((entry) =>
+  request("PATCH", `/v1/me/notifications/${encodeURIComponent(entry.id)}`, {
+    ...entry.fields, changedAt: entry.changedAt, mutationId: entry.mutationId,
+  }),
+);
+
 export const api = {
   signIn: (username, password, deviceName) => request("POST", "/v1/web/session", { username, password, deviceName }),
   signOut: () => request("DELETE", "/v1/web/session"),
@@ -40,17 +48,16 @@ export const api = {
   subscribePush: (subscription) => request("POST", "/v1/me/webpush", subscription),
   unsubscribePush: (id) => request("DELETE", `/v1/me/webpush/${encodeURIComponent(id)}`),
 
-  // A change of state with its mutation id: sent again with the same id after a failure of
-  // the network, so the service applies it once (PROTOCOL.md §1).
-  async change(id, fields) {
-    const body = { ...fields, changedAt: Date.now(), mutationId: crypto.randomUUID() };
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await request("PATCH", `/v1/me/notifications/${encodeURIComponent(id)}`, body);
-      } catch (error) {
-        if (error instanceof ApiError || attempt >= 4) throw error;
-        await new Promise((done) => setTimeout(done, 500 * 2 ** attempt));
-      }
-    }
+  // A change of state, kept in the browser's outbox until the service has it and sent with its
+  // mutation id, so the service applies it once (PROTOCOL.md §1, §14): the notification as the
+  // service has it, or null while the change waits for the network.
+  change: (id, fields) => outbox.change(id, fields),
+  // Sends what waits in the outbox (after a reconnect); how many changes still wait.
+  async flush() {
+    await outbox.flush();
+    return outbox.waiting();
   },
+  waiting: () => outbox.waiting(),
+  // The signed-in user, whose changes the outbox sends.
+  setOwner: (userId) => { outbox.owner = userId; },
 };

@@ -69,7 +69,11 @@ export class Inbox {
     this.detail = null;
     this.build();
     document.addEventListener("keydown", (event) => this.key(event));
+    this.waiting = 0;
+    api.setOwner(me.id);
     this.stop = follow(() => this.refresh(), (state) => this.setConnection(state));
+    // What waits in the outbox is tried again now and then, also while the doorbell is up.
+    this.retry = setInterval(() => { if (this.waiting) this.flushOutbox(); }, 15_000);
     const wanted = decodeURIComponent(location.hash.slice(1));
     if (wanted) this.open(wanted);
   }
@@ -117,6 +121,23 @@ export class Inbox {
 
   setConnection(state) {
     this.connection = state;
+    this.renderStatus();
+    // Back in touch: what waits in the outbox goes first, then the lists are fetched again.
+    if (state === "live") this.flushOutbox();
+  }
+
+  async flushOutbox() {
+    try {
+      this.waiting = await api.flush();
+    } catch (error) {
+      this.message = error.message;
+    }
+    this.renderStatus();
+  }
+
+  // How many changes made here wait for the network, in the status line.
+  async noteWaiting() {
+    this.waiting = await api.waiting();
     this.renderStatus();
   }
 
@@ -230,6 +251,7 @@ export class Inbox {
 
   renderStatus() {
     const parts = [`${this.me.userName}`, this.connection];
+    if (this.waiting) parts.push(`${this.waiting} change${this.waiting === 1 ? "" : "s"} waiting for the network`);
     if (this.message) parts.push(this.message);
     this.status.textContent = parts.join(" · ");
   }
@@ -238,8 +260,9 @@ export class Inbox {
     try {
       this.detail = await api.one(id);
       if (this.detail.readState === "Unread") {
-        this.detail = await api.change(id, { readState: "Read" });
+        this.detail = (await api.change(id, { readState: "Read" })) ?? { ...this.detail, readState: "Read" };
         this.undo.push({ id, fields: { readState: "Unread" } });
+        this.noteWaiting();
       }
     } catch (error) {
       this.message = error.message;
@@ -345,8 +368,10 @@ export class Inbox {
   }
 
   async change(n, fields, inverse) {
-    const changed = await api.change(n.id, fields);
+    // Null: kept in the outbox until the service can be reached; shown as made meanwhile.
+    const changed = (await api.change(n.id, fields)) ?? { ...n, ...fields };
     this.undo.push({ id: n.id, fields: inverse });
+    this.noteWaiting();
     if (this.detail?.id === n.id) this.detail = changed;
     // Gone from this view at once; the refresh that follows has the service's word.
     const index = this.rows.findIndex((row) => row.id === n.id);
@@ -358,6 +383,7 @@ export class Inbox {
     if (!last) return;
     try {
       await api.change(last.id, last.fields);
+      this.noteWaiting();
     } catch (error) {
       this.message = error.message;
     }

@@ -120,6 +120,30 @@ with sync_playwright() as playwright:
     page.keyboard.press("Escape")
     page.wait_for_function("() => document.querySelectorAll('.list .row').length >= 3", timeout=10_000)
 
+    # Offline: a change made here is kept in the browser (IndexedDB) and sent once the service
+    # can be reached again, also by a page opened after this one was closed; applied once.
+    page.locator("body").press("1")
+    page.wait_for_selector(".tab[data-view=unread][aria-pressed=true]", timeout=10_000)
+    page.wait_for_selector(".list .row", timeout=10_000)
+    offline_id = page.locator(".list .row").first.get_attribute("data-id")
+    context.set_offline(True)
+    page.locator("body").press("d")
+    page.wait_for_selector(".status:has-text('1 change waiting for the network')", timeout=10_000)
+    expect(api.get(f"{url}/v1/me/notifications/{offline_id}").json()["userActionState"] != "Dismissed", "sent while offline?")
+    page.close()
+    context.set_offline(False)
+    page = context.new_page()
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(url + "/")
+    page.wait_for_selector(".list .row", timeout=10_000)
+    deadline = time.monotonic() + 10
+    while api.get(f"{url}/v1/me/notifications/{offline_id}").json()["userActionState"] != "Dismissed" and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    expect(api.get(f"{url}/v1/me/notifications/{offline_id}").json()["userActionState"] == "Dismissed",
+           "the change made offline never reached the service")
+    page.wait_for_selector(".status:not(:has-text('waiting'))", timeout=10_000)
+
     # A phone: 360 pixels wide, nothing scrolls sideways.
     page.set_viewport_size({"width": 360, "height": 740})
     page.locator("body").press("1")
