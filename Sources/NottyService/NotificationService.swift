@@ -9,7 +9,7 @@ import Synchronization
 /// engine is `NottyPaging`'s, whose `NotificationService.init(storage:…)` composes the two).
 /// Routes translate requests into calls on them; errors are ``ServiceError``s that say what
 /// the client should do.
-public final class NotificationService: Sendable {
+public final class NotificationService: ServicePart {
     package let core: ServiceCore
     public let auth: Authentication
     public let publishing: Publishing
@@ -25,13 +25,9 @@ public final class NotificationService: Sendable {
     public let ntfyUpstream: NtfyUpstream?
     public let webPush: WebPush
 
+    /// The whole storage (its configuration, clock, hub, metrics, logger and secrets are
+    /// ``ServicePart``'s, as each part's).
     public var storage: any ServiceStorage { core.storage }
-    public var config: ServiceConfig { core.config }
-    public var clock: any ServiceClock { core.clock }
-    public var hub: DoorbellHub { core.hub }
-    public var metrics: ServiceMetrics { core.metrics }
-    package var logger: Logger { core.logger }
-    public var secrets: SecretBox { core.secrets }
 
     /// `outbound` makes the requests paging sends and actions make (nil: none are made, and
     /// they say so); `paging` makes the paging engine over the shared core.
