@@ -136,7 +136,8 @@ with sync_playwright() as playwright:
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(url + "/")
-    page.wait_for_selector(".list .row", timeout=10_000)
+    # The inbox is up (its list may already be empty: the dismissed one was Unread's last).
+    page.wait_for_selector(".tabs .tab", timeout=10_000)
     deadline = time.monotonic() + 10
     while api.get(f"{url}/v1/me/notifications/{offline_id}").json()["userActionState"] != "Dismissed" and time.monotonic() < deadline:
         page.wait_for_timeout(50)
