@@ -206,10 +206,6 @@ export class Inbox {
     this.refresh();
   }
 
-  visible() {
-    return this.rows;
-  }
-
   renderTabs() {
     VIEWS.forEach((view, index) => {
       const button = this.tabButtons[index];
@@ -220,7 +216,7 @@ export class Inbox {
 
   render() {
     this.renderTabs();
-    const rows = this.visible();
+    const rows = this.rows;
     this.list.replaceChildren(
       ...rows.map((n, index) => {
         const item = element(
@@ -312,7 +308,7 @@ export class Inbox {
   }
 
   current() {
-    return this.visible()[this.selected];
+    return this.rows[this.selected];
   }
 
   // The center's keys (README, "Keys in the notification center").
@@ -336,7 +332,7 @@ export class Inbox {
   }
 
   async command(key) {
-    const rows = this.visible();
+    const rows = this.rows;
     if (key === "j" || key === "ArrowDown") this.selected = Math.min(this.selected + 1, rows.length - 1);
     else if (key === "k" || key === "ArrowUp") this.selected = Math.max(this.selected - 1, 0);
     else if (key === "u") return this.undoLast();

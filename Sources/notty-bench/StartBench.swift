@@ -41,9 +41,9 @@ struct StartBench {
         let environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }
         let counts = try await LocalStore.open(path: home.appendingPathComponent("store.sqlite").path).perform { try $0.counts() }
 
-        let version = try (0..<30).map { _ in try wall(notty, ["--version"], environment) }
-        let hellos = try hello.map { hello in try (0..<30).map { _ in try wall(hello, [], environment) } }
-        let badge = try (0..<30).map { _ in try wall(notty, ["count", "--format", "tmux"], environment) }
+        let version = try (0..<30).map { _ in try wallTime(notty.path, ["--version"], environment: environment) }
+        let hellos = try hello.map { hello in try (0..<30).map { _ in try wallTime(hello.path, [], environment: environment) } }
+        let badge = try (0..<30).map { _ in try wallTime(notty.path, ["count", "--format", "tmux"], environment: environment) }
         var frames: [Double] = []
         guard
             let newest = try await LocalStore.open(path: home.appendingPathComponent("store.sqlite").path)
@@ -95,18 +95,5 @@ struct StartBench {
                 "  " + what.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + figure.padding(toLength: 11, withPad: " ", startingAt: 0)
                     + "  " + hello.padding(toLength: 15, withPad: " ", startingAt: 0) + "  " + target)
         }
-    }
-
-    /// A whole process's wall time, its output thrown away; a failure ends the benchmark.
-    private func wall(_ binary: URL, _ arguments: [String], _ environment: [String: String]) throws -> Double {
-        var status: Int32 = 0
-        let elapsed = try milliseconds {
-            let pid = try NottyTestSupport.spawn(binary.path, arguments, environment: environment) { actions in
-                posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-            }
-            waitpid(pid, &status, 0)
-        }
-        guard status == 0 else { throw SupportError("\(binary.lastPathComponent) \(arguments.joined(separator: " ")) ended with \(status)") }
-        return elapsed
     }
 }

@@ -94,18 +94,9 @@ struct StartupBench {
     /// resident memory as GNU time reports it (the `wait4` of a child spawned from here would
     /// count this process's memory too: `posix_spawn` runs the child in it until `exec`).
     private func runToEnd(_ path: String, _ arguments: [String]) throws -> (milliseconds: Double, resident: Int) {
-        func run(_ path: String, _ arguments: [String]) throws {
-            let pid = try NottyTestSupport.spawn(path, arguments, environment: ProcessInfo.processInfo.environment) { actions in
-                posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-            }
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-        }
-        let start = ContinuousClock.now
-        try run(path, arguments)
-        let elapsed = (ContinuousClock.now - start).seconds * 1000
+        let elapsed = try wallTime(path, arguments)
         let report = device.home.appendingPathComponent("time.txt").path
-        try run("/usr/bin/time", ["-f", "%M", "-o", report, path] + arguments)
+        try wallTime("/usr/bin/time", ["-f", "%M", "-o", report, path] + arguments)
         let kib = (try? String(contentsOfFile: report, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
         return (elapsed, kib * 1024)
     }

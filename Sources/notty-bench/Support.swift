@@ -133,3 +133,18 @@ func fillFeed(_ storage: any ServiceStorage, owner: String, count: Int, team: St
         _ = try await storage.publish(batch: inputs)
     }
 }
+
+/// Runs `path arguments…` to its end with its output thrown away: its wall time in
+/// milliseconds, the spawn included. A status other than 0 ends the benchmark.
+@discardableResult
+func wallTime(_ path: String, _ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Double {
+    var status: Int32 = 0
+    let elapsed = try milliseconds {
+        let pid = try NottyTestSupport.spawn(path, arguments, environment: environment) { actions in
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        waitpid(pid, &status, 0)
+    }
+    guard status == 0 else { throw SupportError("\(path) \(arguments.joined(separator: " ")) ended with \(status)") }
+    return elapsed
+}

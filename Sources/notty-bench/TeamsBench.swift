@@ -172,10 +172,9 @@ struct TeamsBench {
             ids[name] = user.id
         }
         try await storage.createTeam(id: Team.idPrefix + "half", name: "half", ownerId: ids["dave"]!, at: Date())
-        func fill(_ owner: String, _ n: Int, team: String?) async throws { try await fillFeed(storage, owner: owner, count: n, team: team) }
-        try await fill(ids["carol"]!, count, team: nil)
-        try await fill(ids["dave"]!, count / 2, team: nil)
-        try await fill(Team.idPrefix + "half", count / 2, team: "half")
+        try await fillFeed(storage, owner: ids["carol"]!, count: count)
+        try await fillFeed(storage, owner: ids["dave"]!, count: count / 2)
+        try await fillFeed(storage, owner: Team.idPrefix + "half", count: count / 2, team: "half")
         try await storage.close()
         // The service reads the store's newest position when it starts: restarted, it knows
         // the rows written beside it (a cursor past what it knows is refused).

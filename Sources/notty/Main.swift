@@ -20,7 +20,7 @@ enum Main {
             exit(0)
         }
         if arguments.first == "count", let (view, format) = Count.quick(Array(arguments.dropFirst())) {
-            Count.printAndExit(view: view, format: format)  // returns when the store is to be migrated first
+            Count.printAndExit(view: view, format: format)  // returns when the store is to be opened fully first
         }
         let named = arguments.first == "help" ? arguments.dropFirst().first : arguments.first
         if let named, ServerCommand.names.contains(named) { ServerProgram.exec(arguments) }

@@ -49,7 +49,8 @@ struct Notty: AsyncParsableCommand {
             explain = { error in StoreError.damage(in: error, path: Device().paths.store)?.description }
         }
         if arguments.first == "count", let (view, format) = Count.quick(Array(arguments.dropFirst())) {
-            // A store to migrate first (``Main`` answers every other quick count).
+            // A store to open fully first: to migrate, or to say what is wrong with it (``Main``
+            // answered every other quick count).
             do {
                 try await Count.print(view: view, format: format)
             } catch {

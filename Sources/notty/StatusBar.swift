@@ -28,11 +28,19 @@ struct BadgeOptions: ParsableArguments {
     /// (nothing is created: a prompt may run this on a machine never signed in).
     static func badge(_ device: Device, view: NotificationView) async throws -> Badge {
         let path = device.paths.store
-        guard FileManager.default.fileExists(atPath: path) else { return .empty(view: view) }
-        // Opened to read only, unless it needs migrating first (a new build's first run).
-        var store = try? await offThePool { try LocalStore.openedToRead(path: path) }
-        if store == nil { store = try await device.store() }
-        return try await store!.perform { try $0.badge(view: view) }
+        if let badge = (try? await offThePool { withQuickBadge(path: path, view: view) { $0 } }) ?? nil { return badge }
+        return try await device.store().perform { try $0.badge(view: view) }
+    }
+
+    /// The badge of the store at `path` read on this thread with the store opened to read only
+    /// (what every prompt pays for; an empty badge when there is no store yet), handed to `use`
+    /// while the store is open. Nil, and nothing handed, when the store must be opened fully
+    /// first: to be migrated by a new build, or to say what is wrong with it.
+    @available(*, noasync, message: "blocks on SQLite: call it inside `offThePool { … }`, never on Swift's cooperative pool")
+    static func withQuickBadge<T>(path: String, view: NotificationView, _ use: (Badge) -> T) -> T? {
+        guard FileManager.default.fileExists(atPath: path) else { return use(.empty(view: view)) }
+        guard let store = try? LocalStore.openedToRead(path: path), let badge = try? store.badge(view: view) else { return nil }
+        return withExtendedLifetime(store) { use(badge) }
     }
 }
 
@@ -65,26 +73,14 @@ struct Count: AsyncParsableCommand {
         return (view, format)
     }
 
-    /// The count printed on this thread, the store opened to read only, and the process ended
-    /// (``Main``'s quick path: nothing else is set up, and the store is not closed: a read-only
-    /// connection has nothing to write back). Returns when the store must be migrated first,
-    /// which ``print(view:format:)`` does. A store that cannot be read is one line and exit 1.
+    /// The count printed on this thread and the process ended (``Main``'s quick path: nothing
+    /// else is set up, and the read-only store is not closed: it has nothing to write back).
+    /// Returns when the store must be opened fully first, which ``print(view:format:)`` does.
     static func printAndExit(view: NotificationView, format: BadgeFormat) {
-        let path = Device().paths.store
-        do {
-            if !FileManager.default.fileExists(atPath: path) {
-                Swift.print(format.line(.empty(view: view), color: BadgeOptions.color))
-            } else if let store = try LocalStore.openedToRead(path: path) {
-                Swift.print(format.line(try store.badge(view: view), color: BadgeOptions.color))
-                withExtendedLifetime(store) { Foundation.exit(0) }
-            } else {
-                return
-            }
-        } catch {
-            warn(StoreError.damage(in: error, path: path)?.description ?? "cannot read the local store at \(path): \(error)")
-            Foundation.exit(1)
+        _ = BadgeOptions.withQuickBadge(path: Device().paths.store, view: view) { badge -> Never in
+            Swift.print(format.line(badge, color: BadgeOptions.color))
+            Foundation.exit(0)
         }
-        Foundation.exit(0)
     }
 
     static func print(view: NotificationView, format: BadgeFormat) async throws {
