@@ -293,8 +293,17 @@ public final class Escalation: ServicePart, Paging {
                 do {
                     try await db { try await storage.finishEscalationDeliveries(batch, now: clock.nowMillis()) }
                 } catch {
-                    // Their leases run out and they are sent again: once more at most (PROTOCOL.md §11).
-                    logger.warning("cannot record escalation deliveries", metadata: ["count": "\(batch.count)", "error": "\(error)"])
+                    // Kept and recorded again a second later while their leases surely hold
+                    // (claimed at or after `nextAt`); a storage away past them: they are sent
+                    // again, once more at most (PROTOCOL.md §11).
+                    let now = clock.nowMillis()
+                    let fresh = batch.filter { now < $0.delivery.nextAt + Self.lease }
+                    logger.warning(
+                        "cannot record escalation deliveries; will retry", metadata: ["count": "\(fresh.count)", "error": "\(error)"])
+                    finished.withLock { $0.insert(contentsOf: fresh, at: 0) }
+                    try? await Task.sleep(for: .seconds(1))
+                    if Task.isCancelled { return }
+                    continue
                 }
                 sendBell.ring()  // what waited behind them (a retraction after its escalation) may go
             }

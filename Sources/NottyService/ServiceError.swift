@@ -41,7 +41,7 @@ public struct ServiceError: Error, Sendable, Equatable {
     public static func tooManyRequests(retryAfter: Int) -> ServiceError {
         .init(.tooManyRequests, "tooManyRequests", "publish rate limit reached for this app: retry after \(retryAfter) s", retryAfter: retryAfter)
     }
-    public static func serviceUnavailable(_ message: String = "storage is unavailable; nothing was written, try again") -> ServiceError {
+    public static func serviceUnavailable(_ message: String = "storage is unavailable: nothing was half-written; try again") -> ServiceError {
         .init(.unavailable, "serviceUnavailable", message, retryAfter: 1)
     }
     public static let methodNotAllowed = ServiceError(.methodNotAllowed, "methodNotAllowed", "this method is not allowed on this route")

@@ -212,6 +212,10 @@ public final class ServeProcess: @unchecked Sendable {
     public private(set) var scheme = "http"
     public let clientId: String
     public let clientSecret: String
+    /// The service's log so far (its last `limit` characters), for a failing test to show.
+    public func logText(last limit: Int = 20_000) -> String {
+        String(String(decoding: (try? Data(contentsOf: log)) ?? Data(), as: UTF8.self).suffix(limit))
+    }
 
     public var url: String { "\(scheme)://127.0.0.1:\(port)" }
     /// The service's secret key file: `NOTTY_SECRET_KEY_FILE`, else `secret.key` beside its store.

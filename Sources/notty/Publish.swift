@@ -14,6 +14,10 @@ struct Publish: AsyncParsableCommand {
             user's X-UNS-ID. NOTTY_SERVER, NOTTY_CLIENT_ID and NOTTY_CLIENT_SECRET stand in
             for the flags. Prints the new notification's id.
 
+            A busy service (503, or 429 with Retry-After) is asked again twice, after
+            Retry-After (at most 10 s) or 1 s, then 2 s: the publish keeps its
+            --app-notification-id, so one that did land is updated in place, never doubled.
+
               notty publish --server http://127.0.0.1:8787 --client-id ID --client-secret S \\
                 --uns-id UNS --title "Build failed" --body "main: 3 tests failed" --priority high \\
                 --action "http, Re-run, https://ci.example.com/api/runs/42/rerun, clear=true"
@@ -74,9 +78,14 @@ struct Publish: AsyncParsableCommand {
                 throw CLIError(
                     "give --client-id and --client-secret (or set NOTTY_CLIENT_ID and NOTTY_CLIENT_SECRET); notty admin app add HOSTNAME prints them")
             }
-            let tokenAnswer = try await ServiceClient.postForm(
-                base + "/oauth2/v2.0/token",
-                ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret, "scope": "https://graph.microsoft.com/.default"])
+            let tokenAnswer = try await Self.patiently {
+                try await ServiceClient.postForm(
+                    base + "/oauth2/v2.0/token",
+                    [
+                        "grant_type": "client_credentials", "client_id": clientId, "client_secret": secret,
+                        "scope": "https://graph.microsoft.com/.default",
+                    ])
+            }
             guard tokenAnswer.status == 200, let token = try? NottyJSON.decoder.decode(TokenResponse.self, from: tokenAnswer.body) else {
                 throw CLIError(
                     "the service refused the app credentials (\(tokenAnswer.status) \(tokenAnswer.errorText.code)): check --client-id and --client-secret"
@@ -88,14 +97,31 @@ struct Publish: AsyncParsableCommand {
                 payload: NotificationPayload(rawContent: raw, visualContent: VisualContent(title: title, body: body)),
                 expirationDateTime: expires.map { Date().addingTimeInterval(TimeInterval($0.seconds)) }, launchUrl: url,
                 actions: try parsedActions().isEmpty ? nil : try parsedActions())
-            let answer = try await ServiceClient.send(
-                .POST, base + "/beta/me/notifications",
-                headers: [("Authorization", "Bearer \(token.access_token)"), ("X-UNS-ID", unsId), ("Content-Type", "application/json")],
-                body: request.jsonBody())
+            let body = request.jsonBody()
+            let answer = try await Self.patiently {
+                try await ServiceClient.send(
+                    .POST, base + "/beta/me/notifications",
+                    headers: [("Authorization", "Bearer \(token.access_token)"), ("X-UNS-ID", unsId), ("Content-Type", "application/json")],
+                    body: body)
+            }
             guard answer.status == 201, let stored = try? NottyJSON.decoder.decode(UserNotification.self, from: answer.body) else {
                 throw CLIError("the service refused the notification (\(answer.status) \(answer.errorText.code)): \(answer.errorText.message)")
             }
             say(stored.id)
         }
+    }
+
+    /// `send`, asked again (twice at most) while the service answers that it is busy: `503`
+    /// (its storage did not answer; a write may still have landed) or `429`. It waits
+    /// `Retry-After` when given (at most 10 s), else 1 s and then 2 s. Safe for a publish: the
+    /// same app notification id updates in place.
+    static func patiently(_ send: () async throws -> HTTPAnswer) async throws -> HTTPAnswer {
+        var answer = try await send()
+        for pause in [1, 2] where answer.status == 503 || answer.status == 429 {
+            let asked = answer.headers.first(name: "Retry-After").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            try await Task.sleep(for: .seconds(min(max(asked ?? pause, 0), 10)))
+            answer = try await send()
+        }
+        return answer
     }
 }

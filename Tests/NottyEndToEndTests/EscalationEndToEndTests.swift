@@ -89,7 +89,7 @@ struct EscalationEndToEndTests {
                 await eventually(timeout: .seconds(120)) {
                     recorder.matching("POST", "/hook").count >= 1 && recorder.matching("POST", "/ntfy/").count >= 1
                 },
-                "nothing escalated: \(recorder.paths()) \(String(decoding: (try? Data(contentsOf: world.service.log)) ?? Data(), as: UTF8.self))")
+                "nothing escalated: \(recorder.paths()) \(world.service.logText())")
             let published = try #require(recorder.matching("POST", "/ntfy/").first?.json)
             #expect(published["topic"] as? String == "alerts")
             #expect(published["sequence_id"] as? String == urgent)
@@ -260,7 +260,7 @@ struct EscalationEndToEndTests {
             // Each run starts Python (seconds on a loaded machine) and may be retried 5 s later: 90 s.
             let handled = await eventually(timeout: .seconds(90)) { recorder.matching("POST", "/apprise").count == 2 }
             let list = handled ? "" : ((try? await world.a.run(["escalate", "--list"]))?.out ?? "")
-            #expect(handled, "\(recorder.paths()) \(list) \(String(decoding: (try? Data(contentsOf: service.log)) ?? Data(), as: UTF8.self))")
+            #expect(handled, "\(recorder.paths()) \(list) \(service.logText())")
             #expect((recorder.matching("POST", "/apprise").last?.json?["title"] as? String)?.hasPrefix("handled: ") == true)
         }
     }
@@ -289,6 +289,14 @@ struct EscalationInstancesTests {
             let one = try await ServeProcess(directory: directory.appendingPathComponent("one"), environment: environment)
             let two = try await ServeProcess(sharingStorageOf: one, directory: directory.appendingPathComponent("two"))
             let world = try await TwoDevices(directory: directory, a: one, b: two)
+            /// What the two services warned of, for a failure to show.
+            func warnings() -> String {
+                [one, two].map {
+                    $0.logText(last: 200_000).split(separator: "\n").filter { $0.contains(" warning ") || $0.contains(" error ") }.suffix(20).joined(
+                        separator: "\n")
+                }
+                .joined(separator: "\n---\n")
+            }
             #expect(try await world.a.run(["escalate", "add", "--after", "5s", "--to", "webhook:http://127.0.0.1:\(port)/hook"]).status == 0)
             var ids: [String] = []
             for n in 0..<20 {
@@ -297,7 +305,8 @@ struct EscalationInstancesTests {
                     "publish", "--server", server.url, "--client-id", one.clientId, "--client-secret=\(one.clientSecret)",
                     "--uns-id", world.uns, "--title", "Alert \(n)", "--priority", "high",
                 ])
-                #expect(result.status == 0, "\(result.err)")
+                // A busy service is asked again by notty publish itself (503, 429).
+                try #require(result.status == 0, "\(result.err) \(warnings())")
                 ids.append(result.out.trimmingCharacters(in: .whitespacesAndNewlines))
             }
             func events(_ event: String) -> [String] {
@@ -306,12 +315,16 @@ struct EscalationInstancesTests {
                     return (json["notification"] as? [String: Any])?["id"] as? String
                 }
             }
-            #expect(await eventually(timeout: .seconds(60)) { Set(events("escalated")) == Set(ids) }, "\(events("escalated").count) of 20 escalated")
+            #expect(
+                await eventually(timeout: .seconds(60)) { Set(events("escalated")) == Set(ids) },
+                "\(events("escalated").count) of 20 escalated \(warnings())")
             // Handled on B (instance two): each taken back once.
             #expect(try await world.b.run(["sync"]).status == 0)
             #expect(try await world.b.run(["read"] + ids).status == 0)
-            #expect(await eventually(timeout: .seconds(60)) { Set(events("handled")) == Set(ids) }, "\(events("handled").count) of 20 handled")
-            #expect(events("escalated").count == 20, "sent more than once: \(events("escalated").count)")
+            #expect(
+                await eventually(timeout: .seconds(60)) { Set(events("handled")) == Set(ids) },
+                "\(events("handled").count) of 20 handled \(warnings())")
+            #expect(events("escalated").count == 20, "sent more than once: \(events("escalated").count) \(warnings())")
             #expect(events("handled").count == 20, "taken back more than once: \(events("handled").count)")
         }
     }

@@ -121,7 +121,7 @@ struct OnCallEndToEndTests {
             let id = published.out.trimmingCharacters(in: .whitespacesAndNewlines)
             #expect(
                 await eventually(timeout: .seconds(60)) { !recorder.matching("POST", "/bob").isEmpty },
-                "bob was not paged: \(recorder.paths()) \(String(decoding: (try? Data(contentsOf: serve.log)) ?? Data(), as: UTF8.self).suffix(3000))"
+                "bob was not paged: \(recorder.paths()) \(serve.logText(last: 3000))"
             )
             let page = try #require(recorder.matching("POST", "/bob").first?.json)
             #expect(page["event"] as? String == "escalated" && page["paged"] as? String == "bob" && page["rule"] as? String == "page", "\(page)")
