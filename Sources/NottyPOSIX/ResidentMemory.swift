@@ -12,14 +12,16 @@ public enum ResidentMemory {
         _ = mallopt(-8, 2)  // -8: M_ARENA_MAX
     }
 
-    /// Unmaps from this process the pages of its own program file's code mapping (`r-xp`:
-    /// machine code, the relocation and symbol tables the loader read once, the unwind
-    /// tables): start-up touches most of the 26 MiB of code once (the loader's relocations,
-    /// argument parsing, the first sync), a running `notty poll` uses a small part of it
-    /// again. The pages stay in the page cache; whatever is used again is mapped again on its
-    /// first use, from the same file. Only a mapping that is exactly the file's (read-only,
-    /// private, no page of it written by this process: no `Anonymous` pages) is touched, so
-    /// nothing is lost. Returns the bytes that were resident in what it unmapped.
+    /// Unmaps from this process the pages of its own program file's read-only mappings: the
+    /// code (`r-xp`) and, where the linker gave them a segment of their own (lld does), the
+    /// read-only data beside it (`r--p`: Swift's type metadata, the relocation and symbol
+    /// tables the loader read once, the unwind tables). Start-up touches most of them once
+    /// (the loader's relocations, argument parsing, the first sync); a running `notty poll`
+    /// uses a small part again. The pages stay in the page cache; whatever is used again is
+    /// mapped again on its first use, from the same file. Only a mapping that is exactly the
+    /// file's (read-only, private, no page of it written by this process: no `Anonymous`
+    /// pages, which leaves out the relocated `RELRO` data) is touched, so nothing is lost.
+    /// Returns the bytes that were resident in what it unmapped.
     @discardableResult
     public static func releaseStartupCode() -> Int {
         guard let program = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
@@ -30,12 +32,16 @@ public enum ResidentMemory {
         close(fd)
         let smaps = String(decoding: data, as: UTF8.self)
         var released = 0
-        for mapping in Mapping.read(smaps) where mapping.permissions == "r-xp" && mapping.path == program && mapping.written == 0 {
+        for mapping in Mapping.read(smaps)
+        where Self.readOnly.contains(mapping.permissions) && mapping.path == program && mapping.written == 0 {
             guard let start = UnsafeMutableRawPointer(bitPattern: mapping.start), mapping.end > mapping.start else { continue }
             if madvise(start, Int(mapping.end - mapping.start), MADV_DONTNEED) == 0 { released += mapping.resident }
         }
         return released
     }
+
+    /// The permissions of the mappings ``releaseStartupCode()`` gives back: code, and read-only data.
+    static let readOnly: Set<String> = ["r-xp", "r--p"]
 
     /// ``releaseStartupCode()`` the first time it is called in this process; later calls do nothing.
     public static func releaseStartupCodeOnce() {

@@ -29,12 +29,12 @@ struct ResidentMemoryTests {
         #expect(mappings[2].path == "" && mappings[2].resident == 4096)
     }
 
-    @Test("a program's code mapping is unmapped and mapped again on use: the resident set shrinks, the code still runs")
+    @Test("a program's code and read-only data are unmapped and mapped again on use: the resident set shrinks, the code still runs")
     func releasesAndRunsOn() async {
         // In a process of its own (an exit test): the other tests of this process would all
         // have to map their code again at once.
         await #expect(processExitsWith: .success) {
-            func codeResident() -> Int { programResident { $0.permissions == "r-xp" } }
+            func codeResident() -> Int { programResident { ResidentMemory.readOnly.contains($0.permissions) && $0.written == 0 } }
             let before = codeResident()
             guard before > 0 else { print("no code mapping of this program in /proc/self/smaps"); exit(2) }
             let released = ResidentMemory.releaseStartupCode()
