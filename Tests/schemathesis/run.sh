@@ -17,6 +17,12 @@ export NOTTY_HOME="$work"
 cd "$work"
 
 printf 'pw\n' | "$notty" admin user add alice >/dev/null
+printf 'pw\n' | "$notty" admin user add bob >/dev/null
+# A team of alice's and bob's (the spec's example team name), so that the team routes reach a real
+# team; and one of alice's alone for the calendar feed, since the user routes may make bob an owner
+# of ops and then take alice out (a feed answers 404 once its user left the team).
+"$notty" admin team add ops --owner alice >/dev/null
+"$notty" admin team add rota --owner alice >/dev/null
 "$notty" admin app add app.example.com --json >app.json
 "$notty" serve --port 0 --publish-rate 100000 --publish-burst 100000 --log-level notice >serve.log 2>&1 &
 server=$!
@@ -36,6 +42,13 @@ uns_id=$(curl -sf -X POST "$base/v1/me/subscriptions" -H "Authorization: Bearer 
 client_id=$(json client_id <app.json)
 client_secret=$(json client_secret <app.json)
 app_token=$(curl -sf -X POST "$base/oauth2/v2.0/token" -d grant_type=client_credentials -d "client_id=$client_id" -d "client_secret=$client_secret" | json access_token)
+curl -sf -X POST "$base/v1/teams/ops/members" -H "Authorization: Bearer $user_token" -H 'Content-Type: application/json' -d '{"user":"bob"}' >/dev/null
+curl -sf -X PUT "$base/v1/teams/rota/oncall" -H "Authorization: Bearer $user_token" -H 'Content-Type: application/json' \
+  -d '{"rotation":["alice"],"shift":"1w","start":"2026-01-05 09:00","zone":"Europe/Berlin"}' >/dev/null
+# A browser's session (its cookie's token), made before any fuzzed sign-in can lock the address out.
+session_token=$(curl -sf -D - -o /dev/null -X POST "$base/v1/web/session" -H "Origin: $base" -H 'Content-Type: application/json' \
+  -d '{"username":"alice","password":"pw"}' | sed -n 's/^[Ss]et-[Cc]ookie: notty_session=\([^;]*\);.*/\1/p')
+[ -n "$session_token" ] || { echo "no web session"; exit 1; }
 
 st() {
   python3 -m schemathesis.cli --config-file "$root/Resources/schemathesis.toml" run "$root/Resources/openapi.yaml" \
@@ -50,18 +63,28 @@ st --include-tag publishing --exclude-path-regex '^/v1\.0/' -H "Authorization: B
 # delete through one alias to a create through the other and expect the resource still there.
 echo "== publishing routes (/v1.0 aliases)"
 st --include-path-regex '^/v1\.0/' --phases examples,coverage,fuzzing -H "Authorization: Bearer $app_token" -H "X-UNS-ID: $uns_id" || status=1
+# Signing out ends the device behind the token: so not alice's own token, but a browser's session,
+# sent as a browser sends it (the cookie, from the service's own Origin).
+echo "== web session"
+st --include-path /v1/web/session -H "Cookie: notty_session=$session_token" -H "Origin: $base" || status=1
 echo "== tokens and operations"
 st --include-tag tokens --include-tag operations || status=1
-# Webhooks: a real webhook URL, so the bodies reach the parsers (the spec's {token} is fixed to it).
-echo "== webhooks"
+# Webhooks and the on-call calendar feed: a real webhook URL, so the bodies reach the parsers, and
+# a real calendar URL (the spec's {token} is fixed to each).
+echo "== webhooks and the calendar feed"
 hook=$(curl -sf -X POST "$base/v1/me/subscriptions" -H "Authorization: Bearer $user_token" -H 'Content-Type: application/json' \
   -d '{"targetHostName":"app.example.com","platform":"webhook"}' | json webhookUrl)
-python3 - "$root/Resources/openapi.yaml" "${hook##*/}" >"$work/openapi-hooks.yaml" <<'PY'
+calendar=$(curl -sf -X POST "$base/v1/teams/rota/oncall/calendar" -H "Authorization: Bearer $user_token" | json calendarUrl)
+python3 - "$root/Resources/openapi.yaml" "${hook##*/}" "${calendar##*/}" >"$work/openapi-hooks.yaml" <<'PY'
 import sys, yaml
 spec = yaml.safe_load(open(sys.argv[1]))
-hook = spec["paths"]["/v1/hooks/{token}"]
-hook["post"]["parameters"] = [p for p in hook["post"]["parameters"] if p["name"] != "token"]
-spec["paths"] = {"/v1/hooks/" + sys.argv[2]: hook}
+paths = {}
+for template, token in [("/v1/hooks/{token}", sys.argv[2]), ("/v1/calendars/{token}", sys.argv[3])]:
+    item = spec["paths"][template]
+    for operation in item.values():
+        operation["parameters"] = [p for p in operation["parameters"] if p["name"] != "token"]
+    paths[template.replace("{token}", token)] = item
+spec["paths"] = paths
 yaml.safe_dump(spec, sys.stdout)
 PY
 python3 -m schemathesis.cli --config-file "$root/Resources/schemathesis.toml" run "$work/openapi-hooks.yaml" \
