@@ -38,9 +38,19 @@ public struct OnCallView: Codable, Sendable, Equatable {
             self.init(team: team)
             return
         }
-        let window = schedule.shifts(from: now, until: now + 90 * 86_400)
-        var current = window.first.flatMap { $0.from <= now ? $0 : nil }
-        if let found = current { current?.until = schedule.onCallUntil(user: found.user, now: now) ?? found.until }
+        // From 90 days back: the stretch on now is shown from when it began (its user's, without
+        // a break), not from the moment of asking.
+        let window = schedule.shifts(from: now - 90 * 86_400, until: now + 90 * 86_400)
+        var current: OnCallShift? = nil
+        if let index = window.lastIndex(where: { $0.from <= now && now < $0.until }) {
+            var found = window[index]
+            for earlier in window[..<index].reversed() {
+                guard earlier.user == found.user, earlier.until == found.from else { break }
+                found.from = earlier.from
+            }
+            found.until = schedule.onCallUntil(user: found.user, now: now) ?? found.until
+            current = found
+        }
         let upcoming = window.filter { $0.from > now && $0.from >= (current?.until ?? now) }
         self.init(
             team: team, rotation: schedule.rotation, shift: schedule.shift.description, start: schedule.start, zone: schedule.zone,

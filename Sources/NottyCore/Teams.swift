@@ -145,6 +145,8 @@ public struct TeamMemberRequest: Sendable, Equatable {
         guard case .string(let user)? = fields["user"], !user.isEmpty else {
             throw ValidationError("user must be a user's name (a string)")
         }
+        // Neither store keeps it whole: SQLite would read the name up to it, another user's.
+        if user.containsNUL { throw ValidationError("user must not contain the character U+0000 (NUL)") }
         var role = TeamRole.member
         switch fields["role"] {
         case nil, .null?: break

@@ -57,7 +57,8 @@ enum WebSession {
 extension Routes {
     /// `POST /v1/web/session` `{"username","password","deviceName"?}`: signs the browser in
     /// as a device of its own (in `notty devices`); `DELETE /v1/web/session` signs it out
-    /// (the device is revoked, the cookie ended).
+    /// (the device is revoked, its token and the cookie ended; made with a bearer token, it
+    /// signs that token's device out the same way).
     var webSessionRoutes: [Route] {
         [
             Route(method: .post, path: "/v1/web/session", audience: .anyone) { request, context in
@@ -88,7 +89,7 @@ extension Routes {
                     ["user": name, "deviceId": session.deviceId, "subscriptionId": device.userNotificationSubscriptionId], status: .created,
                     headers: headers)
             },
-            Route(method: .delete, path: "/v1/web/session", audience: .user) { _, context in
+            Route(method: .delete, path: "/v1/web/session", audience: .user) { request, context in
                 let user = try context.requireUser()
                 if let deviceId = context.deviceId,
                     let device = try await self.service.inbox.subscriptions(userId: user).first(where: {
@@ -97,6 +98,8 @@ extension Routes {
                 {
                     try await self.service.inbox.revokeSubscription(userId: user, id: device.userNotificationSubscriptionId)
                 }
+                // The token it was made with ends too, whether or not its device had registered.
+                if let token = try WebSession.userToken(request) { try await self.service.auth.revoke(tokens: [token]) }
                 var headers = HTTPFields()
                 headers[.setCookie] = WebSession.setCookie(nil, maxAge: 0, secure: self.service.config.tlsCertPath != nil)
                 return Response(status: .noContent, headers: headers)

@@ -22,6 +22,10 @@ public final class Authentication: ServicePart {
     /// Answers `POST /oauth2/v2.0/token` for a parsed form.
     /// `address`: the client's IP address, when known (failed guesses are also counted per address).
     public func token(form: [String: String], address: String? = nil) async throws -> TokenResponse {
+        // A store reads a name only up to U+0000 (SQLite's text ends there): `alice%00x` is not alice.
+        if let field = form.first(where: { $0.value.containsNUL })?.key {
+            throw ServiceError.oauth(.badRequest, "invalid_request", "\(field) must not contain the character U+0000 (NUL)")
+        }
         let now = clock.nowMillis()
         let addressKeys = address.map { [GuessKeys.address($0)] } ?? []
         switch form["grant_type"] {

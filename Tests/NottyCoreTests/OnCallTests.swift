@@ -88,6 +88,10 @@ struct OnCallTests {
         // The view: now, the next ones, and only overrides still to come.
         let view = OnCallView(team: "ops", schedule: s, now: Self.utc("2026-12-08T12:00:00Z"))
         #expect(view.now?.user == "carol" && view.now?.until == Self.utc("2026-12-09T00:00:00Z"))
+        #expect(view.now?.from == Self.utc("2026-12-08T00:00:00Z"), "the stretch from when it began, not from the asking")
+        // alice's rotation shift, begun a day before the asking, is shown from its handoff.
+        let alices = OnCallView(team: "ops", schedule: base, now: Self.utc("2026-12-08T12:00:00Z")).now
+        #expect(alices?.user == "alice" && alices?.from == Self.utc("2026-12-07T08:00:00Z"), "\(String(describing: alices))")
         #expect(view.next.prefix(3).map(\.user) == ["dave", "alice", "bob"])
         #expect(view.overrides.map(\.id) == ["o1", "o2"])
     }

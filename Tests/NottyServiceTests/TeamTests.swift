@@ -35,6 +35,11 @@ struct TeamTests {
             #expect(try await client.call(.get, "/v1/teams/ops", token: bob.userToken).status == .notFound)
             #expect(try await add("bob", by: bob).status == .notFound)
 
+            // A name holding U+0000 is refused, not read up to it (SQLite's text ends there: bob).
+            let nul = try await add("bob\\u0000zzz", role: "owner", by: alice)
+            #expect(nul.status == .badRequest && nul.text.contains("U+0000"), "\(nul.text)")
+            #expect(try await teams(bob).isEmpty)
+
             // The owner adds bob as a member: both see the team, owners first.
             let added = try await add("bob", by: alice)
             #expect(added.status == .ok, "\(added.text)")

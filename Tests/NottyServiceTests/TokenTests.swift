@@ -41,6 +41,9 @@ struct TokenTests {
                 .post, "/contoso/oauth2/v2.0/token", form: "grant_type=client_credentials&client_id=\(world.clientId)&client_secret=bad")
             #expect(wrongSecret.status == .unauthorized)
             #expect(wrongSecret.string("error") == "invalid_client")
+            // A name holding U+0000 is refused (a store would read it up to there: alice).
+            let nul = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice%00zz&password=pw-alice")
+            #expect(nul.status == .badRequest && nul.string("error") == "invalid_request", "\(nul.text)")
             let grant = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=implicit")
             #expect(grant.string("error") == "unsupported_grant_type")
             let tenant = try await client.call(
