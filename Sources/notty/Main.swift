@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import NottyCommandLine
+import NottyPOSIX
 import NottyStore
 
 /// The program's start. What runs before every prompt and in status bars (`notty count`) and
@@ -24,6 +25,8 @@ enum Main {
         }
         let named = arguments.first == "help" ? arguments.dropFirst().first : arguments.first
         if let named, ServerCommand.names.contains(named) { ServerProgram.exec(arguments) }
+        // Before the first task: the arenas are shared by the threads it starts.
+        ResidentMemory.shareArenas()
         Task { @MainActor in
             await Notty.start(arguments)
             exit(0)

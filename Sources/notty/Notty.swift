@@ -41,7 +41,6 @@ struct Notty: AsyncParsableCommand {
     /// else is parsed here; invalid input of any kind ends with one line on stderr and a
     /// non-zero exit (``runRoot(_:)``).
     static func start(_ arguments: [String]) async {
-        ResidentMemory.shareArenas()
         // The loader is done with its relocation and symbol tables (3 to 4 MiB resident).
         ResidentMemory.releaseLoaderTables()
         // A damaged store is met wherever it is first read: each command then says what to run.
