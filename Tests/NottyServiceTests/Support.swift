@@ -47,6 +47,9 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 /// with fast bcrypt and an optional manual clock.
 struct ServiceHarness {
     let directory: URL
+    /// Removes `directory` when the last copy of this harness is gone: a test that never runs
+    /// `router` or `live` (which remove it at their end) leaves nothing behind either.
+    private let removal: DirectoryRemoval
     let storage: any ServiceStorage
     let service: NotificationService
     let clock: ManualClock?
@@ -74,6 +77,7 @@ struct ServiceHarness {
         secrets: SecretBox = .ephemeral(), configure: (inout ServiceConfig) -> Void = { _ in }
     ) async throws {
         self.directory = directory
+        removal = DirectoryRemoval(directory)
         self.storage = storage
         var config = ServiceConfig()
         config.bcryptCost = 4
@@ -110,6 +114,13 @@ struct ServiceHarness {
         if ContinuousClock.now - closing > .seconds(5) { print("ServiceHarness: closing the storage took \(ContinuousClock.now - closing)") }
         return try result.get()
     }
+}
+
+/// Removes a folder when it is released.
+final class DirectoryRemoval: Sendable {
+    let directory: URL
+    init(_ directory: URL) { self.directory = directory }
+    deinit { try? FileManager.default.removeItem(at: directory) }
 }
 
 /// A response as the tests read it.
