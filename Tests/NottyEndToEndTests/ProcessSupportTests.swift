@@ -54,7 +54,9 @@ struct ProcessSupportTests {
         #expect(fine.status == 3 && String(decoding: fine.out, as: UTF8.self) == "out\n" && String(decoding: fine.err, as: UTF8.self) == "err\n")
         let here = try Repository.runWaiting(["sh", "-c", "pwd; test -x .ci/run && echo found"])
         #expect(here.status == 0 && here.output == Repository.root.path + "\nfound\n", "\(here.output)")
-        let input = try NottyCLI(home: Repository.temporaryDirectory("notty-stdin")).runWaiting(["admin", "user", "add", "bob"], input: "pw\n")
+        let home = Repository.temporaryDirectory("notty-stdin")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let input = try NottyCLI(home: home).runWaiting(["admin", "user", "add", "bob"], input: "pw\n")
         #expect(input.status == 0, "\(input.err)")
     }
 }

@@ -51,6 +51,7 @@ struct PublishRetryTests {
     )
     func busyService() async throws {
         let directory = Repository.temporaryDirectory("notty-publish-retry")
+        defer { try? FileManager.default.removeItem(at: directory) }
         let service = try await ServeProcess(directory: directory.appendingPathComponent("service"))
         let device = NottyCLI(home: directory.appendingPathComponent("device"))
         try await device.login(service.url)

@@ -244,7 +244,9 @@ struct NtfyTopicTests {
             let id = try #require(try await world.publish(client, id: "door", title: "Front door").string("id"))
             #expect(started.duration(to: .now) < .seconds(30))  // not the upstream's 500 ms, let alone its retries
             // The hash by another hand than the code's: sha256sum.
-            let file = Repository.temporaryDirectory("notty-upstream").appendingPathComponent("url")
+            let folder = Repository.temporaryDirectory("notty-upstream")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let file = folder.appendingPathComponent("url")
             try Data("https://notty.example.com/\(topic)".utf8).write(to: file)
             let hash = try #require(try await Repository.run(["sha256sum", file.path]).output.split(separator: " ").first.map(String.init))
             #expect(await eventually(timeout: .seconds(20)) { !upstream.requests.isEmpty }, "no poll request")
