@@ -172,7 +172,7 @@ public final class Inbox: ServicePart {
     /// notifications that match it (``NotificationSearch``; longer than its limit is `400`).
     public func list(userId: String, view: NotificationView, top: Int, skip: Int, search: String? = nil) async throws -> [UserNotification] {
         let search = search?.trimmingCharacters(in: .whitespaces)
-        if let search, search.count > NotificationSearch.maxLength || search.contains("\u{0}") {
+        if let search, search.count > NotificationSearch.maxLength || search.containsNUL {
             throw ServiceError.badRequest("search takes at most \(NotificationSearch.maxLength) characters, none of them NUL")
         }
         let text = search?.isEmpty == false ? search : nil

@@ -39,26 +39,15 @@ struct StartBench {
             print("the device's home (store, credentials) copied to \(keep)")
         }
         let environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": home.path]) { $1 }
-        let counts = try await LocalStore.open(path: home.appendingPathComponent("store.sqlite").path).perform { try $0.counts() }
+        let (counts, newest) = try await LocalStore.open(path: home.appendingPathComponent("store.sqlite").path).perform {
+            (try $0.counts(), try $0.window(view: .unread, limit: 1).first?.payload.visualContent?.title)
+        }
+        guard let newest else { throw SupportError("no unread notification to look for") }
 
         let version = try (0..<30).map { _ in try wallTime(notty.path, ["--version"], environment: environment) }
         let hellos = try hello.map { hello in try (0..<30).map { _ in try wallTime(hello.path, [], environment: environment) } }
         let badge = try (0..<30).map { _ in try wallTime(notty.path, ["count", "--format", "tmux"], environment: environment) }
-        var frames: [Double] = []
-        guard
-            let newest = try await LocalStore.open(path: home.appendingPathComponent("store.sqlite").path)
-                .perform({ try $0.window(view: .unread, limit: 1) }).first?.payload.visualContent?.title
-        else { throw SupportError("no unread notification to look for") }
-        for _ in 0..<5 {
-            let terminal = try PseudoTerminal(columns: 120, rows: 40)
-            let start = ContinuousClock.now
-            let center = try terminal.spawn(notty.path, ["tui"], environment: ["NOTTY_HOME": home.path, "TERM": "xterm-256color"])
-            let first = try terminal.readUntil(timeout: .seconds(10)) { $0.contains(newest) && $0.contains("alice@") }
-            frames.append((first - start).seconds * 1000)
-            kill(center, SIGTERM)
-            var status: Int32 = 0
-            waitpid(center, &status, 0)
-        }
+        let frames = try (0..<5).map { _ in try firstFrame(notty, home: home, newest: newest) }
 
         func ms(_ values: [Double]) -> String { String(format: "%.1f ms", percentile(values, 50)) }
         func mb(_ url: URL?) -> String {

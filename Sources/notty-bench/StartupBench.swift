@@ -35,15 +35,10 @@ struct StartupBench {
                     add(build.name, "version MiB", Double(resident) / 1_048_576)
                 }
 
-                let terminal = try PseudoTerminal(columns: 120, rows: 40)
-                let start = ContinuousClock.now
-                let center = try terminal.spawn(build.binary.path, ["tui"], environment: ["NOTTY_HOME": device.home.path, "TERM": "xterm-256color"])
-                let first = try terminal.readUntil(timeout: .seconds(10)) { $0.contains(newest) && $0.contains("alice@") }
-                add(build.name, "frame ms", (first - start).seconds * 1000)
-                add(build.name, "frame MiB", Double(memory(pid: center).resident) / 1_048_576)
-                kill(center, SIGTERM)
-                var status: Int32 = 0
-                waitpid(center, &status, 0)
+                let frame = try firstFrame(build.binary, home: device.home, newest: newest) { center in
+                    add(build.name, "frame MiB", Double(memory(pid: center).resident) / 1_048_576)
+                }
+                add(build.name, "frame ms", frame)
 
                 let cli = NottyCLI(home: device.home, binary: build.binary)
                 let log = device.home.appendingPathComponent("startup-poll.log")

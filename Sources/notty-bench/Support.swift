@@ -148,3 +148,18 @@ func wallTime(_ path: String, _ arguments: [String], environment: [String: Strin
     guard status == 0 else { throw SupportError("\(path) \(arguments.joined(separator: " ")) ended with \(status)") }
     return elapsed
 }
+
+/// The center's first full frame: `notty tui` of `binary` started in a 120×40 terminal with
+/// `home`, timed from its spawn to a screen with `newest` (the newest Unread title) and the
+/// account on it; `atFrame` is handed its pid then, before it is stopped.
+func firstFrame(_ binary: URL, home: URL, newest: String, atFrame: (pid_t) -> Void = { _ in }) throws -> Double {
+    let terminal = try PseudoTerminal(columns: 120, rows: 40)
+    let start = ContinuousClock.now
+    let center = try terminal.spawn(binary.path, ["tui"], environment: ["NOTTY_HOME": home.path, "TERM": "xterm-256color"])
+    let first = try terminal.readUntil(timeout: .seconds(10)) { $0.contains(newest) && $0.contains("alice@") }
+    atFrame(center)
+    kill(center, SIGTERM)
+    var status: Int32 = 0
+    waitpid(center, &status, 0)
+    return (first - start).seconds * 1000
+}

@@ -51,7 +51,7 @@ struct Notty: AsyncParsableCommand {
             // A store to open fully first: to migrate, or to say what is wrong with it (``Main``
             // answered every other quick count).
             do {
-                try await Count.print(view: view, format: format)
+                try await Count.print(view: view, format: format, quick: false)
             } catch {
                 warn(explained(error))
                 Foundation.exit(1)

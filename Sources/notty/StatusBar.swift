@@ -25,10 +25,12 @@ struct BadgeOptions: ParsableArguments {
     static var color: Bool { (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty }
 
     /// The badge of this device's store now; an empty one when the store does not exist yet
-    /// (nothing is created: a prompt may run this on a machine never signed in).
-    static func badge(_ device: Device, view: NotificationView) async throws -> Badge {
+    /// (nothing is created: a prompt may run this on a machine never signed in). `quick`: read
+    /// first with the store opened to read only (``withQuickBadge(path:view:_:)``), unless the
+    /// caller tried that already.
+    static func badge(_ device: Device, view: NotificationView, quick: Bool = true) async throws -> Badge {
         let path = device.paths.store
-        if let badge = (try? await offThePool { withQuickBadge(path: path, view: view) { $0 } }) ?? nil { return badge }
+        if quick, let badge = (try? await offThePool { withQuickBadge(path: path, view: view) { $0 } }) ?? nil { return badge }
         return try await device.store().perform { try $0.badge(view: view) }
     }
 
@@ -75,7 +77,7 @@ struct Count: AsyncParsableCommand {
 
     /// The count printed on this thread and the process ended (``Main``'s quick path: nothing
     /// else is set up, and the read-only store is not closed: it has nothing to write back).
-    /// Returns when the store must be opened fully first, which ``print(view:format:)`` does.
+    /// Returns when the store must be opened fully first, which ``print(view:format:quick:)`` does.
     static func printAndExit(view: NotificationView, format: BadgeFormat) {
         _ = BadgeOptions.withQuickBadge(path: Device().paths.store, view: view) { badge -> Never in
             Swift.print(format.line(badge, color: BadgeOptions.color))
@@ -83,8 +85,8 @@ struct Count: AsyncParsableCommand {
         }
     }
 
-    static func print(view: NotificationView, format: BadgeFormat) async throws {
-        Swift.print(format.line(try await BadgeOptions.badge(Device(), view: view), color: BadgeOptions.color))
+    static func print(view: NotificationView, format: BadgeFormat, quick: Bool = true) async throws {
+        Swift.print(format.line(try await BadgeOptions.badge(Device(), view: view, quick: quick), color: BadgeOptions.color))
     }
 
     static let configuration = CommandConfiguration(
