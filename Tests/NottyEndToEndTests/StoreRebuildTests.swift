@@ -78,6 +78,9 @@ struct StoreRebuildTests {
 
         let broken = try await world.b.run(["list", "--view", "all"])
         #expect(broken.status != 0 && broken.err.split(separator: "\n").count == 1 && broken.err.contains("notty resync"), "\(broken.err)")
+        // notty count (its read-only open refused) says the same, in one line.
+        let count = try await world.b.run(["count"])
+        #expect(count.status != 0 && count.err.split(separator: "\n").count == 1 && count.err.contains("notty resync"), "\(count.err)")
         let rebuilt = try await world.b.run(["resync"])
         #expect(rebuilt.status == 0 && rebuilt.out.contains("3 notification(s)"), "\(rebuilt.out) \(rebuilt.err)")
         #expect(try await world.b.run(["show", ids[2], "--json"]).status == 0)
@@ -105,6 +108,8 @@ struct StoreRebuildTests {
 
         let refused = try await world.b.run(["list"])
         #expect(refused.status != 0 && refused.err.contains("newer notty") && refused.err.contains("notty resync"), "\(refused.err)")
+        let count = try await world.b.run(["count", "--format", "tmux"])
+        #expect(count.status != 0 && count.err.contains("newer notty") && count.out.isEmpty, "\(count.out) \(count.err)")
         #expect(try fingerprint() == before, "the newer store was changed")
 
         let rebuilt = try await world.b.run(["resync"])
