@@ -5,7 +5,7 @@ import NottyTestSupport
 import Testing
 
 /// The web inbox (PROTOCOL.md §14) in a real headless Chromium, driven by Playwright for Python
-/// (`web_inbox.py` beside this file), against a real `notty serve` and a real `notty` device.
+/// (`Tests/browser/web_inbox.py`), against a real `notty serve` and a real `notty` device.
 @Suite("The web inbox in a real browser", .timeLimit(.minutes(5)), .serialized)
 struct WebInboxTests {
     /// Why the browser cannot run here (nil: it can).
@@ -43,7 +43,7 @@ struct WebInboxTests {
         try FileManager.default.createDirectory(at: workdir, withIntermediateDirectories: true)
         let log = world.directory.appendingPathComponent("browser.log")
         var arguments = [
-            Repository.root.appendingPathComponent("Tests/NottyEndToEndTests/web_inbox.py").path, world.service.url, workdir.path, hostile,
+            Repository.root.appendingPathComponent("Tests/browser/web_inbox.py").path, world.service.url, workdir.path, hostile,
         ]
         if let folder = ProcessInfo.processInfo.environment["NOTTY_SCREENSHOTS"] { arguments.append(folder + "/web-inbox.png") }
         let script = try startLogged("/usr/bin/env", ["python3"] + arguments, log: log, environment: [:])
@@ -103,7 +103,7 @@ struct WebInboxTests {
         let log = world.directory.appendingPathComponent("push.log")
         let script = try startLogged(
             "/usr/bin/env",
-            ["python3", Repository.root.appendingPathComponent("Tests/NottyEndToEndTests/web_push.py").path, world.service.url, workdir.path],
+            ["python3", Repository.root.appendingPathComponent("Tests/browser/web_push.py").path, world.service.url, workdir.path],
             log: log, environment: [:])
         defer { terminate(script, grace: 2) }
         func said() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
@@ -119,6 +119,8 @@ struct WebInboxTests {
         }
         let ended = await script.exited()
         #expect(ended.code == 0, "\(said())")
+        // Its figures: how often DevTools' delivery had to be made again.
+        if let figures = said().split(separator: "\n").last { print("web push: \(figures)") }
     }
 
     @Test("the files notty serve embeds are Resources/web's (scripts/web-embed)")

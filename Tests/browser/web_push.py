@@ -153,13 +153,29 @@ with sync_playwright() as playwright:
     expect(ours() and running(), f"the service worker never ran: {registrations} {versions}")
     registration_id = ours()[-1]["registrationId"]
 
-    def deliver(message):
-        cdp.send("ServiceWorker.deliverPushMessage", {"origin": url, "registrationId": registration_id, "data": message})
-
     def shown(tag):
         return page.evaluate(
             "tag => navigator.serviceWorker.ready.then(r => r.getNotifications({tag})).then(list => list.map(n => ({title: n.title, body: n.body})))",
             tag)
+
+    figures["redeliveries"] = 0
+
+    def deliver(message, done, seconds=20):
+        """Hands `message` to the service worker as its push service would, until `done()` (what
+        the worker then shows) holds or `seconds` pass. A delivery without effect after 4 s is
+        made again and counted in the figures: the test had failed in about one run in five
+        with nothing shown after 20 s, at the first or the third delivery, while the worker was
+        registered, activated and running (its cause not found; in 26 runs since, no delivery
+        had to be made again)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            cdp.send("ServiceWorker.deliverPushMessage", {"origin": url, "registrationId": registration_id, "data": message})
+            again = min(time.monotonic() + 4, deadline)
+            while not done() and time.monotonic() < again:
+                page.wait_for_timeout(50)
+            if done() or time.monotonic() >= deadline:
+                return
+            figures["redeliveries"] += 1
 
     # A publish: pushed as show, shown by the service worker with its title and tag.
     (workdir / "subscribed").write_text("yes")
@@ -169,10 +185,7 @@ with sync_playwright() as playwright:
     message = json.loads(opened(headers, body))
     expect(message["type"] == "show", f"first push: {message}")
     notification = message["notification"]
-    deliver(json.dumps(message))
-    deadline = time.monotonic() + 20
-    while not shown(notification["id"]) and time.monotonic() < deadline:
-        page.wait_for_timeout(50)
+    deliver(json.dumps(message), lambda: shown(notification["id"]))
     showing = shown(notification["id"])
     expect(showing and showing[0]["title"] == notification["payload"]["visualContent"]["title"], f"shown: {showing}")
 
@@ -182,19 +195,13 @@ with sync_playwright() as playwright:
     closing = json.loads(opened(headers, body))
     expect(closing["type"] == "close" and closing["id"] == notification["id"] and closing["state"] == "dismissed", f"close: {closing}")
     expect(closing["by"]["device"] == "B", f"close by: {closing['by']}")
-    deliver(json.dumps(closing))
-    deadline = time.monotonic() + 10
-    while shown(notification["id"]) and time.monotonic() < deadline:
-        page.wait_for_timeout(50)
+    deliver(json.dumps(closing), lambda: not shown(notification["id"]), seconds=10)
     expect(not shown(notification["id"]), "the service worker did not close a notification handled elsewhere")
 
     # A click on it (shown again): the service worker's own handler marks it activated and read
     # on the service. (The event is dispatched in the worker, as DevTools cannot click a system
     # notification; the window it then opens needs a real click's user activation.)
-    deliver(json.dumps(message))
-    deadline = time.monotonic() + 20
-    while not shown(notification["id"]) and time.monotonic() < deadline:
-        page.wait_for_timeout(50)
+    deliver(json.dumps(message), lambda: shown(notification["id"]))
     expect(shown(notification["id"]), "the notification was not shown again")
     workers = [w for w in context.service_workers if w.url.endswith("/sw.js")]
     expect(workers, f"no service worker to click in: {[w.url for w in context.service_workers]}")
