@@ -50,6 +50,24 @@ public enum EscalationTarget: Sendable, Equatable, Hashable, CustomStringConvert
         }
     }
 
+    /// The target as anyone but the user who gave it reads it (SPEC §15): its kind, scheme, host
+    /// and port, never its path, query or user info (an ntfy topic, a token in a query are
+    /// credentials too): `ntfy:https://ntfy.example:443`.
+    public var shownToOthers: String {
+        switch self {
+        case .ntfy(let url): "ntfy:\(Self.origin(url))"
+        case .webhook(let url): "webhook:\(Self.origin(url))"
+        case .command(let name): "command:\(name)"
+        }
+    }
+
+    /// `scheme://host:port` of an http(s) URL (brackets kept around an IPv6 address).
+    static func origin(_ url: String) -> String {
+        guard let parsed = HTTPURL(url) else { return "(a URL)" }
+        let host = parsed.host.contains(":") ? "[\(parsed.host)]" : parsed.host
+        return "\(parsed.scheme)://\(host):\(parsed.port)"
+    }
+
     static func isHTTPURL(_ text: String) -> Bool { HTTPURL.isPlain(text) }
 
     /// `url` with any `user:password@` of its authority shown as `…@`.

@@ -104,8 +104,9 @@ public struct OnCallSchedule: Codable, Sendable, Equatable {
     public var zone: String
     public var overrides: [OnCallOverride]
 
-    /// The most overrides a team keeps (those over are dropped when new ones come).
-    public static let maxOverrides = 200
+    /// The most overrides a team keeps, and the most one member holds of their own (SPEC §15):
+    /// beyond either a new one is refused, so that nobody's push out anybody else's.
+    public static let maxOverrides = 200, maxOverridesPerMember = 50
     /// The longest rotation.
     public static let maxRotation = 200
 
@@ -204,6 +205,40 @@ public struct OnCallSchedule: Codable, Sendable, Equatable {
     }
 }
 
+extension OnCallSchedule {
+    /// Why a stored schedule could not be read: said as it is wherever the schedule is needed
+    /// (never taken for "no rotation", which a write over it would make true).
+    public struct Unreadable: Error, Sendable, Equatable, CustomStringConvertible {
+        public var team: String
+        public var reason: String
+        public init(team: String, reason: String) {
+            self.team = team
+            self.reason = reason
+        }
+        public var description: String {
+            "the on-call schedule of \(team) cannot be read (\(reason)): the administrator restores it from a backup, or an owner sets the rotation again"
+        }
+    }
+
+    /// A schedule as stored (JSON), read whole or not at all: its times within ``LocalTime/years``.
+    public static func decode(stored text: String, team: String) throws(Unreadable) -> OnCallSchedule {
+        let schedule: OnCallSchedule
+        do {
+            schedule = try NottyJSON.decoder.decode(OnCallSchedule.self, from: Data(text.utf8))
+        } catch {
+            throw Unreadable(team: team, reason: "\(error)".prefix(200).description)
+        }
+        let times = [schedule.start] + schedule.overrides.flatMap { [$0.from, $0.until] }
+        guard times.allSatisfy(LocalTime.isWithinYears) else { throw Unreadable(team: team, reason: "a time outside the years 1970–9999") }
+        return schedule
+    }
+
+    /// The schedule as stored.
+    public func encoded() throws -> String {
+        String(decoding: try NottyJSON.encoder.encode(self), as: UTF8.self)
+    }
+}
+
 // MARK: - Reading times and zones
 
 /// Times as on-call commands take them: `YYYY-MM-DD HH:MM` in a zone, or ISO 8601 with an offset.
@@ -216,15 +251,34 @@ public enum LocalTime {
         return zone
     }
 
+    /// The years a schedule's times are in (SPEC §15): what every store reads back and writes the same.
+    public static let years = 1970...9999
+    /// 1970-01-01T00:00:00Z and 10000-01-01T00:00:00Z.
+    static let firstInstant = Date(timeIntervalSince1970: 0), endInstant = Date(timeIntervalSince1970: 253_402_300_800)
+
+    /// Whether `date` is within ``years`` (UTC).
+    public static func isWithinYears(_ date: Date) -> Bool {
+        date >= firstInstant && date < endInstant
+    }
+
     /// `text` as an instant: `YYYY-MM-DD HH:MM` (or `THH:MM`) in `zone`, or ISO 8601 with a `Z`
-    /// or an offset.
+    /// or an offset; within ``years``.
     public static func parse(_ text: String, zone: TimeZone, field: String) throws(ValidationError) -> Date {
+        let date = try parseAnyYear(text, zone: zone, field: field)
+        guard isWithinYears(date) else {
+            throw ValidationError("\(field) \"\(text.prefix(40))\" is outside the years 1970–9999: write a time such as \"2026-12-07 09:00\"")
+        }
+        return date
+    }
+
+    private static func parseAnyYear(_ text: String, zone: TimeZone, field: String) throws(ValidationError) -> Date {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if let date = ISOTime.parse(trimmed) { return date }
         let parts = trimmed.split(whereSeparator: { $0 == " " || $0 == "T" })
         if parts.count == 2 {
             let day = parts[0].split(separator: "-").compactMap { Int($0) }, time = parts[1].split(separator: ":").compactMap { Int($0) }
-            if day.count == 3, time.count == 2 || time.count == 3, (1...12).contains(day[1]), (1...31).contains(day[2]), (0...23).contains(time[0]),
+            if day.count == 3, time.count == 2 || time.count == 3, (1...99_999).contains(day[0]), (1...12).contains(day[1]),
+                (1...31).contains(day[2]), (0...23).contains(time[0]),
                 (0...59).contains(time[1])
             {
                 var calendar = Calendar(identifier: .gregorian)

@@ -100,6 +100,9 @@ public enum ISOTime {
         // and so is a time read from `…:00.123Z` in the year 2526, where `Date` (seconds since
         // 2001) carries some microseconds of error and going through 1970 adds as many.
         let ms = date.timeIntervalSince1970 * 1000
+        // Past what an Int64 holds (a year beyond 290 million, or not a number): the nearest
+        // that is, never a trap.
+        guard ms.isFinite, ms.magnitude < 9.2e18 else { return ms.isNaN ? 0 : (ms < 0 ? Int64.min : Int64.max) }
         let nearest = ms.rounded()
         if (ms - nearest).magnitude <= max(0.0005, ms.magnitude.ulp * 8) { return Int64(nearest) }
         return Int64(ms.rounded(.down))

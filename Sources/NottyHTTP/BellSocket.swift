@@ -23,6 +23,8 @@ struct BellPlan: Sendable {
     let ticks: Bool
     /// Counts each frame sent (the doorbell's metric); nil for none.
     let counted: (@Sendable () -> Void)?
+    /// The token it was opened with (a doorbell's): revoked or expired, the hub hangs up.
+    var credential: DoorbellHub.StreamCredential? = nil
 }
 
 /// What a bell socket reads from the store. One socket's feed is used by one task at a time.
@@ -77,7 +79,7 @@ final class BellSocketHandler: ChannelInboundHandler, RemovableChannelHandler, B
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        connection = plan.hub.connect(userId: plan.userId, ticks: plan.ticks, listener: HubLine(end: handler))
+        connection = plan.hub.connect(userId: plan.userId, ticks: plan.ticks, credential: plan.credential, listener: HubLine(end: handler))
         pinger = context.eventLoop.scheduleRepeatedTask(initialDelay: pingInterval, delay: pingInterval) { _ in handler.value.ping() }
         if case .feed(let feed) = plan.kind {
             pump = BellPump(feed: feed, owner: self, eventLoop: context.eventLoop)

@@ -148,6 +148,17 @@ public struct Routes: Sendable {
                     team: context.pathParameter("name"), by: context.requireUser(), user: context.pathParameter("user"))
                 return JSONResponse.empty(.noContent)
             },
+            // SPEC §15: a team's apps and hooks are the team's, its owners' to list and revoke.
+            Route(method: .get, path: "/v1/teams/:name/subscriptions", audience: .user) { _, context in
+                try JSONResponse.make(
+                    SubscriptionList(
+                        value: try await self.service.inbox.teamSubscriptions(team: context.pathParameter("name"), userId: context.requireUser())))
+            },
+            Route(method: .delete, path: "/v1/teams/:name/subscriptions/:id", audience: .user) { _, context in
+                try await self.service.inbox.revokeTeamSubscription(
+                    team: context.pathParameter("name"), userId: context.requireUser(), id: context.pathParameter("id"))
+                return JSONResponse.empty(.noContent)
+            },
             Route(method: .get, path: "/v1/me/notifications/changes", audience: .user) { request, context in
                 try await self.changes(request, user: context.requireUser())
             },
@@ -266,11 +277,11 @@ public struct Routes: Sendable {
         let counted: @Sendable () -> Void = { [metrics = service.metrics] in metrics.doorbellFrames.increment() }
         if segments == ["v1", "me", "push"] {
             // A browser's WebSocket carries its session cookie, and its Origin says whose page opened it.
-            let user = try await service.auth.authenticateUser(bearer: try WebSession.userToken(request, sameOriginOnly: true))
+            let (user, credential) = try await service.auth.authenticateStream(bearer: try WebSession.userToken(request, sameOriginOnly: true))
             let full = request.uri.form["payload"] == "full"
             return BellPlan(
                 hub: service.hub, userId: user, kind: full ? .feed(FullDoorbellFeed(inbox: service.inbox, userId: user)) : .doorbell,
-                ticks: false, counted: counted)
+                ticks: false, counted: counted, credential: credential)
         }
         if segments.count == 2, segments[1] == "ws" {
             let (userId, feed) = try await ntfyFeed(topic: segments[0], query: Self.query(request.uri), base: baseURL(request)) { event in

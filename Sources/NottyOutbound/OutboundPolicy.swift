@@ -101,7 +101,7 @@ public struct OutboundPolicy: Sendable {
         allowedHosts = hosts
         allowedNetworks = networks
         self.listeners = listeners
-        publicAuthority = publicURL.flatMap(HTTPURL.init).map { ($0.host, $0.port) }
+        publicAuthority = publicURL.flatMap(HTTPURL.init).map { (Self.canonical($0.host), $0.port) }
         resolve = resolver ?? { await Self.systemResolve($0) }
     }
 
@@ -155,7 +155,7 @@ public struct OutboundPolicy: Sendable {
     /// A URL's host (lower case, without brackets) and port, or why it is not one to call.
     private func parse(_ url: String) -> Result<(host: String, port: Int), Refusal> {
         guard let parsed = HTTPURL(url) else { return .failure(Refusal(reason: "not an http(s) URL")) }
-        let (host, port) = (parsed.host, parsed.port)
+        let (host, port) = (Self.canonical(parsed.host), parsed.port)
         if let own = publicAuthority, own.host == host, own.port == port {
             return .failure(Refusal(reason: "\(host) is this service's own address (--public-url)"))
         }
@@ -167,6 +167,9 @@ public struct OutboundPolicy: Sendable {
         for address in addresses {
             for form in Self.forms(address) {
                 if let kind = Self.refusedKind(form) { return "\(host) is \(kind) address (\(Self.text(address))): the service never sends there" }
+                if form != address, listeners.contains(where: { $0.port == port && Self.isOwn(form, listening: $0.host) }) {
+                    return "\(host):\(port) is this service's own listening address"
+                }
             }
             if listeners.contains(where: { $0.port == port && Self.isOwn(Self.unmapped(address), listening: $0.host) }) {
                 return "\(host):\(port) is this service's own listening address"
@@ -178,6 +181,14 @@ public struct OutboundPolicy: Sendable {
         return allInAllowed ? nil : "\(host) is not among the hosts this service allows (notty serve \(Self.allowFlag))"
     }
 
+    /// A host name as a resolver reads it, however it is spelled: percent-escapes decoded,
+    /// lower case, without the root's trailing dot (`NOTTY.example.com.` is `notty.example.com`).
+    static func canonical(_ host: String) -> String {
+        var name = (host.removingPercentEncoding ?? host).lowercased()
+        while name.hasSuffix("."), name.count > 1 { name.removeLast() }
+        return name
+    }
+
     // MARK: - Addresses
 
     static let linkLocal = [Network(bytes: [169, 254, 0, 0], bits: 16), Network(bytes: [0xFE, 0x80] + Array(repeating: 0, count: 14), bits: 10)]
@@ -186,30 +197,61 @@ public struct OutboundPolicy: Sendable {
         Network(bytes: [224, 0, 0, 0], bits: 4), Network(bytes: [255, 255, 255, 255], bits: 32),
         Network(bytes: [0xFF] + Array(repeating: 0, count: 15), bits: 8),
     ]
+    /// The clouds' metadata services that are not link-local (SPEC §15): AWS's IPv6 one
+    /// (`fd00:ec2::254`), Alibaba's (`100.100.100.200`), Azure's wire server (`168.63.129.16`)
+    /// and Oracle's (`192.0.0.192`).
+    static let metadata = [
+        Network(bytes: [0xFD, 0, 0x0E, 0xC2] + Array(repeating: 0, count: 10) + [0x02, 0x54], bits: 128),
+        Network(bytes: [100, 100, 100, 200], bits: 32), Network(bytes: [168, 63, 129, 16], bits: 32),
+        Network(bytes: [192, 0, 0, 192], bits: 32),
+    ]
 
-    /// "a link-local", "an unspecified", "a multicast": what kind of refused address this is.
+    /// "a link-local", "an unspecified", "a multicast", "a cloud metadata": what kind of
+    /// refused address this is.
     static func refusedKind(_ address: [UInt8]) -> String? {
         if linkLocal.contains(where: { $0.contains(address) }) { return "a link-local" }
         if unspecified.contains(where: { $0.contains(address) }) { return "an unspecified" }
         if multicast.contains(where: { $0.contains(address) }) { return "a multicast or broadcast" }
+        if metadata.contains(where: { $0.contains(address) }) { return "a cloud metadata service's" }
         return nil
     }
 
-    /// The address and the IPv4 address inside it, if it is an IPv6 form of one.
+    /// The address and every IPv4 address hidden inside it, if it is an IPv6 form of one.
     static func forms(_ address: [UInt8]) -> [[UInt8]] {
-        let inner = unmapped(address)
-        return inner == address ? [address] : [address, inner]
+        [address] + embedded(address).filter { $0 != address }
     }
 
     /// The IPv4 address inside an IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`,
-    /// but `::` and `::1`) or NAT64 (`64:ff9b::a.b.c.d`) IPv6 address; any other as it is.
+    /// but `::` and `::1`), IPv4-translated (`::ffff:0:a.b.c.d`) or NAT64 (`64:ff9b::a.b.c.d`)
+    /// IPv6 address; any other as it is. The address connected to when an IPv6 address stands
+    /// for an IPv4 one.
     static func unmapped(_ address: [UInt8]) -> [UInt8] {
         guard address.count == 16 else { return address }
         let tail = Array(address[12...])
         if address[0..<10].allSatisfy({ $0 == 0 }), address[10] == 0xFF, address[11] == 0xFF { return tail }
+        if address[0..<8].allSatisfy({ $0 == 0 }), address[8] == 0xFF, address[9] == 0xFF, address[10] == 0, address[11] == 0 { return tail }
         if address[0..<12].allSatisfy({ $0 == 0 }), !(tail[0] == 0 && tail[1] == 0 && tail[2] == 0 && tail[3] <= 1) { return tail }
         if address[0..<12] == [0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0][...] { return tail }
         return address
+    }
+
+    /// Every IPv4 address an IPv6 address may carry to one (SPEC §15): the forms of
+    /// ``unmapped(_:)``, 6to4 (`2002:a.b.c.d::/48`, RFC 3056) and NAT64's local-use prefix
+    /// (`64:ff9b:1::/48`, RFC 8215: at RFC 6052's place for a /48 and in the last 32 bits, as
+    /// translators are set up either way).
+    static func embedded(_ address: [UInt8]) -> [[UInt8]] {
+        guard address.count == 16 else { return [] }
+        var found: [[UInt8]] = []
+        let inner = unmapped(address)
+        if inner != address { found.append(inner) }
+        if address[0] == 0x20, address[1] == 0x02 { found.append(Array(address[2..<6])) }
+        if address[0..<6] == [0, 0x64, 0xFF, 0x9B, 0, 0x01][...] {
+            // Either place, whichever holds an address (the other is zeros then).
+            let tail = Array(address[12...]), rfc6052 = [address[6], address[7], address[9], address[10]]
+            found += [tail, rfc6052].filter { $0 != [0, 0, 0, 0] }
+            if found.isEmpty { found.append(tail) }
+        }
+        return found
     }
 
     /// `a.b.c.d`, an IPv6 address, either with `/bits`.

@@ -247,7 +247,7 @@ public final class Escalation: ServicePart, Paging {
             logger.warning(
                 "an escalation could not be delivered: given up",
                 metadata: [
-                    "target": "\(secrets.shownTarget(delivery.target))", "event": "\(delivery.event.rawValue)",
+                    "target": "\(secrets.shownTarget(delivery.target, toOwner: false))", "event": "\(delivery.event.rawValue)",
                     "error": "\(error)",
                 ])
         }
@@ -313,7 +313,8 @@ public final class Escalation: ServicePart, Paging {
     /// What an `escalated` delivery leaves on its notification once it is over (sent, or given up).
     static func log(_ delivery: EscalationDelivery, result: DeliveryResult, at: Date, secrets: SecretBox) -> EscalationRecord? {
         guard delivery.event == .escalated else { return nil }
-        let shown = secrets.shownTarget(delivery.target)
+        // A team's notification is read by every member: its pages show only where they went.
+        let shown = secrets.shownTarget(delivery.target, toOwner: !delivery.userId.hasPrefix(Team.idPrefix))
         switch result {
         case .delivered: return EscalationRecord(target: shown, rule: delivery.ruleName, at: at, outcome: "sent", user: delivery.recipient)
         case .failed(let error):
@@ -390,14 +391,18 @@ public typealias EscalationWorkStorage = EscalationStorage & EscalationRuleStora
 /// schedule and its members' contacts (targets as stored).
 struct PagingDirectory: Sendable {
     var teams: [String: Team] = [:]
-    var schedules: [String: OnCallSchedule] = [:]
+    var schedules: [String: Result<OnCallSchedule, OnCallSchedule.Unreadable>] = [:]
     var contacts: [String: [String]] = [:]
 
     init() {}
 
     init(teams: [Team], schedules: [String: String], contacts: [String: [Contact]]) {
         self.teams = Dictionary(teams.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        self.schedules = schedules.compactMapValues { try? NottyJSON.decoder.decode(OnCallSchedule.self, from: Data($0.utf8)) }
+        let names = self.teams
+        self.schedules = Dictionary(
+            uniqueKeysWithValues: schedules.map { id, text in
+                (id, Result { () throws(OnCallSchedule.Unreadable) in try OnCallSchedule.decode(stored: text, team: names[id]?.name ?? id) })
+            })
         self.contacts = contacts.mapValues { $0.map(\.target) }
     }
 

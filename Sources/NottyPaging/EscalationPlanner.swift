@@ -184,7 +184,8 @@ public enum EscalationPlanner {
     /// cannot (no rotation, nobody on call, a member without contacts, a name no longer a
     /// member) is an ``EscalationDelivery/unreachablePrefix`` page that fails with the reason.
     public static func pages(
-        for target: PagingTarget, team: String, members: [String], schedule: OnCallSchedule?, contacts: [String: [String]], now: Date
+        for target: PagingTarget, team: String, members: [String], schedule: Result<OnCallSchedule, OnCallSchedule.Unreadable>?,
+        contacts: [String: [String]], now: Date
     ) -> [Page] {
         func reach(_ user: String) -> [Page] {
             guard members.contains(user) else {
@@ -198,10 +199,14 @@ public enum EscalationPlanner {
         }
         switch target {
         case .onCall:
-            guard let schedule else {
+            let readable: OnCallSchedule
+            switch schedule {
+            case nil:
                 return [Page(target: EscalationDelivery.unreachablePrefix + "\(team) has no rotation (notty oncall \(team) --rotation …)")]
+            case .failure(let unreadable): return [Page(target: EscalationDelivery.unreachablePrefix + unreadable.description)]
+            case .success(let schedule): readable = schedule
             }
-            guard let user = schedule.onCall(at: now) else {
+            guard let user = readable.onCall(at: now) else {
                 return [Page(target: EscalationDelivery.unreachablePrefix + "nobody is on call for \(team) now")]
             }
             return reach(user)

@@ -75,7 +75,8 @@ public final class Authentication: ServicePart {
     private func verifiedUser(name: String, password: String, address: String?, now: Date) async throws -> UserRecord {
         let keys = [GuessKeys.user(name)] + (address.map { [GuessKeys.address($0)] } ?? [])
         let known = try await refuseLockedOut(keys, now: now, what: "user name")
-        let user = try await db { try await storage.user(name: name) }
+        // A team's feed is never signed in as (SPEC §15): as no user at all.
+        let user = try await db { try await storage.user(name: name) }.flatMap { $0.isTeamFeed ? nil : $0 }
         let cost = config.bcryptCost
         // Verify even for unknown users so that timing does not reveal which names exist.
         let hash = user?.passwordHash ?? timingEqualiser.hash(cost: cost)
@@ -160,6 +161,45 @@ public final class Authentication: ServicePart {
         let hashes = raw.map(Secrets.tokenHash)
         try await db { try await storage.revokeTokens(hashes: hashes) }
         for hash in hashes { core.tokens.remove(hash) }
+        core.forgetCachedCredentials()  // and the streams opened with them close
+    }
+
+    // MARK: - Open streams (SPEC §15)
+
+    /// The user a doorbell is opened as, and the credential that keeps it open: its token's
+    /// hash and expiry, which ``closeEndedStreams()`` holds it to.
+    public func authenticateStream(bearer: String?) async throws -> (userId: String, credential: DoorbellHub.StreamCredential) {
+        let record = try await validToken(bearer, kinds: [.userAccess])
+        return (record.subject, DoorbellHub.StreamCredential(tokenHash: record.hash, expires: record.expiresAt))
+    }
+
+    /// The credentials generation last checked against storage.
+    private let streamsChecked = Atomic<Int>(-1)
+
+    /// Closes every open stream whose token expired (each second, with no query), and, after a
+    /// revocation here, on another instance or by `notty admin`, those whose token was revoked
+    /// or is gone (a query per distinct token then): within a second, as SPEC §15 asks.
+    public func closeEndedStreams() async throws {
+        let now = clock.nowMillis()
+        let expired = hub.hangUp { $0.expires <= now }
+        if expired > 0 { logger.info("closed streams whose token expired", metadata: ["count": "\(expired)"]) }
+        core.forgetCredentialsIfRevokedElsewhere()
+        let generation = core.credentialsGeneration.load(ordering: .acquiring)
+        guard streamsChecked.load(ordering: .relaxed) != generation else { return }
+        var ended: Set<String> = []
+        for credential in hub.openCredentials {
+            let record = try await db { try await storage.token(hash: credential.tokenHash) }
+            if let record, !record.revoked, record.expiresAt > now, try await isActive(userId: record.subject) { continue }
+            ended.insert(credential.tokenHash)
+        }
+        let closed = hub.hangUp { ended.contains($0.tokenHash) }
+        if closed > 0 { logger.info("closed streams whose token was revoked", metadata: ["count": "\(closed)"]) }
+        streamsChecked.store(generation, ordering: .relaxed)
+    }
+
+    /// Whether the user exists (and may sign in).
+    func isActive(userId: String) async throws -> Bool {
+        try await db { try await storage.user(id: userId) } != nil
     }
 
     private func validToken(_ bearer: String?, kinds: Set<TokenRecord.Kind>) async throws -> TokenRecord {

@@ -44,6 +44,8 @@ public struct BackgroundJobs: Sendable {
                 BackgroundJob("expiry", every: .milliseconds(500)) { _ = try await service.maintenance.expireDue() },
                 BackgroundJob("delayed publishes", every: .milliseconds(500)) { _ = try await service.publishing.publishDueDelayed() },
                 BackgroundJob("keepalive", every: Self.keepalive, firstAfter: Self.keepalive) { service.hub.tick() },
+                // Revoked, expired or disabled: the streams opened with it close (SPEC §15).
+                BackgroundJob("ended streams", every: .milliseconds(250)) { try await service.auth.closeEndedStreams() },
                 BackgroundJob("history", every: .seconds(3600)) { try await service.maintenance.purgeHistory() },
                 // What requests and changes hand off (Errands): owned here, ended with the rest.
                 BackgroundJob.loop("errands") { await service.core.errands.serve() },

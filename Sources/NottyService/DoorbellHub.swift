@@ -19,6 +19,20 @@ public final class DoorbellHub: Sendable {
         let listener: any DoorbellListener
         /// Told of each ``tick()`` too (ntfy streams, which send keepalives).
         let ticks: Bool
+        /// The token it was opened with, when it was one (a doorbell's): what revokes it.
+        let credential: StreamCredential?
+    }
+
+    /// The token a connection was opened with (SPEC §15: revoked, expired or disabled, its
+    /// connections are closed within a second).
+    public struct StreamCredential: Sendable, Hashable {
+        /// The token's hash, as stored.
+        public var tokenHash: String
+        public var expires: Date
+        public init(tokenHash: String, expires: Date) {
+            self.tokenHash = tokenHash
+            self.expires = expires
+        }
     }
 
     private let connections = Mutex<[String: [UUID: Entry]]>([:])
@@ -31,10 +45,35 @@ public final class DoorbellHub: Sendable {
     /// Registers a device of `userId`: `listener` hears the user's newest cursor on every change
     /// (and, with `ticks`, ``tickValue`` on every ``tick()``: one clock for every stream's
     /// keepalive instead of a timer each) until ``disconnect(userId:id:)``.
-    public func connect(userId: String, ticks: Bool = false, listener: any DoorbellListener) -> UUID {
+    public func connect(userId: String, ticks: Bool = false, credential: StreamCredential? = nil, listener: any DoorbellListener) -> UUID {
         let id = UUID()
-        connections.withLock { $0[userId, default: [:]][id] = Entry(listener: listener, ticks: ticks) }
+        connections.withLock { $0[userId, default: [:]][id] = Entry(listener: listener, ticks: ticks, credential: credential) }
         return id
+    }
+
+    /// The tokens open connections were made with, each once.
+    public var openCredentials: Set<StreamCredential> {
+        connections.withLock { all in Set(all.values.flatMap { $0.values.compactMap(\.credential) }) }
+    }
+
+    /// Hangs up on every connection opened with a credential `ended` says is over (revoked,
+    /// expired, its user disabled), and forgets them; how many.
+    @discardableResult
+    public func hangUp(where ended: (StreamCredential) -> Bool) -> Int {
+        let gone = connections.withLock { all -> [any DoorbellListener] in
+            var gone: [any DoorbellListener] = []
+            for (userId, entries) in all {
+                for (id, entry) in entries {
+                    guard let credential = entry.credential, ended(credential) else { continue }
+                    gone.append(entry.listener)
+                    all[userId]?.removeValue(forKey: id)
+                }
+                if all[userId]?.isEmpty == true { all[userId] = nil }
+            }
+            return gone
+        }
+        for listener in gone { listener.hangUp() }
+        return gone.count
     }
 
     /// Registers a device of `userId` whose task reads the rings as a stream (which keeps only

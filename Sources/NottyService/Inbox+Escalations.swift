@@ -7,6 +7,12 @@ extension Inbox {
     /// `GET /v1/me/escalations`: the user's rules, oldest first, with each target's last
     /// delivery and last error (targets shown without credentials).
     public func escalationRules(userId: String) async throws -> EscalationRuleList {
+        try await escalationRules(ownerId: userId, shownToOwner: true)
+    }
+
+    /// The rules of `ownerId` (a user, or a team's feed), their targets opened for the owner,
+    /// else shown as to anyone else (SPEC §15).
+    func escalationRules(ownerId userId: String, shownToOwner: Bool) async throws -> EscalationRuleList {
         let rules = try await db { try await storage.escalationRules(userId: userId) }
         let status = try await db { try await storage.escalationStatus(userId: userId) }
         var deliveries: [String: [EscalationTargetState]] = [:]
@@ -14,7 +20,7 @@ extension Inbox {
             let known = status[rule.id] ?? []
             deliveries[rule.id] = rule.targets.map { target in
                 var state = known.first { $0.target == target } ?? EscalationTargetState(target: target)
-                state.target = secrets.shownTarget(target)
+                state.target = secrets.shownTarget(target, toOwner: shownToOwner)
                 return state
             }
         }
@@ -22,7 +28,13 @@ extension Inbox {
         var opened: [EscalationRule] = []
         for var rule in rules {
             var targets: [String] = []
-            for target in rule.targets { targets.append((try? await secrets.openFetching(target)) ?? secrets.shownTarget(target)) }
+            for target in rule.targets {
+                guard shownToOwner else {
+                    targets.append(secrets.shownTarget(target, toOwner: false))
+                    continue
+                }
+                targets.append((try? await secrets.openFetching(target)) ?? secrets.shownTarget(target))
+            }
             rule.targets = targets
             opened.append(rule)
         }
@@ -82,21 +94,16 @@ extension Inbox {
     /// the members a page would not reach (no contacts).
     public func teamEscalationRules(team name: String, userId: String) async throws -> EscalationRuleList {
         let (team, role) = try await teams.membership(name: name, userId: userId)
-        var list = try await escalationRules(userId: team.id)
-        if role != .owner {
-            // The policy's credentials (a token in an ntfy URL) are its owners' alone.
-            list.value = list.value.map { rule in
-                var rule = rule
-                rule.targets = rule.targets.map { secrets.shownTarget($0) }
-                return rule
-            }
-        }
+        // The policy's credentials (a token in an ntfy URL) are its owners' alone.
+        var list = try await escalationRules(ownerId: team.id, shownToOwner: role == .owner)
         let status = try await db { try await storage.escalationStatus(userId: team.id) }
+        let stored = Dictionary(try await db { try await storage.escalationRules(userId: team.id) }.map { ($0.id, Set($0.targets)) }) { a, _ in a }
         for rule in list.value {
-            // Pages went to members' contacts: each one used so far, shown without credentials.
-            let used = (status[rule.id] ?? []).filter { !rule.targets.contains($0.target) }.map { state in
+            // Pages went to members' contacts: each one used so far, shown as to anyone but
+            // its owner (SPEC §15).
+            let used = (status[rule.id] ?? []).filter { !(stored[rule.id] ?? []).contains($0.target) }.map { state in
                 var state = state
-                state.target = secrets.shownTarget(state.target)
+                state.target = secrets.shownTarget(state.target, toOwner: false)
                 return state
             }
             list.deliveries?[rule.id, default: []].append(contentsOf: used)

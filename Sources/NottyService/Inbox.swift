@@ -102,6 +102,28 @@ public final class Inbox: ServicePart {
         try await db { try await storage.subscriptions(userId: userId) }.map(\.info)
     }
 
+    /// `GET /v1/teams/{name}/subscriptions` (owners): the apps subscribed and the hooks made for
+    /// the team, whoever of its owners made them (SPEC §15: they are the team's).
+    public func teamSubscriptions(team name: String, userId: String) async throws -> [SubscriptionInfo] {
+        let team = try await ownedTeam(name, userId: userId, to: "list its apps and hooks")
+        return try await db { try await storage.subscriptions(userId: team.id) }.map(\.info)
+    }
+
+    /// `DELETE /v1/teams/{name}/subscriptions/{id}` (owners): the app's subscription or hook
+    /// ends; its URL stops publishing at once.
+    public func revokeTeamSubscription(team name: String, userId: String, id: String) async throws {
+        let team = try await ownedTeam(name, userId: userId, to: "revoke its apps and hooks")
+        let revoked = try await db { try await storage.revokeSubscription(id: id, userId: team.id) }
+        core.forgetCachedCredentials()  // a hook's URL is cached by its hash
+        guard revoked else { throw ServiceError.notFound("no app or hook \(id) in \(team.name) (notty team \(team.name) --apps lists them)") }
+    }
+
+    private func ownedTeam(_ name: String, userId: String, to what: String) async throws -> Team {
+        let (team, role) = try await teams.membership(name: name, userId: userId)
+        guard role == .owner else { throw ServiceError.forbidden("only the owners of \(team.name) \(what)") }
+        return team
+    }
+
     public func revokeSubscription(userId: String, id: String) async throws {
         let revoked = try await db { try await storage.revokeSubscription(id: id, userId: userId) }
         core.forgetCachedCredentials()  // a webhook's URL is cached by its hash, not by this id

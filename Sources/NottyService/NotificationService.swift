@@ -159,8 +159,13 @@ package final class ServiceCore: Sendable {
         }
     }
 
+    /// Counts revocations and deletions of credentials seen here (a change of it makes the
+    /// open streams be checked again: ``Authentication/closeEndedStreams()``).
+    let credentialsGeneration = Atomic<Int>(0)
+
     /// Empties every credential cache (after a revocation or deletion anywhere).
     func forgetCachedCredentials() {
+        credentialsGeneration.add(1, ordering: .releasing)
         tokens.removeAll()
         apps.removeAll()
         subscriptionsCache.removeAll()

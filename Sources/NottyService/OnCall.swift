@@ -28,7 +28,7 @@ public final class OnCall: ServicePart {
     /// `GET /v1/teams/{name}/oncall`: who is on call now, the next handoffs, the overrides.
     public func view(team name: String, userId: String) async throws -> OnCallView {
         let (team, _) = try await teams.membership(name: name, userId: userId)
-        return OnCallView(team: team.name, schedule: try await schedule(teamId: team.id), now: clock.nowMillis())
+        return OnCallView(team: team.name, schedule: try await schedule(of: team), now: clock.nowMillis())
     }
 
     /// `PUT /v1/teams/{name}/oncall` `{"rotation": [users], "shift": "1w", "start": "YYYY-MM-DD HH:MM",
@@ -62,7 +62,7 @@ public final class OnCall: ServicePart {
         } catch {
             throw ServiceError.badRequest(error.message)
         }
-        try await update(team.id) { old in
+        try await update(team) { old in
             OnCallSchedule(rotation: rotation, shift: shift, start: start, zone: zone.identifier, overrides: old?.overrides ?? [])
         }
         return try await view(team: name, userId: userId)
@@ -74,7 +74,7 @@ public final class OnCall: ServicePart {
     public func addOverride(team name: String, by userId: String, body: Data) async throws -> OnCallOverride {
         let (team, role) = try await teams.membership(name: name, userId: userId)
         let me = try await db { try await storage.user(id: userId) }?.userName ?? ""
-        let existing = try await schedule(teamId: team.id)
+        let existing = try await schedule(of: team)
         let zone = existing.flatMap { TimeZone(identifier: $0.zone) } ?? .gmt
         let now = clock.nowMillis()
         let override: OnCallOverride
@@ -97,10 +97,22 @@ public final class OnCall: ServicePart {
         } catch {
             throw error.message.hasPrefix("only an owner") ? ServiceError.forbidden(error.message) : ServiceError.badRequest(error.message)
         }
-        try await update(team.id) { old in
+        try await update(team) { old throws(ServiceError) in
             var schedule = old ?? OnCallSchedule(rotation: [], shift: ShiftLength(count: 1, unit: .weeks), start: now, zone: "UTC")
-            // What ended a while ago goes; the newest are kept within the limit.
-            schedule.overrides = (schedule.overrides.filter { $0.until > now - Self.behind } + [override]).suffix(OnCallSchedule.maxOverrides)
+            // What ended a while ago goes; a new one beyond a limit is refused, so that nobody's
+            // overrides push out anybody else's (SPEC §15).
+            schedule.overrides.removeAll { $0.until <= now - Self.behind }
+            if schedule.overrides.filter({ $0.by == me }).count >= OnCallSchedule.maxOverridesPerMember {
+                throw ServiceError.badRequest(
+                    "you hold \(OnCallSchedule.maxOverridesPerMember) overrides in \(team.name), the most a member may: remove one first (notty oncall \(team.name) --remove ID)"
+                )
+            }
+            if schedule.overrides.count >= OnCallSchedule.maxOverrides {
+                throw ServiceError.badRequest(
+                    "\(team.name) holds \(OnCallSchedule.maxOverrides) overrides, the most a team may: an owner removes some first (notty oncall \(team.name) --remove ID)"
+                )
+            }
+            schedule.overrides.append(override)
             return schedule
         }
         return override
@@ -110,13 +122,13 @@ public final class OnCall: ServicePart {
     public func removeOverride(team name: String, by userId: String, id: String) async throws {
         let (team, role) = try await teams.membership(name: name, userId: userId)
         let me = try await db { try await storage.user(id: userId) }?.userName ?? ""
-        guard let found = try await schedule(teamId: team.id)?.overrides.first(where: { $0.id == id }) else {
+        guard let found = try await schedule(of: team)?.overrides.first(where: { $0.id == id }) else {
             throw ServiceError.notFound("no override \(id) in \(team.name) (notty oncall \(team.name) shows them)")
         }
         guard role == .owner || found.user == me || found.by == me else {
             throw ServiceError.forbidden("only an owner of \(team.name) removes someone else's override")
         }
-        try await update(team.id) { old in
+        try await update(team) { old in
             guard var schedule = old else { return nil }
             schedule.overrides.removeAll { $0.id == id }
             return schedule
@@ -128,7 +140,7 @@ public final class OnCall: ServicePart {
         let now = clock.nowMillis()
         var answer: [Team] = []
         for var team in teams {
-            if let schedule = try await schedule(teamId: team.id) { team.onCall = OnCallView(team: team.name, schedule: schedule, now: now).now }
+            if let schedule = try await schedule(of: team) { team.onCall = OnCallView(team: team.name, schedule: schedule, now: now).now }
             answer.append(team)
         }
         return answer
@@ -141,7 +153,7 @@ public final class OnCall: ServicePart {
         let now = clock.nowMillis()
         var value: [MyOnCall] = []
         for team in try await db({ try await storage.teams(userId: userId) }) {
-            guard let schedule = try await schedule(teamId: team.id) else { continue }
+            guard let schedule = try await schedule(of: team) else { continue }
             if let until = schedule.onCallUntil(user: me, now: now, horizon: Self.ahead) {
                 value.append(MyOnCall(team: team.name, onCall: true, until: until))
             } else {
@@ -176,7 +188,7 @@ public final class OnCall: ServicePart {
             let team = try await db({ try await storage.teams(userId: record.userId) }).first(where: { $0.id == record.deviceId })
         else { throw ServiceError.notFound("no such calendar: it was revoked, or the URL is mistyped") }
         let now = clock.nowMillis()
-        let shifts = try await schedule(teamId: team.id)?.shifts(from: now - Self.behind, until: now + Self.ahead) ?? []
+        let shifts = try await schedule(of: team)?.shifts(from: now - Self.behind, until: now + Self.ahead) ?? []
         return ICalendar.onCallFeed(team: team.name, teamId: team.id, user: user.userName, shifts: shifts, now: now)
     }
 
@@ -252,16 +264,37 @@ public final class OnCall: ServicePart {
 
     // MARK: - Reading and writing a schedule
 
-    func schedule(teamId: String) async throws -> OnCallSchedule? {
-        guard let text = try await db({ try await storage.onCallSchedule(teamId: teamId) }) else { return nil }
-        return try? NottyJSON.decoder.decode(OnCallSchedule.self, from: Data(text.utf8))
+    /// The team's schedule, nil when it has none; one that cannot be read is an error that
+    /// says so (SPEC §15), never "no rotation".
+    func schedule(of team: Team) async throws -> OnCallSchedule? {
+        guard let text = try await db({ try await storage.onCallSchedule(teamId: team.id) }) else { return nil }
+        do {
+            return try OnCallSchedule.decode(stored: text, team: team.name)
+        } catch {
+            throw Self.unreadable(error)
+        }
     }
 
-    func update(_ teamId: String, _ change: @escaping @Sendable (OnCallSchedule?) -> OnCallSchedule?) async throws {
+    /// A schedule that cannot be read, as the service answers it (logged with the request id).
+    static func unreadable(_ error: OnCallSchedule.Unreadable) -> ServiceError {
+        ServiceError(.internalError, "scheduleUnreadable", error.description)
+    }
+
+    /// Changes the team's schedule in one transaction; one stored that cannot be read is left
+    /// as it is, and the change refused.
+    func update(_ team: Team, _ change: @escaping @Sendable (OnCallSchedule?) throws(ServiceError) -> OnCallSchedule?) async throws {
+        let name = team.name
         try await db {
-            try await storage.updateOnCallSchedule(teamId: teamId, at: clock.nowMillis()) { old in
-                let schedule = old.flatMap { try? NottyJSON.decoder.decode(OnCallSchedule.self, from: Data($0.utf8)) }
-                return try change(schedule).map { String(decoding: try NottyJSON.encoder.encode($0), as: UTF8.self) }
+            try await storage.updateOnCallSchedule(teamId: team.id, at: clock.nowMillis()) { old in
+                var schedule: OnCallSchedule? = nil
+                if let old {
+                    do throws(OnCallSchedule.Unreadable) {
+                        schedule = try OnCallSchedule.decode(stored: old, team: name)
+                    } catch {
+                        throw Self.unreadable(error)
+                    }
+                }
+                return try change(schedule).map { try $0.encoded() }
             }
         }
         paging.pagingChanged()

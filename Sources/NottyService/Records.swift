@@ -13,6 +13,10 @@ public struct UserRecord: Sendable, Equatable {
         self.displayName = displayName
         self.passwordHash = passwordHash
     }
+
+    /// Whether this row is a team's feed (`team/NAME`), which holds the team's notifications
+    /// and is never a person: it cannot sign in, be added to a team or be given a password.
+    public var isTeamFeed: Bool { id.hasPrefix(Team.idPrefix) }
 }
 
 /// An app server allowed to publish (`notty admin app add HOSTNAME`).

@@ -227,9 +227,15 @@ public final class SecretBox: Sendable {
 
     // MARK: - Escalation targets
 
-    /// A target as a person reads it (no credentials), sealed or not.
-    public func shownTarget(_ stored: String) -> String {
+    /// A target as a person reads it, sealed or not: to its owner without credentials, to
+    /// anyone else (`toOwner: false`: a team's members, the log) only its kind, scheme, host and
+    /// port (SPEC §15).
+    public func shownTarget(_ stored: String, toOwner: Bool = true) -> String {
         guard let clear = try? open(stored) else { return "(a target sealed with a secret key this service does not have)" }
-        return (try? EscalationTarget(parsing: clear))?.shown ?? clear
+        guard let target = try? EscalationTarget(parsing: clear) else {
+            // Not a target: a step's member target (user:bob, oncall) or a failed page's reason.
+            return clear
+        }
+        return toOwner ? target.shown : target.shownToOthers
     }
 }

@@ -122,7 +122,7 @@ public final class WebPush: ServicePart {
     /// Why `endpoint` may not be pushed to, or nil: https on a browser's push service, or one of
     /// `allow`'s prefixes.
     static func endpointProblem(_ endpoint: String, allow: [String]) -> String? {
-        if allow.contains(where: { endpoint.hasPrefix($0) }) { return nil }
+        if allow.contains(where: { allows($0, endpoint) }) { return nil }
         guard let url = URL(string: endpoint), url.scheme == "https", let host = url.host?.lowercased() else {
             return "endpoint must be the https URL of a browser's push service, as PushSubscription.toJSON() gives it"
         }
@@ -131,6 +131,21 @@ public final class WebPush: ServicePart {
                 "\(host) is not a browser's push service (FCM, Mozilla, Apple, Windows): its administrator may allow it with notty serve --webpush-allow"
         }
         return nil
+    }
+
+    /// Whether the `--webpush-allow` entry `allowed` takes `endpoint`: the same scheme, host
+    /// and port, parsed (not a text prefix: `https://push.example.com@10.0.0.5/` is 10.0.0.5),
+    /// and the endpoint's path under the entry's. An entry without a port (`http://127.0.0.1:`)
+    /// takes the host on any port.
+    static func allows(_ allowed: String, _ endpoint: String) -> Bool {
+        guard let entry = URLComponents(string: allowed), let url = URLComponents(string: endpoint),
+            let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http", entry.scheme?.lowercased() == scheme,
+            url.user == nil, url.password == nil, entry.user == nil, entry.password == nil,
+            let host = url.host?.lowercased(), !host.isEmpty, entry.host?.lowercased() == host
+        else { return false }
+        if let port = entry.port, port != (url.port ?? (scheme == "https" ? 443 : 80)) { return false }
+        let prefix = entry.path.hasSuffix("/") ? entry.path : entry.path + "/"
+        return entry.path.isEmpty || url.path == entry.path || url.path.hasPrefix(prefix)
     }
 
     // MARK: - Pushing
@@ -368,7 +383,8 @@ public final class WebPush: ServicePart {
             return answer.isWorthRetrying
                 ? .later("the push service answered \(answer.status)") : .skipped("the push service answered \(answer.status)")
         } catch let error as OutboundError {
-            return .later("\(error)")
+            // Refused by the outbound policy (or not a URL): no later try can go; dropped.
+            return error.isWorthRetrying ? .later("\(error)") : .skipped("\(error)")
         } catch {
             return .skipped("\(error)")
         }

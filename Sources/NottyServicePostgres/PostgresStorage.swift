@@ -210,6 +210,9 @@ public final class PostgresStorage: ServiceStorage {
                 }
             } catch let error as PSQLError where attempt < 3 && ["40P01", "40001"].contains(error.serverInfo?[.sqlState] ?? "") {
                 attempt += 1
+            } catch let refusal as ServiceError {
+                // The service's own refusal from inside the transaction (rolled back): as thrown.
+                throw refusal
             } catch {
                 throw Self.storageError(error, url: url)
             }

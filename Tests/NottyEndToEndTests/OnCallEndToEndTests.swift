@@ -131,7 +131,7 @@ struct OnCallEndToEndTests {
             #expect(try await carol.run(["sync"]).status == 0)
             let pagedShown = await eventually(timeout: .seconds(30)) {
                 _ = try? await carol.run(["sync"])
-                return ((try? await carol.run(["show", id]))?.out ?? "").contains("escalated:   paged bob at webhook:http://127.0.0.1:\(port)/bob ")
+                return ((try? await carol.run(["show", id]))?.out ?? "").contains("escalated:   paged bob at webhook:http://127.0.0.1:\(port) ")
             }
             let carolShows = try await carol.run(["show", id]).out
             #expect(pagedShown, "\(carolShows)")
