@@ -17,9 +17,11 @@ public struct NottyRequestContext: RequestContext {
     public var user: String?
     public var deviceId: String?
     public var app: AppRecord?
-    /// The client's IP address (the proxy's, behind a proxy): failed sign-ins are counted per
-    /// address too.
-    public let remoteAddress: String?
+    /// The client's IP address: the socket's peer, or, from a `--trusted-proxy`, the address
+    /// its `X-Forwarded-For` names. Failed sign-ins are counted per address too.
+    public var remoteAddress: String?
+    /// The request came over https to a `--trusted-proxy` (`X-Forwarded-Proto: https`).
+    public var forwardedHTTPS = false
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -37,8 +39,11 @@ struct EnvelopeMiddleware: RouterMiddleware {
     let metrics: ServiceMetrics
     let clock: any ServiceClock
     let maxBodyBytes: Int
-    /// Served over TLS: `Strict-Transport-Security` on every answer.
+    /// Served over https (TLS here, or an https public URL): `Strict-Transport-Security` on
+    /// every answer (and on those a trusted proxy says came over https).
     var strictTransport = false
+    /// Whose forwarding headers are believed.
+    var trustedProxies = TrustedProxies([])
 
     /// What every answer carries: it is an API, never a page to frame, sniff or refer from.
     static let securityHeaders: [(HTTPField.Name, String)] = [
@@ -49,6 +54,7 @@ struct EnvelopeMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
+        (context.remoteAddress, context.forwardedHTTPS) = trustedProxies.client(peer: context.remoteAddress, headers: request.headers)
         let requestId = Identifiers.timeOrdered()
         context.requestId = requestId
         let start = ContinuousClock.now
@@ -63,7 +69,7 @@ struct EnvelopeMiddleware: RouterMiddleware {
             response = answer.response(requestId: requestId, date: clock.now())
         }
         for (name, value) in Self.securityHeaders where response.headers[name] == nil { response.headers[name] = value }
-        if strictTransport { response.headers[HTTPField.Name("strict-transport-security")!] = "max-age=31536000" }
+        if strictTransport || context.forwardedHTTPS { response.headers[HTTPField.Name("strict-transport-security")!] = "max-age=31536000" }
         response.headers[HTTPField.Name("request-id")!] = requestId
         response.headers[HTTPField.Name("client-request-id")!] = request.headers[HTTPField.Name("client-request-id")!] ?? requestId
         let elapsed = ContinuousClock.now - start
@@ -80,17 +86,19 @@ struct EnvelopeMiddleware: RouterMiddleware {
         return response
     }
 
-    /// A path as logged: a segment that is a secret (a webhook token, an ntfy topic: 40 or more
-    /// base64url characters; ids, 36-character UUIDs, stay) shows only its first four.
+    /// A path as logged: a segment that is a secret (a webhook token, an ntfy topic, a
+    /// calendar's `TOKEN.ics`: 40 or more base64url characters before any extension; ids,
+    /// 36-character UUIDs, stay) shows only its first four (SPEC §15).
     static func redacted(_ path: String) -> String {
         guard path.utf8.count >= 41 else { return path }
         return path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            let name = segment.prefix { $0 != "." }
             let secret =
-                segment.utf8.count >= 40
-                && segment.utf8.allSatisfy { byte in
+                name.utf8.count >= 40
+                && name.utf8.allSatisfy { byte in
                     (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f
                 }
-            return secret ? segment.prefix(4) + "…" : segment
+            return secret ? segment.prefix(4) + "…" + segment[name.endIndex...] : segment
         }.joined(separator: "/")
     }
 }

@@ -27,7 +27,7 @@ struct UserAuthentication: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        let caller = try await service.auth.authenticateDevice(bearer: try WebSession.userToken(request))
+        let caller = try await service.auth.authenticateDevice(bearer: try WebSession.userToken(request, config: service.config))
         context.user = caller.userId
         context.deviceId = caller.deviceId
         return try await next(request, context)

@@ -215,7 +215,7 @@ public struct Routes: Sendable {
         router.add(
             middleware: EnvelopeMiddleware(
                 metrics: service.metrics, clock: service.clock, maxBodyBytes: service.config.maxBodyBytes,
-                strictTransport: service.config.tlsCertPath != nil))
+                strictTransport: service.config.servesHTTPS, trustedProxies: TrustedProxies(service.config.trustedProxies)))
         let anyone = router.group()
         let apps = router.group().add(middleware: AppAuthentication(service: service))
         let users = router.group().add(middleware: UserAuthentication(service: service))
@@ -277,7 +277,8 @@ public struct Routes: Sendable {
         let counted: @Sendable () -> Void = { [metrics = service.metrics] in metrics.doorbellFrames.increment() }
         if segments == ["v1", "me", "push"] {
             // A browser's WebSocket carries its session cookie, and its Origin says whose page opened it.
-            let (user, credential) = try await service.auth.authenticateStream(bearer: try WebSession.userToken(request, sameOriginOnly: true))
+            let (user, credential) = try await service.auth.authenticateStream(
+                bearer: try WebSession.userToken(request, sameOriginOnly: true, config: service.config))
             let full = request.uri.form["payload"] == "full"
             return BellPlan(
                 hub: service.hub, userId: user, kind: full ? .feed(FullDoorbellFeed(inbox: service.inbox, userId: user)) : .doorbell,

@@ -4,21 +4,29 @@ import Hummingbird
 import NottyCore
 import NottyService
 
-/// The browser's session (PROTOCOL.md §14): a cookie holding a user token of the browser's
-/// device, `HttpOnly`, `SameSite=Strict`, `Secure` over TLS. A request that changes something
-/// with the cookie (anything but GET and HEAD) must come from this service's own pages: its
-/// `Origin` is this service's, else `403`, whatever the cookie says.
+/// The browser's session (PROTOCOL.md §14, SPEC §15): a cookie holding a user token of the
+/// browser's device, `HttpOnly`, `SameSite=Strict`; over https (TLS here, an https public URL,
+/// or `X-Forwarded-Proto: https` from a `--trusted-proxy`) `Secure` and named
+/// `__Host-notty_session`, which a browser keeps only from a secure page, for this host alone. A
+/// request that changes something with the cookie (anything but GET and HEAD) must come from
+/// this service's own pages: its `Origin` is this service's, else `403`, whatever the cookie says.
 enum WebSession {
     static let cookieName = "notty_session"
+    static let secureCookieName = "__Host-notty_session"
 
-    /// The session cookie's token, when the request carries one.
-    static func token(_ request: Request) -> String? {
-        for header in request.headers[values: .cookie] {
-            for pair in header.split(separator: ";") {
-                let trimmed = pair.drop { $0 == " " }
-                guard trimmed.hasPrefix(cookieName + "=") else { continue }
-                let value = trimmed.dropFirst(cookieName.count + 1)
-                return value.isEmpty ? nil : String(value)
+    /// The session cookie's token, when the request carries one: `__Host-notty_session` always,
+    /// `notty_session` only where the service is not reached over https (else a page of another
+    /// host of the domain could plant one).
+    static func token(_ request: Request, config: ServiceConfig) -> String? {
+        let names = config.servesHTTPS ? [secureCookieName] : [secureCookieName, cookieName]
+        for name in names {
+            for header in request.headers[values: .cookie] {
+                for pair in header.split(separator: ";") {
+                    let trimmed = pair.drop { $0 == " " }
+                    guard trimmed.hasPrefix(name + "=") else { continue }
+                    let value = trimmed.dropFirst(name.count + 1)
+                    if !value.isEmpty { return String(value) }
+                }
             }
         }
         return nil
@@ -39,9 +47,9 @@ enum WebSession {
     /// The user token a request is made with: its bearer token, else (checked for where it
     /// comes from) its session cookie. The cookie of a change, or of a request that opens a
     /// WebSocket (`sameOriginOnly`), counts only from this service's own pages.
-    static func userToken(_ request: Request, sameOriginOnly: Bool = false) throws -> String? {
+    static func userToken(_ request: Request, sameOriginOnly: Bool = false, config: ServiceConfig) throws -> String? {
         if let bearer = request.bearerToken { return bearer }
-        guard let cookie = token(request) else { return nil }
+        guard let cookie = token(request, config: config) else { return nil }
         if (sameOriginOnly || (request.method != .get && request.method != .head)) && !isSameOrigin(request) {
             throw ServiceError.forbidden("a change made with the session cookie must come from this service's own pages (its Origin)")
         }
@@ -50,7 +58,14 @@ enum WebSession {
 
     /// `Set-Cookie` for a session token, or (nil) one that ends it.
     static func setCookie(_ token: String?, maxAge: Int, secure: Bool) -> String {
-        "\(cookieName)=\(token ?? ""); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(token == nil ? 0 : maxAge)" + (secure ? "; Secure" : "")
+        "\(secure ? secureCookieName : cookieName)=\(token ?? ""); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(token == nil ? 0 : maxAge)"
+            + (secure ? "; Secure" : "")
+    }
+
+    /// Whether this request's cookie is set `Secure`: the service is reached over https, or a
+    /// trusted proxy says this request came over it.
+    static func isSecure(_ context: NottyRequestContext, config: ServiceConfig) -> Bool {
+        config.servesHTTPS || context.forwardedHTTPS
     }
 }
 
@@ -83,7 +98,8 @@ extension Routes {
                 let device = try await self.service.inbox.createSubscription(userId: session.userId, deviceId: session.deviceId, body: registration)
                 var headers = HTTPFields()
                 headers[.setCookie] = WebSession.setCookie(
-                    session.token, maxAge: Int(session.expires.timeIntervalSince(Date())), secure: self.service.config.tlsCertPath != nil)
+                    session.token, maxAge: Int(session.expires.timeIntervalSince(Date())),
+                    secure: WebSession.isSecure(context, config: self.service.config))
                 headers[.cacheControl] = "no-store"
                 return try JSONResponse.make(
                     ["user": name, "deviceId": session.deviceId, "subscriptionId": device.userNotificationSubscriptionId], status: .created,
@@ -99,9 +115,9 @@ extension Routes {
                     try await self.service.inbox.revokeSubscription(userId: user, id: device.userNotificationSubscriptionId)
                 }
                 // The token it was made with ends too, whether or not its device had registered.
-                if let token = try WebSession.userToken(request) { try await self.service.auth.revoke(tokens: [token]) }
+                if let token = try WebSession.userToken(request, config: self.service.config) { try await self.service.auth.revoke(tokens: [token]) }
                 var headers = HTTPFields()
-                headers[.setCookie] = WebSession.setCookie(nil, maxAge: 0, secure: self.service.config.tlsCertPath != nil)
+                headers[.setCookie] = WebSession.setCookie(nil, maxAge: 0, secure: WebSession.isSecure(context, config: self.service.config))
                 return Response(status: .noContent, headers: headers)
             },
         ]

@@ -343,6 +343,7 @@ public final class Escalation: ServicePart, Paging {
         guard let rule = try await db({ try await storage.escalationRules(userId: userId) }).first(where: { $0.id == ruleId }) else {
             throw ServiceError.notFound("no such escalation rule")
         }
+        try core.takeTest(userId: userId)
         let now = clock.nowMillis()
         let sample = UserNotification(
             id: "notty-test-" + DeliveryIds.next(now: now), appNotificationId: "notty-escalation-test", targetHostName: "notty", priority: .high,

@@ -91,11 +91,23 @@ public final class Inbox: ServicePart {
             webhookHash: token.map(Secrets.tokenHash), webhookSecret: secret.map(secrets.seal),
             alertmanagerURL: alertmanager.map { secrets.seal($0.hasSuffix("/") ? String($0.dropLast()) : $0) },
             upstreamId: topic ? config.publicURL.flatMap { url in token.map { NtfyUpstream.topicHash(publicURL: url, topic: $0) } } : nil)
+        try await refuseBeyondLimit(record)
         try await db { try await storage.insertSubscription(record) }
         var info = record.info
         if let token, webhook { info.webhookUrl = "\(baseURL ?? "")/v1/hooks/\(token)" }
         if let token, topic { info.topicUrl = "\(baseURL ?? "")/\(token)" }
         return info
+    }
+
+    /// `400` when `record` would be one more of its kind than its owner may hold (SPEC §15);
+    /// a device registering again, or an app subscribed again from the same device, is the same one.
+    func refuseBeyondLimit(_ record: SubscriptionRecord) async throws {
+        let now = clock.nowMillis()
+        let held = try await db { try await storage.subscriptions(userId: record.userId) }.filter { $0.kind == record.kind && $0.expiresAt > now }
+        let counted = Set(held.map(\.countedAs))
+        guard !counted.contains(record.countedAs), counted.count >= record.kind.limit else { return }
+        throw ServiceError.badRequest(
+            "at most \(record.kind.limit) \(record.kind.noun) each: revoke one first (notty devices lists them, notty devices revoke ID)")
     }
 
     public func subscriptions(userId: String) async throws -> [SubscriptionInfo] {

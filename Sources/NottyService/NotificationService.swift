@@ -45,7 +45,7 @@ public final class NotificationService: ServicePart {
         publishing = Publishing(core: core, inbox: inbox)
         admin = Administration(core: core)
         teams = inbox.teams
-        onCall = OnCall(core: core, teams: inbox.teams, paging: paging)
+        onCall = OnCall(core: core, inbox: inbox, paging: paging)
         maintenance = Maintenance(core: core)
         actions = Actions(core: core, inbox: inbox, outbound: outbound)
         let ntfyUpstream = NtfyUpstream(core: core, inbox: inbox, outbound: outbound)
@@ -106,6 +106,10 @@ package final class ServiceCore: Sendable {
     let subscriptionsCache = TTLCache<String, SubscriptionRecord>(ttl: .seconds(5))
     /// The storage's credentials stamp the caches were filled under.
     private let cachedUnderStamp = Atomic<Int64>(0)
+    /// Contact and escalation tests, per user (SPEC §15): each sends a request where the user
+    /// aims it, so they are no port scanner.
+    let testLimiter = RateLimiter(rate: Double(testsPerMinute) / 60, burst: Double(testsPerMinute))
+    package static let testsPerMinute = 10
     /// Each user's newest cursor, kept current by the storage's change handler (conditional polls).
     let latestCursors = CursorBook()
 
@@ -141,6 +145,15 @@ package final class ServiceCore: Sendable {
                 metadata: ["subscription": "\(s.id)", "error": "\(error)"])
         }
         return s
+    }
+
+    /// Takes one of the user's contact and escalation tests, or refuses with `429`.
+    package func takeTest(userId: String) throws {
+        guard let wait = testLimiter.take(userId, now: clock.nowMillis()) else { return }
+        metrics.rateLimited.increment()
+        throw ServiceError(
+            .tooManyRequests, "tooManyRequests",
+            "at most \(Self.testsPerMinute) contact and escalation tests a minute: try again in \(wait) s", retryAfter: wait)
     }
 
     /// Runs a storage call, turning its failures into the client's `503`.

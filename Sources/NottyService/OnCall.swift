@@ -8,13 +8,16 @@ import NottyCore
 public final class OnCall: ServicePart {
     package let core: ServiceCore
     let teams: Teams
+    /// Whose subscriptions a calendar feed is one of (and counted with).
+    let inbox: Inbox
     let paging: any Paging
     /// The storage this part uses: its concerns alone.
     let storage: any OnCallWorkStorage
 
-    init(core: ServiceCore, teams: Teams, paging: any Paging, storage: (any OnCallWorkStorage)? = nil) {
+    init(core: ServiceCore, inbox: Inbox, paging: any Paging, storage: (any OnCallWorkStorage)? = nil) {
         self.core = core
-        self.teams = teams
+        self.inbox = inbox
+        teams = inbox.teams
         self.paging = paging
         self.storage = storage ?? core.storage
     }
@@ -174,6 +177,7 @@ public final class OnCall: ServicePart {
         let record = SubscriptionRecord(
             id: UUID().uuidString.lowercased(), userId: userId, targetHostName: nil, deviceId: team.id, deviceName: "on-call calendar (\(team.name))",
             platform: "ical", createdAt: now, expiresAt: SubscriptionRecord.never, webhookHash: Secrets.tokenHash(token))
+        try await inbox.refuseBeyondLimit(record)
         try await db { try await storage.insertSubscription(record) }
         var info = record.info
         info.calendarUrl = "\(baseURL ?? "")/v1/calendars/\(token).ics"
@@ -250,6 +254,7 @@ public final class OnCall: ServicePart {
         guard let contact = try await db({ try await storage.contacts(userId: userId) }).first(where: { $0.id == id }) else {
             throw ServiceError.notFound("no contact \(id) (notty contact --list shows yours)")
         }
+        try core.takeTest(userId: userId)
         let now = clock.nowMillis()
         let sample = UserNotification(
             id: "notty-test-" + DeliveryIds.next(now: now), appNotificationId: "notty-contact-test", targetHostName: "notty", priority: .high,

@@ -59,6 +59,40 @@ public struct SubscriptionRecord: Sendable, Equatable {
     /// they are pasted into do not renew them.
     static let never = Date(timeIntervalSince1970: 253_402_300_799)  // 9999-12-31T23:59:59Z
 
+    /// What a row is, told by its columns: one kind a limit counts (SPEC §15).
+    public enum Kind: String, Sendable, CaseIterable {
+        /// A device or a browser signed in (and an ntfy topic, a read-only device).
+        case device
+        /// An app's subscription or a webhook.
+        case app
+        /// An on-call calendar feed.
+        case calendar
+
+        /// How many of this kind one user (or team) may hold, and what the refusal says to do.
+        public var limit: Int {
+            switch self {
+            case .device, .app: 100
+            case .calendar: 10
+            }
+        }
+
+        var noun: String {
+            switch self {
+            case .device: "devices and browsers"
+            case .app: "app subscriptions and hooks"
+            case .calendar: "calendar feeds"
+            }
+        }
+    }
+
+    public var kind: Kind {
+        if platform == "ical" { return .calendar }
+        return targetHostName == nil ? .device : .app
+    }
+
+    /// The one a re-registration renews (the same device, for the same app): counted once.
+    var countedAs: String { kind == .calendar ? "calendar|\(id)" : "\(kind.rawValue)|\(deviceId)|\(targetHostName ?? "")" }
+
     public var id: String
     public var userId: String
     public var targetHostName: String?

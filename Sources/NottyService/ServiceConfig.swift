@@ -42,6 +42,15 @@ public struct ServiceConfig: Sendable {
     public var ntfyUpstreamToken: String?
     /// Web Push endpoints allowed besides the browsers' push services (`--webpush-allow`, PROTOCOL.md §14): URL prefixes.
     public var webPushAllow: [String] = []
+    /// Proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed (`--trusted-proxy`,
+    /// SPEC §15): addresses or CIDR networks.
+    public var trustedProxies: [String] = []
+
+    /// Whether every request reaches the service over https: it serves TLS itself, or its
+    /// public URL is https (TLS ended by a proxy). The session cookie is `Secure` then.
+    public var servesHTTPS: Bool {
+        tlsCertPath != nil || publicURL.map { $0.lowercased().hasPrefix("https://") } == true
+    }
 
     public init() {}
 }

@@ -110,7 +110,7 @@ enum ServeConfigFile {
     }
 
     /// The flags that may be given more than once, so an array in the file.
-    static let repeatable: Set<String> = ["outbound-allow", "action-allow", "webpush-allow"]
+    static let repeatable: Set<String> = ["outbound-allow", "action-allow", "webpush-allow", "trusted-proxy"]
 
     /// `[escalation.commands]`: `NAME = "LINE"` a command, as `--escalation-command NAME=LINE`.
     private static func escalationFlags(_ setting: TOMLValueConvertible, file: String) throws -> [String] {

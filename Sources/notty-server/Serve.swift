@@ -126,6 +126,11 @@ struct Serve: AsyncParsableCommand {
             "Also take browsers' Web Push endpoints that begin with this URL (repeatable; in server.toml: webpush-allow = [\"…\"]); otherwise only the browsers' own push services (Google's, Mozilla's, Apple's, Microsoft's). The outbound policy still applies.",
             valueName: "url")) var webPushAllow: [String] = []
     @Option(
+        name: .customLong("trusted-proxy"),
+        help: ArgumentHelp(
+            "A proxy in front of the service, by address or network (127.0.0.1, 10.0.0.0/8; repeatable; in server.toml: trusted-proxy = [\"…\"]): its X-Forwarded-For is the client's address (failed sign-ins are counted by it) and its X-Forwarded-Proto: https makes the session cookie Secure.",
+            valueName: "cidr")) var trustedProxy: [String] = []
+    @Option(
         name: .customLong("io-threads"),
         help: ArgumentHelp(
             "Threads that read, write and (with --tls-cert) encrypt sockets (default: half the cores, at least 1). Handlers run on Swift's own pool, one thread per core, beside them. With TLS on few cores, try the core count.",
@@ -233,6 +238,10 @@ struct Serve: AsyncParsableCommand {
             config.ntfyUpstream = ntfyUpstream
             config.ntfyUpstreamToken = ntfyUpstreamToken
             config.webPushAllow = webPushAllow
+            for proxy in trustedProxy where !TrustedProxies.isNetwork(proxy) {
+                throw CLIError("--trusted-proxy \(proxy): give an address or a network, such as 127.0.0.1 or 10.0.0.0/8")
+            }
+            config.trustedProxies = trustedProxy
             if config.defaultTTL > config.maxTTL { throw CLIError("--default-ttl is longer than --max-ttl") }
             if config.accessTokenLifetime > config.refreshTokenLifetime {
                 throw CLIError("--access-token-lifetime is longer than --refresh-token-lifetime")

@@ -328,4 +328,108 @@ struct TrustTests {
             #expect(lookups.load(ordering: .relaxed) == 1, "a refused push was tried again")
         }
     }
+
+    @Test(
+        "the session cookie is Secure and __Host- named behind https: an https public URL, or X-Forwarded-Proto from a --trusted-proxy (whose X-Forwarded-For is the address sign-ins are counted by); anyone else's forwarding headers count for nothing"
+    )
+    func secureCookie() async throws {
+        @Sendable func signIn(_ client: any TestClientProtocol, _ headers: [String: String] = [:]) async throws -> Reply {
+            try await client.call(
+                .post, "/v1/web/session", json: #"{"username":"alice","password":"pw-alice"}"#,
+                headers: ["Sec-Fetch-Site": "same-origin"].merging(headers) { a, _ in a })
+        }
+        // TLS ended by a proxy, the public URL https: Secure, __Host-, HSTS; the plain name is not read.
+        let behind = try await ServiceHarness { $0.publicURL = "https://notty.example.com" }
+        try await behind.router { client in
+            _ = try await behind.world(client)
+            let session = try await signIn(client)
+            let cookie = try #require(session.headers[.setCookie])
+            #expect(cookie.hasPrefix("__Host-notty_session=") && cookie.contains("; Secure") && cookie.contains("Path=/"), "\(cookie)")
+            #expect(session.headers[HTTPField.Name("strict-transport-security")!] != nil)
+            let token = String(try #require(cookie.split(separator: ";").first?.split(separator: "=", maxSplits: 1).last))
+            #expect(try await client.call(.get, "/v1/me", headers: ["Cookie": "__Host-notty_session=\(token)"]).status == .ok)
+            #expect(try await client.call(.get, "/v1/me", headers: ["Cookie": "notty_session=\(token)"]).status == .unauthorized)
+        }
+        // A trusted proxy on loopback: its X-Forwarded-Proto and X-Forwarded-For are believed.
+        let proxied = try await ServiceHarness { $0.trustedProxies = ["127.0.0.0/8"] }
+        try await proxied.live { client in
+            _ = try await proxied.world(client)
+            let overHTTPS = try #require(try await signIn(client, ["X-Forwarded-Proto": "https"]).headers[.setCookie])
+            #expect(overHTTPS.hasPrefix("__Host-notty_session=") && overHTTPS.contains("; Secure"), "\(overHTTPS)")
+            let plain = try #require(try await signIn(client).headers[.setCookie])
+            #expect(plain.hasPrefix("notty_session=") && !plain.contains("Secure"), "\(plain)")
+            _ = try await client.call(
+                .post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=wrong",
+                headers: ["X-Forwarded-For": "203.0.113.9, 127.0.0.1"])
+            let counted = try await proxied.storage.allGuesses().map(\.key)
+            #expect(counted.contains("address:203.0.113.9") && !counted.contains("address:127.0.0.1"), "\(counted)")
+        }
+        // No trusted proxy: the same headers are anyone's, and count for nothing.
+        let open = try await ServiceHarness()
+        try await open.live { client in
+            _ = try await open.world(client)
+            let cookie = try #require(try await signIn(client, ["X-Forwarded-Proto": "https"]).headers[.setCookie])
+            #expect(cookie.hasPrefix("notty_session=") && !cookie.contains("Secure"), "\(cookie)")
+            _ = try await client.call(
+                .post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=wrong", headers: ["X-Forwarded-For": "203.0.113.9"])
+            let counted = try await open.storage.allGuesses().map(\.key)
+            #expect(!counted.contains("address:203.0.113.9") && counted.contains { $0.hasPrefix("address:127.") }, "\(counted)")
+        }
+    }
+
+    @Test(
+        "nothing grows without bound per user: calendar feeds 10, devices 100 (a device registering again is the same one), contacts 10; contact and escalation tests 10 a minute",
+        arguments: Backend.available)
+    func bounds(backend: Backend) async throws {
+        let clock = ManualClock()
+        let harness = try await ServiceHarness(backend, clock: clock, outbound: RecordingOutbound())
+        try await harness.router { client in
+            let worlds = try await Self.team(harness, client)
+            let bob = worlds["bob"]!
+            for n in 0..<10 {
+                let made = try await client.call(.post, "/v1/teams/ops/oncall/calendar", token: bob.userToken)
+                #expect(made.status == .created, "calendar \(n): \(made.text)")
+            }
+            let eleventh = try await client.call(.post, "/v1/teams/ops/oncall/calendar", token: bob.userToken)
+            #expect(eleventh.status == .badRequest && eleventh.text.contains("at most 10 calendar feeds"), "\(eleventh.text)")
+            // Devices: bob's own token's device registers again and again: one.
+            for _ in 0..<3 {
+                let again = try await client.call(.post, "/v1/me/subscriptions", token: bob.userToken, json: #"{"deviceName":"laptop"}"#)
+                #expect(again.status == .created, "\(again.text)")
+            }
+            let bobId = try #require(try await harness.storage.user(name: "bob")).id
+            let now = clock.now()
+            for n in 0..<99 {
+                try await harness.storage.insertSubscription(
+                    SubscriptionRecord(
+                        id: "dev-\(n)", userId: bobId, targetHostName: nil, deviceId: "device-\(n)", deviceName: "d\(n)", platform: "websocket",
+                        createdAt: now, expiresAt: now + 86_400))
+            }
+            let over = try await client.call(.post, "/v1/me/subscriptions", json: #"{"deviceName":"one too many"}"#, headers: [:])
+            #expect(over.status == .unauthorized)
+            let signedIn = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=bob&password=pw-bob")
+            let newToken = try #require(signedIn.string("access_token"))
+            let refused = try await client.call(.post, "/v1/me/subscriptions", token: newToken, json: #"{"deviceName":"one too many"}"#)
+            #expect(refused.status == .badRequest && refused.text.contains("at most 100 devices and browsers"), "\(refused.text)")
+            #expect(try await client.call(.post, "/v1/me/subscriptions", token: bob.userToken, json: #"{"deviceName":"laptop"}"#).status == .created)
+            // Contacts: 10; tests: 10 a minute, then 429 with Retry-After.
+            var contactId = ""
+            for n in 0..<10 {
+                let added = try await client.call(
+                    .post, "/v1/me/contacts", token: bob.userToken, json: #"{"target":"webhook:http://127.0.0.1:9/\#(n)"}"#)
+                #expect(added.status == .created, "\(added.text)")
+                contactId = added.string("id") ?? contactId
+            }
+            #expect(
+                try await client.call(.post, "/v1/me/contacts", token: bob.userToken, json: #"{"target":"webhook:http://127.0.0.1:9/x"}"#).status
+                    == .badRequest)
+            for n in 0..<10 {
+                #expect(try await client.call(.post, "/v1/me/contacts/\(contactId)/test", token: bob.userToken).status == .ok, "test \(n)")
+            }
+            let scanning = try await client.call(.post, "/v1/me/contacts/\(contactId)/test", token: bob.userToken)
+            #expect(scanning.status == .tooManyRequests && scanning.headers[.retryAfter] != nil, "\(scanning.text)")
+            clock.advance(by: 6)
+            #expect(try await client.call(.post, "/v1/me/contacts/\(contactId)/test", token: bob.userToken).status == .ok, "one a 6 s comes back")
+        }
+    }
 }
