@@ -102,6 +102,14 @@ public struct Routes: Sendable {
                 try await self.service.inbox.revokeSubscription(userId: context.requireUser(), id: context.pathParameter("id"))
                 return JSONResponse.empty(.noContent)
             },
+            // SPEC §15: a user changes their own password.
+            Route(method: .post, path: "/v1/me/password", audience: .user) { request, context in
+                var request = request
+                let body = try await request.jsonBody(limit: self.limit)
+                try await self.service.auth.changePassword(
+                    userId: context.requireUser(), deviceId: context.deviceId, body: body, address: context.remoteAddress)
+                return JSONResponse.empty(.noContent)
+            },
             Route(method: .get, path: "/v1/me/preferences", audience: .user) { _, context in
                 try JSONResponse.make(try await self.service.inbox.preferences(userId: context.requireUser()))
             },

@@ -27,7 +27,8 @@ public final class Administration: ServicePart {
         guard !password.isEmpty else { throw ServiceError.badRequest("the password must not be empty") }
         let cost = config.bcryptCost
         let hash = await onDispatch { Secrets.hashPassword(password, cost: cost) }
-        let user = UserRecord(id: UUID().uuidString.lowercased(), userName: name, displayName: displayName ?? name, passwordHash: hash)
+        let user = UserRecord(
+            id: UUID().uuidString.lowercased(), userName: name, displayName: displayName ?? name, passwordHash: hash, created: clock.nowMillis())
         do {
             try await storage.createUser(user)
         } catch StorageError.conflict {
@@ -51,6 +52,59 @@ public final class Administration: ServicePart {
         }
         defer { core.forgetCachedCredentials() }
         return try await db { try await storage.deleteUser(name: name) }
+    }
+
+    // MARK: - Accounts (SPEC §15)
+
+    /// The shortest password a change takes.
+    public static let minimumPasswordLength = 8
+
+    /// Why `password` is refused as a new one, or nil.
+    static func passwordProblem(_ password: String) -> String? {
+        if password.count < minimumPasswordLength { return "a password has at least \(minimumPasswordLength) characters" }
+        if password.containsNUL { return "a password must not contain the character U+0000 (NUL)" }
+        return nil
+    }
+
+    /// `notty admin user list`: every user with their teams and how many devices they have.
+    public func users() async throws -> [UserSummary] {
+        let now = clock.nowMillis()
+        var summaries: [UserSummary] = []
+        for user in try await db({ try await storage.allUsers() }) {
+            let teams = try await db { try await storage.teams(userId: user.id) }.map(\.name).sorted()
+            let devices = try await db { try await storage.subscriptions(userId: user.id) }.filter { $0.kind == .device && $0.expiresAt > now }
+            summaries.append(
+                UserSummary(
+                    name: user.userName, displayName: user.displayName, created: user.created, disabled: user.disabled, teams: teams,
+                    devices: Set(devices.map(\.deviceId)).count))
+        }
+        return summaries
+    }
+
+    /// `notty admin user password NAME [--sign-out]`: the old password stops at once; with
+    /// `signOut`, every device, browser, token, open stream and calendar of the user ends too.
+    public func setPassword(name: String, password: String, signOut: Bool) async throws {
+        if let problem = Self.passwordProblem(password) { throw ServiceError.badRequest(problem) }
+        let user = try await account(named: name)
+        let cost = config.bcryptCost
+        let hash = await onDispatch { Secrets.hashPassword(password, cost: cost) }
+        defer { core.forgetCachedCredentials() }
+        _ = try await db { try await storage.updateAccount(userId: user.id, passwordHash: hash, disabled: nil, signOut: signOut ? .everywhere : .nobody) }
+    }
+
+    /// `notty admin user disable|enable NAME`: disabled, every token of theirs is refused at
+    /// once and their open streams close; sign-in is refused in words that say so.
+    public func setDisabled(name: String, _ disabled: Bool) async throws {
+        let user = try await account(named: name)
+        defer { core.forgetCachedCredentials() }
+        _ = try await db { try await storage.updateAccount(userId: user.id, passwordHash: nil, disabled: disabled, signOut: .nobody) }
+    }
+
+    private func account(named name: String) async throws -> UserRecord {
+        guard let user = try await db({ try await storage.user(name: name) }), !user.isTeamFeed else {
+            throw ServiceError.notFound("no user named \(name) (notty admin user list shows them)")
+        }
+        return user
     }
 
     /// Registers an app; returns its client id and secret (the secret is not kept).
@@ -82,5 +136,15 @@ public final class Administration: ServicePart {
     }
 }
 
+/// One line of `notty admin user list`.
+public struct UserSummary: Codable, Sendable, Equatable {
+    public var name: String
+    public var displayName: String
+    public var created: Date?
+    public var disabled: Bool
+    public var teams: [String]
+    public var devices: Int
+}
+
 /// What ``Administration`` asks of the storage.
-public typealias AdministrationStorage = AccountStorage & SignInGuessStorage & TeamStorage
+public typealias AdministrationStorage = AccountStorage & SignInGuessStorage & TeamStorage & SubscriptionStorage

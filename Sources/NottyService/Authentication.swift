@@ -59,6 +59,11 @@ public final class Authentication: ServicePart {
             guard let record = try await db({ try await storage.token(hash: hash) }), record.kind == .userRefresh else {
                 throw ServiceError.oauth(.badRequest, "invalid_grant", "unknown refresh token: sign in again")
             }
+            // A disabled account's device gets no new token (and keeps its refresh token for when
+            // it is enabled again, SPEC §15).
+            guard !record.subjectDisabled else {
+                throw ServiceError.oauth(.badRequest, "invalid_grant", "this account is disabled: ask the service's administrator")
+            }
             // A revoked one is refused by the rotation (it only rotates a token not yet revoked).
             return try await issueUserTokens(userId: record.subject, deviceId: record.deviceId, now: now, replacing: hash)
         case nil:
@@ -85,6 +90,11 @@ public final class Authentication: ServicePart {
         guard let user, valid else {
             try await countFailure(keys, now: now)
             throw ServiceError.oauth(.badRequest, "invalid_grant", "wrong user name or password")
+        }
+        // Said only to whoever knows the password (SPEC §15).
+        guard !user.disabled else {
+            throw ServiceError.oauth(
+                .badRequest, "invalid_grant", "the account \(user.userName) is disabled: its administrator enables it (notty admin user enable NAME)")
         }
         // Signed in: the name's failures are forgotten (the address's are not).
         if known.contains(where: { $0.key == keys[0] }) { _ = try? await db { try await storage.forgetGuesses(keys: [keys[0]]) } }
@@ -189,7 +199,7 @@ public final class Authentication: ServicePart {
         var ended: Set<String> = []
         for credential in hub.openCredentials {
             let record = try await db { try await storage.token(hash: credential.tokenHash) }
-            if let record, !record.revoked, record.expiresAt > now, try await isActive(userId: record.subject) { continue }
+            if let record, !record.revoked, !record.subjectDisabled, record.expiresAt > now { continue }
             ended.insert(credential.tokenHash)
         }
         let closed = hub.hangUp { ended.contains($0.tokenHash) }
@@ -197,9 +207,38 @@ public final class Authentication: ServicePart {
         streamsChecked.store(generation, ordering: .relaxed)
     }
 
-    /// Whether the user exists (and may sign in).
-    func isActive(userId: String) async throws -> Bool {
-        try await db { try await storage.user(id: userId) } != nil
+    // MARK: - A user's own password (SPEC §15)
+
+    /// `POST /v1/me/password` `{"current","new","signOutOthers"?}`: the current password
+    /// checked as a sign-in is (a wrong one is `400`, counted toward the lockout), the new one at
+    /// least 8 characters; with `signOutOthers`, every other device, browser and calendar ends.
+    public func changePassword(userId: String, deviceId: String?, body: Data, address: String?) async throws {
+        let current: String, new: String, signOutOthers: Bool
+        do throws(ValidationError) {
+            let fields = try JSONFields(body: body)
+            guard let given = try fields.string("current", max: 1024), let wanted = try fields.string("new", max: 1024) else {
+                throw ValidationError("current and new are required: {\"current\": \"…\", \"new\": \"…\"}")
+            }
+            (current, new) = (given, wanted)
+            signOutOthers = try fields.bool("signOutOthers") ?? false
+        } catch {
+            throw ServiceError.badRequest(error.message)
+        }
+        if let problem = Administration.passwordProblem(new) { throw ServiceError.badRequest(problem) }
+        guard let user = try await db({ try await storage.user(id: userId) }) else { throw ServiceError.unauthenticated("this user was removed") }
+        do {
+            _ = try await verifiedUser(name: user.userName, password: current, address: address, now: clock.nowMillis())
+        } catch let error as ServiceError where error.code == "invalid_grant" {
+            throw ServiceError.badRequest("the current password is wrong")
+        } catch let error as ServiceError where error.kind == .tooManyRequests {
+            throw ServiceError(.tooManyRequests, "tooManyRequests", error.message, retryAfter: error.retryAfter)
+        }
+        let cost = config.bcryptCost
+        let hash = await onDispatch { Secrets.hashPassword(new, cost: cost) }
+        defer { core.forgetCachedCredentials() }
+        _ = try await db {
+            try await storage.updateAccount(userId: userId, passwordHash: hash, disabled: nil, signOut: signOutOthers ? .allBut(deviceId: deviceId) : .nobody)
+        }
     }
 
     private func validToken(_ bearer: String?, kinds: Set<TokenRecord.Kind>) async throws -> TokenRecord {
@@ -215,6 +254,7 @@ public final class Authentication: ServicePart {
         }
         guard let record, kinds.contains(record.kind) else { throw ServiceError.unauthenticated("unknown token") }
         guard !record.revoked else { throw ServiceError.unauthenticated("this token was revoked: sign in again") }
+        guard !record.subjectDisabled else { throw ServiceError.unauthenticated("this account is disabled: ask the service's administrator") }
         guard record.expiresAt > clock.nowMillis() else { throw ServiceError.unauthenticated("this token has expired: get a new one") }
         return record
     }

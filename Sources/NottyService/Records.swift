@@ -7,11 +7,18 @@ public struct UserRecord: Sendable, Equatable {
     public var userName: String
     public var displayName: String
     public var passwordHash: String
-    public init(id: String, userName: String, displayName: String, passwordHash: String) {
+    /// Disabled by the administrator (SPEC §15): no token of theirs is taken, no sign-in; their
+    /// notifications, teams and roles are kept.
+    public var disabled: Bool
+    /// When the account was made (nil: before notty kept it).
+    public var created: Date?
+    public init(id: String, userName: String, displayName: String, passwordHash: String, disabled: Bool = false, created: Date? = nil) {
         self.id = id
         self.userName = userName
         self.displayName = displayName
         self.passwordHash = passwordHash
+        self.disabled = disabled
+        self.created = created
     }
 
     /// Whether this row is a team's feed (`team/NAME`), which holds the team's notifications
@@ -43,13 +50,18 @@ public struct TokenRecord: Sendable, Equatable {
     /// User tokens: the device they were issued to (one per password grant, carried through
     /// refreshes). Revoking that device's registration revokes them all.
     public var deviceId: String?
-    public init(hash: String, kind: Kind, subject: String, expiresAt: Date, revoked: Bool = false, deviceId: String? = nil) {
+    /// Read with the token: its user is disabled (SPEC §15), so it is refused like a revoked one.
+    public var subjectDisabled: Bool
+    public init(
+        hash: String, kind: Kind, subject: String, expiresAt: Date, revoked: Bool = false, deviceId: String? = nil, subjectDisabled: Bool = false
+    ) {
         self.hash = hash
         self.kind = kind
         self.subject = subject
         self.expiresAt = expiresAt
         self.revoked = revoked
         self.deviceId = deviceId
+        self.subjectDisabled = subjectDisabled
     }
 }
 

@@ -54,6 +54,21 @@ public protocol AccountStorage: Sendable {
     func deleteApp(hostName: String) async throws -> Bool
     func app(clientId: String) async throws -> AppRecord?
     func app(hostName: String) async throws -> AppRecord?
+    /// Every user (not the teams' feeds), by name.
+    func allUsers() async throws -> [UserRecord]
+    /// Changes a user's account in one transaction (SPEC §15): a new password hash, disabled or
+    /// enabled, and whom it signs out (their tokens revoked, their devices', browsers', topics'
+    /// and calendars' registrations with them, their Web Push subscriptions gone), announced
+    /// as a revocation. `false` when there is no such user.
+    func updateAccount(userId: String, passwordHash: String?, disabled: Bool?, signOut: SignOut) async throws -> Bool
+}
+
+/// Whom an account change signs out.
+public enum SignOut: Sendable, Equatable {
+    case nobody
+    case everywhere
+    /// Every device but this one (the one that changed its password).
+    case allBut(deviceId: String?)
 }
 
 /// Access and refresh tokens (stored as hashes).

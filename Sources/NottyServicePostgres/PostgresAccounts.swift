@@ -9,7 +9,10 @@ import Synchronization
 extension PostgresStorage {
     public func createUser(_ user: UserRecord) async throws {
         try await execute(
-            "INSERT INTO users (id, user_name, display_name, password_hash) VALUES (\(user.id), \(user.userName), \(user.displayName), \(user.passwordHash))"
+            """
+            INSERT INTO users (id, user_name, display_name, password_hash, disabled, created)
+            VALUES (\(user.id), \(user.userName), \(user.displayName), \(user.passwordHash), \(user.disabled), \(user.created.map(ISOTime.millis)))
+            """
         )
     }
 
@@ -40,21 +43,71 @@ extension PostgresStorage {
         }
     }
 
-    static let userColumns = "id, user_name, display_name, password_hash"
+    static let userColumns = "id, user_name, display_name, password_hash, disabled, created"
+    typealias UserRow = (String, String, String, String, Bool, Int64?)
+
+    static func user(_ row: UserRow) -> UserRecord {
+        UserRecord(
+            id: row.0, userName: row.1, displayName: row.2, passwordHash: row.3, disabled: row.4, created: row.5.map(ISOTime.date(millis:)))
+    }
 
     public func user(name: String) async throws -> UserRecord? {
         try await run { connection in
             try await connection.query(
                 "SELECT \(unescaped: Self.userColumns) FROM users WHERE lower(user_name) = lower(\(name))", logger: self.logger
             )
-            .collect((String, String, String, String).self).first.map(UserRecord.init)
+            .collect(UserRow.self).first.map(Self.user)
         }
     }
 
     public func user(id: String) async throws -> UserRecord? {
         try await run { connection in
             try await connection.query("SELECT \(unescaped: Self.userColumns) FROM users WHERE id = \(id)", logger: self.logger)
-                .collect((String, String, String, String).self).first.map(UserRecord.init)
+                .collect(UserRow.self).first.map(Self.user)
+        }
+    }
+
+    public func allUsers() async throws -> [UserRecord] {
+        try await run { connection in
+            try await connection.query(
+                "SELECT \(unescaped: Self.userColumns) FROM users WHERE id NOT LIKE 'team-%' ORDER BY user_name", logger: self.logger
+            ).collect(UserRow.self).map(Self.user)
+        }
+    }
+
+    public func updateAccount(userId: String, passwordHash: String?, disabled: Bool?, signOut: SignOut) async throws -> Bool {
+        try await transaction { connection in
+            let found = try await connection.query("SELECT id FROM users WHERE id = \(userId) FOR UPDATE", logger: self.logger).collect(String.self)
+            guard !found.isEmpty else { return false }
+            if let passwordHash {
+                try await connection.exec("UPDATE users SET password_hash = \(passwordHash) WHERE id = \(userId)", logger: self.logger)
+            }
+            if let disabled { try await connection.exec("UPDATE users SET disabled = \(disabled) WHERE id = \(userId)", logger: self.logger) }
+            let keep: String?
+            switch signOut {
+            case .nobody:
+                try await self.announceCredentialsChange(connection)
+                return true
+            case .everywhere: keep = nil
+            case .allBut(let deviceId): keep = deviceId
+            }
+            try await connection.exec(
+                """
+                UPDATE tokens SET revoked = true WHERE subject = \(userId) AND NOT revoked
+                AND (\(keep)::text IS NULL OR device_id IS NULL OR device_id <> \(keep))
+                """, logger: self.logger)
+            try await connection.exec(
+                """
+                UPDATE subscriptions SET revoked = true WHERE user_id = \(userId) AND host_name IS NULL AND NOT revoked
+                AND (\(keep)::text IS NULL OR device_id <> \(keep))
+                """, logger: self.logger)
+            try await connection.exec(
+                """
+                DELETE FROM webpush_subscriptions WHERE user_id = \(userId)
+                AND (\(keep)::text IS NULL OR device_id IS NULL OR device_id <> \(keep))
+                """, logger: self.logger)
+            try await self.announceCredentialsChange(connection)
+            return true
         }
     }
 
@@ -103,12 +156,15 @@ extension PostgresStorage {
     public func token(hash: String) async throws -> TokenRecord? {
         try await run { connection in
             try await connection.query(
-                "SELECT hash, kind, subject, expires, revoked, device_id FROM tokens WHERE hash = \(hash)", logger: self.logger
+                """
+                SELECT t.hash, t.kind, t.subject, t.expires, t.revoked, t.device_id, coalesce(u.disabled, false)
+                FROM tokens t LEFT JOIN users u ON u.id = t.subject WHERE t.hash = \(hash)
+                """, logger: self.logger
             )
-            .collect((String, String, String, Int64, Bool, String?).self).first.map { row in
+            .collect((String, String, String, Int64, Bool, String?, Bool).self).first.map { row in
                 TokenRecord(
                     hash: row.0, kind: TokenRecord.Kind(rawValue: row.1) ?? .userAccess, subject: row.2, expiresAt: ISOTime.date(millis: row.3),
-                    revoked: row.4, deviceId: row.5)
+                    revoked: row.4, deviceId: row.5, subjectDisabled: row.6)
             }
         }
     }

@@ -54,8 +54,8 @@ extension SQLiteStorage {
     public func createUser(_ user: UserRecord) async throws {
         try await write { db, _ in
             try db.execute(
-                sql: "INSERT INTO users (id, user_name, display_name, password_hash) VALUES (?, ?, ?, ?)",
-                arguments: [user.id, user.userName, user.displayName, user.passwordHash])
+                sql: "INSERT INTO users (id, user_name, display_name, password_hash, disabled, created) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [user.id, user.userName, user.displayName, user.passwordHash, user.disabled, user.created.map(ISOTime.millis)])
         }
     }
 
@@ -97,7 +97,40 @@ extension SQLiteStorage {
     }
 
     static func user(_ row: Row) -> UserRecord {
-        UserRecord(id: row["id"], userName: row["user_name"], displayName: row["display_name"], passwordHash: row["password_hash"])
+        UserRecord(
+            id: row["id"], userName: row["user_name"], displayName: row["display_name"], passwordHash: row["password_hash"],
+            disabled: row["disabled"] ?? false, created: (row["created"] as Int64?).map(ISOTime.date(millis:)))
+    }
+
+    public func allUsers() async throws -> [UserRecord] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM users WHERE id NOT LIKE 'team-%' ORDER BY user_name", arguments: []).map(Self.user)
+        }
+    }
+
+    public func updateAccount(userId: String, passwordHash: String?, disabled: Bool?, signOut: SignOut) async throws -> Bool {
+        defer { markCredentialsChanged() }
+        return try await write { db, _ in
+            guard try Int.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [userId]) != nil else { return false }
+            if let passwordHash { try db.execute(sql: "UPDATE users SET password_hash = ? WHERE id = ?", arguments: [passwordHash, userId]) }
+            if let disabled { try db.execute(sql: "UPDATE users SET disabled = ? WHERE id = ?", arguments: [disabled, userId]) }
+            let keep: String?
+            switch signOut {
+            case .nobody: return true
+            case .everywhere: keep = nil
+            case .allBut(let deviceId): keep = deviceId
+            }
+            try db.execute(
+                sql: "UPDATE tokens SET revoked = 1 WHERE subject = ? AND revoked = 0 AND (? IS NULL OR device_id IS NULL OR device_id <> ?)",
+                arguments: [userId, keep, keep])
+            try db.execute(
+                sql: "UPDATE subscriptions SET revoked = 1 WHERE user_id = ? AND host_name IS NULL AND revoked = 0 AND (? IS NULL OR device_id <> ?)",
+                arguments: [userId, keep, keep])
+            try db.execute(
+                sql: "DELETE FROM webpush_subscriptions WHERE user_id = ? AND (? IS NULL OR device_id IS NULL OR device_id <> ?)",
+                arguments: [userId, keep, keep])
+            return true
+        }
     }
 
     public func createApp(_ app: AppRecord) async throws {
@@ -146,10 +179,15 @@ extension SQLiteStorage {
 
     public func token(hash: String) async throws -> TokenRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM tokens WHERE hash = ?", arguments: [hash]).map { row in
+            let sql = """
+                SELECT tokens.*, coalesce(users.disabled, 0) AS subject_disabled FROM tokens LEFT JOIN users ON users.id = tokens.subject
+                WHERE tokens.hash = ?
+                """
+            return try Row.fetchOne(db, sql: sql, arguments: [hash]).map { row in
                 TokenRecord(
                     hash: row["hash"], kind: TokenRecord.Kind(rawValue: row["kind"]) ?? .userAccess, subject: row["subject"],
-                    expiresAt: ISOTime.date(millis: row["expires"]), revoked: row["revoked"], deviceId: row["device_id"])
+                    expiresAt: ISOTime.date(millis: row["expires"]), revoked: row["revoked"], deviceId: row["device_id"],
+                    subjectDisabled: row["subject_disabled"])
             }
         }
     }

@@ -377,6 +377,14 @@ extension SQLiteStorage {
                     CREATE INDEX webpush_subscriptions_retry ON webpush_subscriptions (retry_at);
                     """)
         }
+        // Accounts an administrator runs (SPEC §15): disabled users, and when each was made.
+        migrator.registerMigration("v17 accounts") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE users ADD COLUMN disabled INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE users ADD COLUMN created INTEGER;
+                    """)
+        }
         return migrator
     }
 }

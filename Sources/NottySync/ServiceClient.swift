@@ -115,7 +115,10 @@ public actor ServiceClient {
             _ = try await refresh(after: credentials.accessToken)
             answer = try await attempt(method, path, headers: headers, json: json, token: credentials.accessToken, timeout: timeout)
             if answer.status == 401 {
-                throw SyncError.signInAgain("the service no longer accepts this device's sign-in: run notty login again (queued changes are kept)")
+                // The service's words say why (revoked, disabled, expired).
+                let why = answer.errorText.message
+                throw SyncError.signInAgain(
+                    "the service no longer accepts this device's sign-in\(why.isEmpty ? "" : " (\(why))"): run notty login again (queued changes are kept)")
             }
         }
         if HTTPStatusRule.isWorthRetrying(answer.status) {
@@ -157,8 +160,10 @@ public actor ServiceClient {
                     if HTTPStatusRule.isWorthRetrying(answer.status) {
                         throw SyncError.unreachable("the service answered \(answer.status) while refreshing the sign-in")
                     }
+                    let error = answer.errorText
                     throw SyncError.signInAgain(
-                        "this device's sign-in is no longer valid (\(answer.errorText.code)): run notty login again (queued changes are kept)")
+                        "this device's sign-in is no longer valid (\(error.message.isEmpty ? error.code : error.message)): run notty login again (queued changes are kept)"
+                    )
                 }
                 let token = try NottyJSON.decoder.decode(TokenResponse.self, from: answer.body)
                 var updated = credentials

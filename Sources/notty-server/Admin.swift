@@ -15,7 +15,90 @@ struct Admin: AsyncParsableCommand {
         subcommands: [User.self, App.self, Team.self, Lockouts.self, Backup.self, Restore.self, RotateKey.self])
 
     struct User: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "user", abstract: "Add or remove users.", subcommands: [Add.self, Remove.self])
+        static let configuration = CommandConfiguration(
+            commandName: "user", abstract: "Add, list, remove, disable and enable users; set a user's password.",
+            subcommands: [Add.self, List.self, Password.self, Disable.self, Enable.self, Remove.self])
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "list", abstract: "Every user: name, display name, when made, active or disabled, teams, devices.")
+            @OptionGroup var storage: StorageOptions
+            @Flag(help: "One JSON object a line: name, displayName, created, disabled, teams, devices.") var json = false
+
+            func run() async throws {
+                try await reportingErrors {
+                    let service = try await storage.service()
+                    let users = try await service.admin.users()
+                    if json {
+                        for user in users { say(String(decoding: try NottyJSON.encoder.encode(user), as: UTF8.self)) }
+                        return
+                    }
+                    if users.isEmpty { say("no users yet (notty admin user add NAME)") }
+                    for user in users {
+                        let created = user.created.map { ISOTime.format($0).prefix(10) } ?? "-"
+                        let teams = user.teams.isEmpty ? "-" : user.teams.joined(separator: ",")
+                        say(
+                            "\(user.name)  \(user.displayName == user.name ? "" : "(\(user.displayName))  ")\(user.disabled ? "DISABLED" : "active")  made \(created)  teams \(teams)  devices \(user.devices)"
+                        )
+                    }
+                }
+            }
+        }
+
+        struct Password: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "password",
+                abstract: "Set a user's password (read from standard input): the old one stops at once.",
+                discussion: """
+                    At least 8 characters. With --sign-out the user's devices, browsers, tokens, open streams and calendar feeds \
+                    end too: every device signs in again with the new password (what to do after a leak).
+                    Example: printf '%s\\n' 'n3w-s3cret' | notty admin user password alice --sign-out
+                    """)
+            @OptionGroup var storage: StorageOptions
+            @Argument(help: "The user name.") var name: String
+            @Flag(name: .customLong("sign-out"), help: "Also sign the user out everywhere.") var signOut = false
+
+            func run() async throws {
+                try await reportingErrors {
+                    let password = readPassword(prompt: "New password for \(name): ")
+                    guard !password.isEmpty else { throw CLIError("no password given: type it, or pipe it on standard input") }
+                    let service = try await storage.service()
+                    try await service.admin.setPassword(name: name, password: password, signOut: signOut)
+                    say("set the password of \(name)" + (signOut ? "; signed out everywhere" : ""))
+                }
+            }
+        }
+
+        struct Disable: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "disable",
+                abstract: "Disable a user: every token refused at once, open streams closed, sign-in refused; their notifications, teams and roles kept.")
+            @OptionGroup var storage: StorageOptions
+            @Argument(help: "The user name.") var name: String
+
+            func run() async throws {
+                try await reportingErrors {
+                    let service = try await storage.service()
+                    try await service.admin.setDisabled(name: name, true)
+                    say("disabled \(name) (notty admin user enable \(name) undoes it)")
+                }
+            }
+        }
+
+        struct Enable: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "enable", abstract: "Enable a disabled user: their devices' tokens are taken again, and they may sign in.")
+            @OptionGroup var storage: StorageOptions
+            @Argument(help: "The user name.") var name: String
+
+            func run() async throws {
+                try await reportingErrors {
+                    let service = try await storage.service()
+                    try await service.admin.setDisabled(name: name, false)
+                    say("enabled \(name)")
+                }
+            }
+        }
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(

@@ -204,3 +204,48 @@ func signInDevice(_ device: Device, server: String, userName: String, password: 
     }
     return store
 }
+
+struct PasswordCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "password",
+        abstract: "Change your password on the service.",
+        discussion: """
+            Asks your current password and the new one (at least 8 characters). A wrong current
+            password counts toward the lockout, as a failed sign-in does. With
+            --sign-out-others every other device, browser and calendar feed of yours is signed
+            out (what to do after a leak); this device stays signed in.
+
+              notty password
+              printf '%s\\n%s\\n' "$OLD" "$NEW" | notty password --password-stdin --sign-out-others
+            """)
+
+    @Flag(name: .customLong("password-stdin"), help: "Read the current password, then the new one, a line each, from standard input.")
+    var passwordStdin = false
+    @Flag(name: .customLong("sign-out-others"), help: "Also sign out every other device, browser and calendar feed of yours.")
+    var signOutOthers = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let current: String, new: String
+            if passwordStdin {
+                current = readLine(strippingNewline: true) ?? ""
+                new = readLine(strippingNewline: true) ?? ""
+            } else {
+                current = readPassword(prompt: "Current password: ")
+                new = readPassword(prompt: "New password: ")
+                guard readPassword(prompt: "New password again: ") == new else { throw CLIError("the new passwords differ: nothing was changed") }
+            }
+            guard !current.isEmpty, !new.isEmpty else {
+                throw CLIError("give the current password and the new one (with --password-stdin: a line each)")
+            }
+            let (client, _, _) = try await Device().session()
+            let body = JSONValue.object(["current": .string(current), "new": .string(new), "signOutOthers": .bool(signOutOthers)])
+            let answer = try await client.send(.POST, "/v1/me/password", json: Data(body.jsonText.utf8))
+            guard answer.status == 204 else {
+                let error = answer.errorText
+                throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
+            }
+            say("password changed" + (signOutOthers ? "; every other device of yours is signed out" : ""))
+        }
+    }
+}

@@ -75,6 +75,8 @@ struct SQLiteSchemaTests {
         try Self.alter(path, "CREATE TABLE team_members (team_id TEXT, user_id TEXT, role TEXT, since INTEGER)")
         try Self.alter(path, "ALTER TABLE notifications ADD COLUMN team TEXT")
         try Self.alter(path, "ALTER TABLE notifications ADD COLUMN changed_by TEXT")
+        try Self.alter(path, "ALTER TABLE users ADD COLUMN disabled INTEGER NOT NULL DEFAULT 0")  // v17, likewise
+        try Self.alter(path, "ALTER TABLE users ADD COLUMN created INTEGER")
         let userId = try await NotificationService(storage: old, secrets: .ephemeral()).admin.addUser(name: "alice", password: "pw").id
         var published: [String] = []
         for i in 0..<3 { published.append(try await publish(old, userId: userId, "build-\(i)", title: "v1 \(i)", now: now).id) }
@@ -100,6 +102,8 @@ struct SQLiteSchemaTests {
         try Self.alter(path, "DROP TABLE team_members")
         try Self.alter(path, "ALTER TABLE notifications DROP COLUMN team")
         try Self.alter(path, "ALTER TABLE notifications DROP COLUMN changed_by")
+        try Self.alter(path, "ALTER TABLE users DROP COLUMN disabled")
+        try Self.alter(path, "ALTER TABLE users DROP COLUMN created")
 
         // Opened by this notty: migrated, and everything is where it was.
         let storage = try SQLiteStorage(path: path)
