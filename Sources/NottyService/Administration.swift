@@ -89,7 +89,9 @@ public final class Administration: ServicePart {
         let cost = config.bcryptCost
         let hash = await onDispatch { Secrets.hashPassword(password, cost: cost) }
         defer { core.forgetCachedCredentials() }
-        _ = try await db { try await storage.updateAccount(userId: user.id, passwordHash: hash, disabled: nil, signOut: signOut ? .everywhere : .nobody) }
+        _ = try await db {
+            try await storage.updateAccount(userId: user.id, passwordHash: hash, disabled: nil, signOut: signOut ? .everywhere : .nobody)
+        }
     }
 
     /// `notty admin user disable|enable NAME`: disabled, every token of theirs is refused at

@@ -237,7 +237,8 @@ public final class Authentication: ServicePart {
         let hash = await onDispatch { Secrets.hashPassword(new, cost: cost) }
         defer { core.forgetCachedCredentials() }
         _ = try await db {
-            try await storage.updateAccount(userId: userId, passwordHash: hash, disabled: nil, signOut: signOutOthers ? .allBut(deviceId: deviceId) : .nobody)
+            try await storage.updateAccount(
+                userId: userId, passwordHash: hash, disabled: nil, signOut: signOutOthers ? .allBut(deviceId: deviceId) : .nobody)
         }
     }
 

@@ -29,6 +29,21 @@ extension ServiceClient {
         }
     }
 
+    /// The team's app subscriptions and hooks (owners; SPEC §15).
+    public func teamSubscriptions(_ team: String) async throws -> [SubscriptionInfo] {
+        let answer = try await send(.GET, "/v1/teams/\(Self.pathSegment(team))/subscriptions")
+        return try Self.decoded(SubscriptionList.self, answer, status: 200).value
+    }
+
+    /// Revokes one of the team's app subscriptions or hooks (owners).
+    public func revokeTeamSubscription(_ team: String, id: String) async throws {
+        let answer = try await send(.DELETE, "/v1/teams/\(Self.pathSegment(team))/subscriptions/\(Self.pathSegment(id))")
+        guard answer.status == 204 else {
+            let error = answer.errorText
+            throw SyncError.refused(status: answer.status, code: error.code, message: error.message)
+        }
+    }
+
     /// `text` as one path segment.
     static func pathSegment(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text

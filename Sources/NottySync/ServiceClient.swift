@@ -118,7 +118,8 @@ public actor ServiceClient {
                 // The service's words say why (revoked, disabled, expired).
                 let why = answer.errorText.message
                 throw SyncError.signInAgain(
-                    "the service no longer accepts this device's sign-in\(why.isEmpty ? "" : " (\(why))"): run notty login again (queued changes are kept)")
+                    "the service no longer accepts this device's sign-in\(why.isEmpty ? "" : " (\(why))"): run notty login again (queued changes are kept)"
+                )
             }
         }
         if HTTPStatusRule.isWorthRetrying(answer.status) {

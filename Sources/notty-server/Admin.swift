@@ -72,7 +72,8 @@ struct Admin: AsyncParsableCommand {
         struct Disable: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
                 commandName: "disable",
-                abstract: "Disable a user: every token refused at once, open streams closed, sign-in refused; their notifications, teams and roles kept.")
+                abstract:
+                    "Disable a user: every token refused at once, open streams closed, sign-in refused; their notifications, teams and roles kept.")
             @OptionGroup var storage: StorageOptions
             @Argument(help: "The user name.") var name: String
 

@@ -76,6 +76,12 @@ struct DeviceList: AsyncParsableCommand {
                 let secret = item.hasSecret == true ? "  with a secret" : ""
                 say("  \(item.userNotificationSubscriptionId.prefix(8))  \(item.targetHostName ?? "-")  \(created)\(secret)")
             }
+            // What the service's per-user limits count (PROTOCOL.md §15).
+            let signedIn = Set(devices.filter { $0.platform != "ical" }.map(\.deviceId)).count
+            let calendars = devices.filter { $0.platform == "ical" }.count
+            say(
+                "held: \(signedIn) of 100 devices and browsers, \(apps.count + hooks.count) of 100 app subscriptions and hooks, \(calendars) of 10 calendar feeds"
+            )
         }
     }
 

@@ -29,7 +29,8 @@ struct Notty: AsyncParsableCommand {
             """,
         version: nottyVersion,
         subcommands: [
-            TUI.self, Demo.self, Login.self, Logout.self, PasswordCommand.self, Subscribe.self, Devices.self, Sync.self, Resync.self, Status.self, List.self, Show.self,
+            TUI.self, Demo.self, Login.self, Logout.self, PasswordCommand.self, Subscribe.self, Devices.self, Sync.self, Resync.self, Status.self,
+            List.self, Show.self,
             Read.self, Unread.self, Activate.self, Dismiss.self, Snooze.self, Delete.self, Open.self, Quiet.self, Mute.self, Unmute.self,
             Act.self, Escalate.self, TeamCommand.self, OnCallCommand.self, ContactCommand.self, Count.self, Watch.self, Poll.self, Push.self,
             Publish.self, Serve.self, Admin.self,

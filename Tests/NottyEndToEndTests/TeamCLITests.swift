@@ -95,4 +95,38 @@ struct TeamCLITests {
         #expect(try await serve.admin.run(["admin", "team", "remove", "ops"]).out == "removed team ops\n")
         #expect(try await alice.run(["team"]).out.hasPrefix("you are in no team"))
     }
+
+    @Test(
+        "a team's hook is the team's (SPEC §15): made by alice, listed and revoked by bob once he is an owner and alice is gone; a plain member may not list them"
+    )
+    func teamHooks() async throws {
+        defer { try? FileManager.default.removeItem(at: home) }
+        let serve = try await ServeProcess(directory: home.appendingPathComponent("service"))
+        defer { serve.stop() }
+        #expect(try await serve.admin.run(["admin", "user", "add", "bob"], input: "pw\n").status == 0)
+        #expect(try await serve.admin.run(["admin", "user", "add", "carol"], input: "pw\n").status == 0)
+        #expect(try await serve.admin.run(["admin", "team", "add", "ops", "--owner", "alice"]).status == 0)
+        let alice = NottyCLI(home: home.appendingPathComponent("alice"))
+        try await alice.login(serve.url)
+        let bob = NottyCLI(home: home.appendingPathComponent("bob")), carol = NottyCLI(home: home.appendingPathComponent("carol"))
+        #expect(try await bob.run(["login", serve.url, "--user", "bob", "--password-stdin"], input: "pw\n").status == 0)
+        #expect(try await carol.run(["login", serve.url, "--user", "carol", "--password-stdin"], input: "pw\n").status == 0)
+        #expect(try await alice.run(["team", "ops", "--add", "bob", "--owner"]).status == 0)
+        #expect(try await alice.run(["team", "ops", "--add", "carol"]).status == 0)
+        let hook = try await alice.run(["subscribe", "--app", "ci.example.com", "--webhook", "--team", "ops"])
+        let url = hook.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(hook.status == 0 && url.contains("/v1/hooks/"), "\(hook.err)")
+        #expect(try await bob.run(["team", "ops", "--remove", "alice"]).status == 0)
+
+        let listed = try await bob.run(["team", "ops", "--apps"])
+        let line = try #require(listed.out.split(separator: "\n").first { $0.contains("hook  ci.example.com") }, "\(listed.out) \(listed.err)")
+        let id = String(line.prefix { $0 != " " })
+        let refused = try await carol.run(["team", "ops", "--apps"])
+        #expect(refused.status == 1 && refused.err.contains("only the owners of ops"), "\(refused.err)")
+        let revoked = try await bob.run(["team", "ops", "--revoke", id])
+        #expect(revoked.status == 0 && revoked.out == "revoked \(id) of ops\n", "\(revoked.err)")
+        let posted = try await Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-d", "after", url])
+        #expect(posted.output == "404", "the revoked hook answered \(posted.output)")
+        #expect(try await bob.run(["team", "ops", "--apps"]).out.contains("no app subscriptions or hooks"))
+    }
 }

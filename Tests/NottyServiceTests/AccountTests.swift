@@ -88,9 +88,10 @@ struct AccountTests {
             _ = try? await doorbell.value
             #expect(ContinuousClock.now - resetAt < .seconds(10), "the doorbell stayed open")
             #expect(try await client.call(.get, "/v1/me", token: bob.userToken).status == .unauthorized)
-            #expect(try await harness.storage.subscriptions(userId: try #require(try await harness.storage.user(name: "bob")).id).allSatisfy {
-                $0.targetHostName != nil
-            }, "a device, topic or calendar of bob's survived the sign-out")
+            #expect(
+                try await harness.storage.subscriptions(userId: try #require(try await harness.storage.user(name: "bob")).id).allSatisfy {
+                    $0.targetHostName != nil
+                }, "a device, topic or calendar of bob's survived the sign-out")
             let fresh = try #require(try await Self.signIn(client, "bob", "reset-again").string("access_token"))
 
             // Disable: refused at once, sign-in says so (only to whoever knows the password); enable: back as it was.
