@@ -41,7 +41,8 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate chain: serve HTTPS/WSS (with --tls-key).", valueName: "file"))
     var tlsCert: String?
     @Option(name: .customLong("tls-key"), help: ArgumentHelp("PEM private key for --tls-cert.", valueName: "file")) var tlsKey: String?
-    @Option(name: .customLong("poll-interval"), help: ArgumentHelp("Seconds between client polls (X-Poll-Interval).", valueName: "duration"))
+    @Option(
+        name: .customLong("poll-interval"), help: ArgumentHelp("Seconds between client polls (X-Poll-Interval; default 30).", valueName: "duration"))
     var pollInterval: DurationArgument?
     @Option(
         name: .customLong("default-ttl"),
