@@ -191,3 +191,25 @@ extension UserNotification {
         return "\(what) by \(changedBy.who), \(TimeText.relative(changedBy.at, now: now))"
     }
 }
+
+/// Whose feed an id is (SPEC §15): a person's or a team's, told by the id alone. What owns a
+/// subscription, a rule or a notification; a team is never taken for a user.
+public enum FeedOwner: Sendable, Hashable {
+    case user(id: String)
+    case team(id: String)
+
+    public init(id: String) {
+        self = id.hasPrefix(Team.idPrefix) ? .team(id: id) : .user(id: id)
+    }
+
+    public var id: String {
+        switch self {
+        case .user(let id), .team(let id): id
+        }
+    }
+
+    public var isTeam: Bool {
+        if case .team = self { return true }
+        return false
+    }
+}

@@ -178,7 +178,7 @@ public final class Escalation: ServicePart, Paging {
     /// The teams' schedules, members and contacts, read again when older than
     /// ``directoryLifetime`` or changed here; empty (and nothing read) while no team has a policy.
     func pagingDirectory() async throws -> PagingDirectory {
-        guard ruleUsers.withLock({ $0?.contains { $0.hasPrefix(Team.idPrefix) } ?? true }) else { return PagingDirectory() }
+        guard ruleUsers.withLock({ $0?.contains { FeedOwner(id: $0).isTeam } ?? true }) else { return PagingDirectory() }
         let now = clock.nowMillis()
         if let (cached, at) = directory.withLock({ $0 }), now.timeIntervalSince(at) < Self.directoryLifetime, at <= now { return cached }
         let teams = try await db { try await storage.allTeams() }
@@ -314,7 +314,7 @@ public final class Escalation: ServicePart, Paging {
     static func log(_ delivery: EscalationDelivery, result: DeliveryResult, at: Date, secrets: SecretBox) -> EscalationRecord? {
         guard delivery.event == .escalated else { return nil }
         // A team's notification is read by every member: its pages show only where they went.
-        let shown = secrets.shownTarget(delivery.target, toOwner: !delivery.userId.hasPrefix(Team.idPrefix))
+        let shown = secrets.shownTarget(delivery.target, toOwner: !FeedOwner(id: delivery.userId).isTeam)
         switch result {
         case .delivered: return EscalationRecord(target: shown, rule: delivery.ruleName, at: at, outcome: "sent", user: delivery.recipient)
         case .failed(let error):

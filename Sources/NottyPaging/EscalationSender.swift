@@ -46,7 +46,7 @@ public struct EscalationSender: Sendable {
     public func send(_ delivery: EscalationDelivery) async -> Failure? {
         let target: EscalationTarget
         do {
-            let opened = try await secrets.openFetching(delivery.target)
+            let opened = try await secrets.openFetching(stored: delivery.target)
             if opened.hasPrefix(EscalationDelivery.unreachablePrefix) {
                 return Failure(message: String(opened.dropFirst(EscalationDelivery.unreachablePrefix.count)), retryable: false)
             }

@@ -72,7 +72,9 @@ public final class Administration: ServicePart {
         var summaries: [UserSummary] = []
         for user in try await db({ try await storage.allUsers() }) {
             let teams = try await db { try await storage.teams(userId: user.id) }.map(\.name).sorted()
-            let devices = try await db { try await storage.subscriptions(userId: user.id) }.filter { $0.kind == .device && $0.expiresAt > now }
+            let devices = try await db { try await storage.subscriptions(userId: user.id) }.filter {
+                $0.kind.limited == .signedIn && $0.expiresAt > now
+            }
             summaries.append(
                 UserSummary(
                     name: user.userName, displayName: user.displayName, created: user.created, disabled: user.disabled, teams: teams,

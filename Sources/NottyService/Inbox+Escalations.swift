@@ -33,7 +33,7 @@ extension Inbox {
                     targets.append(secrets.shownTarget(target, toOwner: false))
                     continue
                 }
-                targets.append((try? await secrets.openFetching(target)) ?? secrets.shownTarget(target))
+                targets.append((try? await secrets.openFetching(stored: target)) ?? secrets.shownTarget(target))
             }
             rule.targets = targets
             opened.append(rule)
@@ -67,7 +67,7 @@ extension Inbox {
         }
         let limit = EscalationRule.maxRulesPerUser
         var sealed = rule
-        sealed.targets = rule.targets.map { PagingTarget($0) == nil ? secrets.seal($0) : $0 }
+        sealed.targets = rule.targets.map { PagingTarget($0) == nil ? secrets.sealedText($0) : $0 }
         guard try await db({ try await storage.insertEscalationRule(sealed, userId: userId, limit: limit) }) else {
             let existing = try await db { try await storage.escalationRules(userId: userId) }
             if existing.count >= limit {

@@ -12,9 +12,9 @@ extension Inbox {
     package func topic(token: String) async throws -> SubscriptionRecord {
         core.forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
-        let subscription = try await core.subscriptionsCache.value("hook:" + hash) {
+        let subscription = try await core.hooksCache.value("hook:" + hash) {
             await core.opened(try await db { try await storage.subscription(webhookHash: hash) })
-        }
+        }?.subscription
         guard let subscription, !subscription.revoked else { throw ServiceError.notFound("no such topic: it was revoked, or the URL is mistyped") }
         guard subscription.platform == "ntfy", subscription.targetHostName == nil else {
             throw ServiceError.forbidden("this is a webhook's token, which publishes: subscribe to a topic made by notty subscribe --ntfy")
@@ -24,7 +24,7 @@ extension Inbox {
             let upstreamId = NtfyUpstream.topicHash(publicURL: publicURL, topic: token)
             if subscription.upstreamId != upstreamId {
                 try await db { try await storage.setUpstreamId(subscriptionId: subscription.id, upstreamId: upstreamId) }
-                core.subscriptionsCache.remove("hook:" + hash)
+                core.hooksCache.remove("hook:" + hash)
             }
         }
         return subscription

@@ -103,11 +103,14 @@ public final class Inbox: ServicePart {
     /// a device registering again, or an app subscribed again from the same device, is the same one.
     func refuseBeyondLimit(_ record: SubscriptionRecord) async throws {
         let now = clock.nowMillis()
-        let held = try await db { try await storage.subscriptions(userId: record.userId) }.filter { $0.kind == record.kind && $0.expiresAt > now }
+        let limited = record.kind.limited
+        let held = try await db { try await storage.subscriptions(userId: record.userId) }.filter {
+            $0.kind.limited == limited && $0.expiresAt > now
+        }
         let counted = Set(held.map(\.countedAs))
-        guard !counted.contains(record.countedAs), counted.count >= record.kind.limit else { return }
+        guard !counted.contains(record.countedAs), counted.count >= limited.limit else { return }
         throw ServiceError.badRequest(
-            "at most \(record.kind.limit) \(record.kind.noun) each: revoke one first (notty devices lists them, notty devices revoke ID)")
+            "at most \(limited.limit) \(limited.noun) each: revoke one first (notty devices lists them, notty devices revoke ID)")
     }
 
     public func subscriptions(userId: String) async throws -> [SubscriptionInfo] {

@@ -34,7 +34,7 @@ package final class WriteContext {
     }
 
     /// The teams whose feeds this write changed (their ids begin with ``Team/idPrefix``).
-    package var changedTeams: [String] { changedUsers.keys.filter { $0.hasPrefix(Team.idPrefix) } }
+    package var changedTeams: [String] { changedUsers.keys.filter { FeedOwner(id: $0).isTeam } }
 
     /// Each member of a changed team hears of it as of a change of their own: a team's feed is
     /// part of each member's (PROTOCOL.md §13.1). `members`: (team id, user id) pairs.

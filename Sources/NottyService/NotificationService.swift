@@ -104,6 +104,8 @@ package final class ServiceCore: Sendable {
     let tokens = TTLCache<String, TokenRecord>(ttl: .seconds(5))
     let apps = TTLCache<String, AppRecord>(ttl: .seconds(5))
     let subscriptionsCache = TTLCache<String, SubscriptionRecord>(ttl: .seconds(5))
+    /// Hooks and topics by their token's hash, their secrets opened.
+    let hooksCache = TTLCache<String, OpenedHook>(ttl: .seconds(5))
     /// The storage's credentials stamp the caches were filled under.
     private let cachedUnderStamp = Atomic<Int64>(0)
     /// Contact and escalation tests, per user (SPEC §15): each sends a request where the user
@@ -126,25 +128,26 @@ package final class ServiceCore: Sendable {
         limiter = RateLimiter(rate: config.publishRate, burst: config.publishBurst)
     }
 
-    /// `subscription` with its sealed webhook secret and Alertmanager URL opened (what the hook
-    /// caches hold). A secret sealed under a key this service does not have stays sealed, so
-    /// that no request's signature matches it; such a URL is dropped, and both are logged.
-    func opened(_ subscription: SubscriptionRecord?) async -> SubscriptionRecord? {
-        guard var s = subscription else { return nil }
+    /// `subscription` with its sealed webhook secret and Alertmanager URL opened beside it (what
+    /// the hook caches hold). A secret that cannot be opened (sealed under a key this service
+    /// does not have) is a check no request passes; such a URL is dropped, and both are logged.
+    func opened(_ subscription: SubscriptionRecord?) async -> OpenedHook? {
+        guard let s = subscription else { return nil }
+        var hook = OpenedHook(subscription: s)
         do throws(SecretBox.OpenError) {
-            if let secret = s.webhookSecret { s.webhookSecret = try await secrets.openFetching(secret) }
+            if let secret = s.webhookSecret { hook.secret = .clear(try await secrets.openFetching(secret)) }
         } catch {
+            hook.secret = .unopenable
             logger.error("a webhook's secret cannot be opened: its requests are refused", metadata: ["subscription": "\(s.id)", "error": "\(error)"])
         }
         do throws(SecretBox.OpenError) {
-            if let url = s.alertmanagerURL { s.alertmanagerURL = try await secrets.openFetching(url) }
+            if let url = s.alertmanagerURL { hook.alertmanagerURL = try await secrets.openFetching(url) }
         } catch {
-            s.alertmanagerURL = nil
             logger.error(
                 "a webhook's Alertmanager URL cannot be opened: its alerts get no Silence action",
                 metadata: ["subscription": "\(s.id)", "error": "\(error)"])
         }
-        return s
+        return hook
     }
 
     /// Takes one of the user's contact and escalation tests, or refuses with `429`.
@@ -182,6 +185,7 @@ package final class ServiceCore: Sendable {
         tokens.removeAll()
         apps.removeAll()
         subscriptionsCache.removeAll()
+        hooksCache.removeAll()
     }
 
     /// Empties the caches when another process revoked or deleted credentials (SQLite's stamp).
@@ -224,4 +228,22 @@ final class CursorBook: Sendable {
     func removeAll() {
         cursors.withLock { $0 = [:] }
     }
+}
+
+/// A hook's (or a topic's) subscription as the hook caches hold it: its sealed parts opened
+/// beside it, so the clear text is never in a field that is stored.
+struct OpenedHook: Sendable {
+    /// What a request to a hook must prove.
+    enum Secret: Sendable {
+        /// The subscription has none.
+        case none
+        case clear(String)
+        /// Sealed under a key this service does not have: no request proves it.
+        case unopenable
+    }
+
+    let subscription: SubscriptionRecord
+    var secret = Secret.none
+    /// Alertmanager's address, opened (nil: none, or one that could not be opened).
+    var alertmanagerURL: String?
 }

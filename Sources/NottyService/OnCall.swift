@@ -187,9 +187,9 @@ public final class OnCall: ServicePart {
     /// `GET /v1/calendars/{token}.ics`: the feed (`404` when revoked, or the user left the team).
     public func calendarFeed(token: String) async throws -> String {
         let hash = Secrets.tokenHash(token.hasSuffix(".ics") ? String(token.dropLast(4)) : token)
-        guard let record = try await db({ try await storage.subscription(webhookHash: hash) }), !record.revoked, record.platform == "ical",
-            let user = try await db({ try await storage.user(id: record.userId) }),
-            let team = try await db({ try await storage.teams(userId: record.userId) }).first(where: { $0.id == record.deviceId })
+        guard let record = try await db({ try await storage.subscription(webhookHash: hash) }), !record.revoked,
+            let teamId = record.calendarTeamId, let user = try await db({ try await storage.user(id: record.userId) }), !user.disabled,
+            let team = try await db({ try await storage.teams(userId: record.userId) }).first(where: { $0.id == teamId })
         else { throw ServiceError.notFound("no such calendar: it was revoked, or the URL is mistyped") }
         let now = clock.nowMillis()
         let shifts = try await schedule(of: team)?.shifts(from: now - Self.behind, until: now + Self.ahead) ?? []
@@ -202,7 +202,7 @@ public final class OnCall: ServicePart {
     public func contacts(userId: String) async throws -> ContactList {
         var list: [Contact] = []
         for var contact in try await db({ try await storage.contacts(userId: userId) }) {
-            contact.target = (try? await secrets.openFetching(contact.target)) ?? secrets.shownTarget(contact.target)
+            contact.target = (try? await secrets.openFetching(stored: contact.target)) ?? secrets.shownTarget(contact.target)
             list.append(contact)
         }
         return ContactList(value: list)
@@ -233,7 +233,7 @@ public final class OnCall: ServicePart {
         let now = clock.nowMillis()
         let contact = Contact(id: "ct-" + Identifiers.timeOrdered(now: now).suffix(10), target: target.description, created: now)
         var sealed = contact
-        sealed.target = secrets.seal(contact.target)
+        sealed.target = secrets.seal(contact.target).stored
         guard try await db({ try await storage.insertContact(sealed, userId: userId, limit: Contact.maxPerUser) }) else {
             throw ServiceError.badRequest("a user has at most \(Contact.maxPerUser) contacts: remove one first (notty contact remove ID)")
         }

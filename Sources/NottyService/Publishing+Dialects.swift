@@ -76,7 +76,7 @@ extension Publishing {
     /// The webhook an ntfy request names; one with a secret wants it as its bearer token.
     func ntfyHook(token: String, bearer: String?) async throws -> Hook {
         let hook = try await hook(token: token)
-        if let secret = hook.subscription.webhookSecret { try Self.check(.token(bearer), secret: secret, body: Data(), kind: "ntfy") }
+        try Self.check(.token(bearer), secret: hook.secret, body: Data(), kind: "ntfy")
         return hook
     }
 

@@ -12,16 +12,14 @@ extension Publishing {
     public func webhook(token: String, _ request: WebhookRequest) async throws -> [String] {
         let hook = try await hook(token: token)
         let kind = Webhooks.kind(of: request)
-        if let secret = hook.subscription.webhookSecret {
-            try Self.check(kind.credential(request), secret: secret, body: request.body, kind: kind.name)
-        }
+        try Self.check(kind.credential(request), secret: hook.secret, body: request.body, kind: kind.name)
         let parsed: [WebhookNotification]
         do {
             parsed = try kind.notifications(request)
         } catch {
             throw ServiceError.badRequest("\(kind.name) webhook: \(error.message)")
         }
-        return try await publish(parsed.map { Self.withSilence($0, alertmanager: hook.subscription.alertmanagerURL) }, as: hook).map(\.id)
+        return try await publish(parsed.map { Self.withSilence($0, alertmanager: hook.alertmanagerURL) }, as: hook).map(\.id)
     }
 
     /// A firing alert from a webhook made with `--alertmanager` gets "Silence 1h" (PROTOCOL.md §12),
@@ -40,22 +38,27 @@ extension Publishing {
     func hook(token: String) async throws -> Hook {
         core.forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
-        let subscription = try await core.subscriptionsCache.value("hook:" + hash) {
+        let opened = try await core.hooksCache.value("hook:" + hash) {
             await core.opened(try await db { try await storage.subscription(webhookHash: hash) })
         }
-        guard let subscription, !subscription.revoked else { throw ServiceError.notFound("no such webhook: it was revoked, or the URL is mistyped") }
+        guard let opened, !opened.subscription.revoked else {
+            throw ServiceError.notFound("no such webhook: it was revoked, or the URL is mistyped")
+        }
+        let subscription = opened.subscription
         guard let host = subscription.targetHostName else {
             throw ServiceError.forbidden(
                 "this is a topic to subscribe to, not to publish to: publish with a webhook's token (notty subscribe --app HOST --webhook)")
         }
         guard let app = try await app(hostName: host) else { throw ServiceError.notFound("no such webhook: its app was removed") }
-        return Hook(subscription: subscription, app: app)
+        return Hook(subscription: subscription, app: app, secret: opened.secret, alertmanagerURL: opened.alertmanagerURL)
     }
 
-    /// A webhook and the app it publishes as.
+    /// A webhook and the app it publishes as, with its secret and Alertmanager URL opened.
     struct Hook: Sendable {
         let subscription: SubscriptionRecord
         let app: AppRecord
+        let secret: OpenedHook.Secret
+        let alertmanagerURL: String?
     }
 
     /// Publishes what a request to a hook became, in one transaction, within the app's rate
@@ -86,6 +89,16 @@ extension Publishing {
     }
 
     /// Whether a request proves it knows the webhook's secret, in constant time (`401` if not).
+    /// Checks a hook's secret, when it has one; one that could not be opened is matched by no
+    /// request (a random secret stands for it).
+    static func check(_ credential: WebhookCredential, secret: OpenedHook.Secret, body: Data, kind: String) throws {
+        switch secret {
+        case .none: return
+        case .clear(let clear): try check(credential, secret: clear, body: body, kind: kind)
+        case .unopenable: try check(credential, secret: Secrets.newToken(), body: body, kind: kind)
+        }
+    }
+
     static func check(_ credential: WebhookCredential, secret: String, body: Data, kind: String) throws {
         switch credential {
         case .hmacSHA256(let given):

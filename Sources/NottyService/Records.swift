@@ -23,7 +23,7 @@ public struct UserRecord: Sendable, Equatable {
 
     /// Whether this row is a team's feed (`team/NAME`), which holds the team's notifications
     /// and is never a person: it cannot sign in, be added to a team or be given a password.
-    public var isTeamFeed: Bool { id.hasPrefix(Team.idPrefix) }
+    public var isTeamFeed: Bool { FeedOwner(id: id).isTeam }
 }
 
 /// An app server allowed to publish (`notty admin app add HOSTNAME`).
@@ -71,39 +71,70 @@ public struct SubscriptionRecord: Sendable, Equatable {
     /// they are pasted into do not renew them.
     static let never = Date(timeIntervalSince1970: 253_402_300_799)  // 9999-12-31T23:59:59Z
 
-    /// What a row is, told by its columns: one kind a limit counts (SPEC §15).
+    /// What a row is (SPEC §15): one table holds six kinds, told apart by their columns here
+    /// alone, so that no rule reads `platform` or `targetHostName` on its own.
     public enum Kind: String, Sendable, CaseIterable {
-        /// A device or a browser signed in (and an ntfy topic, a read-only device).
+        /// A device signed in with a password (`notty login`): its tokens carry its id.
         case device
-        /// An app's subscription or a webhook.
+        /// A browser signed in (`/v1/web/session`, platform `web`).
+        case browser
+        /// An ntfy topic that follows the inbox (platform `ntfy`): a read-only device whose URL
+        /// token (hashed in `webhookHash`) is its credential.
+        case topic
+        /// An app's subscription (an X-UNS-ID), a user's or a team's.
         case app
-        /// An on-call calendar feed.
+        /// A webhook (platform `webhook`): the app's, its URL token hashed in `webhookHash`.
+        case hook
+        /// An on-call calendar feed (platform `ical`): its team's id in `deviceId`, its URL
+        /// token hashed in `webhookHash`.
         case calendar
 
-        /// How many of this kind one user (or team) may hold, and what the refusal says to do.
+        /// What the per-user limits count it with.
+        public var limited: Limited {
+            switch self {
+            case .device, .browser, .topic: .signedIn
+            case .app, .hook: .apps
+            case .calendar: .calendars
+            }
+        }
+    }
+
+    /// The per-user limits (SPEC §15), each over some kinds.
+    public enum Limited: String, Sendable {
+        case signedIn, apps, calendars
+
+        /// How many one user (or team) may hold.
         public var limit: Int {
             switch self {
-            case .device, .app: 100
-            case .calendar: 10
+            case .signedIn, .apps: 100
+            case .calendars: 10
             }
         }
 
         var noun: String {
             switch self {
-            case .device: "devices and browsers"
-            case .app: "app subscriptions and hooks"
-            case .calendar: "calendar feeds"
+            case .signedIn: "devices and browsers"
+            case .apps: "app subscriptions and hooks"
+            case .calendars: "calendar feeds"
             }
         }
     }
 
     public var kind: Kind {
-        if platform == "ical" { return .calendar }
-        return targetHostName == nil ? .device : .app
+        switch platform {
+        case "ical": .calendar
+        case "ntfy": .topic
+        case "webhook": .hook
+        case "web" where targetHostName == nil: .browser
+        default: targetHostName == nil ? .device : .app
+        }
     }
 
+    /// A calendar feed's team (nil for any other kind).
+    public var calendarTeamId: String? { kind == .calendar ? deviceId : nil }
+
     /// The one a re-registration renews (the same device, for the same app): counted once.
-    var countedAs: String { kind == .calendar ? "calendar|\(id)" : "\(kind.rawValue)|\(deviceId)|\(targetHostName ?? "")" }
+    var countedAs: String { kind == .calendar ? "calendar|\(id)" : "\(kind.limited.rawValue)|\(deviceId)|\(targetHostName ?? "")" }
 
     public var id: String
     public var userId: String
@@ -119,16 +150,16 @@ public struct SubscriptionRecord: Sendable, Equatable {
     /// A webhook's URL token, hashed (PROTOCOL.md §7.2): the URL itself is shown once.
     public var webhookHash: String?
     /// A webhook's secret: the key of GitHub's signature, GitLab's token, or a bearer token.
-    public var webhookSecret: String?
+    public var webhookSecret: Sealed?
     /// An Alertmanager webhook's Alertmanager (PROTOCOL.md §12): its firing alerts get "Silence 1h".
-    public var alertmanagerURL: String?
+    public var alertmanagerURL: Sealed?
     /// An ntfy topic's name at the ntfy upstream (``NtfyUpstream/topicHash(publicURL:topic:)``).
     public var upstreamId: String?
 
     public init(
         id: String, userId: String, targetHostName: String?, deviceId: String, deviceName: String?, platform: String?, createdAt: Date,
         expiresAt: Date,
-        revoked: Bool = false, lastSeen: Date? = nil, webhookHash: String? = nil, webhookSecret: String? = nil, alertmanagerURL: String? = nil,
+        revoked: Bool = false, lastSeen: Date? = nil, webhookHash: String? = nil, webhookSecret: Sealed? = nil, alertmanagerURL: Sealed? = nil,
         upstreamId: String? = nil
     ) {
         self.id = id

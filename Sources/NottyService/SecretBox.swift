@@ -106,7 +106,13 @@ public final class SecretBox: Sendable {
     }
 
     /// `text` sealed under the primary key (already sealed text as it is).
-    public func seal(_ text: String) -> String {
+    public func seal(_ text: String) -> Sealed {
+        Sealed(stored: sealedText(text))
+    }
+
+    /// ``seal(_:)`` as the stored text, for a column that holds clear and sealed values alike
+    /// (a rule's targets beside its paging targets, a delivery's target).
+    func sealedText(_ text: String) -> String {
         if Self.isSealed(text) { return text }
         let key = primary
         let plain = Data(text.utf8)
@@ -121,9 +127,19 @@ public final class SecretBox: Sendable {
         return Self.prefix + key.id + ":" + box.combined!.base64EncodedString()
     }
 
-    /// The clear text of `text`: sealed under a known key, opened; clear text (from before it
-    /// was sealed) as it is.
-    public func open(_ text: String) throws(OpenError) -> String {
+    /// The clear text of a sealed value.
+    public func open(_ sealed: Sealed) throws(OpenError) -> String {
+        try open(stored: sealed.stored)
+    }
+
+    /// ``open(_:)``, asking the store for a key it does not have yet.
+    public func openFetching(_ sealed: Sealed) async throws(OpenError) -> String {
+        try await openFetching(stored: sealed.stored)
+    }
+
+    /// The clear text of a stored column's `text`: sealed under a known key, opened; clear text
+    /// (from before it was sealed, or a value never sealed, such as a paging target) as it is.
+    public func open(stored text: String) throws(OpenError) -> String {
         guard Self.isSealed(text) else { return text }
         let rest = text.dropFirst(Self.prefix.count)
         guard let colon = rest.firstIndex(of: ":") else { throw .damaged }
@@ -132,15 +148,15 @@ public final class SecretBox: Sendable {
         return try Self.open(rest[rest.index(after: colon)...], key: key)
     }
 
-    /// ``open(_:)``, asking the store for a key it does not have yet (a rotation under way on
-    /// another instance).
-    public func openFetching(_ text: String) async throws(OpenError) -> String {
+    /// ``open(stored:)``, asking the store for a key it does not have yet (a rotation under way
+    /// on another instance).
+    public func openFetching(stored text: String) async throws(OpenError) -> String {
         do {
-            return try open(text)
+            return try open(stored: text)
         } catch .unknownKey(let id) {
             guard let fetch = fetch.withLock({ $0 }), let key = await fetch(id), key.id == id else { throw .unknownKey(id) }
             keys.withLock { if !$0.contains(key) { $0.append(key) } }
-            return try open(text)
+            return try open(stored: text)
         }
     }
 
@@ -156,8 +172,8 @@ public final class SecretBox: Sendable {
     /// changes).
     public func resealed(_ text: String) -> String? {
         if Self.keyId(text) == primary.id { return nil }
-        guard let clear = try? open(text) else { return nil }
-        return seal(clear)
+        guard let clear = try? open(stored: text) else { return nil }
+        return sealedText(clear)
     }
 
     // MARK: - Actions
@@ -187,7 +203,7 @@ public final class SecretBox: Sendable {
             return secret
         }
         var first = true
-        let blob = seal(NotificationAction.storedText(secrets) ?? "[]")
+        let blob = sealedText(NotificationAction.storedText(secrets) ?? "[]")
         return actions.map { action in
             guard action.kind == .http else { return action }
             var stored = NotificationAction(kind: .http, label: action.label, clear: action.clear)
@@ -200,7 +216,7 @@ public final class SecretBox: Sendable {
     /// `actions` as stored, their `http` actions whole again.
     public func opened(_ actions: [NotificationAction]) async throws(OpenError) -> [NotificationAction] {
         guard let blob = actions.first(where: { $0.kind == .http && $0.sealed != nil })?.sealed else { return actions }
-        let text = try await openFetching(blob)
+        let text = try await openFetching(stored: blob)
         guard var secrets = NotificationAction.list(JSONValue(jsonText: text))?[...] else { throw .damaged }
         return try actions.map { (action) throws(OpenError) -> NotificationAction in
             guard action.kind == .http, action.sealed != nil else { return action }
@@ -231,11 +247,26 @@ public final class SecretBox: Sendable {
     /// anyone else (`toOwner: false`: a team's members, the log) only its kind, scheme, host and
     /// port (SPEC §15).
     public func shownTarget(_ stored: String, toOwner: Bool = true) -> String {
-        guard let clear = try? open(stored) else { return "(a target sealed with a secret key this service does not have)" }
+        guard let clear = try? open(stored: stored) else { return "(a target sealed with a secret key this service does not have)" }
         guard let target = try? EscalationTarget(parsing: clear) else {
             // Not a target: a step's member target (user:bob, oncall) or a failed page's reason.
             return clear
         }
         return toOwner ? target.shown : target.shownToOthers
     }
+}
+
+/// A value sealed by a ``SecretBox`` (SPEC §15): kept apart from clear text by the compiler —
+/// a sealed field cannot be shown, compared with or sent as clear text, and only a box opens it.
+/// Printing one prints nothing of it.
+public struct Sealed: Sendable, Hashable, CustomStringConvertible {
+    /// As the store keeps it: `sealed:1:KEYID:…` (or clear text written before sealing began,
+    /// which ``SecretBox/open(_:)`` gives back as it is).
+    public let stored: String
+
+    public init(stored: String) {
+        self.stored = stored
+    }
+
+    public var description: String { "(sealed)" }
 }

@@ -30,7 +30,7 @@ public enum SecretKeeping {
     /// says so when used).
     public static func verify(_ box: SecretBox, storage: any SecretStorage, forget: Bool = false) async throws -> Verdict {
         guard let record = try await storage.secretKeyRecord(check), let id = SecretBox.keyId(record) else {
-            try await storage.setSecretKeyRecord(check, value: box.seal(checkText))
+            try await storage.setSecretKeyRecord(check, value: box.seal(checkText).stored)
             return .first
         }
         if let key = await known(id, box: box, storage: storage) {
@@ -38,7 +38,7 @@ public enum SecretKeeping {
             return .matches
         }
         guard forget else { return .otherKey(id) }
-        try await storage.setSecretKeyRecord(check, value: box.seal(checkText))
+        try await storage.setSecretKeyRecord(check, value: box.seal(checkText).stored)
         return .matches
     }
 
@@ -50,7 +50,7 @@ public enum SecretKeeping {
 
     /// The key `id` as a rotation handed it over, if the box opens it.
     static func handedOver(_ id: String, box: SecretBox, storage: any SecretStorage) async -> SecretBox.Key? {
-        guard let sealed = try? await storage.secretKeyRecord(handover(id)), let line = try? box.open(sealed),
+        guard let sealed = try? await storage.secretKeyRecord(handover(id)), let line = try? box.open(Sealed(stored: sealed)),
             let key = SecretBox.Key(line: line), key.id == id
         else { return nil }
         return key
@@ -140,9 +140,9 @@ public enum SecretKeeping {
             throw ValidationError("the store's secrets were sealed with key \(id), not with the key given")
         }
         if new != box.primary {
-            try await storage.setSecretKeyRecord(handover(new.id), value: box.seal(new.line))
+            try await storage.setSecretKeyRecord(handover(new.id), value: box.seal(new.line).stored)
             box.adopt(new)
-            try await storage.setSecretKeyRecord(check, value: box.seal(checkText))
+            try await storage.setSecretKeyRecord(check, value: box.seal(checkText).stored)
         }
         let started = ContinuousClock.now
         var rotation = Rotation(resealed: 0, passes: 0)

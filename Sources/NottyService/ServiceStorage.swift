@@ -468,7 +468,7 @@ public struct WebPushSubscription: Sendable, Equatable {
     public var endpoint: String
     /// The browser's P-256 public key and auth secret, base64url (`auth` sealed at rest).
     public var p256dh: String
-    public var auth: String
+    public var auth: Sealed
     /// The feed position pushed up to.
     public var position: Int64
     public var created: Date
@@ -478,7 +478,7 @@ public struct WebPushSubscription: Sendable, Equatable {
     public var lastError: String?
 
     public init(
-        id: String, userId: String, deviceId: String? = nil, endpoint: String, p256dh: String, auth: String, position: Int64, created: Date,
+        id: String, userId: String, deviceId: String? = nil, endpoint: String, p256dh: String, auth: Sealed, position: Int64, created: Date,
         retryAt: Date? = nil, failures: Int = 0, lastError: String? = nil
     ) {
         self.id = id

@@ -60,9 +60,9 @@ public final class WebPush: ServicePart {
         let fresh = P256.Signing.PrivateKey()
         let stored = try await db {
             try await storage.webPushKey(
-                orInsert: (secrets.seal(fresh.rawRepresentation.base64URL), fresh.publicKey.x963Representation.base64URL))
+                orInsert: (secrets.seal(fresh.rawRepresentation.base64URL).stored, fresh.publicKey.x963Representation.base64URL))
         }
-        guard let raw = Data(base64URL: try secrets.open(stored.privateKey)) else {
+        guard let raw = Data(base64URL: try secrets.open(Sealed(stored: stored.privateKey))) else {
             throw ServiceError.serviceUnavailable("the stored Web Push key is not a key")
         }
         let signing = try P256.Signing.PrivateKey(rawRepresentation: raw)

@@ -261,7 +261,7 @@ extension PostgresStorage {
                                        webhook_hash, webhook_secret, alertmanager_url, upstream_id)
             VALUES (\(s.id), \(s.userId), \(s.targetHostName), \(s.deviceId), \(s.deviceName), \(s.platform),
                     \(ISOTime.millis(s.createdAt)), \(ISOTime.millis(s.expiresAt)), \(s.revoked), \(s.lastSeen.map(ISOTime.millis)),
-                    \(s.webhookHash), \(s.webhookSecret), \(s.alertmanagerURL), \(s.upstreamId))
+                    \(s.webhookHash), \(s.webhookSecret?.stored), \(s.alertmanagerURL?.stored), \(s.upstreamId))
             """)
     }
 
@@ -273,7 +273,7 @@ extension PostgresStorage {
         SubscriptionRecord(
             id: r.0, userId: r.1, targetHostName: r.2, deviceId: r.3, deviceName: r.4, platform: r.5,
             createdAt: ISOTime.date(millis: r.6), expiresAt: ISOTime.date(millis: r.7), revoked: r.8, lastSeen: r.9.map(ISOTime.date(millis:)),
-            webhookHash: r.10, webhookSecret: r.11, alertmanagerURL: r.12, upstreamId: r.13)
+            webhookHash: r.10, webhookSecret: r.11.map(Sealed.init(stored:)), alertmanagerURL: r.12.map(Sealed.init(stored:)), upstreamId: r.13)
     }
 
     public func subscription(id: String) async throws -> SubscriptionRecord? {

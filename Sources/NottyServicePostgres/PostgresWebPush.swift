@@ -27,7 +27,7 @@ extension PostgresStorage {
             if var renewed = found.first {
                 try await connection.exec(
                     """
-                    UPDATE webpush_subscriptions SET p256dh = \(subscription.p256dh), auth = \(subscription.auth),
+                    UPDATE webpush_subscriptions SET p256dh = \(subscription.p256dh), auth = \(subscription.auth.stored),
                     device_id = \(subscription.deviceId), retry_at = NULL, failures = 0, last_error = NULL WHERE id = \(renewed.id)
                     """, logger: self.logger)
                 (renewed.p256dh, renewed.auth, renewed.deviceId, renewed.retryAt, renewed.failures, renewed.lastError) = (
@@ -42,7 +42,7 @@ extension PostgresStorage {
             try await connection.exec(
                 """
                 INSERT INTO webpush_subscriptions (id, user_id, device_id, endpoint, p256dh, auth, position, created)
-                VALUES (\(subscription.id), \(subscription.userId), \(subscription.deviceId), \(subscription.endpoint), \(subscription.p256dh), \(subscription.auth),
+                VALUES (\(subscription.id), \(subscription.userId), \(subscription.deviceId), \(subscription.endpoint), \(subscription.p256dh), \(subscription.auth.stored),
                         \(subscription.position), \(ISOTime.millis(subscription.created)))
                 """, logger: self.logger)
             return subscription
@@ -102,7 +102,7 @@ extension PostgresStorage {
         )
         .map { row in
             WebPushSubscription(
-                id: row.0, userId: row.1, deviceId: row.2, endpoint: row.3, p256dh: row.4, auth: row.5, position: row.6,
+                id: row.0, userId: row.1, deviceId: row.2, endpoint: row.3, p256dh: row.4, auth: Sealed(stored: row.5), position: row.6,
                 created: ISOTime.date(millis: row.7), retryAt: row.8.map(ISOTime.date(millis:)), failures: Int(row.9), lastError: row.10)
         }
     }

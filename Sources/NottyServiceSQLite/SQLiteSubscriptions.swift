@@ -16,7 +16,7 @@ extension SQLiteStorage {
                 arguments: [
                     s.id, s.userId, s.targetHostName, s.deviceId, s.deviceName, s.platform,
                     ISOTime.millis(s.createdAt), ISOTime.millis(s.expiresAt), s.revoked, s.lastSeen.map(ISOTime.millis),
-                    s.webhookHash, s.webhookSecret, s.alertmanagerURL, s.upstreamId,
+                    s.webhookHash, s.webhookSecret?.stored, s.alertmanagerURL?.stored, s.upstreamId,
                 ])
         }
     }
@@ -77,7 +77,8 @@ extension SQLiteStorage {
             id: row["id"], userId: row["user_id"], targetHostName: row["host_name"], deviceId: row["device_id"],
             deviceName: row["device_name"], platform: row["platform"], createdAt: ISOTime.date(millis: row["created"]),
             expiresAt: ISOTime.date(millis: row["expires"]), revoked: row["revoked"],
-            lastSeen: (row["last_seen"] as Int64?).map(ISOTime.date(millis:)), webhookHash: row["webhook_hash"], webhookSecret: row["webhook_secret"],
-            alertmanagerURL: row["alertmanager_url"], upstreamId: row["upstream_id"])
+            lastSeen: (row["last_seen"] as Int64?).map(ISOTime.date(millis:)), webhookHash: row["webhook_hash"],
+            webhookSecret: (row["webhook_secret"] as String?).map(Sealed.init(stored:)),
+            alertmanagerURL: (row["alertmanager_url"] as String?).map(Sealed.init(stored:)), upstreamId: row["upstream_id"])
     }
 }

@@ -23,7 +23,7 @@ extension SQLiteStorage {
                         UPDATE webpush_subscriptions SET p256dh = ?, auth = ?, device_id = ?, retry_at = NULL, failures = 0, last_error = NULL
                         WHERE id = ?
                         """,
-                    arguments: [subscription.p256dh, subscription.auth, subscription.deviceId, existing.id])
+                    arguments: [subscription.p256dh, subscription.auth.stored, subscription.deviceId, existing.id])
                 var renewed = existing
                 (renewed.p256dh, renewed.auth, renewed.deviceId, renewed.retryAt, renewed.failures, renewed.lastError) = (
                     subscription.p256dh, subscription.auth, subscription.deviceId, nil, 0, nil
@@ -39,7 +39,7 @@ extension SQLiteStorage {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    subscription.id, subscription.userId, subscription.deviceId, subscription.endpoint, subscription.p256dh, subscription.auth,
+                    subscription.id, subscription.userId, subscription.deviceId, subscription.endpoint, subscription.p256dh, subscription.auth.stored,
                     subscription.position,
                     ISOTime.millis(subscription.created),
                 ])
@@ -92,7 +92,7 @@ extension SQLiteStorage {
         ).map { row in
             WebPushSubscription(
                 id: row["id"], userId: row["user_id"], deviceId: row["device_id"], endpoint: row["endpoint"], p256dh: row["p256dh"],
-                auth: row["auth"], position: row["position"],
+                auth: Sealed(stored: row["auth"]), position: row["position"],
                 created: ISOTime.date(millis: row["created"]), retryAt: (row["retry_at"] as Int64?).map(ISOTime.date(millis:)),
                 failures: row["failures"], lastError: row["last_error"])
         }

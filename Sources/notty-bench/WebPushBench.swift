@@ -118,7 +118,8 @@ struct WebPushBench {
         _ = try await storage.upsertWebPushSubscription(
             WebPushSubscription(
                 id: "wp-bench-\(n)", userId: alice, endpoint: "http://127.0.0.1:\(port)/push/\(n)",
-                p256dh: pushService.browserKey.publicKey.x963Representation.base64URL, auth: pushService.auth.base64URL, position: position,
+                p256dh: pushService.browserKey.publicKey.x963Representation.base64URL, auth: Sealed(stored: pushService.auth.base64URL),
+                position: position,
                 created: Date()), limit: 100_000)
     }
 }

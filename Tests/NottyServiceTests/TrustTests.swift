@@ -432,4 +432,30 @@ struct TrustTests {
             #expect(try await client.call(.post, "/v1/me/contacts/\(contactId)/test", token: bob.userToken).status == .ok, "one a 6 s comes back")
         }
     }
+
+    @Test(
+        "the types in place of strings: six kinds of subscription told apart in one place, a feed's owner a user or a team, a sealed value that prints nothing"
+    )
+    func types() {
+        let now = Date()
+        func record(host: String?, platform: String?) -> SubscriptionRecord {
+            SubscriptionRecord(
+                id: "s", userId: "u", targetHostName: host, deviceId: "team-1", deviceName: nil, platform: platform, createdAt: now, expiresAt: now)
+        }
+        let kinds: [(SubscriptionRecord, SubscriptionRecord.Kind, SubscriptionRecord.Limited)] = [
+            (record(host: nil, platform: "websocket"), .device, .signedIn), (record(host: nil, platform: nil), .device, .signedIn),
+            (record(host: nil, platform: "web"), .browser, .signedIn), (record(host: nil, platform: "ntfy"), .topic, .signedIn),
+            (record(host: "ci.example.com", platform: nil), .app, .apps), (record(host: "ci.example.com", platform: "webhook"), .hook, .apps),
+            (record(host: nil, platform: "ical"), .calendar, .calendars),
+        ]
+        for (row, kind, limited) in kinds {
+            #expect(row.kind == kind && row.kind.limited == limited, "\(row.platform ?? "nil") \(row.targetHostName ?? "nil")")
+            #expect((row.calendarTeamId != nil) == (kind == .calendar))
+        }
+        #expect(FeedOwner(id: "team-01a2") == .team(id: "team-01a2") && FeedOwner(id: "team-01a2").isTeam)
+        #expect(FeedOwner(id: "5f0c6a1e") == .user(id: "5f0c6a1e") && !FeedOwner(id: "5f0c6a1e").isTeam)
+        #expect(UserRecord(id: Team.idPrefix + "x", userName: "team/ops", displayName: "ops", passwordHash: "").isTeamFeed)
+        let sealed = SecretBox.ephemeral().seal("whsec_do_not_print")
+        #expect("\(sealed)" == "(sealed)" && !String(describing: [sealed]).contains("whsec"))
+    }
 }

@@ -198,12 +198,12 @@ struct UpgradeTests {
         #expect(try await SecretKeeping.sweep(box, storage: storage) == 0, "\(version): a second sweep found more")
         if let subscription = try await storage.subscription(id: "subscriptions-1"), let secret = subscription.webhookSecret {
             let opened = try box.open(secret)
-            #expect(SecretBox.isSealed(secret) && opened == "whsec_upgrade", "\(version)")
-            #expect(subscription.alertmanagerURL.map { (try? box.open($0)) ?? $0 } ?? "http://am.example:9093" == "http://am.example:9093")
+            #expect(SecretBox.isSealed(secret.stored) && opened == "whsec_upgrade", "\(version)")
+            #expect(subscription.alertmanagerURL.map { (try? box.open($0)) ?? $0.stored } ?? "http://am.example:9093" == "http://am.example:9093")
         }
         if filled.contains("escalation_rules") {
             let targets = try #require(try await storage.escalationRules(userId: "users-1").first?.targets)
-            let opened = try targets.map { try box.open($0) }
+            let opened = try targets.map { try box.open(stored: $0) }
             #expect(targets.allSatisfy(SecretBox.isSealed) && opened == ["ntfy:https://ntfy.example.com/alerts"], "\(version)")
         }
         if let stored = try await storage.notification(id: notificationId, userId: "users-1"), let actions = stored.actions,
