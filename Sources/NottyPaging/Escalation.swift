@@ -318,7 +318,7 @@ public final class Escalation: ServicePart, Paging {
         switch result {
         case .delivered: return EscalationRecord(target: shown, rule: delivery.ruleName, at: at, outcome: "sent", user: delivery.recipient)
         case .failed(let error):
-            let target = shown.hasPrefix(EscalationDelivery.unreachablePrefix) ? "nobody" : shown
+            let target = if case .unreachable = delivery.page { "nobody" } else { shown }
             return EscalationRecord(target: target, rule: delivery.ruleName, at: at, outcome: "failed", error: error, user: delivery.recipient)
         case .retry: return nil
         }
@@ -410,7 +410,7 @@ struct PagingDirectory: Sendable {
     /// Whom `target` of the policy of the team `teamId` reaches at `now`.
     func pages(for target: PagingTarget, teamId: String, now: Date) -> [EscalationPlanner.Page] {
         guard let team = teams[teamId] else {
-            return [EscalationPlanner.Page(target: EscalationDelivery.unreachablePrefix + "the team is gone")]
+            return [EscalationPlanner.Page(.unreachable("the team is gone"))]
         }
         return EscalationPlanner.pages(
             for: target, team: team.name, members: team.members.map(\.user), schedule: schedules[teamId], contacts: contacts, now: now)

@@ -177,23 +177,27 @@ public enum EscalationPlanner {
             self.target = target
             self.recipient = recipient
         }
+
+        public init(_ page: PageTarget, recipient: String? = nil) {
+            self.init(target: page.stored, recipient: recipient)
+        }
     }
 
     /// Whom a team policy's `target` reaches at `now` (PROTOCOL.md §13.2): the contacts of whoever
     /// is on call then, of the member named, or of every member. Someone it should reach and
     /// cannot (no rotation, nobody on call, a member without contacts, a name no longer a
-    /// member) is an ``EscalationDelivery/unreachablePrefix`` page that fails with the reason.
+    /// member) is a ``PageTarget/unreachable(_:)`` page that fails with the reason.
     public static func pages(
         for target: PagingTarget, team: String, members: [String], schedule: Result<OnCallSchedule, OnCallSchedule.Unreadable>?,
         contacts: [String: [String]], now: Date
     ) -> [Page] {
         func reach(_ user: String) -> [Page] {
             guard members.contains(user) else {
-                return [Page(target: EscalationDelivery.unreachablePrefix + "\(user) is no longer a member of \(team)", recipient: user)]
+                return [Page(.unreachable("\(user) is no longer a member of \(team)"), recipient: user)]
             }
             let known = contacts[user] ?? []
             guard !known.isEmpty else {
-                return [Page(target: EscalationDelivery.unreachablePrefix + "\(user) has no contacts (notty contact add)", recipient: user)]
+                return [Page(.unreachable("\(user) has no contacts (notty contact add)"), recipient: user)]
             }
             return known.map { Page(target: $0, recipient: user) }
         }
@@ -202,12 +206,12 @@ public enum EscalationPlanner {
             let readable: OnCallSchedule
             switch schedule {
             case nil:
-                return [Page(target: EscalationDelivery.unreachablePrefix + "\(team) has no rotation (notty oncall \(team) --rotation …)")]
-            case .failure(let unreadable): return [Page(target: EscalationDelivery.unreachablePrefix + unreadable.description)]
+                return [Page(.unreachable("\(team) has no rotation (notty oncall \(team) --rotation …)"))]
+            case .failure(let unreadable): return [Page(.unreachable(unreadable.description))]
             case .success(let schedule): readable = schedule
             }
             guard let user = readable.onCall(at: now) else {
-                return [Page(target: EscalationDelivery.unreachablePrefix + "nobody is on call for \(team) now")]
+                return [Page(.unreachable("nobody is on call for \(team) now"))]
             }
             return reach(user)
         case .user(let user): return reach(user)

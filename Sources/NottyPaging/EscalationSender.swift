@@ -46,11 +46,10 @@ public struct EscalationSender: Sendable {
     public func send(_ delivery: EscalationDelivery) async -> Failure? {
         let target: EscalationTarget
         do {
-            let opened = try await secrets.openFetching(stored: delivery.target)
-            if opened.hasPrefix(EscalationDelivery.unreachablePrefix) {
-                return Failure(message: String(opened.dropFirst(EscalationDelivery.unreachablePrefix.count)), retryable: false)
+            switch delivery.page {
+            case .unreachable(let reason): return Failure(message: reason, retryable: false)
+            case .target(let stored): target = try EscalationTarget(parsing: try await secrets.openFetching(stored: stored))
             }
-            target = try EscalationTarget(parsing: opened)
         } catch let error as SecretBox.OpenError {
             return Failure(message: "the target cannot be used: \(error)", retryable: false)
         } catch {

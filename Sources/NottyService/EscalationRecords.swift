@@ -130,10 +130,37 @@ public struct EscalationDelivery: Sendable, Equatable {
         return (payload.notification, payload.handledBy, payload.recipient)
     }
 
-    /// The target of a page that reached nobody (a member without contacts, a team without a
-    /// rotation): it fails at once with the reason, so that the policy's list and the
-    /// notification show it rather than skip it (PROTOCOL.md §13.2).
-    public static let unreachablePrefix = "unreachable:"
+    /// How a page that reached nobody is stored (``PageTarget/unreachable(_:)``).
+    static let unreachablePrefix = "unreachable:"
+
+    /// Where this delivery goes.
+    public var page: PageTarget { PageTarget(stored: target) }
+}
+
+/// Where one page goes: a target as stored (sealed, or a paging target), or nobody, with why (a
+/// member without contacts, a team without a rotation). A page to nobody fails at once with its
+/// reason, so that the policy's list and the notification show it rather than skip it
+/// (PROTOCOL.md §13.2). One type instead of a prefix each reader tested.
+public enum PageTarget: Sendable, Equatable {
+    case target(String)
+    case unreachable(String)
+
+    /// The column's text as stored.
+    public init(stored: String) {
+        if stored.hasPrefix(EscalationDelivery.unreachablePrefix) {
+            self = .unreachable(String(stored.dropFirst(EscalationDelivery.unreachablePrefix.count)))
+        } else {
+            self = .target(stored)
+        }
+    }
+
+    /// As the store keeps it.
+    public var stored: String {
+        switch self {
+        case .target(let target): target
+        case .unreachable(let reason): EscalationDelivery.unreachablePrefix + reason
+        }
+    }
 }
 
 /// What a target was last sent about a notification: an `escalated` that a handling takes back
