@@ -6,7 +6,8 @@ import Testing
 /// A private network namespace with its own mounts, held open by a process that sleeps: only
 /// loopback is up in it (nothing it sends leaves the machine), 169.254.169.254 is an address of
 /// its loopback (so that a request that should never be made would be seen arriving), and its
-/// `/etc/hosts` names `metadata.test` (169.254.169.254) and `receiver.test` (127.0.0.1).
+/// `/etc/hosts` names `metadata.test` (169.254.169.254), `alibaba.test` (100.100.100.200) and
+/// `receiver.test` (127.0.0.1).
 /// Processes join it through ``wrapper(for:)``. Needs root, `unshare`, `nsenter` and `ip`.
 final class PrivateNetwork: @unchecked Sendable {  // @unchecked: holds a Foundation `Process`
     let directory: URL
@@ -24,7 +25,7 @@ final class PrivateNetwork: @unchecked Sendable {  // @unchecked: holds a Founda
         self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let hosts = directory.appendingPathComponent("hosts")
-        try "127.0.0.1 localhost\n::1 localhost\n169.254.169.254 metadata.test\n127.0.0.1 receiver.test\n".write(
+        try "127.0.0.1 localhost\n::1 localhost\n169.254.169.254 metadata.test\n127.0.0.1 receiver.test\n100.100.100.200 alibaba.test\n".write(
             to: hosts, atomically: true, encoding: .utf8)
         let ready = directory.appendingPathComponent("ready")
         let script = """
@@ -121,6 +122,10 @@ struct OutboundPolicyEndToEndTests {
             "webhook:http://169.254.169.254/latest/meta-data/", "ntfy:http://169.254.169.254/alerts",
             "webhook:http://[::ffff:169.254.169.254]/", "webhook:http://[fe80::1]/", "webhook:http://2852039166/",
             "webhook:http://0.0.0.0:\(serve.port)/", "webhook:http://127.0.0.1:\(serve.port)/v1/me", "webhook:http://[::1]:\(serve.port)/",
+            // SPEC §15: the metadata services that are not link-local, IPv4 in IPv6's transition forms.
+            "webhook:http://100.100.100.200/latest/", "webhook:http://[fd00:ec2::254]/", "webhook:http://168.63.129.16/",
+            "webhook:http://192.0.0.192/", "webhook:http://[2002:a9fe:a9fe::1]/", "webhook:http://[64:ff9b:1::a9fe:a9fe]/",
+            "webhook:http://[::ffff:0:a9fe:a9fe]/",
         ].enumerated() {
             let added = try await device.run(["escalate", "add", "--after", "5s", "--to", target, "--name", "refused\(n)"])
             #expect(added.status == 1, "\(target): \(added.out) \(added.err)")
@@ -133,6 +138,7 @@ struct OutboundPolicyEndToEndTests {
                 "failed webhook:http://metadata.test/latest/meta-data/: not allowed: metadata.test is a link-local address (169.254.169.254)"
             ),
             ("ntfymeta", "ntfy:http://metadata.test/alerts", "not allowed: metadata.test is a link-local address"),
+            ("alibaba", "webhook:http://alibaba.test/latest/meta-data/", "not allowed: alibaba.test is a cloud metadata service's address"),
             (
                 "itself", "webhook:http://localhost:\(serve.port)/v1/me",
                 "not allowed: localhost:\(serve.port) is this service's own listening address"
