@@ -196,6 +196,8 @@ public final class Authentication: ServicePart {
         core.forgetCredentialsIfRevokedElsewhere()
         let generation = core.credentialsGeneration.load(ordering: .acquiring)
         guard streamsChecked.load(ordering: .relaxed) != generation else { return }
+        // The ntfy streams check their topic at each wake: a revoked or disabled one ends.
+        hub.tick()
         var ended: Set<String> = []
         for credential in hub.openCredentials {
             let record = try await db { try await storage.token(hash: credential.tokenHash) }

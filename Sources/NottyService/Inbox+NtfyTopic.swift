@@ -12,10 +12,12 @@ extension Inbox {
     package func topic(token: String) async throws -> SubscriptionRecord {
         core.forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
-        let subscription = try await core.hooksCache.value("hook:" + hash) {
+        let opened = try await core.hooksCache.value("hook:" + hash) {
             await core.opened(try await db { try await storage.subscription(webhookHash: hash) })
-        }?.subscription
-        guard let subscription, !subscription.revoked else { throw ServiceError.notFound("no such topic: it was revoked, or the URL is mistyped") }
+        }
+        guard let subscription = opened?.subscription, !subscription.revoked, opened?.ownerDisabled != true else {
+            throw ServiceError.notFound("no such topic: it was revoked, or the URL is mistyped")
+        }
         guard subscription.platform == "ntfy", subscription.targetHostName == nil else {
             throw ServiceError.forbidden("this is a webhook's token, which publishes: subscribe to a topic made by notty subscribe --ntfy")
         }

@@ -134,6 +134,8 @@ package final class ServiceCore: Sendable {
     func opened(_ subscription: SubscriptionRecord?) async -> OpenedHook? {
         guard let s = subscription else { return nil }
         var hook = OpenedHook(subscription: s)
+        // A disabled user's topics stop with their tokens (SPEC §15); a team's feed is never disabled.
+        hook.ownerDisabled = (try? await storage.user(id: s.userId))?.disabled ?? false
         do throws(SecretBox.OpenError) {
             if let secret = s.webhookSecret { hook.secret = .clear(try await secrets.openFetching(secret)) }
         } catch {
@@ -246,4 +248,6 @@ struct OpenedHook: Sendable {
     var secret = Secret.none
     /// Alertmanager's address, opened (nil: none, or one that could not be opened).
     var alertmanagerURL: String?
+    /// Its user is disabled: a topic of theirs is as revoked.
+    var ownerDisabled = false
 }

@@ -95,6 +95,10 @@ struct AccountTests {
             let fresh = try #require(try await Self.signIn(client, "bob", "reset-again").string("access_token"))
 
             // Disable: refused at once, sign-in says so (only to whoever knows the password); enable: back as it was.
+            let made = try await client.call(.post, "/v1/me/subscriptions", token: fresh, json: #"{"platform":"ntfy"}"#)
+            let topicURL = try #require(made.string("topicUrl"), "\(made.text)")
+            let topic = String(try #require(topicURL.split(separator: "/").last))
+            #expect(try await client.call(.get, "/\(topic)/json?poll=1").status == .ok)
             let open = connectDoorbell(port: port, token: fresh, log: FrameLog())
             defer { open.cancel() }
             try await waitForConnections(harness.service, 1)
@@ -107,7 +111,9 @@ struct AccountTests {
             let guessed = try await Self.signIn(client, "bob", "a-guess")
             #expect(!guessed.text.contains("disabled"), "a guesser learned the account is disabled: \(guessed.text)")
             #expect(try await admin.users().first { $0.name == "bob" }?.disabled == true)
+            #expect(try await client.call(.get, "/\(topic)/json?poll=1").status == .notFound, "a disabled user's ntfy topic still answers")
             try await admin.setDisabled(name: "bob", false)
+            #expect(try await client.call(.get, "/\(topic)/json?poll=1").status == .ok)
             let back = try await client.call(.get, "/v1/me/notifications", token: fresh)
             #expect(back.status == .ok && back.text.contains("kept through it all"), "\(back.text)")
         }
