@@ -95,7 +95,14 @@ extension Routes {
                 }
                 let session = try await self.service.auth.webSession(name: name, password: password, address: context.remoteAddress)
                 let registration = Data(JSONValue.object(["deviceName": .string(deviceName), "platform": .string("web")]).jsonText.utf8)
-                let device = try await self.service.inbox.createSubscription(userId: session.userId, deviceId: session.deviceId, body: registration)
+                let device: SubscriptionInfo
+                do {
+                    device = try await self.service.inbox.createSubscription(userId: session.userId, deviceId: session.deviceId, body: registration)
+                } catch {
+                    // Not registered (the user holds as many devices as they may): the session's token ends unused.
+                    try? await self.service.auth.revoke(tokens: [session.token])
+                    throw error
+                }
                 var headers = HTTPFields()
                 headers[.setCookie] = WebSession.setCookie(
                     session.token, maxAge: Int(session.expires.timeIntervalSince(Date())),
