@@ -31,9 +31,10 @@ let package = Package(
     targets: [
         // Pure model: the notification, states, views, merge rules, wire types. Foundation only.
         .target(name: "NottyCore"),
-        // The service's domain: auth, publishing, feeds, admin, maintenance, the storage
-        // protocol and the merge rules it applies, ntfy/Gotify topics, the doorbell hub. It
-        // knows nothing of HTTP (ServiceError is mapped to a status by NottyHTTP) nor of a database.
+        // The service's domain: auth and accounts, publishing, feeds, admin, maintenance, teams,
+        // on call and contacts, actions, Web Push, secrets at rest, the storage protocols and the
+        // merge rules they apply, ntfy/Gotify topics, the doorbell hub. It knows nothing of HTTP
+        // (ServiceError is mapped to a status by NottyHTTP); its storage is the backends'.
         .target(
             name: "NottyService",
             dependencies: [
@@ -90,7 +91,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
-        // The service's outbound HTTP (escalation targets, actions, the ntfy upstream) on
+        // The service's outbound HTTP (escalation targets and contacts, actions, Web Push, the ntfy upstream) on
         // AsyncHTTPClient, behind NottyService's `OutboundHTTP`; and a recording one for tests.
         .target(
             name: "NottyOutbound",

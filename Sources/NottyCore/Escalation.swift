@@ -70,6 +70,18 @@ public enum EscalationTarget: Sendable, Equatable, Hashable, CustomStringConvert
 
     static func isHTTPURL(_ text: String) -> Bool { HTTPURL.isPlain(text) }
 
+    /// Refuses a `command:` target the service's administrator did not name, naming those there
+    /// are (a rule's and a contact's alike).
+    public func requireKnown(commands: [String: String]) throws(ValidationError) {
+        guard case .command(let name) = self, commands[name] == nil else { return }
+        let known = commands.keys.sorted()
+        throw ValidationError(
+            "no command named \(name) on this service: "
+                + (known.isEmpty
+                    ? "its administrator has named none ([escalation.commands] in server.toml)"
+                    : "there are \(known.joined(separator: ", "))"))
+    }
+
     /// `url` with any `user:password@` of its authority shown as `…@`.
     public static func withoutCredentials(_ url: String) -> String {
         guard let scheme = url.range(of: "://") else { return url }
@@ -193,14 +205,7 @@ extension EscalationRule {
                 continue
             }
             let target = try EscalationTarget(parsing: text)
-            if case .command(let name) = target, let commands, commands[name] == nil {
-                let known = commands.keys.sorted()
-                throw ValidationError(
-                    "no command named \(name) on this service: "
-                        + (known.isEmpty
-                            ? "its administrator has named none ([escalation.commands] in server.toml)"
-                            : "there are \(known.joined(separator: ", "))"))
-            }
+            if let commands { try target.requireKnown(commands: commands) }
             targets.append(target.description)
         }
         let priority = try fields.string("priority", max: 8)?.lowercased() ?? "high"

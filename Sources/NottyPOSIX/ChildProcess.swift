@@ -166,7 +166,9 @@ public struct ChildProcessError: Error, CustomStringConvertible {
     public var description: String { "cannot run \(path): \(String(cString: strerror(code)))" }
 }
 
-/// A condition variable with its mutex, for waiting on a value.
+/// A condition variable with its mutex, for waiting on a value. `@unchecked Sendable`:
+/// `NSCondition` is not marked Sendable, and every use here holds its lock (the value read
+/// under it is the caller's, itself behind the same lock).
 final class ConditionBox: @unchecked Sendable {
     private let condition = NSCondition()
 

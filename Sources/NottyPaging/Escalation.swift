@@ -133,7 +133,7 @@ public final class Escalation: ServicePart, Paging {
         // The names of the devices that handled them, as `notty devices` shows them.
         for userId in Set(noted.values.filter { userIds.contains($0.userId) }.map(\.userId)) {
             let known = (try? await storage.subscriptions(userId: userId)) ?? []
-            let names = Dictionary(known.compactMap { s in s.deviceName.map { (s.deviceId, $0) } }, uniquingKeysWith: { first, _ in first })
+            let names = SubscriptionRecord.deviceNames(known)
             for (id, note) in noted where note.userId == userId { devices[id] = names[note.device] ?? note.device }
         }
         let named = devices
@@ -345,11 +345,8 @@ public final class Escalation: ServicePart, Paging {
         }
         try core.takeTest(userId: userId)
         let now = clock.nowMillis()
-        let sample = UserNotification(
-            id: "notty-test-" + DeliveryIds.next(now: now), appNotificationId: "notty-escalation-test", targetHostName: "notty", priority: .high,
-            payload: NotificationPayload(
-                visualContent: VisualContent(title: "notty escalation test", body: "The rule \(rule.name) reaches this target.")),
-            expirationDateTime: now + 60, createdDateTime: now, lastModifiedDateTime: now)
+        let sample = EscalationDelivery.testNotification(
+            "notty-escalation-test", title: "notty escalation test", body: "The rule \(rule.name) reaches this target.", now: now)
         return await withTaskGroup(of: EscalationTestOutcome.self) { group in
             for target in rule.targets {
                 group.addTask {

@@ -36,8 +36,10 @@ public struct BackgroundJobs: Sendable {
     /// How often an idle ntfy stream says it is alive (ntfy's default).
     public static let keepalive: Duration = .seconds(45)
 
-    /// The service's jobs: expiry and held publishes every half second, ntfy streams'
-    /// keepalives, and forgetting old history and old failed sign-ins hourly.
+    /// The service's jobs (nine): expiry and held publishes every half second; ntfy streams'
+    /// keepalives; closing streams whose token ended (every 250 ms, SPEC §15); forgetting old
+    /// history hourly; the errands requests hand off; following a key rotation made
+    /// elsewhere; Web Push's retries; and paging's engine, with jobs of its own.
     public init(service: NotificationService) {
         self.init(
             jobs: [

@@ -130,6 +130,15 @@ public struct EscalationDelivery: Sendable, Equatable {
         return (payload.notification, payload.handledBy, payload.recipient)
     }
 
+    /// What a test of a rule or a contact sends (`notty escalate test`, `notty contact test`):
+    /// a High notification that lives a minute, never stored.
+    public static func testNotification(_ appNotificationId: String, title: String, body: String, now: Date) -> UserNotification {
+        UserNotification(
+            id: "notty-test-" + DeliveryIds.next(now: now), appNotificationId: appNotificationId, targetHostName: "notty", priority: .high,
+            payload: NotificationPayload(visualContent: VisualContent(title: title, body: body)),
+            expirationDateTime: now + 60, createdDateTime: now, lastModifiedDateTime: now)
+    }
+
     /// How a page that reached nobody is stored (``PageTarget/unreachable(_:)``).
     static let unreachablePrefix = "unreachable:"
 

@@ -3,10 +3,14 @@ import Logging
 import NottyCore
 import Synchronization
 
-/// Everything the service does, independent of HTTP, one type per concern: `auth` (tokens,
-/// PROTOCOL.md §2.1), `publishing` (§2.2, webhooks, the ntfy and Gotify doors), `inbox` (the
-/// signed-in user's API, §2.3), `admin` (§2.4), `maintenance`, and `paging` (§11, §13.2: its
-/// engine is `NottyPaging`'s, whose `NotificationService.init(storage:…)` composes the two).
+/// Everything the service does, independent of HTTP, one type per concern (eleven): `auth`
+/// (tokens and sign-in, §2.1; passwords and the open streams a revocation ends, §15),
+/// `publishing` (§2.2, webhooks, the ntfy and Gotify doors), `inbox` (the signed-in user's API,
+/// §2.3; a team's subscriptions), `admin` (§2.4: users, apps, lockouts, accounts), `maintenance`
+/// (expiry, history), `paging` (§11, §13.2: its engine is `NottyPaging`'s, whose
+/// `NotificationService.init(storage:…)` composes the two), `actions` (§12), `teams` (§13.1),
+/// `onCall` (§13.2: rotations, overrides, calendars, contacts), `ntfyUpstream` (§12) and
+/// `webPush` (§14).
 /// Routes translate requests into calls on them; errors are ``ServiceError``s that say what
 /// the client should do.
 public final class NotificationService: ServicePart {

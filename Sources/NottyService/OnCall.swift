@@ -218,14 +218,7 @@ public final class OnCall: ServicePart {
                 throw ValidationError("target is required: ntfy:URL, webhook:URL or command:NAME")
             }
             target = try EscalationTarget(parsing: text)
-            if case .command(let name) = target, config.escalationCommands[name] == nil {
-                let known = config.escalationCommands.keys.sorted()
-                throw ValidationError(
-                    "no command named \(name) on this service: "
-                        + (known.isEmpty
-                            ? "its administrator has named none ([escalation.commands] in server.toml)"
-                            : "there are \(known.joined(separator: ", "))"))
-            }
+            try target.requireKnown(commands: config.escalationCommands)
         } catch {
             throw ServiceError.badRequest(error.message)
         }
@@ -256,10 +249,8 @@ public final class OnCall: ServicePart {
         }
         try core.takeTest(userId: userId)
         let now = clock.nowMillis()
-        let sample = UserNotification(
-            id: "notty-test-" + DeliveryIds.next(now: now), appNotificationId: "notty-contact-test", targetHostName: "notty", priority: .high,
-            payload: NotificationPayload(visualContent: VisualContent(title: "notty contact test", body: "When you are paged, it reaches you here.")),
-            expirationDateTime: now + 60, createdDateTime: now, lastModifiedDateTime: now)
+        let sample = EscalationDelivery.testNotification(
+            "notty-contact-test", title: "notty contact test", body: "When you are paged, it reaches you here.", now: now)
         let delivery = EscalationDelivery(
             id: "test", userId: userId, notificationId: sample.id, ruleId: "", ruleName: "contact test", target: contact.target, event: .test,
             notification: sample, firstAt: now, nextAt: now)

@@ -1,8 +1,8 @@
 import Foundation
 import NottyCore
 
-/// A request the service makes to another service: an escalation's target, an action, the ntfy
-/// upstream. The domain says what to send; how it is sent (AsyncHTTPClient in `NottyOutbound`,
+/// A request the service makes to another service: an escalation's target or a member's
+/// on-call contact, an action, a browser's Web Push endpoint, the ntfy upstream. The domain says what to send; how it is sent (AsyncHTTPClient in `NottyOutbound`,
 /// a recording in the tests) is the implementation's, and so is the outbound policy that every
 /// request a user aimed goes through (docs/PROTOCOL.md, "Outbound requests").
 public struct OutboundRequest: Sendable, Equatable {

@@ -130,6 +130,12 @@ public struct SubscriptionRecord: Sendable, Equatable {
         }
     }
 
+    /// The names the user gave their devices, by device id, as `notty devices` shows them (what
+    /// "handled on laptop" says).
+    public static func deviceNames(_ records: [SubscriptionRecord]) -> [String: String] {
+        Dictionary(records.compactMap { s in s.deviceName.map { (s.deviceId, $0) } }, uniquingKeysWith: { first, _ in first })
+    }
+
     /// A calendar feed's team (nil for any other kind).
     public var calendarTeamId: String? { kind == .calendar ? deviceId : nil }
 

@@ -215,8 +215,7 @@ public final class WebPush: ServicePart {
         let devices = try await db { try await storage.subscriptions(userId: userId) }
         let interruptions = Interruptions(preferences: try await inbox.preferences(userId: userId).preferences, now: now)
         let owner = try await db { try await storage.user(id: userId) }?.userName
-        let names = Dictionary(devices.compactMap { s in s.deviceName.map { (s.deviceId, $0) } }, uniquingKeysWith: { first, _ in first })
-        let context = Context(interruptions: interruptions, owner: owner, deviceNames: names)
+        let context = Context(interruptions: interruptions, owner: owner, deviceNames: SubscriptionRecord.deviceNames(devices))
         await withTaskGroup(of: Void.self) { group in
             for (index, subscription) in due.enumerated() {
                 if index >= Self.parallel { await group.next() }
