@@ -74,6 +74,7 @@ let package = Package(
             name: "NottyHTTP",
             dependencies: [
                 "NottyCore",
+                "NottyPOSIX",
                 "NottyWebhooks",
                 "NottyService",
                 .product(name: "Hummingbird", package: "hummingbird"),

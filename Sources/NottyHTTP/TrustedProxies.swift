@@ -1,9 +1,6 @@
 import Foundation
 import HTTPTypes
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import NottyPOSIX
 
 /// The proxies `--trusted-proxy` names (SPEC §15): a request from one of them is taken at its
 /// word for the client's address (`X-Forwarded-For`, the rightmost address that is not itself
@@ -11,23 +8,7 @@ import Glibc
 /// forwarding headers are ignored: a client cannot pick the address its failed sign-ins are
 /// counted under, nor make a cookie look secure.
 public struct TrustedProxies: Sendable {
-    struct Network: Sendable {
-        var bytes: [UInt8]
-        var bits: Int
-
-        func contains(_ address: [UInt8]) -> Bool {
-            guard address.count == bytes.count else { return false }
-            var left = bits
-            for (a, b) in zip(address, bytes) where left > 0 {
-                let mask: UInt8 = left >= 8 ? 0xFF : ~(0xFF >> UInt8(left))
-                if a & mask != b & mask { return false }
-                left -= 8
-            }
-            return true
-        }
-    }
-
-    let networks: [Network]
+    let networks: [IPNetwork]
 
     /// Entries as `--trusted-proxy` takes them; one that is not an address or network is left out
     /// (`notty serve` refuses it first, with ``network(_:)``).
@@ -36,26 +17,15 @@ public struct TrustedProxies: Sendable {
     }
 
     /// `a.b.c.d` or an IPv6 address, either with `/bits`.
-    static func network(_ text: String) -> Network? {
-        let parts = text.trimmingCharacters(in: .whitespaces).split(separator: "/", maxSplits: 1).map(String.init)
-        guard let first = parts.first, let address = address(first) else { return nil }
-        let most = address.count * 8
-        guard parts.count == 2 else { return Network(bytes: address, bits: most) }
-        guard let bits = Int(parts[1]), (0...most).contains(bits) else { return nil }
-        return Network(bytes: address, bits: bits)
-    }
+    static func network(_ text: String) -> IPNetwork? { IPNetwork(text, address: address) }
 
     /// Whether `entry` is one `--trusted-proxy` takes.
     public static func isNetwork(_ entry: String) -> Bool { network(entry) != nil }
 
+    /// A peer's address as bytes; an IPv4-mapped one (a dual-stack socket's peer) as its IPv4 address.
     static func address(_ text: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
-        var v6 = in6_addr()
-        guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
-        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
-        // An IPv4-mapped address (a dual-stack socket's peer) is its IPv4 address.
-        if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF { return Array(bytes[12...]) }
+        guard let bytes = IPNetwork.address(text) else { return nil }
+        if bytes.count == 16, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF { return Array(bytes[12...]) }
         return bytes
     }
 

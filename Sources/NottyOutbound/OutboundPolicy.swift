@@ -23,21 +23,7 @@ import Glibc
 /// Loopback is allowed (a receiver on the same machine), but for the service's own port.
 public struct OutboundPolicy: Sendable {
     /// An address and how many leading bits of it count.
-    public struct Network: Sendable, Equatable {
-        var bytes: [UInt8]
-        var bits: Int
-
-        func contains(_ address: [UInt8]) -> Bool {
-            guard address.count == bytes.count else { return false }
-            var left = bits
-            for (a, b) in zip(address, bytes) where left > 0 {
-                let mask: UInt8 = left >= 8 ? 0xFF : ~(0xFF >> UInt8(left))
-                if a & mask != b & mask { return false }
-                left -= 8
-            }
-            return true
-        }
-    }
+    public typealias Network = IPNetwork
 
     /// Where the service listens: its own address, which a request never goes to.
     public struct Listener: Sendable, Equatable {
@@ -254,14 +240,9 @@ public struct OutboundPolicy: Sendable {
         return found
     }
 
-    /// `a.b.c.d`, an IPv6 address, either with `/bits`.
+    /// `a.b.c.d`, an IPv6 address, either with `/bits` (the address in every form ``address(_:)`` reads).
     static func network(_ text: String) -> Network? {
-        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
-        guard let first = parts.first, let address = address(first) else { return nil }
-        let most = address.count * 8
-        guard parts.count == 2 else { return Network(bytes: address, bits: most) }
-        guard let bits = Int(parts[1]), (0...most).contains(bits) else { return nil }
-        return Network(bytes: address, bits: bits)
+        IPNetwork(text, address: address)
     }
 
     /// The bytes of a numeric IPv4 or IPv6 address: IPv4 in every form the resolver reads as
