@@ -36,9 +36,9 @@ public final class Escalation: ServicePart, Paging {
     /// How long a claimed delivery is this instance's (after a crash, another takes it then).
     static let lease: TimeInterval = 60
 
-    package init(core: ServiceCore, storage: (any EscalationWorkStorage)? = nil, outbound: (any OutboundHTTP)?) {
+    package init(core: ServiceCore, storage: any EscalationWorkStorage, outbound: (any OutboundHTTP)?) {
         self.core = core
-        self.storage = storage ?? core.storage
+        self.storage = storage
         sender = EscalationSender(outbound: outbound, commands: core.config.escalationCommands, secrets: core.secrets)
     }
 

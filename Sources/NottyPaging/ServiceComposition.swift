@@ -11,7 +11,7 @@ extension NotificationService {
     ) {
         self.init(
             storage: storage, config: config, clock: clock, metrics: metrics, logger: logger, outbound: outbound, secrets: secrets,
-            paging: { core in Escalation(core: core, outbound: outbound) })
+            paging: { core in Escalation(core: core, storage: storage, outbound: outbound) })
     }
 
 }

@@ -18,9 +18,9 @@ public final class Actions: ServicePart {
     /// How long a run holds its claim: past it (its process died), a press runs it again.
     static let lease: TimeInterval = 60
 
-    init(core: ServiceCore, storage: (any ActionRunStorage)? = nil, inbox: Inbox, outbound: (any OutboundHTTP)?) {
+    init(core: ServiceCore, storage: any ActionRunStorage, inbox: Inbox, outbound: (any OutboundHTTP)?) {
         self.core = core
-        self.storage = storage ?? core.storage
+        self.storage = storage
         self.inbox = inbox
         self.outbound = outbound
     }

@@ -10,9 +10,9 @@ public final class Administration: ServicePart {
     /// The storage this part uses: its concerns alone.
     let storage: any AdministrationStorage
 
-    init(core: ServiceCore, storage: (any AdministrationStorage)? = nil) {
+    init(core: ServiceCore, storage: any AdministrationStorage) {
         self.core = core
-        self.storage = storage ?? core.storage
+        self.storage = storage
     }
 
     public static func validateName(_ name: String, what: String) throws {

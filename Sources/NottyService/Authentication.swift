@@ -14,9 +14,9 @@ public final class Authentication: ServicePart {
     private let lastSeenWritten = Mutex<[String: Date]>([:])
     private let timingEqualiser = DummyPasswordHash()
 
-    init(core: ServiceCore, storage: (any AuthenticationStorage)? = nil) {
+    init(core: ServiceCore, storage: any AuthenticationStorage) {
         self.core = core
-        self.storage = storage ?? core.storage
+        self.storage = storage
     }
 
     /// Answers `POST /oauth2/v2.0/token` for a parsed form.

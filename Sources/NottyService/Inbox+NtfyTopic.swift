@@ -12,9 +12,7 @@ extension Inbox {
     package func topic(token: String) async throws -> SubscriptionRecord {
         core.forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
-        let opened = try await core.hooksCache.value("hook:" + hash) {
-            await core.opened(try await db { try await storage.subscription(webhookHash: hash) })
-        }
+        let opened = try await openedHook(hash: hash)
         guard let subscription = opened?.subscription, !subscription.revoked, opened?.ownerDisabled != true else {
             throw ServiceError.notFound("no such topic: it was revoked, or the URL is mistyped")
         }
@@ -30,6 +28,38 @@ extension Inbox {
             }
         }
         return subscription
+    }
+
+    /// The hook or topic whose URL token hashes to `hash` (live or not), its sealed parts opened:
+    /// what publishing to a hook and following a topic read, cached a few seconds.
+    func openedHook(hash: String) async throws -> OpenedHook? {
+        try await core.hooksCache.value("hook:" + hash) {
+            await opened(try await db { try await storage.subscription(webhookHash: hash) })
+        }
+    }
+
+    /// `subscription` with its sealed webhook secret and Alertmanager URL opened beside it (what
+    /// the hook caches hold). A secret that cannot be opened (sealed under a key this service
+    /// does not have) is a check no request passes; such a URL is dropped, and both are logged.
+    private func opened(_ subscription: SubscriptionRecord?) async -> OpenedHook? {
+        guard let s = subscription else { return nil }
+        var hook = OpenedHook(subscription: s)
+        // A disabled user's topics stop with their tokens (SPEC §15); a team's feed is never disabled.
+        hook.ownerDisabled = (try? await storage.user(id: s.userId))?.disabled ?? false
+        do throws(SecretBox.OpenError) {
+            if let secret = s.webhookSecret { hook.secret = .clear(try await secrets.openFetching(secret)) }
+        } catch {
+            hook.secret = .unopenable
+            logger.error("a webhook's secret cannot be opened: its requests are refused", metadata: ["subscription": "\(s.id)", "error": "\(error)"])
+        }
+        do throws(SecretBox.OpenError) {
+            if let url = s.alertmanagerURL { hook.alertmanagerURL = try await secrets.openFetching(url) }
+        } catch {
+            logger.error(
+                "a webhook's Alertmanager URL cannot be opened: its alerts get no Silence action",
+                metadata: ["subscription": "\(s.id)", "error": "\(error)"])
+        }
+        return hook
     }
 
     /// Whether the topic a stream follows is still there (a revocation ends its streams).

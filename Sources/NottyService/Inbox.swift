@@ -14,11 +14,11 @@ public final class Inbox: ServicePart {
     /// Whose teams a subscription may be for.
     let teams: Teams
 
-    init(core: ServiceCore, storage: (any InboxStorage)? = nil, paging: any Paging) {
+    init(core: ServiceCore, storage: any InboxStorage, paging: any Paging, teams: Teams) {
         self.core = core
-        self.storage = storage ?? core.storage
+        self.storage = storage
         self.paging = paging
-        teams = Teams(core: core)
+        self.teams = teams
     }
 
     public func me(userId: String) async throws -> Me {

@@ -10,9 +10,9 @@ public final class Maintenance: ServicePart {
     /// The storage this part uses: its concerns alone.
     let storage: any MaintenanceStorage
 
-    init(core: ServiceCore, storage: (any MaintenanceStorage)? = nil) {
+    init(core: ServiceCore, storage: any MaintenanceStorage) {
         self.core = core
-        self.storage = storage ?? core.storage
+        self.storage = storage
     }
 
     /// Deletes expired notifications and forgets history older than the retention period.

@@ -29,9 +29,10 @@ public final class NotificationService: ServicePart {
     public let ntfyUpstream: NtfyUpstream?
     public let webPush: WebPush
 
-    /// The whole storage (its configuration, clock, hub, metrics, logger and secrets are
+    /// The whole storage, which only this composition holds: each part is given its own
+    /// concerns of it (its configuration, clock, hub, metrics, logger and secrets are
     /// ``ServicePart``'s, as each part's).
-    public var storage: any ServiceStorage { core.storage }
+    public let storage: any ServiceStorage
 
     /// `outbound` makes the requests paging sends and actions make (nil: none are made, and
     /// they say so); `paging` makes the paging engine over the shared core.
@@ -39,22 +40,25 @@ public final class NotificationService: ServicePart {
         storage: any ServiceStorage, config: ServiceConfig, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger,
         outbound: (any OutboundHTTP)?, secrets: SecretBox, paging makePaging: (ServiceCore) -> any Paging
     ) {
-        let core = ServiceCore(storage: storage, config: config, clock: clock, metrics: metrics, logger: logger, secrets: secrets)
+        let core = ServiceCore(
+            credentialsStamp: { storage.credentialsStamp() }, config: config, clock: clock, metrics: metrics, logger: logger, secrets: secrets)
         SecretKeeping.install(secrets, storage: storage)
         self.core = core
-        auth = Authentication(core: core)
+        self.storage = storage
+        auth = Authentication(core: core, storage: storage)
         let paging = makePaging(core)
         self.paging = paging
-        inbox = Inbox(core: core, paging: paging)
-        publishing = Publishing(core: core, inbox: inbox)
-        admin = Administration(core: core)
-        teams = inbox.teams
-        onCall = OnCall(core: core, inbox: inbox, paging: paging)
-        maintenance = Maintenance(core: core)
-        actions = Actions(core: core, inbox: inbox, outbound: outbound)
-        let ntfyUpstream = NtfyUpstream(core: core, inbox: inbox, outbound: outbound)
+        let teams = Teams(core: core, storage: storage)
+        self.teams = teams
+        inbox = Inbox(core: core, storage: storage, paging: paging, teams: teams)
+        publishing = Publishing(core: core, storage: storage, inbox: inbox)
+        admin = Administration(core: core, storage: storage)
+        onCall = OnCall(core: core, inbox: inbox, paging: paging, storage: storage)
+        maintenance = Maintenance(core: core, storage: storage)
+        actions = Actions(core: core, storage: storage, inbox: inbox, outbound: outbound)
+        let ntfyUpstream = NtfyUpstream(core: core, storage: storage, inbox: inbox, outbound: outbound)
         self.ntfyUpstream = ntfyUpstream
-        let webPush = WebPush(core: core, inbox: inbox, paging: paging, outbound: outbound)
+        let webPush = WebPush(core: core, inbox: inbox, paging: paging, outbound: outbound, storage: storage)
         self.webPush = webPush
         // A change: what conditional polls compare with, a frame to every connected device, and
         // paging's plan (clocks started and stopped, retractions made at once).
@@ -72,7 +76,7 @@ public final class NotificationService: ServicePart {
             core?.forgetCachedCredentials()
             core?.hub.tick()
         }
-        storage.setResyncHandler { [hub = core.hub, latestCursors = core.latestCursors, errands = core.errands, storage, logger] in
+        storage.setResyncHandler { [hub = core.hub, latestCursors = core.latestCursors, errands = core.errands, logger] in
             latestCursors.removeAll()
             let users = hub.connectedUserIds
             errands.run {
@@ -88,10 +92,12 @@ public final class NotificationService: ServicePart {
     }
 }
 
-/// What every concern of the service shares: storage and its failures as `503`s, the
-/// configuration and clock, the doorbell hub, metrics, the credential caches, the cursors.
+/// What every concern of the service shares: storage's failures as `503`s (each part holds
+/// its own concerns of the storage), the configuration and clock, the doorbell hub, metrics,
+/// the credential caches, the cursors.
 package final class ServiceCore: Sendable {
-    package let storage: any ServiceStorage
+    /// The storage's credentials stamp (``StorageLifecycle/credentialsStamp()``).
+    private let credentialsStamp: @Sendable () -> Int64
     package let config: ServiceConfig
     package let clock: any ServiceClock
     package let hub = DoorbellHub()
@@ -120,40 +126,16 @@ package final class ServiceCore: Sendable {
     let latestCursors = CursorBook()
 
     init(
-        storage: any ServiceStorage, config: ServiceConfig, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger,
+        credentialsStamp: @escaping @Sendable () -> Int64, config: ServiceConfig, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger,
         secrets: SecretBox
     ) {
-        self.storage = storage
+        self.credentialsStamp = credentialsStamp
         self.secrets = secrets
         self.config = config
         self.clock = clock
         self.metrics = metrics
         self.logger = logger
         limiter = RateLimiter(rate: config.publishRate, burst: config.publishBurst)
-    }
-
-    /// `subscription` with its sealed webhook secret and Alertmanager URL opened beside it (what
-    /// the hook caches hold). A secret that cannot be opened (sealed under a key this service
-    /// does not have) is a check no request passes; such a URL is dropped, and both are logged.
-    func opened(_ subscription: SubscriptionRecord?) async -> OpenedHook? {
-        guard let s = subscription else { return nil }
-        var hook = OpenedHook(subscription: s)
-        // A disabled user's topics stop with their tokens (SPEC §15); a team's feed is never disabled.
-        hook.ownerDisabled = (try? await storage.user(id: s.userId))?.disabled ?? false
-        do throws(SecretBox.OpenError) {
-            if let secret = s.webhookSecret { hook.secret = .clear(try await secrets.openFetching(secret)) }
-        } catch {
-            hook.secret = .unopenable
-            logger.error("a webhook's secret cannot be opened: its requests are refused", metadata: ["subscription": "\(s.id)", "error": "\(error)"])
-        }
-        do throws(SecretBox.OpenError) {
-            if let url = s.alertmanagerURL { hook.alertmanagerURL = try await secrets.openFetching(url) }
-        } catch {
-            logger.error(
-                "a webhook's Alertmanager URL cannot be opened: its alerts get no Silence action",
-                metadata: ["subscription": "\(s.id)", "error": "\(error)"])
-        }
-        return hook
     }
 
     /// Takes one of the user's contact and escalation tests, or refuses with `429`.
@@ -196,7 +178,7 @@ package final class ServiceCore: Sendable {
 
     /// Empties the caches when another process revoked or deleted credentials (SQLite's stamp).
     func forgetCredentialsIfRevokedElsewhere() {
-        let stamp = storage.credentialsStamp()
+        let stamp = credentialsStamp()
         guard cachedUnderStamp.exchange(stamp, ordering: .acquiringAndReleasing) != stamp else { return }
         forgetCachedCredentials()
     }

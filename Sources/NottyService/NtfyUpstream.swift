@@ -32,10 +32,10 @@ public final class NtfyUpstream: ServicePart {
     static let maxInFlight = 256
     private let inFlight = Atomic<Int>(0)
 
-    init?(core: ServiceCore, storage: (any UpstreamStorage)? = nil, inbox: Inbox, outbound: (any OutboundHTTP)?) {
+    init?(core: ServiceCore, storage: any UpstreamStorage, inbox: Inbox, outbound: (any OutboundHTTP)?) {
         guard let upstream = core.config.ntfyUpstream, core.config.publicURL != nil, let outbound else { return nil }
         self.core = core
-        self.storage = storage ?? core.storage
+        self.storage = storage
         self.inbox = inbox
         self.outbound = outbound
         self.upstream = upstream.hasSuffix("/") ? String(upstream.dropLast()) : upstream

@@ -14,12 +14,12 @@ public final class OnCall: ServicePart {
     /// The storage this part uses: its concerns alone.
     let storage: any OnCallWorkStorage
 
-    init(core: ServiceCore, inbox: Inbox, paging: any Paging, storage: (any OnCallWorkStorage)? = nil) {
+    init(core: ServiceCore, inbox: Inbox, paging: any Paging, storage: any OnCallWorkStorage) {
         self.core = core
         self.inbox = inbox
         teams = inbox.teams
         self.paging = paging
-        self.storage = storage ?? core.storage
+        self.storage = storage
     }
 
     /// How far ahead shifts are shown and put in a calendar; how far back a calendar keeps them.

@@ -38,9 +38,7 @@ extension Publishing {
     func hook(token: String) async throws -> Hook {
         core.forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
-        let opened = try await core.hooksCache.value("hook:" + hash) {
-            await core.opened(try await db { try await storage.subscription(webhookHash: hash) })
-        }
+        let opened = try await inbox.openedHook(hash: hash)
         guard let opened, !opened.subscription.revoked else {
             throw ServiceError.notFound("no such webhook: it was revoked, or the URL is mistyped")
         }

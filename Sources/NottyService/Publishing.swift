@@ -14,9 +14,9 @@ public final class Publishing: ServicePart {
     /// Where an app's clear or delete (ntfy's) is applied, as a device's change is.
     let inbox: Inbox
 
-    init(core: ServiceCore, storage: (any PublishingStorage)? = nil, inbox: Inbox) {
+    init(core: ServiceCore, storage: any PublishingStorage, inbox: Inbox) {
         self.core = core
-        self.storage = storage ?? core.storage
+        self.storage = storage
         self.inbox = inbox
     }
 

@@ -13,9 +13,9 @@ public final class Teams: ServicePart {
     let storage: any TeamsStorage
     let limits: TeamLimits
 
-    init(core: ServiceCore, storage: (any TeamsStorage)? = nil, limits: TeamLimits = TeamLimits()) {
+    init(core: ServiceCore, storage: any TeamsStorage, limits: TeamLimits = TeamLimits()) {
         self.core = core
-        self.storage = storage ?? core.storage
+        self.storage = storage
         self.limits = limits
     }
 

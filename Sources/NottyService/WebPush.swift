@@ -39,12 +39,12 @@ public final class WebPush: ServicePart {
     /// Changes read from a subscription's position at a time.
     static let page = 200
 
-    init(core: ServiceCore, inbox: Inbox, paging: any Paging, outbound: (any OutboundHTTP)?, storage: (any WebPushWorkStorage)? = nil) {
+    init(core: ServiceCore, inbox: Inbox, paging: any Paging, outbound: (any OutboundHTTP)?, storage: any WebPushWorkStorage) {
         self.core = core
         self.inbox = inbox
         self.paging = paging
         self.outbound = outbound
-        self.storage = storage ?? core.storage
+        self.storage = storage
     }
 
     // MARK: - The key

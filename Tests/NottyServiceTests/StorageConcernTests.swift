@@ -6,7 +6,6 @@ import Synchronization
 import Testing
 
 @testable import NottyService
-@testable import NottyServiceSQLite
 
 /// A part of the service asks for its storage concerns only, so a test hands it a small fake of
 /// them: here maintenance, which needs retention and sign-in guesses and nothing else.
@@ -33,14 +32,12 @@ final class FakeMaintenanceStorage: MaintenanceStorage {
 struct StorageConcernTests {
     @Test("maintenance on a fake of its two concerns: expiry at the clock's now, history before the retention, only old failed sign-ins forgotten")
     func maintenanceOnAFake() async throws {
-        let directory = Repository.temporaryDirectory("notty-concerns")
-        defer { try? FileManager.default.removeItem(at: directory) }
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
         var config = ServiceConfig()
         config.historyRetention = 86_400
+        // No database at all: the core holds no storage, the part only the fake of its concerns.
         let core = ServiceCore(
-            storage: try SQLiteStorage(path: directory.appendingPathComponent("unused.sqlite").path), config: config, clock: clock,
-            metrics: ServiceMetrics(), logger: Logger(label: "test"), secrets: .ephemeral())
+            credentialsStamp: { 0 }, config: config, clock: clock, metrics: ServiceMetrics(), logger: Logger(label: "test"), secrets: .ephemeral())
         let now = clock.now()
         let fake = FakeMaintenanceStorage(guesses: [
             GuessRecord(key: "user:old", failures: 1, windowStart: now - 30 * 86_400, lockedUntil: nil, strikes: 0),

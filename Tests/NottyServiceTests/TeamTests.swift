@@ -105,7 +105,7 @@ struct TeamTests {
         arguments: Backend.available)
     func limitsAndRaces(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
-        let teams = Teams(core: harness.service.core, limits: TeamLimits(teamsPerUser: 2, membersPerTeam: 3))
+        let teams = Teams(core: harness.service.core, storage: harness.storage, limits: TeamLimits(teamsPerUser: 2, membersPerTeam: 3))
         for name in ["alice", "bob", "carol", "dave"] { try await harness.service.admin.addUser(name: name, password: "pw") }
         let alice = try #require(try await harness.storage.user(name: "alice"))
         func user(_ name: String) async throws -> String { try #require(try await harness.storage.user(name: name)).id }
