@@ -155,7 +155,16 @@ public final class PostgresStorage: ServiceStorage {
             throw StorageError.unavailable("PostgreSQL at \(url) did not answer within \(timeout) a moment ago")
         }
         let client = client
-        let work = Task { try await client.withConnection { connection in try await body(connection) } }
+        // A call its caller gave up on (told "unavailable: nothing was written, try again")
+        // starts nothing once it has a connection, and a transaction of it rolls back instead
+        // of committing (``transaction(timeout:_:)``): a client that tries again then writes
+        // once, not twice (a publish made new again, escalated again).
+        let work = Task {
+            try await client.withConnection { connection in
+                try Task.checkCancellation()
+                return try await body(connection)
+            }
+        }
         let outcome = await Self.answer(within: timeout) { () -> Result<T, any Error> in
             do { return .success(try await work.value) } catch { return .failure(error) }
         }
@@ -201,6 +210,8 @@ public final class PostgresStorage: ServiceStorage {
                     try await connection.exec("BEGIN", logger: self.logger)
                     do {
                         let value = try await body(connection)
+                        // Its caller was answered "unavailable" already: what it wrote must not stay.
+                        try Task.checkCancellation()
                         try await connection.exec("COMMIT", logger: self.logger)
                         return value
                     } catch {

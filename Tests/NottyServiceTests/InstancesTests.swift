@@ -2,6 +2,7 @@ import Foundation
 import HummingbirdTesting
 import NottyCore
 import NottyTestSupport
+import PostgresNIO
 import Synchronization
 import Testing
 
@@ -288,6 +289,56 @@ struct OutageTests {
             #expect(feed.changes.map(\.appNotificationId) == ["before", "after"], "the failed publish and patch left nothing behind")
             #expect(feed.changes.first?.readState == .unread)
         }
+    }
+}
+
+extension OutageTests {
+    @Test("A write its caller was told did not happen (no answer in time) does not happen when PostgreSQL gets to it later")
+    func lateWriteRolledBack() async throws {
+        let url = try await TestPostgres.createDatabase()
+        let storage = try await PostgresStorage.connect(url: PostgresURL(url), logger: .quiet, timeout: .seconds(30))
+        let holder = try await PostgresStorage.connect(url: PostgresURL(url), logger: .quiet, timeout: .seconds(30))
+        defer {
+            Task {
+                try? await storage.close()
+                try? await holder.close()
+            }
+        }
+        try await storage.run { try await $0.exec("CREATE TABLE probe (n integer)", logger: .quiet) }
+        // Another session holds a lock the write needs: the write waits in PostgreSQL.
+        let (locked, lockedGate) = AsyncStream<Void>.makeStream()
+        let (release, releaseGate) = AsyncStream<Void>.makeStream()
+        let holding = Task {
+            try await holder.run(timeout: .seconds(120)) { connection in
+                try await connection.exec("BEGIN", logger: .quiet)
+                try await connection.exec("LOCK TABLE probe IN SHARE MODE", logger: .quiet)
+                lockedGate.yield()
+                for await _ in release { break }
+                try await connection.exec("ROLLBACK", logger: .quiet)
+            }
+        }
+        #expect(try await firstValue(of: locked, within: .seconds(60)) != nil)
+        await #expect(throws: StorageError.self) {
+            try await storage.transaction(timeout: .milliseconds(500)) { connection in
+                try await connection.exec("INSERT INTO probe VALUES (1)", logger: .quiet)
+            }
+        }
+        // The lock goes: PostgreSQL now runs the insert the caller was told failed.
+        releaseGate.yield()
+        try await holding.value
+        func count(_ sql: String) async -> Int64? {
+            try? await storage.run { try await $0.query(PostgresQuery(unsafeSQL: sql), logger: .quiet).collect(Int64.self).first }
+        }
+        // Every other session of this database idle (the late transaction ended one way or the other).
+        let settled = try await eventually(timeout: .seconds(60), every: .milliseconds(100)) {
+            await count(
+                """
+                SELECT count(*)::bigint FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+                AND (state IN ('active', 'idle in transaction') OR wait_event_type = 'Lock')
+                """) == 0
+        }
+        #expect(settled)
+        #expect(await count("SELECT count(*)::bigint FROM probe") == 0, "the write its caller gave up on was committed")
     }
 }
 
