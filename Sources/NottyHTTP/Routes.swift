@@ -129,7 +129,7 @@ public struct Routes: Sendable {
                     try await self.service.inbox.addEscalationRule(userId: context.requireUser(), body: body), status: .created)
             },
             Route(method: .post, path: "/v1/me/escalations/:id/test", audience: .user) { _, context in
-                let outcomes = try await self.service.paging.test(userId: context.requireUser(), ruleId: context.pathParameter("id"))
+                let outcomes = try await self.service.inbox.testEscalationRule(userId: context.requireUser(), id: context.pathParameter("id"))
                 return try JSONResponse.make(EscalationTestReport(value: outcomes))
             },
             Route(method: .delete, path: "/v1/me/escalations/:id", audience: .user) { _, context in

@@ -16,8 +16,6 @@ public final class Escalation: ServicePart, Paging {
     private let waiting = Mutex<Set<String>>([])
     /// The users who have rules, as last read (nil: not read yet; every change is planned).
     private let ruleUsers = Mutex<Set<String>?>(nil)
-    /// Who handled which notification, as this instance saw it (a `handled` event's device).
-    private let handlers = Mutex<[String: (userId: String, device: String, at: Date)]>([:])
     let planBell = Bell()
     let sendBell = Bell()
     let finishBell = Bell()
@@ -68,20 +66,6 @@ public final class Escalation: ServicePart, Paging {
         planBell.ring()
     }
 
-    /// A device handled these notifications (the `handled` event says which device).
-    public func noteHandled(userId: String, ids: [String], device: String) {
-        let now = clock.nowMillis()
-        handlers.withLock { map in
-            if map.count > 10_000 { map = map.filter { now.timeIntervalSince($0.value.at) < 60 } }
-            for id in ids { map[id] = (userId, device, now) }
-        }
-    }
-
-    /// The device that handled `id` here lately, as its user named it (nil: none known).
-    public func handler(of id: String) -> String? {
-        handlers.withLock { $0[id]?.device }
-    }
-
     /// A rule was added for this user: their changes are planned from now on. (A rule
     /// removed needs nothing: a user without rules is left out at the next catch-up.)
     public func ruleAdded(userId: String) {
@@ -128,7 +112,7 @@ public final class Escalation: ServicePart, Paging {
 
     /// Plans these users' changes (a page each); answers those with more waiting.
     public func plan(userIds: [String]) async throws -> [String] {
-        let noted = handlers.withLock { $0 }
+        let noted = core.handlers.all
         var devices: [String: String] = [:]
         // The names of the devices that handled them, as `notty devices` shows them.
         for userId in Set(noted.values.filter { userIds.contains($0.userId) }.map(\.userId)) {
@@ -330,8 +314,6 @@ public final class Escalation: ServicePart, Paging {
         metrics.escalationPending.set(Int64(backlog.pending))
         metrics.escalationFailing.set(Int64(backlog.failing))
     }
-
-    public func refusal(of target: EscalationTarget) -> String? { sender.refusal(of: target) }
 
     public func sendOnce(_ delivery: EscalationDelivery) async -> String? { await sender.send(delivery)?.message }
 

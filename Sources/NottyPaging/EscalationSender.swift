@@ -32,16 +32,6 @@ public struct EscalationSender: Sendable {
         self.commandTimeout = commandTimeout
     }
 
-    /// Why the outbound policy refuses `target` before any name is looked up (a literal
-    /// link-local, unspecified or multicast address, the service's own), or nil: a rule naming
-    /// it is refused when it is made.
-    public func refusal(of target: EscalationTarget) -> String? {
-        switch target {
-        case .ntfy(let url), .webhook(let url): outbound?.refusalBeforeLookup(url)
-        case .command: nil
-        }
-    }
-
     /// Sends `delivery`; nil when the target took it.
     public func send(_ delivery: EscalationDelivery) async -> Failure? {
         let target: EscalationTarget

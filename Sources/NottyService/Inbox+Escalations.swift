@@ -62,7 +62,7 @@ extension Inbox {
             throw ServiceError.badRequest(error.message)
         }
         for text in rule.targets {
-            guard let target = try? EscalationTarget(parsing: text), let refusal = paging.refusal(of: target) else { continue }
+            guard let target = try? EscalationTarget(parsing: text), let refusal = target.refusal(by: outbound) else { continue }
             throw ServiceError.badRequest("\(target.shown) is not allowed: \(refusal)")
         }
         let limit = EscalationRule.maxRulesPerUser
@@ -86,6 +86,12 @@ extension Inbox {
         guard try await db({ try await storage.deleteEscalationRule(id: id, userId: userId) }) else {
             throw ServiceError.notFound("no such escalation rule")
         }
+    }
+
+    /// `POST /v1/me/escalations/{id}/test`: one test message to each of the rule's targets now,
+    /// each outcome answered (paging sends them; 10 a minute per user).
+    public func testEscalationRule(userId: String, id: String) async throws -> [EscalationTestOutcome] {
+        try await paging.test(userId: userId, ruleId: id)
     }
 
     // MARK: - A team's escalation policy (PROTOCOL.md §13.2)

@@ -9,16 +9,19 @@ public final class Inbox: ServicePart {
     package let core: ServiceCore
     /// The storage this part uses: its concerns alone.
     let storage: any InboxStorage
-    /// Told of who handled what; asked whether a rule's target may be aimed at.
+    /// Told of every new rule; sends a rule's test.
     let paging: any Paging
     /// Whose teams a subscription may be for.
     let teams: Teams
+    /// Where rules and contacts may send (the outbound policy's check when one is made).
+    let outbound: (any OutboundHTTP)?
 
-    init(core: ServiceCore, storage: any InboxStorage, paging: any Paging, teams: Teams) {
+    init(core: ServiceCore, storage: any InboxStorage, paging: any Paging, teams: Teams, outbound: (any OutboundHTTP)?) {
         self.core = core
         self.storage = storage
         self.paging = paging
         self.teams = teams
+        self.outbound = outbound
     }
 
     public func me(userId: String) async throws -> Me {
@@ -268,7 +271,7 @@ public final class Inbox: ServicePart {
     /// Applies device mutations; one result per mutation, in order. `device` (the caller's
     /// name or id) is who handled them, should that take an escalation back.
     public func mutate(userId: String, device: String? = nil, _ mutations: [Mutation]) async throws -> [MutationResult] {
-        if let device { paging.noteHandled(userId: userId, ids: mutations.map(\.id), device: device) }
+        if let device { core.handlers.note(userId: userId, ids: mutations.map(\.id), device: device, now: clock.nowMillis()) }
         // A team's notification is changed in the team's feed, for every member (PROTOCOL.md §13.1).
         let owners = try await db { try await storage.teamOwners(ids: Array(Set(mutations.map(\.id))), userId: userId) }
         let now = clock.nowMillis()

@@ -50,7 +50,7 @@ public final class NotificationService: ServicePart {
         self.paging = paging
         let teams = Teams(core: core, storage: storage)
         self.teams = teams
-        inbox = Inbox(core: core, storage: storage, paging: paging, teams: teams)
+        inbox = Inbox(core: core, storage: storage, paging: paging, teams: teams, outbound: outbound)
         publishing = Publishing(core: core, storage: storage, inbox: inbox)
         admin = Administration(core: core, storage: storage)
         onCall = OnCall(core: core, inbox: inbox, paging: paging, storage: storage)
@@ -122,6 +122,8 @@ package final class ServiceCore: Sendable {
     /// aims it, so they are no port scanner.
     let testLimiter = RateLimiter(rate: Double(testsPerMinute) / 60, burst: Double(testsPerMinute))
     package static let testsPerMinute = 10
+    /// Who handled what lately, as this instance saw it.
+    package let handlers = HandlerBook()
     /// Each user's newest cursor, kept current by the storage's change handler (conditional polls).
     let latestCursors = CursorBook()
 

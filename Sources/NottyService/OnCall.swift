@@ -222,7 +222,7 @@ public final class OnCall: ServicePart {
         } catch {
             throw ServiceError.badRequest(error.message)
         }
-        if let refusal = paging.refusal(of: target) { throw ServiceError.badRequest("\(target.shown) is not allowed: \(refusal)") }
+        if let refusal = target.refusal(by: inbox.outbound) { throw ServiceError.badRequest("\(target.shown) is not allowed: \(refusal)") }
         let now = clock.nowMillis()
         let contact = Contact(id: "ct-" + Identifiers.timeOrdered(now: now).suffix(10), target: target.description, created: now)
         var sealed = contact

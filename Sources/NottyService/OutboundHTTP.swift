@@ -1,6 +1,18 @@
 import Foundation
 import NottyCore
 
+extension EscalationTarget {
+    /// Why the outbound policy refuses this target before any name is looked up (a literal
+    /// address it refuses, the service's own URL), or nil: a rule or a contact naming it is
+    /// refused when it is made. A command is the administrator's, not a destination.
+    public func refusal(by outbound: (any OutboundHTTP)?) -> String? {
+        switch self {
+        case .ntfy(let url), .webhook(let url): outbound?.refusalBeforeLookup(url)
+        case .command: nil
+        }
+    }
+}
+
 /// A request the service makes to another service: an escalation's target or a member's
 /// on-call contact, an action, a browser's Web Push endpoint, the ntfy upstream. The domain says what to send; how it is sent (AsyncHTTPClient in `NottyOutbound`,
 /// a recording in the tests) is the implementation's, and so is the outbound policy that every

@@ -316,7 +316,7 @@ public final class WebPush: ServicePart {
     /// Who changed it: a team's member, else the user and the device the service saw it from.
     private func handler(of notification: UserNotification, _ context: Context) -> WebPushMessage.Handler? {
         if let changedBy = notification.changedBy { return .init(user: changedBy.user, device: changedBy.device) }
-        let device = paging.handler(of: notification.id)
+        let device = core.handlers.device(of: notification.id)
         return .init(user: context.owner, device: device.map { context.deviceNames[$0] ?? $0 })
     }
 

@@ -18,11 +18,14 @@ cd "$work"
 
 printf 'pw\n' | "$notty" admin user add alice >/dev/null
 printf 'pw\n' | "$notty" admin user add bob >/dev/null
+printf 'pw\n' | "$notty" admin user add carol >/dev/null
 # A team of alice's and bob's (the spec's example team name), so that the team routes reach a real
-# team; and one of alice's alone for the calendar feed, since the user routes may make bob an owner
-# of ops and then take alice out (a feed answers 404 once its user left the team).
+# team; and one of alice's alone, so that the on-call routes have a schedule. The webhook and the
+# calendar feed are carol's (team desk), made before any fuzzing: the user routes fuzz as alice and
+# may make bob an owner of ops and take alice out, or make as many hooks and feeds as one user may.
 "$notty" admin team add ops --owner alice >/dev/null
 "$notty" admin team add rota --owner alice >/dev/null
+"$notty" admin team add desk --owner carol >/dev/null
 "$notty" admin app add app.example.com --json >app.json
 "$notty" serve --port 0 --publish-rate 100000 --publish-burst 100000 --log-level notice >serve.log 2>&1 &
 server=$!
@@ -45,6 +48,12 @@ app_token=$(curl -sf -X POST "$base/oauth2/v2.0/token" -d grant_type=client_cred
 curl -sf -X POST "$base/v1/teams/ops/members" -H "Authorization: Bearer $user_token" -H 'Content-Type: application/json' -d '{"user":"bob"}' >/dev/null
 curl -sf -X PUT "$base/v1/teams/rota/oncall" -H "Authorization: Bearer $user_token" -H 'Content-Type: application/json' \
   -d '{"rotation":["alice"],"shift":"1w","start":"2026-01-05 09:00","zone":"Europe/Berlin"}' >/dev/null
+carol_token=$(curl -sf -X POST "$base/oauth2/v2.0/token" -d grant_type=password -d username=carol -d password=pw | json access_token)
+curl -sf -X PUT "$base/v1/teams/desk/oncall" -H "Authorization: Bearer $carol_token" -H 'Content-Type: application/json' \
+  -d '{"rotation":["carol"],"shift":"1d","start":"2026-01-05 09:00","zone":"Europe/Berlin"}' >/dev/null
+hook=$(curl -sf -X POST "$base/v1/me/subscriptions" -H "Authorization: Bearer $carol_token" -H 'Content-Type: application/json' \
+  -d '{"targetHostName":"app.example.com","platform":"webhook"}' | json webhookUrl)
+calendar=$(curl -sf -X POST "$base/v1/teams/desk/oncall/calendar" -H "Authorization: Bearer $carol_token" | json calendarUrl)
 # A browser's session (its cookie's token), made before any fuzzed sign-in can lock the address out.
 session_token=$(curl -sf -D - -o /dev/null -X POST "$base/v1/web/session" -H "Origin: $base" -H 'Content-Type: application/json' \
   -d '{"username":"alice","password":"pw"}' | sed -n 's/^[Ss]et-[Cc]ookie: notty_session=\([^;]*\);.*/\1/p')
@@ -72,9 +81,6 @@ st --include-tag tokens --include-tag operations || status=1
 # Webhooks and the on-call calendar feed: a real webhook URL, so the bodies reach the parsers, and
 # a real calendar URL (the spec's {token} is fixed to each).
 echo "== webhooks and the calendar feed"
-hook=$(curl -sf -X POST "$base/v1/me/subscriptions" -H "Authorization: Bearer $user_token" -H 'Content-Type: application/json' \
-  -d '{"targetHostName":"app.example.com","platform":"webhook"}' | json webhookUrl)
-calendar=$(curl -sf -X POST "$base/v1/teams/rota/oncall/calendar" -H "Authorization: Bearer $user_token" | json calendarUrl)
 python3 - "$root/Resources/openapi.yaml" "${hook##*/}" "${calendar##*/}" >"$work/openapi-hooks.yaml" <<'PY'
 import sys, yaml
 spec = yaml.safe_load(open(sys.argv[1]))
