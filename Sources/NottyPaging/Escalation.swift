@@ -132,50 +132,63 @@ public final class Escalation: ServicePart, Paging {
 
     // MARK: - Firing due tracks
 
-    /// Fires every track due now; answers how many deliveries that made.
+    /// Fires every track due now; answers how many deliveries that made. A team's track is
+    /// fired with whom its team's policy reaches (``PagingDirectory``): a team not read lately
+    /// is read once its track comes due, and the track fired then.
     @discardableResult
     public func fireDue() async throws -> Int {
         var total = 0
-        let directory = try await pagingDirectory()
+        var readTeams = false
         while true {
             let now = clock.nowMillis()
+            let directory = self.directory.withLock { $0 }
+            let unread = Mutex<Set<String>>([])
             let made = try await db {
                 try await storage.fireDueEscalations(now: now, limit: 200) { due in
-                    EscalationPlanner.fire(due, now: now, resolve: { directory.pages(for: $0, teamId: due.track.userId, now: now) }) {
+                    let owner = due.track.userId
+                    // Only a team's `oncall`, `team` and `user:` steps ask whom they reach.
+                    let asks = FeedOwner(id: owner).isTeam && (due.rule?.targets.contains { PagingTarget($0) != nil } ?? false)
+                    guard !asks || directory.knows(teamId: owner, now: now) else {
+                        // Left due as it is: fired in a moment, once its team is read.
+                        unread.withLock { _ = $0.insert(owner) }
+                        return EscalationFiring(deliveries: [], track: due.track)
+                    }
+                    return EscalationPlanner.fire(due, now: now, resolve: { directory.pages(for: $0, teamId: owner, now: now) }) {
                         DeliveryIds.next(now: now)
                     }
                 }
             }
             total += made
             if made > 0 { sendBell.ring() }
+            let wanted = unread.withLock { $0 }
+            if !wanted.isEmpty && !readTeams {
+                readTeams = true
+                try await readDirectory(teamIds: wanted.sorted(), now: now)
+                continue
+            }
             if made < 200 { return total }
         }
     }
 
     // MARK: - Whom a team's policy pages
 
-    /// The paging directory as last read, and when (nil: to be read).
-    private let directory = Mutex<(PagingDirectory, at: Date)?>(nil)
-    /// How long a directory read serves: what another instance changed is seen within this.
+    /// The teams read lately for their policies: members, schedules and members' contacts.
+    private let directory = Mutex(PagingDirectory())
+    /// How long a team's read serves: what another instance changed is seen within this.
     static let directoryLifetime: TimeInterval = 5
 
-    /// The teams' schedules, members and contacts, read again when older than
-    /// ``directoryLifetime`` or changed here; empty (and nothing read) while no team has a policy.
-    func pagingDirectory() async throws -> PagingDirectory {
-        guard ruleUsers.withLock({ $0?.contains { FeedOwner(id: $0).isTeam } ?? true }) else { return PagingDirectory() }
-        let now = clock.nowMillis()
-        if let (cached, at) = directory.withLock({ $0 }), now.timeIntervalSince(at) < Self.directoryLifetime, at <= now { return cached }
-        let teams = try await db { try await storage.allTeams() }
-        let schedules = try await db { try await storage.onCallSchedules() }
-        let contacts = try await db { try await storage.allContacts() }
-        let read = PagingDirectory(teams: teams, schedules: schedules, contacts: contacts)
-        directory.withLock { $0 = (read, now) }
-        return read
+    /// Reads these teams (members, schedule, members' contacts) into the directory: only teams
+    /// whose tracks came due, never every team.
+    func readDirectory(teamIds: [String], now: Date) async throws {
+        let teams = try await db { try await storage.teams(ids: teamIds) }
+        let schedules = try await db { try await storage.onCallSchedules(teamIds: teamIds) }
+        let contacts = try await db { try await storage.contacts(userNames: Array(Set(teams.flatMap { $0.members.map(\.user) })).sorted()) }
+        directory.withLock { $0.read(teamIds: teamIds, teams: teams, schedules: schedules, contacts: contacts, at: now) }
     }
 
-    /// A schedule, a membership or a contact changed here: the next firing reads them again.
+    /// A schedule, a membership or a contact changed here: teams are read again when they next page.
     public func pagingChanged() {
-        directory.withLock { $0 = nil }
+        directory.withLock { $0 = PagingDirectory() }
     }
 
     // MARK: - Sending
@@ -367,23 +380,42 @@ final class Bell: Sendable {
 /// What ``Escalation`` asks of the storage.
 public typealias EscalationWorkStorage = EscalationStorage & EscalationRuleStorage & SubscriptionStorage & TeamStorage & OnCallStorage
 
-/// What a team's escalation policy pages with (PROTOCOL.md §13.2): each team's members,
-/// schedule and its members' contacts (targets as stored).
+/// What a team's escalation policy pages with (PROTOCOL.md §13.2): the teams read lately, each
+/// with its members, schedule and its members' contacts (targets as stored).
 struct PagingDirectory: Sendable {
     var teams: [String: Team] = [:]
     var schedules: [String: Result<OnCallSchedule, OnCallSchedule.Unreadable>] = [:]
     var contacts: [String: [String]] = [:]
+    /// When each team was read (a team read and not found too: it is gone).
+    var readAt: [String: Date] = [:]
 
     init() {}
 
-    init(teams: [Team], schedules: [String: String], contacts: [String: [Contact]]) {
-        self.teams = Dictionary(teams.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let names = self.teams
-        self.schedules = Dictionary(
-            uniqueKeysWithValues: schedules.map { id, text in
-                (id, Result { () throws(OnCallSchedule.Unreadable) in try OnCallSchedule.decode(stored: text, team: names[id]?.name ?? id) })
-            })
-        self.contacts = contacts.mapValues { $0.map(\.target) }
+    init(teams: [Team], schedules: [String: String], contacts: [String: [Contact]], at: Date = Date()) {
+        read(teamIds: teams.map(\.id), teams: teams, schedules: schedules, contacts: contacts, at: at)
+    }
+
+    /// Whether the team was read within ``Escalation/directoryLifetime`` of `now`.
+    func knows(teamId: String, now: Date) -> Bool {
+        guard let at = readAt[teamId] else { return false }
+        return at <= now && now.timeIntervalSince(at) < Escalation.directoryLifetime
+    }
+
+    /// Takes in what was read of `teamIds` at `at`: those not among `teams` are gone.
+    mutating func read(teamIds: [String], teams: [Team], schedules: [String: String], contacts: [String: [Contact]], at: Date) {
+        for id in teamIds {
+            self.teams[id] = nil
+            self.schedules[id] = nil
+            readAt[id] = at
+        }
+        for team in teams {
+            self.teams[team.id] = team
+            readAt[team.id] = at
+            for member in team.members { self.contacts[member.user] = contacts[member.user]?.map(\.target) ?? [] }
+            if let text = schedules[team.id] {
+                self.schedules[team.id] = Result { () throws(OnCallSchedule.Unreadable) in try OnCallSchedule.decode(stored: text, team: team.name) }
+            }
+        }
     }
 
     /// Whom `target` of the policy of the team `teamId` reaches at `now`.

@@ -114,7 +114,7 @@ extension Inbox {
             }
             list.deliveries?[rule.id, default: []].append(contentsOf: used)
         }
-        let reachable = try await db { try await storage.allContacts() }
+        let reachable = try await db { try await storage.contacts(userNames: team.members.map(\.user)) }
         list.unreachable = team.members.map(\.user).filter { (reachable[$0] ?? []).isEmpty }
         return list
     }

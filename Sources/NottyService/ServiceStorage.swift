@@ -355,6 +355,8 @@ public protocol TeamStorage: Sendable {
     func teams(userId: String) async throws -> [Team]
     /// Every team, by name.
     func allTeams() async throws -> [Team]
+    /// The teams of these ids (those that still exist), by name.
+    func teams(ids: [String]) async throws -> [Team]
     /// Makes `userId` a member of the team with `role` (or changes their role), unless that
     /// would leave the team without an owner or over a limit.
     func setTeamMember(team: String, userId: String, role: TeamRole, at: Date, limits: TeamLimits) async throws -> TeamChange
@@ -367,15 +369,17 @@ public protocol TeamStorage: Sendable {
 public protocol OnCallStorage: Sendable {
     /// The team's schedule as stored, nil when it has none.
     func onCallSchedule(teamId: String) async throws -> String?
-    /// Every team's schedule, by team id (what the pager resolves `oncall` with).
-    func onCallSchedules() async throws -> [String: String]
+    /// These teams' schedules, by team id (what the pager resolves `oncall` with); a team
+    /// without one is left out.
+    func onCallSchedules(teamIds: [String]) async throws -> [String: String]
     /// Reads the team's schedule and writes what `update` makes of it (nil: unchanged), in one
     /// transaction; what `update` throws is thrown and nothing is written.
     func updateOnCallSchedule(teamId: String, at: Date, _ update: @escaping @Sendable (String?) throws -> String?) async throws
     /// The user's contacts, oldest first.
     func contacts(userId: String) async throws -> [Contact]
-    /// Every user's contacts, by user name (what the pager reaches members with).
-    func allContacts() async throws -> [String: [Contact]]
+    /// These users' contacts, by user name, oldest first (what the pager reaches a team's
+    /// members with); a user without any is left out.
+    func contacts(userNames: [String]) async throws -> [String: [Contact]]
     /// Adds a contact unless the user has `limit` already (false then).
     func insertContact(_ contact: Contact, userId: String, limit: Int) async throws -> Bool
     func deleteContact(id: String, userId: String) async throws -> Bool

@@ -12,10 +12,12 @@ extension PostgresStorage {
         }
     }
 
-    public func onCallSchedules() async throws -> [String: String] {
-        try await run { connection in
+    public func onCallSchedules(teamIds: [String]) async throws -> [String: String] {
+        guard !teamIds.isEmpty else { return [:] }
+        return try await run { connection in
             Dictionary(
-                try await connection.query("SELECT team_id, schedule FROM oncall", logger: self.logger).collect((String, String).self),
+                try await connection.query("SELECT team_id, schedule FROM oncall WHERE team_id = ANY(\(teamIds))", logger: self.logger)
+                    .collect((String, String).self),
                 uniquingKeysWith: { first, _ in first })
         }
     }
@@ -43,11 +45,15 @@ extension PostgresStorage {
         }
     }
 
-    public func allContacts() async throws -> [String: [Contact]] {
-        try await run { connection in
+    public func contacts(userNames: [String]) async throws -> [String: [Contact]] {
+        guard !userNames.isEmpty else { return [:] }
+        return try await run { connection in
             var all: [String: [Contact]] = [:]
             for row in try await connection.query(
-                "SELECT u.user_name, c.id, c.target, c.created FROM contacts c JOIN users u ON u.id = c.user_id ORDER BY c.created, c.id",
+                """
+                SELECT u.user_name, c.id, c.target, c.created FROM contacts c JOIN users u ON u.id = c.user_id
+                WHERE u.user_name = ANY(\(userNames)) ORDER BY c.created, c.id
+                """,
                 logger: self.logger
             ).collect((String, String, String, Int64).self) {
                 all[row.0, default: []].append(Contact(id: row.1, target: row.2, created: ISOTime.date(millis: row.3)))

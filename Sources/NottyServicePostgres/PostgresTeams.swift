@@ -49,6 +49,11 @@ extension PostgresStorage {
         try await run { connection in try await self.teams(connection, "") }
     }
 
+    public func teams(ids: [String]) async throws -> [Team] {
+        guard !ids.isEmpty else { return [] }
+        return try await run { connection in try await self.teams(connection, "WHERE t.id = ANY(\(ids))") }
+    }
+
     public func setTeamMember(team: String, userId: String, role: TeamRole, at: Date, limits: TeamLimits) async throws -> TeamChange {
         try await feedWrite(users: [userId], positions: 1) { connection, context in
             guard let (teamId, members) = try await self.lockedMembers(connection, team: team) else { return .noTeam }

@@ -10,10 +10,14 @@ extension SQLiteStorage {
         try await read { db in try String.fetchOne(db, sql: "SELECT schedule FROM oncall WHERE team_id = ?", arguments: [teamId]) }
     }
 
-    public func onCallSchedules() async throws -> [String: String] {
-        try await read { db in
+    public func onCallSchedules(teamIds: [String]) async throws -> [String: String] {
+        guard !teamIds.isEmpty else { return [:] }
+        return try await read { db in
             Dictionary(
-                try Row.fetchAll(db, sql: "SELECT team_id, schedule FROM oncall").map { ($0[0] as String, $0[1] as String) },
+                try Row.fetchAll(
+                    db, sql: "SELECT team_id, schedule FROM oncall WHERE team_id IN (\(databaseQuestionMarks(count: teamIds.count)))",
+                    arguments: StatementArguments(teamIds)
+                ).map { ($0[0] as String, $0[1] as String) },
                 uniquingKeysWith: { first, _ in first })
         }
     }
@@ -38,11 +42,16 @@ extension SQLiteStorage {
         }
     }
 
-    public func allContacts() async throws -> [String: [Contact]] {
-        try await read { db in
+    public func contacts(userNames: [String]) async throws -> [String: [Contact]] {
+        guard !userNames.isEmpty else { return [:] }
+        return try await read { db in
             var all: [String: [Contact]] = [:]
             for row in try Row.fetchAll(
-                db, sql: "SELECT u.user_name, c.id, c.target, c.created FROM contacts c JOIN users u ON u.id = c.user_id ORDER BY c.created, c.id")
+                db,
+                sql: """
+                    SELECT u.user_name, c.id, c.target, c.created FROM contacts c JOIN users u ON u.id = c.user_id
+                    WHERE u.user_name IN (\(databaseQuestionMarks(count: userNames.count))) ORDER BY c.created, c.id
+                    """, arguments: StatementArguments(userNames))
             {
                 all[row["user_name"], default: []].append(
                     Contact(id: row["id"], target: row["target"], created: ISOTime.date(millis: row["created"])))

@@ -52,6 +52,11 @@ extension SQLiteStorage {
         try await read { db in try Self.teams(db, where: "1", []) }
     }
 
+    public func teams(ids: [String]) async throws -> [Team] {
+        guard !ids.isEmpty else { return [] }
+        return try await read { db in try Self.teams(db, where: "t.id IN (\(databaseQuestionMarks(count: ids.count)))", StatementArguments(ids)) }
+    }
+
     public func setTeamMember(team: String, userId: String, role: TeamRole, at: Date, limits: TeamLimits) async throws -> TeamChange {
         try await write { db, context in
             guard let (teamId, members) = try Self.members(db, team: team) else { return .noTeam }

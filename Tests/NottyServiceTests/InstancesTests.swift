@@ -330,7 +330,7 @@ extension OutageTests {
             try? await storage.run { try await $0.query(PostgresQuery(unsafeSQL: sql), logger: .quiet).collect(Int64.self).first }
         }
         // Every other session of this database idle (the late transaction ended one way or the other).
-        let settled = try await eventually(timeout: .seconds(60), every: .milliseconds(100)) {
+        let settled = await eventually(timeout: .seconds(60), every: .milliseconds(100)) {
             await count(
                 """
                 SELECT count(*)::bigint FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()

@@ -459,3 +459,27 @@ struct TrustTests {
         #expect("\(sealed)" == "(sealed)" && !String(describing: [sealed]).contains("whsec"))
     }
 }
+
+@Suite("The pager's directory: only the teams whose tracks came due, each for a few seconds")
+struct PagingDirectoryTests {
+    @Test("a team read is known for directoryLifetime, one read and not found pages 'the team is gone', a team never read is not known")
+    func readOnlyWhatIsDue() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let member = TeamMember(user: "bob", displayName: "Bob", role: .member, since: now)
+        let ops = Team(id: "team-ops", name: "ops", created: now, members: [member])
+        var directory = PagingDirectory()
+        directory.read(
+            teamIds: ["team-ops", "team-gone"], teams: [ops], schedules: [:],
+            contacts: ["bob": [Contact(id: "c1", target: "webhook:https://bob.example/page", created: now)]], at: now)
+        #expect(directory.knows(teamId: "team-ops", now: now + 1))
+        #expect(directory.knows(teamId: "team-gone", now: now + 1))
+        #expect(!directory.knows(teamId: "team-other", now: now + 1), "a team whose track did not come due is not read")
+        #expect(!directory.knows(teamId: "team-ops", now: now + Escalation.directoryLifetime), "read again after its lifetime")
+        #expect(directory.pages(for: .user("bob"), teamId: "team-ops", now: now).map(\.target) == ["webhook:https://bob.example/page"])
+        #expect(directory.pages(for: .onCall, teamId: "team-ops", now: now).first?.target.contains("has no rotation") == true)
+        #expect(directory.pages(for: .team, teamId: "team-gone", now: now).first?.target.contains("the team is gone") == true)
+        // Read again without bob's contacts (he removed them): the page says so.
+        directory.read(teamIds: ["team-ops"], teams: [ops], schedules: [:], contacts: [:], at: now + 10)
+        #expect(directory.pages(for: .user("bob"), teamId: "team-ops", now: now + 10).first?.target.contains("has no contacts") == true)
+    }
+}
