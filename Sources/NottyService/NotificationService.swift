@@ -58,7 +58,7 @@ public final class NotificationService: ServicePart {
         actions = Actions(core: core, storage: storage, inbox: inbox, outbound: outbound)
         let ntfyUpstream = NtfyUpstream(core: core, storage: storage, inbox: inbox, outbound: outbound)
         self.ntfyUpstream = ntfyUpstream
-        let webPush = WebPush(core: core, inbox: inbox, paging: paging, outbound: outbound, storage: storage)
+        let webPush = WebPush(core: core, inbox: inbox, outbound: outbound, storage: storage)
         self.webPush = webPush
         // A change: what conditional polls compare with, a frame to every connected device, and
         // paging's plan (clocks started and stopped, retractions made at once).

@@ -16,7 +16,6 @@ import Synchronization
 public final class WebPush: ServicePart {
     package let core: ServiceCore
     let inbox: Inbox
-    let paging: any Paging
     let outbound: (any OutboundHTTP)?
     /// The storage this part uses: its concerns alone.
     let storage: any WebPushWorkStorage
@@ -39,10 +38,9 @@ public final class WebPush: ServicePart {
     /// Changes read from a subscription's position at a time.
     static let page = 200
 
-    init(core: ServiceCore, inbox: Inbox, paging: any Paging, outbound: (any OutboundHTTP)?, storage: any WebPushWorkStorage) {
+    init(core: ServiceCore, inbox: Inbox, outbound: (any OutboundHTTP)?, storage: any WebPushWorkStorage) {
         self.core = core
         self.inbox = inbox
-        self.paging = paging
         self.outbound = outbound
         self.storage = storage
     }
