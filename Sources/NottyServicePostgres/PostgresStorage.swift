@@ -113,14 +113,18 @@ public final class PostgresStorage: ServiceStorage {
     // MARK: - Running calls
 
     /// What `work` answers, or nil when `limit` passes first: the caller is answered then,
-    /// and `work` is left to end by itself (a task group would wait for it).
+    /// and `work` is left to end by itself (a task group would wait for it). The timer ends
+    /// with the answer (it slept out its whole limit after every call before).
     static func answer<T: Sendable>(within limit: Duration, _ work: @escaping @Sendable () async -> T) async -> T? {
         await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
             let first = FirstAnswer(continuation)
-            Task { first.resume(await work()) }
-            Task {
+            let timer = Task {
                 try? await Task.sleep(for: limit)
                 first.resume(nil)
+            }
+            Task {
+                first.resume(await work())
+                timer.cancel()
             }
         }
     }
