@@ -147,10 +147,13 @@ struct CLITests {
         #expect(helpServe.out.contains("--publish-rate"), "\(helpServe.out)")
         let bad = try await notty(["admin", "user", "add"])
         #expect(bad.status != 0 && bad.err.hasPrefix("notty: ") && bad.err.contains("(see notty admin user add --help)"), "\(bad.err)")
-        // The process that serve runs is notty-server itself: its command line says so.
+        // The process that serve runs is notty-server itself: its command line says so once
+        // notty has exec'd it (looked for until then, 20 s at most; the bracket keeps the pattern
+        // from matching this shell's own command line).
         let shell = try await Repository.run([
             "sh", "-c",
-            "NOTTY_HOME=\(home.path) exec \(Repository.nottyBinary.path) serve --port 0 & pid=$!; sleep 1; tr '\\0' ' ' < /proc/$pid/cmdline; kill $pid; wait $pid",
+            "NOTTY_HOME=\(home.path) exec \(Repository.nottyBinary.path) serve --port 0 & pid=$!; "
+                + "for i in $(seq 400); do grep -q 'notty-[s]erver' /proc/$pid/cmdline 2>/dev/null && break; sleep 0.05; done; tr '\\0' ' ' < /proc/$pid/cmdline; kill $pid; wait $pid",
         ])
         #expect(shell.output.contains("notty-server serve --port 0"), "\(shell.output)")
 
