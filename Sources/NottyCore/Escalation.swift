@@ -50,7 +50,7 @@ public enum EscalationTarget: Sendable, Equatable, Hashable, CustomStringConvert
         }
     }
 
-    /// The target as anyone but the user who gave it reads it (SPEC §15): its kind, scheme, host
+    /// The target as anyone but the user who gave it reads it (PROTOCOL.md §15): its kind, scheme, host
     /// and port, never its path, query or user info (an ntfy topic, a token in a query are
     /// credentials too): `ntfy:https://ntfy.example:443`.
     public var shownToOthers: String {

@@ -104,7 +104,7 @@ public struct OnCallSchedule: Codable, Sendable, Equatable {
     public var zone: String
     public var overrides: [OnCallOverride]
 
-    /// The most overrides a team keeps, and the most one member holds of their own (SPEC §15):
+    /// The most overrides a team keeps, and the most one member holds of their own (PROTOCOL.md §15):
     /// beyond either a new one is refused, so that nobody's push out anybody else's.
     public static let maxOverrides = 200, maxOverridesPerMember = 50
     /// The longest rotation.
@@ -251,7 +251,7 @@ public enum LocalTime {
         return zone
     }
 
-    /// The years a schedule's times are in (SPEC §15): what every store reads back and writes the same.
+    /// The years a schedule's times are in (PROTOCOL.md §15): what every store reads back and writes the same.
     public static let years = 1970...9999
     /// 1970-01-01T00:00:00Z and 10000-01-01T00:00:00Z.
     static let firstInstant = Date(timeIntervalSince1970: 0), endInstant = Date(timeIntervalSince1970: 253_402_300_800)

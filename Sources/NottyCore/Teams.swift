@@ -192,7 +192,7 @@ extension UserNotification {
     }
 }
 
-/// Whose feed an id is (SPEC §15): a person's or a team's, told by the id alone. What owns a
+/// Whose feed an id is (PROTOCOL.md §15): a person's or a team's, told by the id alone. What owns a
 /// subscription, a rule or a notification; a team is never taken for a user.
 public enum FeedOwner: Sendable, Hashable {
     case user(id: String)

@@ -88,7 +88,7 @@ struct EnvelopeMiddleware: RouterMiddleware {
 
     /// A path as logged: a segment that is a secret (a webhook token, an ntfy topic, a
     /// calendar's `TOKEN.ics`: 40 or more base64url characters before any extension; ids,
-    /// 36-character UUIDs, stay) shows only its first four (SPEC §15).
+    /// 36-character UUIDs, stay) shows only its first four (PROTOCOL.md §15).
     static func redacted(_ path: String) -> String {
         guard path.utf8.count >= 41 else { return path }
         return path.split(separator: "/", omittingEmptySubsequences: false).map { segment in

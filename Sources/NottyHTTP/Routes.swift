@@ -102,7 +102,7 @@ public struct Routes: Sendable {
                 try await self.service.inbox.revokeSubscription(userId: context.requireUser(), id: context.pathParameter("id"))
                 return JSONResponse.empty(.noContent)
             },
-            // SPEC §15: a user changes their own password.
+            // PROTOCOL.md §15: a user changes their own password.
             Route(method: .post, path: "/v1/me/password", audience: .user) { request, context in
                 var request = request
                 let body = try await request.jsonBody(limit: self.limit)
@@ -156,7 +156,7 @@ public struct Routes: Sendable {
                     team: context.pathParameter("name"), by: context.requireUser(), user: context.pathParameter("user"))
                 return JSONResponse.empty(.noContent)
             },
-            // SPEC §15: a team's apps and hooks are the team's, its owners' to list and revoke.
+            // PROTOCOL.md §15: a team's apps and hooks are the team's, its owners' to list and revoke.
             Route(method: .get, path: "/v1/teams/:name/subscriptions", audience: .user) { _, context in
                 try JSONResponse.make(
                     SubscriptionList(

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import NottyPOSIX
 
-/// The proxies `--trusted-proxy` names (SPEC §15): a request from one of them is taken at its
+/// The proxies `--trusted-proxy` names (PROTOCOL.md §15): a request from one of them is taken at its
 /// word for the client's address (`X-Forwarded-For`, the rightmost address that is not itself
 /// a trusted proxy) and for having come over https (`X-Forwarded-Proto`). Anyone else's
 /// forwarding headers are ignored: a client cannot pick the address its failed sign-ins are

@@ -4,7 +4,7 @@ import Hummingbird
 import NottyCore
 import NottyService
 
-/// The browser's session (PROTOCOL.md §14, SPEC §15): a cookie holding a user token of the
+/// The browser's session (PROTOCOL.md §14, PROTOCOL.md §15): a cookie holding a user token of the
 /// browser's device, `HttpOnly`, `SameSite=Strict`; over https (TLS here, an https public URL,
 /// or `X-Forwarded-Proto: https` from a `--trusted-proxy`) `Secure` and named
 /// `__Host-notty_session`, which a browser keeps only from a secure page, for this host alone. A

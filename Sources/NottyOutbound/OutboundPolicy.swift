@@ -183,7 +183,7 @@ public struct OutboundPolicy: Sendable {
         Network(bytes: [224, 0, 0, 0], bits: 4), Network(bytes: [255, 255, 255, 255], bits: 32),
         Network(bytes: [0xFF] + Array(repeating: 0, count: 15), bits: 8),
     ]
-    /// The clouds' metadata services that are not link-local (SPEC §15): AWS's IPv6 one
+    /// The clouds' metadata services that are not link-local (PROTOCOL.md §15): AWS's IPv6 one
     /// (`fd00:ec2::254`), Alibaba's (`100.100.100.200`), Azure's wire server (`168.63.129.16`)
     /// and Oracle's (`192.0.0.192`).
     static let metadata = [
@@ -221,7 +221,7 @@ public struct OutboundPolicy: Sendable {
         return address
     }
 
-    /// Every IPv4 address an IPv6 address may carry to one (SPEC §15): the forms of
+    /// Every IPv4 address an IPv6 address may carry to one (PROTOCOL.md §15): the forms of
     /// ``unmapped(_:)``, 6to4 (`2002:a.b.c.d::/48`, RFC 3056) and NAT64's local-use prefix
     /// (`64:ff9b:1::/48`, RFC 8215: at RFC 6052's place for a /48 and in the last 32 bits, as
     /// translators are set up either way).

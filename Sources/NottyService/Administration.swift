@@ -54,7 +54,7 @@ public final class Administration: ServicePart {
         return try await db { try await storage.deleteUser(name: name) }
     }
 
-    // MARK: - Accounts (SPEC §15)
+    // MARK: - Accounts (PROTOCOL.md §15)
 
     /// The shortest password a change takes.
     public static let minimumPasswordLength = 8

@@ -60,7 +60,7 @@ public final class Authentication: ServicePart {
                 throw ServiceError.oauth(.badRequest, "invalid_grant", "unknown refresh token: sign in again")
             }
             // A disabled account's device gets no new token (and keeps its refresh token for when
-            // it is enabled again, SPEC §15).
+            // it is enabled again, PROTOCOL.md §15).
             guard !record.subjectDisabled else {
                 throw ServiceError.oauth(.badRequest, "invalid_grant", "this account is disabled: ask the service's administrator")
             }
@@ -80,7 +80,7 @@ public final class Authentication: ServicePart {
     private func verifiedUser(name: String, password: String, address: String?, now: Date) async throws -> UserRecord {
         let keys = [GuessKeys.user(name)] + (address.map { [GuessKeys.address($0)] } ?? [])
         let known = try await refuseLockedOut(keys, now: now, what: "user name")
-        // A team's feed is never signed in as (SPEC §15): as no user at all.
+        // A team's feed is never signed in as (PROTOCOL.md §15): as no user at all.
         let user = try await db { try await storage.user(name: name) }.flatMap { $0.isTeamFeed ? nil : $0 }
         let cost = config.bcryptCost
         // Verify even for unknown users so that timing does not reveal which names exist.
@@ -91,7 +91,7 @@ public final class Authentication: ServicePart {
             try await countFailure(keys, now: now)
             throw ServiceError.oauth(.badRequest, "invalid_grant", "wrong user name or password")
         }
-        // Said only to whoever knows the password (SPEC §15).
+        // Said only to whoever knows the password (PROTOCOL.md §15).
         guard !user.disabled else {
             throw ServiceError.oauth(
                 .badRequest, "invalid_grant", "the account \(user.userName) is disabled: its administrator enables it (notty admin user enable NAME)")
@@ -174,7 +174,7 @@ public final class Authentication: ServicePart {
         core.forgetCachedCredentials()  // and the streams opened with them close
     }
 
-    // MARK: - Open streams (SPEC §15)
+    // MARK: - Open streams (PROTOCOL.md §15)
 
     /// The user a doorbell is opened as, and the credential that keeps it open: its token's
     /// hash and expiry, which ``closeEndedStreams()`` holds it to.
@@ -188,7 +188,7 @@ public final class Authentication: ServicePart {
 
     /// Closes every open stream whose token expired (each second, with no query), and, after a
     /// revocation here, on another instance or by `notty admin`, those whose token was revoked
-    /// or is gone (a query per distinct token then): within a second, as SPEC §15 asks.
+    /// or is gone (a query per distinct token then): within a second, as PROTOCOL.md §15 asks.
     public func closeEndedStreams() async throws {
         let now = clock.nowMillis()
         let expired = hub.hangUp { $0.expires <= now }
@@ -209,7 +209,7 @@ public final class Authentication: ServicePart {
         streamsChecked.store(generation, ordering: .relaxed)
     }
 
-    // MARK: - A user's own password (SPEC §15)
+    // MARK: - A user's own password (PROTOCOL.md §15)
 
     /// `POST /v1/me/password` `{"current","new","signOutOthers"?}`: the current password
     /// checked as a sign-in is (a wrong one is `400`, counted toward the lockout), the new one at

@@ -37,7 +37,7 @@ public struct BackgroundJobs: Sendable {
     public static let keepalive: Duration = .seconds(45)
 
     /// The service's jobs (nine): expiry and held publishes every half second; ntfy streams'
-    /// keepalives; closing streams whose token ended (every 250 ms, SPEC §15); forgetting old
+    /// keepalives; closing streams whose token ended (every 250 ms, PROTOCOL.md §15); forgetting old
     /// history hourly; the errands requests hand off; following a key rotation made
     /// elsewhere; Web Push's retries; and paging's engine, with jobs of its own.
     public init(service: NotificationService) {
@@ -46,7 +46,7 @@ public struct BackgroundJobs: Sendable {
                 BackgroundJob("expiry", every: .milliseconds(500)) { _ = try await service.maintenance.expireDue() },
                 BackgroundJob("delayed publishes", every: .milliseconds(500)) { _ = try await service.publishing.publishDueDelayed() },
                 BackgroundJob("keepalive", every: Self.keepalive, firstAfter: Self.keepalive) { service.hub.tick() },
-                // Revoked, expired or disabled: the streams opened with it close (SPEC §15).
+                // Revoked, expired or disabled: the streams opened with it close (PROTOCOL.md §15).
                 BackgroundJob("ended streams", every: .milliseconds(250)) { try await service.auth.closeEndedStreams() },
                 BackgroundJob("history", every: .seconds(3600)) { try await service.maintenance.purgeHistory() },
                 // What requests and changes hand off (Errands): owned here, ended with the rest.

@@ -23,7 +23,7 @@ public final class DoorbellHub: Sendable {
         let credential: StreamCredential?
     }
 
-    /// The token a connection was opened with (SPEC §15: revoked, expired or disabled, its
+    /// The token a connection was opened with (PROTOCOL.md §15: revoked, expired or disabled, its
     /// connections are closed within a second).
     public struct StreamCredential: Sendable, Hashable {
         /// The token's hash, as stored.

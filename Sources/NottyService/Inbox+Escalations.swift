@@ -11,7 +11,7 @@ extension Inbox {
     }
 
     /// The rules of `ownerId` (a user, or a team's feed), their targets opened for the owner,
-    /// else shown as to anyone else (SPEC §15).
+    /// else shown as to anyone else (PROTOCOL.md §15).
     func escalationRules(ownerId userId: String, shownToOwner: Bool) async throws -> EscalationRuleList {
         let rules = try await db { try await storage.escalationRules(userId: userId) }
         let status = try await db { try await storage.escalationStatus(userId: userId) }
@@ -106,7 +106,7 @@ extension Inbox {
         let stored = Dictionary(try await db { try await storage.escalationRules(userId: team.id) }.map { ($0.id, Set($0.targets)) }) { a, _ in a }
         for rule in list.value {
             // Pages went to members' contacts: each one used so far, shown as to anyone but
-            // its owner (SPEC §15).
+            // its owner (PROTOCOL.md §15).
             let used = (status[rule.id] ?? []).filter { !(stored[rule.id] ?? []).contains($0.target) }.map { state in
                 var state = state
                 state.target = secrets.shownTarget(state.target, toOwner: false)

@@ -44,7 +44,7 @@ extension Inbox {
     private func opened(_ subscription: SubscriptionRecord?) async -> OpenedHook? {
         guard let s = subscription else { return nil }
         var hook = OpenedHook(subscription: s)
-        // A disabled user's topics stop with their tokens (SPEC §15); a team's feed is never disabled.
+        // A disabled user's topics stop with their tokens (PROTOCOL.md §15); a team's feed is never disabled.
         hook.ownerDisabled = (try? await storage.user(id: s.userId))?.disabled ?? false
         do throws(SecretBox.OpenError) {
             if let secret = s.webhookSecret { hook.secret = .clear(try await secrets.openFetching(secret)) }

@@ -102,7 +102,7 @@ public final class Inbox: ServicePart {
         return info
     }
 
-    /// `400` when `record` would be one more of its kind than its owner may hold (SPEC §15);
+    /// `400` when `record` would be one more of its kind than its owner may hold (PROTOCOL.md §15);
     /// a device registering again, or an app subscribed again from the same device, is the same one.
     func refuseBeyondLimit(_ record: SubscriptionRecord) async throws {
         let now = clock.nowMillis()
@@ -121,7 +121,7 @@ public final class Inbox: ServicePart {
     }
 
     /// `GET /v1/teams/{name}/subscriptions` (owners): the apps subscribed and the hooks made for
-    /// the team, whoever of its owners made them (SPEC §15: they are the team's).
+    /// the team, whoever of its owners made them (PROTOCOL.md §15: they are the team's).
     public func teamSubscriptions(team name: String, userId: String) async throws -> [SubscriptionInfo] {
         let team = try await ownedTeam(name, userId: userId, to: "list its apps and hooks")
         return try await db { try await storage.subscriptions(userId: team.id) }.map(\.info)

@@ -118,7 +118,7 @@ package final class ServiceCore: Sendable {
     let hooksCache = TTLCache<String, OpenedHook>(ttl: .seconds(5))
     /// The storage's credentials stamp the caches were filled under.
     private let cachedUnderStamp = Atomic<Int64>(0)
-    /// Contact and escalation tests, per user (SPEC §15): each sends a request where the user
+    /// Contact and escalation tests, per user (PROTOCOL.md §15): each sends a request where the user
     /// aims it, so they are no port scanner.
     let testLimiter = RateLimiter(rate: Double(testsPerMinute) / 60, burst: Double(testsPerMinute))
     package static let testsPerMinute = 10

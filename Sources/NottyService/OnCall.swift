@@ -103,7 +103,7 @@ public final class OnCall: ServicePart {
         try await update(team) { old throws(ServiceError) in
             var schedule = old ?? OnCallSchedule(rotation: [], shift: ShiftLength(count: 1, unit: .weeks), start: now, zone: "UTC")
             // What ended a while ago goes; a new one beyond a limit is refused, so that nobody's
-            // overrides push out anybody else's (SPEC §15).
+            // overrides push out anybody else's (PROTOCOL.md §15).
             schedule.overrides.removeAll { $0.until <= now - Self.behind }
             if schedule.overrides.filter({ $0.by == me }).count >= OnCallSchedule.maxOverridesPerMember {
                 throw ServiceError.badRequest(
@@ -261,7 +261,7 @@ public final class OnCall: ServicePart {
     // MARK: - Reading and writing a schedule
 
     /// The team's schedule, nil when it has none; one that cannot be read is an error that
-    /// says so (SPEC §15), never "no rotation".
+    /// says so (PROTOCOL.md §15), never "no rotation".
     func schedule(of team: Team) async throws -> OnCallSchedule? {
         guard let text = try await db({ try await storage.onCallSchedule(teamId: team.id) }) else { return nil }
         do {

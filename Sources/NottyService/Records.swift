@@ -7,7 +7,7 @@ public struct UserRecord: Sendable, Equatable {
     public var userName: String
     public var displayName: String
     public var passwordHash: String
-    /// Disabled by the administrator (SPEC §15): no token of theirs is taken, no sign-in; their
+    /// Disabled by the administrator (PROTOCOL.md §15): no token of theirs is taken, no sign-in; their
     /// notifications, teams and roles are kept.
     public var disabled: Bool
     /// When the account was made (nil: before notty kept it).
@@ -50,7 +50,7 @@ public struct TokenRecord: Sendable, Equatable {
     /// User tokens: the device they were issued to (one per password grant, carried through
     /// refreshes). Revoking that device's registration revokes them all.
     public var deviceId: String?
-    /// Read with the token: its user is disabled (SPEC §15), so it is refused like a revoked one.
+    /// Read with the token: its user is disabled (PROTOCOL.md §15), so it is refused like a revoked one.
     public var subjectDisabled: Bool
     public init(
         hash: String, kind: Kind, subject: String, expiresAt: Date, revoked: Bool = false, deviceId: String? = nil, subjectDisabled: Bool = false
@@ -71,7 +71,7 @@ public struct SubscriptionRecord: Sendable, Equatable {
     /// they are pasted into do not renew them.
     static let never = Date(timeIntervalSince1970: 253_402_300_799)  // 9999-12-31T23:59:59Z
 
-    /// What a row is (SPEC §15): one table holds six kinds, told apart by their columns here
+    /// What a row is (PROTOCOL.md §15): one table holds six kinds, told apart by their columns here
     /// alone, so that no rule reads `platform` or `targetHostName` on its own.
     public enum Kind: String, Sendable, CaseIterable {
         /// A device signed in with a password (`notty login`): its tokens carry its id.
@@ -99,7 +99,7 @@ public struct SubscriptionRecord: Sendable, Equatable {
         }
     }
 
-    /// The per-user limits (SPEC §15), each over some kinds.
+    /// The per-user limits (PROTOCOL.md §15), each over some kinds.
     public enum Limited: String, Sendable {
         case signedIn, apps, calendars
 

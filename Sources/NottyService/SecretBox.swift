@@ -245,7 +245,7 @@ public final class SecretBox: Sendable {
 
     /// A target as a person reads it, sealed or not: to its owner without credentials, to
     /// anyone else (`toOwner: false`: a team's members, the log) only its kind, scheme, host and
-    /// port (SPEC §15).
+    /// port (PROTOCOL.md §15).
     public func shownTarget(_ stored: String, toOwner: Bool = true) -> String {
         guard let clear = try? open(stored: stored) else { return "(a target sealed with a secret key this service does not have)" }
         guard let target = try? EscalationTarget(parsing: clear) else {
@@ -256,7 +256,7 @@ public final class SecretBox: Sendable {
     }
 }
 
-/// A value sealed by a ``SecretBox`` (SPEC §15): kept apart from clear text by the compiler —
+/// A value sealed by a ``SecretBox`` (PROTOCOL.md §15): kept apart from clear text by the compiler —
 /// a sealed field cannot be shown, compared with or sent as clear text, and only a box opens it.
 /// Printing one prints nothing of it.
 public struct Sealed: Sendable, Hashable, CustomStringConvertible {

@@ -43,7 +43,7 @@ public struct ServiceConfig: Sendable {
     /// Web Push endpoints allowed besides the browsers' push services (`--webpush-allow`, PROTOCOL.md §14): URL prefixes.
     public var webPushAllow: [String] = []
     /// Proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed (`--trusted-proxy`,
-    /// SPEC §15): addresses or CIDR networks.
+    /// PROTOCOL.md §15): addresses or CIDR networks.
     public var trustedProxies: [String] = []
 
     /// Whether every request reaches the service over https: it serves TLS itself, or its

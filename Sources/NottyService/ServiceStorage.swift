@@ -56,7 +56,7 @@ public protocol AccountStorage: Sendable {
     func app(hostName: String) async throws -> AppRecord?
     /// Every user (not the teams' feeds), by name.
     func allUsers() async throws -> [UserRecord]
-    /// Changes a user's account in one transaction (SPEC §15): a new password hash, disabled or
+    /// Changes a user's account in one transaction (PROTOCOL.md §15): a new password hash, disabled or
     /// enabled, and whom it signs out (their tokens revoked, their devices', browsers', topics'
     /// and calendars' registrations with them, their Web Push subscriptions gone), announced
     /// as a revocation. `false` when there is no such user.

@@ -104,7 +104,7 @@ public final class Teams: ServicePart {
     }
 
     func user(named name: String) async throws -> UserRecord {
-        // A team's feed is no user (SPEC §15): adding it would reset the other team's history.
+        // A team's feed is no user (PROTOCOL.md §15): adding it would reset the other team's history.
         guard let user = try await db({ try await storage.user(name: name) }), !user.isTeamFeed else {
             throw ServiceError.notFound("no user named \(name)")
         }

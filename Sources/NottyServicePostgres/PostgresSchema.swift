@@ -288,7 +288,7 @@ extension PostgresStorage {
                 "CREATE INDEX webpush_subscriptions_retry ON webpush_subscriptions (retry_at)",
             ]
         ),
-        // Accounts an administrator runs (SPEC §15): disabled users, and when each was made.
+        // Accounts an administrator runs (PROTOCOL.md §15): disabled users, and when each was made.
         ("v18", ["ALTER TABLE users ADD COLUMN disabled BOOLEAN NOT NULL DEFAULT false", "ALTER TABLE users ADD COLUMN created BIGINT"]),
     ]
 

@@ -377,7 +377,7 @@ extension SQLiteStorage {
                     CREATE INDEX webpush_subscriptions_retry ON webpush_subscriptions (retry_at);
                     """)
         }
-        // Accounts an administrator runs (SPEC §15): disabled users, and when each was made.
+        // Accounts an administrator runs (PROTOCOL.md §15): disabled users, and when each was made.
         migrator.registerMigration("v17 accounts") { db in
             try db.execute(
                 sql: """

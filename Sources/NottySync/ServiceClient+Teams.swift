@@ -29,7 +29,7 @@ extension ServiceClient {
         }
     }
 
-    /// The team's app subscriptions and hooks (owners; SPEC §15).
+    /// The team's app subscriptions and hooks (owners; PROTOCOL.md §15).
     public func teamSubscriptions(_ team: String) async throws -> [SubscriptionInfo] {
         let answer = try await send(.GET, "/v1/teams/\(Self.pathSegment(team))/subscriptions")
         return try Self.decoded(SubscriptionList.self, answer, status: 200).value

@@ -2,9 +2,9 @@ import Foundation
 import NottyTestSupport
 import Testing
 
-/// SPEC §15's accounts through the real programs: `notty admin user list|password|disable|enable`
+/// PROTOCOL.md §15's accounts through the real programs: `notty admin user list|password|disable|enable`
 /// on the service's store beside a running `notty serve`, and `notty password` on a device.
-@Suite("notty admin user and notty password (SPEC §15)", .timeLimit(.minutes(5)))
+@Suite("notty admin user and notty password (PROTOCOL.md §15)", .timeLimit(.minutes(5)))
 struct AccountCLITests {
     let home = FileManager.default.temporaryDirectory.appendingPathComponent("notty-accounts-\(UUID().uuidString)")
 

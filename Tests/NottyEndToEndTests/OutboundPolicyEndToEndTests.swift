@@ -122,7 +122,7 @@ struct OutboundPolicyEndToEndTests {
             "webhook:http://169.254.169.254/latest/meta-data/", "ntfy:http://169.254.169.254/alerts",
             "webhook:http://[::ffff:169.254.169.254]/", "webhook:http://[fe80::1]/", "webhook:http://2852039166/",
             "webhook:http://0.0.0.0:\(serve.port)/", "webhook:http://127.0.0.1:\(serve.port)/v1/me", "webhook:http://[::1]:\(serve.port)/",
-            // SPEC §15: the metadata services that are not link-local, IPv4 in IPv6's transition forms.
+            // PROTOCOL.md §15: the metadata services that are not link-local, IPv4 in IPv6's transition forms.
             "webhook:http://100.100.100.200/latest/", "webhook:http://[fd00:ec2::254]/", "webhook:http://168.63.129.16/",
             "webhook:http://192.0.0.192/", "webhook:http://[2002:a9fe:a9fe::1]/", "webhook:http://[64:ff9b:1::a9fe:a9fe]/",
             "webhook:http://[::ffff:0:a9fe:a9fe]/",

@@ -97,7 +97,7 @@ struct TeamCLITests {
     }
 
     @Test(
-        "a team's hook is the team's (SPEC §15): made by alice, listed and revoked by bob once he is an owner and alice is gone; a plain member may not list them"
+        "a team's hook is the team's (PROTOCOL.md §15): made by alice, listed and revoked by bob once he is an owner and alice is gone; a plain member may not list them"
     )
     func teamHooks() async throws {
         defer { try? FileManager.default.removeItem(at: home) }

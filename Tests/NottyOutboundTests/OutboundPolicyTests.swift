@@ -50,7 +50,7 @@ struct OutboundPolicyTests {
             ("http://224.0.0.1/", "multicast"), ("http://255.255.255.255/", "multicast"), ("http://[ff02::1]/", "multicast"),
             ("http://127.0.0.1:8787/v1/me", "own listening address"), ("http://[::1]:8787/", "own listening address"),
             ("http://notty.example.com/v1/me", "own address (--public-url)"), ("ftp://example.com/x", "not an http(s) URL"),
-            // SPEC §15: the metadata services that are not link-local, IPv4 hidden in IPv6's
+            // PROTOCOL.md §15: the metadata services that are not link-local, IPv4 hidden in IPv6's
             // transition forms, and the service's own name however it is spelled.
             ("http://[fd00:ec2::254]/latest/", "cloud metadata"), ("http://100.100.100.200/latest/", "cloud metadata"),
             ("http://168.63.129.16/machine", "cloud metadata"), ("http://192.0.0.192/opc/", "cloud metadata"),

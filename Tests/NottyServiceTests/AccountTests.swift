@@ -8,9 +8,9 @@ import Testing
 @testable import NottyHTTP
 @testable import NottyService
 
-/// SPEC §15's accounts: what an administrator does for years (list, reset, disable) and what a
+/// PROTOCOL.md §15's accounts: what an administrator does for years (list, reset, disable) and what a
 /// user does with their own password.
-@Suite("Accounts an administrator runs (SPEC §15)", .timeLimit(.minutes(5)))
+@Suite("Accounts an administrator runs (PROTOCOL.md §15)", .timeLimit(.minutes(5)))
 struct AccountTests {
     static func signIn(_ client: any TestClientProtocol, _ user: String, _ password: String) async throws -> Reply {
         try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=\(user)&password=\(password)")

@@ -13,9 +13,9 @@ import Testing
 @testable import NottyPaging
 @testable import NottyService
 
-/// SPEC §15: what one person on a service can do to another. Each case here was open on the
+/// PROTOCOL.md §15: what one person on a service can do to another. Each case here was open on the
 /// build before (issue 62): a plain member, a removed owner or a revoked browser used it.
-@Suite("The walls between the people of one service (SPEC §15)", .timeLimit(.minutes(5)))
+@Suite("The walls between the people of one service (PROTOCOL.md §15)", .timeLimit(.minutes(5)))
 struct TrustTests {
     /// alice owns ops; bob (and, when asked, more) are plain members; a weekly rotation of alice.
     static func team(_ harness: ServiceHarness, _ client: any TestClientProtocol, members: [String] = ["bob"]) async throws -> [String: World] {

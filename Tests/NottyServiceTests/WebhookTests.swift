@@ -263,7 +263,7 @@ struct WebhookTests {
         let token = "A7txrVO5mngAFE8szYSELTkWUS6YbtgrzK1-dF3rlvg"
         #expect(EnvelopeMiddleware.redacted("/v1/hooks/\(token)") == "/v1/hooks/A7tx…")
         #expect(EnvelopeMiddleware.redacted("/\(token)/json") == "/A7tx…/json")
-        #expect(EnvelopeMiddleware.redacted("/v1/calendars/\(token).ics") == "/v1/calendars/A7tx….ics", "SPEC §15: a calendar URL is a secret")
+        #expect(EnvelopeMiddleware.redacted("/v1/calendars/\(token).ics") == "/v1/calendars/A7tx….ics", "PROTOCOL.md §15: a calendar URL is a secret")
         let id = "5f0c6a1e-3b7d-8e2f-9a41-c0d2e3f4a5b6"
         #expect(EnvelopeMiddleware.redacted("/v1/me/notifications/\(id)") == "/v1/me/notifications/\(id)")
         #expect(EnvelopeMiddleware.redacted("/healthz") == "/healthz")
