@@ -112,10 +112,10 @@ public final class Escalation: ServicePart, Paging {
 
     /// Plans these users' changes (a page each); answers those with more waiting.
     public func plan(userIds: [String]) async throws -> [String] {
-        let noted = core.handlers.all
+        let noted = core.handlers.entries(of: Set(userIds))
         var devices: [String: String] = [:]
         // The names of the devices that handled them, as `notty devices` shows them.
-        for userId in Set(noted.values.filter { userIds.contains($0.userId) }.map(\.userId)) {
+        for userId in Set(noted.values.map(\.userId)) {
             let known = (try? await storage.subscriptions(userId: userId)) ?? []
             let names = SubscriptionRecord.deviceNames(known)
             for (id, note) in noted where note.userId == userId { devices[id] = names[note.device] ?? note.device }

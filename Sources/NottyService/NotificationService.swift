@@ -53,7 +53,7 @@ public final class NotificationService: ServicePart {
         inbox = Inbox(core: core, storage: storage, paging: paging, teams: teams, outbound: outbound)
         publishing = Publishing(core: core, storage: storage, inbox: inbox)
         admin = Administration(core: core, storage: storage)
-        onCall = OnCall(core: core, inbox: inbox, paging: paging, storage: storage)
+        onCall = OnCall(core: core, inbox: inbox, paging: paging, outbound: outbound, storage: storage)
         maintenance = Maintenance(core: core, storage: storage)
         actions = Actions(core: core, storage: storage, inbox: inbox, outbound: outbound)
         let ntfyUpstream = NtfyUpstream(core: core, storage: storage, inbox: inbox, outbound: outbound)

@@ -11,14 +11,17 @@ public final class OnCall: ServicePart {
     /// Whose subscriptions a calendar feed is one of (and counted with).
     let inbox: Inbox
     let paging: any Paging
+    /// Where contacts may send (the outbound policy's check when one is added).
+    let outbound: (any OutboundHTTP)?
     /// The storage this part uses: its concerns alone.
     let storage: any OnCallWorkStorage
 
-    init(core: ServiceCore, inbox: Inbox, paging: any Paging, storage: any OnCallWorkStorage) {
+    init(core: ServiceCore, inbox: Inbox, paging: any Paging, outbound: (any OutboundHTTP)?, storage: any OnCallWorkStorage) {
         self.core = core
         self.inbox = inbox
         teams = inbox.teams
         self.paging = paging
+        self.outbound = outbound
         self.storage = storage
     }
 
@@ -222,7 +225,7 @@ public final class OnCall: ServicePart {
         } catch {
             throw ServiceError.badRequest(error.message)
         }
-        if let refusal = target.refusal(by: inbox.outbound) { throw ServiceError.badRequest("\(target.shown) is not allowed: \(refusal)") }
+        if let refusal = target.refusal(by: outbound) { throw ServiceError.badRequest("\(target.shown) is not allowed: \(refusal)") }
         let now = clock.nowMillis()
         let contact = Contact(id: "ct-" + Identifiers.timeOrdered(now: now).suffix(10), target: target.description, created: now)
         var sealed = contact

@@ -48,6 +48,9 @@ package final class HandlerBook: Sendable {
         entries.withLock { $0[id]?.device }
     }
 
-    /// Every entry, by notification id.
-    package var all: [String: Entry] { entries.withLock { $0 } }
+    /// The entries of these users' notifications, by notification id (a copy of those alone,
+    /// not of the whole book, on the planner's change path).
+    package func entries(of userIds: Set<String>) -> [String: Entry] {
+        entries.withLock { $0.filter { userIds.contains($0.value.userId) } }
+    }
 }
