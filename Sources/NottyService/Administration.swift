@@ -24,7 +24,7 @@ public final class Administration: ServicePart {
     @discardableResult
     public func addUser(name: String, password: String, displayName: String? = nil) async throws -> UserRecord {
         try Self.validateName(name, what: "a user name")
-        guard !password.isEmpty else { throw ServiceError.badRequest("the password must not be empty") }
+        if let problem = Self.passwordProblem(password) { throw ServiceError.badRequest(problem) }
         let cost = config.bcryptCost
         let hash = await onDispatch { Secrets.hashPassword(password, cost: cost) }
         let user = UserRecord(
@@ -56,7 +56,7 @@ public final class Administration: ServicePart {
 
     // MARK: - Accounts (PROTOCOL.md §15)
 
-    /// The shortest password a change takes.
+    /// The shortest password a new user or a change takes.
     public static let minimumPasswordLength = 8
 
     /// Why `password` is refused as a new one, or nil.

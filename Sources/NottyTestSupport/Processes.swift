@@ -58,20 +58,20 @@ public struct NottyCLI: Sendable {
     }
 
     /// `notty login URL --user alice --password-stdin [--device NAME]`: the sign-in every test
-    /// and benchmark starts with (the services they start make `alice` with password `pw`).
+    /// and benchmark starts with (the services they start make `alice` with password `s3cret-pw`).
     public static func loginArguments(_ url: String, device: String?) -> [String] {
         ["login", url, "--user", "alice", "--password-stdin"] + (device.map { ["--device", $0] } ?? [])
     }
 
     /// Signs this device in to `url` as `alice`; throws with notty's message when it cannot.
     public func login(_ url: String, device: String? = nil) async throws {
-        let result = try await run(Self.loginArguments(url, device: device), input: "pw\n")
+        let result = try await run(Self.loginArguments(url, device: device), input: "s3cret-pw\n")
         guard result.status == 0 else { throw SupportError("login \(device ?? "") to \(url) failed: \(result.err)") }
     }
 
     /// ``login(_:device:)`` holding the calling thread (a benchmark's timed block).
     public func loginWaiting(_ url: String, device: String? = nil) throws {
-        let result = try runWaiting(Self.loginArguments(url, device: device), input: "pw\n")
+        let result = try runWaiting(Self.loginArguments(url, device: device), input: "s3cret-pw\n")
         guard result.status == 0 else { throw SupportError("login \(device ?? "") to \(url) failed: \(result.err)") }
     }
 
@@ -198,7 +198,7 @@ public func startLogged(
         stdout: .descriptor(handle.fileDescriptor), stderr: .descriptor(handle.fileDescriptor), onExit: terminationHandler)
 }
 
-/// A real `notty serve` on 127.0.0.1 with a free port, a user `alice` (password `pw`) and an
+/// A real `notty serve` on 127.0.0.1 with a free port, a user `alice` (password `s3cret-pw`) and an
 /// app `ci.example.com`; always stopped by ``stop()``.
 // @unchecked: `process` and `port` change on a restart, which a test makes from one task
 public final class ServeProcess: @unchecked Sendable {
@@ -228,7 +228,7 @@ public final class ServeProcess: @unchecked Sendable {
         binary: URL = Repository.nottyBinary
     ) async throws {
         let admin = NottyCLI(home: directory.appendingPathComponent("server"), binary: binary)
-        let user = try await admin.run(["admin", "user", "add", "alice"], input: "pw\n", environment: environment)
+        let user = try await admin.run(["admin", "user", "add", "alice"], input: "s3cret-pw\n", environment: environment)
         guard user.status == 0 else { throw SupportError("admin user add failed: \(user.err)") }
         let app = try await admin.run(["admin", "app", "add", "ci.example.com", "--json"], environment: environment)
         guard let object = try JSONSerialization.jsonObject(with: Data(app.out.utf8)) as? [String: String],

@@ -93,7 +93,7 @@ struct DoorbellBench {
         )
         let subscriptions = try await InstancesBench(quick: true, postgresServer: nil, users: users).addUsers(to: service)
         var tokens: [String] = []
-        for n in 0..<users { tokens.append(try await service.token("grant_type=password&username=bench-user-\(n)&password=pw")) }
+        for n in 0..<users { tokens.append(try await service.token("grant_type=password&username=bench-user-\(n)&password=s3cret-pw")) }
         try await Task.sleep(for: .seconds(1))
         let baseline = memory(pid: pid).resident
         print(String(format: "service before any doorbell: resident %.1f MiB", Double(baseline) / 1_048_576))

@@ -31,7 +31,7 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
         var config = HTTPClient.Configuration(timeout: .init(connect: .seconds(10), read: .seconds(60)))
         config.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 128
         let bench = ServiceBench(serve: serve, directory: directory, http: HTTPClient(eventLoopGroupProvider: .singleton, configuration: config))
-        bench.userToken = try await bench.token("grant_type=password&username=alice&password=pw")
+        bench.userToken = try await bench.token("grant_type=password&username=alice&password=s3cret-pw")
         bench.appToken = try await bench.token("grant_type=client_credentials&client_id=\(serve.clientId)&client_secret=\(serve.clientSecret)")
         let (_, sub) = try await bench.request(.POST, "/v1/me/subscriptions", token: bench.userToken, body: #"{"targetHostName":"ci.example.com"}"#)
         guard case .object(let subObject)? = JSONValue(jsonText: sub), case .string(let uns)? = subObject["userNotificationSubscriptionId"] else {
@@ -56,7 +56,7 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
     /// in would spend minutes in bcrypt and measure nothing of interest. Their subscription ids.
     func addUsers(count users: Int) async throws -> [String] {
         let storage = try await openStorage()
-        let hash = Secrets.hashPassword("pw", cost: 4)  // nobody signs in with it
+        let hash = Secrets.hashPassword("s3cret-pw", cost: 4)  // nobody signs in with it
         let now = Date()
         var subscriptions: [String] = []
         do {

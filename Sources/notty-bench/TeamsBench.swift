@@ -25,7 +25,7 @@ struct TeamsBench {
         let storage = try await service.openStorage()
         guard let alice = try await storage.user(name: "alice") else { throw SupportError("no alice") }
         // Members (bob signs in; the others only belong), written through the storage API.
-        let hash = Secrets.hashPassword("pw", cost: 4)
+        let hash = Secrets.hashPassword("s3cret-pw", cost: 4)
         var members: [String] = []
         for n in 0..<100 {
             let user = UserRecord(
@@ -33,7 +33,7 @@ struct TeamsBench {
             try await storage.createUser(user)
             members.append(user.id)
         }
-        let bobToken = try await service.token("grant_type=password&username=bob&password=pw")
+        let bobToken = try await service.token("grant_type=password&username=bob&password=s3cret-pw")
         // Teams of 1, 10 and 100 (alice, then members), each with its subscription for the app.
         var subscriptions: [Int: String] = [0: service.unsId]
         for size in [1, 10, 100] {
@@ -164,7 +164,7 @@ struct TeamsBench {
     /// Written through the storage API (in batches of 1,000), then read page by page over HTTP.
     func feedComparison(count: Int) async throws {
         let storage = try await service.openStorage()
-        let hash = Secrets.hashPassword("pw", cost: 4)
+        let hash = Secrets.hashPassword("s3cret-pw", cost: 4)
         var ids: [String: String] = [:]
         for name in ["carol", "dave"] {
             let user = UserRecord(id: UUID().uuidString.lowercased(), userName: name, displayName: name, passwordHash: hash)
@@ -181,8 +181,8 @@ struct TeamsBench {
         await service.serve.stop()
         try await service.serve.start(port: service.port)
         let tokens = [
-            "carol": try await service.token("grant_type=password&username=carol&password=pw"),
-            "dave": try await service.token("grant_type=password&username=dave&password=pw"),
+            "carol": try await service.token("grant_type=password&username=carol&password=s3cret-pw"),
+            "dave": try await service.token("grant_type=password&username=dave&password=s3cret-pw"),
         ]
         func readAll(_ token: String) async throws -> (Double, Int) {
             let start = ContinuousClock.now

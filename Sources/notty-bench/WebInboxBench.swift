@@ -24,14 +24,14 @@ struct WebInboxBench {
         await service.serve.stop()
         try await service.serve.start(port: service.port, extraArguments: ServiceBench.unlimited)
         let (status, output) = try await Repository.run([
-            Repository.root.appendingPathComponent("scripts/web-first-list").path, service.base, "alice", "pw", String(rounds),
+            Repository.root.appendingPathComponent("scripts/web-first-list").path, service.base, "alice", "s3cret-pw", String(rounds),
         ])
         guard status == 0 else { throw SupportError("web-first-list failed: \(output)") }
         for line in output.split(separator: "\n") { print("  \(line)") }
 
         // A device's dismiss → gone from the browser's list (the doorbell, the list fetched again).
         let (gone, answer) = try await Repository.run([
-            Repository.root.appendingPathComponent("scripts/web-dismiss-gone").path, service.base, "alice", "pw", service.userToken,
+            Repository.root.appendingPathComponent("scripts/web-dismiss-gone").path, service.base, "alice", "s3cret-pw", service.userToken,
             String(dismissals),
         ])
         guard gone == 0, let line = answer.split(separator: "\n").last, case .object(let object)? = JSONValue(jsonText: String(line)),

@@ -104,8 +104,8 @@ struct Admin: AsyncParsableCommand {
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
                 commandName: "add",
-                abstract: "Add a user. The password is read from standard input.",
-                discussion: "Example: printf '%s\\n' 's3cret' | notty admin user add alice")
+                abstract: "Add a user. The password (at least 8 characters) is read from standard input.",
+                discussion: "Example: printf '%s\\n' 's3cret-pw' | notty admin user add alice")
             @OptionGroup var storage: StorageOptions
             @Argument(help: "The user name to sign in with.") var name: String
             @Option(name: .customLong("display-name"), help: "A name to show (default: the user name).") var displayName: String?

@@ -20,11 +20,11 @@ struct AccountCLITests {
         try await phone.login(serve.url, device: "phone")
 
         // The user's own: too short, wrong current, then right with --sign-out-others.
-        for (input, says) in [("pw\nshort\n", "at least 8 characters"), ("wrong\nlong-enough-1\n", "the current password is wrong")] {
+        for (input, says) in [("s3cret-pw\nshort\n", "at least 8 characters"), ("wrong\nlong-enough-1\n", "the current password is wrong")] {
             let refused = try await laptop.run(["password", "--password-stdin"], input: input)
             #expect(refused.status == 1 && refused.err.contains(says) && refused.err.split(separator: "\n").count == 1, "\(refused.err)")
         }
-        let changed = try await laptop.run(["password", "--password-stdin", "--sign-out-others"], input: "pw\nlong-enough-1\n")
+        let changed = try await laptop.run(["password", "--password-stdin", "--sign-out-others"], input: "s3cret-pw\nlong-enough-1\n")
         #expect(changed.status == 0 && changed.out.contains("password changed"), "\(changed.err)")
         #expect(try await laptop.run(["sync"]).status == 0, "this device stays signed in")
         let phoneAfter = try await phone.run(["sync"])

@@ -15,14 +15,18 @@ struct CLITests {
     @Test("admin user and app: add, duplicate, JSON, remove — with one clear line on errors")
     func admin() async throws {
         defer { try? FileManager.default.removeItem(at: home) }
-        let added = try await notty(["admin", "user", "add", "alice"], input: "pw\n")
+        let added = try await notty(["admin", "user", "add", "alice"], input: "s3cret-pw\n")
         #expect(added.status == 0, "\(added.err)")
         #expect(added.out.hasPrefix("added user alice"))
-        let duplicate = try await notty(["admin", "user", "add", "alice"], input: "pw\n")
+        let duplicate = try await notty(["admin", "user", "add", "alice"], input: "s3cret-pw\n")
         #expect(duplicate.status == 1)
         #expect(duplicate.err == "notty: a user named alice already exists\n")
         let noPassword = try await notty(["admin", "user", "add", "bob"], input: "")
         #expect(noPassword.status == 1 && noPassword.err.hasPrefix("notty: no password given"))
+        // A password shorter than 8 characters is refused, and nobody is added (PROTOCOL.md §15).
+        let short = try await notty(["admin", "user", "add", "bob"], input: "s3cret\n")
+        #expect(short.status == 1 && short.err == "notty: a password has at least 8 characters\n", "\(short.err)")
+        #expect(try await notty(["admin", "user", "list"]).out.contains("bob") == false, "a refused user was added")
         let app = try await notty(["admin", "app", "add", "ci.example.com"])
         let lines = app.out.split(separator: "\n")
         #expect(lines.count == 2 && lines[0].hasPrefix("client_id: ") && lines[1].hasPrefix("client_secret: "))

@@ -78,7 +78,7 @@ struct ContainerTests {
         try await start()
         #expect(await healthy(), "no /healthz on \(url) (NOTTY_PORT=9797 inside):\n\(logs())")
 
-        let user = try await Podman.run(["exec", "-i", container, "notty", "admin", "user", "add", "alice"], input: "pw\n")
+        let user = try await Podman.run(["exec", "-i", container, "notty", "admin", "user", "add", "alice"], input: "s3cret-pw\n")
         #expect(user.status == 0 && user.output.contains("added user alice"), "\(user.output)")
         let app = try await Podman.run(["exec", container, "notty", "admin", "app", "add", "ci.example.com", "--json"])
         guard case .object(let credentials)? = JSONValue(jsonText: app.output.trimmingCharacters(in: .whitespacesAndNewlines)),

@@ -169,7 +169,7 @@ struct InstancesEndToEndTests {
         #expect(acked.count >= 100)
 
         // Everything acknowledged is in the feed, read through the other instance.
-        let userToken = try await token(two.url, ["grant_type": "password", "username": "alice", "password": "pw"])
+        let userToken = try await token(two.url, ["grant_type": "password", "username": "alice", "password": "s3cret-pw"])
         let stored = try await feedAppNotificationIds(two.url, userToken: userToken)
         let lost = acked.subtracting(stored)
         #expect(lost.isEmpty, "\(lost.count) acknowledged publishes are gone: \(lost.prefix(5))")
@@ -252,7 +252,7 @@ struct InstancesEndToEndTests {
         #expect(slowest < 10, "a publish took \(slowest) s to be answered")
 
         // Nothing acknowledged is lost (read through instance 2).
-        let userToken = try await token(two.url, ["grant_type": "password", "username": "alice", "password": "pw"])
+        let userToken = try await token(two.url, ["grant_type": "password", "username": "alice", "password": "s3cret-pw"])
         let stored = try await feedAppNotificationIds(two.url, userToken: userToken)
         let lost = acknowledged.value.subtracting(stored)
         #expect(lost.isEmpty, "\(lost.count) acknowledged publishes are gone: \(lost.prefix(5))")

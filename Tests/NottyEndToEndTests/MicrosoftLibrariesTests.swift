@@ -36,7 +36,10 @@ struct MicrosoftLibrariesTests {
             #expect(result.status == 0, "curl \(arguments): \(result.output)")
             return JSONValue(jsonText: result.output)
         }
-        guard case .object(let login)? = try await curl(["-d", "grant_type=password&username=alice&password=pw", serve.url + "/oauth2/v2.0/token"]),
+        guard
+            case .object(let login)? = try await curl([
+                "-d", "grant_type=password&username=alice&password=s3cret-pw", serve.url + "/oauth2/v2.0/token",
+            ]),
             case .string(let userToken)? = login["access_token"]
         else { Issue.record("alice could not sign in"); return }
         guard

@@ -21,7 +21,7 @@ struct OnCallEndToEndTests {
             let serve = try await ServeProcess(directory: home.appendingPathComponent("service"))
             defer { serve.stop() }
             for user in ["bob", "carol"] {
-                let added = try await serve.admin.run(["admin", "user", "add", user], input: "pw\n")
+                let added = try await serve.admin.run(["admin", "user", "add", user], input: "s3cret-pw\n")
                 #expect(added.status == 0, "\(added.err)")
             }
             #expect(try await serve.admin.run(["admin", "team", "add", "ops", "--owner", "alice"]).status == 0)
@@ -30,7 +30,7 @@ struct OnCallEndToEndTests {
             var members = ["alice": alice]
             for user in ["bob", "carol"] {
                 let cli = NottyCLI(home: home.appendingPathComponent(user))
-                let signedIn = try await cli.run(["login", serve.url, "--user", user, "--password-stdin", "--device", "phone"], input: "pw\n")
+                let signedIn = try await cli.run(["login", serve.url, "--user", user, "--password-stdin", "--device", "phone"], input: "s3cret-pw\n")
                 #expect(signedIn.status == 0, "\(signedIn.err)")
                 #expect(try await alice.run(["team", "ops", "--add", user]).status == 0)
                 members[user] = cli

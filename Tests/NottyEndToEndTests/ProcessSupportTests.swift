@@ -56,7 +56,7 @@ struct ProcessSupportTests {
         #expect(here.status == 0 && here.output == Repository.root.path + "\nfound\n", "\(here.output)")
         let home = Repository.temporaryDirectory("notty-stdin")
         defer { try? FileManager.default.removeItem(at: home) }
-        let input = try NottyCLI(home: home).runWaiting(["admin", "user", "add", "bob"], input: "pw\n")
+        let input = try NottyCLI(home: home).runWaiting(["admin", "user", "add", "bob"], input: "s3cret-pw\n")
         #expect(input.status == 0, "\(input.err)")
     }
 }

@@ -98,7 +98,7 @@ struct SecretsAtRestTests {
             #expect(garbage.status == 1 && garbage.err.contains("is not a notty secret key file"), "\(garbage.err)")
             // Another store's key (made for a fresh one).
             let made = try await NottyCLI(home: world.directory.appendingPathComponent("elsewhere")).run(
-                ["admin", "user", "add", "bob", "--secret-key-file", other], input: "pw\n")
+                ["admin", "user", "add", "bob", "--secret-key-file", other], input: "s3cret-pw\n")
             #expect(made.status == 0, "\(made.err)")
             let wrong = try await serve.run(["serve", "--port", "0", "--secret-key-file", other])
             #expect(wrong.status == 1 && wrong.err.contains("were sealed with key") && wrong.err.contains("--forget-sealed-secrets"), "\(wrong.err)")

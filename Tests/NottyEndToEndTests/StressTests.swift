@@ -110,7 +110,7 @@ struct StressTests {
         stopBusy()
 
         // Quiet: every device syncs until its store equals the service (the polls go on).
-        let userToken = try await token(serve.url, ["grant_type": "password", "username": "alice", "password": "pw"])
+        let userToken = try await token(serve.url, ["grant_type": "password", "username": "alice", "password": "s3cret-pw"])
         var difference: String? = "not compared"
         _ = try await eventually(timeout: .seconds(120), every: .milliseconds(500)) {
             for device in devices { _ = try await device.run(["sync"]) }

@@ -14,7 +14,7 @@ struct TeamCLITests {
         defer { try? FileManager.default.removeItem(at: home) }
         let serve = try await ServeProcess(directory: home.appendingPathComponent("service"))
         defer { serve.stop() }
-        let bobAdded = try await serve.admin.run(["admin", "user", "add", "bob"], input: "pw\n")
+        let bobAdded = try await serve.admin.run(["admin", "user", "add", "bob"], input: "s3cret-pw\n")
         #expect(bobAdded.status == 0, "\(bobAdded.err)")
         let made = try await serve.admin.run(["admin", "team", "add", "ops", "--owner", "alice"])
         #expect(made.status == 0 && made.out.hasPrefix("added team ops (owner alice)"), "\(made.err)")
@@ -32,7 +32,7 @@ struct TeamCLITests {
         let alice = NottyCLI(home: home.appendingPathComponent("alice"))
         try await alice.login(serve.url)
         let bob = NottyCLI(home: home.appendingPathComponent("bob"))
-        let signedIn = try await bob.run(["login", serve.url, "--user", "bob", "--password-stdin"], input: "pw\n")
+        let signedIn = try await bob.run(["login", serve.url, "--user", "bob", "--password-stdin"], input: "s3cret-pw\n")
         #expect(signedIn.status == 0, "\(signedIn.err)")
 
         let none = try await bob.run(["team"])
@@ -103,14 +103,14 @@ struct TeamCLITests {
         defer { try? FileManager.default.removeItem(at: home) }
         let serve = try await ServeProcess(directory: home.appendingPathComponent("service"))
         defer { serve.stop() }
-        #expect(try await serve.admin.run(["admin", "user", "add", "bob"], input: "pw\n").status == 0)
-        #expect(try await serve.admin.run(["admin", "user", "add", "carol"], input: "pw\n").status == 0)
+        #expect(try await serve.admin.run(["admin", "user", "add", "bob"], input: "s3cret-pw\n").status == 0)
+        #expect(try await serve.admin.run(["admin", "user", "add", "carol"], input: "s3cret-pw\n").status == 0)
         #expect(try await serve.admin.run(["admin", "team", "add", "ops", "--owner", "alice"]).status == 0)
         let alice = NottyCLI(home: home.appendingPathComponent("alice"))
         try await alice.login(serve.url)
         let bob = NottyCLI(home: home.appendingPathComponent("bob")), carol = NottyCLI(home: home.appendingPathComponent("carol"))
-        #expect(try await bob.run(["login", serve.url, "--user", "bob", "--password-stdin"], input: "pw\n").status == 0)
-        #expect(try await carol.run(["login", serve.url, "--user", "carol", "--password-stdin"], input: "pw\n").status == 0)
+        #expect(try await bob.run(["login", serve.url, "--user", "bob", "--password-stdin"], input: "s3cret-pw\n").status == 0)
+        #expect(try await carol.run(["login", serve.url, "--user", "carol", "--password-stdin"], input: "s3cret-pw\n").status == 0)
         #expect(try await alice.run(["team", "ops", "--add", "bob", "--owner"]).status == 0)
         #expect(try await alice.run(["team", "ops", "--add", "carol"]).status == 0)
         let hook = try await alice.run(["subscribe", "--app", "ci.example.com", "--webhook", "--team", "ops"])

@@ -133,7 +133,7 @@ struct WebInboxTests {
     func signIn(_ url: String) async throws -> String {
         let answer = try await Repository.run([
             "curl", "-s", "-D", "-", "-o", "/dev/null", "-H", "Origin: \(url)", "-H", "Content-Type: application/json", "--data",
-            #"{"username":"alice","password":"pw","deviceName":"curl browser"}"#, url + "/v1/web/session",
+            #"{"username":"alice","password":"s3cret-pw","deviceName":"curl browser"}"#, url + "/v1/web/session",
         ])
         let header = try #require(answer.output.split(separator: "\r\n").first { $0.lowercased().hasPrefix("set-cookie:") }, "\(answer.output)")
         #expect(header.contains("HttpOnly") && header.contains("SameSite=Strict"), "\(header)")

@@ -23,22 +23,24 @@ struct AccountTests {
         let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let alice = try await harness.world(client)
-            let phone = try #require(try await Self.signIn(client, "alice", "pw-alice").string("access_token"))
+            let phone = try #require(try await Self.signIn(client, "alice", "s3cret-alice").string("access_token"))
             func change(_ json: String, token: String = alice.userToken) async throws -> Reply {
                 try await client.call(.post, "/v1/me/password", token: token, json: json)
             }
             for (json, says) in [
-                (#"{"current":"pw-alice","new":"short"}"#, "at least 8 characters"), (#"{"current":"pw-alice"}"#, "current and new are required"),
+                (#"{"current":"s3cret-alice","new":"short"}"#, "at least 8 characters"),
+                (#"{"current":"s3cret-alice"}"#, "current and new are required"),
                 (#"{"current":"wrong-one","new":"n3w-password"}"#, "the current password is wrong"),
             ] {
                 let refused = try await change(json)
                 #expect(refused.status == .badRequest && refused.text.contains(says), "\(json): \(refused.text)")
             }
             #expect(try await harness.storage.allGuesses().contains { $0.key == "user:alice" && $0.failures == 1 }, "the wrong one was counted")
-            #expect(try await client.call(.post, "/v1/me/password", json: #"{"current":"pw-alice","new":"n3w-password"}"#).status == .unauthorized)
+            #expect(
+                try await client.call(.post, "/v1/me/password", json: #"{"current":"s3cret-alice","new":"n3w-password"}"#).status == .unauthorized)
 
-            #expect(try await change(#"{"current":"pw-alice","new":"n3w-password","signOutOthers":true}"#).status == .noContent)
-            #expect(try await Self.signIn(client, "alice", "pw-alice").status == .badRequest, "the old password still signs in")
+            #expect(try await change(#"{"current":"s3cret-alice","new":"n3w-password","signOutOthers":true}"#).status == .noContent)
+            #expect(try await Self.signIn(client, "alice", "s3cret-alice").status == .badRequest, "the old password still signs in")
             #expect(try await Self.signIn(client, "alice", "n3w-password").status == .ok)
             #expect(try await client.call(.get, "/v1/me", token: alice.userToken).status == .ok, "this device stays signed in")
             let other = try await client.call(.get, "/v1/me", token: phone)
@@ -70,10 +72,14 @@ struct AccountTests {
             #expect(users.allSatisfy { $0.created != nil })
 
             // Reset, without signing out: the old password stops, devices stay.
+            await #expect(throws: ServiceError.badRequest("a password has at least 8 characters")) {
+                try await admin.addUser(name: "eve", password: "7-chars")
+            }
+            #expect(try await admin.users().map(\.name) == ["alice", "bob"], "a user with a short password was added")
             await #expect(throws: ServiceError.self) { try await admin.setPassword(name: "bob", password: "short", signOut: false) }
             await #expect(throws: ServiceError.self) { try await admin.setPassword(name: "team/ops", password: "long enough", signOut: false) }
             try await admin.setPassword(name: "bob", password: "reset-by-admin", signOut: false)
-            #expect(try await Self.signIn(client, "bob", "pw-bob").status == .badRequest)
+            #expect(try await Self.signIn(client, "bob", "s3cret-bob").status == .badRequest)
             #expect(try await client.call(.get, "/v1/me", token: bob.userToken).status == .ok)
 
             // Reset with --sign-out: every token, device and open doorbell of bob's ends.

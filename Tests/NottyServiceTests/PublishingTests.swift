@@ -227,7 +227,7 @@ struct PublishingTests {
         // At the storage level, where no maintenance service sweeps in between.
         let harness = try await ServiceHarness(backend)
         defer { try? FileManager.default.removeItem(at: harness.directory) }
-        let user = try await harness.service.admin.addUser(name: "alice", password: "pw")
+        let user = try await harness.service.admin.addUser(name: "alice", password: "s3cret-pw")
         let storage = harness.storage
         let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970).rounded(.down))
         func publish(_ title: String, at now: Date) async throws -> UserNotification {
@@ -373,7 +373,7 @@ struct ChangeOrderTests {
     func handlerBeforeReturn(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         defer { try? FileManager.default.removeItem(at: harness.directory) }
-        let user = try await harness.service.admin.addUser(name: "alice", password: "pw")
+        let user = try await harness.service.admin.addUser(name: "alice", password: "s3cret-pw")
         let storage = harness.storage
         // A handler that takes 100 ms: were it run after the writer is resumed, the write would
         // return before it, and a conditional poll right after could answer 304 (the sync

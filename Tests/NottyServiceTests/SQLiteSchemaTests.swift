@@ -36,7 +36,7 @@ struct SQLiteSchemaTests {
         let path = directory.appendingPathComponent("server.sqlite").path
         let now = Date(timeIntervalSince1970: 1_790_000_000)
         let storage = try SQLiteStorage(path: path)
-        let userId = try await NotificationService(storage: storage, secrets: .ephemeral()).admin.addUser(name: "alice", password: "pw").id
+        let userId = try await NotificationService(storage: storage, secrets: .ephemeral()).admin.addUser(name: "alice", password: "s3cret-pw").id
         // One commit each, ~4 pages each: past the 1,000-page mark several times.
         var ids: [String] = []
         for i in 0..<800 { ids.append(try await publish(storage, userId: userId, "wal-\(i)", title: "WAL \(i)", now: now).id) }
@@ -77,7 +77,7 @@ struct SQLiteSchemaTests {
         try Self.alter(path, "ALTER TABLE notifications ADD COLUMN changed_by TEXT")
         try Self.alter(path, "ALTER TABLE users ADD COLUMN disabled INTEGER NOT NULL DEFAULT 0")  // v17, likewise
         try Self.alter(path, "ALTER TABLE users ADD COLUMN created INTEGER")
-        let userId = try await NotificationService(storage: old, secrets: .ephemeral()).admin.addUser(name: "alice", password: "pw").id
+        let userId = try await NotificationService(storage: old, secrets: .ephemeral()).admin.addUser(name: "alice", password: "s3cret-pw").id
         var published: [String] = []
         for i in 0..<3 { published.append(try await publish(old, userId: userId, "build-\(i)", title: "v1 \(i)", now: now).id) }
         let made = published

@@ -75,7 +75,7 @@ struct SecretBoxTests {
         #expect(try await SecretKeeping.verify(stranger, storage: storage) == .otherKey(old.primary.id))
         // Clear secrets from before sealing, in every kind of column.
         let service = NotificationService(storage: storage, secrets: old)
-        let user = try await service.admin.addUser(name: "alice", password: "pw")
+        let user = try await service.admin.addUser(name: "alice", password: "s3cret-pw")
         try await storage.insertSubscription(
             SubscriptionRecord(
                 id: "hook1", userId: user.id, targetHostName: "am.example", deviceId: "d1", deviceName: nil, platform: "webhook", createdAt: Date(),

@@ -204,14 +204,14 @@ extension ServiceHarness {
                 try await Task.sleep(for: .milliseconds(200))
             }
         }
-        _ = try await patiently { try await service.admin.addUser(name: user, password: "pw-\(user)") }
+        _ = try await patiently { try await service.admin.addUser(name: user, password: "s3cret-\(user)") }
         let credentials: (clientId: String, clientSecret: String)
         if let app { credentials = app } else { credentials = try await patiently { try await service.admin.addApp(hostName: host) } }
         func settled(_ call: () async throws -> Reply) async throws -> Reply {
             try await patiently(call, busy: { $0.status == .serviceUnavailable })
         }
         let login = try await settled {
-            try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=\(user)&password=pw-\(user)")
+            try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=\(user)&password=s3cret-\(user)")
         }
         guard login.status == .ok, let userToken = login.string("access_token") else {
             throw SupportError("login failed: \(login.status) \(login.text)")

@@ -106,7 +106,7 @@ struct TeamTests {
     func limitsAndRaces(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         let teams = Teams(core: harness.service.core, storage: harness.storage, limits: TeamLimits(teamsPerUser: 2, membersPerTeam: 3))
-        for name in ["alice", "bob", "carol", "dave"] { try await harness.service.admin.addUser(name: name, password: "pw") }
+        for name in ["alice", "bob", "carol", "dave"] { try await harness.service.admin.addUser(name: name, password: "s3cret-pw") }
         let alice = try #require(try await harness.storage.user(name: "alice"))
         func user(_ name: String) async throws -> String { try #require(try await harness.storage.user(name: name)).id }
         try await teams.create(name: "ops", owner: "alice")

@@ -42,7 +42,7 @@ struct TokenTests {
             #expect(wrongSecret.status == .unauthorized)
             #expect(wrongSecret.string("error") == "invalid_client")
             // A name holding U+0000 is refused (a store would read it up to there: alice).
-            let nul = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice%00zz&password=pw-alice")
+            let nul = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice%00zz&password=s3cret-alice")
             #expect(nul.status == .badRequest && nul.string("error") == "invalid_request", "\(nul.text)")
             let grant = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=implicit")
             #expect(grant.string("error") == "unsupported_grant_type")
@@ -107,20 +107,20 @@ struct GuessingTests {
         let harness = try await ServiceHarness(backend, clock: clock)
         try await harness.router { client in
             let world = try await harness.world(client)
-            try await harness.service.admin.addUser(name: "bob", password: "pw-bob")
+            try await harness.service.admin.addUser(name: "bob", password: "s3cret-bob")
             for n in 1...10 {
                 let wrong = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=guess\(n)")
                 #expect(wrong.status == .badRequest && wrong.string("error") == "invalid_grant", "guess \(n): \(wrong.text)")
             }
             let hashes = Self.hashes(harness.service)
-            for password in ["guess11", "pw-alice"] {  // even the right one, while locked
+            for password in ["guess11", "s3cret-alice"] {  // even the right one, while locked
                 let refused = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=Alice&password=\(password)")
                 #expect(refused.status == .tooManyRequests && refused.string("error") == "temporarily_unavailable", "\(refused.text)")
                 #expect(refused.headers[HTTPField.Name("Retry-After")!] == "60")
             }
             #expect(Self.hashes(harness.service) == hashes, "a refused guess computed a hash")
             // Others are not locked out: another user, and alice's own refresh grant.
-            #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=bob&password=pw-bob").status == .ok)
+            #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=bob&password=s3cret-bob").status == .ok)
             #expect(
                 try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=refresh_token&refresh_token=\(world.refreshToken)").status == .ok
             )
@@ -128,7 +128,8 @@ struct GuessingTests {
 
             // After the minute, the right password works (and the failures are forgotten).
             clock.advance(by: 61)
-            #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice").status == .ok)
+            #expect(
+                try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=s3cret-alice").status == .ok)
             #expect(try await harness.service.admin.lockouts().isEmpty)
 
             // Failing on after a lockout: locked again at once, for twice as long.
@@ -136,11 +137,12 @@ struct GuessingTests {
             clock.advance(by: 61)
             let once = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=wrong-again")
             #expect(once.status == .badRequest)
-            let doubled = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice")
+            let doubled = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=s3cret-alice")
             #expect(
                 doubled.status == .tooManyRequests && doubled.headers[HTTPField.Name("Retry-After")!] == "120", "\(doubled.headers) \(doubled.text)")
             #expect(try await harness.service.admin.clearLockouts(keys: ["user:alice"]) == 1)
-            #expect(try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice").status == .ok)
+            #expect(
+                try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=s3cret-alice").status == .ok)
         }
     }
 

@@ -219,7 +219,7 @@ struct TrustTests {
             defer { listening.cancel() }
             // A browser, signed in with its cookie, listening in full too.
             let session = try await client.call(
-                .post, "/v1/web/session", json: #"{"username":"alice","password":"pw-alice"}"#, headers: ["Sec-Fetch-Site": "same-origin"])
+                .post, "/v1/web/session", json: #"{"username":"alice","password":"s3cret-alice"}"#, headers: ["Sec-Fetch-Site": "same-origin"])
             #expect(session.status == .created, "\(session.text)")
             let cookie = try #require(session.headers[.setCookie]?.split(separator: ";").first.map(String.init))
             let browserId = try #require(session.string("subscriptionId"))
@@ -240,7 +240,7 @@ struct TrustTests {
             #expect(fullOpened && browserOpened, "both opened")
 
             // A second device of alice's revokes the browser, then the laptop: each closes at once.
-            let phone = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice")
+            let phone = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=s3cret-alice")
             let phoneToken = try #require(phone.string("access_token"))
             #expect(try await client.call(.delete, "/v1/me/subscriptions/\(browserId)", token: phoneToken).status == .noContent)
             let revokedAt = ContinuousClock.now
@@ -335,7 +335,7 @@ struct TrustTests {
     func secureCookie() async throws {
         @Sendable func signIn(_ client: any TestClientProtocol, _ headers: [String: String] = [:]) async throws -> Reply {
             try await client.call(
-                .post, "/v1/web/session", json: #"{"username":"alice","password":"pw-alice"}"#,
+                .post, "/v1/web/session", json: #"{"username":"alice","password":"s3cret-alice"}"#,
                 headers: ["Sec-Fetch-Site": "same-origin"].merging(headers) { a, _ in a })
         }
         // TLS ended by a proxy, the public URL https: Secure, __Host-, HSTS; the plain name is not read.
@@ -407,7 +407,7 @@ struct TrustTests {
             }
             let over = try await client.call(.post, "/v1/me/subscriptions", json: #"{"deviceName":"one too many"}"#, headers: [:])
             #expect(over.status == .unauthorized)
-            let signedIn = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=bob&password=pw-bob")
+            let signedIn = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=bob&password=s3cret-bob")
             let newToken = try #require(signedIn.string("access_token"))
             let refused = try await client.call(.post, "/v1/me/subscriptions", token: newToken, json: #"{"deviceName":"one too many"}"#)
             #expect(refused.status == .badRequest && refused.text.contains("at most 100 devices and browsers"), "\(refused.text)")

@@ -348,7 +348,7 @@ struct DeviceAPITests {
         try await harness.router { client in
             let world = try await harness.world(client)
             // A second sign-in is a second device; it registers and is seen.
-            let login = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice")
+            let login = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=s3cret-alice")
             let laptop = try #require(login.string("access_token")), laptopRefresh = try #require(login.string("refresh_token"))
             let registered = try await client.call(
                 .post, "/v1/me/subscriptions", token: laptop, json: #"{"deviceName":"laptop","platform":"polling"}"#)

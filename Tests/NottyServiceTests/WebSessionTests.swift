@@ -17,7 +17,7 @@ struct WebSessionTests {
         let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             _ = try await harness.world(client)
-            let signedIn = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=pw-alice")
+            let signedIn = try await client.call(.post, "/oauth2/v2.0/token", form: "grant_type=password&username=alice&password=s3cret-alice")
             let token = try #require(signedIn.string("access_token"), "\(signedIn.text)")
             #expect(try await client.call(.get, "/v1/me", token: token).status == .ok)
             let out = try await client.call(.delete, "/v1/web/session", token: token)
@@ -26,10 +26,10 @@ struct WebSessionTests {
             #expect(try await client.call(.get, "/v1/me", token: token).status == .unauthorized, "the token ended with the session")
 
             let elsewhere = try await client.call(
-                .post, "/v1/web/session", json: #"{"username":"alice","password":"pw-alice"}"#, headers: ["Origin": "https://evil.example"])
+                .post, "/v1/web/session", json: #"{"username":"alice","password":"s3cret-alice"}"#, headers: ["Origin": "https://evil.example"])
             #expect(elsewhere.status == .forbidden, "\(elsewhere.text)")
             let nul = try await client.call(
-                .post, "/v1/web/session", json: #"{"username":"alice\u0000x","password":"pw-alice"}"#, headers: ["Sec-Fetch-Site": "same-origin"])
+                .post, "/v1/web/session", json: #"{"username":"alice\u0000x","password":"s3cret-alice"}"#, headers: ["Sec-Fetch-Site": "same-origin"])
             #expect(nul.status == .badRequest && nul.text.contains("U+0000"), "\(nul.text)")
         }
     }

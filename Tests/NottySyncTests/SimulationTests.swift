@@ -109,7 +109,7 @@ func inProcessService(in directory: URL, clock: ManualClock) async throws
     let service = NotificationService(
         storage: try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path), config: config, clock: clock,
         secrets: .ephemeral())
-    let user = try await service.admin.addUser(name: "alice", password: "pw")
+    let user = try await service.admin.addUser(name: "alice", password: "s3cret-pw")
     let (clientId, secret) = try await service.admin.addApp(hostName: "ci.example.com")
     let appToken = try await service.auth.token(form: ["grant_type": "client_credentials", "client_id": clientId, "client_secret": secret])
         .access_token

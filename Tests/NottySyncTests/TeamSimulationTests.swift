@@ -27,7 +27,7 @@ struct TeamSimulationTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
         let (service, alice, app, personal) = try await inProcessService(in: directory, clock: clock)
-        let bob = try await service.admin.addUser(name: "bob", password: "pw")
+        let bob = try await service.admin.addUser(name: "bob", password: "s3cret-pw")
         let bobs = try await service.inbox.createSubscription(userId: bob.id, body: Data(#"{"targetHostName":"ci.example.com"}"#.utf8))
             .userNotificationSubscriptionId
         try await service.teams.create(name: "ops", owner: "alice")

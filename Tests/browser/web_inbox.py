@@ -45,7 +45,7 @@ with sync_playwright() as playwright:
     page.fill("input[name=device]", "work laptop browser")
     page.click("button[type=submit]")
     page.wait_for_selector(".signin .error:has-text('wrong user name or password')", timeout=10_000)
-    page.fill("input[name=password]", "pw")
+    page.fill("input[name=password]", "s3cret-pw")
     started = time.monotonic()
     page.click("button[type=submit]")
     page.wait_for_selector(".list .row", timeout=10_000)

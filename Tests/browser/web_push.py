@@ -128,7 +128,7 @@ with sync_playwright() as playwright:
 
     page.goto(url + "/")
     page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "pw")
+    page.fill("input[name=password]", "s3cret-pw")
     page.click("button[type=submit]")
     page.wait_for_selector(".tabs .tab", timeout=10_000)
     vapid_key = page.evaluate("fetch('/v1/webpush/key').then(r => r.json()).then(k => k.publicKey)")

@@ -16,9 +16,9 @@ trap cleanup EXIT
 export NOTTY_HOME="$work"
 cd "$work"
 
-printf 'pw\n' | "$notty" admin user add alice >/dev/null
-printf 'pw\n' | "$notty" admin user add bob >/dev/null
-printf 'pw\n' | "$notty" admin user add carol >/dev/null
+printf 's3cret-pw\n' | "$notty" admin user add alice >/dev/null
+printf 's3cret-pw\n' | "$notty" admin user add bob >/dev/null
+printf 's3cret-pw\n' | "$notty" admin user add carol >/dev/null
 # A team of alice's and bob's (the spec's example team name), so that the team routes reach a real
 # team; and one of alice's alone, so that the on-call routes have a schedule. The webhook and the
 # calendar feed are carol's (team desk), made before any fuzzing: the user routes fuzz as alice and
@@ -39,7 +39,7 @@ done
 base="http://127.0.0.1:$port"
 
 json() { python3 -c "import json,sys; print(json.load(sys.stdin)[sys.argv[1]])" "$1"; }
-user_token=$(curl -sf -X POST "$base/oauth2/v2.0/token" -d grant_type=password -d username=alice -d password=pw | json access_token)
+user_token=$(curl -sf -X POST "$base/oauth2/v2.0/token" -d grant_type=password -d username=alice -d password=s3cret-pw | json access_token)
 uns_id=$(curl -sf -X POST "$base/v1/me/subscriptions" -H "Authorization: Bearer $user_token" -H 'Content-Type: application/json' \
   -d '{"targetHostName":"app.example.com"}' | json userNotificationSubscriptionId)
 client_id=$(json client_id <app.json)
@@ -48,7 +48,7 @@ app_token=$(curl -sf -X POST "$base/oauth2/v2.0/token" -d grant_type=client_cred
 curl -sf -X POST "$base/v1/teams/ops/members" -H "Authorization: Bearer $user_token" -H 'Content-Type: application/json' -d '{"user":"bob"}' >/dev/null
 curl -sf -X PUT "$base/v1/teams/rota/oncall" -H "Authorization: Bearer $user_token" -H 'Content-Type: application/json' \
   -d '{"rotation":["alice"],"shift":"1w","start":"2026-01-05 09:00","zone":"Europe/Berlin"}' >/dev/null
-carol_token=$(curl -sf -X POST "$base/oauth2/v2.0/token" -d grant_type=password -d username=carol -d password=pw | json access_token)
+carol_token=$(curl -sf -X POST "$base/oauth2/v2.0/token" -d grant_type=password -d username=carol -d password=s3cret-pw | json access_token)
 curl -sf -X PUT "$base/v1/teams/desk/oncall" -H "Authorization: Bearer $carol_token" -H 'Content-Type: application/json' \
   -d '{"rotation":["carol"],"shift":"1d","start":"2026-01-05 09:00","zone":"Europe/Berlin"}' >/dev/null
 hook=$(curl -sf -X POST "$base/v1/me/subscriptions" -H "Authorization: Bearer $carol_token" -H 'Content-Type: application/json' \
@@ -56,7 +56,7 @@ hook=$(curl -sf -X POST "$base/v1/me/subscriptions" -H "Authorization: Bearer $c
 calendar=$(curl -sf -X POST "$base/v1/teams/desk/oncall/calendar" -H "Authorization: Bearer $carol_token" | json calendarUrl)
 # A browser's session (its cookie's token), made before any fuzzed sign-in can lock the address out.
 session_token=$(curl -sf -D - -o /dev/null -X POST "$base/v1/web/session" -H "Origin: $base" -H 'Content-Type: application/json' \
-  -d '{"username":"alice","password":"pw"}' | sed -n 's/^[Ss]et-[Cc]ookie: notty_session=\([^;]*\);.*/\1/p')
+  -d '{"username":"alice","password":"s3cret-pw"}' | sed -n 's/^[Ss]et-[Cc]ookie: notty_session=\([^;]*\);.*/\1/p')
 [ -n "$session_token" ] || { echo "no web session"; exit 1; }
 
 st() {
