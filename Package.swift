@@ -32,9 +32,10 @@ let package = Package(
         // Pure model: the notification, states, views, merge rules, wire types. Foundation only.
         .target(name: "NottyCore"),
         // The service's domain: auth and accounts, publishing, feeds, admin, maintenance, teams,
-        // on call and contacts, actions, Web Push, secrets at rest, the storage protocols and the
-        // merge rules they apply, ntfy/Gotify topics, the doorbell hub. It knows nothing of HTTP
-        // (ServiceError is mapped to a status by NottyHTTP); its storage is the backends'.
+        // on call and contacts, actions, secrets at rest, the storage protocols and the merge
+        // rules they apply, ntfy/Gotify topics, the doorbell hub; what it asks of paging and Web
+        // Push (their engines are modules of their own). It knows nothing of HTTP (ServiceError
+        // is mapped to a status by NottyHTTP); its storage is the backends'.
         .target(
             name: "NottyService",
             dependencies: [
@@ -48,22 +49,38 @@ let package = Package(
             ]
         ),
         // Paging: escalation (§11) and on-call pages (§13.2) at work, over the service's
-        // storage protocols (its `Paging`), the way the storage backends are; it composes
-        // `NotificationService` with its engine.
+        // storage protocols (its `Paging`), the way the storage backends are.
         .target(
             name: "NottyPaging",
             dependencies: ["NottyCore", "NottyService", "NottyPOSIX", .product(name: "Logging", package: "swift-log")]
         ),
+        // Web Push (§14) at work: the browsers' subscriptions pushed what changes, encrypted
+        // (RFC 8291) and signed (VAPID), over the service's storage protocols (its `WebPush`).
+        .target(
+            name: "NottyWebPush",
+            dependencies: [
+                "NottyCore", "NottyService", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The service as `notty serve` runs it: `NotificationService` composed with paging's
+        // engine and Web Push's.
+        .target(
+            name: "NottyComposition",
+            dependencies: ["NottyService", "NottyPaging", "NottyWebPush", .product(name: "Logging", package: "swift-log")]
+        ),
+        // What both of the service's storages share: a notification as its row's columns, the
+        // mutation rule over rows, the group-commit queue.
+        .target(name: "NottyStorageSupport", dependencies: ["NottyCore", "NottyService"]),
         // The service's storage on SQLite (GRDB): one writer thread, group commit, migrations.
         .target(
             name: "NottyServiceSQLite",
-            dependencies: ["NottyCore", "NottyService", "NottySQLite", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["NottyCore", "NottyService", "NottyStorageSupport", "NottySQLite", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // The service's storage on PostgreSQL (PostgresNIO), for several instances together.
         .target(
             name: "NottyServicePostgres",
             dependencies: [
-                "NottyCore", "NottyService",
+                "NottyCore", "NottyService", "NottyStorageSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -192,7 +209,7 @@ let package = Package(
                 "NottyCore",
                 "NottyCommandLine",
                 "NottyService",
-                "NottyPaging",
+                "NottyComposition",
                 "NottyServiceSQLite",
                 "NottyServicePostgres",
                 "NottyHTTP",
@@ -215,6 +232,7 @@ let package = Package(
                 "NottyCenter",  // `frames` runs the center's own parts
                 "NottyCore",
                 "NottyService",  // `instances` adds its many users straight into the storage
+                "NottyWebPush",  // `webpush`: opens what the service pushed, as a browser does
                 "NottyServiceSQLite",
                 "NottyServicePostgres",
                 "NottyStore",
@@ -272,7 +290,7 @@ let package = Package(
         .testTarget(
             name: "NottySyncTests",
             dependencies: [
-                "NottyCore", "NottyStore", "NottySync", "NottyService", "NottyPaging", "NottyServiceSQLite", "NottyTestSupport",
+                "NottyCore", "NottyStore", "NottySync", "NottyService", "NottyComposition", "NottyServiceSQLite", "NottyTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -282,6 +300,9 @@ let package = Package(
                 "NottyCore",
                 "NottyService",
                 "NottyPaging",
+                "NottyWebPush",
+                "NottyComposition",
+                "NottyStorageSupport",
                 "NottyOutbound",
                 "NottyServiceSQLite",
                 "NottyServicePostgres",

@@ -199,9 +199,9 @@ public final class Center: Sendable {
                     case .load(let request):
                         pending.append(try loader.answer(request, now: Date()))
                     case .mutate(let changes):
-                        if try saved({ _ = try store.record(changes.map { ($0.id, LocalAction.patch($0.change)) }) }) { requestSync() }
+                        if try saved({ _ = try store.record(changes.map { ($0.id, LocalChange.patch($0.change)) }) }) { requestSync() }
                     case .delete(let ids):
-                        if try saved({ _ = try store.record(ids.map { ($0, LocalAction.delete) }) }) { requestSync() }
+                        if try saved({ _ = try store.record(ids.map { ($0, LocalChange.delete) }) }) { requestSync() }
                     case .markAllRead(let view, let query):
                         // Only the Unread ones change (and are what `u` restores).
                         var ids: [String] = []

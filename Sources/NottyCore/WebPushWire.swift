@@ -59,4 +59,17 @@ public struct WebPushSubscriptionRequest: Codable, Sendable, Equatable {
         self.keys = keys
         self.expirationTime = expirationTime
     }
+
+    /// Reads a request's body: the endpoint and both keys required, each of a bounded length
+    /// (what they are is the service's to check).
+    public init(body: Data) throws(ValidationError) {
+        let fields = try JSONFields(body: body)
+        guard let endpoint = try fields.string("endpoint", max: 2048) else {
+            throw ValidationError("endpoint is required: send the browser's PushSubscription.toJSON()")
+        }
+        guard let keys = try fields.nested("keys"), let p256dh = try keys.string("p256dh", max: 200),
+            let auth = try keys.string("auth", max: 100)
+        else { throw ValidationError("keys.p256dh and keys.auth are required: send the browser's PushSubscription.toJSON()") }
+        self.init(endpoint: endpoint, keys: Keys(p256dh: p256dh, auth: auth))
+    }
 }

@@ -197,6 +197,12 @@ public struct HTTPURL: Sendable, Equatable {
     public let host: String
     /// The port given, else the scheme's (80, 443).
     public let port: Int
+    /// The port as written (nil: none was).
+    public let writtenPort: Int?
+    /// The path (percent-decoded; empty when none).
+    public let path: String
+    /// Whether it names a user or a password (`https://user:pass@host/`).
+    public let hasCredentials: Bool
 
     public init?(_ text: String) {
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
@@ -204,7 +210,22 @@ public struct HTTPURL: Sendable, Equatable {
         else { return nil }
         self.scheme = scheme
         host = (written.hasPrefix("[") && written.hasSuffix("]") ? String(written.dropFirst().dropLast()) : written).lowercased()
+        writtenPort = components.port
         port = components.port ?? (scheme == "https" ? 443 : 80)
+        path = components.path
+        hasCredentials = components.user != nil || components.password != nil
+    }
+
+    /// The host and the port as written, as a `Host` header or an origin has them (an IPv6
+    /// address in brackets).
+    public var authority: String {
+        (host.contains(":") ? "[\(host)]" : host) + (writtenPort.map { ":\($0)" } ?? "")
+    }
+
+    /// Its origin (RFC 6454): the scheme and the authority, the scheme's own port left out.
+    public var origin: String {
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        return "\(scheme)://\(bracketed)" + (port == (scheme == "https" ? 443 : 80) ? "" : ":\(port)")
     }
 
     /// Whether `text` is one, at most 2,048 characters, with nothing a shell or a terminal

@@ -15,7 +15,8 @@ extension Routes {
             Route(method: .post, path: "/v1/me/webpush", audience: .user) { request, context in
                 var request = request
                 let body = try await request.jsonBody(limit: self.limit)
-                let made = try await self.service.webPush.subscribe(userId: context.requireUser(), deviceId: context.deviceId, body: body)
+                let subscription = try ServiceError.decoding { () throws(ValidationError) in try WebPushSubscriptionRequest(body: body) }
+                let made = try await self.service.webPush.subscribe(userId: context.requireUser(), deviceId: context.deviceId, request: subscription)
                 return try JSONResponse.make(["id": made.id], status: .created)
             },
             Route(method: .delete, path: "/v1/me/webpush/:id", audience: .user) { _, context in

@@ -36,9 +36,8 @@ enum WebSession {
     /// `Sec-Fetch-Site: same-origin` when there is no `Origin`).
     static func isSameOrigin(_ request: Request) -> Bool {
         if let origin = request.headers[.origin] {
-            guard let url = URL(string: origin), let host = url.host else { return false }
-            let authority = host + (url.port.map { ":\($0)" } ?? "")
-            return authority.lowercased() == request.head.authority?.lowercased()
+            guard let url = HTTPURL(origin) else { return false }
+            return url.authority == request.head.authority?.lowercased()
         }
         if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!] { return site == "same-origin" || site == "none" }
         return false

@@ -15,7 +15,7 @@ public final class Errands: Sendable {
     }
 
     /// Runs `work` soon, in the background jobs' group.
-    func run(_ work: @escaping Work) {
+    package func run(_ work: @escaping Work) {
         continuation.yield(work)
     }
 

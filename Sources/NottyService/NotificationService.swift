@@ -7,10 +7,10 @@ import Synchronization
 /// (tokens and sign-in, §2.1; passwords and the open streams a revocation ends, §15),
 /// `publishing` (§2.2, webhooks, the ntfy and Gotify doors), `inbox` (the signed-in user's API,
 /// §2.3; a team's subscriptions), `admin` (§2.4: users, apps, lockouts, accounts), `maintenance`
-/// (expiry, history), `paging` (§11, §13.2: its engine is `NottyPaging`'s, whose
-/// `NotificationService.init(storage:…)` composes the two), `actions` (§12), `teams` (§13.1),
-/// `onCall` (§13.2: rotations, overrides, calendars, contacts), `ntfyUpstream` (§12) and
-/// `webPush` (§14).
+/// (expiry, history), `paging` (§11, §13.2: its engine is `NottyPaging`'s), `actions` (§12),
+/// `teams` (§13.1), `onCall` (§13.2: rotations, overrides, calendars, contacts), `ntfyUpstream`
+/// (§12) and `webPush` (§14: its engine is `NottyWebPush`'s). `NottyComposition`'s
+/// `NotificationService.init(storage:…)` composes the service with both engines.
 /// Routes translate requests into calls on them; errors are ``ServiceError``s that say what
 /// the client should do.
 public final class NotificationService: ServicePart {
@@ -27,7 +27,8 @@ public final class NotificationService: ServicePart {
     public let onCall: OnCall
     /// Sends ntfy's poll requests to `--ntfy-upstream` (nil without it).
     public let ntfyUpstream: NtfyUpstream?
-    public let webPush: WebPush
+    /// Pushes to the users' browsers (its engine is `NottyWebPush`'s).
+    public let webPush: any WebPush
 
     /// The whole storage, which only this composition holds: each part is given its own
     /// concerns of it (its configuration, clock, hub, metrics, logger and secrets are
@@ -35,10 +36,12 @@ public final class NotificationService: ServicePart {
     public let storage: any ServiceStorage
 
     /// `outbound` makes the requests paging sends and actions make (nil: none are made, and
-    /// they say so); `paging` makes the paging engine over the shared core.
+    /// they say so); `paging` makes the paging engine over the shared core, `webPush` the Web
+    /// Push engine over it and the inbox.
     package init(
         storage: any ServiceStorage, config: ServiceConfig, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger,
-        outbound: (any OutboundHTTP)?, secrets: SecretBox, paging makePaging: (ServiceCore) -> any Paging
+        outbound: (any OutboundHTTP)?, secrets: SecretBox, paging makePaging: (ServiceCore) -> any Paging,
+        webPush makeWebPush: (ServiceCore, Inbox) -> any WebPush
     ) {
         let core = ServiceCore(
             credentialsStamp: { storage.credentialsStamp() }, config: config, clock: clock, metrics: metrics, logger: logger, secrets: secrets)
@@ -58,7 +61,7 @@ public final class NotificationService: ServicePart {
         actions = Actions(core: core, storage: storage, inbox: inbox, outbound: outbound)
         let ntfyUpstream = NtfyUpstream(core: core, storage: storage, inbox: inbox, outbound: outbound)
         self.ntfyUpstream = ntfyUpstream
-        let webPush = WebPush(core: core, inbox: inbox, outbound: outbound, storage: storage)
+        let webPush = makeWebPush(core, inbox)
         self.webPush = webPush
         // A change: what conditional polls compare with, a frame to every connected device, and
         // paging's plan (clocks started and stopped, retractions made at once).
@@ -106,7 +109,7 @@ package final class ServiceCore: Sendable {
     /// Seals and opens what users hand the service to act for them.
     package let secrets: SecretBox
     /// Work handed off to run in the background jobs' group.
-    let errands = Errands()
+    package let errands = Errands()
     let limiter: RateLimiter
     /// What every publish looks up: app tokens, apps and subscriptions (user tokens are read
     /// from storage on every request, so a revoked device or a deleted user is refused at once

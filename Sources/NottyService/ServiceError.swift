@@ -76,6 +76,18 @@ public enum StorageError: Error, Sendable, Equatable {
 }
 
 /// A person reads the message (`notty admin …` prints it as its one line of error).
+extension ServiceError {
+    /// What `read` makes of a request, its ``ValidationError`` a `400` with the same words: how
+    /// the HTTP layer decodes a typed input before it calls the domain.
+    public static func decoding<T>(_ read: () throws(ValidationError) -> T) throws(ServiceError) -> T {
+        do throws(ValidationError) {
+            return try read()
+        } catch {
+            throw .badRequest(error.message)
+        }
+    }
+}
+
 extension ServiceError: CustomStringConvertible {
     public var description: String { message }
 }

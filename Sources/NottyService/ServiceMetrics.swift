@@ -26,7 +26,7 @@ public final class ServiceMetrics: Sendable {
     let actionsDone: Counter
     let actionsFailed: Counter
     /// Web Push messages sent to push services (PROTOCOL.md §14), whatever they answered.
-    let webPushes: Counter
+    package let webPushes: Counter
 
     public init() {
         func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {

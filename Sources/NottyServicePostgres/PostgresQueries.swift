@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NottyCore
 import NottyService
+import NottyStorageSupport
 import PostgresNIO
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Foundation
 import NottyService
+import NottyStorageSupport
 import PostgresNIO
 
 /// The statements of every feed write, prepared once per connection: PostgreSQL parses and

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NottyCore
 import NottyService
+import NottyStorageSupport
 import PostgresNIO
 import Synchronization
 
@@ -65,6 +66,7 @@ public final class PostgresStorage: ServiceStorage {
         client = PostgresClient(configuration: configuration, backgroundLogger: poolLogger)
         let client = client
         tasks.withLock { $0.append(Task { await client.run() }) }
+        startDraining()
     }
 
     func execute(_ query: PostgresQuery) async throws {
@@ -95,6 +97,7 @@ public final class PostgresStorage: ServiceStorage {
             defer { tasks = [] }
             return tasks
         }
+        drainWakeups.continuation.finish()
         for task in running { task.cancel() }
         let ended =
             await Self.answer(within: Self.closePatience) { () -> Bool in
@@ -236,6 +239,9 @@ public final class PostgresStorage: ServiceStorage {
 
     /// The group-commit queue of feed writes (see PostgresWrites.swift).
     let queue = GroupCommitQueue<FeedJob>(maxBatch: 500)
+    /// Wakes the drainer, a task of this storage's own (``startDraining()``), when the queue had
+    /// been idle; finished by ``close()``.
+    let drainWakeups = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
 }
 
 /// A continuation resumed by whichever of several tasks answers first (the others are ignored).

@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import NottyService
+import NottyStorageSupport
 import PostgresNIO
 
 /// Teams and their members (PROTOCOL.md §13.1) on PostgreSQL. A change of membership locks the

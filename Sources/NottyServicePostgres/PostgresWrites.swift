@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NottyCore
 import NottyService
+import NottyStorageSupport
 import PostgresNIO
 import Synchronization
 
@@ -172,7 +173,30 @@ extension PostgresStorage {
             let job = make { error in
                 if let error { continuation.resume(throwing: error) } else { continuation.resume() }
             }
-            if queue.append(job) { Task { await self.drain() } }
+            guard queue.append(job) else { return }  // the drainer is at work: it takes this job too
+            // Closed: no drainer any more. What is queued fails now rather than waiting for ever.
+            if case .terminated = drainWakeups.continuation.yield() { failQueued() }
+        }
+    }
+
+    /// The drainer: a task of the storage's own (ended by ``close()``) that writes the queue's
+    /// batches each time an append finds it idle. Ended, it fails what is still queued.
+    func startDraining() {
+        let wakeups = drainWakeups.stream
+        let task = Task { [weak self] in
+            for await _ in wakeups {
+                guard let storage = self else { return }
+                await storage.drain()
+            }
+            self?.failQueued()
+        }
+        tasks.withLock { $0.append(task) }
+    }
+
+    /// Fails every queued write: the storage is closed.
+    private func failQueued() {
+        while case let jobs = queue.nextBatch(), !jobs.isEmpty {
+            finish(jobs, changed: [:], failure: StorageError.unavailable("the storage is closed"))
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NottyCore
 import NottyService
+import NottyStorageSupport
 
 /// The user's escalation rules (PROTOCOL.md §11): a row each, its targets as a JSON array.
 extension SQLiteStorage {

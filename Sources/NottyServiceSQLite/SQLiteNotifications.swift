@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NottyCore
 import NottyService
+import NottyStorageSupport
 
 /// Notifications: their rows, publishing, state changes, held publishes, expiry, the feed.
 extension SQLiteStorage {

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NottyCore
 import NottyService
+import NottyStorageSupport
 
 /// The row adapter: what the shared mutation logic (`MutationApplier`) and the shared column
 /// mapping (`NotificationColumns`) need of a GRDB connection and row.

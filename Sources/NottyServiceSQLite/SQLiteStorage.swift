@@ -3,6 +3,7 @@ import GRDB
 import NottyCore
 import NottySQLite
 import NottyService
+import NottyStorageSupport
 
 /// ``ServiceStorage`` on one SQLite file through GRDB: WAL mode, many readers, one
 /// writer with group commit (``SQLiteWriter``).

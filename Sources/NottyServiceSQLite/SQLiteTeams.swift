@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NottyCore
 import NottyService
+import NottyStorageSupport
 
 /// Teams and their members (PROTOCOL.md §13.1). A change of membership reads the members and
 /// writes in the writer's one transaction, so two owners leaving at once leave an owner.

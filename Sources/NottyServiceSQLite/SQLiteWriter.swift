@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NottyService
+import NottyStorageSupport
 import Synchronization
 
 /// The single writer of a SQLite store, with group commit.

@@ -3,10 +3,10 @@ import Foundation
 import Hummingbird
 import Logging
 import NottyCommandLine
+import NottyComposition
 import NottyCore
 import NottyHTTP
 import NottyOutbound
-import NottyPaging
 import NottyService
 import NottyServicePostgres
 import NottyServiceSQLite

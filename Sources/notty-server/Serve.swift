@@ -5,11 +5,11 @@ import Logging
 import NIOCore
 import NIOPosix
 import NottyCommandLine
+import NottyComposition
 import NottyCore
 import NottyHTTP
 import NottyOutbound
 import NottyPOSIX
-import NottyPaging
 import NottyService
 import NottyServicePostgres
 import NottyServiceSQLite

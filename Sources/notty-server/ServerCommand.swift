@@ -2,9 +2,9 @@ import ArgumentParser
 import Foundation
 import Logging
 import NottyCommandLine
+import NottyComposition
 import NottyCore
 import NottyHTTP
-import NottyPaging
 import NottyService
 import NottyServicePostgres
 import NottyServiceSQLite

@@ -237,7 +237,7 @@ struct Act: AsyncParsableCommand {
 protocol StateCommand: AsyncParsableCommand {
     var targets: Targets { get }
     var verb: String { get }
-    func action() throws -> LocalAction
+    func change() throws -> LocalChange
 }
 
 extension StateCommand {
@@ -245,8 +245,8 @@ extension StateCommand {
         try await reportingErrors {
             let local = Device()
             let store = try await local.store()
-            let (targets, action) = (targets, try action())
-            let changed = try await store.perform { store in try store.record(try targets.resolve(in: store).map { ($0, action) }) }
+            let (targets, change) = (targets, try change())
+            let changed = try await store.perform { store in try store.record(try targets.resolve(in: store).map { ($0, change) }) }
             say("\(verb) \(changed.count) notification(s)")
             await deliverQueued(local)
         }
@@ -270,14 +270,14 @@ struct Read: StateCommand {
     static let configuration = CommandConfiguration(commandName: "read", abstract: "Mark notifications read.")
     @OptionGroup var targets: Targets
     var verb: String { "read" }
-    func action() throws -> LocalAction { .patch(StateChange(readState: .read)) }
+    func change() throws -> LocalChange { .patch(StateChange(readState: .read)) }
 }
 
 struct Unread: StateCommand {
     static let configuration = CommandConfiguration(commandName: "unread", abstract: "Mark notifications unread.")
     @OptionGroup var targets: Targets
     var verb: String { "unread" }
-    func action() throws -> LocalAction { .patch(StateChange(readState: .unread)) }
+    func change() throws -> LocalChange { .patch(StateChange(readState: .unread)) }
 }
 
 struct Activate: StateCommand {
@@ -285,14 +285,14 @@ struct Activate: StateCommand {
         commandName: "activate", abstract: "Activate notifications (Activated and Read), as clicking them would.")
     @OptionGroup var targets: Targets
     var verb: String { "activated" }
-    func action() throws -> LocalAction { .patch(StateChange.activate) }
+    func change() throws -> LocalChange { .patch(StateChange.activate) }
 }
 
 struct Dismiss: StateCommand {
     static let configuration = CommandConfiguration(commandName: "dismiss", abstract: "Dismiss notifications, on every device.")
     @OptionGroup var targets: Targets
     var verb: String { "dismissed" }
-    func action() throws -> LocalAction { .patch(StateChange(userActionState: .dismissed)) }
+    func change() throws -> LocalChange { .patch(StateChange(userActionState: .dismissed)) }
 }
 
 struct Snooze: StateCommand {
@@ -303,7 +303,7 @@ struct Snooze: StateCommand {
     @OptionGroup var targets: Targets
     @Option(name: .customLong("for"), help: ArgumentHelp("How long: 90s, 15m, 1h, 2d.", valueName: "duration")) var duration: DurationArgument
     var verb: String { "snoozed" }
-    func action() throws -> LocalAction {
+    func change() throws -> LocalChange {
         .patch(StateChange(userActionState: .snoozed, snoozedUntil: Date().addingTimeInterval(TimeInterval(duration.seconds))))
     }
 }
@@ -335,7 +335,7 @@ struct Delete: StateCommand {
     static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete notifications on every device. Final.")
     @OptionGroup var targets: Targets
     var verb: String { "deleted" }
-    func action() throws -> LocalAction { .delete }
+    func change() throws -> LocalChange { .delete }
 }
 
 extension String {

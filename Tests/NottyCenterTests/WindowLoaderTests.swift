@@ -80,7 +80,7 @@ struct WindowLoaderTests {
 
         // Tab after another device's change: Read is read again, with the row that became read.
         let newest = all[299]  // unread: 299 is not a multiple of 3
-        _ = try store.record([(newest.id, LocalAction.patch(StateChange(readState: .read)))], now: now)
+        _ = try store.record([(newest.id, LocalChange.patch(StateChange(readState: .read)))], now: now)
         try send(.key(.tab), at: now)
         #expect(loader.answeredAhead.load(ordering: .relaxed) == requests.count, "a window of an older store was used")
         #expect(state.view == .read && state.window.rows.first?.id == newest.id && state.counts.read == 101)
@@ -88,7 +88,7 @@ struct WindowLoaderTests {
         // A snooze ending between reading ahead and the key: Unread is read again, with the row back.
         let snoozed = all[298]
         _ = try store.record(
-            [(snoozed.id, LocalAction.patch(StateChange(userActionState: .snoozed, snoozedUntil: now.addingTimeInterval(60))))], now: now)
+            [(snoozed.id, LocalChange.patch(StateChange(userActionState: .snoozed, snoozedUntil: now.addingTimeInterval(60))))], now: now)
         try send(.key(.backTab), at: now)
         #expect(state.view == .unread && !state.window.rows.contains { $0.id == snoozed.id })
         let again = state.readAheadRequests
@@ -145,7 +145,7 @@ struct WindowLoaderTests {
         // frame is rendered anew and shows it in Read.
         idle()
         let newest = all[299]
-        _ = try store.record([(newest.id, LocalAction.patch(StateChange(readState: .read)))], now: now)
+        _ = try store.record([(newest.id, LocalChange.patch(StateChange(readState: .read)))], now: now)
         let before = ahead.framesUsed
         let screen = try send(.key(state.view == .unread ? .tab : .character("1")))
         #expect(ahead.framesUsed == before, "a frame of the store before the change was used")

@@ -369,3 +369,28 @@ struct LaunchURLTests {
         #expect(try NottyJSON.decoder.decode(UserNotification.self, from: Data(text.utf8)).launchUrl == n.launchUrl)
     }
 }
+
+@Suite("HTTPURL: the one parse of a URL given to notty")
+struct HTTPURLTests {
+    @Test(
+        "its parts, authority and origin: the scheme's own port left out of the origin, an IPv6 host bracketed, credentials noticed",
+        arguments: [
+            ("https://Push.Example.com/sub/1", "push.example.com", 443, nil, "/sub/1", false, "push.example.com", "https://push.example.com"),
+            ("https://push.example.com:443/", "push.example.com", 443, 443, "/", false, "push.example.com:443", "https://push.example.com"),
+            ("http://127.0.0.1:8787/x?y=1", "127.0.0.1", 8787, 8787, "/x", false, "127.0.0.1:8787", "http://127.0.0.1:8787"),
+            ("http://[::1]:9/", "::1", 9, 9, "/", false, "[::1]:9", "http://[::1]:9"),
+            ("https://u:p@10.0.0.5", "10.0.0.5", 443, nil, "", true, "10.0.0.5", "https://10.0.0.5"),
+        ] as [(String, String, Int, Int?, String, Bool, String, String)])
+    func parts(_ text: String, host: String, port: Int, written: Int?, path: String, credentials: Bool, authority: String, origin: String)
+        throws
+    {
+        let url = try #require(HTTPURL(text))
+        #expect(url.host == host && url.port == port && url.writtenPort == written && url.path == path && url.hasCredentials == credentials)
+        #expect(url.authority == authority && url.origin == origin)
+    }
+
+    @Test("not http(s) or no host: nil", arguments: ["ftp://example.com/", "mailto:a@example.com", "null", "https://", "/relative"])
+    func refused(_ text: String) {
+        #expect(HTTPURL(text) == nil)
+    }
+}

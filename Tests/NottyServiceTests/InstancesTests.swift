@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdTesting
 import NottyCore
+import NottyStorageSupport
 import NottyTestSupport
 import PostgresNIO
 import Synchronization

@@ -1,12 +1,12 @@
 import Foundation
 import GRDB
+import NottyComposition
 import NottyCore
 import NottySQLite
 import NottyTestSupport
 import Testing
 
 @testable import NottyHTTP
-@testable import NottyPaging
 @testable import NottyService
 @testable import NottyServicePostgres
 @testable import NottyServiceSQLite

@@ -1,9 +1,9 @@
 import Foundation
+import NottyComposition
 import NottyCore
 import NottyTestSupport
 import Testing
 
-@testable import NottyPaging
 @testable import NottyService
 @testable import NottyServiceSQLite
 

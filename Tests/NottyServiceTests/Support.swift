@@ -4,12 +4,12 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import NottyComposition
 import NottyCore
 import NottyTestSupport
 import Testing
 
 @testable import NottyHTTP
-@testable import NottyPaging
 @testable import NottyService
 @testable import NottyServicePostgres
 @testable import NottyServiceSQLite

@@ -12,6 +12,7 @@ import Testing
 @testable import NottyHTTP
 @testable import NottyPaging
 @testable import NottyService
+@testable import NottyWebPush
 
 /// PROTOCOL.md §15: what one person on a service can do to another. Each case here was open on the
 /// build before (issue 62): a plain member, a removed owner or a revoked browser used it.
@@ -297,9 +298,9 @@ struct TrustTests {
             ("https://push.example.com/v1", "https://push.example.com/v1evil", false),
             ("http://push.example.com/", "https://push.example.com/x", false),
         ] {
-            #expect(WebPush.allows(entry, endpoint) == allowed, "\(entry) \(endpoint)")
+            #expect(WebPushDelivery.allows(entry, endpoint) == allowed, "\(entry) \(endpoint)")
         }
-        #expect(WebPush.endpointProblem("https://push.example.com@10.0.0.5/", allow: ["https://push.example.com"]) != nil)
+        #expect(WebPushDelivery.endpointProblem("https://push.example.com@10.0.0.5/", allow: ["https://push.example.com"]) != nil)
     }
 
     @Test("a Web Push that the outbound policy refuses is dropped, not tried again", arguments: Backend.available)
@@ -319,11 +320,12 @@ struct TrustTests {
             let made = try await client.call(.post, "/v1/me/webpush", token: alice.userToken, json: browser.json)
             #expect(made.status == .created, "\(made.text)")
             _ = try await alice.publish(client, id: "one", title: "One")
-            await harness.service.webPush.pushNow(userId: aliceId)
+            let webPush = try #require(harness.service.webPush as? WebPushDelivery)
+            await webPush.pushNow(userId: aliceId)
             #expect(lookups.load(ordering: .relaxed) == 1 && outbound.requests.isEmpty)
             for _ in 0..<3 {
                 clock.advance(by: 4000)
-                await harness.service.webPush.pushNow(userId: aliceId)
+                await webPush.pushNow(userId: aliceId)
             }
             #expect(lookups.load(ordering: .relaxed) == 1, "a refused push was tried again")
         }

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import NottyService
+import NottyWebPush
 import Testing
 
 @Suite("Web Push's encryption (RFC 8291) and VAPID (RFC 8292)")
@@ -64,7 +64,8 @@ struct WebPushCryptoTests {
         let jwt = token.split(separator: ".").map(String.init)
         #expect(jwt.count == 3 && fields["k"] == key.publicKey.x963Representation.base64URL)
         let claims = try JSONSerialization.jsonObject(with: #require(Data(base64URL: jwt[1]))) as? [String: Any]
-        #expect(claims?["aud"] as? String == "https://fcm.googleapis.com:443" && claims?["exp"] as? Int == 1_800_000_000)
+        // The origin (RFC 6454): the scheme's own port is left out, as the push service compares it.
+        #expect(claims?["aud"] as? String == "https://fcm.googleapis.com" && claims?["exp"] as? Int == 1_800_000_000)
         #expect(claims?["sub"] as? String == "mailto:ops@example.com")
         let header0 = try JSONSerialization.jsonObject(with: #require(Data(base64URL: jwt[0]))) as? [String: String]
         #expect(header0 == ["typ": "JWT", "alg": "ES256"])

@@ -8,6 +8,7 @@ import Synchronization
 import Testing
 
 @testable import NottyService
+@testable import NottyWebPush
 
 @Suite("Web Push: a browser is pushed what arrives and told what was handled (PROTOCOL.md §14)", .timeLimit(.minutes(5)))
 struct WebPushServiceTests {
@@ -51,7 +52,7 @@ struct WebPushServiceTests {
         try await harness.router { client in
             let alice = try await harness.world(client)
             let aliceId = try #require(try await harness.storage.user(name: "alice")).id
-            let webPush = harness.service.webPush
+            let webPush = try #require(harness.service.webPush as? WebPushDelivery)
 
             // The key: 65 bytes of P-256 point, the same every time.
             let keyAnswer = try await client.call(.get, "/v1/webpush/key")

@@ -124,7 +124,7 @@ struct SearchTests {
                 changes.append(again)
             }
             try pull(changes)
-            let actions = (0..<30).map { _ -> (id: String, action: LocalAction) in
+            let actions = (0..<30).map { _ -> (id: String, change: LocalChange) in
                 let id = ids.randomElement(using: &random)!
                 return Int.random(in: 0..<6, using: &random) == 0
                     ? (id, .delete)

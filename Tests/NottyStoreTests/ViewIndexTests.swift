@@ -91,10 +91,10 @@ struct ViewIndexTests {
         let times = [base, base.addingTimeInterval(1800), base.addingTimeInterval(7300)]
         for round in 0..<5 {
             // The user's actions, some of them undone by the service's answers.
-            var actions: [(id: String, action: LocalAction)] = []
+            var actions: [(id: String, change: LocalChange)] = []
             for _ in 0..<25 {
                 guard let id = ids.randomElement(using: &random) else { break }
-                let action: LocalAction =
+                let action: LocalChange =
                     Int.random(in: 0..<8, using: &random) == 0
                     ? .delete
                     : .patch(StateChange(readState: Self.read(&random), userActionState: Self.action(&random), snoozedUntil: Self.until(&random)))

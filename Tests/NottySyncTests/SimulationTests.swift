@@ -1,6 +1,6 @@
 import Foundation
+import NottyComposition
 import NottyCore
-import NottyPaging
 import NottyService
 import NottyServiceSQLite
 import NottyStore
@@ -137,7 +137,7 @@ struct Expected: CustomStringConvertible {
         action = (step, .noInteraction, nil)
     }
 
-    mutating func apply(_ change: LocalAction, at step: Int) {
+    mutating func apply(_ change: LocalChange, at step: Int) {
         switch change {
         case .delete:
             deleted = true
@@ -287,7 +287,7 @@ struct SimulationTests {
             case 21..<55:  // the user acts on a device (online or not)
                 let rows = try (await device.store.perform { try $0.window(view: .all, limit: 30, now: now) })
                 guard let target = rows.randomElement(using: &network.random) else { break }
-                let action: LocalAction
+                let action: LocalChange
                 switch Int.random(in: 0..<7, using: &network.random) {
                 case 0: action = .patch(StateChange(readState: .read))
                 case 1: action = .patch(StateChange(readState: .unread))

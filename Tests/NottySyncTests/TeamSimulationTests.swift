@@ -64,7 +64,7 @@ struct TeamSimulationTests {
             case 20..<55:  // a member acts on a device (online or not)
                 let rows = try (await device.store.perform { try $0.window(view: .all, limit: 30, now: now) })
                 guard let target = rows.randomElement(using: &network.random) else { break }
-                let action: LocalAction =
+                let action: LocalChange =
                     switch Int.random(in: 0..<6, using: &network.random) {
                     case 0: .patch(StateChange(readState: .read))
                     case 1: .patch(StateChange(readState: .unread))

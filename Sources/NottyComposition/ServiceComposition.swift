@@ -1,9 +1,12 @@
 import Logging
+import NottyPaging
 import NottyService
+import NottyWebPush
 
 extension NotificationService {
-    /// The service with its paging engine, ``Escalation``: what `notty serve` runs.
-    /// `outbound` makes the requests pages and actions send (nil: none are made, and they say so).
+    /// The service with its engines, paging's ``Escalation`` and Web Push's ``WebPushDelivery``:
+    /// what `notty serve` runs. `outbound` makes the requests pages, actions and pushes send
+    /// (nil: none are made, and they say so).
     public convenience init(
         storage: any ServiceStorage, config: ServiceConfig = ServiceConfig(), clock: any ServiceClock = SystemClock(),
         metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil,
@@ -11,7 +14,7 @@ extension NotificationService {
     ) {
         self.init(
             storage: storage, config: config, clock: clock, metrics: metrics, logger: logger, outbound: outbound, secrets: secrets,
-            paging: { core in Escalation(core: core, storage: storage, outbound: outbound) })
+            paging: { core in Escalation(core: core, storage: storage, outbound: outbound) },
+            webPush: { core, inbox in WebPushDelivery(core: core, inbox: inbox, outbound: outbound, storage: storage) })
     }
-
 }

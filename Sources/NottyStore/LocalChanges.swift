@@ -3,8 +3,9 @@ import GRDB
 import GRDBSQLite
 import NottyCore
 
-/// A change the user makes on this device.
-public enum LocalAction: Sendable, Equatable {
+/// A change the user makes on this device to a notification: its state, or its deletion (what
+/// the outbox sends; a publisher's buttons are `NotificationAction`s, another thing).
+public enum LocalChange: Sendable, Equatable {
     case patch(StateChange)
     case delete
 }
@@ -14,12 +15,12 @@ public struct OutboxEntry: Sendable, Equatable {
     public var seq: Int64
     public var mutationId: String
     public var notificationId: String
-    public var action: LocalAction
+    public var change: LocalChange
     public var changedAt: Int64
 
     /// The wire form (PROTOCOL.md §2.3 batch item), with its stable `mutationId`.
     public var mutation: Mutation {
-        switch action {
+        switch change {
         case .patch(let change):
             Mutation(id: notificationId, operation: .patch, change: change, changedAt: changedAt, mutationId: mutationId)
         case .delete:
@@ -49,18 +50,18 @@ public enum PageOutcome: Sendable, Equatable {
     case cursorMoved
 }
 
-// MARK: - The user's actions
+// MARK: - The user's changes
 
 extension LocalStore {
-    /// Records actions on notifications: for each, the shown state and a durable outbox entry in
+    /// Records changes of notifications: for each, the shown state and a durable outbox entry in
     /// one transaction. Ids not in the store (or deleted) are skipped. Returns the state of each
     /// affected notification before the action (for undo).
     @available(
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     @discardableResult
-    public func record(_ actions: [(id: String, action: LocalAction)], now: Date = Date()) throws -> [ShownState] {
-        try write { db in try record(db, actions, now: now) }
+    public func record(_ changes: [(id: String, change: LocalChange)], now: Date = Date()) throws -> [ShownState] {
+        try write { db in try record(db, changes, now: now) }
     }
 
     /// Marks every Unread notification of `view` matching `query` Read, in one transaction
@@ -74,18 +75,18 @@ extension LocalStore {
         try write { db in
             let ids = try window(db, view: view, query: query, offset: 0, limit: Int(Int32.max), total: nil, now: now)
                 .filter { $0.readState == .unread }.map(\.id)
-            _ = try record(db, ids.map { ($0, LocalAction.patch(StateChange(readState: .read))) }, now: now)
+            _ = try record(db, ids.map { ($0, LocalChange.patch(StateChange(readState: .read))) }, now: now)
             return ids
         }
     }
 
-    func record(_ db: Database, _ actions: [(id: String, action: LocalAction)], now: Date) throws -> [ShownState] {
+    func record(_ db: Database, _ changes: [(id: String, change: LocalChange)], now: Date) throws -> [ShownState] {
         var before: [ShownState] = []
         // One clock read for the whole batch: after the first, each action's clock is the
         // previous one + 1 (what reading and writing `hlc` each time would give), and `hlc`
         // is written once, at the end.
         var lastClock: Int64?
-        for (id, action) in actions {
+        for (id, change) in changes {
             guard
                 let row = try Row.fetchOne(
                     db.cachedStatement(sql: "SELECT read_state, action_state, snoozed_until FROM notifications WHERE id = ? AND hidden = 0"),
@@ -99,13 +100,13 @@ extension LocalStore {
             let clock = try lastClock.map { $0 + 1 } ?? nextClock(db, now: now)
             lastClock = clock
             var read: String?, state: String?, until: Int64?, op = "patch"
-            switch action {
-            case .patch(let change):
-                read = change.readState?.rawValue
-                state = change.userActionState?.rawValue
-                if change.userActionState == .snoozed || (change.userActionState == nil && change.snoozedUntil != nil) {
+            switch change {
+            case .patch(let patch):
+                read = patch.readState?.rawValue
+                state = patch.userActionState?.rawValue
+                if patch.userActionState == .snoozed || (patch.userActionState == nil && patch.snoozedUntil != nil) {
                     state = UserActionState.snoozed.rawValue
-                    until = change.snoozedUntil.map(ISOTime.millis)
+                    until = patch.snoozedUntil.map(ISOTime.millis)
                 }
             case .delete:
                 op = "delete"
@@ -172,18 +173,18 @@ extension LocalStore {
                         FROM outbox ORDER BY seq LIMIT ?
                         """), arguments: [limit]
             ).map { row in
-                let action: LocalAction
+                let change: LocalChange
                 if (row["op"] as String) == "delete" {
-                    action = .delete
+                    change = .delete
                 } else {
-                    action = .patch(
+                    change = .patch(
                         StateChange(
                             readState: (row["read_state"] as String?).flatMap { ReadState(spelling: $0) },
                             userActionState: (row["action_state"] as String?).flatMap { UserActionState(spelling: $0) },
                             snoozedUntil: (row["snoozed_until"] as Int64?).map(ISOTime.date(millis:))))
                 }
                 return OutboxEntry(
-                    seq: row["seq"], mutationId: row["mutation_id"], notificationId: row["notification_id"], action: action,
+                    seq: row["seq"], mutationId: row["mutation_id"], notificationId: row["notification_id"], change: change,
                     changedAt: row["changed_at"])
             }
         }

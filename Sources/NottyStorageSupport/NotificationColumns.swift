@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyService
 
 /// A stored notification as the columns of a `notifications` row, the same in every backend:
 /// times in milliseconds since 1970, policies as JSON text, enums by their wire spelling.

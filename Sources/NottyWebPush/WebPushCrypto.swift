@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NottyCore
 
 /// Web Push's message encryption (RFC 8291, `aes128gcm` of RFC 8188) and the application
 /// server's identification (RFC 8292, VAPID), with swift-crypto's P-256, HKDF and AES-GCM.
@@ -96,10 +97,7 @@ public enum WebPushCrypto {
     /// `Authorization: vapid t=JWT, k=KEY` for a push to `endpoint`: a JWT signed with ES256
     /// by the service's key, for the endpoint's origin, valid until `expires` (at most 24 h).
     public static func authorization(endpoint: String, key: P256.Signing.PrivateKey, subject: String, expires: Date) throws -> String {
-        guard let url = URL(string: endpoint), let scheme = url.scheme, let host = url.host else {
-            throw Failure.badKey("\(endpoint) is not a URL")
-        }
-        let origin = "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
+        guard let origin = HTTPURL(endpoint)?.origin else { throw Failure.badKey("\(endpoint) is not an http or https URL") }
         let header = Data(#"{"typ":"JWT","alg":"ES256"}"#.utf8).base64URL
         let claims = try JSONSerialization.data(
             withJSONObject: ["aud": origin, "exp": Int(expires.timeIntervalSince1970), "sub": subject],
