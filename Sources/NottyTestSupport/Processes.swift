@@ -264,12 +264,15 @@ public final class ServeProcess: @unchecked Sendable {
 
     /// Starts (or restarts, on the same port when `port` is given) the service.
     public func start(port wanted: Int? = nil, extraArguments: [String] = []) async throws {
+        // Woken by each write to the log's directory (inotify), not by a timer; a wait ends after
+        // a second so that a service that died is noticed.
+        let watch = DirectoryWatch(directory: log.deletingLastPathComponent().path)
+        defer { watch?.stop() }
         let process = try admin.start(
             ["serve", "--port", String(wanted ?? port), "--log-level", "notice"] + extraArguments, log: log, environment: environment)
         self.process = process
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             if let range = text.range(of: #"url=https?://127\.0\.0\.1:\d+"#, options: [.regularExpression, .backwards]),
                 let found = Int(text[range].split(separator: ":").last!), process.isRunning
@@ -279,6 +282,11 @@ public final class ServeProcess: @unchecked Sendable {
                 return
             }
             guard process.isRunning else { break }
+            if let watch {
+                _ = try await offThePool { watch.wait(timeoutMilliseconds: 1000) }
+            } else {
+                try await Task.sleep(for: .milliseconds(50))  // no inotify here: look again
+            }
         }
         throw SupportError("notty serve did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
     }

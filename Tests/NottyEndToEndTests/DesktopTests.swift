@@ -238,7 +238,11 @@ struct DesktopTests {
         #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "Renew the certificate" } })
         #expect(try await b.run(["snooze", snoozed, "--for", "2s"]).status == 0)
         #expect(try await a.run(["mute", "--group", "Certs"]).status == 0)
-        try await Task.sleep(for: .seconds(3))  // the snooze runs out (what is waited for is a time that has passed)
+        // The snooze runs out: B's Snoozed view no longer has it.
+        #expect(
+            try await eventually(timeout: .seconds(30), every: .milliseconds(200)) {
+                try await b.run(["list", "--view", "snoozed", "--json"]).out.contains(snoozed) == false
+            }, "the snooze did not run out")
         _ = try await world.publish("Site still down", extra: ["--priority", "high"])
         #expect(await eventually(timeout: .seconds(30)) { desktop.notifyCalls().contains { $0.summary == "Site still down" } })
         _ = try await world.publish("Site down for good", extra: ["--priority", "high"])

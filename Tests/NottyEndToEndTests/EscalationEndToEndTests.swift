@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import NottyCore
+import NottyStore
 import NottySync
 import NottyTestSupport
 import Testing
@@ -253,10 +254,15 @@ struct EscalationEndToEndTests {
             #expect(sent["title"] as? String == "escalated: " + title, "\(sent)")
             #expect(sent["message"] as? String == "`id` and \"quotes\"", "\(sent)")
             #expect(!FileManager.default.fileExists(atPath: marker.path), "the title ran as a command")
-            #expect(try await world.b.run(["sync"]).status == 0)
-            #expect(try await world.b.run(["read", id]).status == 0)
+            let pulled = try await world.b.run(["sync"])
+            #expect(pulled.status == 0, "\(pulled.err)")
+            let read = try await world.b.run(["read", id])
+            #expect(
+                read.status == 0 && read.out == "read 1 notification(s)\n", "B did not read it: \(read.out) \(read.err) (after sync: \(pulled.out))")
             // On a loaded machine the read may have been queued (exit 0, "queued" on stderr): sent now.
-            #expect(try await world.b.run(["sync"]).status == 0)
+            let flushed = try await world.b.run(["sync"])
+            let waiting = try await world.store(world.b).perform { try $0.outboxCount() }
+            #expect(flushed.status == 0 && waiting == 0, "B's read was not sent (\(waiting) waiting): \(flushed.out) \(flushed.err)")
             // Each run starts Python (seconds on a loaded machine) and may be retried 5 s later: 90 s.
             let handled = await eventually(timeout: .seconds(90)) { recorder.matching("POST", "/apprise").count == 2 }
             let list = handled ? "" : ((try? await world.a.run(["escalate", "--list"]))?.out ?? "")

@@ -131,8 +131,8 @@ struct SecretsAtRestTests {
             let oldKey = try String(contentsOfFile: world.service.secretKeyFile, encoding: .utf8)
             let newFile = world.directory.appendingPathComponent("new.key").path
             let rotating = Task { try await world.service.admin.run(["admin", "rotate-key", newFile]) }
-            // During the rotation (it runs at least 12 s).
-            try await Task.sleep(for: .seconds(2))
+            // During the rotation (it runs at least 12 s once it has written the new key file).
+            #expect(await eventually(timeout: .seconds(30)) { FileManager.default.fileExists(atPath: newFile) }, "rotate-key did not start")
             let during = try await world.publish(
                 "During", extra: ["--action", "http, Go, http://127.0.0.1:\(port)/during, headers.X-Token=\(Self.actionToken)"])
             #expect(try await world.b.run(["sync"]).status == 0)
