@@ -131,8 +131,8 @@ public struct Mutation: Sendable, Equatable {
     /// Hybrid logical clock of the change, milliseconds since 1970; `nil`: the service's clock.
     public var changedAt: Int64?
     public var mutationId: String?
-    /// Who makes the change, as a team notification shows it (set by the service, never read
-    /// from the wire).
+    /// Who makes the change, as a team notification shows it, or the tool that handled a
+    /// user's own through an incident door (set by the service, never read from the wire).
     public var by: ChangedBy?
 
     public init(id: String, operation: Operation = .patch, change: StateChange = StateChange(), changedAt: Int64? = nil, mutationId: String? = nil) {

@@ -14,6 +14,8 @@ extension Routes {
     /// The dialects' error bodies.
     enum Dialect {
         case ntfy, gotify
+        /// PagerDuty's Events API v2 (PROTOCOL.md §16).
+        case pagerDuty
 
         /// `error` as this dialect writes it, with its status and headers (`Retry-After`).
         func response(for answer: ErrorAnswer) -> Response {
@@ -31,13 +33,19 @@ extension Routes {
                         "error": .string(status.reasonPhrase), "errorCode": .number(Double(status.code)),
                         "errorDescription": .string(answer.error.message),
                     ])
+                case .pagerDuty:
+                    switch status.code {
+                    case 400: JSONParser.parse(Data(PagerDutyRefusal(errors: [answer.error.message]).body.utf8)) ?? .null
+                    case 429: JSONParser.parse(Data(PagerDutyAnswer.throttled.utf8)) ?? .null
+                    default: .object(["status": .string(status.reasonPhrase.lowercased()), "message": .string(answer.error.message)])
+                    }
                 }
             return (try? JSONResponse.make(body, status: status, headers: headers)) ?? Response(status: status)
         }
     }
 
     /// A handler whose errors are answered in `dialect`'s JSON.
-    private func speaking(_ dialect: Dialect, _ handle: @escaping @Sendable (Request, NottyRequestContext) async throws -> Response)
+    func speaking(_ dialect: Dialect, _ handle: @escaping @Sendable (Request, NottyRequestContext) async throws -> Response)
         -> @Sendable (Request, NottyRequestContext) async throws -> Response
     {
         let limit = service.config.maxWebhookBodyBytes

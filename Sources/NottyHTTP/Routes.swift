@@ -211,6 +211,7 @@ public struct Routes: Sendable {
             },
         ]
         routes += onCallRoutes
+        routes += incidentRoutes
         routes += webPushRoutes
         routes += webSessionRoutes
         routes += webAppRoutes

@@ -106,7 +106,7 @@ package enum MutationApplier {
             // Deleting again (or deleting an expired one) answers 204 as well.
             guard live else { return (MutationResult(id: mutation.id, mutationId: mutation.mutationId, status: 204), nil) }
             var tombstone = NotificationRules.deleted(current, now: now, seq: context.nextSeq(for: userId))
-            if let by = mutation.by, current.notification.team != nil { tombstone.notification.changedBy = by }
+            if let by = mutation.by { tombstone.notification.changedBy = by }
             return (MutationResult(id: mutation.id, mutationId: mutation.mutationId, status: 204), tombstone)
         case .patch:
             guard live else {
@@ -116,8 +116,13 @@ package enum MutationApplier {
             var (row, visible) = NotificationRules.patched(current, change: mutation.change, changedAt: mutation.changedAt, now: now)
             if visible {
                 row.seq = context.nextSeq(for: userId)
-                // A team's notification says which member made its state what it is.
-                if let by = mutation.by, row.notification.team != nil { row.notification.changedBy = by }
+                // A team's notification says which member made its state what it is; a user's own
+                // says which tool did when one did (an incident door, PROTOCOL.md §16), else nobody.
+                if let by = mutation.by {
+                    row.notification.changedBy = by
+                } else if row.notification.team == nil {
+                    row.notification.changedBy = nil
+                }
             }
             return (MutationResult(id: mutation.id, mutationId: mutation.mutationId, status: 200, notification: row.notification), row)
         }

@@ -22,7 +22,19 @@ public final class TestAlertmanager: @unchecked Sendable {
     /// resolved ones too.
     /// `port`: where it listens (a free one when nil), so that what is made before it (a
     /// webhook that silences through it) can name it.
-    public init(webhook: String, groupBy: [String] = ["alertname"], port chosen: Int? = nil) async throws {
+    public convenience init(webhook: String, groupBy: [String] = ["alertname"], port chosen: Int? = nil) async throws {
+        try await self.init(
+            receiver: """
+                webhook_configs:
+                  - url: '\(webhook)'
+                    send_resolved: true
+                """, groupBy: groupBy, port: chosen)
+    }
+
+    /// Starts Alertmanager sending every alert group to the receiver whose configuration (its
+    /// `*_configs`, as YAML at the receiver's level) is `receiver`: `pagerduty_configs` or
+    /// `opsgenie_configs` aimed at `notty serve`, say.
+    public init(receiver: String, groupBy: [String] = ["alertname"], port chosen: Int? = nil) async throws {
         guard let binary = Self.binary else {
             throw SupportError("prometheus-alertmanager is not installed (apt-get install -y prometheus-alertmanager)")
         }
@@ -37,9 +49,7 @@ public final class TestAlertmanager: @unchecked Sendable {
           repeat_interval: 4h
         receivers:
           - name: notty
-            webhook_configs:
-              - url: '\(webhook)'
-                send_resolved: true
+        \(receiver.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
         """.write(to: config, atomically: true, encoding: .utf8)
         let port = chosen ?? TestPostgres.freePort()
         url = "http://127.0.0.1:\(port)"

@@ -1,0 +1,145 @@
+import Foundation
+import NottyCore
+import NottyTestSupport
+import Testing
+
+/// The incident doors (PROTOCOL.md §16) with the real clients that page PagerDuty: Alertmanager's
+/// `pagerduty_configs` and PagerDuty's own Python client, against `notty serve` and two devices.
+@Suite("Incident doors end to end: Alertmanager and PagerDuty's client page notty", .timeLimit(.minutes(5)), .serialized)
+struct IncidentEndToEndTests {
+    /// A webhook's token (the routing key), made on device B.
+    func routingKey(_ world: TwoDevices) async throws -> String {
+        let made = try await world.b.run(["subscribe", "--app", "ci.example.com", "--webhook"])
+        let url = made.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard made.status == 0, let key = url.split(separator: "/").last else { throw SupportError("subscribe --webhook: \(made.err)") }
+        return String(key)
+    }
+
+    func notifications(_ cli: NottyCLI) async throws -> [UserNotification] {
+        guard try await cli.run(["sync"]).status == 0 else { return [] }
+        return try await cli.run(["list", "--view", "all", "--json"]).out.split(separator: "\n")
+            .map { try NottyJSON.decoder.decode(UserNotification.self, from: Data($0.utf8)) }
+    }
+
+    @Test(
+        "Alertmanager's pagerduty_configs with url aimed at notty serve: a firing alert is High on both devices; resolved, it is Dismissed on both",
+        .enabled(
+            if: TestAlertmanager.available || TestAlertmanager.required,
+            "SKIPPED LOUDLY: prometheus-alertmanager or amtool is missing (apt-get install -y prometheus-alertmanager); .ci/run installs it"))
+    func alertmanagerPagerDuty() async throws {
+        let world = try await TwoDevices()
+        let key = try await routingKey(world)
+        let alertmanager = try await TestAlertmanager(
+            receiver: """
+                pagerduty_configs:
+                  - routing_key: '\(key)'
+                    url: '\(world.service.url)/v2/enqueue'
+                    send_resolved: true
+                """)
+        defer { alertmanager.stop() }
+        try await alertmanager.amtool([
+            "alert", "add", "alertname=DiskFull", "severity=critical", "instance=nas-1", "--annotation=summary=Disk 91% full on nas-1",
+        ])
+        var alert: UserNotification?
+        #expect(
+            try await eventually(timeout: .seconds(30)) {
+                alert = try await notifications(world.a).first { $0.payload.visualContent?.title.contains("DiskFull") == true }
+                return alert != nil
+            }, "the alert did not arrive:\n\(alertmanager.log.suffix(3000))\n\(world.service.logText().suffix(2000))")
+        let fired = try #require(alert)
+        #expect(fired.priority == .high && fired.userActionState == .noInteraction, "\(fired)")
+        #expect(try await notifications(world.b).filter { $0.id == fired.id }.count == 1)
+
+        let past = ISOTime.format(Date().addingTimeInterval(-5))
+        try await alertmanager.post(
+            #"[{"labels":{"alertname":"DiskFull","severity":"critical","instance":"nas-1"},"annotations":{"summary":"Disk 91% full on nas-1"},"endsAt":"\#(past)"}]"#
+        )
+        for device in [world.a, world.b] {
+            #expect(
+                try await eventually(timeout: .seconds(30)) {
+                    try await notifications(device).first { $0.id == fired.id }?.userActionState == .dismissed
+                }, "the resolved alert was not dismissed:\n\(alertmanager.log.suffix(3000))")
+        }
+        let resolved = try #require(try await notifications(world.a).first { $0.id == fired.id })
+        #expect(
+            resolved.changedBy?.user == "Alertmanager" || resolved.changedBy?.user == "PagerDuty Events API",
+            "\(String(describing: resolved.changedBy))")
+    }
+
+    @Test(
+        "PagerDuty's own Python client (EventsApiV2Client, base_url the service's https URL): trigger, the same dedup_key again (one notification, updated), a made key, acknowledge (Read), resolve (Dismissed), a change event (Low), a wrong key refused"
+    )
+    func pagerDutyClient() async throws {
+        let installed = try await Repository.run(["python3", "-c", "import pagerduty"])
+        guard installed.status == 0 else {
+            Issue.record("SKIPPED LOUDLY: PagerDuty's Python client is missing (pip install pagerduty): .ci/run installs it")
+            return
+        }
+        // The client talks to https only: the service with a certificate of its own, trusted here.
+        let directory = Repository.temporaryDirectory("notty-pagerduty")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
+        let openssl = try await Repository.run([
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+        ])
+        try #require(openssl.status == 0, "openssl failed: \(openssl.output)")
+        let serve = try await ServeProcess(directory: directory, extraArguments: ["--tls-cert", cert, "--tls-key", key])
+        defer { serve.stop() }
+        func curl(_ arguments: [String]) async throws -> JSONValue? {
+            let result = try await Repository.run(["curl", "-sS", "--max-time", "30", "--cacert", cert] + arguments)
+            #expect(result.status == 0, "curl \(arguments): \(result.output)")
+            return JSONValue(jsonText: result.output)
+        }
+        guard
+            case .object(let login)? = try await curl([
+                "-d", "grant_type=password&username=alice&password=s3cret-pw", serve.url + "/oauth2/v2.0/token",
+            ]),
+            case .string(let userToken)? = login["access_token"],
+            case .object(let hook)? = try await curl([
+                "-H", "Authorization: Bearer \(userToken)", "-H", "Content-Type: application/json",
+                "-d", #"{"targetHostName":"ci.example.com","platform":"webhook"}"#, serve.url + "/v1/me/subscriptions",
+            ]), case .string(let hookURL)? = hook["webhookUrl"], let routingKey = hookURL.split(separator: "/").last
+        else { Issue.record("alice could not make a webhook"); return }
+        func client(_ code: String, key: String = String(routingKey)) async throws -> (status: Int32, output: String) {
+            let script = """
+                import sys, pagerduty
+                client = pagerduty.EventsApiV2Client(sys.argv[2], base_url=sys.argv[1])
+                \(code)
+                """
+            let run = try await Repository.run(
+                ["python3", "-c", script, serve.url, key],
+                environment: ["SSL_CERT_FILE": cert, "REQUESTS_CA_BUNDLE": cert, "PYTHONWARNINGS": "ignore"])
+            return (run.status, run.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        func all() async throws -> [UserNotification] {
+            let result = try await Repository.run([
+                "curl", "-sS", "--cacert", cert, "-H", "Authorization: Bearer \(userToken)", serve.url + "/v1/me/notifications?view=all&top=100",
+            ])
+            return try NottyJSON.decoder.decode(NotificationList.self, from: Data(result.output.utf8)).value
+        }
+
+        let first = try await client(
+            #"print(client.trigger("Disk 91% full on db1", "db1.example.com", dedup_key="disk-db1", severity="error", custom_details={"free": "9 GB"}))"#
+        )
+        #expect(first.status == 0 && first.output == "disk-db1", "\(first.output)")
+        #expect(try await client(#"print(client.trigger("Disk 95% full on db1", "db1.example.com", dedup_key="disk-db1"))"#).status == 0)
+        let made = try await client(#"print(client.trigger("Backup late", "nas-1", severity="warning"))"#)
+        #expect(made.status == 0 && made.output.count == 32, "a made dedup key: \(made.output)")
+        var notifications = try await all()
+        let disk = notifications.filter { $0.appNotificationId == "disk-db1" }
+        #expect(disk.count == 1 && disk.first?.payload.visualContent?.title == "Disk 95% full on db1" && disk.first?.priority == .high, "\(disk)")
+        #expect(notifications.first { $0.appNotificationId == made.output }?.priority == Priority.none)
+
+        #expect(try await client(#"client.acknowledge("disk-db1")"#).status == 0)
+        #expect(try await all().first { $0.appNotificationId == "disk-db1" }?.readState == .read)
+        #expect(try await client(#"client.resolve("disk-db1")"#).status == 0)
+        #expect(try await all().first { $0.appNotificationId == "disk-db1" }?.userActionState == .dismissed)
+        #expect(try await client(#"client.send_change_event(payload={"summary": "Deployed v2.3", "source": "ci"})"#).status == 0)
+        notifications = try await all()
+        #expect(notifications.contains { $0.payload.visualContent?.title == "Deployed v2.3" && $0.priority == .low }, "\(notifications)")
+        // A key that is no hook's: the client raises PagerDuty's 400.
+        let wrong = try await client(#"client.trigger("x", "y")"#, key: "not-a-hook")
+        #expect(wrong.status != 0 && wrong.output.contains("400"), "\(wrong.output)")
+    }
+}
