@@ -56,6 +56,11 @@ extension Publishing {
     /// Acknowledges (Read) or resolves (Dismissed) the hook's active alert `alertId` on every
     /// device, `by` named as who handled it; nothing when there is none.
     func handle(alert alertId: String, of hook: Hook, resolved: Bool, by: String) async throws {
+        // Every event counts against the app's rate, as PagerDuty throttles them all.
+        if let wait = core.limiter.take(hook.app.clientId, now: clock.nowMillis()) {
+            metrics.rateLimited.increment()
+            throw ServiceError.tooManyRequests(retryAfter: wait)
+        }
         let userId = hook.subscription.userId
         guard
             let found = try await db({ try await storage.notification(userId: userId, hostName: hook.app.hostName, appNotificationId: alertId) }),

@@ -141,6 +141,23 @@ struct PagerDutyDoorTests {
         }
     }
 
+    @Test("every event counts against the app's rate: past it, PagerDuty's 429 with Retry-After, and nothing changes", arguments: Backend.available)
+    func throttled(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend) {
+            $0.publishRate = 0.001; $0.publishBurst = 1
+        }
+        try await harness.router { client in
+            let alice = try await harness.world(client)
+            let key = try await alice.hookToken(client)
+            let fired = try await client.pagerDuty(
+                #"{"routing_key":"\#(key)","event_action":"trigger","dedup_key":"k","payload":{"summary":"s","source":"x","severity":"error"}}"#)
+            #expect(fired.status == .accepted, "\(fired.text)")
+            let ack = try await client.pagerDuty(#"{"routing_key":"\#(key)","event_action":"acknowledge","dedup_key":"k"}"#)
+            #expect(ack.status == .tooManyRequests && ack.string("status") == "throttle event" && ack.headers[.retryAfter] != nil, "\(ack.text)")
+            #expect(try await alice.all(client).first?.readState == .unread)
+        }
+    }
+
     @Test("a team's hook: its key publishes to the team, and an acknowledgement is Read for every member", arguments: Backend.available)
     func teamKey(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
