@@ -243,7 +243,10 @@ extension PostgresSchemaTests {
 struct OutageTests {
     @Test("PostgreSQL down: 503 serviceUnavailable, /healthz fails, nothing half-written; back: the service recovers without a restart")
     func outage() async throws {
-        let cluster = try await TestPostgres.Cluster.start()
+        // Without fsync: PostgreSQL is stopped and started cleanly here, never killed, so what it
+        // wrote is all there; with fsync on, its fresh database's migrations took over their
+        // 60 s at the start of a full run (every test's storage beside them on 2 cores).
+        let cluster = try await TestPostgres.Cluster.start(fast: true)
         let storage = try await PostgresStorage.connect(url: PostgresURL(TestPostgres.createDatabase(on: cluster.url)), logger: .quiet)
         let harness = try await ServiceHarness(storage: storage, logger: .quiet)
         try await harness.router { client in
