@@ -14,8 +14,10 @@ extension Routes {
     /// The dialects' error bodies.
     enum Dialect {
         case ntfy, gotify
-        /// PagerDuty's Events API v2 (PROTOCOL.md §16).
+        /// PagerDuty's Events API v2 (PROTOCOL.md §16.1).
         case pagerDuty
+        /// Opsgenie's Alert API v2 (PROTOCOL.md §16.2).
+        case opsgenie
 
         /// `error` as this dialect writes it, with its status and headers (`Retry-After`).
         func response(for answer: ErrorAnswer) -> Response {
@@ -39,6 +41,7 @@ extension Routes {
                     case 429: JSONParser.parse(Data(PagerDutyAnswer.throttled.utf8)) ?? .null
                     default: .object(["status": .string(status.reasonPhrase.lowercased()), "message": .string(answer.error.message)])
                     }
+                case .opsgenie: JSONParser.parse(Data(Opsgenie.error(answer.error.message).utf8)) ?? .null
                 }
             return (try? JSONResponse.make(body, status: status, headers: headers)) ?? Response(status: status)
         }

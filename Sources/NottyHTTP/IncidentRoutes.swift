@@ -44,3 +44,84 @@ extension Routes {
         return Response(status: .accepted, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: answer)))
     }
 }
+
+// MARK: - Opsgenie's Alert API (PROTOCOL.md §16.2)
+
+extension Routes {
+    var opsgenieRoutes: [Route] {
+        var routes = [
+            Route(
+                method: .post, path: "/v2/alerts", audience: .webhook,
+                handle: speaking(.opsgenie) { request, _ in
+                    var request = request
+                    let body = try await request.rawBody(limit: self.service.config.maxWebhookBodyBytes)
+                    let alert: Opsgenie.Alert
+                    do throws(Opsgenie.Refusal) {
+                        alert = try Opsgenie.alert(body)
+                    } catch {
+                        return Self.opsgenieAnswer(
+                            Opsgenie.error("Request body is not processable. Please check the errors.", errors: error.errors),
+                            status: .unprocessableContent)
+                    }
+                    let requestId = try await self.service.publishing.opsgenieCreate(key: Self.genieKey(request), alert)
+                    return Self.opsgenieAnswer(Opsgenie.accepted(requestId), status: .accepted)
+                }),
+            Route(
+                method: .get, path: "/v2/alerts/requests/:requestId", audience: .webhook,
+                handle: speaking(.opsgenie) { request, context in
+                    let data = try await self.service.publishing.opsgenieRequest(
+                        key: Self.genieKey(request), requestId: context.pathParameter("requestId"))
+                    return Self.opsgenieAnswer(Opsgenie.data(data), status: .ok)
+                }),
+            Route(
+                method: .get, path: "/v2/alerts/:identifier", audience: .webhook,
+                handle: speaking(.opsgenie) { request, context in
+                    let identifier = try Publishing.OpsgenieIdentifier(
+                        context.pathParameter("identifier"), type: request.uri.queryParameters.get("identifierType"))
+                    let alert = try await self.service.publishing.opsgenieGet(key: Self.genieKey(request), identifier)
+                    return Self.opsgenieAnswer(Opsgenie.data(alert), status: .ok)
+                }),
+            Route(
+                method: .delete, path: "/v2/alerts/:identifier", audience: .webhook,
+                handle: speaking(.opsgenie) { request, context in
+                    try await self.opsgenieChange(request, context, .delete)
+                }),
+        ]
+        for action in Publishing.OpsgenieAction.allCases where action != .delete {
+            routes.append(
+                Route(
+                    method: .post, path: "/v2/alerts/:identifier/\(action.rawValue.lowercased())", audience: .webhook,
+                    handle: speaking(.opsgenie) { request, context in try await self.opsgenieChange(request, context, action) }))
+        }
+        return routes
+    }
+
+    /// A state request: its body's `user` (who did it) and, for a snooze, `endTime`.
+    private func opsgenieChange(_ request: Request, _ context: NottyRequestContext, _ action: Publishing.OpsgenieAction) async throws -> Response {
+        var request = request
+        let body = try await request.rawBody(limit: service.config.maxWebhookBodyBytes)
+        let json = body.isEmpty ? nil : JSONParser.parse(body)
+        func text(_ key: String) -> String? { if case .object(let object)? = json, case .string(let value)? = object[key] { value } else { nil } }
+        var until: Date?
+        if let end = text("endTime") {
+            guard let parsed = ISOTime.parse(end) else { throw ServiceError.badRequest("endTime must be an ISO 8601 time") }
+            until = parsed
+        }
+        let identifier = try Publishing.OpsgenieIdentifier(
+            context.pathParameter("identifier"), type: request.uri.queryParameters.get("identifierType"))
+        let requestId = try await service.publishing.opsgenieChange(key: Self.genieKey(request), identifier, action, user: text("user"), until: until)
+        return Self.opsgenieAnswer(Opsgenie.accepted(requestId), status: .accepted)
+    }
+
+    /// The key of `Authorization: GenieKey KEY`.
+    static func genieKey(_ request: Request) -> String? {
+        guard let header = request.headers[.authorization] else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "geniekey" else { return nil }
+        return parts[1].trimmingCharacters(in: .whitespaces)
+    }
+
+    static func opsgenieAnswer(_ json: String, status: HTTPResponse.Status) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: json)))
+    }
+}

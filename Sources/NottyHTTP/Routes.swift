@@ -212,6 +212,7 @@ public struct Routes: Sendable {
         ]
         routes += onCallRoutes
         routes += incidentRoutes
+        routes += opsgenieRoutes
         routes += webPushRoutes
         routes += webSessionRoutes
         routes += webAppRoutes

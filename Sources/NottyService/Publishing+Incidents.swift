@@ -71,3 +71,125 @@ extension Publishing {
         _ = try await inbox.mutate(userId: userId, [mutation])
     }
 }
+
+// MARK: - Opsgenie's Alert API (PROTOCOL.md §16.2)
+
+extension Publishing {
+    /// What an Opsgenie alert id names: the alert's id (and tinyId) or its alias.
+    public enum OpsgenieIdentifier: Sendable, Equatable {
+        case id(String)
+        case alias(String)
+
+        /// From the path and `identifierType` (`id`, the default, `tiny` or `alias`).
+        public init(_ identifier: String, type: String?) throws {
+            switch type?.lowercased() {
+            case nil, "id", "tiny": self = .id(identifier)
+            case "alias": self = .alias(identifier)
+            default: throw ServiceError.badRequest("identifierType must be id, tiny or alias")
+            }
+        }
+    }
+
+    /// What a state request of Opsgenie's does.
+    public enum OpsgenieAction: String, Sendable, CaseIterable {
+        case acknowledge = "Acknowledge"
+        case unacknowledge = "UnAcknowledge"
+        case close = "Close"
+        case snooze = "Snooze"
+        case delete = "Delete"
+    }
+
+    /// The hook whose token is the Opsgenie key `key` (`Authorization: GenieKey KEY`): `401`,
+    /// as Opsgenie answers, for none, a revoked one or one with a secret.
+    func opsgenieHook(key: String?) async throws -> Hook {
+        guard let key, !key.isEmpty else {
+            throw ServiceError.unauthenticated("Could not authenticate: send Authorization: GenieKey TOKEN, a notty webhook's token")
+        }
+        do {
+            return try await incidentHook(token: key, door: "Opsgenie's API")
+        } catch let error as ServiceError where error.kind == .badRequest {
+            throw ServiceError.unauthenticated("Could not authenticate: \(error.message)")
+        }
+    }
+
+    /// `POST /v2/alerts`: publishes the alert (an open alias again updates it in place); answers
+    /// the request's id.
+    public func opsgenieCreate(key: String?, _ alert: Opsgenie.Alert) async throws -> String {
+        let hook = try await opsgenieHook(key: key)
+        var notification = alert.notification
+        let alias = alert.alias ?? Identifiers.timeOrdered()
+        notification.appNotificationId = alias
+        guard let published = try await publish([notification], as: hook).first else { throw ServiceError.badRequest("nothing to publish") }
+        return Opsgenie.RequestRecord(action: "Create", alertId: published.id, alias: alias, processedAt: ISOTime.millis(clock.nowMillis())).requestId
+    }
+
+    /// The hook's alert `identifier` names: one of its app's notifications in its feed (`404`
+    /// for anything else, another app's or user's too).
+    func opsgenieAlert(_ identifier: OpsgenieIdentifier, of hook: Hook) async throws -> UserNotification {
+        let userId = hook.subscription.userId
+        let missing = ServiceError.notFound("Alert does not exist")
+        let found: UserNotification?
+        switch identifier {
+        case .id(let id):
+            found = try await db { try await storage.notification(id: id, userId: userId) }
+        case .alias(let alias):
+            found = try await db { try await storage.notification(userId: userId, hostName: hook.app.hostName, appNotificationId: alias) }
+        }
+        guard let found, found.isLive(at: clock.nowMillis()), found.targetHostName.equalsIgnoringASCIICase(hook.app.hostName) else {
+            throw missing
+        }
+        return found
+    }
+
+    /// `GET /v2/alerts/{identifier}`: the alert as Opsgenie shows one.
+    public func opsgenieGet(key: String?, _ identifier: OpsgenieIdentifier) async throws -> JSONValue {
+        let hook = try await opsgenieHook(key: key)
+        return Opsgenie.alertObject(try await opsgenieAlert(identifier, of: hook), now: clock.nowMillis(), integration: hook.subscription.id)
+    }
+
+    /// `POST /v2/alerts/{identifier}/acknowledge|unacknowledge|close|snooze` and `DELETE`: the
+    /// state changed on every device, as the user's own change would be (acknowledge Read,
+    /// unacknowledge Unread, close Dismissed, snooze Snoozed until `endTime`, delete deleted),
+    /// the sending `user` (else "Opsgenie API") named as who did it. Answers the request's id.
+    public func opsgenieChange(key: String?, _ identifier: OpsgenieIdentifier, _ action: OpsgenieAction, user: String?, until: Date?)
+        async throws -> String
+    {
+        let hook = try await opsgenieHook(key: key)
+        let now = clock.nowMillis()
+        if let wait = core.limiter.take(hook.app.clientId, now: now) {
+            metrics.rateLimited.increment()
+            throw ServiceError.tooManyRequests(retryAfter: wait)
+        }
+        let alert = try await opsgenieAlert(identifier, of: hook)
+        var mutation: Mutation
+        switch action {
+        case .acknowledge: mutation = Mutation(id: alert.id, change: StateChange(readState: .read))
+        case .unacknowledge: mutation = Mutation(id: alert.id, change: StateChange(readState: .unread))
+        case .close: mutation = Mutation(id: alert.id, change: StateChange(userActionState: .dismissed))
+        case .delete: mutation = Mutation(id: alert.id, operation: .delete)
+        case .snooze:
+            guard let until, until > now else { throw ServiceError.badRequest("endTime is required: a time in the future (ISO 8601)") }
+            mutation = Mutation(id: alert.id, change: StateChange(userActionState: .snoozed, snoozedUntil: until))
+        }
+        mutation.by = ChangedBy(user: String((user?.isEmpty == false ? user! : "Opsgenie API").prefix(64)), device: nil, at: now)
+        let result = try await inbox.mutate(userId: hook.subscription.userId, [mutation])[0]
+        guard result.status < 300 else { throw ServiceError.notFound("Alert does not exist") }
+        return Opsgenie.RequestRecord(action: action.rawValue, alertId: alert.id, alias: alert.appNotificationId, processedAt: ISOTime.millis(now))
+            .requestId
+    }
+
+    /// `GET /v2/alerts/requests/{requestId}`: how a request of this key's went (`404` for one
+    /// that is not, or whose alert is not, this key's).
+    public func opsgenieRequest(key: String?, requestId: String) async throws -> JSONValue {
+        let hook = try await opsgenieHook(key: key)
+        guard let record = Opsgenie.RequestRecord(requestId: requestId) else { throw ServiceError.notFound("Request does not exist") }
+        if record.action != OpsgenieAction.delete.rawValue {
+            do {
+                _ = try await opsgenieAlert(.id(record.alertId), of: hook)
+            } catch let error as ServiceError where error.kind == .notFound {
+                throw ServiceError.notFound("Request does not exist")
+            }
+        }
+        return record.status(integration: hook.subscription.id)
+    }
+}

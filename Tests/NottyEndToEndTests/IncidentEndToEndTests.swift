@@ -142,4 +142,106 @@ struct IncidentEndToEndTests {
         let wrong = try await client(#"client.trigger("x", "y")"#, key: "not-a-hook")
         #expect(wrong.status != 0 && wrong.output.contains("400"), "\(wrong.output)")
     }
+
+    @Test(
+        "Alertmanager's opsgenie_configs with api_url aimed at notty serve: a firing alert reaches both devices; resolved, it is closed (Dismissed) on both",
+        .enabled(
+            if: TestAlertmanager.available || TestAlertmanager.required,
+            "SKIPPED LOUDLY: prometheus-alertmanager or amtool is missing (apt-get install -y prometheus-alertmanager); .ci/run installs it"))
+    func alertmanagerOpsgenie() async throws {
+        let world = try await TwoDevices()
+        let key = try await routingKey(world)
+        let alertmanager = try await TestAlertmanager(
+            receiver: """
+                opsgenie_configs:
+                  - api_key: '\(key)'
+                    api_url: '\(world.service.url)/'
+                    priority: 'P1'
+                    send_resolved: true
+                """)
+        defer { alertmanager.stop() }
+        try await alertmanager.amtool(["alert", "add", "alertname=BackupLate", "severity=warning", "job=nightly"])
+        var alert: UserNotification?
+        #expect(
+            try await eventually(timeout: .seconds(30)) {
+                alert = try await notifications(world.a).first { $0.payload.visualContent?.title.contains("BackupLate") == true }
+                return alert != nil
+            }, "the alert did not arrive:\n\(alertmanager.log.suffix(3000))\n\(world.service.logText().suffix(2000))")
+        let fired = try #require(alert)
+        #expect(fired.priority == .high && fired.userActionState == .noInteraction, "\(fired)")
+        let past = ISOTime.format(Date().addingTimeInterval(-5))
+        try await alertmanager.post(#"[{"labels":{"alertname":"BackupLate","severity":"warning","job":"nightly"},"endsAt":"\#(past)"}]"#)
+        for device in [world.a, world.b] {
+            #expect(
+                try await eventually(timeout: .seconds(30)) {
+                    try await notifications(device).first { $0.id == fired.id }?.userActionState == .dismissed
+                }, "the resolved alert was not closed:\n\(alertmanager.log.suffix(3000))")
+        }
+    }
+
+    @Test(
+        "Opsgenie's own Python SDK (AlertApi, host the service's): create, the request's status, get by alias, acknowledge, close; a wrong key refused with 401"
+    )
+    func opsgenieSDK() async throws {
+        let installed = try await Repository.run(["python3", "-c", "import opsgenie_sdk"])
+        guard installed.status == 0 else {
+            Issue.record("SKIPPED LOUDLY: Opsgenie's Python SDK is missing (pip install opsgenie-sdk): .ci/run installs it")
+            return
+        }
+        let world = try await TwoDevices()
+        let key = try await routingKey(world)
+        func sdk(_ code: String, key: String) async throws -> (status: Int32, output: String) {
+            let script = """
+                import sys, opsgenie_sdk
+                conf = opsgenie_sdk.configuration.Configuration()
+                conf.host = sys.argv[1]
+                conf.api_key['Authorization'] = sys.argv[2]
+                conf.api_key_prefix['Authorization'] = 'GenieKey'
+                conf.retry_count = 1
+                api = opsgenie_sdk.AlertApi(api_client=opsgenie_sdk.api_client.ApiClient(configuration=conf))
+                \(code)
+                """
+            let run = try await Repository.run(["python3", "-c", script, world.service.url, key])
+            return (run.status, run.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        let created = try await sdk(
+            """
+            made = api.create_alert(create_alert_payload=opsgenie_sdk.CreateAlertPayload(
+                message='Disk 91% full on db1', alias='disk-db1', description='/var has 9 GB left', priority='P2', tags=['disk']))
+            status = api.get_request_status(request_id=made.request_id)
+            print(status.data.status, status.data.alert_id, status.data.alias)
+            got = api.get_alert(identifier='disk-db1', identifier_type='alias')
+            print(got.data.message, '|', got.data.status, got.data.acknowledged, got.data.priority)
+            """, key: key)
+        #expect(created.status == 0, "\(created.output)")
+        let lines = created.output.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("Created alert ") == true && lines.first?.hasSuffix(" disk-db1") == true, "\(created.output)")
+        #expect(lines.last == "Disk 91% full on db1 | open False P1", "\(created.output)")
+        let alertId = try #require(lines.first?.split(separator: " ").dropFirst(2).first.map(String.init))
+        let seen = try #require(try await notifications(world.b).first { $0.id == alertId })
+        #expect(seen.priority == .high && seen.appNotificationId == "disk-db1")
+
+        let acknowledged = try await sdk(
+            """
+            api.acknowledge_alert(identifier='disk-db1', identifier_type='alias',
+                acknowledge_alert_payload=opsgenie_sdk.AcknowledgeAlertPayload(user='ops-bot', note='on it'))
+            print(api.get_alert(identifier='disk-db1', identifier_type='alias').data.acknowledged)
+            """, key: key)
+        #expect(acknowledged.status == 0 && acknowledged.output.hasSuffix("True"), "\(acknowledged.output)")
+        for device in [world.a, world.b] {
+            #expect(try await eventually(timeout: .seconds(20)) { try await notifications(device).first { $0.id == alertId }?.readState == .read })
+        }
+        let closed = try await sdk(
+            "api.close_alert(identifier='disk-db1', identifier_type='alias', close_alert_payload=opsgenie_sdk.CloseAlertPayload(user='ops-bot'))",
+            key: key)
+        #expect(closed.status == 0, "\(closed.output)")
+        for device in [world.a, world.b] {
+            #expect(
+                try await eventually(timeout: .seconds(20)) {
+                    try await notifications(device).first { $0.id == alertId }?.userActionState == .dismissed
+                })
+        }
+        let wrong = try await sdk("api.get_alert(identifier='disk-db1', identifier_type='alias')", key: "not-a-key")
+        #expect(wrong.status != 0 && wrong.output.contains("401"), "\(wrong.output)")
+    }
 }

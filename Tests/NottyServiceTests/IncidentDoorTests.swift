@@ -187,3 +187,116 @@ struct PagerDutyDoorTests {
         }
     }
 }
+
+@Suite("Opsgenie's Alert API v2 on a hook's token (PROTOCOL.md §16.2)", .timeLimit(.minutes(5)))
+struct OpsgenieDoorTests {
+    @Test(
+        "create (202 and a request id whose status names the alert), the same alias updates in place, get by id, tiny and alias, acknowledge, unacknowledge, snooze, close and delete on every device, named after the user",
+        arguments: Backend.available)
+    func lifecycle(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.router { client in
+            let alice = try await harness.world(client)
+            let key = try await alice.hookToken(client)
+            let genie = ["Authorization": "GenieKey \(key)", "Content-Type": "application/json"]
+            func call(_ method: HTTPRequest.Method, _ path: String, _ json: String = "") async throws -> Reply {
+                try await client.call(method, path, body: Data(json.utf8), headers: genie)
+            }
+            let create =
+                #"{"message":"Disk 91% full on db1","alias":"disk-db1","description":"/var has 9 GB left","priority":"P1","entity":"db1","source":"zabbix","tags":["disk","db"],"details":{"free":"9 GB"}}"#
+            let made = try await call(.post, "/v2/alerts", create)
+            #expect(made.status == .accepted && made.string("result") == "Request will be processed", "\(made.text)")
+            let requestId = try #require(made.string("requestId"))
+            let status = try await call(.get, "/v2/alerts/requests/\(requestId)")
+            #expect(status.status == .ok, "\(status.text)")
+            guard case .object(let data)? = status["data"], case .string(let alertId)? = data["alertId"] else {
+                Issue.record("no alertId: \(status.text)")
+                return
+            }
+            #expect(data["status"] == .string("Created alert") && data["alias"] == .string("disk-db1") && data["isSuccess"] == .bool(true))
+            var all = try await alice.all(client)
+            #expect(all.count == 1 && all[0].id == alertId && all[0].priority == .high && all[0].groupName == "db1", "\(all)")
+            #expect(all[0].payload.visualContent?.body == "/var has 9 GB left\nsource: zabbix\ntags: disk, db\nfree: 9 GB")
+            // The same alias again: the same notification, updated.
+            #expect(try await call(.post, "/v2/alerts", create.replacingOccurrences(of: "91%", with: "95%")).status == .accepted)
+            all = try await alice.all(client)
+            #expect(all.count == 1 && all[0].payload.visualContent?.title == "Disk 95% full on db1")
+
+            for path in ["/v2/alerts/\(alertId)", "/v2/alerts/\(alertId)?identifierType=tiny", "/v2/alerts/disk-db1?identifierType=alias"] {
+                let got = try await call(.get, path)
+                guard case .object(let alert)? = got["data"] else {
+                    Issue.record("\(path): \(got.text)")
+                    continue
+                }
+                #expect(alert["id"] == .string(alertId) && alert["alias"] == .string("disk-db1") && alert["status"] == .string("open"), "\(got.text)")
+                #expect(
+                    alert["acknowledged"] == .bool(false) && alert["priority"] == .string("P1") && alert["message"] == .string("Disk 95% full on db1")
+                )
+            }
+            func alert() async throws -> UserNotification { try await alice.notification(client, alertId) }
+            #expect(try await call(.post, "/v2/alerts/disk-db1/acknowledge?identifierType=alias", #"{"user":"zabbix-bot"}"#).status == .accepted)
+            var seen = try await alert()
+            #expect(seen.readState == .read && seen.changedBy?.user == "zabbix-bot", "\(seen)")
+            guard case .object(let acknowledged)? = try await call(.get, "/v2/alerts/\(alertId)")["data"] else { return }
+            #expect(acknowledged["acknowledged"] == .bool(true) && acknowledged["isSeen"] == .bool(true))
+            #expect(try await call(.post, "/v2/alerts/\(alertId)/unacknowledge").status == .accepted)
+            seen = try await alert()
+            #expect(seen.readState == .unread && seen.changedBy?.user == "Opsgenie API")
+            let until = ISOTime.format(Date().addingTimeInterval(3600))
+            #expect(try await call(.post, "/v2/alerts/\(alertId)/snooze", #"{"endTime":"\#(until)"}"#).status == .accepted)
+            #expect(try await alert().userActionState == .snoozed)
+            #expect(try await call(.post, "/v2/alerts/\(alertId)/snooze", "{}").status == .badRequest)
+            #expect(try await call(.post, "/v2/alerts/\(alertId)/close").status == .accepted)
+            #expect(try await alert().userActionState == .dismissed)
+            guard case .object(let closed)? = try await call(.get, "/v2/alerts/\(alertId)")["data"] else { return }
+            #expect(closed["status"] == .string("closed"))
+            let deleted = try await call(.delete, "/v2/alerts/\(alertId)")
+            #expect(deleted.status == .accepted, "\(deleted.text)")
+            #expect(try await alice.all(client).isEmpty)
+            let gone = try await call(.get, "/v2/alerts/\(alertId)")
+            #expect(gone.status == .notFound && gone.string("message") == "Alert does not exist", "\(gone.text)")
+        }
+    }
+
+    @Test(
+        "a wrong, revoked or secret hook's key is 401; a bad create is 422 with each field; another user's alert is not there, nor its request",
+        arguments: Backend.available)
+    func walls(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.router { client in
+            let alice = try await harness.world(client)
+            let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
+            let aliceKey = try await alice.hookToken(client), bobKey = try await bob.hookToken(client)
+            func call(_ method: HTTPRequest.Method, _ path: String, key: String?, _ json: String = "") async throws -> Reply {
+                var headers = ["Content-Type": "application/json"]
+                if let key { headers["Authorization"] = "GenieKey \(key)" }
+                return try await client.call(method, path, body: Data(json.utf8), headers: headers)
+            }
+            let create = #"{"message":"API down","alias":"api"}"#
+            for key in [nil, "wrong", try await alice.hookToken(client, secret: "s3cret")] as [String?] {
+                let refused = try await call(.post, "/v2/alerts", key: key, create)
+                #expect(refused.status == .unauthorized && refused.string("message")?.hasPrefix("Could not authenticate") == true, "\(refused.text)")
+            }
+            let bad = try await call(.post, "/v2/alerts", key: aliceKey, #"{"message":"","priority":"P9","tags":"x"}"#)
+            #expect(bad.status == .unprocessableContent, "\(bad.text)")
+            guard case .object(let errors)? = bad["errors"] else { Issue.record("\(bad.text)"); return }
+            #expect(Set(errors.keys) == ["message", "priority", "tags"], "\(bad.text)")
+
+            let made = try await call(.post, "/v2/alerts", key: aliceKey, create)
+            let requestId = try #require(made.string("requestId"))
+            let alertId = try #require(try await alice.all(client).first?.id)
+            // Bob's key: not his alert, by id or alias, nor its request; he cannot close it.
+            #expect(try await call(.get, "/v2/alerts/\(alertId)", key: bobKey).status == .notFound)
+            #expect(try await call(.get, "/v2/alerts/api?identifierType=alias", key: bobKey).status == .notFound)
+            #expect(try await call(.get, "/v2/alerts/requests/\(requestId)", key: bobKey).status == .notFound)
+            #expect(try await call(.post, "/v2/alerts/\(alertId)/close", key: bobKey).status == .notFound)
+            #expect(try await alice.notification(client, alertId).userActionState == .noInteraction)
+            // A revoked key is 401 from then on.
+            let hook = try await alice.webhook(client)
+            let revokedKey = String(hook.path.split(separator: "/").last!)
+            #expect(try await call(.post, "/v2/alerts", key: revokedKey, create).status == .accepted)
+            #expect(try await client.call(.delete, "/v1/me/subscriptions/\(hook.id)", token: alice.userToken).status == .noContent)
+            #expect(try await call(.post, "/v2/alerts/api/close?identifierType=alias", key: revokedKey).status == .unauthorized)
+        }
+    }
+}
