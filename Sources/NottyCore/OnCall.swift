@@ -308,3 +308,67 @@ public enum LocalTime {
         return String(format: "%@ %02d:%02d", days[((c.weekday ?? 1) - 1) % 7], c.hour ?? 0, c.minute ?? 0)
     }
 }
+
+// MARK: - Requests
+
+/// `PUT /v1/teams/{name}/oncall`'s body, read: whom the rotation names is the service's to check
+/// (members of the team), the rest is checked here.
+public struct RotationRequest: Sendable, Equatable {
+    public var rotation: [String]
+    public var shift: ShiftLength
+    public var zone: TimeZone
+    /// The first handoff.
+    public var start: Date
+
+    public init(rotation: [String], shift: ShiftLength, zone: TimeZone, start: Date) {
+        self.rotation = rotation
+        self.shift = shift
+        self.zone = zone
+        self.start = start
+    }
+
+    /// `{"rotation": [users], "shift": "1w", "start": "YYYY-MM-DD HH:MM", "zone": "Europe/Berlin"}`.
+    public init(body: Data) throws(ValidationError) {
+        let fields = try JSONFields(body: body)
+        guard let items = try fields.array("rotation", required: true), !items.isEmpty else {
+            throw ValidationError("rotation is empty: give the members in turn, such as alice,bob,carol")
+        }
+        guard items.count <= OnCallSchedule.maxRotation else { throw ValidationError("a rotation has at most \(OnCallSchedule.maxRotation) turns") }
+        rotation = try items.map { item throws(ValidationError) -> String in
+            guard case .string(let user) = item else { throw ValidationError("rotation must be a list of user names") }
+            return user
+        }
+        shift = try ShiftLength(parsing: try fields.string("shift", max: 16) ?? "")
+        zone = try LocalTime.zone(try fields.string("zone", max: 64) ?? "UTC")
+        guard let startText = try fields.string("start", max: 40) else {
+            throw ValidationError("start is required: the first handoff, such as \"2026-12-07 09:00\"")
+        }
+        start = try LocalTime.parse(startText, zone: zone, field: "start")
+    }
+}
+
+/// `POST /v1/teams/{name}/oncall/overrides`'s body, read: its times are read in the rotation's
+/// zone, which is the service's to know.
+public struct OverrideRequest: Sendable, Equatable {
+    /// Who is on call instead (nil: the caller).
+    public var user: String?
+    public var from: String
+    public var until: String
+
+    public init(user: String?, from: String, until: String) {
+        self.user = user
+        self.from = from
+        self.until = until
+    }
+
+    /// `{"user", "from", "until"}`.
+    public init(body: Data) throws(ValidationError) {
+        let fields = try JSONFields(body: body)
+        user = try fields.string("user", max: 64)
+        guard let from = try fields.string("from", max: 40), let until = try fields.string("until", max: 40) else {
+            throw ValidationError("from and until are required, such as \"2026-12-24 18:00\" (in the rotation's zone)")
+        }
+        self.from = from
+        self.until = until
+    }
+}

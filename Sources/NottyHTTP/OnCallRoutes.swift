@@ -16,14 +16,16 @@ extension Routes {
             Route(method: .put, path: "/v1/teams/:name/oncall", audience: .user) { request, context in
                 var request = request
                 let body = try await request.jsonBody(limit: self.limit)
+                let rotation = try ServiceError.decoding { () throws(ValidationError) in try RotationRequest(body: body) }
                 return try JSONResponse.make(
-                    try await self.service.onCall.setRotation(team: context.pathParameter("name"), by: context.requireUser(), body: body))
+                    try await self.service.onCall.setRotation(team: context.pathParameter("name"), by: context.requireUser(), rotation))
             },
             Route(method: .post, path: "/v1/teams/:name/oncall/overrides", audience: .user) { request, context in
                 var request = request
                 let body = try await request.jsonBody(limit: self.limit)
+                let override = try ServiceError.decoding { () throws(ValidationError) in try OverrideRequest(body: body) }
                 return try JSONResponse.make(
-                    try await self.service.onCall.addOverride(team: context.pathParameter("name"), by: context.requireUser(), body: body),
+                    try await self.service.onCall.addOverride(team: context.pathParameter("name"), by: context.requireUser(), override),
                     status: .created)
             },
             Route(method: .delete, path: "/v1/teams/:name/oncall/overrides/:id", audience: .user) { _, context in

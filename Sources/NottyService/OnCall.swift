@@ -39,37 +39,17 @@ public final class OnCall: ServicePart {
 
     /// `PUT /v1/teams/{name}/oncall` `{"rotation": [users], "shift": "1w", "start": "YYYY-MM-DD HH:MM",
     /// "zone": "Europe/Berlin"}` (owners): the rotation; its overrides stay.
-    public func setRotation(team name: String, by userId: String, body: Data) async throws -> OnCallView {
+    public func setRotation(team name: String, by userId: String, _ request: RotationRequest) async throws -> OnCallView {
         let (team, role) = try await teams.membership(name: name, userId: userId)
         guard role == .owner else { throw ServiceError.forbidden("only the owners of \(team.name) set its rotation") }
-        let rotation: [String], shift: ShiftLength, zone: TimeZone, start: Date
-        do throws(ValidationError) {
-            let fields = try JSONFields(body: body)
-            guard let items = try fields.array("rotation", required: true), !items.isEmpty else {
-                throw ValidationError("rotation is empty: give the members in turn, such as alice,bob,carol")
-            }
-            guard items.count <= OnCallSchedule.maxRotation else {
-                throw ValidationError("a rotation has at most \(OnCallSchedule.maxRotation) turns")
-            }
-            rotation = try items.map { item throws(ValidationError) -> String in
-                guard case .string(let user) = item else { throw ValidationError("rotation must be a list of user names") }
-                guard team.role(of: user) != nil else {
-                    throw ValidationError(
-                        "\(user.prefix(64)) is not a member of \(team.name): add them first (notty team \(team.name) --add \(user.prefix(64)))")
-                }
-                return user
-            }
-            shift = try ShiftLength(parsing: try fields.string("shift", max: 16) ?? "")
-            zone = try LocalTime.zone(try fields.string("zone", max: 64) ?? "UTC")
-            guard let startText = try fields.string("start", max: 40) else {
-                throw ValidationError("start is required: the first handoff, such as \"2026-12-07 09:00\"")
-            }
-            start = try LocalTime.parse(startText, zone: zone, field: "start")
-        } catch {
-            throw ServiceError.badRequest(error.message)
+        if let outsider = request.rotation.first(where: { team.role(of: $0) == nil }) {
+            throw ServiceError.badRequest(
+                "\(outsider.prefix(64)) is not a member of \(team.name): add them first (notty team \(team.name) --add \(outsider.prefix(64)))")
         }
         try await update(team) { old in
-            OnCallSchedule(rotation: rotation, shift: shift, start: start, zone: zone.identifier, overrides: old?.overrides ?? [])
+            OnCallSchedule(
+                rotation: request.rotation, shift: request.shift, start: request.start, zone: request.zone.identifier,
+                overrides: old?.overrides ?? [])
         }
         return try await view(team: name, userId: userId)
     }
@@ -77,7 +57,7 @@ public final class OnCall: ServicePart {
     /// `POST /v1/teams/{name}/oncall/overrides` `{"user", "from", "until"}`: `user` on call
     /// instead of the rotation from `from` until `until` (times in the rotation's zone, or ISO
     /// 8601). A member overrides for themselves, an owner for anyone.
-    public func addOverride(team name: String, by userId: String, body: Data) async throws -> OnCallOverride {
+    public func addOverride(team name: String, by userId: String, _ request: OverrideRequest) async throws -> OnCallOverride {
         let (team, role) = try await teams.membership(name: name, userId: userId)
         let me = try await db { try await storage.user(id: userId) }?.userName ?? ""
         let existing = try await schedule(of: team)
@@ -85,12 +65,9 @@ public final class OnCall: ServicePart {
         let now = clock.nowMillis()
         let override: OnCallOverride
         do throws(ValidationError) {
-            let fields = try JSONFields(body: body)
-            let user = try fields.string("user", max: 64) ?? me
+            let user = request.user ?? me
             guard team.role(of: user) != nil else { throw ValidationError("\(user) is not a member of \(team.name)") }
-            guard let fromText = try fields.string("from", max: 40), let untilText = try fields.string("until", max: 40) else {
-                throw ValidationError("from and until are required, such as \"2026-12-24 18:00\" (in the rotation's zone, \(zone.identifier))")
-            }
+            let (fromText, untilText) = (request.from, request.until)
             let from = try LocalTime.parse(fromText, zone: zone, field: "from"), until = try LocalTime.parse(untilText, zone: zone, field: "until")
             guard until > from else { throw ValidationError("the override ends (\(untilText)) before it starts (\(fromText))") }
             guard until > now else { throw ValidationError("the override ends (\(untilText)) in the past") }
