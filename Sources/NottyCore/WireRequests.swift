@@ -195,6 +195,8 @@ public struct HTTPURL: Sendable, Equatable {
     public let scheme: String
     /// As written (an IPv6 address without its brackets), lower case.
     public let host: String
+    /// As written, its case kept (an IPv6 address without its brackets).
+    public let writtenHost: String
     /// The port given, else the scheme's (80, 443).
     public let port: Int
     /// The port as written (nil: none was).
@@ -209,7 +211,8 @@ public struct HTTPURL: Sendable, Equatable {
             let written = components.host, !written.isEmpty
         else { return nil }
         self.scheme = scheme
-        host = (written.hasPrefix("[") && written.hasSuffix("]") ? String(written.dropFirst().dropLast()) : written).lowercased()
+        writtenHost = written.hasPrefix("[") && written.hasSuffix("]") ? String(written.dropFirst().dropLast()) : written
+        host = writtenHost.lowercased()
         writtenPort = components.port
         port = components.port ?? (scheme == "https" ? 443 : 80)
         path = components.path

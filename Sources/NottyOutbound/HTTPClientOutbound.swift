@@ -37,7 +37,7 @@ public final class HTTPClientOutbound: OutboundHTTP {
     }
 
     public func send(_ request: OutboundRequest) async throws(OutboundError) -> OutboundResponse {
-        guard HTTPURL(request.url) != nil, let host = URL(string: request.url)?.host, !host.isEmpty else { throw .invalidURL(request.url) }
+        guard let url = HTTPURL(request.url) else { throw .invalidURL(request.url) }
         guard request.aim == .user else { return try await execute(request, on: client) }
         let destination: OutboundPolicy.Destination
         switch await policy.withLock({ $0 }).check(request.url) {
@@ -47,7 +47,7 @@ public final class HTTPClientOutbound: OutboundHTTP {
         // A client of its own that knows the name only as the checked address: it connects
         // there and nowhere else, whatever the name would resolve to now.
         var pinned = configuration
-        for name in [host, host.lowercased(), destination.host] { pinned.dnsOverride[name] = destination.address }
+        for name in [url.writtenHost, url.host, destination.host] { pinned.dnsOverride[name] = destination.address }
         let once = HTTPClient(eventLoopGroupProvider: .singleton, configuration: pinned)
         let result: Result<OutboundResponse, OutboundError>
         do throws(OutboundError) {
