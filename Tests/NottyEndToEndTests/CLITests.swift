@@ -61,10 +61,7 @@ struct CLITests {
         defer { try? FileManager.default.removeItem(at: home) }
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         let cert = home.appendingPathComponent("cert.pem").path, key = home.appendingPathComponent("key.pem").path
-        let openssl = try await Repository.run([
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
-        ])
-        try #require(openssl.status == 0, "openssl failed: \(openssl.output)")
+        try await TLSTests.certificate("127.0.0.1", cert: cert, key: key)
         let log = home.appendingPathComponent("serve.log")
         #expect(FileManager.default.createFile(atPath: log.path, contents: nil))
         let process = try startLogged(

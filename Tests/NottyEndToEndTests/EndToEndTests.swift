@@ -461,3 +461,12 @@ func token(_ server: String, _ form: [String: String]) async throws -> String {
         body: Data(FormEncoding.encode(form).utf8))
     return try NottyJSON.decoder.decode(TokenResponse.self, from: answer.body).access_token
 }
+
+extension NottyCLI {
+    /// Every notification this device lists after a sync (none when the sync fails).
+    func syncedNotifications() async throws -> [UserNotification] {
+        guard try await run(["sync"]).status == 0 else { return [] }
+        return try await run(["list", "--view", "all", "--json"]).out.split(separator: "\n")
+            .map { try NottyJSON.decoder.decode(UserNotification.self, from: Data($0.utf8)) }
+    }
+}

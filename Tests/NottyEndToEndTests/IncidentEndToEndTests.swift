@@ -15,11 +15,7 @@ struct IncidentEndToEndTests {
         return String(key)
     }
 
-    func notifications(_ cli: NottyCLI) async throws -> [UserNotification] {
-        guard try await cli.run(["sync"]).status == 0 else { return [] }
-        return try await cli.run(["list", "--view", "all", "--json"]).out.split(separator: "\n")
-            .map { try NottyJSON.decoder.decode(UserNotification.self, from: Data($0.utf8)) }
-    }
+    func notifications(_ cli: NottyCLI) async throws -> [UserNotification] { try await cli.syncedNotifications() }
 
     @Test(
         "Alertmanager's pagerduty_configs with url aimed at notty serve: a firing alert is High on both devices; resolved, it is Dismissed on both",
@@ -79,11 +75,7 @@ struct IncidentEndToEndTests {
         let directory = Repository.temporaryDirectory("notty-pagerduty")
         defer { try? FileManager.default.removeItem(at: directory) }
         let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
-        let openssl = try await Repository.run([
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
-            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-        ])
-        try #require(openssl.status == 0, "openssl failed: \(openssl.output)")
+        try await TLSTests.certificate("127.0.0.1", cert: cert, key: key)
         let serve = try await ServeProcess(directory: directory, extraArguments: ["--tls-cert", cert, "--tls-key", key])
         defer { serve.stop() }
         func curl(_ arguments: [String]) async throws -> JSONValue? {

@@ -20,12 +20,8 @@ struct MicrosoftLibrariesTests {
         let directory = Repository.temporaryDirectory("notty-msal")
         defer { try? FileManager.default.removeItem(at: directory) }
         let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
-        // requests checks the subject alternative name, not the common name.
-        let openssl = try await Repository.run([
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
-            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-        ])
-        try #require(openssl.status == 0, "openssl failed: \(openssl.output)")
+        // requests checks the subject alternative name, not the common name (the certificate has both).
+        try await TLSTests.certificate("127.0.0.1", cert: cert, key: key)
         let serve = try await ServeProcess(directory: directory, extraArguments: ["--tls-cert", cert, "--tls-key", key])
         defer { serve.stop() }
         #expect(serve.url.hasPrefix("https://"))

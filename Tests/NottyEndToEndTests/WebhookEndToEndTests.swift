@@ -10,11 +10,7 @@ import Testing
         "SKIPPED LOUDLY: prometheus-alertmanager or amtool is missing (apt-get install -y prometheus-alertmanager); .ci/run installs it"))
 struct WebhookEndToEndTests {
     /// Every notification device `cli` lists (after a sync), by title.
-    func notifications(_ cli: NottyCLI) async throws -> [UserNotification] {
-        guard try await cli.run(["sync"]).status == 0 else { return [] }
-        return try await cli.run(["list", "--view", "all", "--json"]).out.split(separator: "\n")
-            .map { try NottyJSON.decoder.decode(UserNotification.self, from: Data($0.utf8)) }
-    }
+    func notifications(_ cli: NottyCLI) async throws -> [UserNotification] { try await cli.syncedNotifications() }
 
     @Test(
         "an alert posted to Alertmanager reaches a device as one notification (title, priority, group, link); resolved, it is Dismissed on both devices; a group of 50 alerts is 50 notifications from one request"
