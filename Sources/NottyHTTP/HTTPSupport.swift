@@ -146,6 +146,7 @@ struct ErrorAnswer {
         case .methodNotAllowed: .methodNotAllowed
         case .gone: .gone
         case .tooLarge: .contentTooLarge
+        case .unprocessable: .unprocessableContent
         case .unsupportedMediaType: .unsupportedMediaType
         case .upgradeRequired: .upgradeRequired
         case .tooManyRequests: .tooManyRequests

@@ -66,6 +66,7 @@ extension Routes {
                     let requestId = try await self.service.publishing.opsgenieCreate(key: Self.genieKey(request), alert)
                     return Self.opsgenieAnswer(Opsgenie.accepted(requestId), status: .accepted)
                 }),
+            opsgenieListRoute,
             Route(
                 method: .get, path: "/v2/alerts/requests/:requestId", audience: .webhook,
                 handle: speaking(.opsgenie) { request, context in
@@ -123,5 +124,25 @@ extension Routes {
 
     static func opsgenieAnswer(_ json: String, status: HTTPResponse.Status) -> Response {
         Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: json)))
+    }
+}
+
+extension Routes {
+    /// `GET /v2/alerts`: the key's alerts, Opsgenie's list.
+    var opsgenieListRoute: Route {
+        Route(
+            method: .get, path: "/v2/alerts", audience: .webhook,
+            handle: speaking(.opsgenie) { request, _ in
+                let parameters = request.uri.queryParameters
+                func number(_ name: String) throws -> Int? {
+                    guard let text = parameters.get(name) else { return nil }
+                    guard let value = Int(text) else { throw ServiceError.unprocessable("\(name) must be a whole number") }
+                    return value
+                }
+                let alerts = try await self.service.publishing.opsgenieList(
+                    key: Self.genieKey(request), query: parameters.get("query"), limit: number("limit"), offset: number("offset"),
+                    sort: parameters.get("sort"), order: parameters.get("order"))
+                return Self.opsgenieAnswer(Opsgenie.data(.array(alerts)), status: .ok)
+            })
     }
 }

@@ -135,10 +135,63 @@ extension Publishing {
         case .alias(let alias):
             found = try await db { try await storage.notification(userId: userId, hostName: hook.app.hostName, appNotificationId: alias) }
         }
-        guard let found, found.isLive(at: clock.nowMillis()), found.targetHostName.equalsIgnoringASCIICase(hook.app.hostName) else {
-            throw missing
-        }
+        // The hook's own feed only: not a team's of its user's (nor its user's, for a team's hook).
+        guard let found, found.isLive(at: clock.nowMillis()), found.targetHostName.equalsIgnoringASCIICase(hook.app.hostName),
+            try await found.team == teamName(ofFeed: userId)
+        else { throw missing }
         return found
+    }
+
+    /// `GET /v2/alerts?query=&limit=&offset=&sort=&order=`: the hook's app's alerts in its
+    /// feed, newest first (`order=asc`: oldest first). `query` takes `status:open|closed`,
+    /// `acknowledged:true|false` and words the alerts match; another field is `422`.
+    public func opsgenieList(key: String?, query: String?, limit: Int?, offset: Int?, sort: String?, order: String?) async throws
+        -> [JSONValue]
+    {
+        let hook = try await opsgenieHook(key: key)
+        let limit = limit ?? 20, offset = offset ?? 0
+        guard (1...100).contains(limit), offset >= 0, offset <= 100_000 else {
+            throw ServiceError.unprocessable("limit is 1 to 100 and offset 0 to 100,000")
+        }
+        guard sort == nil || sort == "createdAt" else { throw ServiceError.unprocessable("notty sorts alerts by createdAt only") }
+        guard order == nil || order == "asc" || order == "desc" else { throw ServiceError.unprocessable("order is asc or desc") }
+        let filter = try Self.alertFilter(query ?? "")
+        let now = clock.nowMillis()
+        let rows = try await db {
+            try await storage.appNotifications(
+                userId: hook.subscription.userId, hostName: hook.app.hostName, filter: filter, top: limit, skip: offset, oldestFirst: order == "asc",
+                now: now)
+        }
+        return rows.map { Opsgenie.alertObject($0, now: now, integration: hook.subscription.id) }
+    }
+
+    /// Opsgenie's query as notty filters alerts: `status:open|closed`, `acknowledged:true|false`,
+    /// and any other words (matched as a search).
+    static func alertFilter(_ query: String) throws -> AlertFilter {
+        var filter = AlertFilter()
+        var words: [String] = []
+        for term in query.split(whereSeparator: \.isWhitespace).map(String.init) {
+            guard let colon = term.firstIndex(of: ":") else {
+                words.append(term)
+                continue
+            }
+            let field = term[..<colon].lowercased(), value = term[term.index(after: colon)...].lowercased()
+            switch (field, value) {
+            case ("status", "open"): filter.closed = false
+            case ("status", "closed"): filter.closed = true
+            case ("acknowledged", "true"): filter.acknowledged = true
+            case ("acknowledged", "false"): filter.acknowledged = false
+            default:
+                throw ServiceError.unprocessable(
+                    "notty's alert query takes status:open|closed, acknowledged:true|false and words, not \(term.prefix(64))")
+            }
+        }
+        let text = words.joined(separator: " ")
+        if text.count > NotificationSearch.maxLength || text.containsNUL {
+            throw ServiceError.unprocessable("the query's words take at most \(NotificationSearch.maxLength) characters, none of them NUL")
+        }
+        filter.search = text.isEmpty ? nil : text
+        return filter
     }
 
     /// `GET /v2/alerts/{identifier}`: the alert as Opsgenie shows one.

@@ -7,7 +7,7 @@ import NottyCore
 public struct ServiceError: Error, Sendable, Equatable {
     /// What kind of refusal, each one status of PROTOCOL.md §2's table.
     public enum Kind: Sendable, Equatable {
-        case badRequest, unauthenticated, forbidden, notFound, methodNotAllowed, gone, tooLarge
+        case badRequest, unauthenticated, forbidden, notFound, methodNotAllowed, gone, tooLarge, unprocessable
         case unsupportedMediaType, upgradeRequired, tooManyRequests, unavailable, internalError
     }
 
@@ -29,6 +29,8 @@ public struct ServiceError: Error, Sendable, Equatable {
     public static func badRequest(_ message: String) -> ServiceError { .init(.badRequest, "badRequest", message) }
     public static func unauthenticated(_ message: String) -> ServiceError { .init(.unauthenticated, "unauthenticated", message) }
     public static func forbidden(_ message: String) -> ServiceError { .init(.forbidden, "forbidden", message) }
+    /// `422`: understood, but not what the door takes (Opsgenie answers its refusals so).
+    public static func unprocessable(_ message: String) -> ServiceError { .init(.unprocessable, "unprocessable", message) }
     public static func notFound(_ message: String = "no such notification") -> ServiceError { .init(.notFound, "itemNotFound", message) }
     public static let cursorExpired = ServiceError(
         .gone, "cursorExpired", "this cursor is older than the kept change history: resync from scratch (omit since)")

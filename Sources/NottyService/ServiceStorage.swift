@@ -143,6 +143,26 @@ public protocol FeedStorage: Sendable {
     /// (``NotificationSearch``).
     func list(userId: String, view: NotificationView, top: Int, skip: Int, search: String?, now: Date) async throws -> [UserNotification]
     func counts(userId: String, now: Date) async throws -> ViewCounts
+    /// An app's active notifications in this one feed (not the user's teams'), newest first
+    /// (oldest first with `oldestFirst`): a window, as Opsgenie lists alerts (PROTOCOL.md §16.2).
+    func appNotifications(userId: String, hostName: String, filter: AlertFilter, top: Int, skip: Int, oldestFirst: Bool, now: Date)
+        async throws -> [UserNotification]
+}
+
+/// Which of an app's notifications an alert list shows (PROTOCOL.md §16.2).
+public struct AlertFilter: Sendable, Equatable {
+    /// Dismissed ones only (true), all others (false), or both (nil).
+    public var closed: Bool?
+    /// Read ones only (true), Unread ones only (false), or both (nil).
+    public var acknowledged: Bool?
+    /// Words they match (``NotificationSearch``).
+    public var search: String?
+
+    public init(closed: Bool? = nil, acknowledged: Bool? = nil, search: String? = nil) {
+        self.closed = closed
+        self.acknowledged = acknowledged
+        self.search = search
+    }
 }
 
 extension FeedStorage {

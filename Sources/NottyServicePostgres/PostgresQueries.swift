@@ -339,6 +339,26 @@ extension PostgresStorage {
         }
     }
 
+    public func appNotifications(userId: String, hostName: String, filter: AlertFilter, top: Int, skip: Int, oldestFirst: Bool, now: Date)
+        async throws -> [UserNotification]
+    {
+        var binds = PostgresBindings()
+        binds.append(userId)
+        binds.append(hostName)
+        binds.append(ISOTime.millis(now))
+        binds.append(Int64(top))
+        binds.append(Int64(skip))
+        if let search = filter.search { binds.append(NotificationSearch.pattern(search)) }
+        let order = oldestFirst ? "created ASC, id ASC" : "created DESC, id DESC"
+        let query = PostgresQuery(
+            unsafeSQL: """
+                SELECT \(Self.columns) FROM notifications
+                WHERE user_id = $1 AND host_name = $2 AND NOT deleted AND expires > $3\(filter.sqlConditions(like: "ILIKE", placeholder: "$6"))
+                ORDER BY \(order) LIMIT $4 OFFSET $5
+                """, binds: binds)
+        return try await run { connection in try await self.fetchStored(connection, query).map(\.notification) }
+    }
+
     public func counts(userId: String, now: Date) async throws -> ViewCounts {
         let nowMillis = ISOTime.millis(now)
         return try await run { connection in

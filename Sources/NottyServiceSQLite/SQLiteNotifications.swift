@@ -280,6 +280,25 @@ extension SQLiteStorage {
         }
     }
 
+    public func appNotifications(userId: String, hostName: String, filter: AlertFilter, top: Int, skip: Int, oldestFirst: Bool, now: Date)
+        async throws -> [UserNotification]
+    {
+        try await read { db in
+            var arguments: StatementArguments = [userId, hostName, ISOTime.millis(now), top, skip]
+            if let search = filter.search { arguments += [NotificationSearch.pattern(search)] }
+            let order = oldestFirst ? "created ASC, id ASC" : "created DESC, id DESC"
+            return try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(NotificationColumns.list) FROM notifications
+                        WHERE user_id = ?1 AND host_name = ?2 AND deleted = 0 AND expires > ?3\(filter.sqlConditions(like: "LIKE", placeholder: "?6"))
+                        ORDER BY \(order) LIMIT ?4 OFFSET ?5
+                        """),
+                arguments: arguments
+            ).map { try Self.stored($0).notification }
+        }
+    }
+
     /// The views counted one by one (All is the rows' count).
     static let countedViews: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
 

@@ -139,3 +139,16 @@ extension NotificationColumns {
             changedBy: n.changedBy.flatMap { try? String(decoding: NottyJSON.encoder.encode($0), as: UTF8.self) }, seq: s.seq)
     }
 }
+
+extension AlertFilter {
+    /// The filter as SQL conditions (each after ` AND `) on `notifications`' columns; the search
+    /// pattern is bound at `placeholder`, compared with `like` (`LIKE`, `ILIKE`).
+    package func sqlConditions(like: String, placeholder: String) -> String {
+        var conditions: [String] = []
+        let dismissed = "action_state = '\(UserActionState.dismissed.rawValue)'"
+        if let closed { conditions.append(closed ? dismissed : "NOT (\(dismissed))") }
+        if let acknowledged { conditions.append("read_state = '\((acknowledged ? ReadState.read : .unread).rawValue)'") }
+        if search != nil { conditions.append(NotificationSearch.condition(like: like, placeholder: placeholder)) }
+        return conditions.map { " AND " + $0 }.joined()
+    }
+}

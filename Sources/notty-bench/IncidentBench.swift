@@ -32,7 +32,8 @@ struct IncidentBench {
             try await HTTPLoad.run(servers: [service.base], clients: 64, seconds: tag.hasPrefix("warm") ? 1 : seconds, expect: expect) {
                 client, n, host in
                 let text = body("\(tag)\(client)-\(n)")
-                return "POST \(path) HTTP/1.1\r\nHost: \(host)\r\n\(headers)Content-Type: application/json\r\nContent-Length: \(text.utf8.count)\r\n\r\n\(text)"
+                return
+                    "POST \(path) HTTP/1.1\r\nHost: \(host)\r\n\(headers)Content-Type: application/json\r\nContent-Length: \(text.utf8.count)\r\n\r\n\(text)"
             }
         }
         let routingKey = String(key)
@@ -52,11 +53,13 @@ struct IncidentBench {
         let publish = (before.rate + after.rate) / 2
         print(
             String(
-                format: "publish route (POST /beta/me/notifications): %.0f/s before, %.0f/s after (%d, %d non-201); CPU %.0f µs and %.0f µs a publish",
+                format:
+                    "publish route (POST /beta/me/notifications): %.0f/s before, %.0f/s after (%d, %d non-201); CPU %.0f µs and %.0f µs a publish",
                 before.rate, after.rate, before.other, after.other, publishCPU, publishCPU2))
         print(
             String(
-                format: "PagerDuty trigger (POST /v2/enqueue, a new dedup_key each): %.0f/s (%d non-202), %.0f%% of the publish route; CPU %.0f µs an event",
+                format:
+                    "PagerDuty trigger (POST /v2/enqueue, a new dedup_key each): %.0f/s (%d non-202), %.0f%% of the publish route; CPU %.0f µs an event",
                 pd.rate, pd.other, 100 * pd.rate / max(1, publish), pdCPU))
         print(
             String(

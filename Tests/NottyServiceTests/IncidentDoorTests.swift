@@ -259,6 +259,47 @@ struct OpsgenieDoorTests {
     }
 
     @Test(
+        "the list: the key's alerts newest first (oldest with order=asc), limit and offset, status:open|closed, acknowledged:true|false and words; another field is 422; another user's key lists none of them",
+        arguments: Backend.available)
+    func list(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.router { client in
+            let alice = try await harness.world(client)
+            let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
+            let key = try await alice.hookToken(client), bobKey = try await bob.hookToken(client)
+            func call(_ method: HTTPRequest.Method, _ path: String, key: String, _ json: String = "") async throws -> Reply {
+                try await client.call(
+                    method, path, body: Data(json.utf8), headers: ["Authorization": "GenieKey \(key)", "Content-Type": "application/json"])
+            }
+            for (alias, message) in [("disk", "Disk full on db1"), ("api", "API down"), ("cert", "Certificate expires on db1")] {
+                #expect(try await call(.post, "/v2/alerts", key: key, #"{"message":"\#(message)","alias":"\#(alias)"}"#).status == .accepted)
+            }
+            #expect(try await call(.post, "/v2/alerts/api/acknowledge?identifierType=alias", key: key).status == .accepted)
+            #expect(try await call(.post, "/v2/alerts/cert/close?identifierType=alias", key: key).status == .accepted)
+            func aliases(_ query: String, as other: String? = nil) async throws -> [String] {
+                let reply = try await call(.get, "/v2/alerts" + query, key: other ?? key)
+                guard reply.status == .ok, case .array(let items)? = reply["data"] else {
+                    Issue.record("\(query): \(reply.status) \(reply.text)")
+                    return []
+                }
+                return items.compactMap { if case .object(let alert) = $0, case .string(let alias)? = alert["alias"] { alias } else { nil } }
+            }
+            #expect(try await aliases("") == ["cert", "api", "disk"])
+            #expect(try await aliases("?order=asc&limit=2") == ["disk", "api"])
+            #expect(try await aliases("?limit=2&offset=2") == ["disk"])
+            #expect(try await aliases("?query=status:open") == ["api", "disk"])
+            #expect(try await aliases("?query=status:closed") == ["cert"])
+            #expect(try await aliases("?query=acknowledged:true") == ["api"])
+            #expect(try await aliases("?query=db1%20status:open") == ["disk"])
+            #expect(try await aliases("", as: bobKey).isEmpty)
+            for bad in ["?query=owner:bob", "?limit=0", "?limit=x", "?sort=message", "?order=up"] {
+                let refused = try await call(.get, "/v2/alerts" + bad, key: key)
+                #expect(refused.status == .unprocessableContent && refused.string("message") != nil, "\(bad): \(refused.text)")
+            }
+        }
+    }
+
+    @Test(
         "a wrong, revoked or secret hook's key is 401; a bad create is 422 with each field; another user's alert is not there, nor its request",
         arguments: Backend.available)
     func walls(backend: Backend) async throws {
