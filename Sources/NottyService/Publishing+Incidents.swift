@@ -56,6 +56,7 @@ extension Publishing {
     /// Acknowledges (Read) or resolves (Dismissed) the hook's active alert `alertId` on every
     /// device, `by` named as who handled it; nothing when there is none.
     func handle(alert alertId: String, of hook: Hook, resolved: Bool, by: String) async throws {
+        guard !hook.ownerDisabled else { throw ServiceError.badRequest("this webhook's account is disabled: it publishes, but changes nothing") }
         // Every event counts against the app's rate, as PagerDuty throttles them all.
         if let wait = core.limiter.take(hook.app.clientId, now: clock.nowMillis()) {
             metrics.rateLimited.increment()
@@ -101,21 +102,25 @@ extension Publishing {
 
     /// The hook whose token is the Opsgenie key `key` (`Authorization: GenieKey KEY`): `401`,
     /// as Opsgenie answers, for none, a revoked one or one with a secret.
-    func opsgenieHook(key: String?) async throws -> Hook {
+    /// A disabled user's key still publishes (`publishing`), but reads and changes nothing.
+    func opsgenieHook(key: String?, publishing: Bool = false) async throws -> Hook {
         guard let key, !key.isEmpty else {
             throw ServiceError.unauthenticated("Could not authenticate: send Authorization: GenieKey TOKEN, a notty webhook's token")
         }
+        let hook: Hook
         do {
-            return try await incidentHook(token: key, door: "Opsgenie's API")
+            hook = try await incidentHook(token: key, door: "Opsgenie's API")
         } catch let error as ServiceError where error.kind == .badRequest {
             throw ServiceError.unauthenticated("Could not authenticate: \(error.message)")
         }
+        guard publishing || !hook.ownerDisabled else { throw ServiceError.unauthenticated("Could not authenticate: this account is disabled") }
+        return hook
     }
 
     /// `POST /v2/alerts`: publishes the alert (an open alias again updates it in place); answers
     /// the request's id.
     public func opsgenieCreate(key: String?, _ alert: Opsgenie.Alert) async throws -> String {
-        let hook = try await opsgenieHook(key: key)
+        let hook = try await opsgenieHook(key: key, publishing: true)
         var notification = alert.notification
         let alias = alert.alias ?? Identifiers.timeOrdered()
         notification.appNotificationId = alias

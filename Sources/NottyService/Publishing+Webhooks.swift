@@ -48,7 +48,8 @@ extension Publishing {
                 "this is a topic to subscribe to, not to publish to: publish with a webhook's token (notty subscribe --app HOST --webhook)")
         }
         guard let app = try await app(hostName: host) else { throw ServiceError.notFound("no such webhook: its app was removed") }
-        return Hook(subscription: subscription, app: app, secret: opened.secret, alertmanagerURL: opened.alertmanagerURL)
+        return Hook(
+            subscription: subscription, app: app, secret: opened.secret, alertmanagerURL: opened.alertmanagerURL, ownerDisabled: opened.ownerDisabled)
     }
 
     /// A webhook and the app it publishes as, with its secret and Alertmanager URL opened.
@@ -57,6 +58,9 @@ extension Publishing {
         let app: AppRecord
         let secret: OpenedHook.Secret
         let alertmanagerURL: String?
+        /// Its user is disabled: it still publishes (their notifications are kept, PROTOCOL.md
+        /// §15), but reads and changes nothing through an incident door (§16).
+        var ownerDisabled = false
     }
 
     /// Publishes what a request to a hook became, in one transaction, within the app's rate

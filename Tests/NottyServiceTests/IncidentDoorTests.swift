@@ -300,7 +300,7 @@ struct OpsgenieDoorTests {
     }
 
     @Test(
-        "a wrong, revoked or secret hook's key is 401; a bad create is 422 with each field; another user's alert is not there, nor its request",
+        "a wrong, revoked or secret hook's key is 401; a bad create is 422 with each field; another user's alert is not there, nor its request; a disabled user's key publishes but reads and changes nothing",
         arguments: Backend.available)
     func walls(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
@@ -338,6 +338,16 @@ struct OpsgenieDoorTests {
             #expect(try await call(.post, "/v2/alerts", key: revokedKey, create).status == .accepted)
             #expect(try await client.call(.delete, "/v1/me/subscriptions/\(hook.id)", token: alice.userToken).status == .noContent)
             #expect(try await call(.post, "/v2/alerts/api/close?identifierType=alias", key: revokedKey).status == .unauthorized)
+
+            // A disabled user's key still publishes (their notifications are kept), but reads and
+            // changes nothing, through either door.
+            try await harness.service.admin.setDisabled(name: "alice", true)
+            #expect(try await call(.post, "/v2/alerts", key: aliceKey, #"{"message":"still kept","alias":"kept"}"#).status == .accepted)
+            let read = try await call(.get, "/v2/alerts/kept?identifierType=alias", key: aliceKey)
+            #expect(read.status == .unauthorized && read.string("message")?.contains("disabled") == true, "\(read.text)")
+            #expect(try await call(.post, "/v2/alerts/kept/close?identifierType=alias", key: aliceKey).status == .unauthorized)
+            let pagerDuty = try await client.pagerDuty(#"{"routing_key":"\#(aliceKey)","event_action":"resolve","dedup_key":"kept"}"#)
+            #expect(pagerDuty.status == .badRequest && pagerDuty.text.contains("disabled"), "\(pagerDuty.text)")
         }
     }
 }
