@@ -300,6 +300,44 @@ struct OpsgenieDoorTests {
     }
 
     @Test(
+        "a team's key and a member's own key each reach only their own feed's alerts: neither lists, reads nor closes the other's",
+        arguments: Backend.available)
+    func feedsApart(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.router { client in
+            let alice = try await harness.world(client)
+            try await harness.service.teams.create(name: "ops", owner: "alice")
+            let made = try await client.call(
+                .post, "/v1/me/subscriptions", token: alice.userToken,
+                json: #"{"targetHostName":"\#(alice.host)","platform":"webhook","team":"ops"}"#)
+            let teamKey = String(try #require(made.string("webhookUrl"), "\(made.text)").split(separator: "/").last!)
+            let ownKey = try await alice.hookToken(client)
+            func call(_ method: HTTPRequest.Method, _ path: String, key: String, _ json: String = "") async throws -> Reply {
+                try await client.call(
+                    method, path, body: Data(json.utf8), headers: ["Authorization": "GenieKey \(key)", "Content-Type": "application/json"])
+            }
+            #expect(try await call(.post, "/v2/alerts", key: teamKey, #"{"message":"Team's","alias":"same"}"#).status == .accepted)
+            #expect(try await call(.post, "/v2/alerts", key: ownKey, #"{"message":"Alice's","alias":"same"}"#).status == .accepted)
+            let all = try await alice.all(client)
+            #expect(all.count == 2 && Set(all.map(\.team)) == [nil, "ops"], "\(all)")
+            let teamId = try #require(all.first { $0.team == "ops" }?.id), ownId = try #require(all.first { $0.team == nil }?.id)
+            func messages(_ key: String) async throws -> [String] {
+                guard case .array(let items)? = try await call(.get, "/v2/alerts", key: key)["data"] else { return [] }
+                return items.compactMap { if case .object(let a) = $0, case .string(let m)? = a["message"] { m } else { nil } }
+            }
+            #expect(try await messages(teamKey) == ["Team's"])
+            #expect(try await messages(ownKey) == ["Alice's"])
+            #expect(try await call(.get, "/v2/alerts/\(teamId)", key: ownKey).status == .notFound)
+            #expect(try await call(.get, "/v2/alerts/\(ownId)", key: teamKey).status == .notFound)
+            // By alias, each key closes its own "same", never the other's.
+            #expect(try await call(.post, "/v2/alerts/same/close?identifierType=alias", key: teamKey).status == .accepted)
+            let after = try await alice.all(client)
+            #expect(after.first { $0.id == teamId }?.userActionState == .dismissed)
+            #expect(after.first { $0.id == ownId }?.userActionState == .noInteraction)
+        }
+    }
+
+    @Test(
         "a wrong, revoked or secret hook's key is 401; a bad create is 422 with each field; another user's alert is not there, nor its request; a disabled user's key publishes but reads and changes nothing",
         arguments: Backend.available)
     func walls(backend: Backend) async throws {
