@@ -9,7 +9,9 @@ import NottyCore
 /// Where the service keeps accounts, tokens, subscriptions and every user's notifications:
 /// every concern's protocol together. A backend conforms to this; a part of the service that
 /// needs one concern asks for that protocol alone. A new concern (a new job's rows) is a new
-/// protocol here, added to this list, and a file of its own in each backend.
+/// protocol (here for the inbox's own rows, else in a file of its own beside this one:
+/// `EscalationStorage`, `SecretStorage`, `TeamStorage`, `WebPushStorage`), added to this list,
+/// and a file of its own in each backend.
 public typealias ServiceStorage = StorageLifecycle & AccountStorage & TokenStorage & SubscriptionStorage
     & SignInGuessStorage & FeedStorage & DelayedPublishStorage & RetentionStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage
     & ActionStorage & SecretStorage & TeamStorage & OnCallStorage & WebPushStorage
@@ -166,6 +168,11 @@ public struct AlertFilter: Sendable, Equatable {
 }
 
 extension FeedStorage {
+    /// The changes after `since` (`nil` when `since` is older than the kept history).
+    public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage? {
+        try await changes(userId: userId, since: since, limit: limit, historyFrom: nil)
+    }
+
     /// A window of `view`, newest first.
     public func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification] {
         try await list(userId: userId, view: view, top: top, skip: skip, search: nil, now: now)
@@ -201,95 +208,6 @@ public protocol PreferenceStorage: Sendable {
     func setPreferences(userId: String, _ entries: [PreferenceEntry]) async throws -> [PreferenceEntry]
 }
 
-/// The user's escalation rules (PROTOCOL.md §11).
-public protocol EscalationRuleStorage: Sendable {
-    /// The user's rules, oldest first.
-    func escalationRules(userId: String) async throws -> [EscalationRule]
-    /// Stores a new rule; `false` (nothing stored) when the user has a rule of that name, or
-    /// `limit` rules already.
-    func insertEscalationRule(_ rule: EscalationRule, userId: String, limit: Int) async throws -> Bool
-    /// Deletes one of the user's rules; `false` when there is none with that id.
-    func deleteEscalationRule(id: String, userId: String) async throws -> Bool
-}
-
-/// What escalation keeps (PROTOCOL.md §11): tracks, deliveries, what each target was sent, each
-/// target's last delivery and error. Deciding is ``EscalationPlanner``'s; a backend reads and
-/// writes in one transaction around it, so that instances never decide the same thing twice.
-public protocol EscalationStorage: Sendable {
-    /// The users who have escalation rules.
-    func escalationUserIds() async throws -> [String]
-    /// For each of `userIds`, in one transaction: hands `plan` the user's notifications that
-    /// changed since the last plan (at most `limit`, in feed order) with what is kept about
-    /// them, writes what it decides and moves the user's escalation cursor past them. A user
-    /// with rules and no cursor yet starts at their newest. Answers how many deliveries were
-    /// made, and the users with more changes waiting.
-    func planEscalations(
-        userIds: [String], limit: Int, now: Date,
-        _ plan: @escaping @Sendable (EscalationPlanInput) -> EscalationPlan
-    ) async throws -> (deliveries: Int, more: [String])
-    /// Hands `fire` each track due at `now` (at most `limit`, soonest first, each to one
-    /// instance) and writes what it makes of it; answers how many deliveries were made.
-    func fireDueEscalations(now: Date, limit: Int, _ fire: @escaping @Sendable (EscalationDue) -> EscalationFiring) async throws -> Int
-    /// Claims up to `limit` deliveries due at `now` until `lease`, soonest first; one to a
-    /// target about a notification waits until the earlier ones to it are done.
-    func claimEscalationDeliveries(now: Date, lease: Date, limit: Int) async throws -> [EscalationDelivery]
-    /// Records how claimed deliveries went, in one transaction: delivered (what the target was
-    /// sent is kept), retried later, or given up; each target's last delivery or error either
-    /// way. A `log` is kept on its notification, which moves in the feed so that every device
-    /// shows it (escalation's own cursor moves past it when it had seen everything before).
-    func finishEscalationDeliveries(_ finished: [FinishedDelivery], now: Date) async throws
-    /// The escalations logged on these notifications of the user's, by notification id.
-    func escalationLog(userId: String, notificationIds: [String]) async throws -> [String: [EscalationRecord]]
-    /// Records a test message's outcome as the target's last delivery or error.
-    func recordEscalationTest(ruleId: String, target: String, error: String?, now: Date) async throws
-    /// Each target's last delivery and error, and deliveries waiting, of the user's rules, by rule id.
-    func escalationStatus(userId: String) async throws -> [String: [EscalationTargetState]]
-    /// Deliveries waiting, and of them those that failed at least once (`/metrics`).
-    func escalationBacklog() async throws -> (pending: Int, failing: Int)
-}
-
-/// Runs of actions (PROTOCOL.md §12): each action's latest run of a notification as published, claimed
-/// by one press at a time across every instance.
-public protocol ActionStorage: Sendable {
-    /// Makes `claim`'s press the one that runs the action, unless a run of the same
-    /// publication is in flight (its lease not over) or succeeded: then answers that run.
-    /// A failed run, a run of an earlier publication, or one whose lease ended is taken over.
-    /// Nil: claimed, the caller runs it.
-    func claimActionRun(_ claim: ActionClaim) async throws -> ActionResult?
-    /// Records a claimed run's outcome; the notification, when still active, moves in the feed
-    /// so that every device shows the outcome.
-    func finishActionRun(_ claim: ActionClaim, result: ActionResult) async throws
-    /// The latest done or failed run of each action of these notifications of the user's, of
-    /// each one's current publication (`published`: its `createdDateTime`, in ms), by id.
-    func actionResults(userId: String, published: [String: Int64]) async throws -> [String: [ActionResult]]
-}
-
-/// A press of an action, as ``ActionStorage`` claims and records it.
-public struct ActionClaim: Sendable, Equatable {
-    public var userId: String
-    public var notificationId: String
-    /// Which action, from 1.
-    public var index: Int
-    /// The notification's `createdDateTime` (ms): a re-publish makes its actions new.
-    public var published: Int64
-    public var label: String
-    public var device: String?
-    public var at: Date
-    /// Until when the run holds its claim (a press after it, the run died with its process).
-    public var leaseUntil: Date
-
-    public init(userId: String, notificationId: String, index: Int, published: Int64, label: String, device: String?, at: Date, leaseUntil: Date) {
-        self.userId = userId
-        self.notificationId = notificationId
-        self.index = index
-        self.published = published
-        self.label = label
-        self.device = device
-        self.at = at
-        self.leaseUntil = leaseUntil
-    }
-}
-
 /// What a publish stores, after the service has checked the app, subscription and limits.
 public struct PublishInput: Sendable {
     public var userId: String
@@ -317,204 +235,5 @@ public struct PublishInput: Sendable {
         self.now = now
         self.resolved = resolved
         storedActions = secrets.storedActions(request.actions)
-    }
-}
-
-/// What the store keeps of the secret keys (`secret_keys`), and the sweep that seals stored
-/// secrets anew (docs/GUIDE.md, "Secrets at rest").
-public protocol SecretStorage: Sendable {
-    /// A record of `secret_keys`: `check` (a value sealed under the key the store expects), or
-    /// `key:ID` (a new key sealed under the one before it, while a rotation hands it over).
-    func secretKeyRecord(_ name: String) async throws -> String?
-    /// Sets (nil: removes) a record of `secret_keys`.
-    func setSecretKeyRecord(_ name: String, value: String?) async throws
-    /// Goes through up to `limit` stored secrets of `column` after `position` (nil: from the
-    /// start) in the store's order, and writes each that `reseal` changes (unless it changed
-    /// meanwhile). Answers the position reached (nil: the end) and how many were written.
-    func resealSecrets(
-        _ column: SecretColumn, after position: String?, limit: Int,
-        _ reseal: @escaping @Sendable (String) -> String?
-    ) async throws -> (position: String?, written: Int)
-}
-
-/// A stored column that holds secrets: the whole value is one (`.value`), or a list of actions
-/// whose `http` actions carry one (`.actions`), or a JSON array of them (`.list`).
-public enum SecretColumn: String, Sendable, CaseIterable {
-    case notificationActions, ruleTargets, deliveryTargets, sentTargets, statusTargets, webhookSecrets, alertmanagerURLs, contactTargets, webPushKeys,
-        webPushAuth
-
-    /// The table and column.
-    public var place: (table: String, column: String) {
-        switch self {
-        case .notificationActions: ("notifications", "actions")
-        case .ruleTargets: ("escalation_rules", "targets")
-        case .deliveryTargets: ("escalation_deliveries", "target")
-        case .sentTargets: ("escalation_sent", "target")
-        case .statusTargets: ("escalation_status", "target")
-        case .webhookSecrets: ("subscriptions", "webhook_secret")
-        case .alertmanagerURLs: ("subscriptions", "alertmanager_url")
-        case .contactTargets: ("contacts", "target")
-        case .webPushKeys: ("webpush_keys", "private_key")
-        case .webPushAuth: ("webpush_subscriptions", "auth")
-        }
-    }
-}
-
-/// Teams and their members (PROTOCOL.md §13.1). Members are users' ids; what is read back
-/// names them. Each method is one transaction, so that a team keeps an owner and its limits
-/// whatever two owners do at once.
-public protocol TeamStorage: Sendable {
-    /// Makes a team whose only member is `ownerId`, an owner; ``StorageError/conflict(_:)``
-    /// when a team has that name.
-    func createTeam(id: String, name: String, ownerId: String, at: Date) async throws
-    /// Removes a team and its memberships; `false` when there is none of that name.
-    func deleteTeam(name: String) async throws -> Bool
-    /// The team and its members, nil when there is none of that name.
-    func team(name: String) async throws -> Team?
-    /// The teams `userId` is a member of, by name.
-    func teams(userId: String) async throws -> [Team]
-    /// Every team, by name.
-    func allTeams() async throws -> [Team]
-    /// The teams of these ids (those that still exist), by name.
-    func teams(ids: [String]) async throws -> [Team]
-    /// Makes `userId` a member of the team with `role` (or changes their role), unless that
-    /// would leave the team without an owner or over a limit.
-    func setTeamMember(team: String, userId: String, role: TeamRole, at: Date, limits: TeamLimits) async throws -> TeamChange
-    /// Takes `userId` out of the team, unless they are its last owner.
-    func removeTeamMember(team: String, userId: String) async throws -> TeamChange
-}
-
-/// On call (PROTOCOL.md §13.2): each team's schedule (a JSON document of ``OnCallSchedule``,
-/// rewritten whole in one transaction) and each user's contacts (targets sealed as given).
-public protocol OnCallStorage: Sendable {
-    /// The team's schedule as stored, nil when it has none.
-    func onCallSchedule(teamId: String) async throws -> String?
-    /// These teams' schedules, by team id (what the pager resolves `oncall` with); a team
-    /// without one is left out.
-    func onCallSchedules(teamIds: [String]) async throws -> [String: String]
-    /// Reads the team's schedule and writes what `update` makes of it (nil: unchanged), in one
-    /// transaction; what `update` throws is thrown and nothing is written.
-    func updateOnCallSchedule(teamId: String, at: Date, _ update: @escaping @Sendable (String?) throws -> String?) async throws
-    /// The user's contacts, oldest first.
-    func contacts(userId: String) async throws -> [Contact]
-    /// These users' contacts, by user name, oldest first (what the pager reaches a team's
-    /// members with); a user without any is left out.
-    func contacts(userNames: [String]) async throws -> [String: [Contact]]
-    /// Adds a contact unless the user has `limit` already (false then).
-    func insertContact(_ contact: Contact, userId: String, limit: Int) async throws -> Bool
-    func deleteContact(id: String, userId: String) async throws -> Bool
-}
-
-/// How many teams a user may be in and how many members a team may have.
-public struct TeamLimits: Sendable, Equatable {
-    public var teamsPerUser: Int
-    public var membersPerTeam: Int
-    public init(teamsPerUser: Int = Team.maxTeamsPerUser, membersPerTeam: Int = Team.maxMembers) {
-        self.teamsPerUser = teamsPerUser
-        self.membersPerTeam = membersPerTeam
-    }
-}
-
-/// What a change of membership came to (nothing is written unless ``done``).
-public enum TeamChange: Sendable, Equatable {
-    case done
-    /// No team of that name.
-    case noTeam
-    /// The user was not a member (a removal).
-    case notMember
-    /// It would leave the team without an owner.
-    case lastOwner
-    /// The team has as many members as it may.
-    case teamFull
-    /// The user is in as many teams as they may be.
-    case tooManyTeams
-}
-
-/// Membership rules written once for every backend: given the members as they are, what a
-/// change comes to.
-public enum TeamRules {
-    /// Whether `userId` may become (or stay) a member with `role`, given `members` (user id → role)
-    /// and how many teams the user is in now.
-    public static func setting(
-        _ userId: String, role: TeamRole, members: [String: TeamRole], teamsOfUser: Int, limits: TeamLimits
-    ) -> TeamChange {
-        if let current = members[userId] {
-            if current == .owner, role == .member, !members.contains(where: { $0.key != userId && $0.value == .owner }) { return .lastOwner }
-            return .done
-        }
-        if members.count >= limits.membersPerTeam { return .teamFull }
-        if teamsOfUser >= limits.teamsPerUser { return .tooManyTeams }
-        return .done
-    }
-
-    /// Whether `userId` may leave (or be taken out of) a team with `members`.
-    public static func removing(_ userId: String, members: [String: TeamRole]) -> TeamChange {
-        guard let current = members[userId] else { return .notMember }
-        if current == .owner, !members.contains(where: { $0.key != userId && $0.value == .owner }) { return .lastOwner }
-        return .done
-    }
-}
-
-extension FeedStorage {
-    /// The changes after `since` (`nil` when `since` is older than the kept history).
-    public func changes(userId: String, since: Int64, limit: Int) async throws -> ChangeFeedPage? {
-        try await changes(userId: userId, since: since, limit: limit, historyFrom: nil)
-    }
-}
-
-/// Web Push (PROTOCOL.md §14): the service's VAPID key, made once for every instance, and the
-/// browsers' push subscriptions, each with the feed position it was pushed up to (the feed is
-/// its queue: a push that fails is sent again from there, after a restart too).
-public protocol WebPushStorage: Sendable {
-    /// The VAPID key pair (private sealed, public base64url): the one stored, or `candidate`
-    /// when there was none (two instances starting together keep one of theirs).
-    func webPushKey(orInsert candidate: (privateKey: String, publicKey: String)) async throws -> (privateKey: String, publicKey: String)
-    /// Adds a subscription, or renews the one of the user with that endpoint (its keys; it
-    /// keeps its id and position), unless the user has `limit` already (nil then).
-    func upsertWebPushSubscription(_ subscription: WebPushSubscription, limit: Int) async throws -> WebPushSubscription?
-    func deleteWebPushSubscription(id: String, userId: String?) async throws -> Bool
-    /// The user's subscriptions, oldest first.
-    func webPushSubscriptions(userId: String) async throws -> [WebPushSubscription]
-    /// Users with a subscription whose push failed and whose retry is due by `retryDue`; with
-    /// nil, every user with a subscription. At most `limit`.
-    func webPushUsers(retryDue: Date?, limit: Int) async throws -> [String]
-    /// Records how far a subscription was pushed, its retry time and last error; false when
-    /// another instance moved it first (its position was no longer `from`).
-    func updateWebPushSubscription(id: String, from: Int64, to: Int64, retryAt: Date?, failures: Int, error: String?) async throws -> Bool
-}
-
-/// A browser's push subscription (PROTOCOL.md §14).
-public struct WebPushSubscription: Sendable, Equatable {
-    public var id: String
-    public var userId: String
-    /// The device whose session made it (a browser signed in): revoking the device ends it.
-    public var deviceId: String?
-    public var endpoint: String
-    /// The browser's P-256 public key and auth secret, base64url (`auth` sealed at rest).
-    public var p256dh: String
-    public var auth: Sealed
-    /// The feed position pushed up to.
-    public var position: Int64
-    public var created: Date
-    /// When to try again after a failure (nil: whenever there is something to push).
-    public var retryAt: Date?
-    public var failures: Int
-    public var lastError: String?
-
-    public init(
-        id: String, userId: String, deviceId: String? = nil, endpoint: String, p256dh: String, auth: Sealed, position: Int64, created: Date,
-        retryAt: Date? = nil, failures: Int = 0, lastError: String? = nil
-    ) {
-        self.id = id
-        self.userId = userId
-        self.deviceId = deviceId
-        self.endpoint = endpoint
-        self.p256dh = p256dh
-        self.auth = auth
-        self.position = position
-        self.created = created
-        self.retryAt = retryAt
-        self.failures = failures
-        self.lastError = lastError
     }
 }
