@@ -221,15 +221,13 @@ public struct HTTPURL: Sendable, Equatable {
 
     /// The host and the port as written, as a `Host` header or an origin has them (an IPv6
     /// address in brackets).
-    public var authority: String {
-        (host.contains(":") ? "[\(host)]" : host) + (writtenPort.map { ":\($0)" } ?? "")
-    }
+    public var authority: String { bracketedHost + (writtenPort.map { ":\($0)" } ?? "") }
 
     /// Its origin (RFC 6454): the scheme and the authority, the scheme's own port left out.
-    public var origin: String {
-        let bracketed = host.contains(":") ? "[\(host)]" : host
-        return "\(scheme)://\(bracketed)" + (port == (scheme == "https" ? 443 : 80) ? "" : ":\(port)")
-    }
+    public var origin: String { "\(scheme)://\(bracketedHost)" + (port == (scheme == "https" ? 443 : 80) ? "" : ":\(port)") }
+
+    /// The host as a URL writes it (an IPv6 address in brackets).
+    private var bracketedHost: String { host.contains(":") ? "[\(host)]" : host }
 
     /// Whether `text` is one, at most 2,048 characters, with nothing a shell or a terminal
     /// would read specially (no spaces or controls): what a person or a publisher may give.

@@ -37,11 +37,11 @@ extension Routes {
                     ])
                 case .pagerDuty:
                     switch status.code {
-                    case 400: JSONParser.parse(Data(PagerDutyRefusal(errors: [answer.error.message]).body.utf8)) ?? .null
-                    case 429: JSONParser.parse(Data(PagerDutyAnswer.throttled.utf8)) ?? .null
+                    case 400: PagerDutyRefusal(errors: [answer.error.message]).json
+                    case 429: PagerDutyAnswer.throttled
                     default: .object(["status": .string(status.reasonPhrase.lowercased()), "message": .string(answer.error.message)])
                     }
-                case .opsgenie: JSONParser.parse(Data(Opsgenie.error(answer.error.message).utf8)) ?? .null
+                case .opsgenie: Opsgenie.error(answer.error.message)
                 }
             return (try? JSONResponse.make(body, status: status, headers: headers)) ?? Response(status: status)
         }

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import NIOCore
 import NottyCore
 import NottyService
 import NottyWebhooks
@@ -33,15 +32,14 @@ extension Routes {
         do throws(PagerDutyRefusal) {
             event = try parse(body)
         } catch {
-            return Response(
-                status: .badRequest, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: error.body)))
+            return try JSONResponse.make(error.json, status: .badRequest)
         }
         let answer =
             switch try await service.publishing.pagerDuty(event) {
             case .alert(let dedupKey): PagerDutyAnswer.alert(dedupKey: dedupKey)
             case .change: PagerDutyAnswer.change
             }
-        return Response(status: .accepted, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: answer)))
+        return try JSONResponse.make(answer, status: .accepted)
     }
 }
 
@@ -59,12 +57,12 @@ extension Routes {
                     do throws(Opsgenie.Refusal) {
                         alert = try Opsgenie.alert(body)
                     } catch {
-                        return Self.opsgenieAnswer(
+                        return try JSONResponse.make(
                             Opsgenie.error("Request body is not processable. Please check the errors.", errors: error.errors),
                             status: .unprocessableContent)
                     }
                     let requestId = try await self.service.publishing.opsgenieCreate(key: Self.genieKey(request), alert)
-                    return Self.opsgenieAnswer(Opsgenie.accepted(requestId), status: .accepted)
+                    return try JSONResponse.make(Opsgenie.accepted(requestId), status: .accepted)
                 }),
             opsgenieListRoute,
             Route(
@@ -72,7 +70,7 @@ extension Routes {
                 handle: speaking(.opsgenie) { request, context in
                     let data = try await self.service.publishing.opsgenieRequest(
                         key: Self.genieKey(request), requestId: context.pathParameter("requestId"))
-                    return Self.opsgenieAnswer(Opsgenie.data(data), status: .ok)
+                    return try JSONResponse.make(Opsgenie.data(data), status: .ok)
                 }),
             Route(
                 method: .get, path: "/v2/alerts/:identifier", audience: .webhook,
@@ -80,7 +78,7 @@ extension Routes {
                     let identifier = try Publishing.OpsgenieIdentifier(
                         context.pathParameter("identifier"), type: request.uri.queryParameters.get("identifierType"))
                     let alert = try await self.service.publishing.opsgenieGet(key: Self.genieKey(request), identifier)
-                    return Self.opsgenieAnswer(Opsgenie.data(alert), status: .ok)
+                    return try JSONResponse.make(Opsgenie.data(alert), status: .ok)
                 }),
             Route(
                 method: .delete, path: "/v2/alerts/:identifier", audience: .webhook,
@@ -111,7 +109,7 @@ extension Routes {
         let identifier = try Publishing.OpsgenieIdentifier(
             context.pathParameter("identifier"), type: request.uri.queryParameters.get("identifierType"))
         let requestId = try await service.publishing.opsgenieChange(key: Self.genieKey(request), identifier, action, user: text("user"), until: until)
-        return Self.opsgenieAnswer(Opsgenie.accepted(requestId), status: .accepted)
+        return try JSONResponse.make(Opsgenie.accepted(requestId), status: .accepted)
     }
 
     /// The key of `Authorization: GenieKey KEY`.
@@ -120,10 +118,6 @@ extension Routes {
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "geniekey" else { return nil }
         return parts[1].trimmingCharacters(in: .whitespaces)
-    }
-
-    static func opsgenieAnswer(_ json: String, status: HTTPResponse.Status) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: json)))
     }
 }
 
@@ -142,7 +136,7 @@ extension Routes {
                 let alerts = try await self.service.publishing.opsgenieList(
                     key: Self.genieKey(request), query: parameters.get("query"), limit: number("limit"), offset: number("offset"),
                     sort: parameters.get("sort"), order: parameters.get("order"))
-                return Self.opsgenieAnswer(Opsgenie.data(.array(alerts)), status: .ok)
+                return try JSONResponse.make(Opsgenie.data(.array(alerts)), status: .ok)
             })
     }
 }

@@ -95,10 +95,7 @@ extension Publishing {
         }
         let notification = message.notification(appNotificationId: sequenceId)
         _ = try publishInput(notification, index: 0, count: 1, userId: hook.subscription.userId, hostName: hook.app.hostName, now: now)
-        if let wait = core.limiter.take(hook.app.clientId, count: 1, now: now) {
-            metrics.rateLimited.increment()
-            throw ServiceError.tooManyRequests(retryAfter: wait)
-        }
+        try takeRate(of: hook.app, now: now)
         let body = try JSONEncoder().encode(DelayedPublish(notification, secrets: secrets))
         try await db {
             try await storage.insertDelayed(

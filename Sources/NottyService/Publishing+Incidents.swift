@@ -58,10 +58,7 @@ extension Publishing {
     func handle(alert alertId: String, of hook: Hook, resolved: Bool, by: String) async throws {
         guard !hook.ownerDisabled else { throw ServiceError.badRequest("this webhook's account is disabled: it publishes, but changes nothing") }
         // Every event counts against the app's rate, as PagerDuty throttles them all.
-        if let wait = core.limiter.take(hook.app.clientId, now: clock.nowMillis()) {
-            metrics.rateLimited.increment()
-            throw ServiceError.tooManyRequests(retryAfter: wait)
-        }
+        try takeRate(of: hook.app, now: clock.nowMillis())
         let userId = hook.subscription.userId
         guard
             let found = try await db({ try await storage.notification(userId: userId, hostName: hook.app.hostName, appNotificationId: alertId) }),
@@ -214,10 +211,7 @@ extension Publishing {
     {
         let hook = try await opsgenieHook(key: key)
         let now = clock.nowMillis()
-        if let wait = core.limiter.take(hook.app.clientId, now: now) {
-            metrics.rateLimited.increment()
-            throw ServiceError.tooManyRequests(retryAfter: wait)
-        }
+        try takeRate(of: hook.app, now: now)
         let alert = try await opsgenieAlert(identifier, of: hook)
         var mutation: Mutation
         switch action {

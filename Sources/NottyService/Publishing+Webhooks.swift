@@ -69,10 +69,7 @@ extension Publishing {
     func publish(_ parsed: [WebhookNotification], as hook: Hook) async throws -> [UserNotification] {
         guard !parsed.isEmpty else { return [] }
         let now = clock.nowMillis()
-        if let wait = core.limiter.take(hook.app.clientId, count: parsed.count, now: now) {
-            metrics.rateLimited.increment()
-            throw ServiceError.tooManyRequests(retryAfter: wait)
-        }
+        try takeRate(of: hook.app, count: parsed.count, now: now)
         let team = try await teamName(ofFeed: hook.subscription.userId)
         let inputs = try parsed.enumerated().map { index, item in
             var input = try publishInput(

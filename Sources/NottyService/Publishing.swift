@@ -35,10 +35,7 @@ public final class Publishing: ServicePart {
     public func publish(app: AppRecord, unsId: String?, body: Data) async throws -> UserNotification {
         let subscription = try await subscription(for: app, unsId: unsId)
         let now = clock.nowMillis()
-        if let wait = core.limiter.take(app.clientId, now: now) {
-            metrics.rateLimited.increment()
-            throw ServiceError.tooManyRequests(retryAfter: wait)
-        }
+        try takeRate(of: app, now: now)
         let request: PublishRequest
         do {
             request = try PublishRequest(body: body, limits: config.limits)
@@ -55,6 +52,14 @@ public final class Publishing: ServicePart {
         let stored = try await db { try await storage.publish(input) }
         metrics.publishes.increment()
         return stored
+    }
+
+    /// Takes `count` of `app`'s publish rate (every door's publishes and changes count), or
+    /// refuses with `429` and when to try again.
+    func takeRate(of app: AppRecord, count: Int = 1, now: Date) throws {
+        guard let wait = core.limiter.take(app.clientId, count: count, now: now) else { return }
+        metrics.rateLimited.increment()
+        throw ServiceError.tooManyRequests(retryAfter: wait)
     }
 
     /// The team whose feed `userId` is, by name (its account row is named `team/NAME`); nil for

@@ -60,11 +60,7 @@ public enum Opsgenie {
         if let description = json.text("description") { lines.append(description) }
         if let source = json.text("source") { lines.append("source: \(source)") }
         if !tags.isEmpty { lines.append("tags: " + tags.joined(separator: ", ")) }
-        if case .object(let details)? = json["details"] {
-            for (key, value) in details.sorted(by: { $0.key < $1.key }) {
-                if case .string(let text) = value { lines.append("\(key): \(text)") } else { lines.append("\(key): \(value.jsonText)") }
-            }
-        }
+        lines += Text.detailLines(json["details"])
         let entity = json.text("entity").map { String($0.prefix(256)) }
         return Alert(
             alias: alias,
@@ -121,17 +117,11 @@ public enum Opsgenie {
         }
 
         /// The request id (base64url of the record).
-        public var requestId: String {
-            Data([action, alertId, alias, String(processedAt)].joined(separator: "\n").utf8).base64EncodedString()
-                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        }
+        public var requestId: String { Data([action, alertId, alias, String(processedAt)].joined(separator: "\n").utf8).base64URL }
 
         /// Reads a request id this service wrote (nil: not one).
         public init?(requestId: String) {
-            guard requestId.count <= 2048 else { return nil }
-            var plain = requestId.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            plain += String(repeating: "=", count: (4 - plain.count % 4) % 4)
-            guard let data = Data(base64Encoded: plain), let text = String(data: data, encoding: .utf8) else { return nil }
+            guard requestId.count <= 2048, let data = Data(base64URL: requestId), let text = String(data: data, encoding: .utf8) else { return nil }
             let parts = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
             guard parts.count == 4, let at = Int64(parts[3]) else { return nil }
             self.init(action: parts[0], alertId: parts[1], alias: parts[2], processedAt: at)
@@ -158,19 +148,19 @@ public enum Opsgenie {
     }
 
     /// `202 {"result":"Request will be processed","took","requestId"}`.
-    public static func accepted(_ requestId: String) -> String {
-        JSONValue.object(["result": .string("Request will be processed"), "took": .number(0), "requestId": .string(requestId)]).jsonText
+    public static func accepted(_ requestId: String) -> JSONValue {
+        .object(["result": .string("Request will be processed"), "took": .number(0), "requestId": .string(requestId)])
     }
 
     /// An answer with `data` (`{"data","took","requestId"}`).
-    public static func data(_ data: JSONValue) -> String {
-        JSONValue.object(["data": data, "took": .number(0), "requestId": .string(UUID().uuidString.lowercased())]).jsonText
+    public static func data(_ data: JSONValue) -> JSONValue {
+        .object(["data": data, "took": .number(0), "requestId": .string(UUID().uuidString.lowercased())])
     }
 
     /// An error as Opsgenie writes it (`{"message","took","requestId"}`, with `errors` for a `422`).
-    public static func error(_ message: String, errors: [String: String]? = nil) -> String {
+    public static func error(_ message: String, errors: [String: String]? = nil) -> JSONValue {
         var object: [String: JSONValue] = ["message": .string(message), "took": .number(0), "requestId": .string(UUID().uuidString.lowercased())]
         if let errors { object["errors"] = .object(errors.mapValues(JSONValue.string)) }
-        return JSONValue.object(object).jsonText
+        return .object(object)
     }
 }

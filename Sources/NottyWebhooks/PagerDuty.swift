@@ -135,12 +135,9 @@ public struct PagerDutyEvent: Sendable, Equatable {
         if let source, !source.isEmpty { lines.append("source: \(source)") }
         if let component, !component.isEmpty { lines.append("component: \(component)") }
         switch details {
-        case .object(let members)?:
-            for (key, value) in members.sorted(by: { $0.key < $1.key }) {
-                if case .string(let text) = value { lines.append("\(key): \(text)") } else { lines.append("\(key): \(value.jsonText)") }
-            }
         case .string(let text)?: lines.append(text)
         case nil, .null?: break
+        case .object?: lines += Text.detailLines(details)
         case let other?: lines.append(other.jsonText)
         }
         return lines.joined(separator: "\n")
@@ -167,26 +164,23 @@ public struct PagerDutyRefusal: Error, Sendable, Equatable {
     }
 
     /// The answer's body, as PagerDuty writes it.
-    public var body: String {
-        JSONValue.object([
-            "status": .string("invalid event"), "message": .string("Event object is invalid"),
-            "errors": .array(errors.map(JSONValue.string)),
-        ]).jsonText
+    public var json: JSONValue {
+        .object(["status": .string("invalid event"), "message": .string("Event object is invalid"), "errors": .array(errors.map(JSONValue.string))])
     }
 }
 
 /// PagerDuty's answers to an accepted event.
 public enum PagerDutyAnswer {
     /// `202` to an alert event: its dedup key, to acknowledge or resolve it by.
-    public static func alert(dedupKey: String) -> String {
-        JSONValue.object(["status": .string("success"), "message": .string("Event processed"), "dedup_key": .string(dedupKey)]).jsonText
+    public static func alert(dedupKey: String) -> JSONValue {
+        .object(["status": .string("success"), "message": .string("Event processed"), "dedup_key": .string(dedupKey)])
     }
 
     /// `202` to a change event.
-    public static let change = JSONValue.object(["status": .string("success"), "message": .string("Change event processed")]).jsonText
+    public static let change = JSONValue.object(["status": .string("success"), "message": .string("Change event processed")])
 
     /// `429`, as PagerDuty throttles.
     public static let throttled = JSONValue.object([
         "status": .string("throttle event"), "message": .string("Requests for this service are arriving too quickly. Please retry later."),
-    ]).jsonText
+    ])
 }

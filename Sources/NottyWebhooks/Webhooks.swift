@@ -203,6 +203,15 @@ extension StringProtocol {
 
 /// Text shaping for titles and ids.
 enum Text {
+    /// An object's members as body lines, `key: value` sorted by key (a value that is not a
+    /// string as its JSON); nothing for anything but an object.
+    static func detailLines(_ value: JSONValue?) -> [String] {
+        guard case .object(let members)? = value else { return [] }
+        return members.sorted(by: { $0.key < $1.key }).map { key, value in
+            if case .string(let text) = value { "\(key): \(text)" } else { "\(key): \(value.jsonText)" }
+        }
+    }
+
     /// One line (line breaks and tabs become spaces), trimmed, at most ``Webhooks/maxTitle``
     /// characters (cut with "…").
     static func title(_ text: String) -> String {

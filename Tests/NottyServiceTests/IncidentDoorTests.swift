@@ -13,6 +13,13 @@ extension TestClientProtocol {
     func pagerDuty(_ json: String, path: String = "/v2/enqueue") async throws -> Reply {
         try await call(.post, path, body: Data(json.utf8), headers: ["Content-Type": "application/json"])
     }
+
+    /// An Opsgenie request with `Authorization: GenieKey KEY` (none without a key).
+    func opsgenie(_ method: HTTPRequest.Method, _ path: String, key: String?, _ json: String = "") async throws -> Reply {
+        var headers = ["Content-Type": "application/json"]
+        if let key { headers["Authorization"] = "GenieKey \(key)" }
+        return try await call(method, path, body: Data(json.utf8), headers: headers)
+    }
 }
 
 @Suite("PagerDuty's Events API v2 on a hook's token (PROTOCOL.md §16.1)", .timeLimit(.minutes(5)))
@@ -198,9 +205,8 @@ struct OpsgenieDoorTests {
         try await harness.router { client in
             let alice = try await harness.world(client)
             let key = try await alice.hookToken(client)
-            let genie = ["Authorization": "GenieKey \(key)", "Content-Type": "application/json"]
             func call(_ method: HTTPRequest.Method, _ path: String, _ json: String = "") async throws -> Reply {
-                try await client.call(method, path, body: Data(json.utf8), headers: genie)
+                try await client.opsgenie(method, path, key: key, json)
             }
             let create =
                 #"{"message":"Disk 91% full on db1","alias":"disk-db1","description":"/var has 9 GB left","priority":"P1","entity":"db1","source":"zabbix","tags":["disk","db"],"details":{"free":"9 GB"}}"#
@@ -268,8 +274,7 @@ struct OpsgenieDoorTests {
             let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
             let key = try await alice.hookToken(client), bobKey = try await bob.hookToken(client)
             func call(_ method: HTTPRequest.Method, _ path: String, key: String, _ json: String = "") async throws -> Reply {
-                try await client.call(
-                    method, path, body: Data(json.utf8), headers: ["Authorization": "GenieKey \(key)", "Content-Type": "application/json"])
+                try await client.opsgenie(method, path, key: key, json)
             }
             for (alias, message) in [("disk", "Disk full on db1"), ("api", "API down"), ("cert", "Certificate expires on db1")] {
                 #expect(try await call(.post, "/v2/alerts", key: key, #"{"message":"\#(message)","alias":"\#(alias)"}"#).status == .accepted)
@@ -313,8 +318,7 @@ struct OpsgenieDoorTests {
             let teamKey = String(try #require(made.string("webhookUrl"), "\(made.text)").split(separator: "/").last!)
             let ownKey = try await alice.hookToken(client)
             func call(_ method: HTTPRequest.Method, _ path: String, key: String, _ json: String = "") async throws -> Reply {
-                try await client.call(
-                    method, path, body: Data(json.utf8), headers: ["Authorization": "GenieKey \(key)", "Content-Type": "application/json"])
+                try await client.opsgenie(method, path, key: key, json)
             }
             #expect(try await call(.post, "/v2/alerts", key: teamKey, #"{"message":"Team's","alias":"same"}"#).status == .accepted)
             #expect(try await call(.post, "/v2/alerts", key: ownKey, #"{"message":"Alice's","alias":"same"}"#).status == .accepted)
@@ -347,9 +351,7 @@ struct OpsgenieDoorTests {
             let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
             let aliceKey = try await alice.hookToken(client), bobKey = try await bob.hookToken(client)
             func call(_ method: HTTPRequest.Method, _ path: String, key: String?, _ json: String = "") async throws -> Reply {
-                var headers = ["Content-Type": "application/json"]
-                if let key { headers["Authorization"] = "GenieKey \(key)" }
-                return try await client.call(method, path, body: Data(json.utf8), headers: headers)
+                try await client.opsgenie(method, path, key: key, json)
             }
             let create = #"{"message":"API down","alias":"api"}"#
             for key in [nil, "wrong", try await alice.hookToken(client, secret: "s3cret")] as [String?] {
