@@ -28,23 +28,27 @@ final class PrivateNetwork: @unchecked Sendable {  // @unchecked: holds a Founda
         try "127.0.0.1 localhost\n::1 localhost\n169.254.169.254 metadata.test\n127.0.0.1 receiver.test\n100.100.100.200 alibaba.test\n".write(
             to: hosts, atomically: true, encoding: .utf8)
         let ready = directory.appendingPathComponent("ready")
+        // Each step is logged with its time: a start that does not finish says where it stood.
         let script = """
             set -e
+            echo "$(date +%T.%N) in the namespace"
             ip link set lo up
             ip addr add 169.254.169.254/32 dev lo
+            echo "$(date +%T.%N) loopback up"
             mount --bind \(hosts.path) /etc/hosts
             touch \(ready.path)
+            echo "$(date +%T.%N) ready"
             exec sleep 600
             """
+        let started = Date().formatted(.iso8601.time(includingFractionalSeconds: true))
         holder = try startLogged(
             "/usr/bin/unshare", ["--net", "--mount", "--propagation", "private", "/bin/sh", "-c", script],
             log: directory.appendingPathComponent("holder.log"), environment: [:])
         guard await eventually(timeout: .seconds(30), { FileManager.default.fileExists(atPath: ready.path) || !self.holder.isRunning }),
             holder.isRunning
         else {
-            throw SupportError(
-                "the private network did not start: \((try? String(contentsOf: directory.appendingPathComponent("holder.log"), encoding: .utf8)) ?? "")"
-            )
+            let log = (try? String(contentsOf: directory.appendingPathComponent("holder.log"), encoding: .utf8)) ?? ""
+            throw SupportError("the private network did not start within 30 s (asked at \(started)); its log:\n\(log)")
         }
     }
 
