@@ -214,6 +214,7 @@ public struct Routes: Sendable {
         routes += incidentRoutes
         routes += opsgenieRoutes
         routes += webPushRoutes
+        routes += heartbeatRoutes
         routes += webSessionRoutes
         routes += webAppRoutes
         return routes

@@ -114,6 +114,9 @@ public final class Administration: ServicePart {
     /// Registers an app; returns its client id and secret (the secret is not kept).
     public func addApp(hostName: String) async throws -> (clientId: String, clientSecret: String) {
         try Self.validateName(hostName, what: "an app host name")
+        guard !hostName.equalsIgnoringASCIICase(Heartbeat.hostName) else {
+            throw ServiceError.badRequest("\(Heartbeat.hostName) is notty's own (heartbeats publish as it): choose another name")
+        }
         let secret = Secrets.newToken()
         let app = AppRecord(clientId: UUID().uuidString.lowercased(), hostName: hostName, secretHash: Secrets.tokenHash(secret))
         do {

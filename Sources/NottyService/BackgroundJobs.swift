@@ -36,8 +36,8 @@ public struct BackgroundJobs: Sendable {
     /// How often an idle ntfy stream says it is alive (ntfy's default).
     public static let keepalive: Duration = .seconds(45)
 
-    /// The service's jobs (nine): expiry and held publishes every half second; ntfy streams'
-    /// keepalives; closing streams whose token ended (every 250 ms, PROTOCOL.md §15); forgetting old
+    /// The service's jobs (ten): expiry and held publishes every half second; late heartbeats
+    /// every quarter second; ntfy streams' keepalives; closing streams whose token ended (every 250 ms, PROTOCOL.md §15); forgetting old
     /// history hourly; the errands requests hand off; following a key rotation made
     /// elsewhere; Web Push's retries; and paging's engine, with jobs of its own.
     public init(service: NotificationService) {
@@ -45,6 +45,8 @@ public struct BackgroundJobs: Sendable {
             jobs: [
                 BackgroundJob("expiry", every: .milliseconds(500)) { _ = try await service.maintenance.expireDue() },
                 BackgroundJob("delayed publishes", every: .milliseconds(500)) { _ = try await service.publishing.publishDueDelayed() },
+                // Heartbeats (PROTOCOL.md §16.3): one look over the due times, announced within a tick.
+                BackgroundJob("heartbeats", every: Heartbeats.tick) { try await service.heartbeats.announceOverdue() },
                 BackgroundJob("keepalive", every: Self.keepalive, firstAfter: Self.keepalive) { service.hub.tick() },
                 // Revoked, expired or disabled: the streams opened with it close (PROTOCOL.md §15).
                 BackgroundJob("ended streams", every: .milliseconds(250)) { try await service.auth.closeEndedStreams() },

@@ -25,6 +25,7 @@ public final class NotificationService: ServicePart {
     public let actions: Actions
     public let teams: Teams
     public let onCall: OnCall
+    public let heartbeats: Heartbeats
     /// Sends ntfy's poll requests to `--ntfy-upstream` (nil without it).
     public let ntfyUpstream: NtfyUpstream?
     /// Pushes to the users' browsers (its engine is `NottyWebPush`'s).
@@ -55,6 +56,7 @@ public final class NotificationService: ServicePart {
         self.teams = teams
         inbox = Inbox(core: core, storage: storage, paging: paging, teams: teams, outbound: outbound)
         publishing = Publishing(core: core, storage: storage, inbox: inbox)
+        heartbeats = Heartbeats(core: core, storage: storage, teams: teams, publishing: publishing, inbox: inbox)
         admin = Administration(core: core, storage: storage)
         onCall = OnCall(core: core, inbox: inbox, paging: paging, outbound: outbound, storage: storage)
         maintenance = Maintenance(core: core, storage: storage)

@@ -14,7 +14,7 @@ import NottyCore
 /// and a file of its own in each backend.
 public typealias ServiceStorage = StorageLifecycle & AccountStorage & TokenStorage & SubscriptionStorage
     & SignInGuessStorage & FeedStorage & DelayedPublishStorage & RetentionStorage & PreferenceStorage & EscalationRuleStorage & EscalationStorage
-    & ActionStorage & SecretStorage & TeamStorage & OnCallStorage & WebPushStorage
+    & ActionStorage & SecretStorage & TeamStorage & OnCallStorage & WebPushStorage & HeartbeatStorage
 
 /// Opening, checking and closing the storage, and what it tells the service of changes.
 public protocol StorageLifecycle: Sendable {

@@ -290,6 +290,22 @@ extension PostgresStorage {
         ),
         // Accounts an administrator runs (PROTOCOL.md §15): disabled users, and when each was made.
         ("v18", ["ALTER TABLE users ADD COLUMN disabled BOOLEAN NOT NULL DEFAULT false", "ALTER TABLE users ADD COLUMN created BIGINT"]),
+        // Heartbeats (PROTOCOL.md §16.3): one index over the due times of those that may go late.
+        (
+            "v19",
+            [
+                """
+                CREATE TABLE heartbeats (id TEXT COLLATE "C" PRIMARY KEY,
+                                         owner_id TEXT COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                                         name TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, every INTEGER NOT NULL, grace INTEGER NOT NULL,
+                                         priority TEXT NOT NULL, message TEXT, created_by TEXT NOT NULL, created BIGINT NOT NULL,
+                                         last_ping BIGINT, failed BOOLEAN NOT NULL DEFAULT false, due BIGINT NOT NULL,
+                                         paused BOOLEAN NOT NULL DEFAULT false, alerting BOOLEAN NOT NULL DEFAULT false, claimed_until BIGINT,
+                                         UNIQUE (owner_id, name))
+                """,
+                "CREATE INDEX heartbeats_due ON heartbeats (due) WHERE NOT paused AND NOT alerting",
+            ]
+        ),
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

@@ -385,6 +385,10 @@ extension SQLiteStorage {
                     ALTER TABLE users ADD COLUMN created INTEGER;
                     """)
         }
+        // Heartbeats (PROTOCOL.md §16.3): one index over the due times of those that may go late.
+        migrator.registerMigration("v18 heartbeats") { db in
+            try db.execute(sql: SQLiteHeartbeatSchema.create)
+        }
         return migrator
     }
 }

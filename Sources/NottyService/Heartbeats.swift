@@ -1,0 +1,218 @@
+import Foundation
+import Logging
+import NottyCore
+import NottyWebhooks
+
+/// Heartbeats (PROTOCOL.md §16.3), a dead man's switch: a user's (or a team's, made by its
+/// owners) heartbeat has a secret ping URL; no ping within every + grace and a notification
+/// "NAME: no ping for …" is published to the feed (so escalation and on call apply), the next
+/// ping dismisses it on every device, and `…/fail` reports a failure at once.
+///
+/// One job announces what is overdue (``announceOverdue()``, every 250 ms over an index of due
+/// times: no timer per heartbeat); a claim held for a while makes each lateness announced once
+/// across instances, and a ping that comes while it is being announced takes it back.
+public final class Heartbeats: ServicePart {
+    package let core: ServiceCore
+    let storage: any HeartbeatStorage & FeedStorage
+    let teams: Teams
+    let publishing: Publishing
+    let inbox: Inbox
+
+    /// How long an instance holds a heartbeat it is announcing (another takes it over then).
+    static let claim: Int64 = 30_000
+    /// How often the job looks for overdue heartbeats: announced within this of their due time.
+    public static let tick = Duration.milliseconds(250)
+
+    init(core: ServiceCore, storage: any HeartbeatStorage & FeedStorage, teams: Teams, publishing: Publishing, inbox: Inbox) {
+        self.core = core
+        self.storage = storage
+        self.teams = teams
+        self.publishing = publishing
+        self.inbox = inbox
+    }
+
+    // MARK: - The user's API
+
+    /// `POST /v1/me/heartbeats`: a new heartbeat, with its ping URL under `baseURL` (shown this once).
+    public func add(userId: String, _ request: HeartbeatRequest, baseURL: String) async throws -> HeartbeatInfo {
+        let owner = try await feed(userId: userId, team: request.team, to: "add heartbeats for it")
+        let now = clock.nowMillis()
+        let token = Secrets.newToken()
+        let record = HeartbeatRecord(
+            id: "hb-" + Identifiers.timeOrdered(), ownerId: owner.id, name: request.name, tokenHash: Secrets.tokenHash(token), every: request.every,
+            grace: request.grace, priority: request.priority, message: request.message, createdBy: userId, created: now,
+            due: now + TimeInterval(request.every + request.grace))
+        switch try await db({ try await storage.insertHeartbeat(record, limit: Heartbeat.maxPerFeed) }) {
+        case .added: break
+        case .nameTaken:
+            throw ServiceError.badRequest(
+                "\(owner.shown) \(owner.team == nil ? "have" : "has") a heartbeat named \(request.name) already (notty heartbeat --list)")
+        case .full: throw ServiceError.badRequest("\(owner.shown) has \(Heartbeat.maxPerFeed) heartbeats, the most there may be: remove one first")
+        }
+        var info = Self.info(record, team: owner.team, now: now)
+        info.pingUrl = "\(baseURL)/v1/heartbeats/\(token)"
+        return info
+    }
+
+    /// `GET /v1/me/heartbeats[?team=T]`: the user's (or the team's, for any member) by name.
+    public func list(userId: String, team: String?) async throws -> [HeartbeatInfo] {
+        let owner = try await feed(userId: userId, team: team, to: nil)
+        let now = clock.nowMillis()
+        return try await db { try await storage.heartbeats(ownerId: owner.id) }.map { Self.info($0, team: owner.team, now: now) }
+    }
+
+    /// `DELETE /v1/me/heartbeats/{name}[?team=T]`: removed, its notification (if out) dismissed.
+    public func remove(userId: String, name: String, team: String?) async throws {
+        let owner = try await feed(userId: userId, team: team, to: "remove its heartbeats")
+        guard let removed = try await db({ try await storage.deleteHeartbeat(ownerId: owner.id, name: name) }) else {
+            throw Self.missing(name, owner)
+        }
+        if removed.alerting || removed.claimedUntil != nil { try await takeBack(removed, by: "heartbeat removed") }
+    }
+
+    /// `POST /v1/me/heartbeats/{name}/pause|resume[?team=T]`: paused, nothing is announced (an
+    /// announcement out is taken back); resumed, due every + grace from now.
+    public func pause(userId: String, name: String, team: String?, paused: Bool) async throws -> HeartbeatInfo {
+        let owner = try await feed(userId: userId, team: team, to: paused ? "pause its heartbeats" : "resume its heartbeats")
+        let now = clock.nowMillis()
+        guard let before = try await db({ try await storage.pauseHeartbeat(ownerId: owner.id, name: name, paused: paused, now: now) }) else {
+            throw Self.missing(name, owner)
+        }
+        if paused, before.alerting || before.claimedUntil != nil { try await takeBack(before, by: "heartbeat paused") }
+        var after = before
+        after.paused = paused
+        if paused {
+            (after.alerting, after.claimedUntil) = (false, nil)
+        } else {
+            after.due = ISOTime.date(millis: ISOTime.millis(now) + before.window)
+        }
+        return Self.info(after, team: owner.team, now: now)
+    }
+
+    // MARK: - Pings
+
+    /// `GET|HEAD|POST /v1/heartbeats/{token}` (and `…/fail`): the ping is recorded; a late
+    /// notification out is dismissed on every device by it, and a failure is published at once.
+    public func ping(token: String, failed: Bool) async throws {
+        guard let heartbeat = try await db({ try await storage.heartbeat(tokenHash: Secrets.tokenHash(token)) }) else {
+            throw ServiceError.notFound("no such heartbeat: it was removed, or the URL is mistyped")
+        }
+        let now = clock.nowMillis()
+        guard let before = try await db({ try await storage.pingHeartbeat(id: heartbeat.id, at: now, failed: failed, alerting: failed) }) else {
+            throw ServiceError.notFound("no such heartbeat: it was removed")
+        }
+        if failed {
+            // Paused: recorded, nothing announced.
+            guard !before.paused else { return }
+            try await announce(before, failed: true, now: now)
+        } else if before.alerting || before.claimedUntil != nil {
+            try await takeBack(before, by: "heartbeat ping")
+        }
+    }
+
+    // MARK: - The job
+
+    /// Announces every overdue heartbeat (what this instance claims), a batch at a time.
+    /// Returns how many were announced.
+    @discardableResult
+    public func announceOverdue() async throws -> Int {
+        var announced = 0
+        while true {
+            let now = clock.nowMillis()
+            let until = ISOTime.date(millis: ISOTime.millis(now) + Self.claim)
+            let claimed = try await db { try await storage.claimOverdueHeartbeats(now: now, until: until, limit: 50) }
+            for heartbeat in claimed {
+                do {
+                    try await announce(heartbeat, failed: false, now: now)
+                    // A ping came while it was published (the claim is gone): taken back.
+                    let current = try await db { try await storage.heartbeatAnnounced(id: heartbeat.id, claimedUntil: until) }
+                    if current?.alerting != true { try await takeBack(heartbeat, by: "heartbeat ping") }
+                    announced += 1
+                } catch {
+                    // Held until the claim ends, then tried again (by any instance).
+                    logger.warning(
+                        "a late heartbeat could not be announced; tried again soon",
+                        metadata: ["heartbeat": "\(heartbeat.id)", "error": "\(error)"])
+                }
+            }
+            if claimed.count < 50 { return announced }
+        }
+    }
+
+    /// Publishes the heartbeat's notification: late (no ping for …) or failed.
+    func announce(_ heartbeat: HeartbeatRecord, failed: Bool, now: Date) async throws {
+        let since = heartbeat.lastPing ?? heartbeat.created
+        let title =
+            failed
+            ? "\(heartbeat.name): reported a failure"
+            : "\(heartbeat.name): no ping for \(Self.spoken(Int(now.timeIntervalSince(since).rounded(.down))))"
+        let last = heartbeat.lastPing.map { "last ping \(ISOTime.format($0))" } ?? "never pinged"
+        let body =
+            heartbeat.message
+            ?? "expected every \(DurationText.words(heartbeat.every)) (grace \(DurationText.words(heartbeat.grace))); \(failed ? "the job said it failed" : last)"
+        let item = WebhookNotification(
+            appNotificationId: heartbeat.appNotificationId, title: title, body: body, priority: heartbeat.priority, groupName: "heartbeats")
+        var input = try publishing.publishInput(item, index: 0, count: 1, userId: heartbeat.ownerId, hostName: Heartbeat.hostName, now: now)
+        input.team = try await publishing.teamName(ofFeed: heartbeat.ownerId)
+        _ = try await db { try await storage.publish(batch: [input]) }
+        metrics.publishes.increment()
+        logger.notice(
+            failed ? "a heartbeat reported a failure" : "a heartbeat is late",
+            metadata: ["heartbeat": "\(heartbeat.id)", "name": "\(heartbeat.name)"])
+    }
+
+    /// Dismisses the heartbeat's notification on every device, as its user's change would
+    /// be (handled: escalation and pages stop), `by` named as who did it.
+    func takeBack(_ heartbeat: HeartbeatRecord, by: String) async throws {
+        guard
+            let found = try await db({
+                try await storage.notification(
+                    userId: heartbeat.ownerId, hostName: Heartbeat.hostName, appNotificationId: heartbeat.appNotificationId)
+            }), found.status == .active
+        else { return }
+        var mutation = Mutation(id: found.id, change: StateChange(userActionState: .dismissed))
+        mutation.by = ChangedBy(user: by, device: nil, at: clock.nowMillis())
+        _ = try await inbox.mutate(userId: heartbeat.ownerId, [mutation])
+    }
+
+    // MARK: - Helpers
+
+    /// Whose heartbeats a request is about: the user's own, or a team's (any member lists;
+    /// only owners change, `to` saying what).
+    struct Feed {
+        let id: String
+        let team: String?
+        var shown: String { team.map { "team \($0)" } ?? "you" }
+    }
+
+    func feed(userId: String, team: String?, to what: String?) async throws -> Feed {
+        guard let team, !team.isEmpty else { return Feed(id: userId, team: nil) }
+        let (found, role) = try await teams.membership(name: team, userId: userId)
+        if let what, role != .owner { throw ServiceError.forbidden("only the owners of \(found.name) \(what)") }
+        return Feed(id: found.id, team: found.name)
+    }
+
+    static func missing(_ name: String, _ owner: Feed) -> ServiceError {
+        ServiceError.notFound("\(owner.shown) \(owner.team == nil ? "have" : "has") no heartbeat named \(name) (notty heartbeat --list)")
+    }
+
+    static func info(_ record: HeartbeatRecord, team: String?, now: Date) -> HeartbeatInfo {
+        let state: HeartbeatInfo.State =
+            record.paused ? .paused : (record.alerting || record.claimedUntil != nil || record.due <= now) ? .late : .up
+        return HeartbeatInfo(
+            id: record.id, name: record.name, team: team, every: record.every, grace: record.grace, priority: HeartbeatRequest.word(record.priority),
+            message: record.message, state: state, failed: record.failed, lastPingDateTime: record.lastPing,
+            dueDateTime: record.paused ? nil : record.due, createdDateTime: record.created)
+    }
+
+    /// Seconds as a person says them: `45s`, `5m 30s`, `2h 5m`, `3d 4h`.
+    static func spoken(_ seconds: Int) -> String {
+        let s = max(0, seconds)
+        switch s {
+        case ..<60: return "\(s)s"
+        case ..<3600: return s % 60 == 0 ? "\(s / 60)m" : "\(s / 60)m \(s % 60)s"
+        case ..<86_400: return (s % 3600) / 60 == 0 ? "\(s / 3600)h" : "\(s / 3600)h \((s % 3600) / 60)m"
+        default: return (s % 86_400) / 3600 == 0 ? "\(s / 86_400)d" : "\(s / 86_400)d \((s % 86_400) / 3600)h"
+        }
+    }
+}
