@@ -60,7 +60,7 @@ struct DemoService: AsyncParsableCommand {
             guard let port else { throw CLIError("the demo service did not start") }
 
             // The demo user, a teammate (priya, on her phone) in the team ops, apps, an escalation
-            // rule (High and unhandled for 5 minutes: the pager) and the history.
+            // rule (High and unhandled for 5 minutes: the pager), a heartbeat and the history.
             let password = UUID().uuidString
             let user = try await service.admin.addUser(name: "demo", password: password, displayName: "Demo User")
             let priya = try await service.admin.addUser(name: "priya", password: UUID().uuidString, displayName: "Priya")
@@ -70,6 +70,12 @@ struct DemoService: AsyncParsableCommand {
             _ = try await service.teams.setMember(team: "ops", by: user.id, body: Data(#"{"user":"priya"}"#.utf8))
             let rule = #"{"name":"pager","after":"5m","targets":["webhook:\#(target.base)/pager"]}"#
             _ = try await service.inbox.addEscalationRule(userId: user.id, body: Data(rule.utf8))
+            // The team's nightly export, which never pings its heartbeat: a minute in, "nightly-export:
+            // no ping for 1m 6s" arrives (PROTOCOL.md §16.3).
+            _ = try await service.heartbeats.add(
+                userId: user.id,
+                HeartbeatRequest(name: "nightly-export", every: 60, team: "ops", message: "the export to the data warehouse did not check in"),
+                baseURL: "http://127.0.0.1:\(port)")
             let publisher = try await DemoPublisher(
                 service: service, userId: user.id, teammate: (priya.id, phone.deviceId), apps: script.apps, target: target.base, clock: clock)
             for item in script.initial.reversed() { try await publisher.publish(item) }

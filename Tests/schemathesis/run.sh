@@ -54,6 +54,8 @@ curl -sf -X PUT "$base/v1/teams/desk/oncall" -H "Authorization: Bearer $carol_to
 hook=$(curl -sf -X POST "$base/v1/me/subscriptions" -H "Authorization: Bearer $carol_token" -H 'Content-Type: application/json' \
   -d '{"targetHostName":"app.example.com","platform":"webhook"}' | json webhookUrl)
 calendar=$(curl -sf -X POST "$base/v1/teams/desk/oncall/calendar" -H "Authorization: Bearer $carol_token" | json calendarUrl)
+ping=$(curl -sf -X POST "$base/v1/me/heartbeats" -H "Authorization: Bearer $carol_token" -H 'Content-Type: application/json' \
+  -d '{"name":"nightly","every":86400}' | json pingUrl)
 # A browser's session (its cookie's token), made before any fuzzed sign-in can lock the address out.
 session_token=$(curl -sf -D - -o /dev/null -X POST "$base/v1/web/session" -H "Origin: $base" -H 'Content-Type: application/json' \
   -d '{"username":"alice","password":"s3cret-pw"}' | sed -n 's/^[Ss]et-[Cc]ookie: notty_session=\([^;]*\);.*/\1/p')
@@ -80,12 +82,13 @@ echo "== tokens and operations"
 st --include-tag tokens --include-tag operations || status=1
 # Webhooks and the on-call calendar feed: a real webhook URL, so the bodies reach the parsers, and
 # a real calendar URL (the spec's {token} is fixed to each).
-echo "== webhooks and the calendar feed"
-python3 - "$root/Resources/openapi.yaml" "${hook##*/}" "${calendar##*/}" >"$work/openapi-hooks.yaml" <<'PY'
+echo "== webhooks, the calendar feed and a heartbeat's pings"
+python3 - "$root/Resources/openapi.yaml" "${hook##*/}" "${calendar##*/}" "${ping##*/}" >"$work/openapi-hooks.yaml" <<'PY'
 import sys, yaml
 spec = yaml.safe_load(open(sys.argv[1]))
 paths = {}
-for template, token in [("/v1/hooks/{token}", sys.argv[2]), ("/v1/calendars/{token}", sys.argv[3])]:
+for template, token in [("/v1/hooks/{token}", sys.argv[2]), ("/v1/calendars/{token}", sys.argv[3]),
+                        ("/v1/heartbeats/{token}", sys.argv[4]), ("/v1/heartbeats/{token}/fail", sys.argv[4])]:
     item = spec["paths"][template]
     for operation in item.values():
         operation["parameters"] = [p for p in operation["parameters"] if p["name"] != "token"]

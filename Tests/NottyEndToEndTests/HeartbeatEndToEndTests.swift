@@ -1,0 +1,74 @@
+import Foundation
+import NottyCore
+import NottyTestSupport
+import Testing
+
+@Suite("Heartbeats end to end: notty heartbeat, curl as the job, notty serve and two devices (PROTOCOL.md §16.3)", .timeLimit(.minutes(5)))
+struct HeartbeatEndToEndTests {
+    @Test(
+        "notty heartbeat add prints a ping URL that curl pings; no ping for every + grace and B has 'NAME: no ping for …'; the next ping dismisses it on B; /fail reports at once; pause, --list, remove (then 404); bad input is one line"
+    )
+    func heartbeat() async throws {
+        let world = try await TwoDevices()
+        let bad = try await world.a.run(["heartbeat", "add", "nightly", "--every", "5s"])
+        #expect(bad.status != 0 && bad.err.contains("--every is from 10s to 30d") && bad.err.split(separator: "\n").count == 1, "\(bad.err)")
+
+        let made = try await world.a.run(["heartbeat", "add", "nightly", "--every", "10s", "--grace", "0s", "--message", "the nightly export"])
+        #expect(made.status == 0, "\(made.err)")
+        let url = try #require(made.out.split(separator: "\n").last.map(String.init), "\(made.out)")
+        #expect(url.hasPrefix("\(world.service.url)/v1/heartbeats/"), "\(made.out)")
+        let taken = try await world.a.run(["heartbeat", "add", "nightly", "--every", "1h"])
+        #expect(taken.status != 0 && taken.err.contains("a heartbeat named nightly already"), "\(taken.err)")
+
+        func curl(_ arguments: [String], _ target: String) async throws -> String {
+            try await Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}"] + arguments + [target]).output
+        }
+        #expect(try await curl([], url) == "200")
+        let pinged = Date()
+        let listed = try await world.a.run(["heartbeat", "--list"])
+        #expect(listed.out.contains("nightly  every 10s, grace 0s  up  last ping "), "\(listed.out)")
+
+        // No ping for 10 s: B has it, published right after its due time.
+        func late() async throws -> UserNotification? {
+            try await world.b.syncedNotifications().first { $0.targetHostName == Heartbeat.hostName }
+        }
+        var found: UserNotification?
+        #expect(
+            try await eventually(timeout: .seconds(60), every: .milliseconds(250)) {
+                found = try await late()
+                return found != nil
+            })
+        let notification = try #require(found)
+        #expect(notification.payload.visualContent?.title.hasPrefix("nightly: no ping for 1") == true, "\(notification)")
+        #expect(notification.payload.visualContent?.body == "the nightly export" && notification.priority == .high)
+        let lateness = notification.createdDateTime.timeIntervalSince(pinged) - 10
+        print("a heartbeat's late notification was published \(lateness) s after its due time (at most the ping's round trip early)")
+        #expect(lateness > -1 && lateness < 10, "announced \(lateness) s after its due time")
+        #expect(try await world.a.run(["heartbeat", "--list"]).out.contains("nightly  every 10s, grace 0s  late"))
+
+        // The next ping: dismissed on B.
+        #expect(try await curl(["-X", "POST", "-d", "ok"], url) == "200")
+        #expect(
+            try await eventually(timeout: .seconds(30), every: .milliseconds(250)) {
+                try await late()?.userActionState == .dismissed
+            })
+        // A failure: at once, new again on B.
+        #expect(try await curl([], url + "/fail") == "200")
+        #expect(
+            try await eventually(timeout: .seconds(30), every: .milliseconds(250)) {
+                let failed = try await late()
+                return failed?.payload.visualContent?.title == "nightly: reported a failure" && failed?.userActionState == .noInteraction
+            })
+        #expect(try await world.a.run(["heartbeat", "--list"]).out.contains("nightly  every 10s, grace 0s  failed"))
+
+        let paused = try await world.a.run(["heartbeat", "pause", "nightly"])
+        #expect(paused.status == 0 && paused.out.contains("paused"), "\(paused.out)\(paused.err)")
+        let json = try await world.b.run(["heartbeat", "--list", "--json"])
+        #expect(json.status == 0 && json.out.contains(#""state":"paused""#), "\(json.out)\(json.err)")
+        let removed = try await world.a.run(["heartbeat", "remove", "nightly"])
+        #expect(removed.status == 0 && removed.out.contains("removed nightly"))
+        #expect(try await curl([], url) == "404")
+        let missing = try await world.a.run(["heartbeat", "remove", "nightly"])
+        #expect(missing.status != 0 && missing.err.contains("no heartbeat named nightly"), "\(missing.err)")
+    }
+}
