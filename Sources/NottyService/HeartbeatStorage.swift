@@ -19,6 +19,9 @@ public protocol HeartbeatStorage: Sendable {
     /// notification is out now (`alerting`; never while paused), due again `every` + `grace`
     /// later, any claim dropped. What it was before (nil: none).
     func pingHeartbeat(id: String, at: Date, failed: Bool, alerting: Bool) async throws -> HeartbeatRecord?
+    /// The earliest due time of a heartbeat that may go late (not paused, nothing out), claimed
+    /// or not: one read of the due index. Nil when there is none.
+    func nextHeartbeatDue() async throws -> Date?
     /// Claims up to `limit` heartbeats due by `now`, not paused, whose notification is not out
     /// and which no instance holds past `now`: each held until `until` (returned with it).
     /// Two instances never claim one heartbeat at once.

@@ -2,15 +2,18 @@ import Foundation
 import Logging
 import NottyCore
 import NottyWebhooks
+import Synchronization
 
 /// Heartbeats (PROTOCOL.md §16.3), a dead man's switch: a user's (or a team's, made by its
 /// owners) heartbeat has a secret ping URL; no ping within every + grace and a notification
 /// "NAME: no ping for …" is published to the feed (so escalation and on call apply), the next
 /// ping dismisses it on every device, and `…/fail` reports a failure at once.
 ///
-/// One job announces what is overdue (``announceOverdue()``, every 250 ms over an index of due
-/// times: no timer per heartbeat); a claim held for a while makes each lateness announced once
-/// across instances, and a ping that comes while it is being announced takes it back.
+/// One job announces what is overdue (``announceOverdue()``, every 250 ms): it reads the
+/// earliest due time (one indexed read, at most once a second, none until then; no timer per
+/// heartbeat) and claims only when something is due; a claim held for a while makes each
+/// lateness announced once across instances, and a ping that comes while it is being announced
+/// takes it back.
 public final class Heartbeats: ServicePart {
     package let core: ServiceCore
     let storage: any HeartbeatStorage & FeedStorage
@@ -20,8 +23,15 @@ public final class Heartbeats: ServicePart {
 
     /// How long an instance holds a heartbeat it is announcing (another takes it over then).
     static let claim: Int64 = 30_000
-    /// How often the job looks for overdue heartbeats: announced within this of their due time.
+    /// How often the job runs: announced within this of their due time.
     public static let tick = Duration.milliseconds(250)
+    /// The longest the job goes without reading the earliest due time. A heartbeat made, resumed
+    /// or pinged anywhere is due at least 10 s later (the shortest `every`), so nothing falls due
+    /// unseen in between.
+    static let look: Int64 = 1_000
+    /// Before when the job need not look (milliseconds): the earliest due time it read, or a
+    /// second after its last look.
+    let quietUntil = Atomic<Int64>(0)
 
     init(core: ServiceCore, storage: any HeartbeatStorage & FeedStorage, teams: Teams, publishing: Publishing, inbox: Inbox) {
         self.core = core
@@ -116,7 +126,19 @@ public final class Heartbeats: ServicePart {
     /// Returns how many were announced.
     @discardableResult
     public func announceOverdue() async throws -> Int {
+        let start = ISOTime.millis(clock.nowMillis())
+        guard start >= quietUntil.load(ordering: .relaxed) else { return 0 }
+        // Nothing due yet: quiet until the earliest due time (looked at again within a second).
+        let next = try await db { try await storage.nextHeartbeatDue() }.map(ISOTime.millis)
+        guard let next, next <= start else {
+            quietUntil.store(min(next ?? .max, start + Self.look), ordering: .relaxed)
+            return 0
+        }
         var announced = 0
+        defer {
+            // Due, but claimed by another instance: looked at again a second later, not every tick.
+            if announced == 0 { quietUntil.store(start + Self.look, ordering: .relaxed) }
+        }
         while true {
             let now = clock.nowMillis()
             let until = ISOTime.date(millis: ISOTime.millis(now) + Self.claim)

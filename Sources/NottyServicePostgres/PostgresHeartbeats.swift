@@ -81,6 +81,14 @@ extension PostgresStorage {
         }
     }
 
+    public func nextHeartbeatDue() async throws -> Date? {
+        let rows: [Int64?] = try await run { connection in
+            try await connection.query("SELECT min(due) FROM heartbeats WHERE NOT paused AND NOT alerting", logger: self.logger)
+                .collect(Int64?.self)
+        }
+        return rows.first.flatMap { $0 }.map(ISOTime.date(millis:))
+    }
+
     public func claimOverdueHeartbeats(now: Date, until: Date, limit: Int) async throws -> [HeartbeatRecord] {
         let nowMillis = ISOTime.millis(now), untilMillis = ISOTime.millis(until)
         return try await transaction { connection in

@@ -94,6 +94,12 @@ extension SQLiteStorage {
         }
     }
 
+    public func nextHeartbeatDue() async throws -> Date? {
+        try await read { db in
+            try Int64.fetchOne(db, sql: "SELECT min(due) FROM heartbeats WHERE paused = 0 AND alerting = 0").map(ISOTime.date(millis:))
+        }
+    }
+
     public func claimOverdueHeartbeats(now: Date, until: Date, limit: Int) async throws -> [HeartbeatRecord] {
         try await write { db, _ in
             let claimed = try Self.heartbeatRows(

@@ -13,6 +13,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench startup [--count N] [--rounds R] [--baseline PATH]
 //   swift run -c release notty-bench webhooks [--quick]
 //   swift run -c release notty-bench incidents [--quick]
+//   swift run -c release notty-bench heartbeats [--quick]   (10,000 heartbeats, 1,000 due at once: lateness, idle CPU, pings)
 //   swift run -c release notty-bench ntfy [--quick]
 //   swift run -c release notty-bench instances [--quick] [--postgres URL] [--rounds R]
 //   swift run -c release notty-bench escalation [--quick]   (10,000 pending across 1,000 users: due lag, retraction lag, CPU, publish rate)
@@ -172,6 +173,14 @@ case "incidents":
         print("benchmark failed: \(error)")
     }
     await bench.stop()
+case "heartbeats":
+    let bench = try await ServiceBench.start()
+    do {
+        try await HeartbeatBench(service: bench).run(quick: quick)
+    } catch {
+        print("benchmark failed: \(error)")
+    }
+    await bench.stop()
 case "ntfy":
     let bench = try await ServiceBench.start(extraArguments: NtfyBench.connections)
     do {
@@ -199,7 +208,7 @@ case "frames" where arguments.count > 1:
     try FrameBench.run(storePath: arguments[1], repeats: quick ? 100 : 1000, pause: .milliseconds(option("--pause-ms").flatMap { Int($0) } ?? 0))
 default:
     print(
-        "usage: notty-bench service|actions|escalation|teams|client|tui|desktop|interruptions|doorbells|sync|startup|webhooks|incidents|ntfy|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]"
+        "usage: notty-bench service|actions|escalation|teams|client|tui|desktop|interruptions|doorbells|sync|startup|webhooks|incidents|heartbeats|ntfy|instances|explain|windows STORE|frames STORE [--quick] [--count N] [--rounds R] [--baseline PATH] [--postgres URL]"
     )
     exit(2)
 }

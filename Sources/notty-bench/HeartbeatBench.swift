@@ -1,0 +1,104 @@
+import Foundation
+import NottyCore
+import NottyService
+import NottyTestSupport
+
+/// Heartbeats (PROTOCOL.md §16.3) on one real `notty serve` (SQLite): 10,000 heartbeats written
+/// into its store beside it (through the storage API, as `notty admin` opens it; the service's
+/// 100-a-feed rule is the API's), 1,000 of them due at one moment, then
+/// - the lateness: each late notification's `createdDateTime` against its due time;
+/// - the service's idle CPU with 10,000 heartbeats waiting against none (the job's look every
+///   250 ms reads the due index, not the heartbeats);
+/// - pings of the late ones (each dismisses its notification everywhere), 16 at once.
+struct HeartbeatBench {
+    let service: ServiceBench
+
+    func run(quick: Bool) async throws {
+        let total = quick ? 2_000 : 10_000, burst = quick ? 200 : 1_000, idle = quick ? 4.0 : 10.0
+        let pid = service.serve.process?.pid ?? 0
+        print(
+            "notty-bench heartbeats — real `notty serve` (SQLite, WAL, synchronous=FULL), \(total) heartbeats of one user, \(burst) due at once, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+        )
+        func idleCPU() async throws -> Double {
+            let before = cpuSeconds(pid: pid)
+            try await Task.sleep(for: .seconds(idle))
+            return (cpuSeconds(pid: pid) - before) / idle * 100
+        }
+        let baseline = try await idleCPU()
+
+        let storage = try await service.openStorage()
+        guard let alice = try await storage.user(name: "alice") else { throw SupportError("no user alice") }
+        func write(_ range: Range<Int>, due: @escaping @Sendable () -> Date) async throws -> [String] {
+            let now = Date()
+            return try await withThrowingTaskGroup(of: [String].self) { group in
+                for lane in 0..<32 {
+                    group.addTask {
+                        var tokens: [String] = []
+                        for n in range where n % 32 == lane {
+                            let token = Secrets.newToken()
+                            let record = HeartbeatRecord(
+                                id: "hb-bench-\(n)", ownerId: alice.id, name: "job-\(n)", tokenHash: Secrets.tokenHash(token), every: 3600, grace: 0,
+                                priority: .low, message: nil, createdBy: alice.id, created: now, due: due())
+                            guard try await storage.insertHeartbeat(record, limit: .max) == .added else {
+                                throw SupportError("heartbeat \(n) not added")
+                            }
+                            tokens.append(token)
+                        }
+                        return tokens
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+        }
+        _ = try await write(burst..<total) { Date().addingTimeInterval(3600) }
+        let dueAt = ISOTime.truncated(Date().addingTimeInterval(quick ? 3 : 5))
+        let lateTokens = try await write(0..<burst) { dueAt }
+        try await storage.close()
+
+        // Every late one published: lateness against the due time.
+        var cursor = "0"
+        var created: [String: Date] = [:]
+        let deadline = Date().addingTimeInterval(120)
+        while created.count < burst, Date() < deadline {
+            let (status, text) = try await service.request(.GET, "/v1/me/notifications/changes?since=\(cursor)&limit=5000", token: service.userToken)
+            guard status == 200 else { throw SupportError("changes answered \(status)") }
+            let page = try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8))
+            for change in page.changes where change.targetHostName == Heartbeat.hostName { created[change.id] = change.createdDateTime }
+            cursor = page.cursor
+            if created.count < burst { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        guard created.count == burst else { throw SupportError("\(created.count) of \(burst) late heartbeats announced in 2 minutes") }
+        let lateness = created.values.map { $0.timeIntervalSince(dueAt) * 1000 }
+        let span = (created.values.max() ?? dueAt).timeIntervalSince(created.values.min() ?? dueAt)
+        print(
+            "late notifications after their due time: \(summary(lateness)); \(burst) announced within \(String(format: "%.2f", span)) s of each other"
+        )
+
+        let waiting = try await idleCPU()
+        print(
+            String(
+                format: "idle notty-server CPU over %.0f s: %.2f%% of a core with %d heartbeats waiting, %.2f%% with none", idle, waiting,
+                total - burst, baseline))
+
+        // Pings of the late ones: each records the ping and dismisses its notification.
+        let started = Date()
+        let failures = try await withThrowingTaskGroup(of: Int.self) { group in
+            for lane in 0..<16 {
+                group.addTask {
+                    var failed = 0
+                    for (n, token) in lateTokens.enumerated() where n % 16 == lane {
+                        let (status, _) = try await service.request(.GET, "/v1/heartbeats/\(token)", token: "")
+                        if status != 200 { failed += 1 }
+                    }
+                    return failed
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        print(
+            String(
+                format: "%d pings of late heartbeats (each dismisses its notification), 16 at once: %.0f/s (%d not 200)", burst,
+                Double(burst) / elapsed, failures))
+    }
+}
