@@ -215,6 +215,7 @@ public struct Routes: Sendable {
         routes += opsgenieRoutes
         routes += webPushRoutes
         routes += heartbeatRoutes
+        routes += opsgenieHeartbeatRoutes
         routes += webSessionRoutes
         routes += webAppRoutes
         return routes

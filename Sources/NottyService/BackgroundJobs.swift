@@ -84,6 +84,8 @@ public struct BackgroundJobs: Sendable {
                         do {
                             try await job.work()
                         } catch {
+                            // Stopping (the service shuts down): not a failure.
+                            if Task.isCancelled || error is CancellationError { return }
                             logger.warning("background job failed; will retry", metadata: ["job": "\(job.name)", "error": "\(error)"])
                         }
                         try? await Task.sleep(for: job.every)

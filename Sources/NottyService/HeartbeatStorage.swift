@@ -15,6 +15,10 @@ public protocol HeartbeatStorage: Sendable {
     /// Pauses the owner's heartbeat `name` (its notification no longer out, any claim dropped),
     /// or resumes it, due every + grace after `now`; what it was before (nil: none).
     func pauseHeartbeat(ownerId: String, name: String, paused: Bool, now: Date) async throws -> HeartbeatRecord?
+    /// Changes what is given of the owner's heartbeat `name` (a new `every` counts from its last
+    /// ping, or its making); what it was before (nil: none).
+    func updateHeartbeat(ownerId: String, name: String, every: Int?, grace: Int?, priority: Priority?, message: String?) async throws
+        -> HeartbeatRecord?
     /// A ping of heartbeat `id` at `at`: its last ping, whether it failed, whether its
     /// notification is out now (`alerting`; never while paused), due again `every` + `grace`
     /// later, any claim dropped. What it was before (nil: none).

@@ -46,11 +46,38 @@ public final class Heartbeats: ServicePart {
     /// `POST /v1/me/heartbeats`: a new heartbeat, with its ping URL under `baseURL` (shown this once).
     public func add(userId: String, _ request: HeartbeatRequest, baseURL: String) async throws -> HeartbeatInfo {
         let owner = try await feed(userId: userId, team: request.team, to: "add heartbeats for it")
+        let (info, token) = try await add(owner: owner, createdBy: userId, request)
+        var answer = info
+        answer.pingUrl = "\(baseURL)/v1/heartbeats/\(token)"
+        return answer
+    }
+
+    /// `GET /v1/me/heartbeats[?team=T]`: the user's (or the team's, for any member) by name.
+    public func list(userId: String, team: String?) async throws -> [HeartbeatInfo] {
+        try await list(owner: try await feed(userId: userId, team: team, to: nil))
+    }
+
+    /// `DELETE /v1/me/heartbeats/{name}[?team=T]`: removed, its notification (if out) dismissed.
+    public func remove(userId: String, name: String, team: String?) async throws {
+        try await remove(owner: try await feed(userId: userId, team: team, to: "remove its heartbeats"), name: name)
+    }
+
+    /// `POST /v1/me/heartbeats/{name}/pause|resume[?team=T]`: paused, nothing is announced (an
+    /// announcement out is taken back); resumed, due every + grace from now.
+    public func pause(userId: String, name: String, team: String?, paused: Bool) async throws -> HeartbeatInfo {
+        let owner = try await feed(userId: userId, team: team, to: paused ? "pause its heartbeats" : "resume its heartbeats")
+        return try await pause(owner: owner, name: name, paused: paused)
+    }
+
+    // MARK: - A feed's heartbeats (the user's API and Opsgenie's)
+
+    /// A new heartbeat in `owner`'s feed, and its ping URL's token.
+    func add(owner: Feed, createdBy: String, _ request: HeartbeatRequest) async throws -> (HeartbeatInfo, token: String) {
         let now = clock.nowMillis()
         let token = Secrets.newToken()
         let record = HeartbeatRecord(
             id: "hb-" + Identifiers.timeOrdered(), ownerId: owner.id, name: request.name, tokenHash: Secrets.tokenHash(token), every: request.every,
-            grace: request.grace, priority: request.priority, message: request.message, createdBy: userId, created: now,
+            grace: request.grace, priority: request.priority, message: request.message, createdBy: createdBy, created: now,
             due: now + TimeInterval(request.every + request.grace))
         switch try await db({ try await storage.insertHeartbeat(record, limit: Heartbeat.maxPerFeed) }) {
         case .added: break
@@ -59,31 +86,30 @@ public final class Heartbeats: ServicePart {
                 "\(owner.shown) \(owner.team == nil ? "have" : "has") a heartbeat named \(request.name) already (notty heartbeat --list)")
         case .full: throw ServiceError.badRequest("\(owner.shown) has \(Heartbeat.maxPerFeed) heartbeats, the most there may be: remove one first")
         }
-        var info = Self.info(record, team: owner.team, now: now)
-        info.pingUrl = "\(baseURL)/v1/heartbeats/\(token)"
-        return info
+        return (Self.info(record, team: owner.team, now: now), token)
     }
 
-    /// `GET /v1/me/heartbeats[?team=T]`: the user's (or the team's, for any member) by name.
-    public func list(userId: String, team: String?) async throws -> [HeartbeatInfo] {
-        let owner = try await feed(userId: userId, team: team, to: nil)
+    func list(owner: Feed) async throws -> [HeartbeatInfo] {
         let now = clock.nowMillis()
         return try await db { try await storage.heartbeats(ownerId: owner.id) }.map { Self.info($0, team: owner.team, now: now) }
     }
 
-    /// `DELETE /v1/me/heartbeats/{name}[?team=T]`: removed, its notification (if out) dismissed.
-    public func remove(userId: String, name: String, team: String?) async throws {
-        let owner = try await feed(userId: userId, team: team, to: "remove its heartbeats")
+    /// `owner`'s heartbeat `name` (`404` when there is none).
+    func heartbeat(owner: Feed, name: String) async throws -> HeartbeatRecord {
+        guard let found = try await db({ try await storage.heartbeats(ownerId: owner.id) }).first(where: { $0.name == name }) else {
+            throw Self.missing(name, owner)
+        }
+        return found
+    }
+
+    func remove(owner: Feed, name: String) async throws {
         guard let removed = try await db({ try await storage.deleteHeartbeat(ownerId: owner.id, name: name) }) else {
             throw Self.missing(name, owner)
         }
         if removed.alerting || removed.claimedUntil != nil { try await takeBack(removed, by: "heartbeat removed") }
     }
 
-    /// `POST /v1/me/heartbeats/{name}/pause|resume[?team=T]`: paused, nothing is announced (an
-    /// announcement out is taken back); resumed, due every + grace from now.
-    public func pause(userId: String, name: String, team: String?, paused: Bool) async throws -> HeartbeatInfo {
-        let owner = try await feed(userId: userId, team: team, to: paused ? "pause its heartbeats" : "resume its heartbeats")
+    func pause(owner: Feed, name: String, paused: Bool) async throws -> HeartbeatInfo {
         let now = clock.nowMillis()
         guard let before = try await db({ try await storage.pauseHeartbeat(ownerId: owner.id, name: name, paused: paused, now: now) }) else {
             throw Self.missing(name, owner)
@@ -107,6 +133,11 @@ public final class Heartbeats: ServicePart {
         guard let heartbeat = try await db({ try await storage.heartbeat(tokenHash: Secrets.tokenHash(token)) }) else {
             throw ServiceError.notFound("no such heartbeat: it was removed, or the URL is mistyped")
         }
+        try await ping(heartbeat, failed: failed)
+    }
+
+    /// Records a ping of `heartbeat`: dismisses its notification out, or publishes a failure.
+    func ping(_ heartbeat: HeartbeatRecord, failed: Bool) async throws {
         let now = clock.nowMillis()
         guard let before = try await db({ try await storage.pingHeartbeat(id: heartbeat.id, at: now, failed: failed, alerting: failed) }) else {
             throw ServiceError.notFound("no such heartbeat: it was removed")

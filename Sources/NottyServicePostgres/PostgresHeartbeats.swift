@@ -68,6 +68,27 @@ extension PostgresStorage {
         }
     }
 
+    public func updateHeartbeat(ownerId: String, name: String, every: Int?, grace: Int?, priority: Priority?, message: String?) async throws
+        -> HeartbeatRecord?
+    {
+        try await transaction { connection in
+            guard
+                let found = try await Self.heartbeatRows(
+                    connection, "WHERE owner_id = \(ownerId) AND name = \(name) FOR UPDATE", logger: self.logger
+                ).first
+            else { return nil }
+            var after = found
+            (after.every, after.grace) = (every ?? found.every, grace ?? found.grace)
+            let due = ISOTime.millis(found.lastPing ?? found.created) + after.window
+            try await connection.exec(
+                """
+                UPDATE heartbeats SET every = \(Int32(after.every)), grace = \(Int32(after.grace)), priority = \((priority ?? found.priority).rawValue),
+                message = \(message ?? found.message), due = \(due) WHERE id = \(found.id)
+                """, logger: self.logger)
+            return found
+        }
+    }
+
     public func pingHeartbeat(id: String, at: Date, failed: Bool, alerting: Bool) async throws -> HeartbeatRecord? {
         try await transaction { connection in
             guard let found = try await Self.heartbeatRows(connection, "WHERE id = \(id) FOR UPDATE", logger: self.logger).first else { return nil }

@@ -83,6 +83,21 @@ extension SQLiteStorage {
         }
     }
 
+    public func updateHeartbeat(ownerId: String, name: String, every: Int?, grace: Int?, priority: Priority?, message: String?) async throws
+        -> HeartbeatRecord?
+    {
+        try await write { db, _ in
+            guard let found = try Self.heartbeatRows(db, "WHERE owner_id = ? AND name = ?", [ownerId, name]).first else { return nil }
+            var after = found
+            (after.every, after.grace) = (every ?? found.every, grace ?? found.grace)
+            let due = ISOTime.millis(found.lastPing ?? found.created) + after.window
+            try db.execute(
+                sql: "UPDATE heartbeats SET every = ?, grace = ?, priority = ?, message = ?, due = ? WHERE id = ?",
+                arguments: [after.every, after.grace, (priority ?? found.priority).rawValue, message ?? found.message, due, found.id])
+            return found
+        }
+    }
+
     public func pingHeartbeat(id: String, at: Date, failed: Bool, alerting: Bool) async throws -> HeartbeatRecord? {
         try await write { db, _ in
             guard let found = try Self.heartbeatRows(db, "WHERE id = ?", [id]).first else { return nil }

@@ -27,7 +27,7 @@ public enum Opsgenie {
     /// does), `alias`, `description`, `details`, `entity`, `source`, `priority` `P1`–`P5`, `tags`.
     public static func alert(_ body: Data) throws(Refusal) -> Alert {
         guard let json = JSONParser.parse(body), case .object = json else { throw Refusal(errors: ["body": "must be a JSON object"]) }
-        var errors: [String: String] = [:]
+        var errors = notStrings(json, ["message", "alias", "description", "entity", "source", "priority", "user", "note"])
         let message = json.text("message")?.trimmed(newlines: true) ?? ""
         if message.isEmpty { errors["message"] = "Message can not be empty." }
         var alias: String?
@@ -67,6 +67,19 @@ public enum Opsgenie {
             notification: WebhookNotification(
                 appNotificationId: nil, title: String(message.prefix(maxMessage)), body: String(lines.joined(separator: "\n").prefix(15_000)),
                 priority: priority, groupName: entity))
+    }
+
+    /// Opsgenie's `422` for each of `keys` that is given but is not a string (what the SDKs
+    /// send is; a number there is a mistake, not a message).
+    static func notStrings(_ json: JSONValue, _ keys: [String]) -> [String: String] {
+        var errors: [String: String] = [:]
+        for key in keys {
+            switch json[key] {
+            case nil, .null?, .string?: continue
+            default: errors[key] = "\(key) should be a string."
+            }
+        }
+        return errors
     }
 
     /// Opsgenie's priority for one of notty's three.

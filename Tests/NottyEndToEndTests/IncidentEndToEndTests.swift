@@ -240,3 +240,57 @@ struct IncidentEndToEndTests {
         #expect(wrong.status != 0 && wrong.output.contains("401"), "\(wrong.output)")
     }
 }
+
+extension IncidentEndToEndTests {
+    @Test(
+        "Opsgenie's own Python SDK (HeartbeatApi) on notty's heartbeats: create, ping, get, disable, update, list, delete; notty heartbeat --list on the device shows the same; a ping of a deleted one is 404"
+    )
+    func opsgenieHeartbeatSDK() async throws {
+        let installed = try await Repository.run(["python3", "-c", "import opsgenie_sdk"])
+        guard installed.status == 0 else {
+            Issue.record("SKIPPED LOUDLY: Opsgenie's Python SDK is missing (pip install opsgenie-sdk): .ci/run installs it")
+            return
+        }
+        let world = try await TwoDevices()
+        let key = try await routingKey(world)
+        let script = """
+            import sys, opsgenie_sdk
+            conf = opsgenie_sdk.configuration.Configuration()
+            conf.host = sys.argv[1]
+            conf.api_key['Authorization'] = sys.argv[2]
+            conf.api_key_prefix['Authorization'] = 'GenieKey'
+            conf.retry_count = 1
+            api = opsgenie_sdk.HeartbeatApi(api_client=opsgenie_sdk.api_client.ApiClient(configuration=conf))
+            made = api.create_heartbeat(create_heartbeat_payload=opsgenie_sdk.CreateHeartbeatPayload(
+                name='etl', interval=10, interval_unit='minutes', enabled=True, alert_message='the ETL did not check in', alert_priority='P2'))
+            print(made.data.name, made.data.enabled, made.data.expired)
+            api.ping(name='etl')
+            got = api.get_heartbeat(name='etl').data
+            print(got.interval, got.interval_unit, got.enabled, got.expired, got.last_ping_time is not None)
+            api.disable_heartbeat(name='etl')
+            print(api.get_heartbeat(name='etl').data.enabled)
+            api.update_heartbeat(name='etl', update_heartbeat_payload=opsgenie_sdk.UpdateHeartbeatPayload(interval=2, interval_unit='hours', enabled=True))
+            print([(h.name, h.interval, h.interval_unit, h.enabled) for h in api.list_heart_beats().data.heartbeats])
+            """
+        let run = try await Repository.run(["python3", "-c", script, world.service.url, key])
+        #expect(run.status == 0, "\(run.output)")
+        let lines = run.output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").map(String.init)
+        #expect(lines == ["etl True False", "10 minutes True False True", "False", "[('etl', 2, 'hours', True)]"], "\(run.output)")
+        let listed = try await world.a.run(["heartbeat", "--list"])
+        #expect(listed.out.contains("etl  every 2h, grace 12m  up  last ping "), "\(listed.out)\(listed.err)")
+
+        let deleted = try await Repository.run([
+            "python3", "-c",
+            script.components(separatedBy: "made = ")[0] + """
+                print(api.delete_heartbeat(name='etl').result)
+                try:
+                    api.ping(name='etl')
+                except opsgenie_sdk.rest.ApiException as error:
+                    print(error.status)
+                """,
+            world.service.url, key,
+        ])
+        #expect(deleted.output.trimmingCharacters(in: .whitespacesAndNewlines) == "Deleted\n404", "\(deleted.output)")
+        #expect(try await world.a.run(["heartbeat", "--list"]).out.contains("no heartbeats"))
+    }
+}

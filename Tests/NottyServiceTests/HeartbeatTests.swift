@@ -174,6 +174,66 @@ struct HeartbeatTests {
     }
 
     @Test(
+        "Opsgenie's Heartbeat API on a hook's key: Opsgenie's shapes and 422s, the key's feed only (another user's key sees none of it, a team's key makes the team's), a wrong key 401",
+        arguments: Backend.available)
+    func opsgenie(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.router { client in
+            let alice = try await harness.world(client)
+            let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
+            let key = try await alice.hookToken(client), bobKey = try await bob.hookToken(client)
+            for (json, field) in [
+                (#"{"interval":5}"#, "name"), (#"{"name":"etl","interval":5,"intervalUnit":"weeks"}"#, "intervalUnit"),
+                (#"{"name":"etl","interval":0}"#, "interval"), (#"{"name":"etl","interval":50,"intervalUnit":"days"}"#, "interval"),
+                (#"{"name":"etl","interval":5,"alertPriority":"P9"}"#, "alertPriority"), (#"{"name":"a/b","interval":5}"#, "name"),
+            ] {
+                let refused = try await client.opsgenie(.post, "/v2/heartbeats", key: key, json)
+                guard case .object(let errors)? = refused["errors"] else {
+                    Issue.record("\(json): \(refused.text)")
+                    continue
+                }
+                #expect(refused.status == .unprocessableContent && errors[field] != nil, "\(json): \(refused.text)")
+            }
+            let made = try await client.opsgenie(
+                .post, "/v2/heartbeats", key: key, #"{"name":"etl","interval":3,"intervalUnit":"hours","enabled":false}"#)
+            #expect(made.status == .created && made.text.contains(#""enabled":false"#) && made.string("requestId") != nil, "\(made.text)")
+            let got = try await client.opsgenie(.get, "/v2/heartbeats/etl", key: key)
+            guard case .object(let data)? = got["data"] else { throw SupportError("\(got.text)") }
+            #expect(
+                data["interval"] == .number(3) && data["intervalUnit"] == .string("hours") && data["alertPriority"] == .string("P1"), "\(got.text)")
+            #expect(try await alice.heartbeats(client).map(\.state) == [.paused])
+            // Another user's key: none of it.
+            #expect(try await client.opsgenie(.get, "/v2/heartbeats/etl", key: bobKey).status == .notFound)
+            #expect(try await client.opsgenie(.post, "/v2/heartbeats/etl/ping", key: bobKey).status == .notFound)
+            #expect(try await client.opsgenie(.delete, "/v2/heartbeats/etl", key: bobKey).status == .notFound)
+            let bobs = try await client.opsgenie(.get, "/v2/heartbeats", key: bobKey)
+            #expect(bobs.status == .ok && bobs.text.contains(#""heartbeats":[]"#), "\(bobs.text)")
+            #expect(try await client.opsgenie(.get, "/v2/heartbeats", key: "not-a-key").status == .unauthorized)
+            #expect(try await client.opsgenie(.get, "/v2/heartbeats", key: nil).status == .unauthorized)
+            let renamed = try await client.opsgenie(.patch, "/v2/heartbeats/etl", key: key, #"{"name":"other"}"#)
+            #expect(renamed.status == .unprocessableContent, "\(renamed.text)")
+            let pinged = try await client.opsgenie(.get, "/v2/heartbeats/etl/ping", key: key)
+            #expect(pinged.status == .accepted && pinged.string("result") == "PONG - Heartbeat received", "\(pinged.text)")
+            #expect(try await client.opsgenie(.post, "/v2/heartbeats/etl/enable", key: key).status == .ok)
+            #expect(try await alice.heartbeats(client).first?.lastPingDateTime != nil)
+
+            // A team's key makes the team's heartbeat.
+            try await harness.service.teams.create(name: "ops", owner: "alice")
+            let hook = try await client.call(
+                .post, "/v1/me/subscriptions", token: alice.userToken, json: #"{"targetHostName":"\#(alice.host)","platform":"webhook","team":"ops"}"#
+            )
+            let teamKey = String(try #require(hook.string("webhookUrl")?.split(separator: "/").last))
+            #expect(
+                try await client.opsgenie(.post, "/v2/heartbeats", key: teamKey, #"{"name":"backup","interval":1,"intervalUnit":"days"}"#).status
+                    == .created)
+            #expect(try await alice.heartbeats(client, team: "ops").map(\.name) == ["backup"])
+            #expect(try await alice.heartbeats(client).map(\.name) == ["etl"])
+            let deleted = try await client.opsgenie(.delete, "/v2/heartbeats/backup", key: teamKey)
+            #expect(deleted.status == .ok && deleted.string("result") == "Deleted", "\(deleted.text)")
+        }
+    }
+
+    @Test(
         "two instances on one PostgreSQL looking at once announce each late heartbeat once (neither runs its own job here)",
         .enabled(if: Backend.available.contains(.postgres)))
     func twoInstances() async throws {

@@ -246,8 +246,12 @@ struct OutageTests {
         // Without fsync: PostgreSQL is stopped and started cleanly here, never killed, so what it
         // wrote is all there; with fsync on, its fresh database's migrations took over their
         // 60 s at the start of a full run (every test's storage beside them on 2 cores).
+        // A timeout of 15 s rather than the 5 s `notty serve` gives: at the peak of a full run a
+        // fresh cluster's calls took over 5 s for a whole minute (sign-in answered 503 throughout);
+        // while PostgreSQL is down a call waits it out before its 503.
         let cluster = try await TestPostgres.Cluster.start(fast: true)
-        let storage = try await PostgresStorage.connect(url: PostgresURL(TestPostgres.createDatabase(on: cluster.url)), logger: .quiet)
+        let storage = try await PostgresStorage.connect(
+            url: PostgresURL(TestPostgres.createDatabase(on: cluster.url)), logger: .quiet, timeout: .seconds(15))
         let harness = try await ServiceHarness(storage: storage, logger: .quiet)
         try await harness.router { client in
             let world = try await harness.world(client)

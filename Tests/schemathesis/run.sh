@@ -78,6 +78,8 @@ st --include-path-regex '^/v1\.0/' --phases examples,coverage,fuzzing -H "Author
 # sent as a browser sends it (the cookie, from the service's own Origin).
 echo "== web session"
 st --include-path /v1/web/session -H "Cookie: notty_session=$session_token" -H "Origin: $base" || status=1
+echo "== the incident doors (PagerDuty's events, Opsgenie's alerts and heartbeats on a hook's key)"
+st --include-tag incidents -H "Authorization: GenieKey ${hook##*/}" || status=1
 echo "== tokens and operations"
 st --include-tag tokens --include-tag operations || status=1
 # Webhooks and the on-call calendar feed: a real webhook URL, so the bodies reach the parsers, and
