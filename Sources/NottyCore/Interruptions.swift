@@ -6,7 +6,8 @@ import Foundation
 /// The preferences behind it: `quiet` = `{"until": <ISO time>, "strict": <bool>}` (`null`: not
 /// quiet; `{"skip": <ISO time>}`: not quiet, and a window of the schedule that ends by then is
 /// skipped: what `quiet off` writes inside a window), `quiet.schedule` = ``QuietSchedule`` (`null`: none), `mute.app.<host>` and
-/// `mute.group.<name>` = `{"until": <ISO time or null: until unmuted>}` (`null`: not muted).
+/// `mute.group.<name>` = `{"until": <ISO time or null: until unmuted>}` (`null`: not muted), or
+/// with `"from": <ISO time>` a maintenance window (PROTOCOL.md §16.4): muted from then until then.
 /// A quiet period or a mute whose time has passed is over.
 public struct Interruptions: Sendable, Equatable {
     public enum Target: Sendable, Equatable, Hashable {
@@ -18,13 +19,18 @@ public struct Interruptions: Sendable, Equatable {
         public var target: Target
         /// When it ends by itself; nil: when it is lifted.
         public var until: Date?
+        /// When a maintenance window starts (nil: it holds now).
+        public var from: Date? = nil
     }
 
     /// When the quiet period ends; nil: not quiet.
     public var quietUntil: Date?
     /// Quiet for `High` too.
     public var strict = false
+    /// The mutes that hold now.
     public var mutes: [Mute] = []
+    /// Maintenance windows still to come, soonest first.
+    public var scheduled: [Mute] = []
     /// The end of a scheduled window that `quiet off` ended early, while it is still to come:
     /// a new quiet period keeps it, so that the window does not come back when the period ends.
     public var skip: Date?
@@ -47,8 +53,11 @@ public struct Interruptions: Sendable, Equatable {
         return .object(value)
     }
 
-    public static func muteValue(until: Date?) -> JSONValue {
-        .object(["until": until.map { .string(ISOTime.format($0)) } ?? .null])
+    /// A mute until `until` (nil: until lifted); with `from`, a maintenance window.
+    public static func muteValue(until: Date?, from: Date? = nil) -> JSONValue {
+        var value: [String: JSONValue] = ["until": until.map { .string(ISOTime.format($0)) } ?? .null]
+        if let from { value["from"] = .string(ISOTime.format(from)) }
+        return .object(value)
     }
 
     /// What `preferences` say at `now` (what has ended is left out).
@@ -65,10 +74,16 @@ public struct Interruptions: Sendable, Equatable {
                 schedule = QuietSchedule(entry.value)
             } else if let target = Self.target(of: entry.key) {
                 if let until, until <= now { continue }
-                mutes.append(Mute(target: target, until: until))
+                let from: Date? = if case .string(let text)? = value["from"] { ISOTime.parse(text) } else { nil }
+                if let from, from > now {
+                    scheduled.append(Mute(target: target, until: until, from: from))
+                } else {
+                    mutes.append(Mute(target: target, until: until))
+                }
             }
         }
         mutes.sort { Self.key($0.target) < Self.key($1.target) }
+        scheduled.sort { ($0.from ?? now, Self.key($0.target)) < ($1.from ?? now, Self.key($1.target)) }
         if let schedule, let end = schedule.end(containing: now), end > skip ?? .distantPast {
             if end > quietUntil ?? .distantPast { quietUntil = end }
             strict = strict || schedule.strict

@@ -122,7 +122,9 @@ extension Interruptions.Mute {
             case .app(let host): ("app", host)
             case .group(let group): ("group", group)
             }
-        return .object([kind: .string(name), "until": until.map { .string(ISOTime.format($0)) } ?? .null])
+        var object: [String: JSONValue] = [kind: .string(name), "until": until.map { .string(ISOTime.format($0)) } ?? .null]
+        if let from { object["from"] = .string(ISOTime.format(from)) }
+        return .object(object)
     }
 }
 
@@ -133,19 +135,46 @@ struct Mute: AsyncParsableCommand {
         discussion: """
             notty mute --app ci.example.com            until notty unmute
             notty mute --group HighCPU --for 2h        ends by itself
-            notty mute --list                          what is muted now
+            notty mute --app db.example.com --from "2026-12-24 18:00" --until "2026-12-27 09:00"
+                                                       a maintenance window (times here, or ISO 8601)
+            notty mute --list                          what is muted now, and windows to come
+
+            One mute an app or group: a new one (or a window) replaces the one there was.
             """)
 
     @OptionGroup var target: MuteTarget
     @Option(name: .customLong("for"), help: ArgumentHelp("How long: 30m, 1h, 2d (default: until unmuted).", valueName: "duration")) var duration:
         DurationArgument?
-    @Flag(help: "List what is muted now.") var list = false
+    @Option(help: ArgumentHelp("A maintenance window's start: \"YYYY-MM-DD HH:MM\" here, or ISO 8601 (with --until).", valueName: "time"))
+    var from: String?
+    @Option(help: ArgumentHelp("When the mute (or window) ends: \"YYYY-MM-DD HH:MM\" here, or ISO 8601.", valueName: "time")) var until: String?
+    @Flag(help: "List what is muted now and the windows to come.") var list = false
     @Flag(help: "With --list: one JSON object a line.") var json = false
 
     func validate() throws {
-        if list && (target.target != nil || duration != nil) { throw ArgumentParser.ValidationError("--list takes no --app, --group or --for") }
+        if list && (target.target != nil || duration != nil || from != nil || until != nil) {
+            throw ArgumentParser.ValidationError("--list takes no --app, --group, --for, --from or --until")
+        }
         if !list && target.target == nil { throw ArgumentParser.ValidationError("give --app HOST or --group NAME (or --list)") }
         if json && !list { throw ArgumentParser.ValidationError("--json goes with --list") }
+        if duration != nil && (from != nil || until != nil) { throw ArgumentParser.ValidationError("give --for, or --from and --until, not both") }
+        if from != nil && until == nil { throw ArgumentParser.ValidationError("a window needs its end: --from TIME --until TIME") }
+        let (start, end) = try window(now: Date())
+        if let end, end <= max(start ?? .distantPast, Date()) {
+            throw ArgumentParser.ValidationError("--until must be after --from and in the future")
+        }
+    }
+
+    /// `--from` and `--until` as instants (this device's zone).
+    func window(now: Date) throws -> (from: Date?, until: Date?) {
+        do throws(NottyCore.ValidationError) {
+            let start = try from.map { text throws(NottyCore.ValidationError) in try LocalTime.parse(text, zone: .current, field: "--from") }
+            let end = try until.map { text throws(NottyCore.ValidationError) in try LocalTime.parse(text, zone: .current, field: "--until") }
+            // A window that has begun is a mute until its end.
+            return (start.flatMap { $0 > now ? $0 : nil }, end)
+        } catch {
+            throw ArgumentParser.ValidationError(error.message)
+        }
     }
 
     func run() async throws {
@@ -154,19 +183,27 @@ struct Mute: AsyncParsableCommand {
             let store = try await local.store()
             let now = Date()
             if list {
-                for mute in Interruptions(preferences: try await store.perform { try $0.preferences() }, now: now).mutes {
+                let interruptions = Interruptions(preferences: try await store.perform { try $0.preferences() }, now: now)
+                for mute in interruptions.mutes + interruptions.scheduled {
                     if json {
                         print(mute.json.jsonText)
                     } else {
-                        say(mute.target.description + (mute.until.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? ""))
+                        say(
+                            mute.target.description + (mute.from.map { " from \(TimeText.clock($0, in: .current, now: now))" } ?? "")
+                                + (mute.until.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? ""))
                     }
                 }
                 return
             }
             guard let muted = target.target else { return }
-            let end = duration.map { now.addingTimeInterval(TimeInterval($0.seconds)) }
-            _ = try await store.perform { try $0.setPreference(key: Interruptions.key(muted), value: Interruptions.muteValue(until: end), now: now) }
-            say("muted \(muted.description)" + (end.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? ""))
+            let (start, end) = try window(now: now)
+            let until = end ?? duration.map { now.addingTimeInterval(TimeInterval($0.seconds)) }
+            _ = try await store.perform {
+                try $0.setPreference(key: Interruptions.key(muted), value: Interruptions.muteValue(until: until, from: start), now: now)
+            }
+            say(
+                "muted \(muted.description)" + (start.map { " from \(TimeText.clock($0, in: .current, now: now))" } ?? "")
+                    + (until.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? ""))
             await deliverQueued(local)
         }
     }

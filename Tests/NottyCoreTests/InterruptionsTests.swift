@@ -42,6 +42,22 @@ struct InterruptionsTests {
         #expect(interruptions.interrupts(.fixture(id: "4", app: "mon.example.com", group: "lifted")))
         #expect(!interruptions.isQuiet)
     }
+
+    @Test("a maintenance window mutes only from its start to its end; before it, it is listed to come (soonest first) and holds nothing back")
+    func windows() {
+        let db = UserNotification.fixture(id: "1", app: "db.example.com", priority: .high)
+        let preferences = [
+            Self.entry(Interruptions.key(.app("db.example.com")), Interruptions.muteValue(until: Self.now + 7200, from: Self.now + 3600)),
+            Self.entry(Interruptions.key(.group("backups")), Interruptions.muteValue(until: Self.now + 600, from: Self.now + 60)),
+        ]
+        let before = Interruptions(preferences: preferences, now: Self.now)
+        #expect(before.mutes.isEmpty && before.interrupts(db))
+        #expect(before.scheduled.map(\.target) == [.group("backups"), .app("db.example.com")])
+        #expect(before.scheduled.last?.from == Self.now + 3600 && before.scheduled.last?.until == Self.now + 7200)
+        let inside = Interruptions(preferences: preferences, now: Self.now + 3600)
+        #expect(inside.mutes.map(\.target) == [.app("db.example.com")] && !inside.interrupts(db) && inside.scheduled.isEmpty)
+        #expect(Interruptions(preferences: preferences, now: Self.now + 7200).interrupts(db), "over at its end")
+    }
 }
 
 @Suite("Quiet schedules (PROTOCOL.md §9)")

@@ -147,6 +147,35 @@ struct QuietTests {
             #expect(result.err.contains(message), "\(arguments): \(result.err)")
         }
     }
+
+    @Test(
+        "notty mute --from --until schedules a maintenance window on every device: B's mute --list shows it to come (--json with from and until); a window without an end, or one that ends before it starts, is one line"
+    )
+    func maintenanceWindow() async throws {
+        let world = try await TwoDevices()
+        let start = Date().addingTimeInterval(3600), end = Date().addingTimeInterval(7200)
+        func local(_ date: Date) -> String { TimeText.dateTime(date, in: .current) }
+        func shown(_ date: Date) -> String { TimeText.clock(date, in: .current, now: Date()) }
+        let made = try await world.a.run(["mute", "--app", "db.example.com", "--from", local(start), "--until", local(end)])
+        #expect(made.status == 0 && made.out.contains("muted app db.example.com from \(shown(start)) until \(shown(end))"), "\(made.out)\(made.err)")
+        #expect(try await world.b.run(["sync"]).status == 0)
+        let listed = try await world.b.run(["mute", "--list", "--json"])
+        let window = try #require(JSONValue(jsonText: listed.out.trimmingCharacters(in: .whitespacesAndNewlines)), "\(listed.out)")
+        #expect(
+            member(window, "app") == .string("db.example.com") && member(window, "from") != nil && member(window, "until") != nil, "\(listed.out)")
+        #expect(try await world.b.run(["mute", "--list"]).out == "app db.example.com from \(shown(start)) until \(shown(end))\n")
+        #expect(try await world.b.run(["status"]).out.contains("muted:      nothing"), "a window to come mutes nothing yet")
+
+        for (arguments, says) in [
+            (["--from", local(start)], "a window needs its end"),
+            (["--from", local(end), "--until", local(start)], "--until must be after --from"),
+            (["--from", "next tuesday", "--until", local(end)], "--from \"next tuesday\" is not a time"),
+        ] {
+            let refused = try await world.a.run(["mute", "--app", "db.example.com"] + arguments)
+            #expect(
+                refused.status != 0 && refused.err.contains(says) && refused.err.split(separator: "\n").count == 1, "\(arguments): \(refused.err)")
+        }
+    }
 }
 
 private func member(_ value: JSONValue, _ key: String) -> JSONValue? {

@@ -149,6 +149,12 @@ struct EscalationPlannerTests {
         let muted = [PreferenceEntry(key: "mute.app.mon.example.com", value: Interruptions.muteValue(until: nil), changedAt: t0)]
         let quiet = [PreferenceEntry(key: "quiet", value: Interruptions.quietValue(until: t0 + 7200, strict: true), changedAt: t0)]
         #expect(fire(notification(), rule: rule, preferences: muted, at: t0 + 601).deliveries.isEmpty)
+        // A maintenance window (PROTOCOL.md §16.4): held back inside it, not before it.
+        let window = [
+            PreferenceEntry(key: "mute.app.mon.example.com", value: Interruptions.muteValue(until: t0 + 3600, from: t0 + 300), changedAt: t0)
+        ]
+        #expect(fire(notification(), rule: rule, preferences: window, at: t0 + 601).deliveries.isEmpty)
+        #expect(fire(notification(), rule: rule, preferences: window, at: t0 + 3601).deliveries.count == 2)
         #expect(fire(notification(), rule: rule, preferences: quiet, at: t0 + 601).deliveries.count == 2)
         #expect(fire(notification(read: .read), rule: rule, at: t0 + 601) == EscalationFiring(deliveries: [], track: nil))
         #expect(fire(notification(), rule: nil, at: t0 + 601) == EscalationFiring(deliveries: [], track: nil), "the rule was removed")
