@@ -85,7 +85,7 @@ public struct BackgroundJobs: Sendable {
                             try await job.work()
                         } catch {
                             // Stopping (the service shuts down): not a failure.
-                            if Task.isCancelled || error is CancellationError { return }
+                            if Task.isCancelled { return }
                             logger.warning("background job failed; will retry", metadata: ["job": "\(job.name)", "error": "\(error)"])
                         }
                         try? await Task.sleep(for: job.every)
