@@ -167,8 +167,14 @@ extension TestClientProtocol {
             body = ByteBuffer(string: form)
         }
         for (name, value) in extra { headers[HTTPField.Name(name)!] = value }
-        let response = try await executeRequest(uri: uri, method: method, headers: headers, body: body)
-        return Reply(status: response.status, headers: response.headers, text: String(buffer: response.body))
+        let started = ContinuousClock.now
+        do {
+            let response = try await executeRequest(uri: uri, method: method, headers: headers, body: body)
+            return Reply(status: response.status, headers: response.headers, text: String(buffer: response.body))
+        } catch {
+            // A live client's read timeout says nothing of which request it was: this does.
+            throw SupportError("\(method) \(uri.split(separator: "?")[0]) after \(ContinuousClock.now - started): \(error)")
+        }
     }
 }
 
