@@ -46,6 +46,7 @@ extension Heartbeats {
                         message: body.message)
                 }) != nil
             else { throw Self.missing(name, owner) }
+            lookAgain()
         }
         if let enabled = body.enabled { return try await pause(owner: owner, name: name, paused: !enabled) }
         return Self.info(try await heartbeat(owner: owner, name: name), team: owner.team, now: clock.nowMillis())

@@ -26,11 +26,11 @@ public final class Heartbeats: ServicePart {
     /// How often the job runs: announced within this of their due time.
     public static let tick = Duration.milliseconds(250)
     /// The longest the job goes without reading the earliest due time. A heartbeat made, resumed
-    /// or pinged anywhere is due at least 10 s later (the shortest `every`), so nothing falls due
-    /// unseen in between.
-    static let look: Int64 = 1_000
-    /// Before when the job need not look (milliseconds): the earliest due time it read, or a
-    /// second after its last look.
+    /// or pinged on another instance is due at least 10 s later (the shortest `every`), so a look
+    /// every 5 s learns of it before it is due; what changes here looks again at once.
+    static let look: Int64 = 5_000
+    /// Before when the job need not look (milliseconds): the earliest due time it read, or
+    /// ``look`` after its last look; 0 after a change made here.
     let quietUntil = Atomic<Int64>(0)
 
     init(core: ServiceCore, storage: any HeartbeatStorage & FeedStorage, teams: Teams, publishing: Publishing, inbox: Inbox) {
@@ -80,7 +80,7 @@ public final class Heartbeats: ServicePart {
             grace: request.grace, priority: request.priority, message: request.message, createdBy: createdBy, created: now,
             due: now + TimeInterval(request.every + request.grace))
         switch try await db({ try await storage.insertHeartbeat(record, limit: Heartbeat.maxPerFeed) }) {
-        case .added: break
+        case .added: lookAgain()
         case .nameTaken:
             throw ServiceError.badRequest(
                 "\(owner.shown) \(owner.team == nil ? "have" : "has") a heartbeat named \(request.name) already (notty heartbeat --list)")
@@ -114,6 +114,7 @@ public final class Heartbeats: ServicePart {
         guard let before = try await db({ try await storage.pauseHeartbeat(ownerId: owner.id, name: name, paused: paused, now: now) }) else {
             throw Self.missing(name, owner)
         }
+        lookAgain()
         if paused, before.alerting || before.claimedUntil != nil { try await takeBack(before, by: "heartbeat paused") }
         var after = before
         after.paused = paused
@@ -142,6 +143,7 @@ public final class Heartbeats: ServicePart {
         guard let before = try await db({ try await storage.pingHeartbeat(id: heartbeat.id, at: now, failed: failed, alerting: failed) }) else {
             throw ServiceError.notFound("no such heartbeat: it was removed")
         }
+        lookAgain()
         if failed {
             // Paused: recorded, nothing announced.
             guard !before.paused else { return }
@@ -191,6 +193,9 @@ public final class Heartbeats: ServicePart {
             if claimed.count < 50 { return announced }
         }
     }
+
+    /// A due time changed here: the job reads the earliest again at its next turn.
+    func lookAgain() { quietUntil.store(0, ordering: .relaxed) }
 
     /// Publishes the heartbeat's notification: late (no ping for …) or failed.
     func announce(_ heartbeat: HeartbeatRecord, failed: Bool, now: Date) async throws {
