@@ -57,8 +57,11 @@ struct ConcurrentPublishingTests {
             let world = try await harness.world(client)
             let user = try #require(try await harness.storage.user(name: "alice")).id
             // Past the service's validation, straight to storage: a title PostgreSQL cannot store.
+            // 20 at once: the batch with the bad row is written again a job at a time, each in its
+            // savepoint (round trips one after another: 40 took over the storage's minute at the
+            // peak of a full run).
             let results = await withTaskGroup(of: (Int, Bool).self) { group in
-                for n in 0..<40 {
+                for n in 0..<20 {
                     group.addTask {
                         let request = PublishRequest(
                             appNotificationId: "n\(n)",
@@ -74,9 +77,9 @@ struct ConcurrentPublishingTests {
             let stored = try await harness.storage.changes(userId: user, since: 0, limit: 100)?.changes.map(\.appNotificationId) ?? []
             if backend == .postgres {
                 #expect(results.filter { !$0.value }.map(\.key) == [17])
-                #expect(Set(stored) == Set((0..<40).filter { $0 != 17 }.map { "n\($0)" }))
+                #expect(Set(stored) == Set((0..<20).filter { $0 != 17 }.map { "n\($0)" }))
             } else {
-                #expect(results.values.allSatisfy { $0 } && stored.count == 40)
+                #expect(results.values.allSatisfy { $0 } && stored.count == 20)
             }
         }
     }
