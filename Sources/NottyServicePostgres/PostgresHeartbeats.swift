@@ -40,11 +40,7 @@ extension PostgresStorage {
 
     public func deleteHeartbeat(ownerId: String, name: String) async throws -> HeartbeatRecord? {
         try await transaction { connection in
-            guard
-                let found = try await Self.heartbeatRows(
-                    connection, "WHERE owner_id = \(ownerId) AND name = \(name) FOR UPDATE", logger: self.logger
-                ).first
-            else { return nil }
+            guard let found = try await self.lockedHeartbeat(ownerId: ownerId, name: name, connection) else { return nil }
             try await connection.exec("DELETE FROM heartbeats WHERE id = \(found.id)", logger: self.logger)
             return found
         }
@@ -52,11 +48,7 @@ extension PostgresStorage {
 
     public func pauseHeartbeat(ownerId: String, name: String, paused: Bool, now: Date) async throws -> HeartbeatRecord? {
         try await transaction { connection in
-            guard
-                let found = try await Self.heartbeatRows(
-                    connection, "WHERE owner_id = \(ownerId) AND name = \(name) FOR UPDATE", logger: self.logger
-                ).first
-            else { return nil }
+            guard let found = try await self.lockedHeartbeat(ownerId: ownerId, name: name, connection) else { return nil }
             if paused {
                 try await connection.exec(
                     "UPDATE heartbeats SET paused = true, alerting = false, claimed_until = NULL WHERE id = \(found.id)", logger: self.logger)
@@ -72,11 +64,7 @@ extension PostgresStorage {
         -> HeartbeatRecord?
     {
         try await transaction { connection in
-            guard
-                let found = try await Self.heartbeatRows(
-                    connection, "WHERE owner_id = \(ownerId) AND name = \(name) FOR UPDATE", logger: self.logger
-                ).first
-            else { return nil }
+            guard let found = try await self.lockedHeartbeat(ownerId: ownerId, name: name, connection) else { return nil }
             var after = found
             (after.every, after.grace) = (every ?? found.every, grace ?? found.grace)
             let due = ISOTime.millis(found.lastPing ?? found.created) + after.window
@@ -137,6 +125,11 @@ extension PostgresStorage {
                 logger: self.logger)
             return try await Self.heartbeatRows(connection, "WHERE id = \(id)", logger: self.logger).first
         }
+    }
+
+    /// The owner's heartbeat `name`, its row locked for the transaction.
+    private func lockedHeartbeat(ownerId: String, name: String, _ connection: PostgresConnection) async throws -> HeartbeatRecord? {
+        try await Self.heartbeatRows(connection, "WHERE owner_id = \(ownerId) AND name = \(name) FOR UPDATE", logger: logger).first
     }
 
     private static func heartbeatRows(_ connection: PostgresConnection, _ condition: PostgresQuery, logger: Logger) async throws -> [HeartbeatRecord]

@@ -18,16 +18,20 @@ public enum Repository {
 
     /// Runs a command to completion, returning status and output (stdout and stderr together).
     /// The waiting happens on a thread of its own (``offThePool(_:)``).
-    public static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
-        try await offThePool { try runWaiting(arguments, environment: environment) }
+    public static func run(_ arguments: [String], environment: [String: String] = [:], limit: TimeInterval = commandLimit) async throws -> (
+        status: Int32, output: String
+    ) {
+        try await offThePool { try runWaiting(arguments, environment: environment, limit: limit) }
     }
 
     /// ``run(_:environment:)`` holding the calling thread until the command ends: for code
     /// that is not a test task (a benchmark's timed block, a set-up already off the pool).
-    public static func runWaiting(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    public static func runWaiting(_ arguments: [String], environment: [String: String] = [:], limit: TimeInterval = commandLimit) throws -> (
+        status: Int32, output: String
+    ) {
         let ended = try runToEnd(
             "/usr/bin/env", arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
-            directory: root, name: arguments.joined(separator: " "), sameStream: true)
+            directory: root, name: arguments.joined(separator: " "), sameStream: true, limit: limit)
         return (ended.status, String(decoding: ended.out, as: UTF8.self))
     }
 

@@ -102,27 +102,29 @@ struct HeartbeatRemove: AsyncParsableCommand {
 struct HeartbeatPause: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pause", abstract: "Pause a heartbeat: never late until resumed (a late notification is dismissed).")
-    @Argument(help: "The heartbeat's name.") var name: String
-    @Option(help: "A team's heartbeat.") var team: String?
+    @OptionGroup var heartbeat: HeartbeatName
 
-    func run() async throws {
-        try await reportingErrors {
-            let (client, _, _) = try await Device().session()
-            say(HeartbeatCommand.line(try await client.pauseHeartbeat(name: name, team: team, paused: true)))
-        }
-    }
+    func run() async throws { try await heartbeat.set(paused: true) }
 }
 
 struct HeartbeatResume: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resume", abstract: "Resume a paused heartbeat: due every + grace from now.")
+    @OptionGroup var heartbeat: HeartbeatName
+
+    func run() async throws { try await heartbeat.set(paused: false) }
+}
+
+/// Which heartbeat `pause` and `resume` are about.
+struct HeartbeatName: ParsableArguments {
     @Argument(help: "The heartbeat's name.") var name: String
     @Option(help: "A team's heartbeat.") var team: String?
 
-    func run() async throws {
+    /// Pauses or resumes it, and says how it is then.
+    func set(paused: Bool) async throws {
         try await reportingErrors {
             let (client, _, _) = try await Device().session()
-            say(HeartbeatCommand.line(try await client.pauseHeartbeat(name: name, team: team, paused: false)))
+            say(HeartbeatCommand.line(try await client.pauseHeartbeat(name: name, team: team, paused: paused)))
         }
     }
 }

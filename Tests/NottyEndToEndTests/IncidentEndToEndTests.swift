@@ -183,18 +183,7 @@ struct IncidentEndToEndTests {
         let world = try await TwoDevices()
         let key = try await routingKey(world)
         func sdk(_ code: String, key: String) async throws -> (status: Int32, output: String) {
-            let script = """
-                import sys, opsgenie_sdk
-                conf = opsgenie_sdk.configuration.Configuration()
-                conf.host = sys.argv[1]
-                conf.api_key['Authorization'] = sys.argv[2]
-                conf.api_key_prefix['Authorization'] = 'GenieKey'
-                conf.retry_count = 1
-                api = opsgenie_sdk.AlertApi(api_client=opsgenie_sdk.api_client.ApiClient(configuration=conf))
-                \(code)
-                """
-            let run = try await Repository.run(["python3", "-c", script, world.service.url, key])
-            return (run.status, run.output.trimmingCharacters(in: .whitespacesAndNewlines))
+            try await Self.opsgenieSDK("AlertApi", code, service: world.service.url, key: key)
         }
         let created = try await sdk(
             """
@@ -254,13 +243,6 @@ extension IncidentEndToEndTests {
         let world = try await TwoDevices()
         let key = try await routingKey(world)
         let script = """
-            import sys, opsgenie_sdk
-            conf = opsgenie_sdk.configuration.Configuration()
-            conf.host = sys.argv[1]
-            conf.api_key['Authorization'] = sys.argv[2]
-            conf.api_key_prefix['Authorization'] = 'GenieKey'
-            conf.retry_count = 1
-            api = opsgenie_sdk.HeartbeatApi(api_client=opsgenie_sdk.api_client.ApiClient(configuration=conf))
             made = api.create_heartbeat(create_heartbeat_payload=opsgenie_sdk.CreateHeartbeatPayload(
                 name='etl', interval=10, interval_unit='minutes', enabled=True, alert_message='the ETL did not check in', alert_priority='P2'))
             print(made.data.name, made.data.enabled, made.data.expired)
@@ -272,25 +254,40 @@ extension IncidentEndToEndTests {
             api.update_heartbeat(name='etl', update_heartbeat_payload=opsgenie_sdk.UpdateHeartbeatPayload(interval=2, interval_unit='hours', enabled=True))
             print([(h.name, h.interval, h.interval_unit, h.enabled) for h in api.list_heart_beats().data.heartbeats])
             """
-        let run = try await Repository.run(["python3", "-c", script, world.service.url, key])
+        let run = try await Self.opsgenieSDK("HeartbeatApi", script, service: world.service.url, key: key)
         #expect(run.status == 0, "\(run.output)")
-        let lines = run.output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").map(String.init)
+        let lines = run.output.split(separator: "\n").map(String.init)
         #expect(lines == ["etl True False", "10 minutes True False True", "False", "[('etl', 2, 'hours', True)]"], "\(run.output)")
         let listed = try await world.a.run(["heartbeat", "--list"])
         #expect(listed.out.contains("etl  every 2h, grace 12m  up  last ping "), "\(listed.out)\(listed.err)")
 
-        let deleted = try await Repository.run([
-            "python3", "-c",
-            script.components(separatedBy: "made = ")[0] + """
-                print(api.delete_heartbeat(name='etl').result)
-                try:
-                    api.ping(name='etl')
-                except opsgenie_sdk.rest.ApiException as error:
-                    print(error.status)
-                """,
-            world.service.url, key,
-        ])
-        #expect(deleted.output.trimmingCharacters(in: .whitespacesAndNewlines) == "Deleted\n404", "\(deleted.output)")
+        let deleted = try await Self.opsgenieSDK(
+            "HeartbeatApi",
+            """
+            print(api.delete_heartbeat(name='etl').result)
+            try:
+                api.ping(name='etl')
+            except opsgenie_sdk.rest.ApiException as error:
+                print(error.status)
+            """, service: world.service.url, key: key)
+        #expect(deleted.output == "Deleted\n404", "\(deleted.output)")
         #expect(try await world.a.run(["heartbeat", "--list"]).out.contains("no heartbeats"))
+    }
+
+    /// Runs `code` with `api`, Opsgenie's SDK's `API` class (`AlertApi`, `HeartbeatApi`), aimed at
+    /// `service` with the GenieKey `key`; its exit status and output, trimmed.
+    static func opsgenieSDK(_ api: String, _ code: String, service: String, key: String) async throws -> (status: Int32, output: String) {
+        let script = """
+            import sys, opsgenie_sdk
+            conf = opsgenie_sdk.configuration.Configuration()
+            conf.host = sys.argv[1]
+            conf.api_key['Authorization'] = sys.argv[2]
+            conf.api_key_prefix['Authorization'] = 'GenieKey'
+            conf.retry_count = 1
+            api = opsgenie_sdk.\(api)(api_client=opsgenie_sdk.api_client.ApiClient(configuration=conf))
+
+            """ + code
+        let run = try await Repository.run(["python3", "-c", script, service, key])
+        return (run.status, run.output.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }
