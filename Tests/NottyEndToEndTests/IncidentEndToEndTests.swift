@@ -175,11 +175,7 @@ struct IncidentEndToEndTests {
         "Opsgenie's own Python SDK (AlertApi, host the service's): create, the request's status, get by alias, acknowledge, close; a wrong key refused with 401"
     )
     func opsgenieSDK() async throws {
-        let installed = try await Repository.run(["python3", "-c", "import opsgenie_sdk"])
-        guard installed.status == 0 else {
-            Issue.record("SKIPPED LOUDLY: Opsgenie's Python SDK is missing (pip install opsgenie-sdk): .ci/run installs it")
-            return
-        }
+        guard try await Self.opsgenieSDKInstalled() else { return }
         let world = try await TwoDevices()
         let key = try await routingKey(world)
         func sdk(_ code: String, key: String) async throws -> (status: Int32, output: String) {
@@ -235,11 +231,7 @@ extension IncidentEndToEndTests {
         "Opsgenie's own Python SDK (HeartbeatApi) on notty's heartbeats: create, ping, get, disable, update, list, delete; notty heartbeat --list on the device shows the same; a ping of a deleted one is 404"
     )
     func opsgenieHeartbeatSDK() async throws {
-        let installed = try await Repository.run(["python3", "-c", "import opsgenie_sdk"])
-        guard installed.status == 0 else {
-            Issue.record("SKIPPED LOUDLY: Opsgenie's Python SDK is missing (pip install opsgenie-sdk): .ci/run installs it")
-            return
-        }
+        guard try await Self.opsgenieSDKInstalled() else { return }
         let world = try await TwoDevices()
         let key = try await routingKey(world)
         let script = """
@@ -272,6 +264,15 @@ extension IncidentEndToEndTests {
             """, service: world.service.url, key: key)
         #expect(deleted.output == "Deleted\n404", "\(deleted.output)")
         #expect(try await world.a.run(["heartbeat", "--list"]).out.contains("no heartbeats"))
+    }
+
+    /// Whether Opsgenie's Python SDK is installed; when not, the test says so loudly.
+    static func opsgenieSDKInstalled() async throws -> Bool {
+        guard try await Repository.run(["python3", "-c", "import opsgenie_sdk"]).status == 0 else {
+            Issue.record("SKIPPED LOUDLY: Opsgenie's Python SDK is missing (pip install opsgenie-sdk): .ci/run installs it")
+            return false
+        }
+        return true
     }
 
     /// Runs `code` with `api`, Opsgenie's SDK's `API` class (`AlertApi`, `HeartbeatApi`), aimed at
