@@ -253,6 +253,8 @@ let package = Package(
         ),
         // Helpers for tests and benchmarks that run the real notty (not shipped).
         .target(name: "NottyTestSupport", dependencies: ["NottyCore", "NottyPOSIX", .product(name: "GRDB", package: "GRDB.swift")]),
+        // Linked into the test bundle: bounds how many test cases run at once (see width.c).
+        .target(name: "CTestRunWidth"),
         .testTarget(name: "NottyCoreTests", dependencies: ["NottyCore", "NottyTestSupport"]),
         .testTarget(
             name: "NottyCommandLineTests", dependencies: ["NottyCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -281,7 +283,7 @@ let package = Package(
         .testTarget(
             name: "NottyEndToEndTests",
             dependencies: [
-                "NottyCore", "NottyStore", "NottySync", "NottyTestSupport", "NottyPOSIX",
+                "NottyCore", "NottyStore", "NottySync", "NottyTestSupport", "NottyPOSIX", "CTestRunWidth",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -235,9 +235,9 @@ public final class ServeProcess: @unchecked Sendable {
         let user = try await admin.run(["admin", "user", "add", "alice"], input: "s3cret-pw\n", environment: environment)
         guard user.status == 0 else { throw SupportError("admin user add failed: \(user.err)") }
         let app = try await admin.run(["admin", "app", "add", "ci.example.com", "--json"], environment: environment)
-        guard let object = try JSONSerialization.jsonObject(with: Data(app.out.utf8)) as? [String: String],
+        guard app.status == 0, let object = try? JSONSerialization.jsonObject(with: Data(app.out.utf8)) as? [String: String],
             let id = object["client_id"], let secret = object["client_secret"]
-        else { throw SupportError("admin app add failed: \(app.err)") }
+        else { throw SupportError("admin app add --json exited \(app.status) with stdout \"\(app.out)\" and stderr \"\(app.err)\"") }
         try await self.init(
             directory: directory, environment: environment, clientId: id, clientSecret: secret, extraArguments: extraArguments,
             binary: binary)

@@ -1,3 +1,4 @@
+import CTestRunWidth
 import Foundation
 import NottyTestSupport
 import Testing
@@ -6,6 +7,13 @@ import Testing
 /// process, so a descriptor one test holds must not leak into another test's children.
 @Suite("Test processes keep to their own files")
 struct ProcessSupportTests {
+    @Test("the test bundle runs a bounded number of test cases at once: the width is in the environment before the tests start")
+    func runWidthIsBounded() {
+        let width = notty_test_run_width()
+        #expect(width >= 1, "CTestRunWidth's constructor did not run")
+        #expect(ProcessInfo.processInfo.environment["SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH"] == String(width))
+    }
+
     @Test("spawn closes this process's descriptors in the child: a script another test is writing is never held open, and runs")
     func spawnClosesInheritedDescriptors() async throws {
         let directory = Repository.temporaryDirectory("notty-spawn")
