@@ -238,12 +238,15 @@ extension PostgresStorage {
                         VALUES (\(delivery.notificationId), \(delivery.userId), \(ISOTime.millis(log.at)), \(log.target), \(log.rule), \(log.outcome),
                                 \(log.error), \(log.user))
                         """, logger: self.logger)
+                    let before = row.seq
                     row.seq = context.nextSeq(for: delivery.userId)
                     try await self.save([row], connection)
-                    // Escalation has nothing to plan in it: its cursor follows, when it had seen the rest.
+                    // Escalation has nothing to plan in it: its cursor follows, when it had seen the rest,
+                    // this notification's change before the move included (a read that came while
+                    // the page was on its way, not planned yet, is planned: its retraction goes).
                     try await connection.exec(
                         """
-                        UPDATE escalation_cursors SET seq = \(row.seq) WHERE user_id = \(delivery.userId)
+                        UPDATE escalation_cursors SET seq = \(row.seq) WHERE user_id = \(delivery.userId) AND seq >= \(before)
                         AND seq >= coalesce((SELECT max(seq) FROM notifications WHERE user_id = \(delivery.userId) AND seq < \(row.seq)), 0)
                         """, logger: self.logger)
                 }

@@ -208,13 +208,15 @@ extension SQLiteStorage {
                     let seq = context.nextSeq(for: delivery.userId)
                     try db.cachedStatement(sql: "UPDATE notifications SET seq = ?3 WHERE \(Self.idMatches) AND user_id = ?2")
                         .execute(arguments: [delivery.notificationId, delivery.userId, seq])
-                    // Escalation has nothing to plan in it: its cursor follows, when it had seen the rest.
+                    // Escalation has nothing to plan in it: its cursor follows, when it had seen the rest,
+                    // this notification's change before the move included (a read that came while
+                    // the page was on its way, not planned yet, is planned: its retraction goes).
                     try db.cachedStatement(
                         sql: """
-                            UPDATE escalation_cursors SET seq = ?2 WHERE user_id = ?1
+                            UPDATE escalation_cursors SET seq = ?2 WHERE user_id = ?1 AND seq >= ?3
                             AND seq >= coalesce((SELECT max(seq) FROM notifications WHERE user_id = ?1 AND seq < ?2), 0)
                             """
-                    ).execute(arguments: [delivery.userId, seq])
+                    ).execute(arguments: [delivery.userId, seq, row.seq])
                 }
                 try Self.finish(delivery, result: item.result, at: at, db)
             }
