@@ -31,8 +31,18 @@ let package = Package(
     targets: [
         // Pure model: the notification, states, views, merge rules, wire types. Foundation only.
         .target(name: "NottyCore"),
+        // Secrets at rest: the box that seals and opens what users hand the service, the store's
+        // key (its check, sweep and rotation), tokens and password hashes.
+        .target(
+            name: "NottySecrets",
+            dependencies: [
+                "NottyCore",
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // The service's domain: auth and accounts, publishing, feeds, admin, maintenance, teams,
-        // on call and contacts, actions, secrets at rest, the storage protocols and the merge
+        // on call and contacts, actions, the storage protocols and the merge
         // rules they apply, ntfy/Gotify topics, the doorbell hub; what it asks of paging and Web
         // Push (their engines are modules of their own). It knows nothing of HTTP (ServiceError
         // is mapped to a status by NottyHTTP); its storage is the backends'.
@@ -40,9 +50,9 @@ let package = Package(
             name: "NottyService",
             dependencies: [
                 "NottyCore",
+                "NottySecrets",
                 "NottyWebhooks",
                 "NottyPOSIX",
-                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -52,35 +62,38 @@ let package = Package(
         // storage protocols (its `Paging`), the way the storage backends are.
         .target(
             name: "NottyPaging",
-            dependencies: ["NottyCore", "NottyService", "NottyPOSIX", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["NottyCore", "NottyService", "NottySecrets", "NottyPOSIX", .product(name: "Logging", package: "swift-log")]
         ),
         // Web Push (§14) at work: the browsers' subscriptions pushed what changes, encrypted
         // (RFC 8291) and signed (VAPID), over the service's storage protocols (its `WebPush`).
         .target(
             name: "NottyWebPush",
             dependencies: [
-                "NottyCore", "NottyService", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+                "NottyCore", "NottyService", "NottySecrets", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The service as `notty serve` runs it: `NotificationService` composed with paging's
         // engine and Web Push's.
         .target(
             name: "NottyComposition",
-            dependencies: ["NottyService", "NottyPaging", "NottyWebPush", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["NottyService", "NottySecrets", "NottyPaging", "NottyWebPush", .product(name: "Logging", package: "swift-log")]
         ),
         // What both of the service's storages share: a notification as its row's columns, the
         // mutation rule over rows, the group-commit queue.
-        .target(name: "NottyStorageSupport", dependencies: ["NottyCore", "NottyService"]),
+        .target(name: "NottyStorageSupport", dependencies: ["NottyCore", "NottyService", "NottySecrets"]),
         // The service's storage on SQLite (GRDB): one writer thread, group commit, migrations.
         .target(
             name: "NottyServiceSQLite",
-            dependencies: ["NottyCore", "NottyService", "NottyStorageSupport", "NottySQLite", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "NottyCore", "NottyService", "NottySecrets", "NottyStorageSupport", "NottySQLite", .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         // The service's storage on PostgreSQL (PostgresNIO), for several instances together.
         .target(
             name: "NottyServicePostgres",
             dependencies: [
-                "NottyCore", "NottyService", "NottyStorageSupport",
+                "NottyCore", "NottyService", "NottySecrets", "NottyStorageSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -207,6 +220,7 @@ let package = Package(
             name: "notty-server",
             dependencies: [
                 "NottyCore",
+                "NottySecrets",
                 "NottyCommandLine",
                 "NottyService",
                 "NottyComposition",
@@ -231,6 +245,7 @@ let package = Package(
                 "CPOSIX",  // `tui` drives the center through a pseudo-terminal
                 "NottyCenter",  // `frames` runs the center's own parts
                 "NottyCore",
+                "NottySecrets",
                 "NottyService",  // `instances` adds its many users straight into the storage
                 "NottyWebPush",  // `webpush`: opens what the service pushed, as a browser does
                 "NottyServiceSQLite",
@@ -283,7 +298,7 @@ let package = Package(
         .testTarget(
             name: "NottyEndToEndTests",
             dependencies: [
-                "NottyCore", "NottyStore", "NottySync", "NottyTestSupport", "NottyPOSIX", "CTestRunWidth",
+                "NottyCore", "NottySecrets", "NottyStore", "NottySync", "NottyTestSupport", "NottyPOSIX", "CTestRunWidth",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -300,6 +315,7 @@ let package = Package(
             name: "NottyServiceTests",
             dependencies: [
                 "NottyCore",
+                "NottySecrets",
                 "NottyService",
                 "NottyPaging",
                 "NottyWebPush",

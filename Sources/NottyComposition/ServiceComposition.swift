@@ -1,5 +1,6 @@
 import Logging
 import NottyPaging
+import NottySecrets
 import NottyService
 import NottyWebPush
 

@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import NottyPOSIX
+import NottySecrets
 import NottyService
 
 /// How one delivery reaches its target (PROTOCOL.md §11): ntfy's JSON publish, its clear and delete;

@@ -112,7 +112,7 @@ public final class SecretBox: Sendable {
 
     /// ``seal(_:)`` as the stored text, for a column that holds clear and sealed values alike
     /// (a rule's targets beside its paging targets, a delivery's target).
-    func sealedText(_ text: String) -> String {
+    package func sealedText(_ text: String) -> String {
         if Self.isSealed(text) { return text }
         let key = primary
         let plain = Data(text.utf8)

@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import NottyCore
 
 /// The store's side of the secret key (docs/GUIDE.md, "Secrets at rest"): which key its sealed

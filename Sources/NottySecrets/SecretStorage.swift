@@ -23,20 +23,4 @@ public protocol SecretStorage: Sendable {
 public enum SecretColumn: String, Sendable, CaseIterable {
     case notificationActions, ruleTargets, deliveryTargets, sentTargets, statusTargets, webhookSecrets, alertmanagerURLs, contactTargets, webPushKeys,
         webPushAuth
-
-    /// The table and column.
-    public var place: (table: String, column: String) {
-        switch self {
-        case .notificationActions: ("notifications", "actions")
-        case .ruleTargets: ("escalation_rules", "targets")
-        case .deliveryTargets: ("escalation_deliveries", "target")
-        case .sentTargets: ("escalation_sent", "target")
-        case .statusTargets: ("escalation_status", "target")
-        case .webhookSecrets: ("subscriptions", "webhook_secret")
-        case .alertmanagerURLs: ("subscriptions", "alertmanager_url")
-        case .contactTargets: ("contacts", "target")
-        case .webPushKeys: ("webpush_keys", "private_key")
-        case .webPushAuth: ("webpush_subscriptions", "auth")
-        }
-    }
 }

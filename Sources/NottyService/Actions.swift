@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NottyCore
+import NottySecrets
 
 /// Running actions (PROTOCOL.md §12): a device, a popup or a phone presses; the service makes the
 /// `http` action's request itself, once however many press at once, records the outcome on the

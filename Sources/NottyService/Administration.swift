@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NottyCore
 import NottyPOSIX
+import NottySecrets
 import Synchronization
 
 /// Administration (PROTOCOL.md §2.4, `notty admin`): users, apps, sign-in lockouts.

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NottyCore
 import NottyPOSIX
+import NottySecrets
 import Synchronization
 
 /// Signing in and proving who calls (PROTOCOL.md §2.1): the token endpoint's grants, failed sign-ins

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NottySecrets
 
 /// Work the service does by itself, on a schedule. Each job runs in a loop of its own, so a
 /// slow one (a database that hesitates, a target that does not answer) never holds up another.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NottyCore
+import NottySecrets
 import Synchronization
 
 /// The signed-in user's API (PROTOCOL.md §2.3): who they are, their subscriptions (devices, webhooks,

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NottyCore
+import NottySecrets
 import Synchronization
 
 /// Everything the service does, independent of HTTP, one type per concern (eleven): `auth`

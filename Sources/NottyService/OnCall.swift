@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottySecrets
 
 /// On call (PROTOCOL.md §13.2): a team's rotation and overrides (owners set the rotation; a
 /// member overrides for themselves, an owner for anyone), where a user is on call, an

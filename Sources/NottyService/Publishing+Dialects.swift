@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottySecrets
 import NottyWebhooks
 
 // MARK: - ntfy and Gotify publishing (PROTOCOL.md §8.1)

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NottyCore
+import NottySecrets
 import NottyWebhooks
 
 // MARK: - Webhooks (PROTOCOL.md §7.2)

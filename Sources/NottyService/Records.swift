@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottySecrets
 
 /// A person who signs in (`notty admin user add`).
 public struct UserRecord: Sendable, Equatable {

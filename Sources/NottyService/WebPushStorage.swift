@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottySecrets
 
 /// Web Push (PROTOCOL.md §14): the service's VAPID key, made once for every instance, and the
 /// browsers' push subscriptions, each with the feed position it was pushed up to (the feed is

@@ -1,4 +1,5 @@
 import Foundation
+import NottySecrets
 import NottyService
 import PostgresNIO
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NottySecrets
 import NottyService
 
 /// The secret keys' records and the sweep that seals stored secrets anew.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NottyCore
+import NottySecrets
 import NottyService
 
 /// Subscriptions (devices, webhooks, ntfy topics) and when a device was last seen.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NottyCore
+import NottySecrets
 import NottyService
 
 /// Web Push (PROTOCOL.md §14): the VAPID key and the browsers' subscriptions.

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottySecrets
 import NottyService
 import NottyTestSupport
 

@@ -5,6 +5,7 @@ import HummingbirdWSClient
 import Logging
 import NIOCore
 import NottyCore
+import NottySecrets
 import NottyService
 import NottyTestSupport
 

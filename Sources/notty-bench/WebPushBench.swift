@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import NottyCore
+import NottySecrets
 import NottyService
 import NottyTestSupport
 import NottyWebPush

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NottyCommandLine
+import NottySecrets
 import NottyService
 
 extension Admin {

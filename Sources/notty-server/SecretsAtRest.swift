@@ -4,6 +4,7 @@ import NottyService
 
 #if canImport(Glibc)
 import Glibc
+import NottySecrets
 #endif
 
 /// The service's secret key file (docs/GUIDE.md, "Secrets at rest"): one key per line (base64

@@ -10,6 +10,7 @@ import NottyCore
 import NottyHTTP
 import NottyOutbound
 import NottyPOSIX
+import NottySecrets
 import NottyService
 import NottyServicePostgres
 import NottyServiceSQLite

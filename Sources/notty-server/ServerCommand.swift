@@ -5,6 +5,7 @@ import NottyCommandLine
 import NottyComposition
 import NottyCore
 import NottyHTTP
+import NottySecrets
 import NottyService
 import NottyServicePostgres
 import NottyServiceSQLite

@@ -4,6 +4,7 @@ import NottyCore
 import Testing
 
 @testable import NottyHTTP
+@testable import NottySecrets
 @testable import NottyService
 @testable import NottyServicePostgres
 @testable import NottyServiceSQLite

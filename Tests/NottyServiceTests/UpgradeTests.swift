@@ -5,6 +5,7 @@ import NottyTestSupport
 import PostgresNIO
 import Testing
 
+@testable import NottySecrets
 @testable import NottyService
 @testable import NottyServicePostgres
 @testable import NottyServiceSQLite

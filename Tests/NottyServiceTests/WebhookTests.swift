@@ -7,6 +7,7 @@ import NottyTestSupport
 import Testing
 
 @testable import NottyHTTP
+@testable import NottySecrets
 @testable import NottyService
 @testable import NottyServicePostgres
 @testable import NottyServiceSQLite
