@@ -73,11 +73,26 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The service as `notty serve` runs it: `NotificationService` composed with paging's
-        // engine and Web Push's.
+        // On call (§13.2) at work: rotations, overrides, calendar feeds and contacts, over the
+        // service's storage protocols (its `OnCallService`).
+        .target(
+            name: "NottyOnCall",
+            dependencies: ["NottyCore", "NottyService", "NottySecrets"]
+        ),
+        // Heartbeats (§16.3) at work: a user's or a team's, their pings, Opsgenie's Heartbeat API,
+        // and the job that announces what is overdue (the service's `HeartbeatService`).
+        .target(
+            name: "NottyHeartbeats",
+            dependencies: ["NottyCore", "NottyService", "NottySecrets", "NottyWebhooks"]
+        ),
+        // The service as `notty serve` runs it: `NotificationService` composed with paging's,
+        // Web Push's, on call's and heartbeats' engines.
         .target(
             name: "NottyComposition",
-            dependencies: ["NottyService", "NottySecrets", "NottyPaging", "NottyWebPush", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "NottyService", "NottySecrets", "NottyPaging", "NottyWebPush", "NottyOnCall", "NottyHeartbeats",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // What both of the service's storages share: a notification as its row's columns, the
         // mutation rule over rows, the group-commit queue.

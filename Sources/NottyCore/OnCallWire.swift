@@ -103,6 +103,21 @@ public struct Contact: Codable, Sendable, Equatable {
     public static let maxPerUser = 10
 }
 
+/// The body of `POST /v1/me/contacts`: `{"target": "ntfy:URL"}`, one of §11's targets.
+public struct ContactRequest: Sendable, Equatable {
+    public var target: EscalationTarget
+
+    public init(target: EscalationTarget) { self.target = target }
+
+    public init(body: Data) throws(ValidationError) {
+        let fields = try JSONFields(body: body)
+        guard let text = try fields.string("target", max: 2048) else {
+            throw ValidationError("target is required: ntfy:URL, webhook:URL or command:NAME")
+        }
+        target = try EscalationTarget(parsing: text)
+    }
+}
+
 /// `GET /v1/me/contacts`.
 public struct ContactList: Codable, Sendable, Equatable {
     public var value: [Contact]

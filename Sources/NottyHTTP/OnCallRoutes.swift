@@ -56,7 +56,8 @@ extension Routes {
             Route(method: .post, path: "/v1/me/contacts", audience: .user) { request, context in
                 var request = request
                 let body = try await request.jsonBody(limit: self.limit)
-                return try JSONResponse.make(try await self.service.onCall.addContact(userId: context.requireUser(), body: body), status: .created)
+                let contact = try ServiceError.decoding { () throws(ValidationError) in try ContactRequest(body: body) }
+                return try JSONResponse.make(try await self.service.onCall.addContact(userId: context.requireUser(), contact), status: .created)
             },
             Route(method: .delete, path: "/v1/me/contacts/:id", audience: .user) { _, context in
                 try await self.service.onCall.removeContact(userId: context.requireUser(), id: context.pathParameter("id"))

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyService
 import NottyWebhooks
 
 // MARK: - Opsgenie's Heartbeat API (PROTOCOL.md §16.3)
@@ -12,7 +13,6 @@ extension Heartbeats {
         return Feed(id: hook.subscription.userId, team: try await publishing.teamName(ofFeed: hook.subscription.userId))
     }
 
-    /// `POST /v2/heartbeats`: a heartbeat in the key's feed (disabled: paused from the start).
     public func opsgenieCreate(key: String?, _ body: Opsgenie.Heartbeat) async throws -> HeartbeatInfo {
         let owner = try await feed(genieKey: key)
         guard let name = body.name, let every = body.every else { throw ServiceError.unprocessable("name and interval are required") }
@@ -21,19 +21,15 @@ extension Heartbeats {
         return body.enabled == false ? try await pause(owner: owner, name: made.name, paused: true) : made
     }
 
-    /// `GET /v2/heartbeats/{name}`.
     public func opsgenieGet(key: String?, name: String) async throws -> HeartbeatInfo {
         let owner = try await feed(genieKey: key)
         return Self.info(try await heartbeat(owner: owner, name: name), team: owner.team, now: clock.nowMillis())
     }
 
-    /// `GET /v2/heartbeats`.
     public func opsgenieList(key: String?) async throws -> [HeartbeatInfo] {
         try await list(owner: try await feed(genieKey: key))
     }
 
-    /// `PATCH /v2/heartbeats/{name}`: what the body gives changes (a new interval counts from the
-    /// last ping); `enabled` pauses or resumes.
     public func opsgenieUpdate(key: String?, name: String, _ body: Opsgenie.Heartbeat) async throws -> HeartbeatInfo {
         let owner = try await feed(genieKey: key)
         if body.name.map({ $0 != name }) == true { throw ServiceError.unprocessable("notty does not rename heartbeats: make a new one") }
@@ -52,17 +48,14 @@ extension Heartbeats {
         return Self.info(try await heartbeat(owner: owner, name: name), team: owner.team, now: clock.nowMillis())
     }
 
-    /// `DELETE /v2/heartbeats/{name}`.
     public func opsgenieDelete(key: String?, name: String) async throws {
         try await remove(owner: try await feed(genieKey: key), name: name)
     }
 
-    /// `POST /v2/heartbeats/{name}/enable|disable`.
     public func opsgenieEnable(key: String?, name: String, enabled: Bool) async throws -> HeartbeatInfo {
         try await pause(owner: try await feed(genieKey: key), name: name, paused: !enabled)
     }
 
-    /// `GET|POST|HEAD /v2/heartbeats/{name}/ping`: a ping, as through the heartbeat's URL.
     public func opsgeniePing(key: String?, name: String) async throws {
         let owner = try await feed(genieKey: key)
         try await ping(try await heartbeat(owner: owner, name: name), failed: false)

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NottyCore
 import NottySecrets
+import NottyService
 import NottyWebhooks
 import Synchronization
 
@@ -15,7 +16,7 @@ import Synchronization
 /// heartbeat) and claims only when something is due; a claim held for a while makes each
 /// lateness announced once across instances, and a ping that comes while it is being announced
 /// takes it back.
-public final class Heartbeats: ServicePart {
+public final class Heartbeats: HeartbeatService, ServicePart {
     package let core: ServiceCore
     let storage: any HeartbeatStorage & FeedStorage
     let teams: Teams
@@ -34,7 +35,7 @@ public final class Heartbeats: ServicePart {
     /// ``look`` after its last look; 0 after a change made here.
     let quietUntil = Atomic<Int64>(0)
 
-    init(core: ServiceCore, storage: any HeartbeatStorage & FeedStorage, teams: Teams, publishing: Publishing, inbox: Inbox) {
+    package init(core: ServiceCore, storage: any HeartbeatStorage & FeedStorage, teams: Teams, publishing: Publishing, inbox: Inbox) {
         self.core = core
         self.storage = storage
         self.teams = teams
@@ -42,9 +43,12 @@ public final class Heartbeats: ServicePart {
         self.inbox = inbox
     }
 
+    public var jobs: [BackgroundJob] {
+        [BackgroundJob("heartbeats", every: Self.tick) { try await self.announceOverdue() }]
+    }
+
     // MARK: - The user's API
 
-    /// `POST /v1/me/heartbeats`: a new heartbeat, with its ping URL under `baseURL` (shown this once).
     public func add(userId: String, _ request: HeartbeatRequest, baseURL: String) async throws -> HeartbeatInfo {
         let owner = try await feed(userId: userId, team: request.team, to: "add heartbeats for it")
         let (info, token) = try await add(owner: owner, createdBy: userId, request)
@@ -53,18 +57,14 @@ public final class Heartbeats: ServicePart {
         return answer
     }
 
-    /// `GET /v1/me/heartbeats[?team=T]`: the user's (or the team's, for any member) by name.
     public func list(userId: String, team: String?) async throws -> [HeartbeatInfo] {
         try await list(owner: try await feed(userId: userId, team: team, to: nil))
     }
 
-    /// `DELETE /v1/me/heartbeats/{name}[?team=T]`: removed, its notification (if out) dismissed.
     public func remove(userId: String, name: String, team: String?) async throws {
         try await remove(owner: try await feed(userId: userId, team: team, to: "remove its heartbeats"), name: name)
     }
 
-    /// `POST /v1/me/heartbeats/{name}/pause|resume[?team=T]`: paused, nothing is announced (an
-    /// announcement out is taken back); resumed, due every + grace from now.
     public func pause(userId: String, name: String, team: String?, paused: Bool) async throws -> HeartbeatInfo {
         let owner = try await feed(userId: userId, team: team, to: paused ? "pause its heartbeats" : "resume its heartbeats")
         return try await pause(owner: owner, name: name, paused: paused)
@@ -129,8 +129,6 @@ public final class Heartbeats: ServicePart {
 
     // MARK: - Pings
 
-    /// `GET|HEAD|POST /v1/heartbeats/{token}` (and `…/fail`): the ping is recorded; a late
-    /// notification out is dismissed on every device by it, and a failure is published at once.
     public func ping(token: String, failed: Bool) async throws {
         guard let heartbeat = try await db({ try await storage.heartbeat(tokenHash: Secrets.tokenHash(token)) }) else {
             throw ServiceError.notFound("no such heartbeat: it was removed, or the URL is mistyped")
@@ -156,8 +154,6 @@ public final class Heartbeats: ServicePart {
 
     // MARK: - The job
 
-    /// Announces every overdue heartbeat (what this instance claims), a batch at a time.
-    /// Returns how many were announced.
     @discardableResult
     public func announceOverdue() async throws -> Int {
         let start = ISOTime.millis(clock.nowMillis())

@@ -1,12 +1,13 @@
 import Foundation
 import NottyCore
 import NottySecrets
+import NottyService
 
 /// On call (PROTOCOL.md §13.2): a team's rotation and overrides (owners set the rotation; a
 /// member overrides for themselves, an owner for anyone), where a user is on call, an
 /// iCalendar feed of a user's shifts behind a secret URL (a device: `notty devices revoke`
 /// ends it), and each user's contacts, which a team's escalation policy pages.
-public final class OnCall: ServicePart {
+public final class OnCall: OnCallService, ServicePart {
     package let core: ServiceCore
     let teams: Teams
     /// Whose subscriptions a calendar feed is one of (and counted with).
@@ -17,7 +18,7 @@ public final class OnCall: ServicePart {
     /// The storage this part uses: its concerns alone.
     let storage: any OnCallWorkStorage
 
-    init(core: ServiceCore, inbox: Inbox, paging: any Paging, outbound: (any OutboundHTTP)?, storage: any OnCallWorkStorage) {
+    package init(core: ServiceCore, inbox: Inbox, paging: any Paging, outbound: (any OutboundHTTP)?, storage: any OnCallWorkStorage) {
         self.core = core
         self.inbox = inbox
         teams = inbox.teams
@@ -32,14 +33,11 @@ public final class OnCall: ServicePart {
 
     // MARK: - A team's schedule
 
-    /// `GET /v1/teams/{name}/oncall`: who is on call now, the next handoffs, the overrides.
     public func view(team name: String, userId: String) async throws -> OnCallView {
         let (team, _) = try await teams.membership(name: name, userId: userId)
         return OnCallView(team: team.name, schedule: try await schedule(of: team), now: clock.nowMillis())
     }
 
-    /// `PUT /v1/teams/{name}/oncall` `{"rotation": [users], "shift": "1w", "start": "YYYY-MM-DD HH:MM",
-    /// "zone": "Europe/Berlin"}` (owners): the rotation; its overrides stay.
     public func setRotation(team name: String, by userId: String, _ request: RotationRequest) async throws -> OnCallView {
         let (team, role) = try await teams.membership(name: name, userId: userId)
         guard role == .owner else { throw ServiceError.forbidden("only the owners of \(team.name) set its rotation") }
@@ -55,9 +53,6 @@ public final class OnCall: ServicePart {
         return try await view(team: name, userId: userId)
     }
 
-    /// `POST /v1/teams/{name}/oncall/overrides` `{"user", "from", "until"}`: `user` on call
-    /// instead of the rotation from `from` until `until` (times in the rotation's zone, or ISO
-    /// 8601). A member overrides for themselves, an owner for anyone.
     public func addOverride(team name: String, by userId: String, _ request: OverrideRequest) async throws -> OnCallOverride {
         let (team, role) = try await teams.membership(name: name, userId: userId)
         let me = try await db { try await storage.user(id: userId) }?.userName ?? ""
@@ -102,7 +97,6 @@ public final class OnCall: ServicePart {
         return override
     }
 
-    /// `DELETE /v1/teams/{name}/oncall/overrides/{id}`: an owner removes any; a member their own.
     public func removeOverride(team name: String, by userId: String, id: String) async throws {
         let (team, role) = try await teams.membership(name: name, userId: userId)
         let me = try await db { try await storage.user(id: userId) }?.userName ?? ""
@@ -119,7 +113,6 @@ public final class OnCall: ServicePart {
         }
     }
 
-    /// `teams` each with who is on call now (`GET /v1/me/teams`, `GET /v1/teams/{name}`).
     public func withOnCall(_ teams: [Team]) async throws -> [Team] {
         let now = clock.nowMillis()
         var answer: [Team] = []
@@ -130,8 +123,6 @@ public final class OnCall: ServicePart {
         return answer
     }
 
-    /// `GET /v1/me/oncall`: for each of the user's teams with a schedule, whether they are on
-    /// call now and until when, else their next shift.
     public func mine(userId: String) async throws -> MyOnCallList {
         guard let me = try await db({ try await storage.user(id: userId) })?.userName else { return MyOnCallList(value: []) }
         let now = clock.nowMillis()
@@ -150,8 +141,6 @@ public final class OnCall: ServicePart {
 
     // MARK: - The calendar feed
 
-    /// `POST /v1/teams/{name}/oncall/calendar`: a secret URL of an iCalendar feed of the user's
-    /// own shifts in the team (a device of platform `ical`: `notty devices revoke` ends it).
     public func makeCalendar(team name: String, userId: String, baseURL: String?) async throws -> SubscriptionInfo {
         let (team, _) = try await teams.membership(name: name, userId: userId)
         let now = clock.nowMillis(), token = Secrets.newToken()
@@ -165,7 +154,6 @@ public final class OnCall: ServicePart {
         return info
     }
 
-    /// `GET /v1/calendars/{token}.ics`: the feed (`404` when revoked, or the user left the team).
     public func calendarFeed(token: String) async throws -> String {
         let hash = Secrets.tokenHash(token.hasSuffix(".ics") ? String(token.dropLast(4)) : token)
         guard let record = try await db({ try await storage.subscription(webhookHash: hash) }), !record.revoked,
@@ -179,7 +167,6 @@ public final class OnCall: ServicePart {
 
     // MARK: - Contacts
 
-    /// `GET /v1/me/contacts`: the user's contacts, their credentials opened (the user's own).
     public func contacts(userId: String) async throws -> ContactList {
         var list: [Contact] = []
         for var contact in try await db({ try await storage.contacts(userId: userId) }) {
@@ -189,16 +176,9 @@ public final class OnCall: ServicePart {
         return ContactList(value: list)
     }
 
-    /// `POST /v1/me/contacts` `{"target": "ntfy:URL"}`: one of §11's targets, which the outbound
-    /// policy must allow; kept sealed.
-    public func addContact(userId: String, body: Data) async throws -> Contact {
-        let target: EscalationTarget
+    public func addContact(userId: String, _ request: ContactRequest) async throws -> Contact {
+        let target = request.target
         do throws(ValidationError) {
-            let fields = try JSONFields(body: body)
-            guard let text = try fields.string("target", max: 2048) else {
-                throw ValidationError("target is required: ntfy:URL, webhook:URL or command:NAME")
-            }
-            target = try EscalationTarget(parsing: text)
             try target.requireKnown(commands: config.escalationCommands)
         } catch {
             throw ServiceError.badRequest(error.message)
@@ -215,7 +195,6 @@ public final class OnCall: ServicePart {
         return contact
     }
 
-    /// `DELETE /v1/me/contacts/{id}`.
     public func removeContact(userId: String, id: String) async throws {
         guard try await db({ try await storage.deleteContact(id: id, userId: userId) }) else {
             throw ServiceError.notFound("no contact \(id) (notty contact --list shows yours)")
@@ -223,7 +202,6 @@ public final class OnCall: ServicePart {
         paging.pagingChanged()
     }
 
-    /// `POST /v1/me/contacts/{id}/test`: one test message to the contact, now.
     public func testContact(userId: String, id: String) async throws -> EscalationTestOutcome {
         guard let contact = try await db({ try await storage.contacts(userId: userId) }).first(where: { $0.id == id }) else {
             throw ServiceError.notFound("no contact \(id) (notty contact --list shows yours)")
@@ -277,6 +255,3 @@ public final class OnCall: ServicePart {
         paging.pagingChanged()
     }
 }
-
-/// What ``OnCall`` asks of the storage.
-public typealias OnCallWorkStorage = OnCallStorage & TeamStorage & AccountStorage & SubscriptionStorage

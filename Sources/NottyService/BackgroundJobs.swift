@@ -46,8 +46,6 @@ public struct BackgroundJobs: Sendable {
             jobs: [
                 BackgroundJob("expiry", every: .milliseconds(500)) { _ = try await service.maintenance.expireDue() },
                 BackgroundJob("delayed publishes", every: .milliseconds(500)) { _ = try await service.publishing.publishDueDelayed() },
-                // Heartbeats (PROTOCOL.md §16.3): one look over the due times, announced within a tick.
-                BackgroundJob("heartbeats", every: Heartbeats.tick) { try await service.heartbeats.announceOverdue() },
                 BackgroundJob("keepalive", every: Self.keepalive, firstAfter: Self.keepalive) { service.hub.tick() },
                 // Revoked, expired or disabled: the streams opened with it close (PROTOCOL.md §15).
                 BackgroundJob("ended streams", every: .milliseconds(250)) { try await service.auth.closeEndedStreams() },
@@ -66,7 +64,9 @@ public struct BackgroundJobs: Sendable {
                 BackgroundJob.loop("web push") { await service.webPush.runRetries() },
                 // Paging: one engine, its own jobs in a group of their own (Paging.jobs).
                 BackgroundJob.loop("paging") { await BackgroundJobs(jobs: service.paging.jobs, logger: service.logger).run() },
-            ], logger: service.logger)
+            ]
+                // Heartbeats (PROTOCOL.md §16.3): one look over the due times, announced within a tick.
+                + service.heartbeats.jobs, logger: service.logger)
     }
 
     public init(jobs: [BackgroundJob], logger: Logger) {

@@ -13,7 +13,7 @@ public final class Inbox: ServicePart {
     /// Told of every new rule; sends a rule's test.
     let paging: any Paging
     /// Whose teams a subscription may be for.
-    let teams: Teams
+    package let teams: Teams
     /// Where rules and contacts may send (the outbound policy's check when one is made).
     let outbound: (any OutboundHTTP)?
 
@@ -105,7 +105,7 @@ public final class Inbox: ServicePart {
 
     /// `400` when `record` would be one more of its kind than its owner may hold (PROTOCOL.md §15);
     /// a device registering again, or an app subscribed again from the same device, is the same one.
-    func refuseBeyondLimit(_ record: SubscriptionRecord) async throws {
+    package func refuseBeyondLimit(_ record: SubscriptionRecord) async throws {
         let now = clock.nowMillis()
         let limited = record.kind.limited
         let held = try await db { try await storage.subscriptions(userId: record.userId) }.filter {

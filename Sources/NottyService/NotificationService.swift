@@ -4,12 +4,13 @@ import NottyCore
 import NottySecrets
 import Synchronization
 
-/// Everything the service does, independent of HTTP, one type per concern (eleven): `auth`
+/// Everything the service does, independent of HTTP, one type per concern (twelve): `auth`
 /// (tokens and sign-in, §2.1; passwords and the open streams a revocation ends, §15),
 /// `publishing` (§2.2, webhooks, the ntfy and Gotify doors), `inbox` (the signed-in user's API,
 /// §2.3; a team's subscriptions), `admin` (§2.4: users, apps, lockouts, accounts), `maintenance`
 /// (expiry, history), `paging` (§11, §13.2: its engine is `NottyPaging`'s), `actions` (§12),
-/// `teams` (§13.1), `onCall` (§13.2: rotations, overrides, calendars, contacts), `ntfyUpstream`
+/// `teams` (§13.1), `onCall` (§13.2: rotations, overrides, calendars, contacts; its engine is
+/// `NottyOnCall`'s), `heartbeats` (§16.3: its engine is `NottyHeartbeats`'), `ntfyUpstream`
 /// (§12) and `webPush` (§14: its engine is `NottyWebPush`'s). `NottyComposition`'s
 /// `NotificationService.init(storage:…)` composes the service with both engines.
 /// Routes translate requests into calls on them; errors are ``ServiceError``s that say what
@@ -25,8 +26,10 @@ public final class NotificationService: ServicePart {
     public let paging: any Paging
     public let actions: Actions
     public let teams: Teams
-    public let onCall: OnCall
-    public let heartbeats: Heartbeats
+    /// Rotations, overrides, calendars and contacts (its engine is `NottyOnCall`'s).
+    public let onCall: any OnCallService
+    /// Heartbeats and their pings (its engine is `NottyHeartbeats`').
+    public let heartbeats: any HeartbeatService
     /// Sends ntfy's poll requests to `--ntfy-upstream` (nil without it).
     public let ntfyUpstream: NtfyUpstream?
     /// Pushes to the users' browsers (its engine is `NottyWebPush`'s).
@@ -39,11 +42,13 @@ public final class NotificationService: ServicePart {
 
     /// `outbound` makes the requests paging sends and actions make (nil: none are made, and
     /// they say so); `paging` makes the paging engine over the shared core, `webPush` the Web
-    /// Push engine over it and the inbox.
+    /// Push engine over it and the inbox, `onCall` on call over them and paging, `heartbeats` the
+    /// heartbeats over the teams, publishing and the inbox.
     package init(
         storage: any ServiceStorage, config: ServiceConfig, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger,
         outbound: (any OutboundHTTP)?, secrets: SecretBox, paging makePaging: (ServiceCore) -> any Paging,
-        webPush makeWebPush: (ServiceCore, Inbox) -> any WebPush
+        webPush makeWebPush: (ServiceCore, Inbox) -> any WebPush, onCall makeOnCall: (ServiceCore, Inbox, any Paging) -> any OnCallService,
+        heartbeats makeHeartbeats: (ServiceCore, Teams, Publishing, Inbox) -> any HeartbeatService
     ) {
         let core = ServiceCore(
             credentialsStamp: { storage.credentialsStamp() }, config: config, clock: clock, metrics: metrics, logger: logger, secrets: secrets)
@@ -57,9 +62,9 @@ public final class NotificationService: ServicePart {
         self.teams = teams
         inbox = Inbox(core: core, storage: storage, paging: paging, teams: teams, outbound: outbound)
         publishing = Publishing(core: core, storage: storage, inbox: inbox)
-        heartbeats = Heartbeats(core: core, storage: storage, teams: teams, publishing: publishing, inbox: inbox)
+        heartbeats = makeHeartbeats(core, teams, publishing, inbox)
         admin = Administration(core: core, storage: storage)
-        onCall = OnCall(core: core, inbox: inbox, paging: paging, outbound: outbound, storage: storage)
+        onCall = makeOnCall(core, inbox, paging)
         maintenance = Maintenance(core: core, storage: storage)
         actions = Actions(core: core, storage: storage, inbox: inbox, outbound: outbound)
         let ntfyUpstream = NtfyUpstream(core: core, storage: storage, inbox: inbox, outbound: outbound)

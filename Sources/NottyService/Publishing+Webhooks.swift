@@ -54,8 +54,8 @@ extension Publishing {
     }
 
     /// A webhook and the app it publishes as, with its secret and Alertmanager URL opened.
-    struct Hook: Sendable {
-        let subscription: SubscriptionRecord
+    package struct Hook: Sendable {
+        package let subscription: SubscriptionRecord
         let app: AppRecord
         let secret: OpenedHook.Secret
         let alertmanagerURL: String?
@@ -118,7 +118,8 @@ extension Publishing {
     }
 
     /// A parsed notification as a publish, within the service's limits (`400` when not).
-    func publishInput(_ item: WebhookNotification, index: Int, count: Int, userId: String, hostName: String, now: Date) throws -> PublishInput {
+    package func publishInput(_ item: WebhookNotification, index: Int, count: Int, userId: String, hostName: String, now: Date) throws -> PublishInput
+    {
         let what = count > 1 ? "notification \(index + 1) of \(count): " : ""
         let limits = config.limits
         let id = item.appNotificationId ?? "hook-\(Identifiers.timeOrdered())"

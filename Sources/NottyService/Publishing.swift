@@ -64,7 +64,7 @@ public final class Publishing: ServicePart {
 
     /// The team whose feed `userId` is, by name (its account row is named `team/NAME`); nil for
     /// a user. Looked up once a team: a team's name never changes.
-    func teamName(ofFeed userId: String) async throws -> String? {
+    package func teamName(ofFeed userId: String) async throws -> String? {
         guard FeedOwner(id: userId).isTeam else { return nil }
         if let known = teamNames.withLock({ $0[userId] }) { return known }
         guard let owner = try await db({ try await storage.user(id: userId) }) else { return nil }

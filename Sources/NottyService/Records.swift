@@ -70,7 +70,7 @@ public struct TokenRecord: Sendable, Equatable {
 public struct SubscriptionRecord: Sendable, Equatable {
     /// The expiry of what lives until it is revoked (a webhook's URL, an ntfy topic): the tools
     /// they are pasted into do not renew them.
-    static let never = Date(timeIntervalSince1970: 253_402_300_799)  // 9999-12-31T23:59:59Z
+    package static let never = Date(timeIntervalSince1970: 253_402_300_799)  // 9999-12-31T23:59:59Z
 
     /// What a row is (PROTOCOL.md §15): one table holds six kinds, told apart by their columns here
     /// alone, so that no rule reads `platform` or `targetHostName` on its own.

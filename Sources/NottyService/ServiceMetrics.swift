@@ -5,7 +5,7 @@ import Synchronization
 /// The service's Prometheus metrics (`GET /metrics`).
 public final class ServiceMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
-    let publishes: Counter
+    package let publishes: Counter
     let mutations: Counter
     package let doorbellFrames: Counter
     package let doorbellConnections: Gauge

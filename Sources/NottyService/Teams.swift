@@ -95,7 +95,7 @@ public final class Teams: ServicePart {
     // MARK: - Reading and refusing
 
     /// The team and the user's role in it; `404` when there is no such team or the user is not in it.
-    func membership(name: String, userId: String) async throws -> (Team, TeamRole) {
+    package func membership(name: String, userId: String) async throws -> (Team, TeamRole) {
         let account = try await db { try await storage.user(id: userId) }
         guard let team = try await db({ try await storage.team(name: name) }), let account, let role = team.role(of: account.userName) else {
             throw ServiceError.notFound("no team named \(name) that you are in (notty team --list shows yours)")

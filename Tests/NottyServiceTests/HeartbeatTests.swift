@@ -24,7 +24,7 @@ extension World {
 
     /// Runs the announcing job (the service's own runs beside it, every 250 ms) until the user's
     /// heartbeat notification is new since `after` (active, not dismissed); it, or nil after 10 s.
-    func announced(_ client: any TestClientProtocol, by heartbeats: Heartbeats, after: Date? = nil) async throws -> UserNotification? {
+    func announced(_ client: any TestClientProtocol, by heartbeats: any HeartbeatService, after: Date? = nil) async throws -> UserNotification? {
         var found: UserNotification?
         _ = try await eventually(timeout: .seconds(10), every: .milliseconds(50)) {
             _ = try await heartbeats.announceOverdue()
