@@ -41,6 +41,10 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // What the service keeps, as its storages read and write it: users, apps, tokens,
+        // subscriptions, stored notifications and the change feed's pages, held publishes,
+        // escalation's tracks, deliveries and what each target was sent.
+        .target(name: "NottyRecords", dependencies: ["NottyCore", "NottySecrets"]),
         // The service's domain: auth and accounts, publishing, feeds, admin, maintenance, teams,
         // on call and contacts, actions, the storage protocols and the merge
         // rules they apply, ntfy/Gotify topics, the doorbell hub; what it asks of paging and Web
@@ -49,6 +53,7 @@ let package = Package(
         .target(
             name: "NottyService",
             dependencies: [
+                "NottyRecords",
                 "NottyCore",
                 "NottySecrets",
                 "NottyWebhooks",
@@ -62,13 +67,16 @@ let package = Package(
         // storage protocols (its `Paging`), the way the storage backends are.
         .target(
             name: "NottyPaging",
-            dependencies: ["NottyCore", "NottyService", "NottySecrets", "NottyPOSIX", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "NottyRecords", "NottyCore", "NottyService", "NottySecrets", "NottyPOSIX", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // Web Push (§14) at work: the browsers' subscriptions pushed what changes, encrypted
         // (RFC 8291) and signed (VAPID), over the service's storage protocols (its `WebPush`).
         .target(
             name: "NottyWebPush",
             dependencies: [
+                "NottyRecords",
                 "NottyCore", "NottyService", "NottySecrets", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -77,30 +85,32 @@ let package = Package(
         // service's storage protocols (its `OnCallService`).
         .target(
             name: "NottyOnCall",
-            dependencies: ["NottyCore", "NottyService", "NottySecrets"]
+            dependencies: ["NottyRecords", "NottyCore", "NottyService", "NottySecrets"]
         ),
-        // Heartbeats (§16.3) at work: a user's or a team's, their pings, Opsgenie's Heartbeat API,
-        // and the job that announces what is overdue (the service's `HeartbeatService`).
+        // The incident doors and heartbeats (§16) at work: PagerDuty's Events API and Opsgenie's
+        // Alert API on a hook's key; a user's or a team's heartbeats, their pings, Opsgenie's
+        // Heartbeat API, and the job that announces what is overdue (the service's `HeartbeatService`).
         .target(
-            name: "NottyHeartbeats",
-            dependencies: ["NottyCore", "NottyService", "NottySecrets", "NottyWebhooks"]
+            name: "NottyIncidents",
+            dependencies: ["NottyRecords", "NottyCore", "NottyService", "NottySecrets", "NottyWebhooks"]
         ),
         // The service as `notty serve` runs it: `NotificationService` composed with paging's,
         // Web Push's, on call's and heartbeats' engines.
         .target(
             name: "NottyComposition",
             dependencies: [
-                "NottyService", "NottySecrets", "NottyPaging", "NottyWebPush", "NottyOnCall", "NottyHeartbeats",
+                "NottyService", "NottySecrets", "NottyPaging", "NottyWebPush", "NottyOnCall", "NottyIncidents",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // What both of the service's storages share: a notification as its row's columns, the
         // mutation rule over rows, the group-commit queue.
-        .target(name: "NottyStorageSupport", dependencies: ["NottyCore", "NottyService", "NottySecrets"]),
+        .target(name: "NottyStorageSupport", dependencies: ["NottyRecords", "NottyCore", "NottyService", "NottySecrets"]),
         // The service's storage on SQLite (GRDB): one writer thread, group commit, migrations.
         .target(
             name: "NottyServiceSQLite",
             dependencies: [
+                "NottyRecords",
                 "NottyCore", "NottyService", "NottySecrets", "NottyStorageSupport", "NottySQLite", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -108,6 +118,7 @@ let package = Package(
         .target(
             name: "NottyServicePostgres",
             dependencies: [
+                "NottyRecords",
                 "NottyCore", "NottyService", "NottySecrets", "NottyStorageSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -118,10 +129,12 @@ let package = Package(
         .target(
             name: "NottyHTTP",
             dependencies: [
+                "NottyRecords",
                 "NottyCore",
                 "NottyPOSIX",
                 "NottyWebhooks",
                 "NottyService",
+                "NottyIncidents",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -234,6 +247,7 @@ let package = Package(
         .executableTarget(
             name: "notty-server",
             dependencies: [
+                "NottyRecords",
                 "NottyCore",
                 "NottySecrets",
                 "NottyCommandLine",
@@ -257,6 +271,7 @@ let package = Package(
         .executableTarget(
             name: "notty-bench",
             dependencies: [
+                "NottyRecords",
                 "CPOSIX",  // `tui` drives the center through a pseudo-terminal
                 "NottyCenter",  // `frames` runs the center's own parts
                 "NottyCore",
@@ -322,6 +337,7 @@ let package = Package(
         .testTarget(
             name: "NottySyncTests",
             dependencies: [
+                "NottyRecords",
                 "NottyCore", "NottyStore", "NottySync", "NottyService", "NottyComposition", "NottyServiceSQLite", "NottyTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
@@ -329,6 +345,7 @@ let package = Package(
         .testTarget(
             name: "NottyServiceTests",
             dependencies: [
+                "NottyRecords",
                 "NottyCore",
                 "NottySecrets",
                 "NottyService",

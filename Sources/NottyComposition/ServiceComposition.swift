@@ -1,5 +1,5 @@
 import Logging
-import NottyHeartbeats
+import NottyIncidents
 import NottyOnCall
 import NottyPaging
 import NottySecrets

@@ -5,6 +5,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NottyCore
+import NottyRecords
 import NottyService
 import NottyWebhooks
 

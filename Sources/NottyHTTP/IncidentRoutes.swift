@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NottyCore
+import NottyIncidents
 import NottyService
 import NottyWebhooks
 

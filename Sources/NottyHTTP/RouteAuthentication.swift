@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NottyCore
+import NottyRecords
 import NottyService
 
 // Who calls a route: the authentication middleware of each audience (``Routes/Audience``)

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyRecords
 import NottyService
 import Synchronization
 

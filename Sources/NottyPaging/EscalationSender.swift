@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import NottyPOSIX
+import NottyRecords
 import NottySecrets
 import NottyService
 

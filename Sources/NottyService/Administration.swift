@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NottyCore
 import NottyPOSIX
+import NottyRecords
 import NottySecrets
 import Synchronization
 

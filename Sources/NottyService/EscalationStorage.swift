@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyRecords
 
 /// The user's escalation rules (PROTOCOL.md §11).
 public protocol EscalationRuleStorage: Sendable {

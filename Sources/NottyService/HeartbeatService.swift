@@ -4,7 +4,7 @@ import NottyWebhooks
 
 /// Heartbeats (PROTOCOL.md §16.3) as the routes and the background jobs ask them: a user's or a
 /// team's heartbeats, their pings, Opsgenie's Heartbeat API on a hook's key, and the job that
-/// announces what is overdue. Its engine is `NottyHeartbeats`' `Heartbeats`.
+/// announces what is overdue. Its engine is `NottyIncidents`' `Heartbeats`.
 public protocol HeartbeatService: Sendable {
     /// The job that announces what is overdue (one look over the due times a tick).
     var jobs: [BackgroundJob] { get }

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyRecords
 
 /// PROTOCOL.md §1's rules as pure functions, shared by every storage backend.
 public enum NotificationRules {

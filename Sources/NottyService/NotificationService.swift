@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NottyCore
+import NottyRecords
 import NottySecrets
 import Synchronization
 
@@ -10,7 +11,7 @@ import Synchronization
 /// §2.3; a team's subscriptions), `admin` (§2.4: users, apps, lockouts, accounts), `maintenance`
 /// (expiry, history), `paging` (§11, §13.2: its engine is `NottyPaging`'s), `actions` (§12),
 /// `teams` (§13.1), `onCall` (§13.2: rotations, overrides, calendars, contacts; its engine is
-/// `NottyOnCall`'s), `heartbeats` (§16.3: its engine is `NottyHeartbeats`'), `ntfyUpstream`
+/// `NottyOnCall`'s), `heartbeats` (§16.3: its engine is `NottyIncidents`'), `ntfyUpstream`
 /// (§12) and `webPush` (§14: its engine is `NottyWebPush`'s). `NottyComposition`'s
 /// `NotificationService.init(storage:…)` composes the service with both engines.
 /// Routes translate requests into calls on them; errors are ``ServiceError``s that say what
@@ -28,7 +29,7 @@ public final class NotificationService: ServicePart {
     public let teams: Teams
     /// Rotations, overrides, calendars and contacts (its engine is `NottyOnCall`'s).
     public let onCall: any OnCallService
-    /// Heartbeats and their pings (its engine is `NottyHeartbeats`').
+    /// Heartbeats and their pings (its engine is `NottyIncidents`').
     public let heartbeats: any HeartbeatService
     /// Sends ntfy's poll requests to `--ntfy-upstream` (nil without it).
     public let ntfyUpstream: NtfyUpstream?

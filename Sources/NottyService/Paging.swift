@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyRecords
 import Synchronization
 
 /// Paging (PROTOCOL.md §11 escalation, §13.2 on call) as the rest of the service sees it. The

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NottyCore
+import NottyRecords
 import NottySecrets
 import NottyWebhooks
 
@@ -36,7 +37,7 @@ extension Publishing {
 
     /// The webhook whose URL token is `token`, and its app: `404` when there is none, it was
     /// revoked, or the token is an ntfy topic (a device's, PROTOCOL.md §8.2: `403`).
-    func hook(token: String) async throws -> Hook {
+    package func hook(token: String) async throws -> Hook {
         core.forgetCredentialsIfRevokedElsewhere()
         let hash = Secrets.tokenHash(token)
         let opened = try await inbox.openedHook(hash: hash)
@@ -56,18 +57,18 @@ extension Publishing {
     /// A webhook and the app it publishes as, with its secret and Alertmanager URL opened.
     package struct Hook: Sendable {
         package let subscription: SubscriptionRecord
-        let app: AppRecord
+        package let app: AppRecord
         let secret: OpenedHook.Secret
         let alertmanagerURL: String?
         /// Its user is disabled: it still publishes (their notifications are kept, PROTOCOL.md
         /// §15), but reads and changes nothing through an incident door (§16).
-        var ownerDisabled = false
+        package var ownerDisabled = false
     }
 
     /// Publishes what a request to a hook became, in one transaction, within the app's rate
     /// and the service's limits (every notification is checked before anything is written: one
     /// bad alert refuses the request). Returns the notifications published, in order.
-    func publish(_ parsed: [WebhookNotification], as hook: Hook) async throws -> [UserNotification] {
+    package func publish(_ parsed: [WebhookNotification], as hook: Hook) async throws -> [UserNotification] {
         guard !parsed.isEmpty else { return [] }
         let now = clock.nowMillis()
         try takeRate(of: hook.app, count: parsed.count, now: now)

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NottyCore
+import NottyRecords
 import Synchronization
 
 /// Publishing (PROTOCOL.md §2.2): the Graph route's publish and delete, and (in extensions) webhooks,
@@ -8,11 +9,11 @@ import Synchronization
 public final class Publishing: ServicePart {
     package let core: ServiceCore
     /// The storage this part uses: its concerns alone.
-    let storage: any PublishingStorage
+    package let storage: any PublishingStorage
     /// Team names by the id of their feed (``teamName(ofFeed:)``).
     let teamNames = Mutex<[String: String]>([:])
     /// Where an app's clear or delete (ntfy's) is applied, as a device's change is.
-    let inbox: Inbox
+    package let inbox: Inbox
 
     init(core: ServiceCore, storage: any PublishingStorage, inbox: Inbox) {
         self.core = core
@@ -56,7 +57,7 @@ public final class Publishing: ServicePart {
 
     /// Takes `count` of `app`'s publish rate (every door's publishes and changes count), or
     /// refuses with `429` and when to try again.
-    func takeRate(of app: AppRecord, count: Int = 1, now: Date) throws {
+    package func takeRate(of app: AppRecord, count: Int = 1, now: Date) throws {
         guard let wait = core.limiter.take(app.clientId, count: count, now: now) else { return }
         metrics.rateLimited.increment()
         throw ServiceError.tooManyRequests(retryAfter: wait)

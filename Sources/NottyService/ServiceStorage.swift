@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyRecords
 import NottySecrets
 
 // Each method of these protocols is one transaction: it happens entirely or not at all.

@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyRecords
 
 /// Teams (PROTOCOL.md §13.1): the administrator makes and removes them (`notty admin team`);
 /// their owners add and remove members (`notty team`, `/v1/teams/{name}/members`).

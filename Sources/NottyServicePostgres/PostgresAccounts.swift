@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NottyCore
+import NottyRecords
 import NottySecrets
 import NottyService
 import PostgresNIO

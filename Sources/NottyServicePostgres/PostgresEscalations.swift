@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NottyCore
+import NottyRecords
 import NottyService
 import PostgresNIO
 

@@ -1,4 +1,5 @@
 import Foundation
+import NottyRecords
 import NottyService
 import NottyStorageSupport
 import PostgresNIO

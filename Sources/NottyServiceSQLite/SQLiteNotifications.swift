@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NottyCore
+import NottyRecords
 import NottyService
 import NottyStorageSupport
 

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NottyCore
+import NottyRecords
 import NottyService
 
 /// The service's SQLite schema: migrations are never edited once shipped; a change is a new

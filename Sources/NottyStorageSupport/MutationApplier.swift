@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyRecords
 import NottyService
 
 /// Bookkeeping shared by the writes of one transaction: positions in the change order.

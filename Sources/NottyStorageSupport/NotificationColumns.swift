@@ -1,5 +1,6 @@
 import Foundation
 import NottyCore
+import NottyRecords
 import NottyService
 
 /// A stored notification as the columns of a `notifications` row, the same in every backend:

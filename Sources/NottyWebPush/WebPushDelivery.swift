@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NottyCore
+import NottyRecords
 import NottySecrets
 import NottyService
 import Synchronization

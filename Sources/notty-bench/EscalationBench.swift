@@ -3,6 +3,7 @@ import Hummingbird
 import NIOCore
 import NottyCore
 import NottyPOSIX
+import NottyRecords
 import NottyService
 import NottyTestSupport
 

@@ -8,6 +8,7 @@ import NIOFoundationCompat
 import NIOHTTP1
 import NottyCore
 import NottyPOSIX
+import NottyRecords
 import NottySecrets
 import NottyService
 import NottyServicePostgres

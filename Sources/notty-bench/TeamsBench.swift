@@ -5,6 +5,7 @@ import HummingbirdWSClient
 import Logging
 import NIOCore
 import NottyCore
+import NottyRecords
 import NottySecrets
 import NottyService
 import NottyTestSupport

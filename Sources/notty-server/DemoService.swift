@@ -7,6 +7,7 @@ import NottyComposition
 import NottyCore
 import NottyHTTP
 import NottyOutbound
+import NottyRecords
 import NottyService
 import NottyServicePostgres
 import NottyServiceSQLite

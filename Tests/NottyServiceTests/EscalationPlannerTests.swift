@@ -1,6 +1,7 @@
 import Foundation
 import NottyCore
 import NottyPaging
+import NottyRecords
 import NottyService
 import Testing
 

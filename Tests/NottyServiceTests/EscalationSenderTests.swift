@@ -3,6 +3,7 @@ import NottyCore
 import Testing
 
 @testable import NottyPaging
+@testable import NottyRecords
 @testable import NottyService
 
 /// What each target is sent (PROTOCOL.md §11), built without sending.

@@ -8,6 +8,7 @@ import Synchronization
 import Testing
 
 @testable import NottyHTTP
+@testable import NottyRecords
 @testable import NottyService
 @testable import NottyServicePostgres
 @testable import NottyServiceSQLite

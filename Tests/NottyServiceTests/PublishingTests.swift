@@ -5,6 +5,7 @@ import NottyTestSupport
 import Testing
 
 @testable import NottyHTTP
+@testable import NottyRecords
 @testable import NottyService
 @testable import NottyServicePostgres
 @testable import NottyServiceSQLite

@@ -4,6 +4,7 @@ import NottyCore
 import NottyTestSupport
 import Testing
 
+@testable import NottyRecords
 @testable import NottySecrets
 @testable import NottyService
 @testable import NottyServiceSQLite

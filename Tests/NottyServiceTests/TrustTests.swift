@@ -11,6 +11,7 @@ import Testing
 
 @testable import NottyHTTP
 @testable import NottyPaging
+@testable import NottyRecords
 @testable import NottySecrets
 @testable import NottyService
 @testable import NottyWebPush

@@ -1,6 +1,7 @@
 import Foundation
 import NottyComposition
 import NottyCore
+import NottyRecords
 import NottyService
 import NottyServiceSQLite
 import NottyStore

@@ -1,5 +1,7 @@
 import Foundation
 import NottyCore
+import NottyRecords
+import NottyService
 import NottyWebhooks
 
 // MARK: - Incident doors (PROTOCOL.md §16)

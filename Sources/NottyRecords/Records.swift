@@ -112,7 +112,7 @@ public struct SubscriptionRecord: Sendable, Equatable {
             }
         }
 
-        var noun: String {
+        package var noun: String {
             switch self {
             case .signedIn: "devices and browsers"
             case .apps: "app subscriptions and hooks"
@@ -141,7 +141,7 @@ public struct SubscriptionRecord: Sendable, Equatable {
     public var calendarTeamId: String? { kind == .calendar ? deviceId : nil }
 
     /// The one a re-registration renews (the same device, for the same app): counted once.
-    var countedAs: String { kind == .calendar ? "calendar|\(id)" : "\(kind.limited.rawValue)|\(deviceId)|\(targetHostName ?? "")" }
+    package var countedAs: String { kind == .calendar ? "calendar|\(id)" : "\(kind.limited.rawValue)|\(deviceId)|\(targetHostName ?? "")" }
 
     public var id: String
     public var userId: String
