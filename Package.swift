@@ -209,14 +209,14 @@ let package = Package(
         // handlers that run one clean-up first, or a stream for a clean quit). CPOSIX declares
         // the glibc calls Swift's Glibc module leaves out (malloc_trim, getauxval, the pty calls).
         .systemLibrary(name: "CPOSIX"),
-        .target(name: "NottyPOSIX", dependencies: ["CPOSIX"]),
+        .target(name: "NottyPOSIX", dependencies: ["CPOSIX", "NottyCore"]),
         // The terminal UI as a pure core: state, events, update, render to a grid of cells.
         .target(name: "NottyTUI", dependencies: ["NottyCore"]),
         // The only code that calls ncurses: paints a Screen, reads keys, restores the terminal.
         // Linked by name, not through pkg-config: its -D flags are ones SwiftPM drops with a
         // warning, and shim.h defines what they would.
         .systemLibrary(name: "CNcursesw", providers: [.apt(["libncurses-dev"])]),
-        .target(name: "NottyTerminal", dependencies: ["CNcursesw", "NottyTUI", "NottyPOSIX"]),
+        .target(name: "NottyTerminal", dependencies: ["CNcursesw", "NottyCore", "NottyTUI", "NottyPOSIX"]),
         // The notification center: its loop and its store access (windows, counts, the search
         // index), reading ahead while idle, opening links, giving memory back.
         .target(name: "NottyCenter", dependencies: ["CPOSIX", "NottyCore", "NottyPOSIX", "NottyStore", "NottySync", "NottyTUI", "NottyTerminal"]),

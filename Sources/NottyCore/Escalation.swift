@@ -174,11 +174,17 @@ extension EscalationRule {
     public init(body: Data, commands: [String: String]?, id: String, now: Date, team: (name: String, members: Set<String>)? = nil)
         throws(ValidationError)
     {
-        let fields = try JSONFields(body: body)
+        try self.init(request: EscalationRuleRequest(body: body), commands: commands, id: id, now: now, team: team)
+    }
+
+    /// A rule from its request's fields, checked as ``init(body:commands:id:now:team:)`` says.
+    public init(
+        request: EscalationRuleRequest, commands: [String: String]?, id: String, now: Date, team: (name: String, members: Set<String>)? = nil
+    ) throws(ValidationError) {
         // A team's first step may page at once (`--after 0s`); a user's own rule waits 5 s at least.
-        let after = try Self.duration(fields, "after", required: true, minimum: team == nil ? EscalationRule.minimumSeconds : 0)!
-        let repeatSeconds = try Self.duration(fields, "repeat", required: false)
-        let items = try fields.array("targets", required: true)!
+        let after = try Self.within(request.afterSeconds, "after", minimum: team == nil ? EscalationRule.minimumSeconds : 0)
+        let repeatSeconds = try request.repeatSeconds.map { (seconds) throws(ValidationError) in try Self.within(seconds, "repeat") }
+        let items = request.targets
         guard !items.isEmpty else {
             throw ValidationError(
                 "targets is empty: give at least one target (ntfy:URL, webhook:URL or command:NAME\(team == nil ? "" : "; oncall, team or user:NAME"))"
@@ -188,10 +194,7 @@ extension EscalationRule {
             throw ValidationError("targets has \(items.count) entries: a rule sends to at most \(EscalationRule.maxTargets)")
         }
         var targets: [String] = []
-        for (index, item) in items.enumerated() {
-            guard case .string(let text) = item else {
-                throw ValidationError("targets[\(index)] must be a string such as ntfy:https://ntfy.sh/my-alerts")
-            }
+        for text in items {
             if let paging = PagingTarget(text) {
                 guard let team else {
                     throw ValidationError(
@@ -208,23 +211,60 @@ extension EscalationRule {
             if let commands { try target.requireKnown(commands: commands) }
             targets.append(target.description)
         }
-        let priority = try fields.string("priority", max: 8)?.lowercased() ?? "high"
+        let priority = request.priority
         guard priority == "high" || priority == "all" else { throw ValidationError("priority must be high or all") }
-        let app = try fields.string("app", max: 256)
-        let group = try fields.string("group", max: 256)
-        let name = try fields.string("name", max: 64) ?? "rule-" + id.suffix(6)
+        let name = request.name ?? "rule-" + id.suffix(6)
         guard !name.contains(where: { $0.isWhitespace || $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) else {
             throw ValidationError("name must be one word (no spaces or control characters)")
         }
         self.init(
             id: id, name: name, afterSeconds: after, repeatSeconds: repeatSeconds, targets: targets, priority: priority,
-            app: app, group: group, createdDateTime: now)
+            app: request.app, group: request.group, createdDateTime: now)
     }
 
-    /// A duration member: whole seconds, or text such as `10m`; within the rules' limits.
-    private static func duration(_ fields: JSONFields, _ key: String, required: Bool, minimum: Int = EscalationRule.minimumSeconds)
-        throws(ValidationError) -> Int?
-    {
+    /// `seconds` of the member `key` when within the rules' limits.
+    private static func within(_ seconds: Int, _ key: String, minimum: Int = EscalationRule.minimumSeconds) throws(ValidationError) -> Int {
+        guard seconds >= minimum, seconds <= EscalationRule.maximumSeconds else {
+            throw ValidationError("\(key) must be from \(minimum)s to \(DurationText.words(EscalationRule.maximumSeconds))")
+        }
+        return seconds
+    }
+}
+
+/// The body of `POST /v1/me/escalations` (and of a team's step): each field of the right type,
+/// as given; ``EscalationRule/init(request:commands:id:now:team:)`` checks them against the rules.
+public struct EscalationRuleRequest: Sendable, Equatable {
+    public var name: String?
+    public var afterSeconds: Int
+    public var repeatSeconds: Int?
+    /// As written: `ntfy:URL`, `webhook:URL`, `command:NAME`; for a team, `oncall`, `team`, `user:NAME`.
+    public var targets: [String]
+    /// Lowercased; `high` when not given.
+    public var priority: String
+    public var app: String?
+    public var group: String?
+
+    public init(body: Data) throws(ValidationError) {
+        let fields = try JSONFields(body: body)
+        afterSeconds = try Self.duration(fields, "after", required: true)!
+        repeatSeconds = try Self.duration(fields, "repeat", required: false)
+        let items = try fields.array("targets", required: true)!
+        var targets: [String] = []
+        for (index, item) in items.enumerated() {
+            guard case .string(let text) = item else {
+                throw ValidationError("targets[\(index)] must be a string such as ntfy:https://ntfy.sh/my-alerts")
+            }
+            targets.append(text)
+        }
+        self.targets = targets
+        priority = try fields.string("priority", max: 8)?.lowercased() ?? "high"
+        app = try fields.string("app", max: 256)
+        group = try fields.string("group", max: 256)
+        name = try fields.string("name", max: 64)
+    }
+
+    /// A duration member: whole seconds, or text such as `10m` (the rule checks its limits).
+    private static func duration(_ fields: JSONFields, _ key: String, required: Bool) throws(ValidationError) -> Int? {
         let seconds: Int
         switch fields.any(key) {
         case nil, .null?:
@@ -242,9 +282,6 @@ extension EscalationRule {
             seconds = parsed
         default:
             throw ValidationError("\(key) must be whole seconds or a duration such as 10m")
-        }
-        guard seconds >= minimum, seconds <= EscalationRule.maximumSeconds else {
-            throw ValidationError("\(key) must be from \(minimum)s to \(DurationText.words(EscalationRule.maximumSeconds))")
         }
         return seconds
     }

@@ -73,9 +73,9 @@ extension Routes {
             Route(method: .post, path: "/v1/teams/:name/escalations", audience: .user) { request, context in
                 var request = request
                 let body = try await request.jsonBody(limit: self.limit)
+                let rule = try ServiceError.decoding { () throws(ValidationError) in try EscalationRuleRequest(body: body) }
                 return try JSONResponse.make(
-                    try await self.service.inbox.addTeamEscalationRule(
-                        team: context.pathParameter("name"), userId: context.requireUser(), body: body),
+                    try await self.service.inbox.addTeamEscalationRule(team: context.pathParameter("name"), userId: context.requireUser(), rule),
                     status: .created)
             },
             Route(method: .delete, path: "/v1/teams/:name/escalations/:id", audience: .user) { _, context in

@@ -126,8 +126,8 @@ public struct Routes: Sendable {
             Route(method: .post, path: "/v1/me/escalations", audience: .user) { request, context in
                 var request = request
                 let body = try await request.jsonBody(limit: self.limit)
-                return try JSONResponse.make(
-                    try await self.service.inbox.addEscalationRule(userId: context.requireUser(), body: body), status: .created)
+                let rule = try ServiceError.decoding { () throws(ValidationError) in try EscalationRuleRequest(body: body) }
+                return try JSONResponse.make(try await self.service.inbox.addEscalationRule(userId: context.requireUser(), rule), status: .created)
             },
             Route(method: .post, path: "/v1/me/escalations/:id/test", audience: .user) { _, context in
                 let outcomes = try await self.service.inbox.testEscalationRule(userId: context.requireUser(), id: context.pathParameter("id"))

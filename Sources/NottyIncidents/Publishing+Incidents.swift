@@ -41,18 +41,11 @@ extension Publishing {
     /// The hook an incident door's key names. These doors carry one key and nothing else, so a
     /// hook with a secret is not reachable through them (as with Gotify's).
     func incidentHook(token: String, door: String) async throws -> Hook {
-        let hook: Hook
-        do {
-            hook = try await self.hook(token: token)
-        } catch let error as ServiceError where error.kind == .notFound || error.kind == .forbidden {
-            throw ServiceError.badRequest(
-                "no notty webhook has this key: make one with notty subscribe --app HOST --webhook (its token is the key), or check for a typo")
-        }
-        if hook.subscription.webhookSecret != nil {
-            throw ServiceError.badRequest(
-                "this webhook has a secret, which \(door) cannot send: make a webhook without --secret for it")
-        }
-        return hook
+        try await hookWithoutSecret(
+            token: token,
+            unknown: .badRequest(
+                "no notty webhook has this key: make one with notty subscribe --app HOST --webhook (its token is the key), or check for a typo"),
+            secret: .badRequest("this webhook has a secret, which \(door) cannot send: make a webhook without --secret for it"))
     }
 
     /// Acknowledges (Read) or resolves (Dismissed) the hook's active alert `alertId` on every

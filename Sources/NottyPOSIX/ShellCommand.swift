@@ -1,4 +1,5 @@
 import Foundation
+import NottyCore
 import Synchronization
 
 /// One run of a command line a person configured (escalation's `command:` targets, `notty
@@ -69,8 +70,7 @@ public enum ShellCommand {
         }
         try? errorFile.close()  // the child has its own copy
         let pid = process.pid
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) {
             guard process.isRunning else { return }
             stopped.store(true, ordering: .releasing)
             process.signal(SIGTERM, group: true)  // its process group: sh and what it runs

@@ -47,17 +47,17 @@ extension Inbox {
     /// `10m`). A name the user already has is `400`, as is a target the service does not know (a
     /// command its administrator did not name), naming the commands there are, and one the
     /// outbound policy refuses by its literal address.
-    public func addEscalationRule(userId: String, body: Data) async throws -> EscalationRule {
-        try await addRule(ownerId: userId, body: body, team: nil)
+    public func addEscalationRule(userId: String, _ request: EscalationRuleRequest) async throws -> EscalationRule {
+        try await addRule(ownerId: userId, request, team: nil)
     }
 
     /// A rule of `ownerId`'s (a user, or a team's feed for its policy).
-    func addRule(ownerId userId: String, body: Data, team: Team?) async throws -> EscalationRule {
+    func addRule(ownerId userId: String, _ request: EscalationRuleRequest, team: Team?) async throws -> EscalationRule {
         let now = clock.nowMillis()
         let rule: EscalationRule
         do throws(ValidationError) {
             rule = try EscalationRule(
-                body: body, commands: config.escalationCommands, id: Identifiers.timeOrdered(now: now), now: now,
+                request: request, commands: config.escalationCommands, id: Identifiers.timeOrdered(now: now), now: now,
                 team: team.map { ($0.name, Set($0.members.map(\.user))) })
         } catch {
             throw ServiceError.badRequest(error.message)
@@ -121,10 +121,10 @@ extension Inbox {
     }
 
     /// `POST /v1/teams/{name}/escalations` (owners): a step of the team's policy.
-    public func addTeamEscalationRule(team name: String, userId: String, body: Data) async throws -> EscalationRule {
+    public func addTeamEscalationRule(team name: String, userId: String, _ request: EscalationRuleRequest) async throws -> EscalationRule {
         let (team, role) = try await teams.membership(name: name, userId: userId)
         guard role == .owner else { throw ServiceError.forbidden("only the owners of \(team.name) change its escalation policy") }
-        return try await addRule(ownerId: team.id, body: body, team: team)
+        return try await addRule(ownerId: team.id, request, team: team)
     }
 
     /// `DELETE /v1/teams/{name}/escalations/{id}` (owners).

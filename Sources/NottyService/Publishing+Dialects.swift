@@ -50,16 +50,10 @@ extension Publishing {
     public func gotifyPublish(token: String?, _ request: WebhookRequest) async throws -> GotifyAnswer {
         let denied = ServiceError.unauthenticated("you need to provide a valid access token: the token of a notty webhook")
         guard let token, !token.isEmpty else { throw denied }
-        let hook: Hook
-        do {
-            hook = try await self.hook(token: token)
-        } catch let error as ServiceError where error.kind == .notFound || error.kind == .forbidden {
-            throw denied
-        }
-        if hook.subscription.webhookSecret != nil {
-            throw ServiceError.unauthenticated(
-                "this webhook has a secret, which Gotify's API cannot send: publish to its hook URL with Authorization: Bearer SECRET")
-        }
+        let hook = try await hookWithoutSecret(
+            token: token, unknown: denied,
+            secret: .unauthenticated(
+                "this webhook has a secret, which Gotify's API cannot send: publish to its hook URL with Authorization: Bearer SECRET"))
         let message: GotifyMessage
         do {
             message = try Gotify.message(request)

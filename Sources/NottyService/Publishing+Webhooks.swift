@@ -35,6 +35,19 @@ extension Publishing {
         return item
     }
 
+    /// The hook of a door that cannot send a secret (Gotify's API, the incident doors): `unknown`
+    /// when no hook has this token, `secret` when its hook has a secret.
+    package func hookWithoutSecret(token: String, unknown: ServiceError, secret: ServiceError) async throws -> Hook {
+        let hook: Hook
+        do {
+            hook = try await self.hook(token: token)
+        } catch let error as ServiceError where error.kind == .notFound || error.kind == .forbidden {
+            throw unknown
+        }
+        if hook.subscription.webhookSecret != nil { throw secret }
+        return hook
+    }
+
     /// The webhook whose URL token is `token`, and its app: `404` when there is none, it was
     /// revoked, or the token is an ntfy topic (a device's, PROTOCOL.md §8.2: `403`).
     package func hook(token: String) async throws -> Hook {

@@ -1,5 +1,6 @@
 import CNcursesw
 import Foundation
+import NottyCore
 import NottyPOSIX
 import NottyTUI
 
@@ -259,8 +260,7 @@ public final class Terminal: @unchecked Sendable {
                 if let deadline {
                     let left = clock.now.duration(to: deadline)
                     if left <= .zero { return nil }
-                    let (seconds, attoseconds) = left.components
-                    slice = min(slice, max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)))
+                    slice = min(slice, max(1, Int(left.milliseconds)))
                 }
                 var descriptors = [
                     pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),

@@ -92,7 +92,7 @@ public struct PagerDutyEvent: Sendable, Equatable {
     /// The body as an object and its routing key (nil, with the error noted, when there is none).
     private static func object(_ body: Data) throws(PagerDutyRefusal) -> (JSONValue, String?) {
         guard let event = JSONParser.parse(body), case .object = event else {
-            throw PagerDutyRefusal(errors: ["the body is not a JSON object"], invalidJSON: true)
+            throw PagerDutyRefusal(errors: ["the body is not a JSON object"])
         }
         guard let key = event.text("routing_key"), !key.isEmpty else {
             throw PagerDutyRefusal(errors: ["'routing_key' is missing or blank"])
@@ -155,12 +155,9 @@ public struct PagerDutyEvent: Sendable, Equatable {
 /// Why PagerDuty's door refuses an event: PagerDuty's `400 invalid event` with each problem.
 public struct PagerDutyRefusal: Error, Sendable, Equatable {
     public var errors: [String]
-    /// The body was not JSON at all (PagerDuty says so differently).
-    public var invalidJSON = false
 
-    public init(errors: [String], invalidJSON: Bool = false) {
+    public init(errors: [String]) {
         self.errors = errors
-        self.invalidJSON = invalidJSON
     }
 
     /// The answer's body, as PagerDuty writes it.

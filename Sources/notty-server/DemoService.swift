@@ -70,7 +70,7 @@ struct DemoService: AsyncParsableCommand {
             try await service.teams.create(name: "ops", owner: "demo")
             _ = try await service.teams.setMember(team: "ops", by: user.id, body: Data(#"{"user":"priya"}"#.utf8))
             let rule = #"{"name":"pager","after":"5m","targets":["webhook:\#(target.base)/pager"]}"#
-            _ = try await service.inbox.addEscalationRule(userId: user.id, body: Data(rule.utf8))
+            _ = try await service.inbox.addEscalationRule(userId: user.id, EscalationRuleRequest(body: Data(rule.utf8)))
             // The team's nightly export, which never pings its heartbeat: a minute in, "nightly-export:
             // no ping for 1m 6s" arrives (PROTOCOL.md §16.3).
             _ = try await service.heartbeats.add(
