@@ -46,10 +46,10 @@ let package = Package(
         // escalation's tracks, deliveries and what each target was sent.
         .target(name: "NottyRecords", dependencies: ["NottyCore", "NottySecrets"]),
         // The service's domain: auth and accounts, publishing, feeds, admin, maintenance, teams,
-        // on call and contacts, actions, the storage protocols and the merge
-        // rules they apply, ntfy/Gotify topics, the doorbell hub; what it asks of paging and Web
-        // Push (their engines are modules of their own). It knows nothing of HTTP (ServiceError
-        // is mapped to a status by NottyHTTP); its storage is the backends'.
+        // actions, the storage protocols and the merge rules they apply, a user's inbox as an ntfy
+        // topic, the doorbell hub; what it asks of paging, Web Push, on call, heartbeats and the
+        // ntfy upstream (their engines are modules of their own). It knows nothing of HTTP
+        // (ServiceError is mapped to a status by NottyHTTP); its storage is the backends'.
         .target(
             name: "NottyService",
             dependencies: [
@@ -81,6 +81,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // ntfy's and Gotify's publishing APIs on a hook's token, and the ntfy upstream that wakes
+        // iPhones (the service's `NtfyUpstreaming`).
+        .target(
+            name: "NottyDialects",
+            dependencies: ["NottyCore", "NottyRecords", "NottyService", "NottySecrets", "NottyWebhooks"]
+        ),
         // On call (§13.2) at work: rotations, overrides, calendar feeds and contacts, over the
         // service's storage protocols (its `OnCallService`).
         .target(
@@ -99,7 +105,7 @@ let package = Package(
         .target(
             name: "NottyComposition",
             dependencies: [
-                "NottyService", "NottySecrets", "NottyPaging", "NottyWebPush", "NottyOnCall", "NottyIncidents",
+                "NottyService", "NottySecrets", "NottyPaging", "NottyWebPush", "NottyOnCall", "NottyIncidents", "NottyDialects",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -135,6 +141,7 @@ let package = Package(
                 "NottyWebhooks",
                 "NottyService",
                 "NottyIncidents",
+                "NottyDialects",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -345,6 +352,7 @@ let package = Package(
         .testTarget(
             name: "NottyServiceTests",
             dependencies: [
+                "NottyDialects",
                 "NottyRecords",
                 "NottyCore",
                 "NottySecrets",

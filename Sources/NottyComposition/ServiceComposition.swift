@@ -1,4 +1,5 @@
 import Logging
+import NottyDialects
 import NottyIncidents
 import NottyOnCall
 import NottyPaging
@@ -22,6 +23,7 @@ extension NotificationService {
             onCall: { core, inbox, paging in OnCall(core: core, inbox: inbox, paging: paging, outbound: outbound, storage: storage) },
             heartbeats: { core, teams, publishing, inbox in
                 Heartbeats(core: core, storage: storage, teams: teams, publishing: publishing, inbox: inbox)
-            })
+            },
+            ntfyUpstream: { core, inbox in NtfyUpstream(core: core, storage: storage, inbox: inbox, outbound: outbound) })
     }
 }

@@ -113,12 +113,10 @@ public final class DesktopBus: @unchecked Sendable {
     /// Shows a popup (replacing popup `replacing` in place when not 0); answers its id.
     public func notify(_ content: PopupContent, replacing: UInt32 = 0) async throws(Failure) -> UInt32 {
         guard running.load(ordering: .acquiring) else { throw Failure(description: "the session D-Bus went away") }
-        let result: Result<UInt32, Failure> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { [self] in
-                let result = Result(catching: { () throws(Failure) -> UInt32 in try send(notify: content, replacing: replacing) })
-                wake()  // the call may have read signals off the socket
-                continuation.resume(returning: result)
-            }
+        let result: Result<UInt32, Failure> = await onDispatch { [self] in
+            let result = Result(catching: { () throws(Failure) -> UInt32 in try send(notify: content, replacing: replacing) })
+            wake()  // the call may have read signals off the socket
+            return result
         }
         return try result.get()
     }

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOWebSocket
 import NottyCore
+import NottyDialects
 import NottyService
 import NottyWebhooks
 import Synchronization

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
+import NottyDialects
 import NottyService
 
 /// An ntfy NDJSON or SSE subscription (`GET /TOPIC/json|sse`, PROTOCOL.md §8.2) as the service serves

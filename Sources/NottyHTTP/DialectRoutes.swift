@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 import NIOCore
 import NottyCore
+import NottyDialects
 import NottyService
 import NottyWebhooks
 import ServiceLifecycle

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import NottyCore
+import NottyDialects
 import NottyRecords
 import NottyService
 import NottyWebhooks

@@ -160,7 +160,7 @@ public struct SubscriptionRecord: Sendable, Equatable {
     public var webhookSecret: Sealed?
     /// An Alertmanager webhook's Alertmanager (PROTOCOL.md §12): its firing alerts get "Silence 1h".
     public var alertmanagerURL: Sealed?
-    /// An ntfy topic's name at the ntfy upstream (``NtfyUpstream/topicHash(publicURL:topic:)``).
+    /// An ntfy topic's name at the ntfy upstream (`Inbox.upstreamTopic(publicURL:topic:)`).
     public var upstreamId: String?
 
     public init(

@@ -95,7 +95,7 @@ public final class Inbox: ServicePart {
             lastSeen: host == nil && !topic ? now : nil,  // a device registering is a device seen
             webhookHash: token.map(Secrets.tokenHash), webhookSecret: secret.map(secrets.seal),
             alertmanagerURL: alertmanager.map { secrets.seal($0.hasSuffix("/") ? String($0.dropLast()) : $0) },
-            upstreamId: topic ? config.publicURL.flatMap { url in token.map { NtfyUpstream.topicHash(publicURL: url, topic: $0) } } : nil)
+            upstreamId: topic ? config.publicURL.flatMap { url in token.map { Inbox.upstreamTopic(publicURL: url, topic: $0) } } : nil)
         try await refuseBeyondLimit(record)
         try await db { try await storage.insertSubscription(record) }
         var info = record.info
@@ -161,7 +161,7 @@ public final class Inbox: ServicePart {
     }
 
     /// The user's newest cursor as this instance knows it without asking storage (nil: not known).
-    func knownLatestCursor(userId: String) -> Int64? { core.latestCursors[userId] }
+    package func knownLatestCursor(userId: String) -> Int64? { core.latestCursors[userId] }
 
     /// The user's newest cursor (what a device that is up to date holds).
     public func latestCursor(userId: String) async throws -> Int64 {

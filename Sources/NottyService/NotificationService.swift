@@ -32,7 +32,7 @@ public final class NotificationService: ServicePart {
     /// Heartbeats and their pings (its engine is `NottyIncidents`').
     public let heartbeats: any HeartbeatService
     /// Sends ntfy's poll requests to `--ntfy-upstream` (nil without it).
-    public let ntfyUpstream: NtfyUpstream?
+    public let ntfyUpstream: (any NtfyUpstreaming)?
     /// Pushes to the users' browsers (its engine is `NottyWebPush`'s).
     public let webPush: any WebPush
 
@@ -44,12 +44,14 @@ public final class NotificationService: ServicePart {
     /// `outbound` makes the requests paging sends and actions make (nil: none are made, and
     /// they say so); `paging` makes the paging engine over the shared core, `webPush` the Web
     /// Push engine over it and the inbox, `onCall` on call over them and paging, `heartbeats` the
-    /// heartbeats over the teams, publishing and the inbox.
+    /// heartbeats over the teams, publishing and the inbox, `ntfyUpstream` the ntfy upstream's
+    /// sender over the inbox (nil without `--ntfy-upstream`).
     package init(
         storage: any ServiceStorage, config: ServiceConfig, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger,
         outbound: (any OutboundHTTP)?, secrets: SecretBox, paging makePaging: (ServiceCore) -> any Paging,
         webPush makeWebPush: (ServiceCore, Inbox) -> any WebPush, onCall makeOnCall: (ServiceCore, Inbox, any Paging) -> any OnCallService,
-        heartbeats makeHeartbeats: (ServiceCore, Teams, Publishing, Inbox) -> any HeartbeatService
+        heartbeats makeHeartbeats: (ServiceCore, Teams, Publishing, Inbox) -> any HeartbeatService,
+        ntfyUpstream makeNtfyUpstream: (ServiceCore, Inbox) -> (any NtfyUpstreaming)?
     ) {
         let core = ServiceCore(
             credentialsStamp: { storage.credentialsStamp() }, config: config, clock: clock, metrics: metrics, logger: logger, secrets: secrets)
@@ -68,7 +70,7 @@ public final class NotificationService: ServicePart {
         onCall = makeOnCall(core, inbox, paging)
         maintenance = Maintenance(core: core, storage: storage)
         actions = Actions(core: core, storage: storage, inbox: inbox, outbound: outbound)
-        let ntfyUpstream = NtfyUpstream(core: core, storage: storage, inbox: inbox, outbound: outbound)
+        let ntfyUpstream = makeNtfyUpstream(core, inbox)
         self.ntfyUpstream = ntfyUpstream
         let webPush = makeWebPush(core, inbox)
         self.webPush = webPush

@@ -10,14 +10,14 @@ import Synchronization
 ///
 /// A look-up that missed fills the entry only if nothing was removed meanwhile (``generation``),
 /// so a record read just before a revocation is never cached after it.
-final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+package final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Entry { var value: Value; var storedAt: ContinuousClock.Instant }
     private struct State { var entries: [Key: Entry] = [:]; var generation = 0 }
     private let state = Mutex(State())
     private let ttl: Duration
     private let capacity: Int
 
-    init(ttl: Duration, capacity: Int = 100_000) {
+    package init(ttl: Duration, capacity: Int = 100_000) {
         self.ttl = ttl
         self.capacity = capacity
     }
@@ -25,7 +25,7 @@ final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Changes whenever something is removed: read it before looking up what to ``set(_:_:generation:)``.
     var generation: Int { state.withLock { $0.generation } }
 
-    func get(_ key: Key) -> Value? {
+    package func get(_ key: Key) -> Value? {
         let now = ContinuousClock.now
         return state.withLock { state in
             guard let entry = state.entries[key] else { return nil }
@@ -38,7 +38,7 @@ final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Stores `value` unless something was removed since `generation` was read.
-    func set(_ key: Key, _ value: Value, generation: Int) {
+    package func set(_ key: Key, _ value: Value, generation: Int) {
         let now = ContinuousClock.now
         state.withLock { state in
             guard state.generation == generation else { return }
@@ -49,7 +49,7 @@ final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// The cached value for `key`, else what `load` reads, cached unless something was removed
     /// meanwhile (nothing found is not cached).
-    func value(_ key: Key, load: () async throws -> Value?) async rethrows -> Value? {
+    package func value(_ key: Key, load: () async throws -> Value?) async rethrows -> Value? {
         if let value = get(key) { return value }
         let generation = self.generation
         guard let value = try await load() else { return nil }
@@ -57,14 +57,14 @@ final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return value
     }
 
-    func remove(_ key: Key) {
+    package func remove(_ key: Key) {
         state.withLock { state in
             state.entries[key] = nil
             state.generation &+= 1
         }
     }
 
-    func removeAll() {
+    package func removeAll() {
         state.withLock { state in
             state.entries.removeAll(keepingCapacity: true)
             state.generation &+= 1

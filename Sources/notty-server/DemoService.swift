@@ -7,6 +7,7 @@ import NottyComposition
 import NottyCore
 import NottyHTTP
 import NottyOutbound
+import NottyPOSIX
 import NottyRecords
 import NottyService
 import NottyServicePostgres
@@ -102,14 +103,11 @@ struct DemoService: AsyncParsableCommand {
 /// Returns when standard input reaches its end: `notty demo` holds the other end of the pipe,
 /// so the kernel closes it when that process ends, even by SIGKILL.
 private func standardInputEnds() async {
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-        Thread.detachNewThread {
-            var buffer = [UInt8](repeating: 0, count: 256)
-            while true {
-                let count = read(STDIN_FILENO, &buffer, buffer.count)
-                if count == 0 || (count < 0 && errno != EINTR) { break }
-            }
-            done.resume()
+    _ = try? await offThePool {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while true {
+            let count = read(STDIN_FILENO, &buffer, buffer.count)
+            if count == 0 || (count < 0 && errno != EINTR) { break }
         }
     }
 }

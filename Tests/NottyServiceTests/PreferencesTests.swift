@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NottyCore
+import NottyDialects
 import NottyTestSupport
 import Testing
 

@@ -1,7 +1,8 @@
-import Crypto
 import Foundation
 import Logging
 import NottyCore
+import NottyRecords
+import NottyService
 import Synchronization
 
 /// Waking iPhones (PROTOCOL.md §12): the ntfy iOS app is woken only through an upstream ntfy server
@@ -12,7 +13,7 @@ import Synchronization
 ///
 /// Each instance sends for the changes it is told of; with several instances the upstream may
 /// get a poll request twice, which the phone answers by fetching one message it already has.
-public final class NtfyUpstream: ServicePart {
+public final class NtfyUpstream: NtfyUpstreaming, ServicePart {
     package let core: ServiceCore
     /// The storage this part uses: its concerns alone.
     let storage: any UpstreamStorage
@@ -32,7 +33,7 @@ public final class NtfyUpstream: ServicePart {
     static let maxInFlight = 256
     private let inFlight = Atomic<Int>(0)
 
-    init?(core: ServiceCore, storage: any UpstreamStorage, inbox: Inbox, outbound: (any OutboundHTTP)?) {
+    package init?(core: ServiceCore, storage: any UpstreamStorage, inbox: Inbox, outbound: (any OutboundHTTP)?) {
         guard let upstream = core.config.ntfyUpstream, core.config.publicURL != nil, let outbound else { return nil }
         self.core = core
         self.storage = storage
@@ -42,14 +43,9 @@ public final class NtfyUpstream: ServicePart {
         startedAt = core.clock.nowMillis().addingTimeInterval(-1)
     }
 
-    /// ntfy's name for a topic at the upstream: the SHA-256 of its URL on this service, in hex.
-    public static func topicHash(publicURL: String, topic: String) -> String {
-        SHA256.hash(data: Data((publicURL + "/" + topic).utf8)).map { String(format: "%02x", $0) }.joined()
-    }
-
     /// The storage's change handler calls this: each user's new messages are sent on, in a
     /// task of their own (a publish never waits for the upstream).
-    func changed(_ cursors: [String: Int64]) {
+    public func changed(_ cursors: [String: Int64]) {
         for userId in cursors.keys {
             let start = reading.withLock { $0.insert(userId).inserted }
             if !start {
@@ -131,6 +127,3 @@ public final class NtfyUpstream: ServicePart {
         }
     }
 }
-
-/// What ``NtfyUpstream`` asks of the storage.
-public typealias UpstreamStorage = SubscriptionStorage
