@@ -8,9 +8,10 @@ import NottyService
 import NottyWebPush
 
 extension NotificationService {
-    /// The service with its engines, paging's ``Escalation``, Web Push's ``WebPushDelivery``,
-    /// on call's ``OnCall`` and ``Heartbeats``: what `notty serve` runs. `outbound` makes the requests pages,
-    /// actions, pushes and contact tests send (nil: none are made, and they say so).
+    /// The service with its engines (paging's ``Escalation``, Web Push's ``WebPushDelivery``,
+    /// on call's ``OnCall``, ``Heartbeats`` and the ``NtfyUpstream``): what `notty serve` runs.
+    /// `outbound` makes the requests pages, actions, pushes and contact tests send (nil: none
+    /// are made, and they say so).
     public convenience init(
         storage: any ServiceStorage, config: ServiceConfig = ServiceConfig(), clock: any ServiceClock = SystemClock(),
         metrics: ServiceMetrics = ServiceMetrics(), logger: Logger = Logger(label: "notty.serve"), outbound: (any OutboundHTTP)? = nil,

@@ -12,8 +12,8 @@ import Synchronization
 /// (expiry, history), `paging` (§11, §13.2: its engine is `NottyPaging`'s), `actions` (§12),
 /// `teams` (§13.1), `onCall` (§13.2: rotations, overrides, calendars, contacts; its engine is
 /// `NottyOnCall`'s), `heartbeats` (§16.3: its engine is `NottyIncidents`'), `ntfyUpstream`
-/// (§12) and `webPush` (§14: its engine is `NottyWebPush`'s). `NottyComposition`'s
-/// `NotificationService.init(storage:…)` composes the service with both engines.
+/// (§12: its engine is `NottyDialects`') and `webPush` (§14: its engine is `NottyWebPush`'s).
+/// `NottyComposition`'s `NotificationService.init(storage:…)` composes the service with its engines.
 /// Routes translate requests into calls on them; errors are ``ServiceError``s that say what
 /// the client should do.
 public final class NotificationService: ServicePart {
