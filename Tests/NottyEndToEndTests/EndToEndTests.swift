@@ -454,12 +454,24 @@ struct EndToEndTests {
     }
 }
 
-/// An access token from `server`'s token route for `form`.
+/// An access token from `server`'s token route for `form`. A `503` (its storage did not answer
+/// in time, as a fresh PostgreSQL under a full run's load may not) is asked again for up to a
+/// minute, as a client told to retry later would; any other refusal throws with what it said.
 func token(_ server: String, _ form: [String: String]) async throws -> String {
-    let answer = try await ServiceClient.send(
-        .POST, server + "/oauth2/v2.0/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
-        body: Data(FormEncoding.encode(form).utf8))
-    return try NottyJSON.decoder.decode(TokenResponse.self, from: answer.body).access_token
+    let deadline = ContinuousClock.now + .seconds(60)
+    while true {
+        let answer = try await ServiceClient.send(
+            .POST, server + "/oauth2/v2.0/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+            body: Data(FormEncoding.encode(form).utf8))
+        if answer.status == 503 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .seconds(1))
+            continue
+        }
+        guard answer.status == 200 else {
+            throw SupportError("the token route answered \(answer.status): \(String(decoding: answer.body, as: UTF8.self))")
+        }
+        return try NottyJSON.decoder.decode(TokenResponse.self, from: answer.body).access_token
+    }
 }
 
 extension NottyCLI {
