@@ -95,7 +95,7 @@ extension Publishing {
     /// The hook whose token is the Opsgenie key `key` (`Authorization: GenieKey KEY`): `401`,
     /// as Opsgenie answers, for none, a revoked one or one with a secret.
     /// A disabled user's key still publishes (`publishing`), but reads and changes nothing.
-    package func opsgenieHook(key: String?, publishing: Bool = false) async throws -> Hook {
+    func opsgenieHook(key: String?, publishing: Bool = false) async throws -> Hook {
         guard let key, !key.isEmpty else {
             throw ServiceError.unauthenticated("Could not authenticate: send Authorization: GenieKey TOKEN, a notty webhook's token")
         }

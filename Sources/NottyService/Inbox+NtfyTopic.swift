@@ -83,3 +83,10 @@ extension Inbox {
         hub.ring([userId: latest])
     }
 }
+
+extension Inbox {
+    /// ntfy's name for a topic at the upstream: the SHA-256 of its URL on this service, in hex.
+    package static func upstreamTopic(publicURL: String, topic: String) -> String {
+        Hex.string(SHA256.hash(data: Data((publicURL + "/" + topic).utf8)))
+    }
+}

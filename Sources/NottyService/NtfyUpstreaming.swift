@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// Waking iPhones through `--ntfy-upstream` (PROTOCOL.md §12), as the service sees it: told of
@@ -11,10 +10,3 @@ public protocol NtfyUpstreaming: Sendable {
 
 /// What the ntfy upstream asks of the storage.
 public typealias UpstreamStorage = SubscriptionStorage
-
-extension Inbox {
-    /// ntfy's name for a topic at the upstream: the SHA-256 of its URL on this service, in hex.
-    package static func upstreamTopic(publicURL: String, topic: String) -> String {
-        SHA256.hash(data: Data((publicURL + "/" + topic).utf8)).map { String(format: "%02x", $0) }.joined()
-    }
-}
