@@ -58,12 +58,14 @@ extension Routes {
                     do throws(Opsgenie.Refusal) {
                         alert = try Opsgenie.alert(body)
                     } catch {
-                        return try JSONResponse.make(
-                            Opsgenie.error("Request body is not processable. Please check the errors.", errors: error.errors),
-                            status: .unprocessableContent)
+                        return try Self.opsgenieRefused(error)
                     }
-                    let requestId = try await self.service.publishing.opsgenieCreate(key: Self.genieKey(request), alert)
-                    return try JSONResponse.make(Opsgenie.accepted(requestId), status: .accepted)
+                    do {
+                        let requestId = try await self.service.publishing.opsgenieCreate(key: Self.genieKey(request), alert)
+                        return try JSONResponse.make(Opsgenie.accepted(requestId), status: .accepted)
+                    } catch let refusal as Opsgenie.Refusal {
+                        return try Self.opsgenieRefused(refusal)
+                    }
                 }),
             opsgenieListRoute,
             Route(
@@ -93,7 +95,50 @@ extension Routes {
                     method: .post, path: "/v2/alerts/:identifier/\(action.rawValue.lowercased())", audience: .webhook,
                     handle: speaking(.opsgenie) { request, context in try await self.opsgenieChange(request, context, action) }))
         }
+        for field in Opsgenie.EditField.allCases {
+            let methods: [HTTPRequest.Method] =
+                switch field {
+                case .notes: [.post]
+                case .tags, .details: [.post, .delete]
+                case .message, .description, .priority: [.put]
+                }
+            for method in methods {
+                routes.append(
+                    Route(
+                        method: method, path: "/v2/alerts/:identifier/\(field.rawValue)", audience: .webhook,
+                        handle: speaking(.opsgenie) { request, context in try await self.opsgenieEdit(request, context, field) }))
+            }
+        }
+        routes.append(opsgenieNotesRoute)
         return routes
+    }
+
+    /// An edit: its body, and for a `DELETE` the list in the query (`tags=`, `keys=`).
+    private func opsgenieEdit(_ request: Request, _ context: NottyRequestContext, _ field: Opsgenie.EditField) async throws -> Response {
+        var request = request
+        let body = try await request.rawBody(limit: service.config.maxWebhookBodyBytes)
+        let parameters = request.uri.queryParameters
+        let removing: String? =
+            request.method == .delete ? (parameters.get(field == .tags ? "tags" : "keys") ?? "") : nil
+        let edit: Opsgenie.Edit
+        do throws(Opsgenie.Refusal) {
+            edit = try Opsgenie.edit(field, body: body, removing: removing) { parameters.get($0) }
+        } catch {
+            return try Self.opsgenieRefused(error)
+        }
+        let identifier = try Publishing.OpsgenieIdentifier(context.pathParameter("identifier"), type: parameters.get("identifierType"))
+        do {
+            let requestId = try await service.publishing.opsgenieEdit(key: Self.genieKey(request), identifier, edit)
+            return try JSONResponse.make(Opsgenie.accepted(requestId), status: .accepted)
+        } catch let refusal as Opsgenie.Refusal {
+            return try Self.opsgenieRefused(refusal)
+        }
+    }
+
+    /// Opsgenie's `422` with each field's problem.
+    static func opsgenieRefused(_ refusal: Opsgenie.Refusal) throws -> Response {
+        try JSONResponse.make(
+            Opsgenie.error("Request body is not processable. Please check the errors.", errors: refusal.errors), status: .unprocessableContent)
     }
 
     /// A state request: its body's `user` (who did it) and, for a snooze, `endTime`.
@@ -109,7 +154,8 @@ extension Routes {
         }
         let identifier = try Publishing.OpsgenieIdentifier(
             context.pathParameter("identifier"), type: request.uri.queryParameters.get("identifierType"))
-        let requestId = try await service.publishing.opsgenieChange(key: Self.genieKey(request), identifier, action, user: text("user"), until: until)
+        let requestId = try await service.publishing.opsgenieChange(
+            key: Self.genieKey(request), identifier, action, user: text("user"), note: text("note"), until: until)
         return try JSONResponse.make(Opsgenie.accepted(requestId), status: .accepted)
     }
 
@@ -123,6 +169,29 @@ extension Routes {
 }
 
 extension Routes {
+    /// `GET /v2/alerts/{identifier}/notes`: the alert's notes, Opsgenie's list.
+    var opsgenieNotesRoute: Route {
+        Route(
+            method: .get, path: "/v2/alerts/:identifier/notes", audience: .webhook,
+            handle: speaking(.opsgenie) { request, context in
+                let parameters = request.uri.queryParameters
+                var limit: Int?
+                if let text = parameters.get("limit") {
+                    guard let value = Int(text) else { throw ServiceError.unprocessable("limit must be a whole number") }
+                    limit = value
+                }
+                let identifier = try Publishing.OpsgenieIdentifier(context.pathParameter("identifier"), type: parameters.get("identifierType"))
+                let page = try await self.service.publishing.opsgenieNotes(
+                    key: Self.genieKey(request), identifier, limit: limit, order: parameters.get("order"), offset: parameters.get("offset"),
+                    direction: parameters.get("direction"))
+                var answer: [String: JSONValue] = [
+                    "data": .array(page.notes), "paging": .object(page.next.map { ["next": .string($0)] } ?? [:]), "took": .number(0),
+                    "requestId": .string(UUID().uuidString.lowercased()),
+                ]
+                return try JSONResponse.make(JSONValue.object(answer), status: .ok)
+            })
+    }
+
     /// `GET /v2/alerts`: the key's alerts, Opsgenie's list.
     var opsgenieListRoute: Route {
         Route(

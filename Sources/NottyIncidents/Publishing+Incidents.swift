@@ -112,31 +112,98 @@ extension Publishing {
     /// `POST /v2/alerts`: publishes the alert (an open alias again updates it in place); answers
     /// the request's id.
     public func opsgenieCreate(key: String?, _ alert: Opsgenie.Alert) async throws -> String {
-        let hook = try await opsgenieHook(key: key, publishing: true)
+        var hook = try await opsgenieHook(key: key, publishing: true)
+        if let team = alert.team { hook = try await responderHook(team: team, of: hook) }
         var notification = alert.notification
         let alias = alert.alias ?? Identifiers.timeOrdered()
         notification.appNotificationId = alias
+        if alert.alias != nil, let open = try await openAlert(alias: alias, of: hook) {
+            // The same alert again: counted, its notes kept (those past the last 50 dropped).
+            let before = Opsgenie.Record(of: open)
+            var record = alert.record
+            record.count = before.count + 1
+            record.notes = Array((before.notes + record.notes).suffix(Opsgenie.Record.keptNotes))
+            notification.body = record.body
+            notification.rawContent = record.rawContent
+        }
         guard let published = try await publish([notification], as: hook).first else { throw ServiceError.badRequest("nothing to publish") }
         return Opsgenie.RequestRecord(action: "Create", alertId: published.id, alias: alias, processedAt: ISOTime.millis(clock.nowMillis())).requestId
     }
 
-    /// The hook's alert `identifier` names: one of its app's notifications in its feed (`404`
-    /// for anything else, another app's or user's too).
+    /// The hook's open alert with this alias (live and not closed), if any.
+    func openAlert(alias: String, of hook: Hook) async throws -> UserNotification? {
+        let now = clock.nowMillis()
+        guard let found = try? await opsgenieAlert(.alias(alias), of: hook), NotificationView.current(of: found, now: now) != .dismissed else {
+            return nil
+        }
+        return found
+    }
+
+    /// The hook's alert `identifier` names: one of its app's notifications in its feed, or in
+    /// the feed of a team its user owns (published there through `responders`); `404` for
+    /// anything else, another app's or user's too.
     func opsgenieAlert(_ identifier: OpsgenieIdentifier, of hook: Hook) async throws -> UserNotification {
         let userId = hook.subscription.userId
         let missing = ServiceError.notFound("Alert does not exist")
-        let found: UserNotification?
+        let now = clock.nowMillis()
+        let own = try await teamName(ofFeed: userId)
+        var found: UserNotification?
         switch identifier {
         case .id(let id):
             found = try await db { try await storage.notification(id: id, userId: userId) }
         case .alias(let alias):
             found = try await db { try await storage.notification(userId: userId, hostName: hook.app.hostName, appNotificationId: alias) }
+            if !(found?.isLive(at: now) ?? false) {
+                for team in try await ownedTeams(of: hook) {
+                    let there = try await db {
+                        try await storage.notification(userId: team.id, hostName: hook.app.hostName, appNotificationId: alias)
+                    }
+                    if let there, there.isLive(at: now) {
+                        found = there
+                        break
+                    }
+                }
+            }
         }
-        // The hook's own feed only: not a team's of its user's (nor its user's, for a team's hook).
-        guard let found, found.isLive(at: clock.nowMillis()), found.targetHostName.equalsIgnoringASCIICase(hook.app.hostName),
-            try await found.team == teamName(ofFeed: userId)
-        else { throw missing }
+        guard let found, found.isLive(at: now), found.targetHostName.equalsIgnoringASCIICase(hook.app.hostName) else { throw missing }
+        if found.team != own {
+            // Not the hook's feed: a team's its user owns (not one they are a plain member of).
+            guard own == nil, let team = found.team, try await ownedTeams(of: hook).contains(where: { $0.name == team }) else { throw missing }
+        }
         return found
+    }
+
+    /// The hook publishing into the feed `alert` is in (its own, or a team's its user owns).
+    func feedHook(of alert: UserNotification, _ hook: Hook) async throws -> Hook {
+        guard let team = alert.team, try await teamName(ofFeed: hook.subscription.userId) != team else { return hook }
+        guard let owned = try await ownedTeams(of: hook).first(where: { $0.name == team }) else {
+            throw ServiceError.notFound("Alert does not exist")
+        }
+        return hook.publishing(toFeed: owned.id)
+    }
+
+    /// The teams a user's hook may publish to: those its user owns (none for a team's hook,
+    /// which publishes to its own team only).
+    func ownedTeams(of hook: Hook) async throws -> [Team] {
+        let userId = hook.subscription.userId
+        guard try await teamName(ofFeed: userId) == nil, let account = try await db({ try await storage.user(id: userId) }) else { return [] }
+        return try await teams.teams(userId: userId).value.filter { $0.role(of: account.userName) == .owner }
+    }
+
+    /// The hook an alert naming `team` among its `responders` publishes through: into that
+    /// team's feed when the key may publish to it (a user's key whose user owns the team, or
+    /// the team's own key); `422` else.
+    func responderHook(team: String, of hook: Hook) async throws -> Hook {
+        let refused = Opsgenie.Refusal(errors: [
+            "responders":
+                "No team named \(team.prefix(64)) that this key may publish to: a user's key publishes to the teams its user owns, a team's key to its own team."
+        ])
+        if let own = try await teamName(ofFeed: hook.subscription.userId) {
+            guard own == team else { throw refused }
+            return hook
+        }
+        guard let owned = try await ownedTeams(of: hook).first(where: { $0.name == team }) else { throw refused }
+        return hook.publishing(toFeed: owned.id)
     }
 
     /// `GET /v2/alerts?query=&limit=&offset=&sort=&order=`: the hook's app's alerts in its
@@ -200,10 +267,11 @@ extension Publishing {
     /// `POST /v2/alerts/{identifier}/acknowledge|unacknowledge|close|snooze` and `DELETE`: the
     /// state changed on every device, as the user's own change would be (acknowledge Read,
     /// unacknowledge Unread, close Dismissed, snooze Snoozed until `endTime`, delete deleted),
-    /// the sending `user` (else "Opsgenie API") named as who did it. Answers the request's id.
-    public func opsgenieChange(key: String?, _ identifier: OpsgenieIdentifier, _ action: OpsgenieAction, user: String?, until: Date?)
-        async throws -> String
-    {
+    /// the sending `user` (else "Opsgenie API") named as who did it, its `note` added to the
+    /// alert's. Answers the request's id.
+    public func opsgenieChange(
+        key: String?, _ identifier: OpsgenieIdentifier, _ action: OpsgenieAction, user: String?, note: String? = nil, until: Date?
+    ) async throws -> String {
         let hook = try await opsgenieHook(key: key)
         let now = clock.nowMillis()
         try takeRate(of: hook.app, now: now)
@@ -219,8 +287,13 @@ extension Publishing {
             mutation = Mutation(id: alert.id, change: StateChange(userActionState: .snoozed, snoozedUntil: until))
         }
         mutation.by = ChangedBy(user: String((user?.isEmpty == false ? user! : "Opsgenie API").prefix(64)), device: nil, at: now)
-        let result = try await inbox.mutate(userId: hook.subscription.userId, [mutation])[0]
+        let result = try await inbox.mutate(userId: hook.subscription.userId, [mutation])[0]  // a team's alert: as its owner's change
         guard result.status < 300 else { throw ServiceError.notFound("Alert does not exist") }
+        if action != .delete, let note, !note.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            try await opsgenieEdit(
+                alert, of: try await feedHook(of: alert, hook),
+                Opsgenie.Edit(change: .note, user: user, note: String(note.prefix(Opsgenie.Record.maxNote))), now: now)
+        }
         return Opsgenie.RequestRecord(action: action.rawValue, alertId: alert.id, alias: alert.appNotificationId, processedAt: ISOTime.millis(now))
             .requestId
     }

@@ -53,6 +53,19 @@ public enum NotificationRules {
         return rows
     }
 
+    /// `current` with the content of `changed` (payload, priority, group, link) and nothing
+    /// else: its state, creation time and actions kept (an alert's note is not a new alert).
+    public static func edited(_ current: StoredNotification, to changed: UserNotification, now: Date, seq: Int64) -> StoredNotification {
+        var row = current
+        row.notification.payload = changed.payload
+        row.notification.priority = changed.priority
+        row.notification.groupName = changed.groupName
+        row.notification.launchUrl = changed.launchUrl
+        row.notification.lastModifiedDateTime = now
+        row.seq = seq
+        return row
+    }
+
     /// The clock a change is ordered by: the device's, clamped to the service's own.
     public static func clampedClock(_ changedAt: Int64?, now: Date) -> Int64 {
         let nowMillis = ISOTime.millis(now)

@@ -64,7 +64,7 @@ public final class NotificationService: ServicePart {
         let teams = Teams(core: core, storage: storage)
         self.teams = teams
         inbox = Inbox(core: core, storage: storage, paging: paging, teams: teams, outbound: outbound)
-        publishing = Publishing(core: core, storage: storage, inbox: inbox)
+        publishing = Publishing(core: core, storage: storage, inbox: inbox, teams: teams)
         heartbeats = makeHeartbeats(core, teams, publishing, inbox)
         admin = Administration(core: core, storage: storage)
         onCall = makeOnCall(core, inbox, paging)

@@ -76,6 +76,14 @@ extension Publishing {
         /// Its user is disabled: it still publishes (their notifications are kept, PROTOCOL.md
         /// §15), but reads and changes nothing through an incident door (§16).
         package var ownerDisabled = false
+
+        /// This hook publishing into `feed`: a team's its user owns (an Opsgenie alert's
+        /// `responders`, PROTOCOL.md §16.2).
+        package func publishing(toFeed feed: String) -> Hook {
+            var subscription = subscription
+            subscription.userId = feed
+            return Hook(subscription: subscription, app: app, secret: secret, alertmanagerURL: alertmanagerURL, ownerDisabled: ownerDisabled)
+        }
     }
 
     /// Publishes what a request to a hook became, in one transaction, within the app's rate
@@ -163,7 +171,8 @@ extension Publishing {
         }
         let request = PublishRequest(
             appNotificationId: id, groupName: item.groupName, priority: item.priority,
-            payload: NotificationPayload(rawContent: nil, visualContent: VisualContent(title: title, body: item.body)), launchUrl: item.launchUrl,
+            payload: NotificationPayload(rawContent: item.rawContent, visualContent: VisualContent(title: title, body: item.body)),
+            launchUrl: item.launchUrl,
             actions: item.actions)
         return PublishInput(
             userId: userId, hostName: hostName, request: request, expiration: expiration, now: now, resolved: item.resolved,

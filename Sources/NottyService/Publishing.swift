@@ -14,11 +14,14 @@ public final class Publishing: ServicePart {
     let teamNames = Mutex<[String: String]>([:])
     /// Where an app's clear or delete (ntfy's) is applied, as a device's change is.
     package let inbox: Inbox
+    /// Which teams a hook's user may publish to (an Opsgenie alert's `responders`, §16.2).
+    package let teams: Teams
 
-    init(core: ServiceCore, storage: any PublishingStorage, inbox: Inbox) {
+    init(core: ServiceCore, storage: any PublishingStorage, inbox: Inbox, teams: Teams) {
         self.core = core
         self.storage = storage
         self.inbox = inbox
+        self.teams = teams
     }
 
     private func subscription(for app: AppRecord, unsId: String?) async throws -> SubscriptionRecord {

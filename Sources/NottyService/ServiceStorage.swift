@@ -124,6 +124,14 @@ public protocol FeedStorage: Sendable {
     func publish(batch inputs: [PublishInput]) async throws -> [UserNotification]
     /// The active (not deleted) notification an app published with `appNotificationId`.
     func notification(userId: String, hostName: String, appNotificationId: String) async throws -> UserNotification?
+    /// Changes the content of the app's active notification `appNotificationId` to what
+    /// `change` makes of it (its payload, priority, group, link), keeping its state, in one
+    /// write no other change interleaves with; a new `seq`, so every device gets it. Nil when
+    /// there is none or `change` answers nil.
+    func edit(
+        userId: String, hostName: String, appNotificationId: String, now: Date,
+        _ change: @escaping @Sendable (UserNotification) -> UserNotification?
+    ) async throws -> UserNotification?
     /// The app-side delete; `false` when there is no such active notification.
     func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool
     /// Applies device mutations (PATCH, DELETE, batch) with idempotence by `mutationId`.

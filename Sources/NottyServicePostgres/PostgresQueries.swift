@@ -84,6 +84,20 @@ extension PostgresStorage {
         }
     }
 
+    public func edit(
+        userId: String, hostName: String, appNotificationId: String, now: Date,
+        _ change: @escaping @Sendable (UserNotification) -> UserNotification?
+    ) async throws -> UserNotification? {
+        try await groupedFeedWrite(user: userId, positions: 1) { connection, context in
+            guard let row = try await self.activeRow(connection, userId: userId, hostName: hostName, appNotificationId: appNotificationId),
+                let changed = change(row.notification)
+            else { return nil }
+            let edited = NotificationRules.edited(row, to: changed, now: now, seq: context.nextSeq(for: userId))
+            try await self.save(edited, connection)
+            return edited.notification
+        }
+    }
+
     public func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool {
         try await groupedFeedWrite(user: userId, positions: 1) { connection, context in
             guard let row = try await self.activeRow(connection, userId: userId, hostName: hostName, appNotificationId: appNotificationId) else {

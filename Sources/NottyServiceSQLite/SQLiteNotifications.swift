@@ -112,6 +112,25 @@ extension SQLiteStorage {
         }
     }
 
+    public func edit(
+        userId: String, hostName: String, appNotificationId: String, now: Date,
+        _ change: @escaping @Sendable (UserNotification) -> UserNotification?
+    ) async throws -> UserNotification? {
+        try await write { db, context in
+            guard
+                let row = try Self.fetchStored(
+                    db,
+                    sql:
+                        "SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ? AND host_name = ? AND app_notification_id = ? AND deleted = 0",
+                    [userId, hostName, appNotificationId]),
+                let changed = change(row.notification)
+            else { return nil }
+            let edited = NotificationRules.edited(row, to: changed, now: now, seq: context.nextSeq(for: userId))
+            try Self.save(edited, db)
+            return edited.notification
+        }
+    }
+
     public func deleteByApp(userId: String, hostName: String, appNotificationId: String, now: Date) async throws -> Bool {
         try await write { db, context in
             guard let row = try Self.activeRow(db, userId: userId, hostName: hostName, appNotificationId: appNotificationId) else { return false }

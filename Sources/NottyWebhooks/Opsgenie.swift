@@ -14,6 +14,10 @@ public enum Opsgenie {
     public struct Alert: Sendable, Equatable {
         /// The alias (nil: the service makes one); the same open alias again updates in place.
         public var alias: String?
+        /// The notty team its `responders` name (one at most), which it is published to.
+        public var team: String?
+        /// What it keeps beyond a notification (its count, tags, details, notes, …).
+        public var record: Record
         public var notification: WebhookNotification
     }
 
@@ -40,33 +44,53 @@ public enum Opsgenie {
                 alias = given
             }
         }
-        let priority: Priority
-        switch json.text("priority")?.uppercased() {
-        case nil, "P3": priority = .none
-        case "P1", "P2": priority = .high
-        case "P4", "P5": priority = .low
-        default:
-            priority = .none
-            errors["priority"] = "Priority should be one of [P1, P2, P3, P4, P5]."
-        }
+        let priority = json.text("priority")?.uppercased() ?? "P3"
+        if !priorities.contains(priority) { errors["priority"] = "Priority should be one of [P1, P2, P3, P4, P5]." }
         var tags: [String] = []
         switch json["tags"] {
         case nil, .null?: break
-        case .array(let items)?: tags = items.compactMap { if case .string(let tag) = $0 { tag } else { nil } }
+        case .array(let items)?: tags = items.compactMap { if case .string(let tag) = $0 { tag.trimmed() } else { nil } }.filter { !$0.isEmpty }
         default: errors["tags"] = "Tags should be a list of strings."
         }
+        var team: String?
+        switch json["responders"] {
+        case nil, .null?: break
+        case .array(let items)?:
+            // Of Opsgenie's responders, notty has teams: the others (users, schedules, escalations) are left to its own rules.
+            let teams = items.filter { $0.text("type")?.lowercased() == "team" }
+            let named = teams.compactMap { $0.text("name") ?? $0.text("id") }
+            if !items.allSatisfy({ if case .object = $0 { true } else { false } }) || named.count != teams.count {
+                errors["responders"] = "Responders should be a list of {\"type\",\"name\"} objects."
+            } else if Set(named).count > 1 {
+                errors["responders"] = "notty publishes an alert to one team: name one team among the responders."
+            }
+            team = named.first
+        default: errors["responders"] = "Responders should be a list of {\"type\",\"name\"} objects."
+        }
         guard errors.isEmpty else { throw Refusal(errors: errors) }
-        var lines: [String] = []
-        if let description = json.text("description") { lines.append(description) }
-        if let source = json.text("source") { lines.append("source: \(source)") }
-        if !tags.isEmpty { lines.append("tags: " + tags.joined(separator: ", ")) }
-        lines += Text.detailLines(json["details"])
+        // What is past notty's limits is cut, not refused: a monitoring tool's alert is never lost.
+        var record = Record()
+        record.priority = priority
+        record.description = json.text("description").map { String($0.prefix(Record.maxDescription)) }
+        record.source = json.text("source").map { String($0.prefix(256)) }
+        for tag in tags.map({ String($0.prefix(Record.maxTag)) }) where !record.tags.contains(tag) && record.tags.count < Record.maxTags {
+            record.tags.append(tag)
+        }
+        if case .object(let members)? = json["details"] {
+            var size = 0
+            for (key, value) in members.sorted(by: { $0.key < $1.key }) {
+                let text = if case .string(let text) = value { text } else { value.jsonText }
+                size += key.count + text.count
+                if size > Record.maxDetails { break }
+                record.details[key] = text
+            }
+        }
+        if let note = json.text("note") { record.add(note: String(note.prefix(Record.maxNote)), user: json.text("user"), at: Date()) }
         let entity = json.text("entity").map { String($0.prefix(256)) }
-        return Alert(
-            alias: alias,
-            notification: WebhookNotification(
-                appNotificationId: nil, title: String(message.prefix(maxMessage)), body: String(lines.joined(separator: "\n").prefix(15_000)),
-                priority: priority, groupName: entity))
+        var notification = WebhookNotification(
+            appNotificationId: nil, title: String(message.prefix(maxMessage)), body: record.body, priority: record.level, groupName: entity)
+        notification.rawContent = record.rawContent
+        return Alert(alias: alias, team: team, record: record, notification: notification)
     }
 
     /// Opsgenie's `422` for each of `keys` that is given but is not a string (what the SDKs
@@ -96,6 +120,7 @@ public enum Opsgenie {
     /// the notification's id, its alias the `appNotificationId`.
     public static func alertObject(_ n: UserNotification, now: Date, integration: String) -> JSONValue {
         let view = NotificationView.current(of: n, now: now)
+        let record = Record(of: n)
         var object: [String: JSONValue] = [
             "id": .string(n.id), "tinyId": .string(n.id), "alias": .string(n.appNotificationId),
             "message": .string(n.payload.visualContent?.title ?? n.payload.rawContent ?? ""),
@@ -103,10 +128,11 @@ public enum Opsgenie {
             "acknowledged": .bool(n.readState == .read), "isSeen": .bool(n.readState == .read),
             "snoozed": .bool(view == .snoozed),
             "lastOccurredAt": .string(ISOTime.format(n.createdDateTime)), "createdAt": .string(ISOTime.format(n.createdDateTime)),
-            "updatedAt": .string(ISOTime.format(n.lastModifiedDateTime)), "priority": .string(priority(n.priority)),
-            "owner": .string(""), "source": .string(n.targetHostName),
+            "updatedAt": .string(ISOTime.format(n.lastModifiedDateTime)), "priority": .string(record.priority),
+            "owner": .string(""), "source": .string(record.source ?? n.targetHostName), "count": .number(Double(record.count)),
+            "tags": .array(record.tags.map(JSONValue.string)), "details": .object(record.details.mapValues(JSONValue.string)),
             "integration": .object(["id": .string(integration), "name": .string("notty"), "type": .string("API")]),
-            "description": .string(n.payload.visualContent?.body ?? ""),
+            "description": .string(record.description ?? ""),
         ]
         if view == .snoozed, let until = n.snoozedUntil { object["snoozedUntil"] = .string(ISOTime.format(until)) }
         if let group = n.groupName { object["entity"] = .string(group) }
@@ -150,6 +176,14 @@ public enum Opsgenie {
                 case "Close": "Closed"
                 case "Snooze": "Snoozed"
                 case "Delete": "Deleted"
+                case "AddNote": "Added note"
+                case "AddTags": "Added tags"
+                case "RemoveTags": "Removed tags"
+                case "AddDetails": "Added details"
+                case "RemoveDetails": "Removed details"
+                case "UpdateMessage": "Updated message"
+                case "UpdateDescription": "Updated description"
+                case "UpdatePriority": "Updated priority"
                 default: action
                 }
             return .object([

@@ -110,6 +110,8 @@ public struct WebhookNotification: Sendable, Equatable {
     public var actions: [NotificationAction]?
     /// An alert's labels (Alertmanager, Grafana): what a silence of it matches.
     public var labels: [String: String]?
+    /// The sender's own data (`payload.rawContent`): an Opsgenie alert's record.
+    public var rawContent: String?
 
     public enum Expiration: Sendable, Equatable {
         case at(Date)
