@@ -172,7 +172,7 @@ struct IncidentEndToEndTests {
     }
 
     @Test(
-        "Opsgenie's own Python SDK (AlertApi, host the service's): create, the request's status, get by alias, acknowledge, close; a wrong key refused with 401"
+        "Opsgenie's own Python SDK (AlertApi, host the service's): create, the request's status, get by alias, acknowledge, notes, tags, details, priority, message and description (on both devices, still acknowledged), close; a wrong key refused with 401"
     )
     func opsgenieSDK() async throws {
         guard try await Self.opsgenieSDKInstalled() else { return }
@@ -196,7 +196,7 @@ struct IncidentEndToEndTests {
         let lines = created.output.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("Created alert ") == true && lines.first?.hasSuffix(" disk-db1") == true, "\(created.output)")
         #expect(lines.count == 3 && lines[1] == "['disk-db1']", "\(created.output)")
-        #expect(lines.last == "Disk 91% full on db1 | open False P1", "\(created.output)")
+        #expect(lines.last == "Disk 91% full on db1 | open False P2", "\(created.output)")
         let alertId = try #require(lines.first?.split(separator: " ").dropFirst(2).first.map(String.init))
         let seen = try #require(try await notifications(world.b).first { $0.id == alertId })
         #expect(seen.priority == .high && seen.appNotificationId == "disk-db1")
@@ -210,6 +210,36 @@ struct IncidentEndToEndTests {
         #expect(acknowledged.status == 0 && acknowledged.output.hasSuffix("True"), "\(acknowledged.output)")
         for device in [world.a, world.b] {
             #expect(try await eventually(timeout: .seconds(20)) { try await notifications(device).first { $0.id == alertId }?.readState == .read })
+        }
+        // Edits: on every device, the alert still acknowledged (Read).
+        let edited = try await sdk(
+            """
+            alias = dict(identifier='disk-db1', identifier_type='alias')
+            api.add_note(add_note_to_alert_payload=opsgenie_sdk.AddNoteToAlertPayload(note='rotating logs', user='ops-bot'), **alias)
+            api.add_tags(add_tags_to_alert_payload=opsgenie_sdk.AddTagsToAlertPayload(tags=['prod', 'db']), **alias)
+            api.remove_tags(tags=['disk'], **alias)
+            api.add_details(add_details_to_alert_payload=opsgenie_sdk.AddDetailsToAlertPayload(details={'mount': '/var', 'free': '9 GB'}), **alias)
+            api.remove_details(keys=['free'], **alias)
+            api.update_alert_priority(update_alert_priority_payload=opsgenie_sdk.UpdateAlertPriorityPayload(priority='P1'), **alias)
+            api.update_alert_message(update_alert_message_payload=opsgenie_sdk.UpdateAlertMessagePayload(message='Disk 97% full on db1'), **alias)
+            api.update_alert_description(
+                update_alert_description_payload=opsgenie_sdk.UpdateAlertDescriptionPayload(description='/var has 3 GB left'), **alias)
+            got = api.get_alert(**alias).data
+            print(got.message, '|', got.priority, got.tags, got.details, got.count, got.acknowledged)
+            print([note.note for note in api.list_notes(**alias).data])
+            """, key: key)
+        #expect(edited.status == 0, "\(edited.output)")
+        let editedLines = edited.output.split(separator: "\n").map(String.init)
+        #expect(
+            editedLines.first == "Disk 97% full on db1 | P1 ['prod', 'db'] {'mount': '/var'} 1 True"
+                && editedLines.last == "['rotating logs', 'on it']", "\(edited.output)")
+        for device in [world.a, world.b] {
+            #expect(
+                try await eventually(timeout: .seconds(20)) {
+                    guard let n = try await notifications(device).first(where: { $0.id == alertId }) else { return false }
+                    return n.payload.visualContent?.title == "Disk 97% full on db1" && n.readState == .read
+                        && n.payload.visualContent?.body?.contains("note (ops-bot): rotating logs") == true
+                })
         }
         let closed = try await sdk(
             "api.close_alert(identifier='disk-db1', identifier_type='alias', close_alert_payload=opsgenie_sdk.CloseAlertPayload(user='ops-bot'))",
