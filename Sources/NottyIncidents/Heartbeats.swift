@@ -173,23 +173,45 @@ public final class Heartbeats: HeartbeatService, ServicePart {
         while true {
             let now = clock.nowMillis()
             let until = ISOTime.date(millis: ISOTime.millis(now) + Self.claim)
-            let claimed = try await db { try await storage.claimOverdueHeartbeats(now: now, until: until, limit: 50) }
-            for heartbeat in claimed {
+            let claimed = try await db { try await storage.claimOverdueHeartbeats(now: now, until: until, limit: Self.batch) }
+            // Each feed's in one publish and all marked in one write: a burst costs a few
+            // transactions, not two for each heartbeat.
+            for (ownerId, heartbeats) in Dictionary(grouping: claimed, by: \.ownerId) {
                 do {
-                    try await announce(heartbeat, failed: false, now: now)
-                    // A ping came while it was published (the claim is gone): taken back.
-                    let current = try await db { try await storage.heartbeatAnnounced(id: heartbeat.id, claimedUntil: until) }
-                    if current?.alerting != true { try await takeBack(heartbeat, by: "heartbeat ping") }
-                    announced += 1
+                    try await announce(heartbeats, ownerId: ownerId, now: now, claimedUntil: until)
                 } catch {
                     // Held until the claim ends, then tried again (by any instance).
                     logger.warning(
-                        "a late heartbeat could not be announced; tried again soon",
-                        metadata: ["heartbeat": "\(heartbeat.id)", "error": "\(error)"])
+                        "late heartbeats could not be announced; tried again soon",
+                        metadata: ["heartbeats": "\(heartbeats.count)", "owner": "\(ownerId)", "error": "\(error)"])
+                    continue
                 }
+                announced += heartbeats.count
             }
-            if claimed.count < 50 { return announced }
+            if claimed.count < Self.batch { return announced }
         }
+    }
+
+    /// How many overdue heartbeats the job claims at once.
+    static let batch = 200
+
+    /// Publishes the late notifications of `heartbeats` (all of `ownerId`'s feed, claimed
+    /// until `until`) in one transaction, marks them out in another, and takes back those a
+    /// ping came for meanwhile.
+    func announce(_ heartbeats: [HeartbeatRecord], ownerId: String, now: Date, claimedUntil until: Date) async throws {
+        let team = try await publishing.teamName(ofFeed: ownerId)
+        let inputs = try heartbeats.map { heartbeat in
+            var input = try publishInput(heartbeat, failed: false, now: now)
+            input.team = team
+            return input
+        }
+        _ = try await db { try await storage.publish(batch: inputs) }
+        metrics.publishes.increment(by: Int64(inputs.count))
+        logger.notice("heartbeats are late", metadata: ["count": "\(heartbeats.count)", "names": "\(heartbeats.prefix(5).map(\.name))"])
+        let current = try await db { try await storage.heartbeatsAnnounced(ids: heartbeats.map(\.id), claimedUntil: until) }
+        let alerting = Set(current.filter(\.alerting).map(\.id))
+        // A ping came while they were published (the claim is gone): taken back.
+        for heartbeat in heartbeats where !alerting.contains(heartbeat.id) { try await takeBack(heartbeat, by: "heartbeat ping") }
     }
 
     /// A due time changed here: the job reads the earliest again at its next turn.
@@ -197,6 +219,17 @@ public final class Heartbeats: HeartbeatService, ServicePart {
 
     /// Publishes the heartbeat's notification: late (no ping for …) or failed.
     func announce(_ heartbeat: HeartbeatRecord, failed: Bool, now: Date) async throws {
+        var input = try publishInput(heartbeat, failed: failed, now: now)
+        input.team = try await publishing.teamName(ofFeed: heartbeat.ownerId)
+        _ = try await db { try await storage.publish(batch: [input]) }
+        metrics.publishes.increment()
+        logger.notice(
+            failed ? "a heartbeat reported a failure" : "a heartbeat is late",
+            metadata: ["heartbeat": "\(heartbeat.id)", "name": "\(heartbeat.name)"])
+    }
+
+    /// The heartbeat's notification (late: no ping for …; or failed) as a publish to its feed.
+    func publishInput(_ heartbeat: HeartbeatRecord, failed: Bool, now: Date) throws -> PublishInput {
         let since = heartbeat.lastPing ?? heartbeat.created
         let title =
             failed
@@ -208,13 +241,7 @@ public final class Heartbeats: HeartbeatService, ServicePart {
             ?? "expected every \(DurationText.words(heartbeat.every)) (grace \(DurationText.words(heartbeat.grace))); \(failed ? "the job said it failed" : last)"
         let item = WebhookNotification(
             appNotificationId: heartbeat.appNotificationId, title: title, body: body, priority: heartbeat.priority, groupName: "heartbeats")
-        var input = try publishing.publishInput(item, index: 0, count: 1, userId: heartbeat.ownerId, hostName: Heartbeat.hostName, now: now)
-        input.team = try await publishing.teamName(ofFeed: heartbeat.ownerId)
-        _ = try await db { try await storage.publish(batch: [input]) }
-        metrics.publishes.increment()
-        logger.notice(
-            failed ? "a heartbeat reported a failure" : "a heartbeat is late",
-            metadata: ["heartbeat": "\(heartbeat.id)", "name": "\(heartbeat.name)"])
+        return try publishing.publishInput(item, index: 0, count: 1, userId: heartbeat.ownerId, hostName: Heartbeat.hostName, now: now)
     }
 
     /// Dismisses the heartbeat's notification on every device, as its user's change would

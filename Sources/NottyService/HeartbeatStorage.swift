@@ -30,9 +30,10 @@ public protocol HeartbeatStorage: Sendable {
     /// and which no instance holds past `now`: each held until `until` (returned with it).
     /// Two instances never claim one heartbeat at once.
     func claimOverdueHeartbeats(now: Date, until: Date, limit: Int) async throws -> [HeartbeatRecord]
-    /// Its late notification was published under the claim held until `claimedUntil`: marked
-    /// out, unless a ping came first (the claim is gone). The record as it is now (nil: gone).
-    func heartbeatAnnounced(id: String, claimedUntil: Date) async throws -> HeartbeatRecord?
+    /// Their late notifications were published under the claim held until `claimedUntil`:
+    /// each marked out, unless a ping came first (its claim is gone), in one transaction. The
+    /// records as they are now (one that is gone is left out).
+    func heartbeatsAnnounced(ids: [String], claimedUntil: Date) async throws -> [HeartbeatRecord]
 }
 
 public enum HeartbeatInsertOutcome: Sendable, Equatable {

@@ -118,12 +118,13 @@ extension PostgresStorage {
         }
     }
 
-    public func heartbeatAnnounced(id: String, claimedUntil: Date) async throws -> HeartbeatRecord? {
-        try await transaction { connection in
+    public func heartbeatsAnnounced(ids: [String], claimedUntil: Date) async throws -> [HeartbeatRecord] {
+        guard !ids.isEmpty else { return [] }
+        return try await transaction { connection in
             try await connection.exec(
-                "UPDATE heartbeats SET alerting = true, claimed_until = NULL WHERE id = \(id) AND claimed_until = \(ISOTime.millis(claimedUntil))",
+                "UPDATE heartbeats SET alerting = true, claimed_until = NULL WHERE id = ANY(\(ids)) AND claimed_until = \(ISOTime.millis(claimedUntil))",
                 logger: self.logger)
-            return try await Self.heartbeatRows(connection, "WHERE id = \(id)", logger: self.logger).first
+            return try await Self.heartbeatRows(connection, "WHERE id = ANY(\(ids))", logger: self.logger)
         }
     }
 

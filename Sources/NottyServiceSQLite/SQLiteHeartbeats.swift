@@ -132,12 +132,14 @@ extension SQLiteStorage {
         }
     }
 
-    public func heartbeatAnnounced(id: String, claimedUntil: Date) async throws -> HeartbeatRecord? {
-        try await write { db, _ in
+    public func heartbeatsAnnounced(ids: [String], claimedUntil: Date) async throws -> [HeartbeatRecord] {
+        guard !ids.isEmpty else { return [] }
+        return try await write { db, _ in
+            let marks = databaseQuestionMarks(count: ids.count)
             try db.execute(
-                sql: "UPDATE heartbeats SET alerting = 1, claimed_until = NULL WHERE id = ? AND claimed_until = ?",
-                arguments: [id, ISOTime.millis(claimedUntil)])
-            return try Self.heartbeatRows(db, "WHERE id = ?", [id]).first
+                sql: "UPDATE heartbeats SET alerting = 1, claimed_until = NULL WHERE id IN (\(marks)) AND claimed_until = ?",
+                arguments: StatementArguments(ids) + StatementArguments([ISOTime.millis(claimedUntil)]))
+            return try Self.heartbeatRows(db, "WHERE id IN (\(marks))", StatementArguments(ids))
         }
     }
 
