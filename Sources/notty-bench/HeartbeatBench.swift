@@ -10,7 +10,9 @@ import NottyTestSupport
 /// - the lateness: each late notification's `createdDateTime` against its due time;
 /// - the service's idle CPU with 10,000 heartbeats waiting against none (the job's look every
 ///   250 ms reads the due index, not the heartbeats);
-/// - pings of the late ones (each dismisses its notification everywhere), 16 at once.
+/// - pings of the late ones (each dismisses its notification everywhere), 16 at once;
+/// - steady: as many again, a tenth of them due each second for 10 s: lateness and CPU a
+///   heartbeat, then the same beside the publish route, whose rate is measured alone before.
 struct HeartbeatBench {
     let service: ServiceBench
 
@@ -27,10 +29,11 @@ struct HeartbeatBench {
         }
         let baseline = try await idleCPU()
 
-        let storage = try await service.openStorage()
+        var storage = try await service.openStorage()
         guard let alice = try await storage.user(name: "alice") else { throw SupportError("no user alice") }
-        func write(_ range: Range<Int>, due: @escaping @Sendable () -> Date) async throws -> [String] {
+        func write(_ range: Range<Int>, name: String = "job", due: @escaping @Sendable (Int) -> Date) async throws -> [String] {
             let now = Date()
+            let storage = storage
             return try await withThrowingTaskGroup(of: [String].self) { group in
                 for lane in 0..<32 {
                     group.addTask {
@@ -38,8 +41,9 @@ struct HeartbeatBench {
                         for n in range where n % 32 == lane {
                             let token = Secrets.newToken()
                             let record = HeartbeatRecord(
-                                id: "hb-bench-\(n)", ownerId: alice.id, name: "job-\(n)", tokenHash: Secrets.tokenHash(token), every: 3600, grace: 0,
-                                priority: .low, message: nil, createdBy: alice.id, created: now, due: due())
+                                id: "hb-bench-\(name)-\(n)", ownerId: alice.id, name: "\(name)-\(n)", tokenHash: Secrets.tokenHash(token),
+                                every: 3600,
+                                grace: 0, priority: .low, message: nil, createdBy: alice.id, created: now, due: due(n))
                             guard try await storage.insertHeartbeat(record, limit: .max) == .added else {
                                 throw SupportError("heartbeat \(n) not added")
                             }
@@ -51,12 +55,12 @@ struct HeartbeatBench {
                 return try await group.reduce(into: []) { $0 += $1 }
             }
         }
-        _ = try await write(burst..<total) { Date().addingTimeInterval(3600) }
+        _ = try await write(burst..<total) { _ in Date().addingTimeInterval(3600) }
         // Due 12 s on, as the API's shortest `every` (10 s) would have them: the service's job
         // looks at the earliest due time every 5 s at the most, and learns of these (written
         // beside it, as another instance would) before they are due.
         let dueAt = ISOTime.truncated(Date().addingTimeInterval(12))
-        let lateTokens = try await write(0..<burst) { dueAt }
+        let lateTokens = try await write(0..<burst) { _ in dueAt }
         try await storage.close()
 
         // Every late one published: lateness against the due time.
@@ -104,5 +108,49 @@ struct HeartbeatBench {
             String(
                 format: "%d pings of late heartbeats (each dismisses its notification), 16 at once: %.0f/s (%d not 200)", burst,
                 Double(burst) / elapsed, failures))
+
+        // Steady: `total` more heartbeats, a tenth of them due each second for 10 s, alone and
+        // then beside the publish route (measured alone just before).
+        func steady(_ name: String, load: Bool) async throws -> (lateness: [Double], cpu: Double, publish: HTTPLoad.Result?) {
+            storage = try await service.openStorage()
+            let start = ISOTime.truncated(Date().addingTimeInterval(14))
+            _ = try await write(0..<total, name: name) { n in start.addingTimeInterval(Double(n % 10)) }
+            try await storage.close()
+            try await Task.sleep(for: .seconds(max(0, start.timeIntervalSinceNow - 0.5)))
+            let before = cpuSeconds(pid: pid), began = Date()
+            let publish = load ? try await service.throughput(seconds: 10, tag: "hb-\(name)-") : nil
+            var lateness: [Double] = []
+            let deadline = Date().addingTimeInterval(120)
+            while lateness.count < total, Date() < deadline {
+                let (status, text) = try await service.request(
+                    .GET, "/v1/me/notifications/changes?since=\(cursor)&limit=5000", token: service.userToken)
+                guard status == 200 else { throw SupportError("changes answered \(status)") }
+                let page = try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8))
+                for change in page.changes where change.targetHostName == Heartbeat.hostName {
+                    // "NAME-N: no ping for …": due at start + N % 10 seconds.
+                    guard let title = change.payload.visualContent?.title, title.hasPrefix(name + "-"),
+                        let n = Int(title.dropFirst(name.count + 1).prefix { $0.isNumber })
+                    else { continue }
+                    lateness.append(change.createdDateTime.timeIntervalSince(start.addingTimeInterval(Double(n % 10))) * 1000)
+                }
+                cursor = page.cursor
+                if lateness.count < total && !page.hasMore { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            guard lateness.count == total else { throw SupportError("\(lateness.count) of \(total) steady heartbeats announced in 2 minutes") }
+            let cpu = cpuSeconds(pid: pid) - before - baseline / 100 * Date().timeIntervalSince(began)
+            return (lateness, cpu, publish)
+        }
+        let alone = try await steady("steady", load: false)
+        print(
+            "\(total) heartbeats, \(total / 10) due each second for 10 s: lateness \(summary(alone.lateness)); notty-server CPU "
+                + String(format: "%.0f µs a heartbeat (over idle)", alone.cpu / Double(total) * 1e6))
+        let publishAlone = try await service.throughput(seconds: 10, tag: "hb-alone-")
+        let beside = try await steady("beside", load: true)
+        let publishBeside = beside.publish?.rate ?? 0
+        print(
+            "the same beside the publish route (64 clients): lateness \(summary(beside.lateness)); "
+                + String(
+                    format: "publishes %.0f/s beside, %.0f/s alone (%.0f%%)", publishBeside, publishAlone.rate,
+                    100 * publishBeside / max(1, publishAlone.rate)))
     }
 }
