@@ -21,6 +21,9 @@ public struct Interruptions: Sendable, Equatable {
         public var until: Date?
         /// When a maintenance window starts (nil: it holds now).
         public var from: Date? = nil
+        /// A team's mute (its owners' window, PROTOCOL.md §16.4): it holds that team's
+        /// notifications only. Nil: the user's own, for everything they get.
+        public var team: String? = nil
     }
 
     /// When the quiet period ends; nil: not quiet.
@@ -72,18 +75,18 @@ public struct Interruptions: Sendable, Equatable {
                 strict = strict || value["strict"] == .bool(true)
             } else if entry.key == Self.scheduleKey {
                 schedule = QuietSchedule(entry.value)
-            } else if let target = Self.target(of: entry.key) {
+            } else if let (target, team) = Self.muted(by: entry.key) {
                 if let until, until <= now { continue }
                 let from: Date? = if case .string(let text)? = value["from"] { ISOTime.parse(text) } else { nil }
                 if let from, from > now {
-                    scheduled.append(Mute(target: target, until: until, from: from))
+                    scheduled.append(Mute(target: target, until: until, from: from, team: team))
                 } else {
-                    mutes.append(Mute(target: target, until: until))
+                    mutes.append(Mute(target: target, until: until, team: team))
                 }
             }
         }
-        mutes.sort { Self.key($0.target) < Self.key($1.target) }
-        scheduled.sort { ($0.from ?? now, Self.key($0.target)) < ($1.from ?? now, Self.key($1.target)) }
+        mutes.sort { ($0.team ?? "", Self.key($0.target)) < ($1.team ?? "", Self.key($1.target)) }
+        scheduled.sort { ($0.from ?? now, $0.team ?? "", Self.key($0.target)) < ($1.from ?? now, $1.team ?? "", Self.key($1.target)) }
         if let schedule, let end = schedule.end(containing: now), end > skip ?? .distantPast {
             if end > quietUntil ?? .distantPast { quietUntil = end }
             strict = strict || schedule.strict
@@ -104,12 +107,48 @@ public struct Interruptions: Sendable, Equatable {
         return nil
     }
 
+    /// A team's mutes reach its members as `team.<TEAM>.mute.app.<host>` and
+    /// `team.<TEAM>.mute.group.<name>` (PROTOCOL.md §16.4).
+    public static let teamPrefix = "team."
+
+    /// A team's mute key as its members see it.
+    public static func key(_ target: Target, team: String) -> String { teamPrefix + team + "." + key(target) }
+
+    /// What a mute key mutes, and for which team's notifications (nil: all).
+    static func muted(by key: String) -> (Target, team: String?)? {
+        guard key.hasPrefix(teamPrefix) else { return target(of: key).map { ($0, nil) } }
+        let rest = key.dropFirst(teamPrefix.count)
+        guard let mark = rest.range(of: ".mute."), mark.lowerBound > rest.startIndex,
+            let target = target(of: String(rest[rest.index(after: mark.lowerBound)...]))
+        else { return nil }
+        return (target, String(rest[..<mark.lowerBound]))
+    }
+
+    /// Whether `key` is one a team may have: a mute of an app or a group (not a team's, nor quiet).
+    public static func muted(team key: String) -> Bool { target(of: key) != nil }
+
+    /// Whether `value` is a mute's: `{"until": ISO time or null}`, with an optional `"from"`.
+    public static func isMuteValue(_ value: JSONValue) -> Bool {
+        guard case .object(let object) = value, Set(object.keys).isSubset(of: ["until", "from"]) else { return false }
+        switch object["until"] {
+        case .null?, nil: break
+        case .string(let text)?: if ISOTime.parse(text) == nil { return false }
+        default: return false
+        }
+        switch object["from"] {
+        case nil: return true
+        case .string(let text)?: return ISOTime.parse(text) != nil
+        default: return false
+        }
+    }
+
     public var isQuiet: Bool { quietUntil != nil }
 
-    /// Whether `notification` is muted (by its app or its group).
+    /// Whether `notification` is muted (by its app or its group; a team's mute only its own).
     public func isMuted(_ notification: UserNotification) -> Bool {
         mutes.contains { mute in
-            switch mute.target {
+            if let team = mute.team, notification.team != team { return false }
+            return switch mute.target {
             case .app(let host): notification.targetHostName.equalsIgnoringASCIICase(host)
             case .group(let name): notification.groupName == name
             }

@@ -120,6 +120,17 @@ public struct Routes: Sendable {
                 let body = try await request.jsonBody(limit: self.limit)
                 return try JSONResponse.make(try await self.service.inbox.setPreferences(userId: context.requireUser(), body: body))
             },
+            // §16.4 a team's mutes and maintenance windows
+            Route(method: .get, path: "/v1/teams/:name/preferences", audience: .user) { _, context in
+                try JSONResponse.make(
+                    try await self.service.inbox.teamPreferences(team: context.pathParameter("name"), userId: context.requireUser()))
+            },
+            Route(method: .patch, path: "/v1/teams/:name/preferences", audience: .user) { request, context in
+                var request = request
+                let body = try await request.jsonBody(limit: self.limit)
+                return try JSONResponse.make(
+                    try await self.service.inbox.setTeamPreferences(team: context.pathParameter("name"), userId: context.requireUser(), body: body))
+            },
             // §11 escalation rules
             Route(method: .get, path: "/v1/me/escalations", audience: .user) { _, context in
                 try JSONResponse.make(try await self.service.inbox.escalationRules(userId: context.requireUser()))

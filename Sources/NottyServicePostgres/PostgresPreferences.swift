@@ -11,11 +11,22 @@ extension PostgresStorage {
         try await run { connection in try await self.preferences(connection, userId: userId) }
     }
 
-    /// Every preference of the user, by key, on `connection`.
+    /// A team's preference as its members see it (PROTOCOL.md §16.4), and the rows of their
+    /// teams' (`m`, `t`, `p`).
+    static let teamKey = "'\(Interruptions.teamPrefix)' || t.name || '.' || p.key"
+    static let teamRows = "FROM team_members m JOIN teams t ON t.id = m.team_id JOIN preferences p ON p.user_id = m.team_id"
+
+    /// Every preference of the user, by key (their teams' mutes as `team.<name>.<key>`), on `connection`.
     func preferences(_ connection: PostgresConnection, userId: String) async throws -> [PreferenceEntry] {
-        try await connection.query("SELECT key, value, changed_at FROM preferences WHERE user_id = \(userId) ORDER BY key", logger: logger)
-            .collect((String, String, Int64).self)
-            .map { PreferenceRules.entry(key: $0.0, value: $0.1, changedAt: $0.2) }
+        try await connection.query(
+            """
+            SELECT key, value, changed_at FROM preferences WHERE user_id = \(userId)
+            UNION ALL SELECT \(unescaped: Self.teamKey), p.value, p.changed_at \(unescaped: Self.teamRows) WHERE m.user_id = \(userId)
+            ORDER BY 1
+            """, logger: logger
+        )
+        .collect((String, String, Int64).self)
+        .map { PreferenceRules.entry(key: $0.0, value: $0.1, changedAt: $0.2) }
     }
 
     public func setPreferences(userId: String, _ entries: [PreferenceEntry]) async throws -> [PreferenceEntry] {
@@ -49,7 +60,10 @@ extension PostgresStorage {
     ) {
         let rows = try await connection.query(
             """
-            SELECT key, value, changed_at, seq FROM preferences WHERE user_id = \(userId) AND seq > \(since) AND seq <= \(through ?? Int64.max) ORDER BY seq
+            SELECT key, value, changed_at, seq FROM preferences WHERE user_id = \(userId) AND seq > \(since) AND seq <= \(through ?? Int64.max)
+            UNION ALL SELECT \(unescaped: Self.teamKey), p.value, p.changed_at, p.seq \(unescaped: Self.teamRows)
+            WHERE m.user_id = \(userId) AND p.seq > \(since) AND p.seq <= \(through ?? Int64.max)
+            ORDER BY 4
             """, logger: logger
         ).collect((String, String, Int64, Int64).self)
         return (rows.map { PreferenceRules.entry(key: $0.0, value: $0.1, changedAt: $0.2) }, rows.last?.3)

@@ -310,7 +310,7 @@ extension PostgresStorage {
                 """
                 WITH o AS (SELECT \(userId)::text AS id UNION ALL SELECT team_id FROM team_members WHERE user_id = \(userId))
                 SELECT greatest(coalesce((SELECT max(m) FROM (SELECT (SELECT max(seq) FROM notifications n WHERE n.user_id = o.id) AS m FROM o) x), 0),
-                                coalesce((SELECT max(seq) FROM preferences WHERE user_id = \(userId)), 0),
+                                coalesce((SELECT max(seq) FROM preferences WHERE user_id IN (SELECT id FROM o)), 0),
                                 coalesce((SELECT max(purged_through) FROM users WHERE id IN (SELECT id FROM o)), 0))
                 """,
                 logger: self.logger

@@ -263,7 +263,7 @@ extension SQLiteStorage {
                     db,
                     sql: """
                         SELECT max(coalesce((SELECT max(m) FROM (SELECT (SELECT max(seq) FROM notifications n WHERE n.user_id = o.id) AS m FROM \(Self.ownerRows("?1")) o)), 0),
-                                   coalesce((SELECT max(seq) FROM preferences WHERE user_id = ?1), 0))
+                                   coalesce((SELECT max(seq) FROM preferences WHERE user_id IN \(Self.owners("?1"))), 0))
                         """, arguments: [userId]) ?? 0
             let purged = try Self.purgedThrough(db, userId: userId)
             return max(newest, purged)

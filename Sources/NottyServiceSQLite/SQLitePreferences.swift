@@ -29,21 +29,36 @@ extension SQLiteStorage {
         }
     }
 
-    /// Every preference of the user, by key.
+    /// Every preference of the user, by key, with their teams' mutes as `team.<name>.<key>`
+    /// (PROTOCOL.md §16.4).
     static func preferences(_ db: Database, userId: String) throws -> [PreferenceEntry] {
         try Row.fetchAll(
-            db.cachedStatement(sql: "SELECT key, value, changed_at FROM preferences WHERE user_id = ? ORDER BY key"), arguments: [userId]
+            db.cachedStatement(
+                sql: """
+                    SELECT key, value, changed_at FROM preferences WHERE user_id = ?1
+                    UNION ALL SELECT \(teamKey), p.value, p.changed_at \(teamRows) WHERE m.user_id = ?1
+                    ORDER BY 1
+                    """), arguments: [userId]
         )
         .map { PreferenceRules.entry(key: $0[0], value: $0[1], changedAt: $0[2]) }
     }
 
+    /// A team's preference as its members see it, and the rows of their teams' (`m`, `t`, `p`).
+    static let teamKey = "'\(Interruptions.teamPrefix)' || t.name || '.' || p.key"
+    static let teamRows = "FROM team_members m JOIN teams t ON t.id = m.team_id JOIN preferences p ON p.user_id = m.team_id"
+
     /// The preferences changed after `since` and at most at `through` (nil: all after `since`),
-    /// in the feed's order, with the newest position among them.
+    /// their teams' too, in the feed's order, with the newest position among them.
     static func preferencesChanged(_ db: Database, userId: String, since: Int64, through: Int64?) throws -> (
         entries: [PreferenceEntry], lastSeq: Int64?
     ) {
         let rows = try Row.fetchAll(
-            db.cachedStatement(sql: "SELECT key, value, changed_at, seq FROM preferences WHERE user_id = ? AND seq > ? AND seq <= ? ORDER BY seq"),
+            db.cachedStatement(
+                sql: """
+                    SELECT key, value, changed_at, seq FROM preferences WHERE user_id = ?1 AND seq > ?2 AND seq <= ?3
+                    UNION ALL SELECT \(teamKey), p.value, p.changed_at, p.seq \(teamRows) WHERE m.user_id = ?1 AND p.seq > ?2 AND p.seq <= ?3
+                    ORDER BY 4
+                    """),
             arguments: [userId, since, through ?? Int64.max])
         return (rows.map { PreferenceRules.entry(key: $0[0], value: $0[1], changedAt: $0[2]) }, rows.last.map { $0[3] as Int64 })
     }

@@ -28,3 +28,16 @@ extension ServiceClient {
         return "?team=" + pathSegment(team)
     }
 }
+
+// A team's mutes and maintenance windows (PROTOCOL.md §16.4), written by its owners.
+extension ServiceClient {
+    /// Sets one of the team's mutes (`value` a mute's, or null to lift it); answers the team's mutes then.
+    public func setTeamMute(team: String, key: String, value: JSONValue) async throws -> [PreferenceEntry] {
+        let entry = JSONValue.object([
+            "key": .string(key), "value": value, "changedAt": .number(Double(ISOTime.millis(Date()))),
+        ])
+        let body = JSONValue.object(["preferences": .array([entry])]).jsonText
+        let answer = try await send(.PATCH, "/v1/teams/\(Self.pathSegment(team))/preferences", json: Data(body.utf8))
+        return try Self.decoded(PreferenceList.self, answer, status: 200).preferences
+    }
+}

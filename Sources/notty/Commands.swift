@@ -86,7 +86,7 @@ struct Status: AsyncParsableCommand {
                     + (interruptions.mutes.isEmpty
                         ? "nothing"
                         : interruptions.mutes.map { mute in
-                            mute.target.description + (mute.until.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? "")
+                            mute.description + (mute.until.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? "")
                         }.joined(separator: ", ")))
         }
     }

@@ -89,10 +89,27 @@ struct Quiet: AsyncParsableCommand {
     }
 }
 
-/// `--app HOST` or `--group NAME`.
+/// `--app HOST` or `--group NAME`, and `--team T` for a team's.
 struct MuteTarget: ParsableArguments {
     @Option(help: ArgumentHelp("An app's host name (its notifications' targetHostName).", valueName: "host")) var app: String?
     @Option(help: ArgumentHelp("A group (groupName).", valueName: "name")) var group: String?
+    @Option(
+        help: ArgumentHelp(
+            "A team's mute instead of yours (its owners set it): that team's notifications, for every member.", valueName: "team"))
+    var team: String?
+
+    /// Writes the mute (`value` a mute's, or null to lift it): the team's through the service
+    /// at once (owners only), or the user's own through this device's outbox.
+    func write(_ target: Interruptions.Target, value: JSONValue, local: Device, now: Date) async throws {
+        if let team {
+            let (client, _, _) = try await local.session()
+            _ = try await client.setTeamMute(team: team, key: Interruptions.key(target), value: value)
+            return
+        }
+        let store = try await local.store()
+        _ = try await store.perform { try $0.setPreference(key: Interruptions.key(target), value: value, now: now) }
+        await deliverQueued(local)
+    }
 
     var target: Interruptions.Target? {
         if let app { return .app(app) }
@@ -115,7 +132,11 @@ extension Interruptions.Target {
 }
 
 extension Interruptions.Mute {
-    /// `{"app":"ci.example.com","until":…}` or `{"group":"builds","until":…}` (`mute --list --json`, `status --json`).
+    /// What it mutes, as a person says it: `app ci.example.com`, `group builds (team ops)`.
+    var description: String { target.description + (team.map { " (team \($0))" } ?? "") }
+
+    /// `{"app":"ci.example.com","until":…}` or `{"group":"builds","until":…}`, with `"team"` for a
+    /// team's (`mute --list --json`, `status --json`).
     var json: JSONValue {
         let (kind, name): (String, String) =
             switch target {
@@ -124,6 +145,7 @@ extension Interruptions.Mute {
             }
         var object: [String: JSONValue] = [kind: .string(name), "until": until.map { .string(ISOTime.format($0)) } ?? .null]
         if let from { object["from"] = .string(ISOTime.format(from)) }
+        if let team { object["team"] = .string(team) }
         return .object(object)
     }
 }
@@ -137,9 +159,12 @@ struct Mute: AsyncParsableCommand {
             notty mute --group HighCPU --for 2h        ends by itself
             notty mute --app db.example.com --from "2026-12-24 18:00" --until "2026-12-27 09:00"
                                                        a maintenance window (times here, or ISO 8601)
+            notty mute --app db.example.com --team ops --from "2026-12-24 18:00" --until "2026-12-27 09:00"
+                                                       the team's window: its notifications, for every member
             notty mute --list                          what is muted now, and windows to come
 
             One mute an app or group: a new one (or a window) replaces the one there was.
+            A team's mutes are its owners' to set; every member's devices hold them.
             """)
 
     @OptionGroup var target: MuteTarget
@@ -152,8 +177,8 @@ struct Mute: AsyncParsableCommand {
     @Flag(help: "With --list: one JSON object a line.") var json = false
 
     func validate() throws {
-        if list && (target.target != nil || duration != nil || from != nil || until != nil) {
-            throw ArgumentParser.ValidationError("--list takes no --app, --group, --for, --from or --until")
+        if list && (target.target != nil || target.team != nil || duration != nil || from != nil || until != nil) {
+            throw ArgumentParser.ValidationError("--list takes no --app, --group, --team, --for, --from or --until")
         }
         if !list && target.target == nil { throw ArgumentParser.ValidationError("give --app HOST or --group NAME (or --list)") }
         if json && !list { throw ArgumentParser.ValidationError("--json goes with --list") }
@@ -189,7 +214,7 @@ struct Mute: AsyncParsableCommand {
                         print(mute.json.jsonText)
                     } else {
                         say(
-                            mute.target.description + (mute.from.map { " from \(TimeText.clock($0, in: .current, now: now))" } ?? "")
+                            mute.description + (mute.from.map { " from \(TimeText.clock($0, in: .current, now: now))" } ?? "")
                                 + (mute.until.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? ""))
                     }
                 }
@@ -198,13 +223,11 @@ struct Mute: AsyncParsableCommand {
             guard let muted = target.target else { return }
             let (start, end) = try window(now: now)
             let until = end ?? duration.map { now.addingTimeInterval(TimeInterval($0.seconds)) }
-            _ = try await store.perform {
-                try $0.setPreference(key: Interruptions.key(muted), value: Interruptions.muteValue(until: until, from: start), now: now)
-            }
+            try await target.write(muted, value: Interruptions.muteValue(until: until, from: start), local: local, now: now)
             say(
-                "muted \(muted.description)" + (start.map { " from \(TimeText.clock($0, in: .current, now: now))" } ?? "")
+                "muted \(muted.description)" + (target.team.map { " for team \($0)" } ?? "")
+                    + (start.map { " from \(TimeText.clock($0, in: .current, now: now))" } ?? "")
                     + (until.map { " until \(TimeText.clock($0, in: .current, now: now))" } ?? ""))
-            await deliverQueued(local)
         }
     }
 }
@@ -220,12 +243,9 @@ struct Unmute: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let local = Device()
-            let store = try await local.store()
             guard let muted = target.target else { return }
-            _ = try await store.perform { try $0.setPreference(key: Interruptions.key(muted), value: .null) }
-            say("unmuted \(muted.description)")
-            await deliverQueued(local)
+            try await target.write(muted, value: .null, local: Device(), now: Date())
+            say("unmuted \(muted.description)" + (target.team.map { " for team \($0)" } ?? ""))
         }
     }
 }

@@ -58,6 +58,28 @@ struct InterruptionsTests {
         #expect(inside.mutes.map(\.target) == [.app("db.example.com")] && !inside.interrupts(db) && inside.scheduled.isEmpty)
         #expect(Interruptions(preferences: preferences, now: Self.now + 7200).interrupts(db), "over at its end")
     }
+
+    @Test("a team's window (team.T.mute.…) holds back that team's notifications only, not the member's own nor another team's")
+    func teamWindows() {
+        var ops = UserNotification.fixture(id: "1", app: "db.example.com", priority: .high)
+        ops.team = "ops"
+        var web = ops
+        web.team = "web"
+        let own = UserNotification.fixture(id: "2", app: "db.example.com", priority: .high)
+        let key = Interruptions.key(.app("db.example.com"), team: "ops")
+        #expect(key == "team.ops.mute.app.db.example.com")
+        let preferences = [Self.entry(key, Interruptions.muteValue(until: Self.now + 7200, from: Self.now + 3600))]
+        let before = Interruptions(preferences: preferences, now: Self.now)
+        #expect(before.interrupts(ops) && before.scheduled.first?.team == "ops")
+        let inside = Interruptions(preferences: preferences, now: Self.now + 3600)
+        #expect(!inside.interrupts(ops) && inside.isMuted(ops))
+        #expect(inside.interrupts(own) && inside.interrupts(web))
+        #expect(inside.mutes.map(\.team) == ["ops"])
+        // Not a mute: ignored.
+        for odd in ["team.ops.quiet", "team..mute.app.x", "team.ops.mute.other.x"] {
+            #expect(Interruptions(preferences: [Self.entry(odd, Interruptions.muteValue(until: nil))], now: Self.now).mutes.isEmpty, "\(odd)")
+        }
+    }
 }
 
 @Suite("Quiet schedules (PROTOCOL.md §9)")
