@@ -60,3 +60,8 @@ extension JSONValue {
         return JSONParser.parse(data) ?? .null
     }
 }
+
+/// Written by ``JSONWriter``: the same bytes as ``NottyJSON/encoder`` (keys sorted), without it.
+extension JSONValue: JSONWritable {
+    public func write(to writer: inout JSONWriter) { writer.value(self) }
+}

@@ -162,9 +162,11 @@ extension Routes {
     /// The key of `Authorization: GenieKey KEY`.
     static func genieKey(_ request: Request) -> String? {
         guard let header = request.headers[.authorization] else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "geniekey" else { return nil }
-        return parts[1].trimmingCharacters(in: .whitespaces)
+        // The scheme in any case, then the key without the spaces around it (compared as bytes).
+        let bytes = Array(header.utf8), scheme = Array("geniekey ".utf8)
+        guard bytes.count > scheme.count, zip(bytes, scheme).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }
+        let key = bytes[scheme.count...].drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        return String(decoding: key.reversed().drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }.reversed(), as: UTF8.self)
     }
 }
 

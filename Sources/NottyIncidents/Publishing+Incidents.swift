@@ -117,26 +117,23 @@ extension Publishing {
         var notification = alert.notification
         let alias = alert.alias ?? Identifiers.timeOrdered()
         notification.appNotificationId = alias
-        if alert.alias != nil, let open = try await openAlert(alias: alias, of: hook) {
-            // The same alert again: counted, its notes kept (those past the last 50 dropped).
-            let before = Opsgenie.Record(of: open)
-            var record = alert.record
-            record.count = before.count + 1
-            record.notes = Array((before.notes + record.notes).suffix(Opsgenie.Record.keptNotes))
-            notification.body = record.body
-            notification.rawContent = record.rawContent
+        let record = alert.record, now = clock.nowMillis()
+        // The same alert again, while it is open: counted, its notes kept (past the last 50 dropped).
+        let merge: PublishInput.Merge = { active, request in
+            guard NotificationView.current(of: active, now: now) != .dismissed else { return request }
+            let before = Opsgenie.Record(of: active)
+            var counted = record
+            counted.count = before.count + 1
+            counted.notes = Array((before.notes + record.notes).suffix(Opsgenie.Record.keptNotes))
+            var request = request
+            request.payload = NotificationPayload(
+                rawContent: counted.rawContent, visualContent: VisualContent(title: request.payload.visualContent?.title ?? "", body: counted.body))
+            return request
         }
-        guard let published = try await publish([notification], as: hook).first else { throw ServiceError.badRequest("nothing to publish") }
+        guard let published = try await publish([notification], as: hook, merge: alert.alias == nil ? nil : merge).first else {
+            throw ServiceError.badRequest("nothing to publish")
+        }
         return Opsgenie.RequestRecord(action: "Create", alertId: published.id, alias: alias, processedAt: ISOTime.millis(clock.nowMillis())).requestId
-    }
-
-    /// The hook's open alert with this alias (live and not closed), if any.
-    func openAlert(alias: String, of hook: Hook) async throws -> UserNotification? {
-        let now = clock.nowMillis()
-        guard let found = try? await opsgenieAlert(.alias(alias), of: hook), NotificationView.current(of: found, now: now) != .dismissed else {
-            return nil
-        }
-        return found
     }
 
     /// The hook's alert `identifier` names: one of its app's notifications in its feed, or in

@@ -8,7 +8,7 @@ public enum NotificationRules {
     /// made new again (Unread, NoInteraction, created now so it sorts first).
     public static func published(_ input: PublishInput, existing: StoredNotification?, newId: String, seq: Int64) -> StoredNotification {
         let nowMillis = ISOTime.millis(input.now)
-        let request = input.request
+        let request = existing.flatMap { active in input.merge.map { $0(active.notification, input.request) } } ?? input.request
         let notification = UserNotification(
             id: existing?.notification.id ?? newId,
             appNotificationId: request.appNotificationId,

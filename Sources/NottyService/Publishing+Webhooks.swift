@@ -89,7 +89,7 @@ extension Publishing {
     /// Publishes what a request to a hook became, in one transaction, within the app's rate
     /// and the service's limits (every notification is checked before anything is written: one
     /// bad alert refuses the request). Returns the notifications published, in order.
-    package func publish(_ parsed: [WebhookNotification], as hook: Hook) async throws -> [UserNotification] {
+    package func publish(_ parsed: [WebhookNotification], as hook: Hook, merge: PublishInput.Merge? = nil) async throws -> [UserNotification] {
         guard !parsed.isEmpty else { return [] }
         let now = clock.nowMillis()
         try takeRate(of: hook.app, count: parsed.count, now: now)
@@ -98,6 +98,7 @@ extension Publishing {
             var input = try publishInput(
                 item, index: index, count: parsed.count, userId: hook.subscription.userId, hostName: hook.app.hostName, now: now)
             input.team = team
+            input.merge = merge
             return input
         }
         let published = try await db { try await storage.publish(batch: inputs) }

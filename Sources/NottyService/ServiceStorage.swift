@@ -233,6 +233,12 @@ public struct PublishInput: Sendable {
     public let storedActions: String?
     /// The team whose feed `userId` is, by name (PROTOCOL.md §13.1); nil for a user's own.
     public var team: String?
+    /// What a re-publish over the app's active notification with the same id writes instead of
+    /// the request, given that one (an Opsgenie alert's count and notes, PROTOCOL.md §16.2):
+    /// made in the publish's own transaction, so two at once both count.
+    public var merge: Merge?
+
+    public typealias Merge = @Sendable (_ active: UserNotification, _ request: PublishRequest) -> PublishRequest
 
     public init(
         userId: String, hostName: String, request: PublishRequest, expiration: Date, now: Date, resolved: Bool = false,

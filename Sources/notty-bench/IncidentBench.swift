@@ -4,7 +4,8 @@ import NottyTestSupport
 
 /// The incident doors (PROTOCOL.md §16) on one real `notty serve` (SQLite): PagerDuty triggers
 /// and Opsgenie creates per second, each a new alert, beside the Graph publish route in the same
-/// run (before and after, so drift shows), with `notty-server`'s CPU per event for each.
+/// run (before and after, so drift shows), with `notty-server`'s CPU per event for each; then an
+/// alert created → a connected device has it.
 struct IncidentBench {
     let service: ServiceBench
 
@@ -65,5 +66,48 @@ struct IncidentBench {
             String(
                 format: "Opsgenie create (POST /v2/alerts, a new alias each): %.0f/s (%d non-202), %.0f%% of the publish route; CPU %.0f µs an event",
                 og.rate, og.other, 100 * og.rate / max(1, publish), ogCPU))
+
+        // An alert created → a connected device has it (rung, pulled, in the page), one after another.
+        let samples = quick ? 100 : 400
+        let shown = try await shownLatencies(count: samples) { alias in
+            (
+                "/v2/alerts", [("Authorization", "GenieKey \(routingKey)")],
+                #"{"message":"Disk full on \#(alias)","alias":"\#(alias)","priority":"P1"}"#
+            )
+        }
+        print("Opsgenie create → a connected device has it (rung, pulled, has it), \(samples) one after another: \(summary(shown))")
+        let triggered = try await shownLatencies(count: samples) { alias in ("/v2/enqueue", [], pagerDuty(alias)) }
+        print("PagerDuty trigger → a connected device has it, \(samples) one after another: \(summary(triggered))")
+    }
+
+    /// Milliseconds from each alert `request(alias)` makes (path, headers, body) to the pull of a
+    /// device rung by the doorbell whose page has it.
+    func shownLatencies(count: Int, request: (String) -> (String, [(String, String)], String)) async throws -> [Double] {
+        let (rings, device) = doorbellDevice(port: service.port, token: service.userToken)
+        defer { device.cancel() }
+        try await Task.sleep(for: .milliseconds(300))
+        var cursor = try await service.latestCursor(token: service.userToken)
+        try await Task.sleep(for: .milliseconds(300))
+        var iterator = rings.makeAsyncIterator()
+        var latencies: [Double] = []
+        for n in 0..<count {
+            let alias = "shown-\(UUID().uuidString.prefix(8))-\(n)"
+            let (path, headers, body) = request(alias)
+            let start = ContinuousClock.now
+            let (status, text) = try await service.request(.POST, path, token: "", body: body, headers: headers)
+            guard status == 202 else { throw SupportError("\(path) answered \(status): \(text)") }
+            var seen = false
+            while !seen {
+                _ = await iterator.next()
+                let (pulled, page) = try await service.request(.GET, "/v1/me/notifications/changes?since=\(cursor)", token: service.userToken)
+                guard pulled == 200, case .object(let object)? = JSONValue(jsonText: page), case .string(let next)? = object["cursor"],
+                    case .array(let changes)? = object["changes"]
+                else { throw SupportError("changes answered \(pulled)") }
+                cursor = next
+                seen = changes.contains { if case .object(let n) = $0, case .string(alias)? = n["appNotificationId"] { true } else { false } }
+            }
+            latencies.append((ContinuousClock.now - start).seconds * 1000)
+        }
+        return latencies
     }
 }

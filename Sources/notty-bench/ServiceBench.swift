@@ -186,6 +186,19 @@ final class ServiceBench: @unchecked Sendable {  // @unchecked: its tokens are s
 
     var serverRSS: Int { memory(pid: serve.process?.pid ?? 0).resident }
 
+    /// The feed's newest cursor for `token`'s user.
+    func latestCursor(token: String) async throws -> String {
+        var cursor = "0"
+        while true {
+            let (status, text) = try await request(.GET, "/v1/me/notifications/changes?since=\(cursor)&limit=5000", token: token)
+            guard status == 200, case .object(let page)? = JSONValue(jsonText: text), case .string(let next)? = page["cursor"],
+                case .bool(let more)? = page["hasMore"]
+            else { throw SupportError("changes answered \(status)") }
+            cursor = next
+            if !more { return cursor }
+        }
+    }
+
     // MARK: - Scenarios
 
     func run(quick: Bool) async throws {

@@ -119,7 +119,7 @@ struct TeamsBench {
         let (rings, device) = doorbellDevice(port: service.port, token: watcher)
         defer { device.cancel() }
         try await Task.sleep(for: .milliseconds(300))
-        var cursor = try await latestCursor(token: watcher)
+        var cursor = try await service.latestCursor(token: watcher)
         try await Task.sleep(for: .milliseconds(300))
         // Rings already sent (the publishes') are drained: only a ring after the dismiss counts.
         var iterator = rings.makeAsyncIterator()
@@ -147,19 +147,6 @@ struct TeamsBench {
             latencies.append((ContinuousClock.now - start).seconds * 1000)
         }
         return latencies
-    }
-
-    /// The feed's newest cursor for `token`'s user.
-    func latestCursor(token: String) async throws -> String {
-        var cursor = "0"
-        while true {
-            let (status, text) = try await service.request(.GET, "/v1/me/notifications/changes?since=\(cursor)&limit=5000", token: token)
-            guard status == 200, case .object(let page)? = JSONValue(jsonText: text), case .string(let next)? = page["cursor"],
-                case .bool(let more)? = page["hasMore"]
-            else { throw SupportError("changes answered \(status)") }
-            cursor = next
-            if !more { return cursor }
-        }
     }
 
     /// Carol reads 100,000 of her own; dave 50,000 of his own and 50,000 of a team's he is in.
