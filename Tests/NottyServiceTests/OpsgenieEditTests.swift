@@ -116,6 +116,27 @@ struct OpsgenieEditTests {
         }
     }
 
+    @Test("the same open alias sent 20 times at once counts 20: each count is made in its publish's own transaction", arguments: Backend.available)
+    func concurrentCount(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.router { client in
+            let alice = try await harness.world(client)
+            let key = try await alice.hookToken(client)
+            #expect(try await client.opsgenie(.post, "/v2/alerts", key: key, #"{"message":"Flapping","alias":"flap"}"#).status == .accepted)
+            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for _ in 0..<19 {
+                    group.addTask { try await client.opsgenie(.post, "/v2/alerts", key: key, #"{"message":"Flapping","alias":"flap"}"#).status }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.allSatisfy { $0 == .accepted }, "\(statuses)")
+            let shown = try await client.opsgenie(.get, "/v2/alerts/flap?identifierType=alias", key: key)
+            guard case .object(let alert)? = shown["data"] else { Issue.record("\(shown.text)"); return }
+            #expect(alert["count"] == .number(20), "\(shown.text)")
+            #expect(try await alice.all(client).count == 1)
+        }
+    }
+
     @Test(
         "edits reach only the key's own alerts: another user's key is 404, a revoked one and a disabled user's 401, and nothing changes",
         arguments: Backend.available)
