@@ -13,7 +13,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench startup [--count N] [--rounds R] [--baseline PATH]
 //   swift run -c release notty-bench webhooks [--quick]
 //   swift run -c release notty-bench incidents [--quick]
-//   swift run -c release notty-bench heartbeats [--quick]   (10,000 heartbeats, 1,000 due at once: lateness, idle CPU, pings)
+//   swift run -c release notty-bench heartbeats [--quick]   (10,000 heartbeats: 1,000 due at once, then a tenth due each second alone and beside publishes)
 //   swift run -c release notty-bench ntfy [--quick]
 //   swift run -c release notty-bench instances [--quick] [--postgres URL] [--rounds R]
 //   swift run -c release notty-bench escalation [--quick]   (10,000 pending across 1,000 users: due lag, retraction lag, CPU, publish rate)
