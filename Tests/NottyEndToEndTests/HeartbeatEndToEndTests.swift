@@ -78,4 +78,53 @@ struct HeartbeatEndToEndTests {
         let missing = try await world.a.run(["heartbeat", "remove", "nightly"])
         #expect(missing.status != 0 && missing.err.contains("no heartbeat named nightly"), "\(missing.err)")
     }
+
+    @Test(
+        "a 10 s heartbeat with 2 s grace pinged once, the service killed (SIGKILL) and restarted before it is due: announced 12 s after the ping, once, and the next ping dismisses it on B"
+    )
+    func restart() async throws {
+        let world = try await TwoDevices()
+        let made = try await world.a.run(["heartbeat", "add", "etl", "--every", "10s", "--grace", "2s"])
+        #expect(made.status == 0, "\(made.err)")
+        let url = try #require(made.out.split(separator: "\n").last.map(String.init), "\(made.out)")
+        func curl(_ target: String) async throws -> String {
+            try await Repository.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", target]).output
+        }
+        #expect(try await curl(url) == "200")
+        let info = try NottyJSON.decoder.decode(HeartbeatInfo.self, from: Data(try await world.a.run(["heartbeat", "--list", "--json"]).out.utf8))
+        let due = try #require(info.lastPingDateTime).addingTimeInterval(12)
+        #expect(info.dueDateTime == due, "due every + grace after the ping: \(info)")
+
+        // Killed with no chance to finish anything, and started again on the same port and store.
+        world.service.sigkill()
+        try await world.service.start(port: world.service.port)
+        let bearer = try await token(world.service.url, ["grant_type": "password", "username": "alice", "password": "s3cret-pw"])
+        func late() async throws -> [UserNotification] {
+            let answer = try await ServiceClient.send(
+                .GET, world.service.url + "/v1/me/notifications/changes?since=0&limit=1000", headers: [("Authorization", "Bearer \(bearer)")])
+            return try NottyJSON.decoder.decode(ChangesPage.self, from: answer.body).changes.filter { $0.targetHostName == Heartbeat.hostName }
+        }
+        var found: [UserNotification] = []
+        #expect(
+            try await eventually(timeout: .seconds(60), every: .milliseconds(100)) {
+                found = try await late()
+                return !found.isEmpty
+            })
+        let notification = try #require(found.first)
+        let lateness = notification.createdDateTime.timeIntervalSince(due)
+        print("after a restart, a heartbeat's late notification was published \(lateness) s after its due time")
+        #expect(lateness >= 0 && lateness < 10, "announced \(lateness) s after its due time (12 s after the ping)")
+        #expect(found.count == 1 && notification.payload.visualContent?.title.hasPrefix("etl: no ping for 1") == true, "\(found)")
+
+        // The next ping dismisses it on B; it was announced once (one notification, never re-published).
+        #expect(try await curl(url) == "200")
+        #expect(
+            try await eventually(timeout: .seconds(30), every: .milliseconds(100)) {
+                try await world.b.syncedNotifications().first { $0.id == notification.id }?.userActionState == .dismissed
+            })
+        let after = try await late()
+        #expect(after.count == 1 && after.first?.createdDateTime == notification.createdDateTime, "\(after)")
+        let log = (try? String(contentsOf: world.service.log, encoding: .utf8)) ?? ""
+        #expect(log.components(separatedBy: "heartbeats are late").count - 1 == 1, "announced more than once:\n\(log.suffix(2000))")
+    }
 }
