@@ -98,7 +98,7 @@ public final class Heartbeats: HeartbeatService, ServicePart {
 
     /// `owner`'s heartbeat `name` (`404` when there is none).
     func heartbeat(owner: Feed, name: String) async throws -> HeartbeatRecord {
-        guard let found = try await db({ try await storage.heartbeats(ownerId: owner.id) }).first(where: { $0.name == name }) else {
+        guard let found = try await db({ try await storage.heartbeat(ownerId: owner.id, name: name) }) else {
             throw Self.missing(name, owner)
         }
         return found

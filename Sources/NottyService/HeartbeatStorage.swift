@@ -10,6 +10,8 @@ public protocol HeartbeatStorage: Sendable {
     /// The owner's heartbeats by name.
     func heartbeats(ownerId: String) async throws -> [HeartbeatRecord]
     func heartbeat(tokenHash: String) async throws -> HeartbeatRecord?
+    /// The owner's heartbeat `name` (one indexed read: Opsgenie's pings name it).
+    func heartbeat(ownerId: String, name: String) async throws -> HeartbeatRecord?
     /// Deletes the owner's heartbeat `name`; what it was (nil: none).
     func deleteHeartbeat(ownerId: String, name: String) async throws -> HeartbeatRecord?
     /// Pauses the owner's heartbeat `name` (its notification no longer out, any claim dropped),

@@ -38,6 +38,12 @@ extension PostgresStorage {
         try await run { connection in try await Self.heartbeatRows(connection, "WHERE token_hash = \(tokenHash)", logger: self.logger).first }
     }
 
+    public func heartbeat(ownerId: String, name: String) async throws -> HeartbeatRecord? {
+        try await run { connection in
+            try await Self.heartbeatRows(connection, "WHERE owner_id = \(ownerId) AND name = \(name)", logger: self.logger).first
+        }
+    }
+
     public func deleteHeartbeat(ownerId: String, name: String) async throws -> HeartbeatRecord? {
         try await transaction { connection in
             guard let found = try await self.lockedHeartbeat(ownerId: ownerId, name: name, connection) else { return nil }

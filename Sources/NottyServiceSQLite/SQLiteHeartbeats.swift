@@ -62,6 +62,10 @@ extension SQLiteStorage {
         try await read { db in try Self.heartbeatRows(db, "WHERE token_hash = ?", [tokenHash]).first }
     }
 
+    public func heartbeat(ownerId: String, name: String) async throws -> HeartbeatRecord? {
+        try await read { db in try Self.heartbeatRows(db, "WHERE owner_id = ? AND name = ?", [ownerId, name]).first }
+    }
+
     public func deleteHeartbeat(ownerId: String, name: String) async throws -> HeartbeatRecord? {
         try await write { db, _ in
             guard let found = try Self.heartbeatRows(db, "WHERE owner_id = ? AND name = ?", [ownerId, name]).first else { return nil }
