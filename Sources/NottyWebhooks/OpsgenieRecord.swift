@@ -220,6 +220,11 @@ extension Opsgenie {
             change = .priority(priority)
         }
         if let note, note.count > Record.maxNote { errors["note"] = "Note can be at most \(Record.maxNote) characters long here." }
+        switch change {
+        case .message(let text) where text.containsNUL: errors["message"] = "Message must not contain the character U+0000 (NUL)."
+        case .description(let text) where text.containsNUL: errors["description"] = "Description must not contain the character U+0000 (NUL)."
+        default: break
+        }
         if [user, note].contains(where: { $0?.containsNUL ?? false }) || body.contains(0) {
             errors["body"] = "The request must not contain the character U+0000 (NUL)."
         }

@@ -103,6 +103,10 @@ struct OpsgenieEditTests {
                 (.put, "priority", #"{"priority":"P0"}"#, "priority"),
                 (.put, "description", "{\"description\":\"\(String(repeating: "x", count: 15_001))\"}", "description"),
                 (.post, "notes", "[1]", "body"),
+                (.put, "message", #"{"message":"a\u0000b"}"#, "message"),
+                (.put, "description", #"{"description":"a\u0000b"}"#, "description"),
+                (.post, "tags", #"{"tags":["a\u0000b"]}"#, "tags"),
+                (.post, "details", #"{"details":{"k":"a\u0000b"}}"#, "details"),
             ] {
                 let refused = try await call(method, "/v2/alerts/\(id)/\(path)", json)
                 guard refused.status == .unprocessableContent, case .object(let errors)? = refused["errors"] else {
