@@ -1,0 +1,98 @@
+import Foundation
+import NottyCore
+import NottyTestSupport
+import Testing
+
+@Suite("The search query language (PROTOCOL.md §17)")
+struct SearchQueryTests {
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)  // 2027-01-15T08:00:00Z
+
+    static func query(_ text: String) throws -> SearchQuery { try SearchQuery.parse(text) }
+
+    static func notification(
+        title: String, body: String? = nil, app: String = "ci.example.com", group: String? = nil, priority: Priority = .none
+    ) -> UserNotification {
+        UserNotification.fixture(id: "1", app: app, group: group, priority: priority, title: title, body: body, created: now)
+    }
+
+    @Test("words are each required and match the start of a word of the title, body, app or group; -word excludes")
+    func words() throws {
+        let disk = Self.notification(title: "Disk 91% full on db-primary", body: "/var has 9 GB left", group: "storage")
+        let replica = Self.notification(title: "Disk full on db-replica")
+        #expect(try Self.query("disk").matches(disk, now: Self.now) && Self.query("dis").matches(disk, now: Self.now))
+        #expect(try !Self.query("isk").matches(disk, now: Self.now), "the start of a word, not its middle")
+        #expect(try Self.query("disk prim").matches(disk, now: Self.now) && !Self.query("disk prim").matches(replica, now: Self.now))
+        #expect(try Self.query("disk -replica").matches(disk, now: Self.now) && !Self.query("disk -replica").matches(replica, now: Self.now))
+        #expect(try Self.query("var gb").matches(disk, now: Self.now), "the body's words")
+        #expect(try Self.query("example").matches(disk, now: Self.now) && Self.query("stor").matches(disk, now: Self.now), "app and group")
+        #expect(try Self.query("").isEmpty && Self.query("   ").matches(disk, now: Self.now))
+    }
+
+    @Test("case and accents fold in every script: überlast finds ÜBERLAST, koln finds Köln, ΣΥΝΑΓΕΡΜΟΣ finds συναγερμός")
+    func folding() throws {
+        #expect(try Self.query("überlast").matches(Self.notification(title: "ÜBERLAST im Rechenzentrum"), now: Self.now))
+        #expect(try Self.query("uberlast").matches(Self.notification(title: "Überlast"), now: Self.now))
+        #expect(try Self.query("koln").matches(Self.notification(title: "Backup in Köln fertig"), now: Self.now))
+        #expect(try Self.query("ΣΥΝΑΓΕΡΜΟΣ").matches(Self.notification(title: "συναγερμός: δίσκος"), now: Self.now))
+        #expect(try Self.query("ошибка").matches(Self.notification(title: "ОШИБКА сборки"), now: Self.now))
+        #expect(SearchQuery.fold("Ｃｉ") == "ci", "full-width letters too")
+    }
+
+    @Test("a quoted phrase is its words one after another; a field's value may be quoted")
+    func phrases() throws {
+        let failed = Self.notification(title: "Build failed on main", body: "log: https://ci.example.com/runs/7", group: "night builds")
+        #expect(try Self.query(#""failed on main""#).matches(failed, now: Self.now))
+        #expect(try Self.query(#""failed on ma""#).matches(failed, now: Self.now), "the last word's start")
+        #expect(try !Self.query(#""main on failed""#).matches(failed, now: Self.now))
+        #expect(try !Self.query(#"-"failed on main""#).matches(failed, now: Self.now))
+        #expect(try Self.query(#"group:"night builds""#).matches(failed, now: Self.now))
+        #expect(try !Self.query("group:night").matches(failed, now: Self.now), "a field is the whole value")
+        #expect(try Self.query(#""unclosed phrase"#).clauses == [SearchQuery.Clause(.phrase(["unclosed", "phrase"]))])
+        #expect(try Self.query(#""https://ci.example.com""#).matches(failed, now: Self.now), "a colon searched for when quoted")
+        #expect(try !Self.query(#""main log""#).matches(failed, now: Self.now), "a phrase stays within one field (the title's end, the body's start)")
+    }
+
+    @Test("fields: app, group, team, priority, is, by, after, before, has, each negatable")
+    func fields() throws {
+        var n = Self.notification(title: "Deploy", app: "CD.example.com", group: "Deploys", priority: .high)
+        n.team = "ops"
+        n.readState = .read
+        n.launchUrl = "https://cd.example.com/runs/7"
+        n.changedBy = ChangedBy(user: "Alice", device: "laptop", at: Self.now)
+        let yes = [
+            "app:cd.example.com", "group:deploys", "team:OPS", "priority:high", "is:read", "by:alice", "after:2027-01-15", "before:2027-01-16",
+            "has:link", "-has:actions", "-is:unread", "-priority:low", "deploy app:cd.example.com is:read",
+        ]
+        for text in yes { #expect(try Self.query(text).matches(n, now: Self.now), "\(text)") }
+        let no = [
+            "app:ci.example.com", "team:web", "priority:normal", "is:unread", "is:dismissed", "is:snoozed", "by:bob", "after:2027-01-16",
+            "before:2027-01-15", "has:actions", "-team:ops",
+        ]
+        for text in no { #expect(try !Self.query(text).matches(n, now: Self.now), "\(text)") }
+        n.userActionState = .snoozed
+        n.snoozedUntil = Self.now + 60
+        #expect(try Self.query("is:snoozed").matches(n, now: Self.now) && !Self.query("is:snoozed").matches(n, now: Self.now + 60))
+    }
+
+    @Test("an unknown field or a bad value is refused with words that say what to write")
+    func refusals() {
+        func message(_ text: String) -> String? {
+            do {
+                _ = try SearchQuery.parse(text)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        #expect(message("owner:bob")?.contains("no field owner: a search's fields are app: group: team:") == true, "\(message("owner:bob") ?? "")")
+        #expect(message("https://ci.example.com")?.contains(#"quote it: "https:…""#) == true)
+        #expect(message("priority:urgent") == "priority: is high, normal or low, not urgent")
+        #expect(message("is:open")?.hasPrefix("is: is unread, read, activated, dismissed, snoozed") == true)
+        #expect(message("after:yesterday") == "after: takes a day, YYYY-MM-DD, not yesterday")
+        #expect(message("before:2027-02-30")?.hasPrefix("before: takes a day") == true)
+        #expect(message("app:") == "app: needs a value, as app:VALUE")
+        #expect(message(String(repeating: "a", count: 201))?.contains("longer than 200") == true)
+        #expect(message((0..<21).map { "w\($0)" }.joined(separator: " "))?.contains("more than 20 terms") == true)
+        #expect(message("12:30 -") == nil, "not a field: digits before the colon; a lone - is nothing")
+    }
+}
