@@ -73,6 +73,7 @@ struct SQLiteSchemaTests {
         // The same for the preferences the feed reads (migration v8), and a team's (v13, v14).
         try Self.alter(path, "CREATE TABLE preferences (user_id TEXT, key TEXT, value TEXT, changed_at INTEGER, seq INTEGER)")
         try Self.alter(path, "CREATE TABLE team_members (team_id TEXT, user_id TEXT, role TEXT, since INTEGER)")
+        try Self.alter(path, "CREATE TABLE teams (id TEXT, name TEXT, created INTEGER)")  // the teams' mutes a member reads (§16.4)
         try Self.alter(path, "ALTER TABLE notifications ADD COLUMN team TEXT")
         try Self.alter(path, "ALTER TABLE notifications ADD COLUMN changed_by TEXT")
         try Self.alter(path, "ALTER TABLE users ADD COLUMN disabled INTEGER NOT NULL DEFAULT 0")  // v17, likewise
@@ -100,6 +101,7 @@ struct SQLiteSchemaTests {
         try Self.alter(path, "ALTER TABLE notifications DROP COLUMN actions")
         try Self.alter(path, "DROP TABLE preferences")
         try Self.alter(path, "DROP TABLE team_members")
+        try Self.alter(path, "DROP TABLE teams")
         try Self.alter(path, "ALTER TABLE notifications DROP COLUMN team")
         try Self.alter(path, "ALTER TABLE notifications DROP COLUMN changed_by")
         try Self.alter(path, "ALTER TABLE users DROP COLUMN disabled")
