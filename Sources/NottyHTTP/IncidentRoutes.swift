@@ -177,21 +177,24 @@ extension Routes {
             method: .get, path: "/v2/alerts/:identifier/notes", audience: .webhook,
             handle: speaking(.opsgenie) { request, context in
                 let parameters = request.uri.queryParameters
-                var limit: Int?
-                if let text = parameters.get("limit") {
-                    guard let value = Int(text) else { throw ServiceError.unprocessable("limit must be a whole number") }
-                    limit = value
-                }
+                let limit = try Self.wholeNumber(parameters.get("limit"), "limit")
                 let identifier = try Publishing.OpsgenieIdentifier(context.pathParameter("identifier"), type: parameters.get("identifierType"))
                 let page = try await self.service.publishing.opsgenieNotes(
                     key: Self.genieKey(request), identifier, limit: limit, order: parameters.get("order"), offset: parameters.get("offset"),
                     direction: parameters.get("direction"))
-                var answer: [String: JSONValue] = [
+                let answer: [String: JSONValue] = [
                     "data": .array(page.notes), "paging": .object(page.next.map { ["next": .string($0)] } ?? [:]), "took": .number(0),
                     "requestId": .string(UUID().uuidString.lowercased()),
                 ]
                 return try JSONResponse.make(JSONValue.object(answer), status: .ok)
             })
+    }
+
+    /// A query parameter `name` that is a whole number when given (`422` with words when not).
+    static func wholeNumber(_ text: String?, _ name: String) throws -> Int? {
+        guard let text else { return nil }
+        guard let value = Int(text) else { throw ServiceError.unprocessable("\(name) must be a whole number") }
+        return value
     }
 
     /// `GET /v2/alerts`: the key's alerts, Opsgenie's list.
@@ -200,13 +203,9 @@ extension Routes {
             method: .get, path: "/v2/alerts", audience: .webhook,
             handle: speaking(.opsgenie) { request, _ in
                 let parameters = request.uri.queryParameters
-                func number(_ name: String) throws -> Int? {
-                    guard let text = parameters.get(name) else { return nil }
-                    guard let value = Int(text) else { throw ServiceError.unprocessable("\(name) must be a whole number") }
-                    return value
-                }
                 let alerts = try await self.service.publishing.opsgenieList(
-                    key: Self.genieKey(request), query: parameters.get("query"), limit: number("limit"), offset: number("offset"),
+                    key: Self.genieKey(request), query: parameters.get("query"), limit: Self.wholeNumber(parameters.get("limit"), "limit"),
+                    offset: Self.wholeNumber(parameters.get("offset"), "offset"),
                     sort: parameters.get("sort"), order: parameters.get("order"))
                 return try JSONResponse.make(Opsgenie.data(.array(alerts)), status: .ok)
             })

@@ -144,6 +144,14 @@ extension Publishing {
         let missing = ServiceError.notFound("Alert does not exist")
         let now = clock.nowMillis()
         let own = try await teamName(ofFeed: userId)
+        // The teams the hook's user owns, read once and only when the hook's own feed is not enough.
+        var owned: [Team]?
+        func ownedOnce() async throws -> [Team] {
+            if let owned { return owned }
+            let read = try await ownedTeams(of: hook)
+            owned = read
+            return read
+        }
         var found: UserNotification?
         switch identifier {
         case .id(let id):
@@ -151,7 +159,7 @@ extension Publishing {
         case .alias(let alias):
             found = try await db { try await storage.notification(userId: userId, hostName: hook.app.hostName, appNotificationId: alias) }
             if !(found?.isLive(at: now) ?? false) {
-                for team in try await ownedTeams(of: hook) {
+                for team in try await ownedOnce() {
                     let there = try await db {
                         try await storage.notification(userId: team.id, hostName: hook.app.hostName, appNotificationId: alias)
                     }
@@ -165,7 +173,7 @@ extension Publishing {
         guard let found, found.isLive(at: now), found.targetHostName.equalsIgnoringASCIICase(hook.app.hostName) else { throw missing }
         if found.team != own {
             // Not the hook's feed: a team's its user owns (not one they are a plain member of).
-            guard own == nil, let team = found.team, try await ownedTeams(of: hook).contains(where: { $0.name == team }) else { throw missing }
+            guard own == nil, let team = found.team, try await ownedOnce().contains(where: { $0.name == team }) else { throw missing }
         }
         return found
     }

@@ -55,12 +55,9 @@ extension Publishing {
         guard (1...100).contains(limit) else { throw ServiceError.unprocessable("limit is 1 to 100") }
         guard order == nil || order == "asc" || order == "desc" else { throw ServiceError.unprocessable("order is asc or desc") }
         guard direction == nil || direction == "next" || direction == "prev" else { throw ServiceError.unprocessable("direction is next or prev") }
-        let start: Int?
-        if let offset {
-            guard let place = Int(offset), place >= 0 else { throw ServiceError.unprocessable("offset is a note's offset, a whole number") }
-            start = place
-        } else {
-            start = nil
+        let start = try offset.map { text in
+            guard let place = Int(text), place >= 0 else { throw ServiceError.unprocessable("offset is a note's offset, a whole number") }
+            return place
         }
         let notes = Array(Opsgenie.Record(of: try await opsgenieAlert(identifier, of: hook)).notes.enumerated())
         var ordered = order == "asc" ? notes : notes.reversed()
@@ -73,7 +70,7 @@ extension Publishing {
         let page = ordered.prefix(limit)
         let answer = page.map { place, note in
             JSONValue.object([
-                "note": .string(note.note), "owner": .string(note.user.isEmpty ? "Opsgenie API" : note.user),
+                "note": .string(note.note), "owner": .string(note.owner),
                 "createdAt": .string(ISOTime.format(note.createdAt)), "offset": .string(String(place)),
             ])
         }

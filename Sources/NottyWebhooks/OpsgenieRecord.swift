@@ -13,6 +13,9 @@ extension Opsgenie {
             public var user: String
             public var createdAt: Date
 
+            /// Who wrote it, as shown: its user, else the API's name.
+            public var owner: String { user.isEmpty ? "Opsgenie API" : user }
+
             public init(note: String, user: String, createdAt: Date) {
                 self.note = note
                 self.user = user
@@ -89,7 +92,7 @@ extension Opsgenie {
             if let source { lines.append("source: \(source)") }
             if !tags.isEmpty { lines.append("tags: " + tags.joined(separator: ", ")) }
             lines += details.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
-            lines += notes.map { "note (\($0.user.isEmpty ? "Opsgenie API" : $0.user)): \($0.note)" }
+            lines += notes.map { "note (\($0.owner)): \($0.note)" }
             return String(lines.joined(separator: "\n").prefix(15_000))
         }
 
@@ -248,7 +251,7 @@ extension Opsgenie {
         switch edit.change {
         case .note: break
         case .addTags(let tags):
-            record.tags += tags.filter { !record.tags.contains($0) }.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+            for tag in tags where !record.tags.contains(tag) { record.tags.append(tag) }
         case .removeTags(let tags): record.tags.removeAll { tags.contains($0) }
         case .addDetails(let details): record.details.merge(details) { $1 }
         case .removeDetails(let keys): for key in keys { record.details[key] = nil }
