@@ -63,19 +63,27 @@ struct HeartbeatBench {
         let lateTokens = try await write(0..<burst) { _ in dueAt }
         try await storage.close()
 
-        // Every late one published: lateness against the due time.
+        /// Pages the change feed on from `cursor` until `take` has taken `expected` of the
+        /// heartbeats' notifications (it answers whether it took one), within 2 minutes.
         var cursor = "0"
-        var created: [String: Date] = [:]
-        let deadline = Date().addingTimeInterval(120)
-        while created.count < burst, Date() < deadline {
-            let (status, text) = try await service.request(.GET, "/v1/me/notifications/changes?since=\(cursor)&limit=5000", token: service.userToken)
-            guard status == 200 else { throw SupportError("changes answered \(status)") }
-            let page = try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8))
-            for change in page.changes where change.targetHostName == Heartbeat.hostName { created[change.id] = change.createdDateTime }
-            cursor = page.cursor
-            if created.count < burst { try await Task.sleep(for: .milliseconds(100)) }
+        func announced(_ expected: Int, _ what: String, take: (UserNotification) -> Bool) async throws {
+            var taken = 0
+            let deadline = Date().addingTimeInterval(120)
+            while taken < expected, Date() < deadline {
+                let (status, text) = try await service.request(
+                    .GET, "/v1/me/notifications/changes?since=\(cursor)&limit=5000", token: service.userToken)
+                guard status == 200 else { throw SupportError("changes answered \(status)") }
+                let page = try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8))
+                for change in page.changes where change.targetHostName == Heartbeat.hostName && take(change) { taken += 1 }
+                cursor = page.cursor
+                if taken < expected && !page.hasMore { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            guard taken == expected else { throw SupportError("\(taken) of \(expected) \(what) announced in 2 minutes") }
         }
-        guard created.count == burst else { throw SupportError("\(created.count) of \(burst) late heartbeats announced in 2 minutes") }
+
+        // Every late one published: lateness against the due time.
+        var created: [String: Date] = [:]
+        try await announced(burst, "late heartbeats") { created.updateValue($0.createdDateTime, forKey: $0.id) == nil }
         let lateness = created.values.map { $0.timeIntervalSince(dueAt) * 1000 }
         let span = (created.values.max() ?? dueAt).timeIntervalSince(created.values.min() ?? dueAt)
         print(
@@ -120,23 +128,14 @@ struct HeartbeatBench {
             let before = cpuSeconds(pid: pid), began = Date()
             let publish = load ? try await service.throughput(seconds: 10, tag: "hb-\(name)-") : nil
             var lateness: [Double] = []
-            let deadline = Date().addingTimeInterval(120)
-            while lateness.count < total, Date() < deadline {
-                let (status, text) = try await service.request(
-                    .GET, "/v1/me/notifications/changes?since=\(cursor)&limit=5000", token: service.userToken)
-                guard status == 200 else { throw SupportError("changes answered \(status)") }
-                let page = try NottyJSON.decoder.decode(ChangesPage.self, from: Data(text.utf8))
-                for change in page.changes where change.targetHostName == Heartbeat.hostName {
-                    // "NAME-N: no ping for …": due at start + N % 10 seconds.
-                    guard let title = change.payload.visualContent?.title, title.hasPrefix(name + "-"),
-                        let n = Int(title.dropFirst(name.count + 1).prefix { $0.isNumber })
-                    else { continue }
-                    lateness.append(change.createdDateTime.timeIntervalSince(start.addingTimeInterval(Double(n % 10))) * 1000)
-                }
-                cursor = page.cursor
-                if lateness.count < total && !page.hasMore { try await Task.sleep(for: .milliseconds(200)) }
+            try await announced(total, "steady heartbeats") { change in
+                // "NAME-N: no ping for …": due at start + N % 10 seconds.
+                guard let title = change.payload.visualContent?.title, title.hasPrefix(name + "-"),
+                    let n = Int(title.dropFirst(name.count + 1).prefix { $0.isNumber })
+                else { return false }
+                lateness.append(change.createdDateTime.timeIntervalSince(start.addingTimeInterval(Double(n % 10))) * 1000)
+                return true
             }
-            guard lateness.count == total else { throw SupportError("\(lateness.count) of \(total) steady heartbeats announced in 2 minutes") }
             let cpu = cpuSeconds(pid: pid) - before - baseline / 100 * Date().timeIntervalSince(began)
             return (lateness, cpu, publish)
         }
