@@ -118,6 +118,7 @@ let package = Package(
             dependencies: [
                 "NottyRecords",
                 "NottyCore", "NottyService", "NottySecrets", "NottyStorageSupport", "NottySQLite", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The service's storage on PostgreSQL (PostgresNIO), for several instances together.
@@ -301,6 +302,8 @@ let package = Package(
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),  // `search`: today's LIKE beside the index
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         // Helpers for tests and benchmarks that run the real notty (not shipped).

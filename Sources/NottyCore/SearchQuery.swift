@@ -49,6 +49,8 @@ public struct SearchQuery: Sendable, Equatable {
     }
 
     public var clauses: [Clause]
+    /// The text it was read from (two queries are equal when their clauses are).
+    public var text: String = ""
 
     /// The longest query taken, and the most terms in one.
     public static let maxLength = 200
@@ -57,6 +59,8 @@ public struct SearchQuery: Sendable, Equatable {
     public static let fields = ["app", "group", "team", "priority", "is", "by", "after", "before", "has"]
 
     public init(clauses: [Clause] = []) { self.clauses = clauses }
+
+    public static func == (a: SearchQuery, b: SearchQuery) -> Bool { a.clauses == b.clauses }
 
     /// Whether the query has no terms (it matches everything).
     public var isEmpty: Bool { clauses.isEmpty }
@@ -103,7 +107,9 @@ public struct SearchQuery: Sendable, Equatable {
             if let term { clauses.append(Clause(term, negated: negated)) }
             guard clauses.count <= maxTerms else { throw ValidationError("the search has more than \(maxTerms) terms") }
         }
-        return SearchQuery(clauses: clauses)
+        var query = SearchQuery(clauses: clauses)
+        query.text = text
+        return query
     }
 
     /// The text between `"` and the next `"` (or the end), and what follows it.
@@ -163,12 +169,40 @@ public struct SearchQuery: Sendable, Equatable {
 
     /// `text` with case and accents folded (`Köln` → `koln`, `ÜBERLAST` → `uberlast`).
     public static func fold(_ text: String) -> String {
-        text.folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil).lowercased()
+        if text.utf8.allSatisfy({ $0 < 0x80 }) { return text.lowercased() }
+        return text.folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil).lowercased()
     }
 
-    /// The folded words of `text`: its runs of letters and digits.
+    /// The folded words of `text`: its runs of letters and digits, each cut to
+    /// ``SearchIndexTerms/longestWord`` characters as an index holds it.
     public static func words(_ text: String) -> [String] {
-        fold(text).split { !($0.isLetter || $0.isNumber) }.map(String.init)
+        if let ascii = asciiWords(text) { return ascii }
+        return fold(text).split { !($0.isLetter || $0.isNumber) }.map { SearchIndexTerms.cut(String($0)) }
+    }
+
+    /// ``words(_:)`` of text that is all ASCII, in one pass over its bytes (what folding gives
+    /// there: letters lowercased); nil for any other text.
+    static func asciiWords(_ text: String) -> [String]? {
+        var text = text
+        return text.withUTF8 { bytes -> [String]? in
+            var words: [String] = []
+            var word: [UInt8] = []
+            word.reserveCapacity(32)
+            for byte in bytes {
+                guard byte < 0x80 else { return nil }
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): word.append(byte)
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"): word.append(byte | 0x20)
+                default:
+                    if !word.isEmpty {
+                        words.append(String(decoding: word.prefix(SearchIndexTerms.longestWord), as: UTF8.self))
+                        word.removeAll(keepingCapacity: true)
+                    }
+                }
+            }
+            if !word.isEmpty { words.append(String(decoding: word.prefix(SearchIndexTerms.longestWord), as: UTF8.self)) }
+            return words
+        }
     }
 
     // MARK: - Matching
@@ -176,23 +210,12 @@ public struct SearchQuery: Sendable, Equatable {
     /// Whether `n` has every term (and none of the excluded) at `now`.
     public func matches(_ n: UserNotification, now: Date) -> Bool {
         guard !clauses.isEmpty else { return true }
-        // Each field's words (a phrase does not run from one field into the next), made once.
-        var text: [[String]]?
-        func fields() -> [[String]] {
-            if let text { return text }
-            let made = [n.payload.visualContent?.title, n.payload.visualContent?.body ?? n.payload.rawContent, n.targetHostName, n.groupName]
-                .compactMap { $0 }.map { Self.words($0) }
-            text = made
-            return made
-        }
+        var text = TextFields(
+            title: n.payload.visualContent?.title, body: n.payload.visualContent?.body ?? n.payload.rawContent, app: n.targetHostName,
+            group: n.groupName, team: n.team)
         return clauses.allSatisfy { clause in
             let found: Bool
             switch clause.term {
-            case .word(let word): found = fields().contains { $0.contains { $0.hasPrefix(word) } }
-            case .phrase(let phrase): found = fields().contains { Self.contains($0, phrase) }
-            case .app(let host): found = Self.fold(n.targetHostName) == host
-            case .group(let group): found = n.groupName.map(Self.fold) == group
-            case .team(let team): found = n.team.map(Self.fold) == team
             case .priority(let priority): found = n.priority == priority
             case .state(let state):
                 switch state {
@@ -207,8 +230,51 @@ public struct SearchQuery: Sendable, Equatable {
             case .before(let day): found = n.createdDateTime < day
             case .has(.link): found = n.launchUrl != nil
             case .has(.actions): found = !(n.actions ?? []).isEmpty
+            case .word, .phrase, .app, .group, .team: found = text.has(clause.term)
             }
             return found != clause.negated
+        }
+    }
+
+    /// Whether the words, phrases and `app:`, `group:` and `team:` terms hold of these fields
+    /// (the other terms are not asked): what a full-text index answers of a row it does not
+    /// hold yet. `body` is the raw content when there is no body.
+    public func matchesText(title: String?, body: String?, app: String, group: String?, team: String?) -> Bool {
+        var text = TextFields(title: title, body: body, app: app, group: group, team: team)
+        return clauses.allSatisfy { clause in
+            switch clause.term {
+            case .word, .phrase, .app, .group, .team: return text.has(clause.term) != clause.negated
+            default: return true
+            }
+        }
+    }
+
+    /// A notification's searched fields, each one's words made once when first asked (a
+    /// phrase does not run from one field into the next).
+    private struct TextFields {
+        let title: String?, body: String?, app: String, group: String?, team: String?
+        private var made: [[String]]?
+
+        init(title: String?, body: String?, app: String, group: String?, team: String?) {
+            (self.title, self.body, self.app, self.group, self.team) = (title, body, app, group, team)
+        }
+
+        mutating func words() -> [[String]] {
+            if let made { return made }
+            let words = [title, body, app, group].compactMap { $0 }.map { SearchQuery.words($0) }
+            made = words
+            return words
+        }
+
+        mutating func has(_ term: Term) -> Bool {
+            switch term {
+            case .word(let word): return words().contains { $0.contains { $0.hasPrefix(word) } }
+            case .phrase(let phrase): return words().contains { SearchQuery.contains($0, phrase) }
+            case .app(let host): return SearchQuery.fold(app) == host
+            case .group(let name): return group.map(SearchQuery.fold) == name
+            case .team(let name): return team.map(SearchQuery.fold) == name
+            default: return false
+            }
         }
     }
 

@@ -434,7 +434,7 @@ public struct Routes: Sendable {
         }
         let top = try Self.integer(query["top"], name: "top", default: 100, range: 1...1000)
         let skip = try Self.integer(query["skip"], name: "skip", default: 0, range: 0...Int(Int32.max))
-        let items = try await service.inbox.list(userId: user, view: view, top: top, skip: skip, search: query["search"])
+        let items = try await service.inbox.list(userId: user, view: view, top: top, skip: skip, search: query["search"] ?? query["$search"])
         return try JSONResponse.make(NotificationList(value: items), headers: pollHeader)
     }
 

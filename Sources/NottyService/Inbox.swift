@@ -211,15 +211,20 @@ public final class Inbox: ServicePart {
     }
 
     /// `GET /v1/me/notifications`: a window of `view`, newest first; with `search`, of the
-    /// notifications that match it (``NotificationSearch``; longer than its limit is `400`).
+    /// notifications that match it (``SearchQuery``, PROTOCOL.md §17: a query it cannot read is
+    /// `400` with what to write instead).
     public func list(userId: String, view: NotificationView, top: Int, skip: Int, search: String? = nil) async throws -> [UserNotification] {
-        let search = search?.trimmingCharacters(in: .whitespaces)
-        if let search, search.count > NotificationSearch.maxLength || search.containsNUL {
-            throw ServiceError.badRequest("search takes at most \(NotificationSearch.maxLength) characters, none of them NUL")
+        var query: SearchQuery?
+        if let search {
+            do throws(ValidationError) {
+                let parsed = try SearchQuery.parse(search)
+                query = parsed.isEmpty ? nil : parsed
+            } catch {
+                throw ServiceError.badRequest("search: \(error.message)")
+            }
         }
-        let text = search?.isEmpty == false ? search : nil
         return try await withEscalations(
-            try await db { try await storage.list(userId: userId, view: view, top: top, skip: skip, search: text, now: clock.nowMillis()) },
+            try await db { try await storage.list(userId: userId, view: view, top: top, skip: skip, search: query, now: clock.nowMillis()) },
             userId: userId)
     }
 

@@ -152,8 +152,8 @@ public protocol FeedStorage: Sendable {
     /// The newest cursor handed out to anyone (a larger one comes from another database).
     func highestSeq() async throws -> Int64
     /// A window of `view`, newest first; with `search`, of its notifications that match it
-    /// (``NotificationSearch``).
-    func list(userId: String, view: NotificationView, top: Int, skip: Int, search: String?, now: Date) async throws -> [UserNotification]
+    /// (from the backend's full-text index, PROTOCOL.md §17).
+    func list(userId: String, view: NotificationView, top: Int, skip: Int, search: SearchQuery?, now: Date) async throws -> [UserNotification]
     func counts(userId: String, now: Date) async throws -> ViewCounts
     /// An app's active notifications in this one feed (not the user's teams'), newest first
     /// (oldest first with `oldestFirst`): a window, as Opsgenie lists alerts (PROTOCOL.md §16.2).

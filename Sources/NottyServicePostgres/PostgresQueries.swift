@@ -325,25 +325,28 @@ extension PostgresStorage {
         }
     }
 
-    public func list(userId: String, view: NotificationView, top: Int, skip: Int, search: String?, now: Date) async throws
+    public func list(userId: String, view: NotificationView, top: Int, skip: Int, search: SearchQuery?, now: Date) async throws
         -> [UserNotification]
     {
-        let matching = search == nil ? "" : " AND " + NotificationSearch.condition(like: "ILIKE", placeholder: "$5")
-        return try await run { connection in
+        try await run { connection in
             // One feed: a window of its index. Several (the user's teams'): each one's first rows
             // up to the window's end, merged in the view's order.
             let owners = try await self.ownerIds(connection, userId: userId)
             var rows: [UserNotification] = []
             for owner in owners {
+                let (limit, offset) = owners.count == 1 ? (top, skip) : (top + skip, 0)
+                if let search {
+                    rows += try await self.search(connection, owner: owner, view: view, search: search, limit: limit, skip: offset, now: now)
+                    continue
+                }
                 var binds = PostgresBindings()
                 binds.append(owner)
                 binds.append(ISOTime.millis(now))
-                binds.append(Int64(owners.count == 1 ? top : top + skip))
-                binds.append(Int64(owners.count == 1 ? skip : 0))
-                if let search { binds.append(NotificationSearch.pattern(search)) }
+                binds.append(Int64(limit))
+                binds.append(Int64(offset))
                 let query = PostgresQuery(
                     unsafeSQL: """
-                        SELECT \(Self.columns) FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2 AND \(view.sqlCondition(now: "$2"))\(matching)
+                        SELECT \(Self.columns) FROM notifications WHERE user_id = $1 AND NOT deleted AND expires > $2 AND \(view.sqlCondition(now: "$2"))
                         ORDER BY created DESC, id DESC LIMIT $3 OFFSET $4
                         """, binds: binds)
                 rows += try await self.fetchStored(connection, query).map(\.notification)

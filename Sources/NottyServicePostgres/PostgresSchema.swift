@@ -306,6 +306,8 @@ extension PostgresStorage {
                 "CREATE INDEX heartbeats_due ON heartbeats (due) WHERE NOT paused AND NOT alerting",
             ]
         ),
+        // Search (PROTOCOL.md §17): each row's words under a GIN index (``searchMigration``).
+        searchMigration,
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

@@ -71,7 +71,7 @@ enum FeedStatements {
     /// inserted come back as (id, position).
     struct InsertFresh: PostgresPreparedStatement {
         static let sql = """
-            INSERT INTO notifications (\(NotificationColumns.list)) SELECT * FROM \(ColumnArrays.unnest)
+            INSERT INTO notifications (\(ColumnArrays.list)) SELECT * FROM \(ColumnArrays.unnest)
             ON CONFLICT (user_id, lower(host_name), app_notification_id) WHERE NOT deleted DO NOTHING RETURNING id, seq
             """
         typealias Row = (String, Int64)
@@ -84,8 +84,8 @@ enum FeedStatements {
     /// Rows written whole: inserted, or replacing the row of the same id.
     struct Save: PostgresPreparedStatement {
         static let sql = """
-            INSERT INTO notifications (\(NotificationColumns.list)) SELECT * FROM \(ColumnArrays.unnest)
-            ON CONFLICT (id) DO UPDATE SET \(NotificationColumns.names.dropFirst().map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", "))
+            INSERT INTO notifications (\(ColumnArrays.list)) SELECT * FROM \(ColumnArrays.unnest)
+            ON CONFLICT (id) DO UPDATE SET \(ColumnArrays.names.dropFirst().map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", "))
             """
         typealias Row = ()
         let rows: ColumnArrays
@@ -103,17 +103,17 @@ enum FeedStatements {
     /// unused: positions order a feed, and need not follow each other.
     struct PublishTogether: PostgresPreparedStatement {
         static let sql: String = {
-            let columns = NotificationColumns.names.count
+            let columns = ColumnArrays.names.count
             let (users, count, channel, instance) = ("$\(columns + 1)", "$\(columns + 2)::integer", "$\(columns + 3)::text", "$\(columns + 4)::text")
-            let values = NotificationColumns.names.map { $0 == "seq" ? "positions.seq" : "fresh.\($0)" }.joined(separator: ", ")
+            let values = ColumnArrays.names.map { $0 == "seq" ? "positions.seq" : "fresh.\($0)" }.joined(separator: ", ")
             return """
                 WITH positions AS (
                     SELECT seq, row_number() OVER (ORDER BY seq) AS n FROM (
                         SELECT nextval('notty_seq') AS seq FROM generate_series(1, \(count)) WHERE (\(FeedLock.count(users))) >= 0 LIMIT \(count)
                     ) AS drawn
                 ), inserted AS (
-                    INSERT INTO notifications (\(NotificationColumns.list))
-                    SELECT \(values) FROM \(ColumnArrays.unnest) WITH ORDINALITY AS fresh(\(NotificationColumns.list), n) JOIN positions USING (n) ORDER BY n
+                    INSERT INTO notifications (\(ColumnArrays.list))
+                    SELECT \(values) FROM \(ColumnArrays.unnest) WITH ORDINALITY AS fresh(\(ColumnArrays.list), n) JOIN positions USING (n) ORDER BY n
                     ON CONFLICT (user_id, lower(host_name), app_notification_id) WHERE NOT deleted DO NOTHING
                     RETURNING id, user_id, seq
                 ), cursors AS (
@@ -182,9 +182,13 @@ enum FeedLock {
     }
 }
 
-/// Rows of `notifications` as one array a column, in ``NotificationColumns/names`` order (with
-/// no rows, one empty array a column).
+/// Rows of `notifications` as one array a column, in ``NotificationColumns/names`` order, then
+/// each row's `words` for search (``SearchVector``; with no rows, one empty array a column).
 struct ColumnArrays: ColumnWriter, Sendable {
+    /// The columns written, in order.
+    static let names = NotificationColumns.names + ["words"]
+    static let list = names.joined(separator: ", ")
+
     private var columns: [NullableArray]
     private var column = 0
     private(set) var count = 0
@@ -193,13 +197,15 @@ struct ColumnArrays: ColumnWriter, Sendable {
     private static let elements: [NullableArray.Element] = {
         var probe = ColumnArrays(columns: [])
         NotificationColumns.sample.write(to: &probe)
+        probe.text("")  // words
         return probe.columns.map(\.element)
     }()
 
-    /// `unnest($1::text[], $2::text[], …)`: the arrays' types, in column order.
+    /// `unnest($1::text[], $2::text[], …)`: the arrays' types, in column order (`words` a
+    /// `tsvector` read from its text).
     static let unnest: String = {
         let casts = elements.enumerated().map { index, element in "$\(index + 1)::\(element.sqlType)" }
-        return "unnest(\(casts.joined(separator: ", ")))"
+        return "unnest(\(casts.dropLast().joined(separator: ", ")), \(casts.last!)::tsvector[])"
     }()
 
     init() { self.init(columns: Self.elements.map { NullableArray(element: $0) }) }
@@ -214,6 +220,7 @@ struct ColumnArrays: ColumnWriter, Sendable {
     mutating func append(_ row: NotificationColumns) {
         column = 0
         row.write(to: &self)
+        text(SearchVector.text(row))
         count += 1
     }
 

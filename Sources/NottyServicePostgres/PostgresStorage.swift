@@ -24,6 +24,8 @@ public final class PostgresStorage: ServiceStorage {
     let client: PostgresClient
     let logger: Logger
     let tasks = Mutex<[Task<Void, Never>]>([])
+    /// Whether every row has its search `words` (``startSearchIndexing()``).
+    let searchIndexed = Atomic<Bool>(false)
     let onChange = HandlerSlot<@Sendable ([String: Int64]) -> Void>()
     let onResync = HandlerSlot<@Sendable () -> Void>()
     let onCredentialsChange = HandlerSlot<@Sendable () -> Void>()
@@ -47,6 +49,7 @@ public final class PostgresStorage: ServiceStorage {
             throw error
         }
         storage.startListening()
+        storage.startSearchIndexing()
         return storage
     }
 

@@ -274,25 +274,42 @@ extension SQLiteStorage {
         writer.committedSeq
     }
 
-    public func list(userId: String, view: NotificationView, top: Int, skip: Int, search: String?, now: Date) async throws
+    public func list(userId: String, view: NotificationView, top: Int, skip: Int, search: SearchQuery?, now: Date) async throws
         -> [UserNotification]
     {
         try await read { db in
             let owners = try Self.ownerIds(db, userId: userId)
-            let matching = search == nil ? "" : " AND " + NotificationSearch.condition(like: "LIKE", placeholder: "?5")
+            // The search: its text from the full-text index, its other fields as conditions
+            // (numbered after the four parameters every window binds).
+            var matching = ""
+            var searchArguments: StatementArguments = []
+            if let search {
+                let sql = SearchSQL(search, dialect: .sqlite, now: "?2", firstPlaceholder: 5) { "?\($0)" }
+                for condition in sql.conditions { matching += " AND " + condition }
+                for value in sql.values {
+                    switch value {
+                    case .text(let text): searchArguments += [text]
+                    case .integer(let number): searchArguments += [number]
+                    }
+                }
+                let below = try SQLiteSearch.below(db)
+                if let (text, arguments) = SQLiteSearch.textCondition(sql, query: search.text, below: below, first: 5 + sql.values.count) {
+                    matching += " AND " + text
+                    searchArguments += arguments
+                }
+            }
             // One feed: a window of its index. Several: each one's first rows up to the window's
             // end, merged in the view's order.
             let rows = try owners.flatMap { owner in
-                var arguments: StatementArguments = [owner, ISOTime.millis(now), owners.count == 1 ? top : top + skip, owners.count == 1 ? skip : 0]
-                if let search { arguments += [NotificationSearch.pattern(search)] }
-                return try Row.fetchAll(
-                    db.cachedStatement(
-                        sql: """
-                            SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))\(matching)
-                            ORDER BY created DESC, id DESC LIMIT ?3 OFFSET ?4
-                            """),
-                    arguments: arguments
-                ).map { try Self.stored($0).notification }
+                let arguments: StatementArguments =
+                    [owner, ISOTime.millis(now), owners.count == 1 ? top : top + skip, owners.count == 1 ? skip : 0] + searchArguments
+                let sql = """
+                    SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))\(matching)
+                    ORDER BY created DESC, id DESC LIMIT ?3 OFFSET ?4
+                    """
+                // A search's text differs from one query to the next: its statement is not kept.
+                let statement = try search == nil ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
+                return try Row.fetchAll(statement, arguments: arguments).map { try Self.stored($0).notification }
             }
             guard owners.count > 1 else { return rows }
             let ordered = rows.sorted { ($0.createdDateTime, $0.id) > ($1.createdDateTime, $1.id) }

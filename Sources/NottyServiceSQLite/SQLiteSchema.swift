@@ -390,6 +390,10 @@ extension SQLiteStorage {
         migrator.registerMigration("v18 heartbeats") { db in
             try db.execute(sql: SQLiteHeartbeatSchema.create)
         }
+        // Search (PROTOCOL.md §17): the full-text index of the notifications (``SQLiteSearch``).
+        migrator.registerMigration("v19 search") { db in
+            try SQLiteSearch.migrate(db)
+        }
         return migrator
     }
 }

@@ -1,9 +1,11 @@
 import Foundation
 import GRDB
+import Logging
 import NottyCore
 import NottySQLite
 import NottyService
 import NottyStorageSupport
+import Synchronization
 
 /// ``ServiceStorage`` on one SQLite file through GRDB: WAL mode, many readers, one
 /// writer with group commit (``SQLiteWriter``).
@@ -16,6 +18,8 @@ public final class SQLiteStorage: ServiceStorage {
     /// that a `notty serve` on this file sees `notty admin`'s removals (another process) on its
     /// next request: ``credentialsStamp()`` is one stat(2), not a query.
     let credentialsMark: String
+    /// Indexes an earlier store's notifications for search in the background (``SQLiteSearch``).
+    private let indexing = Mutex<Task<Void, Never>?>(nil)
 
     /// Opens (and creates) the store at `path` and migrates it.
     public convenience init(path: String) throws {
@@ -28,6 +32,7 @@ public final class SQLiteStorage: ServiceStorage {
         config.busyMode = .timeout(30)
         config.maximumReaderCount = 8
         config.foreignKeysEnabled = true
+        config.prepareDatabase { db in try SQLiteSearch.install(db) }
         credentialsMark = path + "-credentials"
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -44,6 +49,35 @@ public final class SQLiteStorage: ServiceStorage {
         writer = SQLiteWriter(pool: pool, committedSeq: seq)
         checkpointer = WALCheckpointer(path: path)
         pool.writeWithoutTransaction { [checkpointer] db in checkpointer.install(on: db) }
+        startIndexing()
+    }
+
+    /// Indexes the rows below the search index's mark, a few thousand a transaction through the
+    /// writer (publishes go on between them), its progress in the log.
+    private func startIndexing() {
+        guard let rows = try? pool.read({ db in try SQLiteSearch.unindexed(db) }), rows > 0 else { return }
+        let logger = Logger(label: "notty.search")
+        logger.info("indexing \(rows) earlier notifications for search in the background")
+        let task = Task { [writer] in
+            var done = 0
+            var reported = 0
+            while !Task.isCancelled {
+                guard let more = try? await writer.write(savepoint: false, { db, _ in try SQLiteSearch.backfill(db) }) else {
+                    logger.error("indexing for search stopped on an error; it goes on at the next start")
+                    return
+                }
+                done = min(rows, done + SQLiteSearch.backfillRows)
+                if !more {
+                    logger.info("search index complete: \(rows) earlier notifications indexed")
+                    return
+                }
+                if done * 10 / rows > reported {
+                    reported = done * 10 / rows
+                    logger.info("indexing for search: \(done) of \(rows) (\(reported * 10)%)")
+                }
+            }
+        }
+        indexing.withLock { $0 = task }
     }
 
     /// A pragma's value on the writer's connection (tests check `synchronous`).
@@ -64,6 +98,10 @@ public final class SQLiteStorage: ServiceStorage {
     }
 
     public func close() async throws {
+        if let task = indexing.withLock({ $0 }) {
+            task.cancel()
+            await task.value
+        }
         try await pool.writeWithoutTransaction { [checkpointer] db in checkpointer.uninstall(from: db) }
         await checkpointer.finished()
         try pool.close()

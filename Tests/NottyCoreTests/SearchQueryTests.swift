@@ -1,7 +1,8 @@
 import Foundation
-import NottyCore
 import NottyTestSupport
 import Testing
+
+@testable import NottyCore
 
 @Suite("The search query language (PROTOCOL.md §17)")
 struct SearchQueryTests {
@@ -94,5 +95,36 @@ struct SearchQueryTests {
         #expect(message(String(repeating: "a", count: 201))?.contains("longer than 200") == true)
         #expect(message((0..<21).map { "w\($0)" }.joined(separator: " "))?.contains("more than 20 terms") == true)
         #expect(message("12:30 -") == nil, "not a field: digits before the colon; a lone - is nothing")
+    }
+
+    @Test("ASCII text's words in one pass are the words Foundation's folding gives, every ASCII character and word length")
+    func asciiWords() {
+        let all = String(decoding: (0..<128).map { UInt8($0) }, as: UTF8.self)
+        var random = SeededRandom(seed: 17)
+        var samples = [all, "", "   ", "Disk-FULL on db_3 (90%)", "x" + String(repeating: "Y", count: 80) + " z", "a\u{7f}b\tc"]
+        for _ in 0..<500 {
+            samples.append(
+                String(decoding: (0..<Int.random(in: 0..<40, using: &random)).map { _ in UInt8.random(in: 0..<128, using: &random) }, as: UTF8.self))
+        }
+        for text in samples {
+            let slow = SearchQuery.fold(text).split { !($0.isLetter || $0.isNumber) }.map { SearchIndexTerms.cut(String($0)) }
+            #expect(SearchQuery.asciiWords(text) == slow, "\(Array(text.utf8))")
+            #expect(
+                SearchQuery.fold(text)
+                    == text.folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil).lowercased())
+        }
+        #expect(SearchQuery.asciiWords("Köln") == nil, "not ASCII: the whole folding")
+    }
+
+    @Test("index terms: a key is no word, whole values keyed in hex, long ones hashed; the same folding as the matcher")
+    func indexTerms() {
+        #expect(SearchIndexTerms.words("ÜBERLAST in Köln, 90%") == "uberlast in koln 90")
+        #expect(SearchIndexTerms.key(.group, folded: "ci") == "\u{E000}g6369")
+        let long = String(repeating: "g", count: 101)
+        #expect(
+            SearchIndexTerms.key(.app, folded: long).count == 3 + 16
+                && SearchIndexTerms.key(.app, folded: long + "h") != SearchIndexTerms.key(.app, folded: long))
+        #expect(SearchIndexTerms.keys(app: "CI.example", group: "Night Builds", team: nil).split(separator: " ").count == 2)
+        #expect(SearchQuery.words(String(repeating: "a", count: 100)) == [String(repeating: "a", count: SearchIndexTerms.longestWord)])
     }
 }

@@ -222,7 +222,7 @@ extension PostgresSchemaTests {
     func emptyColumnArrays() async throws {
         let storage = try await PostgresStorage.connect(url: PostgresURL(TestPostgres.createDatabase()), logger: .quiet, timeout: .seconds(30))
         defer { Task { try? await storage.close() } }
-        #expect(ColumnArrays().bindings.count == NotificationColumns.names.count)
+        #expect(ColumnArrays().bindings.count == NotificationColumns.names.count + 1, "every column, and the words")
         let answered = try await storage.run { connection in
             _ = try await connection.execute(FeedStatements.Save(rows: ColumnArrays()), logger: .quiet)
             var rows = 0

@@ -1,5 +1,7 @@
 import Foundation
+import GRDB
 import NottyCore
+import NottyTestSupport
 import Testing
 
 @testable import NottyHTTP
@@ -7,52 +9,142 @@ import Testing
 @testable import NottyServicePostgres
 @testable import NottyServiceSQLite
 
-/// `GET /v1/me/notifications?search=TEXT` (PROTOCOL.md §14, the web inbox's `/`): the view's
-/// notifications whose title, body, app or group holds TEXT, on both backends.
+/// `GET /v1/me/notifications?search=QUERY` (and `$search=`, PROTOCOL.md §17): the query language
+/// answered from each backend's full-text index, the same as ``SearchQuery/matches(_:now:)``.
 @Suite("Searching the inbox on the service", .timeLimit(.minutes(5)))
 struct SearchTests {
     @Test(
-        "search matches title, body, app and group, either case, within the view, newest first, paged; % _ and \\ are themselves; too long is a 400",
+        "words are word starts in title, body, app and group, folded in every script; phrases, -exclusion and every field; within the view, paged; an unknown field is a 400",
         arguments: Backend.available)
     func search(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         try await harness.router { client in
             let world = try await harness.world(client)
-            func publish(_ id: String, _ title: String, body: String = "nothing", group: String? = nil) async throws -> String {
-                let grouping = group.map { #","groupName":"\#($0)""# } ?? ""
+            func publish(_ id: String, _ title: String, body: String = "nothing", extra: String = "") async throws -> String {
                 let reply = try await world.publish(
-                    client, #"{"appNotificationId":"\#(id)","payload":{"visualContent":{"title":"\#(title)","body":"\#(body)"}}\#(grouping)}"#)
+                    client, #"{"appNotificationId":"\#(id)","payload":{"visualContent":{"title":"\#(title)","body":"\#(body)"}}\#(extra)}"#)
                 return try #require(reply.string("id"), "\(reply.text)")
             }
             let deploy = try await publish("deploy", "Deploy API")
-            let disk = try await publish("disk", "Disk 90% full")
-            let build = try await publish("build", "build_42 failed", body: "see C:\\\\logs")
-            let slow = try await publish("slow", "Latency", body: "the database is SLOW")
-            let grouped = try await publish("grouped", "Nightly", group: "deploys")
-            func found(_ text: String, view: String = "all", top: Int = 100, skip: Int = 0) async throws -> [String] {
+            let disk = try await publish("disk", "Disk 90% full", body: "on the replica", extra: #","priority":"High""#)
+            let disk2 = try await publish("disk2", "disk full", body: "primary db", extra: #","priority":"Low""#)
+            let build = try await publish("build", "Build failed on main", body: "see C:\\\\logs", extra: #","launchUrl":"https://ci.example/1""#)
+            let koln = try await publish("koln", "ÜBERLAST in Köln", body: "ПРИВЕТ Σοφία")
+            let grouped = try await publish("grouped", "Nightly", extra: #","groupName":"CI""#)
+            func found(_ text: String, view: String = "all", top: Int = 100, skip: Int = 0, parameter: String = "search") async throws -> [String] {
                 let query = text.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
                 let reply = try await client.call(
-                    .get, "/v1/me/notifications?view=\(view)&search=\(query)&top=\(top)&skip=\(skip)", token: world.userToken)
-                #expect(reply.status == .ok, "\(reply.text)")
+                    .get, "/v1/me/notifications?view=\(view)&\(parameter)=\(query)&top=\(top)&skip=\(skip)", token: world.userToken)
+                #expect(reply.status == .ok, "\(text): \(reply.text)")
                 return try reply.decode(NotificationList.self).value.map(\.id)
             }
-            #expect(try await found("deploy") == [grouped, deploy], "the title either case, and the group; newest first")
-            #expect(try await found("slow") == [slow], "the body")
-            #expect(try await found("%") == [disk], "% is itself")
-            #expect(try await found("_") == [build], "_ is itself")
-            #expect(try await found("c:\\logs") == [build], "\\ is itself")
-            #expect(try await found("sample.WINDOWS").count == 5, "the app")
-            #expect(try await found("deploy", top: 1, skip: 1) == [deploy], "paged")
-            #expect(try await found("  ").count == 5, "blank: the whole view")
-            let read = try await client.call(.patch, "/v1/me/notifications/\(deploy)", token: world.userToken, json: #"{"readState":"Read"}"#)
+            #expect(try await found("dep") == [deploy], "a word's start, either case")
+            #expect(try await found("ploy").isEmpty, "not the middle of a word")
+            #expect(try await found("disk full") == [disk2, disk], "every word, in any field, newest first")
+            #expect(try await found("disk -replica") == [disk2], "-term excludes")
+            #expect(try await found("-disk -deploy -nightly -build") == [koln], "only exclusions")
+            #expect(try await found("\"failed on main\"") == [build], "a phrase")
+            #expect(try await found("\"main on failed\"").isEmpty, "a phrase's order")
+            #expect(try await found("\"full on\"").isEmpty, "a phrase does not run from the title into the body")
+            #expect(try await found("priority:high disk") == [disk])
+            #expect(try await found("priority:low") == [disk2])
+            #expect(try await found("group:ci") == [grouped], "a group, case folded")
+            #expect(try await found("-group:ci nightly").isEmpty)
+            #expect(try await found("app:GRAPHNOTIFICATIONS.sample.windows.com").count == 6, "the app, whole")
+            #expect(try await found("app:graphnotifications").isEmpty, "the app is whole, not a start")
+            #expect(try await found("sample").count == 6, "the app's words")
+            #expect(try await found("has:link") == [build])
+            for folded in ["überlast", "UBERLAST", "koln", "KÖLN"] {
+                #expect(try await found(folded) == [koln], "\(folded): accents and case folded")
+            }
+            #expect(try await found("привет σοφια") == [koln], "Cyrillic and Greek folded")
+            #expect(try await found("c logs") == [build], "punctuation splits words")
+            #expect(try await found("disk", top: 1, skip: 1) == [disk], "paged")
+            #expect(try await found("  ").count == 6, "blank: the whole view")
+            #expect(try await found("deploy", parameter: "$search") == [deploy], "$search, as Graph spells it")
+            #expect(try await found("after:2000-01-01 before:2999-01-01 deploy") == [deploy])
+            #expect(try await found("before:2000-01-01").isEmpty)
+            let read = try await client.call(.patch, "/v1/me/notifications/\(disk)", token: world.userToken, json: #"{"readState":"Read"}"#)
             #expect(read.status == .ok)
-            #expect(try await found("deploy", view: "unread") == [grouped], "within the view")
-            #expect(try await found("nowhere").isEmpty)
+            #expect(try await found("disk", view: "unread") == [disk2], "within the view")
+            #expect(try await found("disk is:read") == [disk])
+            #expect(try await found("disk -is:read") == [disk2])
+            #expect(try await found("disk") == [disk2, disk], "a row written again is found once, with its words")
+            for (query, words) in [
+                ("colour:red", "no field colour:"), ("priority:urgent", "priority: is high, normal or low"), ("is:", "is: needs a value"),
+            ] {
+                let reply = try await client.call(
+                    .get, "/v1/me/notifications?search=\(query.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
+                    token: world.userToken)
+                #expect(reply.status == .badRequest && reply.text.contains(words), "\(query): \(reply.text)")
+            }
             let long = try await client.call(
-                .get, "/v1/me/notifications?search=\(String(repeating: "x", count: NotificationSearch.maxLength + 1))", token: world.userToken)
-            #expect(long.status == .badRequest && long.text.contains("at most 200"), "\(long.text)")
+                .get, "/v1/me/notifications?search=\(String(repeating: "x", count: SearchQuery.maxLength + 1))", token: world.userToken)
+            #expect(long.status == .badRequest && long.text.contains("longer than 200"), "\(long.text)")
             let nul = try await client.call(.get, "/v1/me/notifications?search=a%00b", token: world.userToken)
             #expect(nul.status == .badRequest, "\(nul.text)")
         }
+    }
+
+    @Test("a team's notifications are searched with the member's own, by team: and by who changed them last", arguments: Backend.available)
+    func team(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.router { client in
+            let (alice, bob, team) = try await TeamNotificationTests.team(harness, client)
+            let own = try #require(try await alice.publish(client, id: "own", title: "Disk full at home").string("id"))
+            let shared = try #require(try await team.publish(client, id: "shared", title: "Disk full on ops").string("id"))
+            func found(_ world: World, _ text: String) async throws -> [String] {
+                let query = text.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+                let reply = try await client.call(.get, "/v1/me/notifications?search=\(query)", token: world.userToken)
+                #expect(reply.status == .ok, "\(reply.text)")
+                return try reply.decode(NotificationList.self).value.map(\.id)
+            }
+            #expect(try await found(alice, "disk full") == [shared, own])
+            #expect(try await found(bob, "disk") == [shared], "a member finds the team's, not alice's own")
+            #expect(try await found(alice, "team:OPS") == [shared])
+            #expect(try await found(alice, "-team:ops disk") == [own])
+            let read = try await client.call(.patch, "/v1/me/notifications/\(shared)", token: bob.userToken, json: #"{"readState":"Read"}"#)
+            #expect(read.status == .ok, "\(read.text)")
+            #expect(try await found(alice, "by:bob") == [shared])
+            #expect(try await found(alice, "by:alice").isEmpty)
+        }
+    }
+
+    @Test("a store made before search is indexed when it opens, and answers the same while it is", arguments: [1, 60_000])
+    func earlierStore(rows: Int) async throws {
+        let directory = Repository.temporaryDirectory("notty-search")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("server.sqlite").path
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let userId: String
+        do {
+            let storage = try SQLiteStorage(path: path, migratingUpTo: "v18 heartbeats")
+            userId = try await NotificationService(storage: storage, secrets: .ephemeral()).admin.addUser(name: "alice", password: "s3cret-pw").id
+            try await storage.pool.write { db in
+                try db.execute(
+                    sql: """
+                        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?2 - 1)
+                        INSERT INTO notifications (id, user_id, host_name, app_notification_id, priority, has_visual, title, body, expires, created,
+                                                   modified, deleted, read_state, read_at, action_state, action_at, seq)
+                        SELECT printf('%08d-0000-4000-8000-%012d', i, i), ?1, 'ci.example.com', 'n' || i, 'None', 1, 'Report ' || i, 'Kälte',
+                               ?3 + 3600000, ?3 - i, ?3, 0, 'Unread', 0, 'NoInteraction', 0, i + 1 FROM n
+                        """, arguments: [userId, rows, ISOTime.millis(now)])
+            }
+            try await storage.close()
+        }
+        let storage = try SQLiteStorage(path: path)
+        let query = try SearchQuery.parse("kalt \"report 0\"")
+        let first = try await storage.list(userId: userId, view: .all, top: 5, skip: 0, search: query, now: now)
+        #expect(first.map(\.appNotificationId) == ["n0"], "found, indexed or not")
+        var waited = 0
+        while try await storage.pool.read { db in try SQLiteSearch.unindexed(db) } > 0, waited < 6000 {
+            try await Task.sleep(for: .milliseconds(10))
+            waited += 1
+        }
+        #expect(try await storage.pool.read { db in try SQLiteSearch.unindexed(db) } == 0)
+        #expect(try await storage.list(userId: userId, view: .all, top: 5, skip: 0, search: query, now: now).map(\.appNotificationId) == ["n0"])
+        let all = try await storage.list(userId: userId, view: .all, top: 100_000, skip: 0, search: try SearchQuery.parse("kälte"), now: now)
+        #expect(all.count == rows)
+        try await storage.close()
     }
 }

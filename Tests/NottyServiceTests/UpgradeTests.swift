@@ -161,7 +161,7 @@ struct UpgradeTests {
                 } else if keys.contains("\(next).\(name)") {
                     item = type.contains("int") ? "1" : "'\(next)-1'"
                 } else if !nullable && !hasDefault {
-                    item = type == "boolean" ? "true" : type.contains("int") ? String(time) : "'\(next).\(name)'"
+                    item = type == "boolean" ? "true" : type == "integer" ? "60" : type.contains("int") ? String(time) : "'\(next).\(name)'"
                 } else {
                     item = nil
                 }

@@ -1,0 +1,138 @@
+import Foundation
+import Logging
+import NottyCore
+import NottyRecords
+import NottyService
+import NottyStorageSupport
+import PostgresNIO
+
+/// Search on PostgreSQL (PROTOCOL.md §17): each row's `words`, a `tsvector` made in Swift as it
+/// is written (``SearchVector``: folded in every script), under a GIN index. Rows written
+/// before the column came have none; ``startSearchIndexing()`` fills them in the background,
+/// a few thousand a transaction, and until it has, a search reads those rows of the feed too
+/// and matches them here.
+extension PostgresStorage {
+    /// The migration that adds the index.
+    static let searchMigration = (
+        "v20",
+        [
+            "ALTER TABLE notifications ADD COLUMN words tsvector",
+            "CREATE INDEX notifications_words ON notifications USING gin (words)",
+            "CREATE INDEX notifications_unindexed ON notifications (id) WHERE words IS NULL",
+        ]
+    )
+    static let indexingRows = 2000
+
+    /// Fills `words` of the rows that have none, in the background, progress in the log.
+    func startSearchIndexing() {
+        let task = Task {
+            guard
+                let left = try? await self.run({ connection -> Int64 in
+                    try await connection.query("SELECT count(*) FROM notifications WHERE words IS NULL", logger: self.logger).collect(Int64.self)
+                        .first ?? 0
+                }), left > 0
+            else {
+                self.searchIndexed.store(true, ordering: .releasing)
+                return
+            }
+            self.logger.info("indexing \(left) earlier notifications for search in the background")
+            var done: Int64 = 0
+            var reported: Int64 = 0
+            while !Task.isCancelled {
+                guard let count = try? await self.indexBatch() else {
+                    self.logger.error("indexing for search stopped on an error; it goes on at the next start")
+                    return
+                }
+                guard count > 0 else {
+                    self.searchIndexed.store(true, ordering: .releasing)
+                    self.logger.info("search index complete: \(done) earlier notifications indexed")
+                    return
+                }
+                done += Int64(count)
+                if min(done, left) * 10 / left > reported {
+                    reported = min(done, left) * 10 / left
+                    self.logger.info("indexing for search: \(min(done, left)) of \(left) (\(reported * 10)%)")
+                }
+            }
+        }
+        tasks.withLock { $0.append(task) }
+    }
+
+    /// Gives up to ``indexingRows`` rows without `words` theirs; returns how many. A row written
+    /// meanwhile has its own already and is left alone.
+    func indexBatch() async throws -> Int {
+        try await run { connection in
+            let query = PostgresQuery(
+                unsafeSQL: "SELECT \(Self.columns) FROM notifications WHERE words IS NULL LIMIT \(Self.indexingRows)", binds: PostgresBindings())
+            let rows = try await self.fetchStored(connection, query)
+            guard !rows.isEmpty else { return 0 }
+            var binds = PostgresBindings()
+            binds.append(rows.map(\.notification.id))
+            binds.append(rows.map { SearchVector.text(NotificationColumns($0)) })
+            try await connection.exec(
+                PostgresQuery(
+                    unsafeSQL: """
+                        UPDATE notifications SET words = w.words::tsvector FROM unnest($1::text[], $2::text[]) AS w (id, words)
+                        WHERE notifications.id = w.id AND notifications.words IS NULL
+                        """, binds: binds), logger: self.logger)
+            return rows.count
+        }
+    }
+
+    /// A window of `owner`'s rows of `view` matching `search` (``PostgresStorage/list``).
+    func search(_ connection: PostgresConnection, owner: String, view: NotificationView, search: SearchQuery, limit: Int, skip: Int, now: Date)
+        async throws -> [UserNotification]
+    {
+        let sql = SearchSQL(search, dialect: .postgres, now: "$2", firstPlaceholder: 3) { "$\($0)" }
+        var binds = PostgresBindings()
+        binds.append(owner)
+        binds.append(ISOTime.millis(now))
+        for value in sql.values {
+            switch value {
+            case .text(let text): binds.append(text)
+            case .integer(let number): binds.append(number)
+            }
+        }
+        let baseBinds = binds
+        var next = 3 + sql.values.count
+        func parameter() -> String {
+            defer { next += 1 }
+            return "$\(next)"
+        }
+        var text: [String] = []
+        if let match = sql.match {
+            text.append("words @@ \(parameter())::tsquery")
+            binds.append(match)
+        }
+        if let exclude = sql.exclude {
+            text.append("NOT (words @@ \(parameter())::tsquery)")
+            binds.append(exclude)
+        }
+        let base = (["user_id = $1", "NOT deleted", "expires > $2", view.sqlCondition(now: "$2")] + sql.conditions).joined(separator: " AND ")
+        // Rows not indexed yet (while an earlier store is indexed): those of the feed, matched here.
+        var unindexed: [UserNotification] = []
+        if !text.isEmpty, !searchIndexed.load(ordering: .acquiring) {
+            unindexed = try await fetchStored(
+                connection, PostgresQuery(unsafeSQL: "SELECT \(Self.columns) FROM notifications WHERE \(base) AND words IS NULL", binds: baseBinds)
+            ).map(\.notification).filter { n in
+                search.matchesText(
+                    title: n.payload.visualContent?.title, body: n.payload.visualContent?.body ?? n.payload.rawContent, app: n.targetHostName,
+                    group: n.groupName, team: n.team)
+            }
+        }
+        let (window, offset) = unindexed.isEmpty ? (limit, skip) : (limit + skip, 0)
+        let (limitParameter, offsetParameter) = (parameter(), parameter())
+        binds.append(Int64(window))
+        binds.append(Int64(offset))
+        let indexed = try await fetchStored(
+            connection,
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT \(Self.columns) FROM notifications WHERE \(base)\(text.map { " AND words IS NOT NULL AND " + $0 }.joined())
+                    ORDER BY created DESC, id DESC LIMIT \(limitParameter) OFFSET \(offsetParameter)
+                    """, binds: binds)
+        ).map(\.notification)
+        guard !unindexed.isEmpty else { return indexed }
+        return Array((indexed + unindexed).sorted { ($0.createdDateTime, $0.id) > ($1.createdDateTime, $1.id) }.dropFirst(skip).prefix(limit))
+    }
+}

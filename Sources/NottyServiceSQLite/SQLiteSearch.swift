@@ -1,0 +1,158 @@
+import Foundation
+import GRDB
+import NottyCore
+import NottyService
+import NottyStorageSupport
+import Synchronization
+
+/// The full-text index of a SQLite store's notifications (PROTOCOL.md §17): `notification_words`,
+/// a contentless FTS5 table of each row's folded words and keys (``SearchIndexTerms``), kept in
+/// step by triggers in the transaction that writes the row.
+///
+/// Folding is Swift's, so every connection has the functions `notty_words(text)` and
+/// `notty_keys(app, group, team)`, and `notty_text_matches(query, …)` for rows not indexed yet
+/// (a store that had notifications before the index came is indexed from its newest row down,
+/// in the background: every row whose rowid is at least `search_index.below` is in the index).
+/// `recursive_triggers` is on so that `INSERT OR REPLACE`, which deletes the row it replaces,
+/// takes that row out of the index too.
+enum SQLiteSearch {
+    static let table = "notification_words"
+    /// The index's columns, and each one's value from a `notifications` row named `row`.
+    static let columns = ["title", "body", "app", "grp", "keys"]
+    static func values(_ row: String) -> String {
+        [
+            "notty_words(\(row).title)", "notty_words(coalesce(\(row).body, \(row).raw_content))", "notty_words(\(row).host_name)",
+            "notty_words(\(row).group_name)", "notty_keys(\(row).host_name, \(row).group_name, \(row).team)",
+        ].joined(separator: ", ")
+    }
+    /// Rows a backfill step indexes in one transaction.
+    static let backfillRows = 5000
+    /// A store with at most this many rows is indexed while it migrates; a larger one in the
+    /// background.
+    static let indexWhileMigrating = 50_000
+
+    /// Registers the functions on `db` (every connection, from `prepareDatabase`).
+    static func install(_ db: Database) throws {
+        try db.execute(sql: "PRAGMA recursive_triggers = ON")
+        db.add(
+            function: DatabaseFunction("notty_words", argumentCount: 1, pure: true) { values in
+                SearchIndexTerms.words(String.fromDatabaseValue(values[0]))
+            })
+        db.add(
+            function: DatabaseFunction("notty_keys", argumentCount: 3, pure: true) { values in
+                guard let app = String.fromDatabaseValue(values[0]) else { return "" }
+                return SearchIndexTerms.keys(app: app, group: String.fromDatabaseValue(values[1]), team: String.fromDatabaseValue(values[2]))
+            })
+        db.add(
+            function: DatabaseFunction("notty_text_matches", argumentCount: 6, pure: true) { values in
+                guard let text = String.fromDatabaseValue(values[0]), let query = parsed.cached(text) else { return false }
+                return query.matchesText(
+                    title: String.fromDatabaseValue(values[1]), body: String.fromDatabaseValue(values[2]),
+                    app: String.fromDatabaseValue(values[3]) ?? "", group: String.fromDatabaseValue(values[4]),
+                    team: String.fromDatabaseValue(values[5]))
+            })
+    }
+
+    /// The last query `notty_text_matches` parsed (it is asked once a row).
+    private static let parsed = ParsedQuery()
+
+    /// The index, its progress mark and its triggers (migration v19): every row there is now is
+    /// below the mark.
+    static func migrate(_ db: Database) throws {
+        let list = columns.joined(separator: ", ")
+        let below = "(SELECT below FROM search_index)"
+        let changed = ["title", "body", "raw_content", "host_name", "group_name", "team"]
+        try db.execute(
+            sql: """
+                CREATE VIRTUAL TABLE \(table) USING fts5(\(list), content = '', tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M*'");
+                CREATE TABLE search_index (below INTEGER NOT NULL, folding INTEGER NOT NULL);
+                INSERT INTO search_index SELECT coalesce(max(rowid), 0) + 1, \(SearchIndexTerms.foldingVersion) FROM notifications;
+                CREATE TRIGGER notification_words_insert AFTER INSERT ON notifications WHEN new.rowid >= \(below) BEGIN
+                    INSERT INTO \(table) (rowid, \(list)) VALUES (new.rowid, \(values("new")));
+                END;
+                CREATE TRIGGER notification_words_delete AFTER DELETE ON notifications WHEN old.rowid >= \(below) BEGIN
+                    INSERT INTO \(table) (\(table), rowid, \(list)) VALUES ('delete', old.rowid, \(values("old")));
+                END;
+                CREATE TRIGGER notification_words_update AFTER UPDATE OF \(changed.joined(separator: ", ")) ON notifications
+                WHEN old.rowid >= \(below) AND (\(changed.map { "old.\($0) IS NOT new.\($0)" }.joined(separator: " OR "))) BEGIN
+                    INSERT INTO \(table) (\(table), rowid, \(list)) VALUES ('delete', old.rowid, \(values("old")));
+                    INSERT INTO \(table) (rowid, \(list)) VALUES (new.rowid, \(values("new")));
+                END;
+                """)
+        if try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications") ?? 0 <= indexWhileMigrating {
+            while try backfill(db, rows: indexWhileMigrating) {}
+        }
+    }
+
+    /// The mark: rows below it are not indexed yet (0 once every row is).
+    static func below(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT below FROM search_index")) ?? 0
+    }
+
+    /// Indexes up to `rows` rows below the mark, newest first, and moves it; returns whether
+    /// rows remain.
+    static func backfill(_ db: Database, rows: Int = backfillRows) throws -> Bool {
+        let below = try below(db)
+        guard below > 0 else { return false }
+        let low = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT min(rowid) FROM (SELECT rowid FROM notifications WHERE rowid < ? ORDER BY rowid DESC LIMIT ?)"),
+            arguments: [below, rows])
+        guard let low else {
+            try db.execute(sql: "UPDATE search_index SET below = 0")
+            return false
+        }
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO \(table) (rowid, \(columns.joined(separator: ", ")))
+                SELECT rowid, \(values("notifications")) FROM notifications WHERE rowid >= ? AND rowid < ?
+                """
+        ).execute(arguments: [low, below])
+        try db.cachedStatement(sql: "UPDATE search_index SET below = ?").execute(arguments: [low])
+        return true
+    }
+
+    /// The rows below the mark, for the log's progress.
+    static func unindexed(_ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications WHERE rowid < (SELECT below FROM search_index)") ?? 0
+    }
+
+    /// The condition that a `notifications` row matches `search`'s text (`search.match`,
+    /// `search.exclude`), its parameters numbered from `first`, with its arguments; nil when
+    /// the query has no text. `below` is the mark: rows under it are matched by
+    /// `notty_text_matches`.
+    static func textCondition(_ search: SearchSQL, query: String, below: Int64, first: Int) -> (String, StatementArguments)? {
+        var parts: [String] = []
+        var arguments: StatementArguments = []
+        var next = first
+        func parameter() -> String {
+            defer { next += 1 }
+            return "?\(next)"
+        }
+        if let match = search.match {
+            parts.append("rowid IN (SELECT rowid FROM \(table) WHERE \(table) MATCH \(parameter()))")
+            arguments += [match]
+        }
+        if let exclude = search.exclude {
+            parts.append("rowid NOT IN (SELECT rowid FROM \(table) WHERE \(table) MATCH \(parameter()))")
+            arguments += [exclude]
+        }
+        guard !parts.isEmpty else { return nil }
+        let indexed = parts.joined(separator: " AND ")
+        guard below > 0 else { return (indexed, arguments) }
+        let (mark, text) = (parameter(), parameter())
+        let unindexed = "notty_text_matches(\(text), title, coalesce(body, raw_content), host_name, group_name, team)"
+        return ("(CASE WHEN rowid >= \(mark) THEN \(indexed) ELSE \(unindexed) END)", arguments + [below, query])
+    }
+}
+
+/// One parsed query, kept while the same text is asked again.
+private final class ParsedQuery: Sendable {
+    private let last = Mutex<(String, SearchQuery)?>(nil)
+
+    func cached(_ text: String) -> SearchQuery? {
+        if let (known, query) = last.withLock({ $0 }), known == text { return query }
+        guard let query = try? SearchQuery.parse(text) else { return nil }
+        last.withLock { $0 = (text, query) }
+        return query
+    }
+}
