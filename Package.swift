@@ -180,7 +180,9 @@ let package = Package(
         .systemLibrary(name: "CSQLiteConfig", providers: [.apt(["libsqlite3-dev"])]),
         .target(
             name: "NottySQLite",
-            dependencies: ["CSQLiteConfig", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
+            dependencies: [
+                "CSQLiteConfig", "NottyCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
         ),
         // The client's durable store: notifications, outbox, cursor (GRDB/SQLite, WAL).
         .target(

@@ -83,7 +83,7 @@ extension PostgresStorage {
     func search(_ connection: PostgresConnection, owner: String, view: NotificationView, search: SearchQuery, limit: Int, skip: Int, now: Date)
         async throws -> [UserNotification]
     {
-        let sql = SearchSQL(search, dialect: .postgres, now: "$2", firstPlaceholder: 3) { "$\($0)" }
+        let sql = SearchSQL(search, dialect: .postgres, now: .expression("$2"), firstPlaceholder: 3) { "$\($0)" }
         var binds = PostgresBindings()
         binds.append(owner)
         binds.append(ISOTime.millis(now))

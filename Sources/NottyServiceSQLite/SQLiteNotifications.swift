@@ -284,7 +284,7 @@ extension SQLiteStorage {
             var matching = ""
             var searchArguments: StatementArguments = []
             if let search {
-                let sql = SearchSQL(search, dialect: .sqlite, now: "?2", firstPlaceholder: 5) { "?\($0)" }
+                let sql = SearchSQL(search, dialect: .sqlite, now: .expression("?2"), firstPlaceholder: 5) { "?\($0)" }
                 for condition in sql.conditions { matching += " AND " + condition }
                 for value in sql.values {
                     switch value {

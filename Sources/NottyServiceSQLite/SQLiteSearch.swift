@@ -1,9 +1,9 @@
 import Foundation
 import GRDB
 import NottyCore
+import NottySQLite
 import NottyService
 import NottyStorageSupport
-import Synchronization
 
 /// The full-text index of a SQLite store's notifications (PROTOCOL.md §17): `notification_words`,
 /// a contentless FTS5 table of each row's folded words and keys (``SearchIndexTerms``), kept in
@@ -34,27 +34,8 @@ enum SQLiteSearch {
     /// Registers the functions on `db` (every connection, from `prepareDatabase`).
     static func install(_ db: Database) throws {
         try db.execute(sql: "PRAGMA recursive_triggers = ON")
-        db.add(
-            function: DatabaseFunction("notty_words", argumentCount: 1, pure: true) { values in
-                SearchIndexTerms.words(String.fromDatabaseValue(values[0]))
-            })
-        db.add(
-            function: DatabaseFunction("notty_keys", argumentCount: 3, pure: true) { values in
-                guard let app = String.fromDatabaseValue(values[0]) else { return "" }
-                return SearchIndexTerms.keys(app: app, group: String.fromDatabaseValue(values[1]), team: String.fromDatabaseValue(values[2]))
-            })
-        db.add(
-            function: DatabaseFunction("notty_text_matches", argumentCount: 6, pure: true) { values in
-                guard let text = String.fromDatabaseValue(values[0]), let query = parsed.cached(text) else { return false }
-                return query.matchesText(
-                    title: String.fromDatabaseValue(values[1]), body: String.fromDatabaseValue(values[2]),
-                    app: String.fromDatabaseValue(values[3]) ?? "", group: String.fromDatabaseValue(values[4]),
-                    team: String.fromDatabaseValue(values[5]))
-            })
+        SearchFunctions.install(db)
     }
-
-    /// The last query `notty_text_matches` parsed (it is asked once a row).
-    private static let parsed = ParsedQuery()
 
     /// The index, its progress mark and its triggers (migration v19): every row there is now is
     /// below the mark.
@@ -142,17 +123,5 @@ enum SQLiteSearch {
         let (mark, text) = (parameter(), parameter())
         let unindexed = "notty_text_matches(\(text), title, coalesce(body, raw_content), host_name, group_name, team)"
         return ("(CASE WHEN rowid >= \(mark) THEN \(indexed) ELSE \(unindexed) END)", arguments + [below, query])
-    }
-}
-
-/// One parsed query, kept while the same text is asked again.
-private final class ParsedQuery: Sendable {
-    private let last = Mutex<(String, SearchQuery)?>(nil)
-
-    func cached(_ text: String) -> SearchQuery? {
-        if let (known, query) = last.withLock({ $0 }), known == text { return query }
-        guard let query = try? SearchQuery.parse(text) else { return nil }
-        last.withLock { $0 = (text, query) }
-        return query
     }
 }

@@ -81,6 +81,8 @@ public final class LocalStore: Sendable {
             // Searches bind `LIKE` patterns: without this each search statement would be
             // parsed and planned anew every time it runs (see QueryPlans).
             try QueryPlans.keep(db)
+            // The search index's folding (PROTOCOL.md §17): its triggers call it.
+            SearchFunctions.install(db)
         }
         if readOnly {
             do {
@@ -328,6 +330,10 @@ public final class LocalStore: Sendable {
                 sql:
                     "CREATE INDEX notifications_high_unread ON notifications (bucket, hidden, expires) WHERE read_state = 'Unread' AND priority = 'High'"
             )
+        }
+        // Search (PROTOCOL.md §17): the query language's word index replaces the trigram index.
+        migrator.registerMigration("v13 search words") { db in
+            try SearchIndex.migrateToWords(db)
         }
         return migrator
     }

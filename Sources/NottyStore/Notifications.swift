@@ -158,7 +158,7 @@ extension LocalStore {
     /// The index ranges of `view` at `now` matching `query`. Unread and Read take the range of
     /// ended snoozes only while one of theirs has ended (one indexed look).
     func branches(_ db: Database, _ view: NotificationView, now: Date, query: String) throws -> [ViewFilter.Branch] {
-        var branches = ViewFilter.branches(view, now: now, query: query)
+        var branches = try ViewFilter.branches(view, now: now, query: query)
         guard branches.count > 1 else { return branches }
         let ended =
             try Bool.fetchOne(
@@ -268,14 +268,14 @@ extension LocalStore {
             var branches: [ViewFilter.Branch]
             if view == .all {
                 let millis = ISOTime.millis(now)
-                branches = ViewFilter.narrowed(
+                branches = try ViewFilter.narrowed(
                     ["unread", "activated", "dismissed", "snoozed"].map {
                         ViewFilter.Branch(sql: "bucket = '\($0)' AND hidden = 0 AND expires > ?", arguments: [millis])
-                    }, to: query)
+                    }, to: query, now: now)
             } else if view == .read {
                 return nil
             } else {
-                branches = ViewFilter.branches(view, now: now, query: query)
+                branches = try ViewFilter.branches(view, now: now, query: query)
             }
             let (comparison, order) = forward ? ("<", "DESC") : (">", "ASC")
             var best: (created: Int64, id: String)?
@@ -396,7 +396,12 @@ enum ViewFilter {
         query.trimmingCharacters(in: .whitespaces).isEmpty
     }
 
-    static func branches(_ view: NotificationView, now: Date, query: String) -> [Branch] {
+    static func branches(_ view: NotificationView, now: Date, query: String) throws -> [Branch] {
+        try narrowed(branches(view, now: now), to: query, now: now)
+    }
+
+    /// The index ranges of `view` at `now`, every row of them.
+    static func branches(_ view: NotificationView, now: Date) -> [Branch] {
         let millis = ISOTime.millis(now)
         let live = "hidden = 0 AND expires > ?"
         let branches: [Branch]
@@ -414,41 +419,26 @@ enum ViewFilter {
                     sql: "bucket = 'snoozed' AND snoozed_until <= ? AND read_state = \(readState(view)) AND \(live)", arguments: [millis, millis]),
             ]
         }
-        return narrowed(branches, to: query)
+        return branches
     }
 
     /// `branches` with the rows that match `query` only: one group's (``GroupQuery``, an
-    /// exact key), or those whose searched columns contain the text.
-    static func narrowed(_ branches: [Branch], to query: String) -> [Branch] {
+    /// exact key), or those the query language finds (``SearchFilter``).
+    static func narrowed(_ branches: [Branch], to query: String, now: Date) throws -> [Branch] {
         guard !isEmpty(query) else { return branches }
         if let key = GroupQuery.key(in: query) {
             return branches.map { Branch(sql: $0.sql + " AND \(GroupQuery.sqlKey) = ?", arguments: $0.arguments + [key]) }
         }
-        let pattern = likePattern(query)
-        return branches.map {
-            Branch(
-                sql: $0.sql + " AND " + matching("?"), arguments: $0.arguments + StatementArguments(Array(repeating: pattern, count: searched.count)))
-        }
-    }
-
-    /// The columns a search matches.
-    static let searched = ["title", "body", "raw_content", "app", "group_name"]
-
-    /// SQL that holds when any searched column contains the `LIKE` pattern `parameter` (a
-    /// `?` is bound once per column, a `?N` once).
-    static func matching(_ parameter: String) -> String {
-        "(" + searched.map { "\($0) LIKE \(parameter) ESCAPE '\\'" }.joined(separator: " OR ") + ")"
-    }
-
-    /// The `LIKE` pattern for a search: the trimmed text anywhere, `%` and `_` as themselves.
-    static func likePattern(_ query: String) -> String {
-        "%" + likeEscaped(query.trimmingCharacters(in: .whitespaces)) + "%"
+        guard let filter = try SearchFilter(query, now: now) else { return branches }
+        return branches.map { Branch(sql: $0.sql + " AND " + filter.condition, arguments: $0.arguments + filter.arguments) }
     }
 }
 
 /// A store error a user can act on.
 public enum StoreError: Error, Equatable, CustomStringConvertible {
     case tooShort(String)
+    /// A search the query language cannot read (PROTOCOL.md §17): what to write instead.
+    case search(String)
     case notFound(String)
     case ambiguous(String)
     /// The file system of the store (this folder) is full: nothing was written.
@@ -465,6 +455,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
         case .newer(let path, let unknown, let newestKnown):
             "the local store at \(path) was written by a newer notty (it has \(unknown.map { "“\($0)”" }.joined(separator: ", ")); this one knows up to “\(newestKnown)”): use that one, or run notty resync to rebuild it for this one (changes not sent yet are kept)"
         case .diskFull(let directory): "no space left on device: \(directory) (the change was not saved)"
+        case .search(let message): "search: \(message)"
         case .tooShort(let text): "'\(text)' is too short: give an id or at least its first 6 characters"
         case .notFound(let text): "no notification matches '\(text)' (see notty list --view all)"
         case .ambiguous(let text): "'\(text)' matches several notifications: give more characters"

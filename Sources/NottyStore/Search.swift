@@ -3,16 +3,16 @@ import GRDB
 import NottyCore
 import Synchronization
 
-/// Searching title, body, raw content, app and group (PROTOCOL.md §4 `/`): a substring match,
-/// case-insensitive for ASCII letters (SQLite's `LIKE`).
+/// Searching with the query language (PROTOCOL.md §17, ``SearchQuery``): its words, phrases
+/// and `app:`/`group:`/`team:` from a word index, its other fields as conditions on the row.
 ///
-/// A trigram full-text index (`search`, FTS5, migration v4) lists the candidates of a query
-/// of three or more characters without reading every row. It is built after the rows arrive,
-/// not while they are synced (the initial sync would take a third longer): every row whose
-/// rowid is at most `search_progress.indexed` is in it, triggers keep those rows current, and
-/// ``indexForSearch(rows:)`` adds the rest in small transactions. Rows above the mark are
-/// matched with `LIKE`; every candidate is checked with `LIKE`, so the answer is the same
-/// whatever part of the store is indexed.
+/// The index (`search_words`, contentless FTS5, migration v13; a trigram index before it) holds
+/// each row's folded words and keys (``SearchIndexTerms``, through ``SearchFunctions``). It is
+/// built after the rows arrive, not while they are synced (the initial sync would take longer):
+/// every row whose rowid is at most `search_progress.indexed` is in it, triggers keep those rows
+/// current, and ``indexForSearch(rows:)`` adds the rest in small transactions. Rows above the
+/// mark are matched by `notty_text_matches`, so the answer is the same whatever part of the
+/// store is indexed.
 ///
 /// A query with few candidates (``SearchPlan/candidateLimit``) is answered from their keys,
 /// sorted here. One with many has many matches in most views, and its rows are found by
@@ -43,6 +43,44 @@ enum SearchIndex {
                 """)
     }
 
+    /// The word index's table, its columns, and each one's value from a `notifications` row named `row`.
+    static let table = "search_words"
+    static let columns = ["title", "body", "app", "grp", "keys"]
+    static func values(_ row: String) -> String {
+        let team = "CASE WHEN json_valid(\(row).policies) THEN json_extract(\(row).policies, '$.team') END"
+        return [
+            "notty_words(\(row).title)", "notty_words(coalesce(\(row).body, \(row).raw_content))", "notty_words(\(row).app)",
+            "notty_words(\(row).group_name)", "notty_keys(\(row).app, \(row).group_name, \(team))",
+        ].joined(separator: ", ")
+    }
+
+    /// v13: the trigram index gives way to the word index, built again in the background.
+    static func migrateToWords(_ db: Database) throws {
+        let list = columns.joined(separator: ", ")
+        let indexed = "(SELECT indexed FROM search_progress)"
+        let changed = ["title", "body", "raw_content", "app", "group_name", "policies"]
+        try db.execute(
+            sql: """
+                DROP TRIGGER search_insert;
+                DROP TRIGGER search_delete;
+                DROP TRIGGER search_update;
+                DROP TABLE search;
+                UPDATE search_progress SET indexed = 0;
+                CREATE VIRTUAL TABLE \(table) USING fts5(\(list), content = '', tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M*'");
+                CREATE TRIGGER search_words_insert AFTER INSERT ON notifications WHEN new.rowid <= \(indexed) BEGIN
+                    INSERT INTO \(table) (rowid, \(list)) VALUES (new.rowid, \(values("new")));
+                END;
+                CREATE TRIGGER search_words_delete AFTER DELETE ON notifications WHEN old.rowid <= \(indexed) BEGIN
+                    INSERT INTO \(table) (\(table), rowid, \(list)) VALUES ('delete', old.rowid, \(values("old")));
+                END;
+                CREATE TRIGGER search_words_update AFTER UPDATE OF \(changed.joined(separator: ", ")) ON notifications
+                WHEN old.rowid <= \(indexed) AND (\(changed.map { "old.\($0) IS NOT new.\($0)" }.joined(separator: " OR "))) BEGIN
+                    INSERT INTO \(table) (\(table), rowid, \(list)) VALUES ('delete', old.rowid, \(values("old")));
+                    INSERT INTO \(table) (rowid, \(list)) VALUES (new.rowid, \(values("new")));
+                END;
+                """)
+    }
+
     /// The highest rowid up to which every row is indexed.
     static func indexed(_ db: Database) throws -> Int64 {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT indexed FROM search_progress")) ?? 0
@@ -50,7 +88,7 @@ enum SearchIndex {
 
     /// The whole index forgotten (every row deleted with it): the next rows arrive unindexed.
     static func reset(_ db: Database) throws {
-        try db.execute(sql: "INSERT INTO search (search) VALUES ('delete-all'); UPDATE search_progress SET indexed = 0")
+        try db.execute(sql: "INSERT INTO \(table) (\(table)) VALUES ('delete-all'); UPDATE search_progress SET indexed = 0")
     }
 }
 
@@ -109,8 +147,8 @@ extension LocalStore {
             guard let last else { return false }
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO search (rowid, \(ViewFilter.searched.joined(separator: ", ")))
-                    SELECT rowid, \(ViewFilter.searched.joined(separator: ", ")) FROM notifications WHERE rowid > ? AND rowid <= ?
+                    INSERT INTO \(SearchIndex.table) (rowid, \(SearchIndex.columns.joined(separator: ", ")))
+                    SELECT rowid, \(SearchIndex.values("notifications")) FROM notifications WHERE rowid > ? AND rowid <= ?
                     """
             ).execute(arguments: [from, last])
             try db.cachedStatement(sql: "UPDATE search_progress SET indexed = ?").execute(arguments: [last])
@@ -152,46 +190,45 @@ extension LocalStore {
     /// lists them.
     func searchKeys(_ db: Database, query: String, view: NotificationView, now: Date) throws -> [SearchKey]? {
         let millis = ISOTime.millis(now)
-        return try searchKeys(db, query: query)?.filter { $0.isIn(view, now: millis) }
+        return try searchKeys(db, query: query, now: now)?.filter { $0.isIn(view, now: millis) }
     }
 
-    /// Every row matching `query` (any view, newest first) when the search index lists at
-    /// most ``SearchPlan/candidateLimit`` candidates, counting every row not indexed yet as
-    /// one; nil when there are more, or the query is shorter than a trigram.
-    func searchKeys(_ db: Database, query: String) throws -> [SearchKey]? {
+    /// Every row matching `query` (any view, newest first) when the word index lists at most
+    /// ``SearchPlan/candidateLimit`` candidates, counting every row not indexed yet as one; nil
+    /// when there are more, or the query requires no words.
+    func searchKeys(_ db: Database, query: String, now: Date) throws -> [SearchKey]? {
         let text = query.trimmingCharacters(in: .whitespaces)
-        guard text.unicodeScalars.count >= 3, GroupQuery.key(in: text) == nil else { return nil }
+        guard GroupQuery.key(in: text) == nil, let filter = try SearchFilter(text, now: now), filter.sql.match != nil else { return nil }
         let revision = try self.revision(db)
         if let plan = searchPlan.withLock({ $0 }), plan.query == text, plan.revision == revision {
             return plan.keys
         }
-        let keys = try listKeys(db, text)
+        let keys = try listKeys(db, filter)
         searchPlan.withLock { $0 = SearchPlan(query: text, revision: revision, keys: keys) }
         return keys
     }
 
-    private func listKeys(_ db: Database, _ text: String) throws -> [SearchKey]? {
-        let phrase = "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    private func listKeys(_ db: Database, _ filter: SearchFilter) throws -> [SearchKey]? {
+        guard let match = filter.sql.match else { return nil }
         let indexed = try SearchIndex.indexed(db)
         // Rows not indexed yet are all candidates (at most this many).
         let unindexed = max(0, (try Int.fetchOne(db.cachedStatement(sql: "SELECT max(rowid) FROM notifications")) ?? 0) - Int(indexed))
         guard unindexed <= SearchPlan.candidateLimit else { return nil }
+        let table = SearchIndex.table
         let candidates =
             try Int.fetchOne(
-                db.cachedStatement(sql: "SELECT count(*) FROM (SELECT 1 FROM search WHERE search MATCH ? LIMIT ?)"),
-                arguments: [phrase, SearchPlan.candidateLimit + 1 - unindexed]) ?? 0
+                db.cachedStatement(sql: "SELECT count(*) FROM (SELECT 1 FROM \(table) WHERE \(table) MATCH ? LIMIT ?)"),
+                arguments: [match, SearchPlan.candidateLimit + 1 - unindexed]) ?? 0
         guard candidates + unindexed <= SearchPlan.candidateLimit else { return nil }
-        let pattern = ViewFilter.likePattern(text)
-        let matches = ViewFilter.matching("?1")
         let keys = SearchKey.columns
         let rows = try Row.fetchCursor(
             db.cachedStatement(
                 sql: """
-                    SELECT \(keys) FROM notifications WHERE rowid IN (SELECT rowid FROM search WHERE search MATCH ?2) AND \(matches)
+                    SELECT \(keys) FROM notifications WHERE rowid IN (SELECT rowid FROM \(table) WHERE \(table) MATCH ?) AND \(filter.condition)
                     UNION ALL
-                    SELECT \(keys) FROM notifications WHERE rowid > ?3 AND \(matches)
+                    SELECT \(keys) FROM notifications WHERE rowid > ? AND \(filter.condition)
                     """),
-            arguments: [pattern, phrase, indexed])
+            arguments: [match] + filter.arguments + [indexed] + filter.arguments)
         var found: [SearchKey] = []
         while let row = try rows.next() { found.append(SearchKey(row)) }
         found.sort { ($0.created, $0.id) > ($1.created, $1.id) }
@@ -205,5 +242,56 @@ extension LocalStore {
         return try notifications(
             db.makeStatement(sql: "SELECT \(columns) FROM notifications WHERE rowid IN (\(marks)) ORDER BY created DESC, id DESC"),
             arguments: StatementArguments(rowids))
+    }
+}
+
+/// A search of a device's store: the query read (``SearchQuery``; a refusal is
+/// ``StoreError/search(_:)``), as one condition on a `notifications` row with its arguments,
+/// bound in order. Its text is asked of the word index for the rows it holds and of
+/// `notty_text_matches` for the rows above its mark.
+struct SearchFilter {
+    let query: SearchQuery
+    let sql: SearchSQL
+    let condition: String
+    let arguments: StatementArguments
+
+    /// nil when `text` has no terms.
+    init?(_ text: String, now: Date) throws {
+        do {
+            query = try SearchQuery.parse(text)
+        } catch {
+            throw StoreError.search(error.message)
+        }
+        guard !query.isEmpty else { return nil }
+        sql = SearchSQL(query, dialect: .sqlite, columns: .device, now: .value(ISOTime.millis(now))) { _ in "?" }
+        var parts = sql.conditions
+        var arguments = StatementArguments()
+        for value in sql.values {
+            switch value {
+            case .text(let text): arguments += [text]
+            case .integer(let number): arguments += [number]
+            }
+        }
+        let table = SearchIndex.table
+        var indexed: [String] = []
+        if let match = sql.match {
+            indexed.append("rowid IN (SELECT rowid FROM \(table) WHERE \(table) MATCH ?)")
+            arguments += [match]
+        }
+        if let exclude = sql.exclude {
+            indexed.append("rowid NOT IN (SELECT rowid FROM \(table) WHERE \(table) MATCH ?)")
+            arguments += [exclude]
+        }
+        if !indexed.isEmpty {
+            let team = "CASE WHEN json_valid(policies) THEN json_extract(policies, '$.team') END"
+            parts.append(
+                """
+                (CASE WHEN rowid <= (SELECT indexed FROM search_progress) THEN \(indexed.joined(separator: " AND "))
+                 ELSE notty_text_matches(?, title, coalesce(body, raw_content), app, group_name, \(team)) END)
+                """)
+            arguments += [text]
+        }
+        condition = parts.isEmpty ? "1 = 1" : "(" + parts.joined(separator: " AND ") + ")"
+        self.arguments = arguments
     }
 }

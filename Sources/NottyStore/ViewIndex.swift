@@ -90,7 +90,7 @@ struct ViewIndex {
     /// The view's index ranges (``ViewFilter``); Unread and Read take the range of ended
     /// snoozes only while one of theirs has ended (then it is among the exceptions).
     var branches: [ViewFilter.Branch] {
-        let branches = ViewFilter.branches(view, now: now, query: "")
+        let branches = ViewFilter.branches(view, now: now)
         return branches.count > 1 && !exceptions.contains(where: { $0.delta > 0 }) ? Array(branches.dropLast()) : branches
     }
 

@@ -162,7 +162,10 @@ struct LocalStoreTests {
         #expect(try t.store.window(view: .unread, offset: 0, limit: 3, now: now).map(\.appNotificationId) == ["a50", "a49", "a48"])
         #expect(try t.store.window(view: .unread, offset: 10, limit: 2, now: now).map(\.appNotificationId) == ["a40", "a39"])
         #expect(try t.store.window(view: .all, query: "デプロイ", limit: 10, now: now).map(\.appNotificationId) == ["a17"])
-        #expect(try t.store.window(view: .all, query: "50%_", limit: 10, now: now).map(\.appNotificationId) == ["a17"], "% and _ are literal")
+        #expect(try t.store.window(view: .all, query: "50%_off", limit: 10, now: now).map(\.appNotificationId) == ["a17"], "words one after another")
+        #expect(throws: StoreError.search("priority: is high, normal or low, not urgent")) {
+            try t.store.window(view: .all, query: "priority:urgent", limit: 10, now: now)
+        }
         #expect(try t.store.count(view: .all, query: "deploys", now: now) == 16, "group names are searched")
         #expect(try t.store.count(view: .all, query: "MON.example", now: now) == 25, "app names, case-insensitively")
         #expect(try t.store.count(view: .all, query: "body 4", now: now) == 11)

@@ -4,37 +4,35 @@ import NottyStore
 import NottyTestSupport
 import Testing
 
-/// Searches answered from the trigram index (few candidates), by stepping over a view's index
-/// (many), or by `LIKE` alone (short queries, rows not indexed yet) must all give what a
-/// row-by-row substring match gives, however much of the store is indexed.
+/// Searches answered from the word index (few candidates), by stepping over a view's index
+/// (many), or by `notty_text_matches` (rows not indexed yet) must all give what the query
+/// language's matcher gives row by row (``SearchQuery/matches(_:now:)``), however much of the
+/// store is indexed.
 @Suite("Search index")
 struct SearchTests {
     static let words = ["Deploy", "deploy", "DB-3", "db-30", "flaky test", "ビルド失敗", "✅ done", "50%_off", "Über alert", "a\"quote"]
     /// More rows than ``SearchPlan`` sorts itself, so "example" (every app) takes the other way.
     static let queries = [
         "example", "deploy", "DB-3", "ビルド", "50%_o", "über", "a\"q", "zz", "de", "no such words", "ci.", "body 1",
-        "group:deploys", "group:ci.example.com", " group: mon.example.com ", "group:nope",
+        "group:deploys", "group:ci.example.com", " group: mon.example.com ", "group:nope", "-deploy", "\"flaky test\"", "deploy -db",
+        "priority:high", "is:unread deploy", "-is:read über", "app:ci.example.com", "-app:ci.example.com 5", "is:snoozed", "has:actions",
     ]
 
     static func text(_ random: inout SeededRandom) -> String {
         "\(words.randomElement(using: &random)!) \(words.randomElement(using: &random)!) \(Int.random(in: 0..<99, using: &random))"
     }
 
-    /// `LIKE`'s rule: a substring, ASCII letters in either case.
-    static func matches(_ n: UserNotification, _ query: String) -> Bool {
+    /// A group's key, or the query language row by row.
+    static func matches(_ n: UserNotification, _ query: String, now: Date) -> Bool {
         if let key = GroupQuery.key(in: query) { return n.groupKey == key }
-        func folded(_ text: String) -> String {
-            String(String.UnicodeScalarView(text.unicodeScalars.map { ("A"..."Z").contains($0) ? Unicode.Scalar($0.value + 32)! : $0 }))
-        }
-        let fields = [n.payload.visualContent?.title, n.payload.visualContent?.body, n.payload.rawContent, n.targetHostName, n.groupName]
-        return fields.contains { $0.map { folded($0).contains(folded(query)) } ?? false }
+        return (try? SearchQuery.parse(query).matches(n, now: now)) ?? false
     }
 
     static func check(_ store: LocalStore, ids: [String], now: Date, random: inout SeededRandom, stage: String) throws {
         let shown = try ids.compactMap { try store.notification(id: $0) }
         for query in queries {
             for view in NotificationView.allCases {
-                let whole = shown.filter { view.contains($0, now: now) && matches($0, query) }
+                let whole = shown.filter { view.contains($0, now: now) && matches($0, query, now: now) }
                     .sorted { ($0.createdDateTime, $0.id) > ($1.createdDateTime, $1.id) }
                     .map(\.id)
                 let label = "\(view) “\(query)” \(stage)"
@@ -54,7 +52,7 @@ struct SearchTests {
                         "offset \(offset) with total \(label)")
                 }
                 if GroupQuery.key(in: query) == nil {
-                    let rows = shown.filter { view.contains($0, now: now) && matches($0, query) }
+                    let rows = shown.filter { view.contains($0, now: now) && matches($0, query, now: now) }
                     let expected = Dictionary(grouping: rows, by: \.groupKey).map { key, rows in
                         NotificationGroup(
                             key: key, app: Set(rows.map(\.targetHostName)).count == 1 ? rows[0].targetHostName : nil, count: rows.count,

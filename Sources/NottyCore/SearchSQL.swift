@@ -1,33 +1,57 @@
 import Foundation
-import NottyCore
 
 /// A ``SearchQuery`` as each backend asks it of its `notifications` table and full-text index
 /// (PROTOCOL.md §17): the words, phrases and `app:`/`group:`/`team:` keys as one full-text
 /// expression (``SearchIndexTerms``: FTS5's on SQLite, a `tsquery` on PostgreSQL), the other
 /// fields as conditions on the row's columns with their values bound.
-package struct SearchSQL: Sendable {
-    package enum Dialect: Sendable {
+public struct SearchSQL: Sendable {
+    public enum Dialect: Sendable {
         case sqlite, postgres
     }
 
-    package enum Value: Sendable, Equatable {
+    /// Where a table keeps what the fields ask about that differs between the service's
+    /// `notifications` and a device's.
+    public struct Columns: Sendable {
+        /// The user who changed a row last (an SQL expression, NULL when nobody did).
+        public var changedByUser: String
+        /// Whether a row has actions (an SQL condition, never NULL).
+        public var hasActions: String
+
+        public static let sqlite = Columns(changedByUser: "json_extract(changed_by, '$.user')", hasActions: "(actions IS NOT NULL)")
+        public static let postgres = Columns(changedByUser: "(changed_by::jsonb ->> 'user')", hasActions: "(actions IS NOT NULL)")
+        /// A device's store: what is rare is in `policies` (JSON).
+        public static let device = Columns(
+            changedByUser: "(CASE WHEN json_valid(policies) THEN json_extract(policies, '$.changedBy.user') END)",
+            hasActions: "(CASE WHEN json_valid(policies) THEN coalesce(json_array_length(policies, '$.actions'), 0) > 0 ELSE 0 END)")
+    }
+
+    /// The current time in milliseconds: an SQL expression, or a value to bind where it is asked.
+    public enum Now: Sendable {
+        case expression(String)
+        case value(Int64)
+    }
+
+    public enum Value: Sendable, Equatable {
         case text(String)
         case integer(Int64)
     }
 
     /// What a matching row's index entry must match; nil when the query has no required text.
-    package var match: String?
+    public var match: String?
     /// What it must not match when nothing is required (``match`` holds the exclusions
     /// otherwise); nil when nothing is excluded.
-    package var exclude: String?
+    public var exclude: String?
     /// Conditions on the row's columns, all required.
-    package var conditions: [String] = []
+    public var conditions: [String] = []
     /// The conditions' values, bound from `firstPlaceholder` on in this order.
-    package var values: [Value] = []
+    public var values: [Value] = []
 
-    /// `query` for `dialect`; `now` is the SQL expression of the current time in milliseconds,
-    /// `placeholder` spells a parameter's number (`?7`, `$7`).
-    package init(_ query: SearchQuery, dialect: Dialect, now: String, firstPlaceholder: Int, placeholder: (Int) -> String) {
+    /// `query` for `dialect` on a table of `columns`; `placeholder` spells a parameter's number
+    /// (`?7`, `$7`, or `?` for all when they are bound in the order they appear).
+    public init(
+        _ query: SearchQuery, dialect: Dialect, columns: Columns? = nil, now: Now, firstPlaceholder: Int = 1, placeholder: (Int) -> String
+    ) {
+        let columns = columns ?? (dialect == .sqlite ? .sqlite : .postgres)
         var required: [String] = []
         var excluded: [String] = []
         var next = firstPlaceholder
@@ -47,7 +71,7 @@ package struct SearchSQL: Sendable {
             case .team(let value): text = Self.exact(SearchIndexTerms.key(.team, folded: value), dialect)
             default:
                 text = nil
-                condition = Self.condition(clause.term, dialect: dialect, now: now, bind: bind)
+                condition = Self.condition(clause.term, dialect: dialect, columns: columns, now: now, bind: bind)
             }
             if let text { (clause.negated ? { excluded.append(text) } : { required.append(text) })() }
             if let condition { conditions.append(clause.negated ? "NOT \(condition)" : condition) }
@@ -84,7 +108,7 @@ package struct SearchSQL: Sendable {
 
     /// A field that is not text, as a condition that is never NULL (so that `NOT` excludes
     /// exactly what it matches).
-    static func condition(_ term: SearchQuery.Term, dialect: Dialect, now: String, bind: (Value) -> String) -> String {
+    static func condition(_ term: SearchQuery.Term, dialect: Dialect, columns: Columns, now: Now, bind: (Value) -> String) -> String {
         switch term {
         case .priority(let priority): return "(priority = '\(priority.rawValue)')"
         case .state(.unread): return "(read_state = '\(ReadState.unread.rawValue)')"
@@ -92,46 +116,19 @@ package struct SearchSQL: Sendable {
         case .state(.activated): return "(action_state = '\(UserActionState.activated.rawValue)')"
         case .state(.dismissed): return "(action_state = '\(UserActionState.dismissed.rawValue)')"
         case .state(.snoozed):
-            return "(action_state = '\(UserActionState.snoozed.rawValue)' AND snoozed_until IS NOT NULL AND snoozed_until > \(now))"
+            let time =
+                switch now {
+                case .expression(let expression): expression
+                case .value(let millis): bind(.integer(millis))
+                }
+            return "(action_state = '\(UserActionState.snoozed.rawValue)' AND snoozed_until IS NOT NULL AND snoozed_until > \(time))"
         case .by(let user):
-            let who = dialect == .sqlite ? "json_extract(changed_by, '$.user')" : "(changed_by::jsonb ->> 'user')"
-            return "(changed_by IS NOT NULL AND coalesce(lower(\(who)) = \(bind(.text(user))), \(dialect == .sqlite ? "0" : "false")))"
+            return "(coalesce(lower(\(columns.changedByUser)) = \(bind(.text(user))), \(dialect == .sqlite ? "0" : "false")))"
         case .after(let day): return "(created >= \(bind(.integer(ISOTime.millis(day)))))"
         case .before(let day): return "(created < \(bind(.integer(ISOTime.millis(day)))))"
         case .has(.link): return "(launch_url IS NOT NULL)"
-        case .has(.actions): return "(actions IS NOT NULL)"
+        case .has(.actions): return columns.hasActions
         case .word, .phrase, .app, .group, .team: return "(1 = 1)"  // text: in the index
         }
-    }
-}
-
-/// A row's `words` on PostgreSQL: a `tsvector` in its text form, each field's folded words at
-/// their positions (a gap between fields, so that a phrase does not run from one into the
-/// next) and the keys without positions (``SearchIndexTerms``).
-package enum SearchVector {
-    package static func text(_ row: NotificationColumns) -> String {
-        var positions: [String: [Int]] = [:]
-        var order: [String] = []
-        var position = 0
-        for field in [row.title, row.body ?? row.rawContent, row.hostName, row.groupName] {
-            guard let field else { continue }
-            for word in SearchQuery.words(field) {
-                position += 1
-                if positions[word] == nil { order.append(word) }
-                // PostgreSQL keeps positions up to 16383 (and at most 256 a lexeme).
-                if position <= 16_383, positions[word, default: []].count < 256 { positions[word, default: []].append(position) }
-            }
-            position += 1
-        }
-        var text = ""
-        for word in order {
-            text += "'\(word)'"
-            if let at = positions[word], !at.isEmpty { text += ":" + at.map(String.init).joined(separator: ",") }
-            text += " "
-        }
-        for key in SearchIndexTerms.keys(app: row.hostName, group: row.groupName, team: row.team).split(separator: " ") {
-            text += "'\(key)' "
-        }
-        return text
     }
 }

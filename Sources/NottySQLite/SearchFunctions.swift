@@ -1,0 +1,49 @@
+import Foundation
+import GRDB
+import NottyCore
+import Synchronization
+
+/// The SQL functions both SQLite stores' search indexes are kept and asked with (PROTOCOL.md
+/// §17): the folding is Swift's (``SearchIndexTerms``), for every script, so every connection
+/// that writes notifications has them (from `prepareDatabase`).
+///
+/// - `notty_words(text)`: the folded words, one space between each (NULL gives '').
+/// - `notty_keys(app, group, team)`: the keys of `app:`, `group:` and `team:`.
+/// - `notty_text_matches(query, title, body, app, group, team)`: whether a row's text holds the
+///   query's words, phrases and keys, for rows an index does not hold yet.
+public enum SearchFunctions {
+    public static func install(_ db: Database) {
+        db.add(
+            function: DatabaseFunction("notty_words", argumentCount: 1, pure: true) { values in
+                SearchIndexTerms.words(String.fromDatabaseValue(values[0]))
+            })
+        db.add(
+            function: DatabaseFunction("notty_keys", argumentCount: 3, pure: true) { values in
+                guard let app = String.fromDatabaseValue(values[0]) else { return "" }
+                return SearchIndexTerms.keys(app: app, group: String.fromDatabaseValue(values[1]), team: String.fromDatabaseValue(values[2]))
+            })
+        db.add(
+            function: DatabaseFunction("notty_text_matches", argumentCount: 6, pure: true) { values in
+                guard let text = String.fromDatabaseValue(values[0]), let query = parsed.cached(text) else { return false }
+                return query.matchesText(
+                    title: String.fromDatabaseValue(values[1]), body: String.fromDatabaseValue(values[2]),
+                    app: String.fromDatabaseValue(values[3]) ?? "", group: String.fromDatabaseValue(values[4]),
+                    team: String.fromDatabaseValue(values[5]))
+            })
+    }
+
+    /// The last query `notty_text_matches` parsed (it is asked once a row).
+    private static let parsed = ParsedQuery()
+}
+
+/// One parsed query, kept while the same text is asked again.
+private final class ParsedQuery: Sendable {
+    private let last = Mutex<(String, SearchQuery)?>(nil)
+
+    func cached(_ text: String) -> SearchQuery? {
+        if let (known, query) = last.withLock({ $0 }), known == text { return query }
+        guard let query = try? SearchQuery.parse(text) else { return nil }
+        last.withLock { $0 = (text, query) }
+        return query
+    }
+}
