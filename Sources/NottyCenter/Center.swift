@@ -35,6 +35,9 @@ public final class Center: Sendable {
     private let connection = Mutex<ConnectionState>(.connecting)
     /// Where the user is on call (PROTOCOL.md §13.2), as the service last said.
     private let onCall = Mutex<[MyOnCall]>([])
+    /// Counts the saved views' tabs off the loop (a search with many matches is a scan of All):
+    /// one run at a time, one more when the store changed meanwhile.
+    private let savedViewCount = Mutex<(running: Bool, again: Bool)>((false, false))
     /// How often the center asks the service where the user is on call.
     static let onCallRefresh: Duration = .seconds(300)
 
@@ -85,8 +88,10 @@ public final class Center: Sendable {
         let watcher = Task { [weak self] in
             try? await Task.sleep(for: .milliseconds(200))
             indexer.catchUp()  // after the first frame
+            self?.countSavedViews()
             for await change in changes {
                 self?.post(.storeChanged)
+                self?.countSavedViews()
                 if change == .committed {
                     self?.postStatus()
                     indexer.catchUp()
@@ -197,7 +202,11 @@ public final class Center: Sendable {
                 for effect in effects {
                     switch effect {
                     case .load(let request):
-                        pending.append(try loader.answer(request, now: Date()))
+                        do {
+                            pending.append(try loader.answer(request, now: Date()))
+                        } catch let error as StoreError {
+                            pending.append(.message(error.description))  // a saved view's search this build cannot read
+                        }
                     case .mutate(let changes):
                         if try saved({ _ = try store.record(changes.map { ($0.id, LocalChange.patch($0.change)) }) }) { requestSync() }
                     case .delete(let ids):
@@ -284,5 +293,39 @@ public final class Center: Sendable {
     private func requestSync() {
         guard let liveSync = liveSync.withLock({ $0 }) else { return }
         Task { await liveSync.requestSync() }
+    }
+
+    // MARK: - Saved views (PROTOCOL.md §17)
+
+    /// Reads the saved views and counts each (off the loop), then posts them for the tabs.
+    private func countSavedViews() {
+        let start = savedViewCount.withLock { state -> Bool in
+            if state.running {
+                state.again = true
+                return false
+            }
+            state.running = true
+            return true
+        }
+        guard start else { return }
+        startOffThePool(name: "notty-views") { [self] in
+            while true {
+                let now = Date()
+                let tabs =
+                    (try? SavedView.all(in: store.preferences()).map { view in
+                        SavedViewTab(name: view.name, query: view.query, count: try? store.count(view: .all, query: view.query, now: now))
+                    }) ?? []
+                post(.savedViews(tabs))
+                let again = savedViewCount.withLock { state -> Bool in
+                    if state.again {
+                        state.again = false
+                        return true
+                    }
+                    state.running = false
+                    return false
+                }
+                if !again { return }
+            }
+        }
     }
 }

@@ -11,22 +11,25 @@ public struct Badge: Sendable, Equatable {
     public var highUnread: Int
     /// Every view's count (PROTOCOL.md §1).
     public var counts: ViewCounts
+    /// A saved view's name (PROTOCOL.md §17), when the badge counts one (its `view` is All).
+    public var name: String?
 
-    public init(view: NotificationView, count: Int, highUnread: Int, counts: ViewCounts) {
+    public init(view: NotificationView, count: Int, highUnread: Int, counts: ViewCounts, name: String? = nil) {
         self.view = view
         self.count = count
         self.highUnread = highUnread
         self.counts = counts
+        self.name = name
     }
 
     /// The badge of a device with no store yet (never signed in): nothing anywhere.
-    public static func empty(view: NotificationView) -> Badge {
-        Badge(view: view, count: 0, highUnread: 0, counts: ViewCounts())
+    public static func empty(view: NotificationView, name: String? = nil) -> Badge {
+        Badge(view: view, count: 0, highUnread: 0, counts: ViewCounts(), name: name)
     }
 
     /// `3 unread, 1 High` — the words of a tooltip.
     public var summary: String {
-        "\(count) \(view.rawValue)" + (highUnread > 0 ? ", \(highUnread) High" : "")
+        "\(count) \(name ?? view.rawValue)" + (highUnread > 0 ? ", \(highUnread) High" : "")
     }
 
     /// `high` when a High one is Unread, `some` when the view holds any, else `none` (the CSS
@@ -63,7 +66,7 @@ public enum BadgeFormat: String, CaseIterable, Sendable {
         case .json:
             let counts = NotificationView.allCases.map { ($0.rawValue, JSONValue.number(Double(badge.counts[$0]))) }
             return JSONValue.object([
-                "view": .string(badge.view.rawValue), "count": .number(Double(badge.count)),
+                "view": .string(badge.name ?? badge.view.rawValue), "count": .number(Double(badge.count)),
                 "highUnread": .number(Double(badge.highUnread)), "counts": .object(Dictionary(uniqueKeysWithValues: counts)),
             ]).jsonText
         case .tmux:

@@ -4,7 +4,9 @@ import Foundation
 /// they have none. One group of a view is a search, `group:KEY`, that matches exactly the
 /// notifications of that group (so every windowed read of the store serves an open group).
 public enum GroupQuery {
-    public static let prefix = "group:"
+    /// Not the query language's `group:` field (PROTOCOL.md §17): a group row's key is its group
+    /// name, else its app.
+    public static let prefix = "groupkey:"
 
     /// The search that shows exactly the group `key`.
     public static func query(for key: String) -> String { prefix + key }

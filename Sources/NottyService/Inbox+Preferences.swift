@@ -20,7 +20,13 @@ extension Inbox {
                 "\(team.key.prefix(64)): keys that begin with team. are a team's mutes, which its owners write (notty mute --team TEAM)")
         }
         // A member sees their teams' mutes beside their own (PROTOCOL.md §16.4): they are not theirs to count.
-        let known = Set(try await db { try await storage.preferences(userId: userId) }.map(\.key).filter { !$0.hasPrefix(Interruptions.teamPrefix) })
+        let stored = try await db { try await storage.preferences(userId: userId) }.filter { !$0.key.hasPrefix(Interruptions.teamPrefix) }
+        do throws(ValidationError) {
+            try SavedView.check(entries, over: stored)
+        } catch {
+            throw ServiceError.badRequest(error.message)
+        }
+        let known = Set(stored.map(\.key))
         let keys = known.union(entries.map(\.key))
         guard keys.count <= PreferenceRules.maxKeys else {
             throw ServiceError.badRequest("a user has at most \(PreferenceRules.maxKeys) preferences; this write would make \(keys.count)")

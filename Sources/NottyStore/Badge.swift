@@ -21,4 +21,30 @@ extension LocalStore {
             return Badge(view: view, count: counts[view], highUnread: high, counts: counts)
         }
     }
+
+    /// The badge of a saved view (PROTOCOL.md §17): All's rows its search finds, and those of
+    /// them Unread and High.
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
+    public func badge(saved: SavedView, now: Date = Date()) throws -> Badge {
+        try database.read { db in
+            let counts = try counts(db, now: now)
+            let branches = try branches(db, .all, now: now, query: saved.query)
+            let total = try quickCount(db, view: .all, query: saved.query, now: now) ?? count(db, branches)
+            let high = try count(db, branches, extra: "AND read_state = 'Unread' AND priority = 'High'")
+            return Badge(view: .all, count: total, highUnread: high, counts: counts, name: saved.name)
+        }
+    }
+
+    /// The saved view `name` as this device knows it (nil when there is none).
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
+    public func savedView(named name: String) throws -> SavedView? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT key, value, changed_at FROM preferences WHERE key = ?", arguments: [SavedView.keyPrefix + name])
+                .map(Self.entry).flatMap { SavedView(key: $0.key, value: $0.value) }
+        }
+    }
 }

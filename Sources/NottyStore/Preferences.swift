@@ -134,7 +134,7 @@ extension LocalStore {
         return changed
     }
 
-    private static func entry(_ row: Row) -> PreferenceEntry {
+    static func entry(_ row: Row) -> PreferenceEntry {
         PreferenceEntry(key: row[0], value: JSONParser.parse(Data((row[1] as String).utf8)) ?? .null, changedAt: ISOTime.date(millis: row[2]))
     }
 }

@@ -13,6 +13,10 @@ enum BottomLine {
                 var shown = text
                 while DisplayWidth.width(of: shown) > room { shown.removeFirst() }
                 let end = screen.put([Span("/", ask), Span(shown)], column: 0, row: row)
+                // A refusal (Enter on a search that cannot be read) after the text.
+                if let message = state.message, end + 3 < width {
+                    screen.put(DisplayWidth.truncate(message, to: width - end - 2), column: end + 2, row: row, style: CellStyle(dim: true))
+                }
                 screen.cursor = (column: min(end, width - 1), row: row)
             default:
                 let texts = promptTexts(prompt, state: state)

@@ -152,12 +152,53 @@ extension TUIState {
 extension TUIState {
     /// Switches to a view (or reloads the current one) at its first row.
     mutating func switchView(to newView: NotificationView) -> [TUIEffect] {
+        if savedTab != nil {
+            // Leaving a saved view's tab leaves its search too.
+            savedTab = nil
+            query = ""
+        }
         view = newView
         return reloadFromTop()
     }
 
-    /// Applies search text (`""` clears the search) and reloads from the first row.
+    /// A saved view's tab (PROTOCOL.md §17): All, with its search.
+    mutating func switchToSaved(_ index: Int) -> [TUIEffect] {
+        savedTab = index
+        view = .all
+        query = savedViews[index].query
+        return reloadFromTop()
+    }
+
+    /// `Tab`/`S-Tab`: the next or previous tab, the six views then the saved ones, wrapping.
+    mutating func switchTab(by steps: Int) -> [TUIEffect] {
+        let all = NotificationView.allCases
+        let current = savedTab.map { all.count + $0 } ?? all.firstIndex(of: view)!
+        let count = all.count + savedViews.count
+        let next = ((current + steps) % count + count) % count
+        return next < all.count ? switchView(to: all[next]) : switchToSaved(next - all.count)
+    }
+
+    /// The saved views the shell read: the current saved tab follows its view by name (a new
+    /// search is loaded; a removed view leaves All).
+    mutating func apply(savedViews tabs: [SavedViewTab]) -> [TUIEffect] {
+        let current = savedTab.map { savedViews[$0] }
+        savedViews = tabs
+        guard let current else { return [] }
+        guard let index = tabs.firstIndex(where: { $0.name == current.name }) else {
+            savedTab = nil
+            query = ""
+            return reloadFromTop()
+        }
+        savedTab = index
+        guard tabs[index].query != query else { return [] }
+        query = tabs[index].query
+        return reloadFromTop()
+    }
+
+    /// Applies search text (`""` clears the search) and reloads from the first row. A search
+    /// that is not the saved view's own leaves its tab (All keeps the search).
     mutating func applyQuery(_ text: String) -> [TUIEffect] {
+        if let saved = savedTab, savedViews[saved].query != text { savedTab = nil }
         query = text
         return reloadFromTop()
     }

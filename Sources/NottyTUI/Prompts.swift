@@ -102,8 +102,18 @@ extension TUIState {
         case .control("u"):
             prompt = .search("")
         case .enter:
+            let text = text.trimmingCharacters(in: .whitespaces)
+            // A search the query language cannot read stays open, saying what to write.
+            if GroupQuery.key(in: text) == nil {
+                do throws(ValidationError) {
+                    _ = try SearchQuery.parse(text)
+                } catch {
+                    message = "search: " + error.message
+                    return []
+                }
+            }
             prompt = nil
-            return applyQuery(text.trimmingCharacters(in: .whitespaces))
+            return applyQuery(text)
         case .escape:
             prompt = nil
             return query.isEmpty ? [] : applyQuery("")

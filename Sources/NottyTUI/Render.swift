@@ -10,7 +10,10 @@ public func render(_ state: TUIState) -> Screen {
         screen.put(DisplayWidth.truncate(needed, to: state.size.columns), column: 0, row: 0)
         return screen
     }
-    screen.put(TabBar.spans(counts: state.counts, current: state.view, width: state.size.columns), column: 0, row: 0)
+    screen.put(
+        TabBar.spans(
+            counts: state.counts, current: state.savedTab == nil ? state.view : nil, saved: state.savedViews, savedTab: state.savedTab,
+            width: state.size.columns), column: 0, row: 0)
     if state.help != nil {
         HelpText.draw(into: &screen, state: state, in: layout.body)
     } else {

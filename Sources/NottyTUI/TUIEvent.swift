@@ -14,6 +14,8 @@ public enum TUIEvent: Sendable, Equatable {
     /// The shell's answer to `TUIEffect.load`: the window, every view's count, and the absolute
     /// index of the anchored row (or of the row at the requested index, clamped).
     case loaded(ViewWindow, counts: ViewCounts, selection: Int)
+    /// The saved views and their counts (read again when the store changes).
+    case savedViews([SavedViewTab])
     /// Something in the store changed (this process, another notty process, the sync engine).
     /// Also the first event to send: it makes the UI load its view.
     case storeChanged

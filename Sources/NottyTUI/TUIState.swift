@@ -19,8 +19,13 @@ public struct TUIState: Sendable, Equatable {
 
     /// The current view (tab).
     public internal(set) var view: NotificationView
-    /// The applied search text; `""` for none.
+    /// The applied search text; `""` for none (on a saved view's tab, its search).
     public internal(set) var query = ""
+    /// The saved views (PROTOCOL.md §17), tabs after All with their counts, as the shell read them.
+    public internal(set) var savedViews: [SavedViewTab] = []
+    /// The saved view whose tab is current (the view is All and `query` its search); nil on
+    /// one of the six.
+    public internal(set) var savedTab: Int?
 
     // MARK: - What the shell loaded
 
@@ -45,7 +50,7 @@ public struct TUIState: Sendable, Equatable {
     // MARK: - Group rows (`=`)
 
     /// Whether the list folds into group rows (`=`). An open group (Enter) is the search
-    /// `group:KEY` (``GroupQuery``), whose rows are notifications again.
+    /// `groupkey:KEY` (``GroupQuery``), whose rows are notifications again.
     public internal(set) var grouping = false
     /// The loaded group rows; shown only while they belong to `view` and `query`.
     public internal(set) var groupWindow: GroupWindow?
@@ -80,6 +85,19 @@ public struct TUIState: Sendable, Equatable {
 }
 
 // MARK: - Parts of the state
+
+/// A saved view's tab: its name, its search and how many it holds (nil until counted).
+public struct SavedViewTab: Sendable, Equatable {
+    public var name: String
+    public var query: String
+    public var count: Int?
+
+    public init(name: String, query: String, count: Int?) {
+        self.name = name
+        self.query = query
+        self.count = count
+    }
+}
 
 /// Every group row of a view (matching a search): there are few, so all are loaded.
 public struct GroupWindow: Sendable, Equatable {

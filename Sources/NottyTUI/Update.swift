@@ -19,6 +19,8 @@ public func update(_ state: inout TUIState, _ event: TUIEvent) -> [TUIEffect] {
         state.counts = counts
         state.apply(window, selection: selection)
         return []
+    case .savedViews(let tabs):
+        return state.apply(savedViews: tabs)
     case .storeChanged:
         state.awaitingLoad = true
         return [.load(state.request(anchor: state.selectedId))]
@@ -133,10 +135,14 @@ extension TUIState {
         case .character("G"), .end: return select(total - 1)
         case .pageDown, .control("f"): return move(listHeight)
         case .pageUp, .control("b"): return move(-listHeight)
-        case .tab: return switchView(to: Self.view(after: view, by: 1))
-        case .backTab: return switchView(to: Self.view(after: view, by: -1))
+        case .tab: return switchTab(by: 1)
+        case .backTab: return switchTab(by: -1)
         case .character(let c) where ("1"..."6").contains(c):
             return switchView(to: NotificationView.allCases[Int(String(c))! - 1])
+        case .character(let c) where ("7"..."9").contains(c):
+            let index = Int(String(c))! - 7
+            guard index < savedViews.count else { return showMessage("No saved view \(c): notty view add NAME 'QUERY' makes one") }
+            return switchToSaved(index)
         case .character("="): return toggleGrouping()
         case .enter where onGroupRow: return openGroup()
         case .character("a") where onGroupRow: return actOnGroup(.activate)

@@ -98,11 +98,23 @@ struct List: AsyncParsableCommand {
         abstract: "List one view from the local store (newest first).",
         discussion: "Works offline: it reads the local store. Run notty sync first for the latest.")
 
-    @Option(help: "unread, read, activated, dismissed, snoozed or all (default: view in config.toml, else unread).") var view: ViewArgument?
+    @Option(
+        help:
+            "unread, read, activated, dismissed, snoozed, all or a saved view's name (notty view --list; default: view in config.toml, else unread)."
+    ) var view: ViewChoice?
     @Flag(help: "One notification per line as JSON, with the service's field names (the same object as GET /v1/me/notifications/ID).") var json =
         false
     @Option(help: "At most this many.") var limit: Int = 50
-    @Option(help: "Only those whose title, body, app or group contains this; group:NAME: exactly one group (its group name, else its app).")
+    @Option(
+        help: ArgumentHelp(
+            "Only those the search finds (in a saved view: and its search).",
+            discussion: """
+                Words find the start of a word in the title, body, app or group, any case and accents
+                (koln finds Köln); every term is required. "quoted words" one after another; -term
+                leaves out. Fields: app:HOST group:NAME team:NAME priority:high|normal|low
+                is:unread|read|activated|dismissed|snoozed by:USER after:YYYY-MM-DD before:YYYY-MM-DD
+                has:link|actions. Example: --search 'disk -replica app:db.example.com is:unread'
+                """, valueName: "query"))
     var search: String = ""
 
     func validate() throws {
@@ -112,10 +124,14 @@ struct List: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let device = Device()
-            let view = try self.view?.view ?? device.settings().view
+            let choice = try self.view ?? ViewChoice(device.settings().view)
             let store = try await device.store()
             let now = Date()
-            let (search, limit) = (search, limit)
+            let limit = limit
+            let (view, search) = try await store.perform { store in
+                let (view, query, _) = try choice.resolve(store)
+                return (view, [query, self.search].filter { !$0.isEmpty }.joined(separator: " "))
+            }
             let (rows, total) = try await store.perform { store in
                 let rows = try store.window(view: view, query: search, offset: 0, limit: limit, now: now)
                 return (rows, rows.count < limit ? rows.count : try store.count(view: view, query: search, now: now))

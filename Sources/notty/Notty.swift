@@ -30,7 +30,7 @@ struct Notty: AsyncParsableCommand {
         version: nottyVersion,
         subcommands: [
             TUI.self, Demo.self, Login.self, Logout.self, PasswordCommand.self, Subscribe.self, Devices.self, Sync.self, Resync.self, Status.self,
-            List.self, Show.self,
+            List.self, Show.self, ViewCommand.self,
             Read.self, Unread.self, Activate.self, Dismiss.self, Snooze.self, Delete.self, Open.self, Quiet.self, Mute.self, Unmute.self,
             Act.self, Escalate.self, TeamCommand.self, OnCallCommand.self, ContactCommand.self, HeartbeatCommand.self, Count.self, Watch.self,
             Poll.self, Push.self,

@@ -11,7 +11,7 @@ import Glibc
 
 /// `--view` and `--format` of `notty count` and `notty watch`.
 struct BadgeOptions: ParsableArguments {
-    @Option(help: "The view to count.") var view: ViewArgument = ViewArgument(argument: "unread")!
+    @Option(help: "The view to count: a built-in one or a saved view's name (notty view --list).") var view: ViewChoice = ViewChoice(.unread)
     @Option(
         help: ArgumentHelp(
             "How to print it: plain is the number alone.",
@@ -28,10 +28,10 @@ struct BadgeOptions: ParsableArguments {
     /// (nothing is created: a prompt may run this on a machine never signed in). `quick`: read
     /// first with the store opened to read only (``withQuickBadge(path:view:_:)``), unless the
     /// caller tried that already.
-    static func badge(_ device: Device, view: NotificationView, quick: Bool = true) async throws -> Badge {
+    static func badge(_ device: Device, view: ViewChoice, quick: Bool = true) async throws -> Badge {
         let path = device.paths.store
         if quick, let badge = (try? await offThePool { withQuickBadge(path: path, view: view) { $0 } }) ?? nil { return badge }
-        return try await device.store().perform { try $0.badge(view: view) }
+        return try await device.store().perform { try view.badge(of: $0) }
     }
 
     /// The badge of the store at `path` read on this thread with the store opened to read only
@@ -39,10 +39,19 @@ struct BadgeOptions: ParsableArguments {
     /// while the store is open. Nil, and nothing handed, when the store must be opened fully
     /// first: to be migrated by a new build, or to say what is wrong with it.
     @available(*, noasync, message: "blocks on SQLite: call it inside `offThePool { … }`, never on Swift's cooperative pool")
-    static func withQuickBadge<T>(path: String, view: NotificationView, _ use: (Badge) -> T) -> T? {
-        guard FileManager.default.fileExists(atPath: path) else { return use(.empty(view: view)) }
-        guard let store = try? LocalStore.openedToRead(path: path), let badge = try? store.badge(view: view) else { return nil }
+    static func withQuickBadge<T>(path: String, view: ViewChoice, _ use: (Badge) -> T) -> T? {
+        guard FileManager.default.fileExists(atPath: path) else { return use(.empty(view: view.builtIn ?? .all, name: view.saved)) }
+        guard let store = try? LocalStore.openedToRead(path: path), let badge = try? view.badge(of: store) else { return nil }
         return withExtendedLifetime(store) { use(badge) }
+    }
+}
+
+extension ViewChoice {
+    /// This view's badge in `store` now: a saved view's is All with its search.
+    func badge(of store: LocalStore) throws -> Badge {
+        if let builtIn { return try store.badge(view: builtIn) }
+        let (_, _, saved) = try resolve(store)
+        return try store.badge(saved: saved!)
     }
 }
 
@@ -60,13 +69,13 @@ struct Count: AsyncParsableCommand {
     /// `notty count [--view V] [--format F] [--json]` read without ArgumentParser (it runs in
     /// every prompt: building its tree of every command costs more than the count); nil for
     /// anything else (`--help`, a mistake), which ArgumentParser then answers.
-    static func quick(_ arguments: [String]) -> (view: NotificationView, format: BadgeFormat)? {
-        var (view, format) = (NotificationView.unread, BadgeFormat.plain)
+    static func quick(_ arguments: [String]) -> (view: ViewChoice, format: BadgeFormat)? {
+        var (view, format) = (ViewChoice(.unread), BadgeFormat.plain)
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             switch argument {
             case "--json": format = .json
-            case "--view": guard let next = rest.popFirst(), let chosen = NotificationView(name: next) else { return nil }; view = chosen
+            case "--view": guard let next = rest.popFirst(), let chosen = ViewChoice(argument: next) else { return nil }; view = chosen
             case "--format":
                 guard let next = rest.popFirst(), let chosen = BadgeFormat(rawValue: next.lowercased()) else { return nil }; format = chosen
             default: return nil
@@ -78,14 +87,14 @@ struct Count: AsyncParsableCommand {
     /// The count printed on this thread and the process ended (``Main``'s quick path: nothing
     /// else is set up, and the read-only store is not closed: it has nothing to write back).
     /// Returns when the store must be opened fully first, which ``print(view:format:quick:)`` does.
-    static func printAndExit(view: NotificationView, format: BadgeFormat) {
+    static func printAndExit(view: ViewChoice, format: BadgeFormat) {
         _ = BadgeOptions.withQuickBadge(path: Device().paths.store, view: view) { badge -> Never in
             Swift.print(format.line(badge, color: BadgeOptions.color))
             Foundation.exit(0)
         }
     }
 
-    static func print(view: NotificationView, format: BadgeFormat, quick: Bool = true) async throws {
+    static func print(view: ViewChoice, format: BadgeFormat, quick: Bool = true) async throws {
         Swift.print(format.line(try await BadgeOptions.badge(Device(), view: view, quick: quick), color: BadgeOptions.color))
     }
 
@@ -106,7 +115,7 @@ struct Count: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            try await Self.print(view: options.view.view, format: options.chosenFormat)
+            try await Self.print(view: options.view, format: options.chosenFormat)
         }
     }
 }
@@ -131,7 +140,7 @@ struct Watch: AsyncParsableCommand {
         try await reportingErrors {
             let device = Device()
             let store = try await device.store()
-            let (format, color, view) = (options.chosenFormat, options.color, options.view.view)
+            let (format, color, view) = (options.chosenFormat, options.color, options.view)
             signal(SIGPIPE, SIG_IGN)
             watchForClosedOutput()
             let printer = Task {
@@ -139,7 +148,7 @@ struct Watch: AsyncParsableCommand {
                 func show() async {
                     let line: String
                     do {
-                        line = format.line(try await store.perform { try $0.badge(view: view) }, color: color)
+                        line = format.line(try await store.perform { try view.badge(of: $0) }, color: color)
                     } catch {
                         warn("cannot read the local store at \(device.paths.store): \(error)")
                         Foundation.exit(1)

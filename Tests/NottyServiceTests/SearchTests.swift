@@ -147,4 +147,41 @@ struct SearchTests {
         #expect(all.count == rows)
         try await storage.close()
     }
+
+    @Test(
+        "saved views are preferences the service checks: a name, a query it reads, at most 20 a user (removed ones do not count); another user's are not seen",
+        arguments: Backend.available)
+    func savedViews(backend: Backend) async throws {
+        let harness = try await ServiceHarness(backend)
+        try await harness.router { client in
+            let alice = try await harness.world(client)
+            let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
+            func write(_ world: World, _ entries: [(String, String)]) async throws -> Reply {
+                let items = entries.map { #"{"key":"\#($0.0)","value":\#($0.1)}"# }.joined(separator: ",")
+                return try await client.call(.patch, "/v1/me/preferences", token: world.userToken, json: #"{"preferences":[\#(items)]}"#)
+            }
+            let saved = try await write(alice, [("view.builds", #"{"query":"app:ci.example.com is:unread"}"#)])
+            #expect(saved.status == .ok, "\(saved.text)")
+            for (entry, words) in [
+                (("view.a.b", #"{"query":"x"}"#), "letters, digits, - and _"),
+                (("view.unread", #"{"query":"x"}"#), "built-in views"),
+                (("view.v", #"{"query":"colour:red"}"#), "view.v: no field colour:"),
+                (("view.v", #""just text""#), #"a saved view's value is {\"query\":\"…\"} or null"#),
+            ] {
+                let refused = try await write(alice, [entry])
+                #expect(refused.status == .badRequest && refused.text.contains(words), "\(entry): \(refused.text)")
+            }
+            let nineteen = (1...19).map { ("view.v\($0)", #"{"query":"w\#($0)"}"#) }
+            #expect(try await write(alice, nineteen).status == .ok, "20 in all")
+            let more = try await write(alice, [("view.one-more", #"{"query":"x"}"#)])
+            #expect(more.status == .badRequest && more.text.contains("at most 20 saved views"), "\(more.text)")
+            #expect(
+                try await write(alice, [("view.v1", "null"), ("view.one-more", #"{"query":"x"}"#)]).status == .ok, "a removed one frees its place")
+            let bobs = try await client.call(.get, "/v1/me/preferences", token: bob.userToken)
+            #expect(!bobs.text.contains("view."), "\(bobs.text)")
+            #expect(try await write(bob, [("view.builds", #"{"query":"mine"}"#)]).status == .ok, "bob's own, beside alice's")
+            let alices = try await client.call(.get, "/v1/me/preferences", token: alice.userToken)
+            #expect(alices.text.contains("app:ci.example.com is:unread") && !alices.text.contains("mine"))
+        }
+    }
 }

@@ -14,7 +14,8 @@ struct SearchTests {
     /// More rows than ``SearchPlan`` sorts itself, so "example" (every app) takes the other way.
     static let queries = [
         "example", "deploy", "DB-3", "ビルド", "50%_o", "über", "a\"q", "zz", "de", "no such words", "ci.", "body 1",
-        "group:deploys", "group:ci.example.com", " group: mon.example.com ", "group:nope", "-deploy", "\"flaky test\"", "deploy -db",
+        "group:deploys", "groupkey:ci.example.com", " groupkey: mon.example.com ", "groupkey:nope", "group:nope", "-deploy", "\"flaky test\"",
+        "deploy -db",
         "priority:high", "is:unread deploy", "-is:read über", "app:ci.example.com", "-app:ci.example.com 5", "is:snoozed", "has:actions",
     ]
 

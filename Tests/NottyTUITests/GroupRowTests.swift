@@ -37,7 +37,7 @@ struct GroupRowTests {
         #expect(h.state.selectedGroup?.key == "reminders")
         h.keys(.enter)
         #expect(!h.state.showingGroups)
-        #expect(h.state.query == "group:reminders")
+        #expect(h.state.query == "groupkey:reminders")
         #expect(h.titles == ["Standup in 15 minutes", "Renew TLS certificate for api.acme.io", "Pay the Hetzner invoice"])
         #expect(render(h.state).lines().last?.hasPrefix("Group reminders · 3 notifications · Esc back to the groups") == true)
         h.keys(.escape)
@@ -85,7 +85,7 @@ struct GroupRowTests {
     @Test func equalsAgainUnfoldsAndClosesAnOpenGroup() {
         var h = Self.folded()
         h.keys(.enter)
-        #expect(h.state.query == "group:main")
+        #expect(h.state.query == "groupkey:main")
         h.keys(.ch("="))
         #expect(!h.state.grouping)
         #expect(h.state.query == "")

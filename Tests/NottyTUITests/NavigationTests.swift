@@ -288,3 +288,67 @@ struct NavigationTests {
         #expect(none.window.total == 0)
     }
 }
+
+@Suite("Saved views as tabs (PROTOCOL.md §17)")
+struct SavedViewTabTests {
+    static let tabs = [
+        SavedViewTab(name: "builds", query: "app:ci.example.com", count: 12), SavedViewTab(name: "db", query: "disk -replica", count: nil),
+    ]
+
+    @Test("7 and 8 open the saved views (All with their search), 9 without one says how to make one; Tab goes through them and wraps to Unread")
+    func keysAndTab() {
+        var h = Harness(view: .unread)
+        h.run(.savedViews(Self.tabs))
+        #expect(h.send(.key(.ch("7"))) == [.load(WindowRequest(view: .all, query: "app:ci.example.com", index: 0, span: 22))])
+        #expect(h.state.savedTab == 0 && h.state.view == .all)
+        _ = h.send(.key(.tab))
+        #expect(h.state.savedTab == 1 && h.state.query == "disk -replica")
+        _ = h.send(.key(.tab))
+        #expect(h.state.savedTab == nil && h.state.view == .unread && h.state.query == "", "wraps to the first view, leaving the search")
+        _ = h.send(.key(.backTab))
+        #expect(h.state.savedTab == 1)
+        #expect(h.send(.key(.ch("9"))) == [] && h.state.message?.contains("notty view add") == true)
+        _ = h.send(.key(.ch("3")))
+        #expect(h.state.savedTab == nil && h.state.view == .activated && h.state.query == "")
+    }
+
+    @Test("the tab bar shows the saved views with their counts after All, the current one reversed; a narrow terminal shortens them")
+    func tabBar() {
+        var h = Harness(view: .unread)
+        h.run(.savedViews(Self.tabs))
+        _ = h.send(.key(.ch("8")))
+        let bar = render(h.state).lines()[0]
+        #expect(bar.contains("builds 12") && bar.contains("db …"), "\(bar)")
+        let spans = TabBar.spans(counts: ViewCounts(), current: nil, saved: Self.tabs, savedTab: 1, width: 200)
+        #expect(spans.last?.text == " db … " && spans.last?.style.reverse == true)
+        #expect(TabBar.spans(counts: ViewCounts(), current: .all, saved: Self.tabs, width: 40).width <= 40)
+    }
+
+    @Test("a saved view changed elsewhere reloads its tab with the new search; removed, its tab leaves for All; a search of one's own leaves the tab")
+    func followsTheStore() {
+        var h = Harness(view: .unread)
+        h.run(.savedViews(Self.tabs))
+        _ = h.send(.key(.ch("7")))
+        var changed = Self.tabs
+        changed[0].query = "app:ci.example.com is:unread"
+        #expect(h.send(.savedViews(changed)) == [.load(WindowRequest(view: .all, query: "app:ci.example.com is:unread", index: 0, span: 22))])
+        #expect(h.send(.savedViews(changed)) == [], "the same again: nothing to load")
+        _ = h.send(.savedViews([changed[1]]))
+        #expect(h.state.savedTab == nil && h.state.view == .all && h.state.query == "")
+        _ = h.send(.key(.ch("7")))
+        h.run(.key(.ch("/")))
+        for character in " build" { h.run(.key(.ch(character))) }
+        h.run(.key(.enter))
+        #expect(h.state.savedTab == nil && h.state.query == "disk -replica build")
+    }
+
+    @Test("Enter on a search the query language cannot read keeps it open and says what to write")
+    func refusedSearch() {
+        var h = Harness(view: .unread)
+        h.run(.key(.ch("/")))
+        for character in "colour:red" { h.run(.key(.ch(character))) }
+        #expect(h.send(.key(.enter)) == [])
+        #expect(h.state.prompt == .search("colour:red") && h.state.message?.hasPrefix("search: no field colour:") == true)
+        #expect(render(h.state).lines().last?.contains("no field colour:") == true)
+    }
+}
