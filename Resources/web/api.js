@@ -38,7 +38,9 @@ export const api = {
   signIn: (username, password, deviceName) => request("POST", "/v1/web/session", { username, password, deviceName }),
   signOut: () => request("DELETE", "/v1/web/session"),
   me: () => request("GET", "/v1/me"),
-  counts: () => request("GET", "/v1/me/notifications/counts"),
+  // Every view's count; with a search (PROTOCOL.md §17), of the notifications it finds.
+  counts: (search = "") => request("GET", `/v1/me/notifications/counts${search ? `?search=${encodeURIComponent(search)}` : ""}`),
+  preferences: () => request("GET", "/v1/me/preferences"),
   list: (view, top, skip, search = "") =>
     request("GET", `/v1/me/notifications?view=${view}&top=${top}&skip=${skip}${search ? `&search=${encodeURIComponent(search)}` : ""}`),
   one: (id) => request("GET", `/v1/me/notifications/${encodeURIComponent(id)}`),

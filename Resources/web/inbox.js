@@ -64,6 +64,9 @@ export class Inbox {
     this.selected = 0;
     this.more = false;
     this.filter = "";
+    // Saved views (PROTOCOL.md §17): tabs after All, each All with its search.
+    this.saved = [];
+    this.savedName = null;
     this.undo = [];
     this.connection = "connecting";
     this.detail = null;
@@ -86,6 +89,8 @@ export class Inbox {
       this.tabs.append(button);
       return button;
     });
+    this.savedTabs = element("span", { class: "saved-tabs" });
+    this.tabs.append(this.savedTabs);
     this.search = element("input", { type: "search", class: "search", placeholder: "Search (/)", "aria-label": "Search" });
     // The service searches the whole view (title, body, app, group), not only the rows loaded
     // here: a pause in typing asks it again, from the first page.
@@ -152,7 +157,7 @@ export class Inbox {
   refreshList() {
     return this.single("list", async () => {
       const size = Math.max(PAGE, this.rows.length);
-      const page = await api.list(this.view, size, 0, this.filter);
+      const page = await api.list(this.view, size, 0, this.query());
       const selectedId = this.rows[this.selected]?.id;
       this.rows = page.value;
       this.more = page.value.length >= size;
@@ -165,8 +170,34 @@ export class Inbox {
   refreshCounts() {
     return this.single("counts", async () => {
       this.counts = await api.counts();
+      // The saved views come with the preferences; each one's count is its search's All.
+      const preferences = (await api.preferences()).preferences ?? [];
+      const saved = preferences
+        .filter((entry) => entry.key.startsWith("view.") && typeof entry.value?.query === "string")
+        .map((entry) => ({ name: entry.key.slice(5), query: entry.value.query, count: null }))
+        .sort((a, b) => a.name.localeCompare(b.name));
+      for (const view of saved) {
+        try {
+          view.count = (await api.counts(view.query)).all;
+        } catch {
+          view.count = null;
+        }
+      }
+      this.saved = saved;
+      // A saved view removed elsewhere leaves its tab for All.
+      if (this.savedName && !saved.some((view) => view.name === this.savedName)) {
+        this.savedName = null;
+        this.rows = [];
+        this.refreshList();
+      }
       this.renderTabs();
     });
+  }
+
+  // What the list asks the service for: the saved view's search and the search box's.
+  query() {
+    const saved = this.saved.find((view) => view.name === this.savedName)?.query ?? "";
+    return [saved, this.filter].filter(Boolean).join(" ");
   }
 
   // Runs `fetch` now, or once more after the one under way; an error shows in the status line.
@@ -193,7 +224,7 @@ export class Inbox {
   }
 
   async loadMore() {
-    const page = await api.list(this.view, PAGE, this.rows.length, this.filter);
+    const page = await api.list(this.view, PAGE, this.rows.length, this.query());
     this.rows = this.rows.concat(page.value);
     this.more = page.value.length >= PAGE;
     this.render();
@@ -201,17 +232,39 @@ export class Inbox {
 
   switchTo(view) {
     this.view = view;
+    this.savedName = null;
     this.rows = [];
     this.selected = 0;
     this.refresh();
+  }
+
+  // A saved view's tab: All with its search.
+  switchToSaved(name) {
+    this.view = "all";
+    this.savedName = name;
+    this.rows = [];
+    this.selected = 0;
+    this.refreshList();
+    this.renderTabs();
   }
 
   renderTabs() {
     VIEWS.forEach((view, index) => {
       const button = this.tabButtons[index];
       button.textContent = `${view[0].toUpperCase()}${view.slice(1)} ${this.counts[view] ?? "…"}`;
-      button.setAttribute("aria-pressed", String(view === this.view));
+      button.setAttribute("aria-pressed", String(view === this.view && !this.savedName));
     });
+    this.savedTabs.replaceChildren(
+      ...this.saved.map((view, index) => {
+        const button = element("button", {
+          type: "button", class: "tab saved", "data-saved": view.name, text: `${view.name} ${view.count ?? "…"}`,
+          onclick: () => this.switchToSaved(view.name),
+        });
+        button.title = `${view.query}${index < 3 ? ` (${index + 7})` : ""}`;
+        button.setAttribute("aria-pressed", String(view.name === this.savedName));
+        return button;
+      }),
+    );
   }
 
   render() {
@@ -236,7 +289,8 @@ export class Inbox {
       }),
     );
     if (rows.length === 0) {
-      const text = this.filter ? `Nothing in ${this.view} matches “${this.filter}”` : `Nothing in ${this.view}`;
+      const place = this.savedName ?? this.view;
+      const text = this.filter ? `Nothing in ${place} matches “${this.filter}”` : `Nothing in ${place}`;
       this.list.append(element("li", { class: "empty", text }));
     }
     this.moreButton.hidden = !this.more;
@@ -320,11 +374,12 @@ export class Inbox {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const digit = Number(event.key);
     if (digit >= 1 && digit <= 6) return this.switchTo(VIEWS[digit - 1]);
+    if (digit >= 7 && digit <= 9 && this.saved[digit - 7]) return this.switchToSaved(this.saved[digit - 7].name);
     if (event.key === "/") {
       event.preventDefault();
       return this.search.focus();
     }
-    if (event.key === "?") return alert("j/k move · Enter open · d dismiss · r read/unread · a open link · s snooze 1h · x delete · u undo · / search · 1–6 views");
+    if (event.key === "?") return alert("j/k move · Enter open · d dismiss · r read/unread · a open link · s snooze 1h · x delete · u undo · / search (words, "a phrase", -not, app: group: is: priority: …) · 1–6 views · 7–9 saved views");
     if (["j", "k", "Enter", "ArrowDown", "ArrowUp", "d", "r", "a", "s", "x", "u"].includes(event.key)) {
       event.preventDefault();
       this.command(event.key);

@@ -42,6 +42,59 @@ public enum SearchIndexTerms {
         return "\u{E000}\(field.rawValue)" + Hex.string(bytes)
     }
 
+    /// What an index holds of a notification, as one text: each field's folded words (title,
+    /// body, app, group), a separator token between fields (U+E001: a phrase never runs from
+    /// one field into the next, and no query word is it), then the keys. One pass over ASCII
+    /// text; other text goes through ``SearchQuery/words(_:)``.
+    public static func document(title: String?, body: String?, app: String, group: String?, team: String?) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + (title?.utf8.count ?? 0) + (body?.utf8.count ?? 0) + 3 * app.utf8.count)
+        for (index, field) in [title, body, app, group].enumerated() {
+            if index > 0 { out.append(contentsOf: fieldSeparator) }
+            guard let field else { continue }
+            if !appendASCIIWords(field, to: &out) {
+                for (n, word) in SearchQuery.words(field).enumerated() {
+                    if n > 0 { out.append(0x20) }
+                    out.append(contentsOf: word.utf8)
+                }
+            }
+        }
+        out.append(0x20)
+        out.append(contentsOf: keys(app: app, group: group, team: team).utf8)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// " U+E001 " in UTF-8.
+    static let fieldSeparator: [UInt8] = [0x20, 0xEE, 0x80, 0x81, 0x20]
+
+    /// Appends `text`'s folded words (one space between each) when it is all ASCII; false,
+    /// with nothing appended, otherwise.
+    static func appendASCIIWords(_ text: String, to out: inout [UInt8]) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes -> Bool in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { return false }
+            var length = 0
+            var first = true
+            for byte in bytes {
+                let folded: UInt8
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): folded = byte
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"): folded = byte | 0x20
+                default:
+                    length = 0
+                    continue
+                }
+                if length == 0 {
+                    if !first { out.append(0x20) }
+                    first = false
+                }
+                if length < longestWord { out.append(folded) }
+                length += 1
+            }
+            return true
+        }
+    }
+
     /// The keys of a notification's app, group and team, one space between each.
     public static func keys(app: String, group: String?, team: String?) -> String {
         var keys = [key(.app, folded: SearchQuery.fold(app))]

@@ -183,8 +183,11 @@ public struct Routes: Sendable {
             Route(method: .get, path: "/v1/me/notifications/changes", audience: .user) { request, context in
                 try await self.changes(request, user: context.requireUser())
             },
-            Route(method: .get, path: "/v1/me/notifications/counts", audience: .user) { _, context in
-                try JSONResponse.make(try await self.service.inbox.counts(userId: context.requireUser()), headers: self.pollHeader)
+            Route(method: .get, path: "/v1/me/notifications/counts", audience: .user) { request, context in
+                let form = request.uri.form
+                return try JSONResponse.make(
+                    try await self.service.inbox.counts(userId: context.requireUser(), search: form["search"] ?? form["$search"]),
+                    headers: self.pollHeader)
             },
             Route(method: .get, path: "/v1/me/notifications", audience: .user) { request, context in
                 try await self.list(request, user: context.requireUser())

@@ -7,20 +7,18 @@ import Synchronization
 /// §17): the folding is Swift's (``SearchIndexTerms``), for every script, so every connection
 /// that writes notifications has them (from `prepareDatabase`).
 ///
-/// - `notty_words(text)`: the folded words, one space between each (NULL gives '').
-/// - `notty_keys(app, group, team)`: the keys of `app:`, `group:` and `team:`.
+/// - `notty_document(title, body, app, group, team)`: what the index holds of a row
+///   (``SearchIndexTerms/document(title:body:app:group:team:)``).
 /// - `notty_text_matches(query, title, body, app, group, team)`: whether a row's text holds the
 ///   query's words, phrases and keys, for rows an index does not hold yet.
 public enum SearchFunctions {
     public static func install(_ db: Database) {
         db.add(
-            function: DatabaseFunction("notty_words", argumentCount: 1, pure: true) { values in
-                SearchIndexTerms.words(String.fromDatabaseValue(values[0]))
-            })
-        db.add(
-            function: DatabaseFunction("notty_keys", argumentCount: 3, pure: true) { values in
-                guard let app = String.fromDatabaseValue(values[0]) else { return "" }
-                return SearchIndexTerms.keys(app: app, group: String.fromDatabaseValue(values[1]), team: String.fromDatabaseValue(values[2]))
+            function: DatabaseFunction("notty_document", argumentCount: 5, pure: true) { values in
+                SearchIndexTerms.document(
+                    title: String.fromDatabaseValue(values[0]), body: String.fromDatabaseValue(values[1]),
+                    app: String.fromDatabaseValue(values[2]) ?? "", group: String.fromDatabaseValue(values[3]),
+                    team: String.fromDatabaseValue(values[4]))
             })
         db.add(
             function: DatabaseFunction("notty_text_matches", argumentCount: 6, pure: true) { values in

@@ -214,15 +214,7 @@ public final class Inbox: ServicePart {
     /// notifications that match it (``SearchQuery``, PROTOCOL.md §17: a query it cannot read is
     /// `400` with what to write instead).
     public func list(userId: String, view: NotificationView, top: Int, skip: Int, search: String? = nil) async throws -> [UserNotification] {
-        var query: SearchQuery?
-        if let search {
-            do throws(ValidationError) {
-                let parsed = try SearchQuery.parse(search)
-                query = parsed.isEmpty ? nil : parsed
-            } catch {
-                throw ServiceError.badRequest("search: \(error.message)")
-            }
-        }
+        let query = try Self.searchQuery(search)
         return try await withEscalations(
             try await db { try await storage.list(userId: userId, view: view, top: top, skip: skip, search: query, now: clock.nowMillis()) },
             userId: userId)
@@ -253,8 +245,22 @@ public final class Inbox: ServicePart {
         }
     }
 
-    public func counts(userId: String) async throws -> ViewCounts {
-        try await db { try await storage.counts(userId: userId, now: clock.nowMillis()) }
+    /// `GET /v1/me/notifications/counts[?search=QUERY]`: every view's count; with a search,
+    /// of the notifications it finds (a saved view's tab, PROTOCOL.md §17).
+    public func counts(userId: String, search: String? = nil) async throws -> ViewCounts {
+        let query = try Self.searchQuery(search)
+        return try await db { try await storage.counts(userId: userId, now: clock.nowMillis(), search: query) }
+    }
+
+    /// `search` read (``SearchQuery``; `400` with the parser's words), nil when blank.
+    static func searchQuery(_ search: String?) throws -> SearchQuery? {
+        guard let search else { return nil }
+        do throws(ValidationError) {
+            let parsed = try SearchQuery.parse(search)
+            return parsed.isEmpty ? nil : parsed
+        } catch {
+            throw ServiceError.badRequest("search: \(error.message)")
+        }
     }
 
     /// One notification. Tombstones and expired ones are gone: 404.

@@ -154,7 +154,8 @@ public protocol FeedStorage: Sendable {
     /// A window of `view`, newest first; with `search`, of its notifications that match it
     /// (from the backend's full-text index, PROTOCOL.md §17).
     func list(userId: String, view: NotificationView, top: Int, skip: Int, search: SearchQuery?, now: Date) async throws -> [UserNotification]
-    func counts(userId: String, now: Date) async throws -> ViewCounts
+    /// Every view's count; with `search`, of the notifications it finds (PROTOCOL.md §17).
+    func counts(userId: String, now: Date, search: SearchQuery?) async throws -> ViewCounts
     /// An app's active notifications in this one feed (not the user's teams'), newest first
     /// (oldest first with `oldestFirst`): a window, as Opsgenie lists alerts (PROTOCOL.md §16.2).
     func appNotifications(userId: String, hostName: String, filter: AlertFilter, top: Int, skip: Int, oldestFirst: Bool, now: Date)
@@ -186,6 +187,11 @@ extension FeedStorage {
     /// A window of `view`, newest first.
     public func list(userId: String, view: NotificationView, top: Int, skip: Int, now: Date) async throws -> [UserNotification] {
         try await list(userId: userId, view: view, top: top, skip: skip, search: nil, now: now)
+    }
+
+    /// Every view's count.
+    public func counts(userId: String, now: Date) async throws -> ViewCounts {
+        try await counts(userId: userId, now: now, search: nil)
     }
 }
 

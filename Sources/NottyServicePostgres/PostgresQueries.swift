@@ -377,7 +377,8 @@ extension PostgresStorage {
         return try await run { connection in try await self.fetchStored(connection, query).map(\.notification) }
     }
 
-    public func counts(userId: String, now: Date) async throws -> ViewCounts {
+    public func counts(userId: String, now: Date, search: SearchQuery?) async throws -> ViewCounts {
+        if let search { return try await searchCounts(userId: userId, now: now, search: search) }
         let nowMillis = ISOTime.millis(now)
         return try await run { connection in
             // Each view's count with the one SQL form of the view rule ($2 is now).

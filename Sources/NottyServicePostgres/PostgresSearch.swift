@@ -79,6 +79,64 @@ extension PostgresStorage {
         }
     }
 
+    /// Every view's count of the notifications `search` finds (the user's and their teams'); rows
+    /// not indexed yet are matched here and counted by their view.
+    func searchCounts(userId: String, now: Date, search: SearchQuery) async throws -> ViewCounts {
+        try await run { connection in
+            let sql = SearchSQL(search, dialect: .postgres, now: .expression("$2"), firstPlaceholder: 3) { "$\($0)" }
+            var binds = PostgresBindings()
+            binds.append(userId)
+            binds.append(ISOTime.millis(now))
+            for value in sql.values {
+                switch value {
+                case .text(let text): binds.append(text)
+                case .integer(let number): binds.append(number)
+                }
+            }
+            let baseBinds = binds
+            var next = 3 + sql.values.count
+            var text: [String] = []
+            if let match = sql.match {
+                text.append("words @@ $\(next)::tsquery")
+                binds.append(match)
+                next += 1
+            }
+            if let exclude = sql.exclude {
+                text.append("NOT (words @@ $\(next)::tsquery)")
+                binds.append(exclude)
+            }
+            let base =
+                (["user_id IN (SELECT $1::text UNION ALL SELECT team_id FROM team_members WHERE user_id = $1)", "NOT deleted", "expires > $2"]
+                + sql.conditions).joined(separator: " AND ")
+            let views: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
+            let row: (Int64, Int64, Int64, Int64, Int64, Int64) =
+                try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL: """
+                            SELECT count(*), \(views.map { "count(*) FILTER (WHERE \($0.sqlCondition(now: "$2")))" }.joined(separator: ", "))
+                            FROM notifications WHERE \(base)\(text.map { " AND words IS NOT NULL AND " + $0 }.joined())
+                            """, binds: binds), logger: self.logger
+                ).collect((Int64, Int64, Int64, Int64, Int64, Int64).self).first ?? (0, 0, 0, 0, 0, 0)
+            var counts = ViewCounts()
+            (counts.all, counts.unread, counts.read, counts.activated, counts.dismissed, counts.snoozed) =
+                (Int(row.0), Int(row.1), Int(row.2), Int(row.3), Int(row.4), Int(row.5))
+            guard !text.isEmpty, !self.searchIndexed.load(ordering: .acquiring) else { return counts }
+            let unindexed = try await self.fetchStored(
+                connection, PostgresQuery(unsafeSQL: "SELECT \(Self.columns) FROM notifications WHERE \(base) AND words IS NULL", binds: baseBinds))
+            for row in unindexed {
+                let n = row.notification
+                guard
+                    search.matchesText(
+                        title: n.payload.visualContent?.title, body: n.payload.visualContent?.body ?? n.payload.rawContent, app: n.targetHostName,
+                        group: n.groupName, team: n.team), let view = NotificationView.current(of: n, now: now)
+                else { continue }
+                counts.all += 1
+                counts[view] += 1
+            }
+            return counts
+        }
+    }
+
     /// A window of `owner`'s rows of `view` matching `search` (``PostgresStorage/list``).
     func search(_ connection: PostgresConnection, owner: String, view: NotificationView, search: SearchQuery, limit: Int, skip: Int, now: Date)
         async throws -> [UserNotification]

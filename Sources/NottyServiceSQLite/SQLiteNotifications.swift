@@ -281,22 +281,11 @@ extension SQLiteStorage {
             let owners = try Self.ownerIds(db, userId: userId)
             // The search: its text from the full-text index, its other fields as conditions
             // (numbered after the four parameters every window binds).
-            var matching = ""
-            var searchArguments: StatementArguments = []
+            var (matching, searchArguments) = ("", StatementArguments())
+            var plan = ""
             if let search {
-                let sql = SearchSQL(search, dialect: .sqlite, now: .expression("?2"), firstPlaceholder: 5) { "?\($0)" }
-                for condition in sql.conditions { matching += " AND " + condition }
-                for value in sql.values {
-                    switch value {
-                    case .text(let text): searchArguments += [text]
-                    case .integer(let number): searchArguments += [number]
-                    }
-                }
-                let below = try SQLiteSearch.below(db)
-                if let (text, arguments) = SQLiteSearch.textCondition(sql, query: search.text, below: below, first: 5 + sql.values.count) {
-                    matching += " AND " + text
-                    searchArguments += arguments
-                }
+                (matching, searchArguments) = try Self.searchConditions(db, search, now: "?2", first: 5, arguments: [])
+                plan = try SQLiteSearch.plan(db, search)
             }
             // One feed: a window of its index. Several: each one's first rows up to the window's
             // end, merged in the view's order.
@@ -304,7 +293,7 @@ extension SQLiteStorage {
                 let arguments: StatementArguments =
                     [owner, ISOTime.millis(now), owners.count == 1 ? top : top + skip, owners.count == 1 ? skip : 0] + searchArguments
                 let sql = """
-                    SELECT \(NotificationColumns.list) FROM notifications WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))\(matching)
+                    SELECT \(NotificationColumns.list) FROM notifications\(plan) WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))\(matching)
                     ORDER BY created DESC, id DESC LIMIT ?3 OFFSET ?4
                     """
                 // A search's text differs from one query to the next: its statement is not kept.
@@ -315,6 +304,28 @@ extension SQLiteStorage {
             let ordered = rows.sorted { ($0.createdDateTime, $0.id) > ($1.createdDateTime, $1.id) }
             return Array(ordered.dropFirst(skip).prefix(top))
         }
+    }
+
+    /// `search` as conditions on a `notifications` row (each after ` AND `), its parameters
+    /// numbered from `first` (`now` the SQL of the current time), its values after `arguments`.
+    static func searchConditions(_ db: Database, _ search: SearchQuery, now: String, first: Int, arguments: StatementArguments) throws
+        -> (String, StatementArguments)
+    {
+        let sql = SearchSQL(search, dialect: .sqlite, now: .expression(now), firstPlaceholder: first) { "?\($0)" }
+        var matching = sql.conditions.map { " AND " + $0 }.joined()
+        var arguments = arguments
+        for value in sql.values {
+            switch value {
+            case .text(let text): arguments += [text]
+            case .integer(let number): arguments += [number]
+            }
+        }
+        if let (text, more) = SQLiteSearch.textCondition(sql, query: search.text, below: try SQLiteSearch.below(db), first: first + sql.values.count)
+        {
+            matching += " AND " + text
+            arguments += more
+        }
+        return (matching, arguments)
     }
 
     public func appNotifications(userId: String, hostName: String, filter: AlertFilter, top: Int, skip: Int, oldestFirst: Bool, now: Date)
@@ -339,17 +350,27 @@ extension SQLiteStorage {
     /// The views counted one by one (All is the rows' count).
     static let countedViews: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
 
-    public func counts(userId: String, now: Date) async throws -> ViewCounts {
+    public func counts(userId: String, now: Date, search: SearchQuery?) async throws -> ViewCounts {
         try await read { db in
             let nowMillis = ISOTime.millis(now)
+            var (matching, arguments) = ("", [nowMillis, userId] as StatementArguments)
+            if let search { (matching, arguments) = try Self.searchConditions(db, search, now: "?1", first: 3, arguments: arguments) }
             let row = try Row.fetchOne(
-                db,
-                sql: """
-                    SELECT
-                      count(*) AS total,
-                      \(Self.countedViews.map { "sum(CASE WHEN \($0.sqlCondition(now: "?1")) THEN 1 ELSE 0 END) AS \($0.rawValue)" }.joined(separator: ",\n"))
-                    FROM notifications WHERE user_id IN \(Self.owners("?2")) AND deleted = 0 AND expires > ?1
-                    """, arguments: [nowMillis, userId])
+                search == nil
+                    ? db.cachedStatement(
+                        sql: """
+                            SELECT
+                              count(*) AS total,
+                              \(Self.countedViews.map { "sum(CASE WHEN \($0.sqlCondition(now: "?1")) THEN 1 ELSE 0 END) AS \($0.rawValue)" }.joined(separator: ",\n"))
+                            FROM notifications WHERE user_id IN \(Self.owners("?2")) AND deleted = 0 AND expires > ?1
+                            """)
+                    : db.makeStatement(
+                        sql: """
+                            SELECT
+                              count(*) AS total,
+                              \(Self.countedViews.map { "sum(CASE WHEN \($0.sqlCondition(now: "?1")) THEN 1 ELSE 0 END) AS \($0.rawValue)" }.joined(separator: ",\n"))
+                            FROM notifications WHERE user_id IN \(Self.owners("?2")) AND deleted = 0 AND expires > ?1\(matching)
+                            """), arguments: arguments)
             var counts = ViewCounts()
             counts.all = row?["total"] ?? 0
             for view in Self.countedViews { counts[view] = row?[view.rawValue] ?? 0 }

@@ -6,24 +6,22 @@ import NottyService
 import NottyStorageSupport
 
 /// The full-text index of a SQLite store's notifications (PROTOCOL.md §17): `notification_words`,
-/// a contentless FTS5 table of each row's folded words and keys (``SearchIndexTerms``), kept in
-/// step by triggers in the transaction that writes the row.
+/// a contentless FTS5 table of each row's folded words and keys in one column
+/// (``SearchIndexTerms/document(title:body:app:group:team:)``), kept in step by triggers in the
+/// transaction that writes the row.
 ///
-/// Folding is Swift's, so every connection has the functions `notty_words(text)` and
-/// `notty_keys(app, group, team)`, and `notty_text_matches(query, …)` for rows not indexed yet
+/// Folding is Swift's, so every connection has the functions `notty_document(…)` and
+/// `notty_text_matches(query, …)` for rows not indexed yet
 /// (a store that had notifications before the index came is indexed from its newest row down,
 /// in the background: every row whose rowid is at least `search_index.below` is in the index).
 /// `recursive_triggers` is on so that `INSERT OR REPLACE`, which deletes the row it replaces,
 /// takes that row out of the index too.
 enum SQLiteSearch {
     static let table = "notification_words"
-    /// The index's columns, and each one's value from a `notifications` row named `row`.
-    static let columns = ["title", "body", "app", "grp", "keys"]
+    /// The index's one column, and its value from a `notifications` row named `row`.
+    static let columns = ["words"]
     static func values(_ row: String) -> String {
-        [
-            "notty_words(\(row).title)", "notty_words(coalesce(\(row).body, \(row).raw_content))", "notty_words(\(row).host_name)",
-            "notty_words(\(row).group_name)", "notty_keys(\(row).host_name, \(row).group_name, \(row).team)",
-        ].joined(separator: ", ")
+        "notty_document(\(row).title, coalesce(\(row).body, \(row).raw_content), \(row).host_name, \(row).group_name, \(row).team)"
     }
     /// Rows a backfill step indexes in one transaction.
     static let backfillRows = 5000
@@ -65,6 +63,18 @@ enum SQLiteSearch {
         }
     }
 
+    /// An index made with another folding than this build's (``SearchIndexTerms/foldingVersion``)
+    /// is emptied and made again in the background: its words would not match this build's
+    /// queries, and its triggers could not take out what they did not make.
+    static func checkFolding(_ db: Database) throws {
+        guard try Int.fetchOne(db, sql: "SELECT folding FROM search_index") != SearchIndexTerms.foldingVersion else { return }
+        try db.execute(
+            sql: """
+                INSERT INTO \(table) (\(table)) VALUES ('delete-all');
+                UPDATE search_index SET below = (SELECT coalesce(max(rowid), 0) + 1 FROM notifications), folding = ?
+                """, arguments: [SearchIndexTerms.foldingVersion])
+    }
+
     /// The mark: rows below it are not indexed yet (0 once every row is).
     static func below(_ db: Database) throws -> Int64 {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT below FROM search_index")) ?? 0
@@ -95,6 +105,25 @@ enum SQLiteSearch {
     /// The rows below the mark, for the log's progress.
     static func unindexed(_ db: Database) throws -> Int {
         try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications WHERE rowid < (SELECT below FROM search_index)") ?? 0
+    }
+
+    /// Above this many rows of the index that a query's words find, a window of a search steps
+    /// over the feed's rows in its order (finding its first rows soon); at most this many, it
+    /// reads those rows and sorts them.
+    static let fewCandidates = 2000
+
+    /// How a window of `search` reads `notifications` (a hint after the table's name): from the
+    /// rows its words find when they are few (` NOT INDEXED`: by rowid), along the view's order
+    /// when they are many (` INDEXED BY notifications_view`); SQLite's own choice when the query
+    /// has no words or the index is not whole yet.
+    static func plan(_ db: Database, _ search: SearchQuery) throws -> String {
+        let sql = SearchSQL(search, dialect: .sqlite, now: .expression("0")) { _ in "?" }
+        guard let match = sql.match, try below(db) == 0 else { return "" }
+        let candidates =
+            try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT count(*) FROM (SELECT 1 FROM \(table) WHERE \(table) MATCH ? LIMIT ?)"),
+                arguments: [match, fewCandidates + 1]) ?? 0
+        return candidates <= fewCandidates ? " NOT INDEXED" : " INDEXED BY notifications_view"
     }
 
     /// The condition that a `notifications` row matches `search`'s text (`search.match`,

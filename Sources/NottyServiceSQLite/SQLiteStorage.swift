@@ -45,6 +45,7 @@ public final class SQLiteStorage: ServiceStorage {
         let unknown = try pool.read { db in try Self.migrator.appliedIdentifiers(db).subtracting(Self.migrator.migrations) }
         if !unknown.isEmpty { throw NewerStoreError(place: path, unknown: Array(unknown), newestKnown: Self.migrator.migrations.last ?? "") }
         if let lastMigration { try Self.migrator.migrate(pool, upTo: lastMigration) } else { try Self.migrator.migrate(pool) }
+        if lastMigration == nil { try pool.write { db in try SQLiteSearch.checkFolding(db) } }
         let seq = try pool.read { db in try Self.seq(db) }
         writer = SQLiteWriter(pool: pool, committedSeq: seq)
         checkpointer = WALCheckpointer(path: path)

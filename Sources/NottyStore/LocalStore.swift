@@ -109,6 +109,7 @@ public final class LocalStore: Sendable {
             let unknown = try database.read { db in try migrator.appliedIdentifiers(db).subtracting(migrator.migrations) }
             if !unknown.isEmpty { throw StoreError.newer(path: path, unknown: unknown.sorted(), newestKnown: migrator.migrations.last ?? "") }
             try Self.migrator.migrate(pool)
+            try pool.write { db in try SearchIndex.checkFolding(db) }
         } catch {
             throw Self.storeError(error, path: path)
         }
@@ -396,7 +397,7 @@ public final class LocalStore: Sendable {
                 // Meta first: without `watch_states` the deletions are not queued as state changes.
                 try db.execute(
                     sql:
-                        "DELETE FROM meta WHERE key <> 'revision'; DELETE FROM notifications; DELETE FROM outbox; DELETE FROM state_changes; DELETE FROM preferences;"
+                        "DELETE FROM meta WHERE key NOT IN ('revision', 'search_folding'); DELETE FROM notifications; DELETE FROM outbox; DELETE FROM state_changes; DELETE FROM preferences;"
                 )
                 try bumpRevision(db)
             }

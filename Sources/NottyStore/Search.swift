@@ -45,13 +45,10 @@ enum SearchIndex {
 
     /// The word index's table, its columns, and each one's value from a `notifications` row named `row`.
     static let table = "search_words"
-    static let columns = ["title", "body", "app", "grp", "keys"]
+    static let columns = ["words"]
     static func values(_ row: String) -> String {
         let team = "CASE WHEN json_valid(\(row).policies) THEN json_extract(\(row).policies, '$.team') END"
-        return [
-            "notty_words(\(row).title)", "notty_words(coalesce(\(row).body, \(row).raw_content))", "notty_words(\(row).app)",
-            "notty_words(\(row).group_name)", "notty_keys(\(row).app, \(row).group_name, \(team))",
-        ].joined(separator: ", ")
+        return "notty_document(\(row).title, coalesce(\(row).body, \(row).raw_content), \(row).app, \(row).group_name, \(team))"
     }
 
     /// v13: the trigram index gives way to the word index, built again in the background.
@@ -81,9 +78,41 @@ enum SearchIndex {
                 """)
     }
 
+    /// The most rows a sync's page indexes besides its own (a store not caught up yet).
+    static let rowsPerSync = 2000
+
+    /// Indexes up to `rows` rows above the mark, oldest first, and moves it; returns whether
+    /// rows remain.
+    static func catchUp(_ db: Database, rows: Int) throws -> Bool {
+        let from = try indexed(db)
+        let last = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT max(rowid) FROM (SELECT rowid FROM notifications WHERE rowid > ? ORDER BY rowid LIMIT ?)"),
+            arguments: [from, rows])
+        guard let last else { return false }
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO \(table) (rowid, \(columns.joined(separator: ", ")))
+                SELECT rowid, \(values("notifications")) FROM notifications WHERE rowid > ? AND rowid <= ?
+                """
+        ).execute(arguments: [from, last])
+        try db.cachedStatement(sql: "UPDATE search_progress SET indexed = ?").execute(arguments: [last])
+        return try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications WHERE rowid > ?)"), arguments: [last]) ?? false
+    }
+
     /// The highest rowid up to which every row is indexed.
     static func indexed(_ db: Database) throws -> Int64 {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT indexed FROM search_progress")) ?? 0
+    }
+
+    /// An index made with another folding than this build's (``SearchIndexTerms/foldingVersion``,
+    /// kept in `meta`) is forgotten and made again in the background.
+    static func checkFolding(_ db: Database) throws {
+        let version = String(SearchIndexTerms.foldingVersion)
+        guard try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'search_folding'") != version else { return }
+        try reset(db)
+        try db.execute(
+            sql: "INSERT INTO meta (key, value) VALUES ('search_folding', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            arguments: [version])
     }
 
     /// The whole index forgotten (every row deleted with it): the next rows arrive unindexed.
@@ -140,20 +169,7 @@ extension LocalStore {
     @discardableResult
     public func indexForSearch(rows: Int = 2000) throws -> Bool {
         try write { db in
-            let from = try SearchIndex.indexed(db)
-            let last = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT max(rowid) FROM (SELECT rowid FROM notifications WHERE rowid > ? ORDER BY rowid LIMIT ?)"),
-                arguments: [from, rows])
-            guard let last else { return false }
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO \(SearchIndex.table) (rowid, \(SearchIndex.columns.joined(separator: ", ")))
-                    SELECT rowid, \(SearchIndex.values("notifications")) FROM notifications WHERE rowid > ? AND rowid <= ?
-                    """
-            ).execute(arguments: [from, last])
-            try db.cachedStatement(sql: "UPDATE search_progress SET indexed = ?").execute(arguments: [last])
-            let more =
-                try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notifications WHERE rowid > ?)"), arguments: [last]) ?? false
+            let more = try SearchIndex.catchUp(db, rows: rows)
             // Indexing filled this connection's page cache with pages nothing reads again.
             if !more { db.releaseMemory() }
             return more

@@ -58,6 +58,10 @@ extension LocalStore {
                 if bulk {
                     try setMeta(db, ViewIndex.bulkKey, nil)
                     try ViewIndex.countRows(db, after: rowidBefore)
+                } else {
+                    // The search index keeps in step with every sync but a first one's pages, and
+                    // catches up a store it has not caught up yet (no center running) a little a page.
+                    _ = try SearchIndex.catchUp(db, rows: SearchIndex.rowsPerSync)
                 }
                 try observeClock(db, millis: newest)
                 if let preferences = page.preferences, try applyServicePreferences(db, preferences) { try bumpRevision(db) }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import NottyCore
 import NottyStore
 import NottyTestSupport
@@ -65,9 +66,32 @@ struct CountBench {
         }
         report("for comparison, store opened as every other command does, badge read (100 runs)", opened)
 
+        // Saved views (PROTOCOL.md §17): one app's unread ones (a fifth of Unread, its app key in
+        // the word index) and a word with a field (few matches), the index built as a sync does.
+        let views = [
+            SavedView(name: "app3", query: "app:app3.example.com is:unread"), SavedView(name: "notif7", query: "notification 77 priority:high"),
+        ]
+        let size = try await store.perform { store -> (before: Int, after: Int) in
+            let before = try Self.storeBytes(path)
+            while try store.indexForSearch(rows: 20_000) {}
+            for view in views { try store.setPreference(key: view.key, value: view.value) }
+            return (before, try Self.storeBytes(path))
+        }
+        print(
+            String(
+                format: "  the store: %.1f MiB, with the search index %.1f MiB (%.2f×)", Double(size.before) / 1_048_576,
+                Double(size.after) / 1_048_576,
+                Double(size.after) / Double(size.before)))
+        for view in views {
+            let counted = try await store.perform { try $0.badge(saved: view) }
+            let reads = try await store.perform { store in try (0..<200).map { _ in try milliseconds { _ = try store.badge(saved: view) } } }
+            report("badge of the saved view \(view.name) ('\(view.query)', \(counted.count) rows), store open (200 reads)", reads)
+        }
+
         let environment = ProcessInfo.processInfo.environment.merging(["NOTTY_HOME": directory.path]) { $1 }
         for (name, arguments) in [
             ("notty --version", ["--version"]), ("notty count", ["count"]), ("notty count --format tmux", ["count", "--format", "tmux"]),
+            ("notty count --view app3", ["count", "--view", "app3"]), ("notty count --view notif7", ["count", "--view", "notif7"]),
         ] {
             var times: [Double] = []
             for _ in 0..<(rounds * 20) {
@@ -81,6 +105,14 @@ struct CountBench {
             }
             report("\(name), whole process (\(times.count) runs)", times)
         }
+    }
+
+    /// The store's file and its write-ahead log, checkpointed first.
+    static func storeBytes(_ path: String) throws -> Int {
+        let queue = try DatabaseQueue(path: path)
+        try queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        try queue.close()
+        return ["", "-wal"].reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: path + $1)[.size] as? Int) ?? 0) }
     }
 
     private func report(_ what: String, _ values: [Double]) {

@@ -140,7 +140,7 @@ struct List: AsyncParsableCommand {
                 for row in rows { print(jsonLine(row)) }
                 return
             }
-            if rows.isEmpty { say("nothing in \(view.rawValue)"); return }
+            if rows.isEmpty { say("nothing in \(choice.saved ?? view.rawValue)"); return }
             for row in rows {
                 let mark = RowGlyphs.unread(row.readState)
                 let priority = RowGlyphs.priority(row.priority)

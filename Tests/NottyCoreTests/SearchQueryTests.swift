@@ -126,5 +126,10 @@ struct SearchQueryTests {
                 && SearchIndexTerms.key(.app, folded: long + "h") != SearchIndexTerms.key(.app, folded: long))
         #expect(SearchIndexTerms.keys(app: "CI.example", group: "Night Builds", team: nil).split(separator: " ").count == 2)
         #expect(SearchQuery.words(String(repeating: "a", count: 100)) == [String(repeating: "a", count: SearchIndexTerms.longestWord)])
+        let document = SearchIndexTerms.document(title: "Disk FULL", body: "on DB-1", app: "CI.example", group: nil, team: nil)
+        #expect(document.hasPrefix("disk full \u{E001} on db 1 \u{E001} ci example \u{E001}  \u{E000}a"), "\(document)")
+        let folded = SearchIndexTerms.document(title: "ÜBERLAST", body: nil, app: "köln.example", group: "Nacht", team: "ops")
+        #expect(folded.hasPrefix("uberlast \u{E001}  \u{E001} koln example \u{E001} nacht "), "\(folded)")
+        #expect(folded.split(separator: " ").filter { $0.hasPrefix("\u{E000}") }.count == 3)
     }
 }

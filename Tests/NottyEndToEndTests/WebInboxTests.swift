@@ -35,9 +35,22 @@ struct WebInboxTests {
         let world = try await TwoDevices()
         let hostile = #"<img src=x onerror="alert(1)"><script>alert(2)</script>"#
         _ = try await world.publish("Disk usage 91% on db-primary")
+        // A history longer than the inbox's first page (100 rows): the search finds what that
+        // page does not hold (not for the README's screenshot).
+        if ProcessInfo.processInfo.environment["NOTTY_SCREENSHOTS"] == nil {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<4 {
+                    group.addTask { for n in stride(from: worker, to: 104, by: 4) { _ = try await world.publish("Nightly report \(n)") } }
+                }
+                try await group.waitForAll()
+            }
+        }
         let elsewhere = try await world.publish("Standup in 15 minutes")
         _ = try await world.publish(hostile)
         #expect(try await world.b.run(["sync"]).status == 0)
+        // A saved view made on a notty device: the browser shows it as a tab (PROTOCOL.md §17).
+        let saved = try await world.a.run(["view", "add", "disks", "disk usage"])
+        #expect(saved.status == 0, "\(saved.err)")
 
         let workdir = world.directory.appendingPathComponent("browser")
         try FileManager.default.createDirectory(at: workdir, withIntermediateDirectories: true)

@@ -70,6 +70,12 @@ struct SearchTests {
             #expect(try await found("disk is:read") == [disk])
             #expect(try await found("disk -is:read") == [disk2])
             #expect(try await found("disk") == [disk2, disk], "a row written again is found once, with its words")
+            // The counts of a search (a saved view's tab): every view's.
+            let counted = try await client.call(.get, "/v1/me/notifications/counts?search=disk", token: world.userToken)
+            let counts = try counted.decode(ViewCounts.self)
+            #expect(counts.all == 2 && counts.unread == 1 && counts.read == 1, "\(counted.text)")
+            let refusedCount = try await client.call(.get, "/v1/me/notifications/counts?search=colour%3Ared", token: world.userToken)
+            #expect(refusedCount.status == .badRequest && refusedCount.text.contains("no field colour:"))
             for (query, words) in [
                 ("colour:red", "no field colour:"), ("priority:urgent", "priority: is high, normal or low"), ("is:", "is: needs a value"),
             ] {
@@ -145,7 +151,18 @@ struct SearchTests {
         #expect(try await storage.list(userId: userId, view: .all, top: 5, skip: 0, search: query, now: now).map(\.appNotificationId) == ["n0"])
         let all = try await storage.list(userId: userId, view: .all, top: 100_000, skip: 0, search: try SearchQuery.parse("kälte"), now: now)
         #expect(all.count == rows)
+        // An index another folding made is made again (here: one that says it was version 0).
+        try await storage.pool.write { db in try db.execute(sql: "UPDATE search_index SET folding = 0") }
         try await storage.close()
+        let again = try SQLiteStorage(path: path)
+        #expect(try await again.pool.read { db in try Int.fetchOne(db, sql: "SELECT folding FROM search_index") } == SearchIndexTerms.foldingVersion)
+        waited = 0
+        while try await again.pool.read({ db in try SQLiteSearch.unindexed(db) }) > 0, waited < 6000 {
+            try await Task.sleep(for: .milliseconds(10))
+            waited += 1
+        }
+        #expect(try await again.list(userId: userId, view: .all, top: 5, skip: 0, search: query, now: now).map(\.appNotificationId) == ["n0"])
+        try await again.close()
     }
 
     @Test(

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import NottyCore
 import NottyStore
 import NottyTestSupport
@@ -167,5 +168,25 @@ struct SearchTests {
         try pull(fresh(60))
         while try t.store.indexForSearch(rows: 25) {}
         try Self.check(t.store, ids: ids, now: now, random: &random, stage: "(another account)")
+    }
+
+    @Test("an index another folding made is forgotten when the store opens and made again; a sync's page of a few rows is indexed with it")
+    func foldingAndSyncs() throws {
+        let t = try TemporaryStore()
+        try t.store.bind(account: "alice")
+        var random = SeededRandom(seed: 9)
+        let first = ViewIndexTests.history(100, from: 1, random: &random)
+        #expect(try t.store.apply(page: ChangesPage(changes: first, cursor: "c1", hasMore: false), since: nil) == .applied(changed: 100))
+        #expect(try t.store.rowsToIndexForSearch() == 100, "a first sync's many rows are left to the background")
+        let more = ViewIndexTests.history(3, from: 101, random: &random)
+        #expect(try t.store.apply(page: ChangesPage(changes: more, cursor: "c2", hasMore: false), since: "c1") == .applied(changed: 3))
+        #expect(try t.store.rowsToIndexForSearch() == 0, "a later sync indexes its rows, and catches up the rest")
+        let queue = try DatabaseQueue(path: t.path)
+        try queue.write { db in try db.execute(sql: "UPDATE meta SET value = '0' WHERE key = 'search_folding'") }
+        try queue.close()
+        let reopened = try LocalStore(path: t.path)
+        #expect(try reopened.rowsToIndexForSearch() == 103, "made again")
+        while try reopened.indexForSearch() {}
+        #expect(try reopened.count(view: .all, query: first[0].payload.visualContent!.title.split(separator: " ").first.map(String.init) ?? "") > 0)
     }
 }

@@ -116,9 +116,25 @@ with sync_playwright() as playwright:
     )
     page.locator(".search").fill("no such thing")
     page.wait_for_selector(".list .empty:has-text('matches')", timeout=10_000)
+    # The query language (PROTOCOL.md §17): a field it does not know is the service's words.
+    page.locator(".search").fill("colour:red")
+    page.wait_for_selector(".status:has-text('no field colour:')", timeout=10_000)
     page.locator(".search").fill("")
     page.keyboard.press("Escape")
     page.wait_for_function("() => document.querySelectorAll('.list .row').length >= 3", timeout=10_000)
+
+    # A saved view made on a notty device is a tab after All with its count; 7 opens it (All
+    # with its search), 6 goes back to All.
+    page.wait_for_selector(".tab.saved[data-saved=disks]:has-text('disks 1')", timeout=10_000)
+    page.locator("body").press("7")
+    page.wait_for_selector(".tab.saved[data-saved=disks][aria-pressed=true]", timeout=10_000)
+    page.wait_for_function(
+        "() => { const rows = document.querySelectorAll('.list .row');"
+        " return rows.length === 1 && rows[0].textContent.includes('Disk usage 91%'); }",
+        timeout=10_000,
+    )
+    page.locator("body").press("6")
+    page.wait_for_selector(".tab[data-view=all][aria-pressed=true]", timeout=10_000)
 
     # Offline: a change made here is kept in the browser (IndexedDB) and sent once the service
     # can be reached again, also by a page opened after this one was closed; applied once.
