@@ -210,11 +210,14 @@ export class Inbox {
     state.running = (async () => {
       do {
         state.again = false;
+        // Each fetch clears only its own error: a search refused (the list's) stays shown while
+        // the counts come in fine.
         try {
           await fetch();
-          this.message = null;
+          if (this.messageFrom === name) this.message = null;
         } catch (error) {
           this.message = error.message;
+          this.messageFrom = name;
         }
         this.renderStatus();
       } while (state.again);
@@ -379,7 +382,7 @@ export class Inbox {
       event.preventDefault();
       return this.search.focus();
     }
-    if (event.key === "?") return alert("j/k move · Enter open · d dismiss · r read/unread · a open link · s snooze 1h · x delete · u undo · / search (words, "a phrase", -not, app: group: is: priority: …) · 1–6 views · 7–9 saved views");
+    if (event.key === "?") return alert("j/k move · Enter open · d dismiss · r read/unread · a open link · s snooze 1h · x delete · u undo · / search (words, \"a phrase\", -not, app: group: is: priority: …) · 1–6 views · 7–9 saved views");
     if (["j", "k", "Enter", "ArrowDown", "ArrowUp", "d", "r", "a", "s", "x", "u"].includes(event.key)) {
       event.preventDefault();
       this.command(event.key);

@@ -107,12 +107,17 @@ struct CountBench {
         }
     }
 
-    /// The store's file and its write-ahead log, checkpointed first.
+    /// The store's size as SQLite counts it (its pages, the write-ahead log's included).
     static func storeBytes(_ path: String) throws -> Int {
-        let queue = try DatabaseQueue(path: path)
-        try queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-        try queue.close()
-        return ["", "-wal"].reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: path + $1)[.size] as? Int) ?? 0) }
+        let queue = try DatabaseQueue(
+            path: path,
+            configuration: {
+                var c = Configuration(); c.readonly = true; return c
+            }())
+        defer { try? queue.close() }
+        return try queue.read { db in
+            (try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0) * (try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0)
+        }
     }
 
     private func report(_ what: String, _ values: [Double]) {
