@@ -83,28 +83,13 @@ extension PostgresStorage {
     /// not indexed yet are matched here and counted by their view.
     func searchCounts(userId: String, now: Date, search: SearchQuery) async throws -> ViewCounts {
         try await run { connection in
-            let sql = SearchSQL(search, dialect: .postgres, now: .expression("$2"), firstPlaceholder: 3) { "$\($0)" }
-            var binds = PostgresBindings()
-            binds.append(userId)
-            binds.append(ISOTime.millis(now))
-            for value in sql.values {
-                switch value {
-                case .text(let text): binds.append(text)
-                case .integer(let number): binds.append(number)
-                }
+            let (sql, bound) = Self.searchBinds(search, owner: userId, now: now)
+            var (binds, baseBinds, next, text) = (bound, bound, 3 + sql.values.count, [String]())
+            func parameter() -> String {
+                defer { next += 1 }
+                return "$\(next)"
             }
-            let baseBinds = binds
-            var next = 3 + sql.values.count
-            var text: [String] = []
-            if let match = sql.match {
-                text.append("words @@ $\(next)::tsquery")
-                binds.append(match)
-                next += 1
-            }
-            if let exclude = sql.exclude {
-                text.append("NOT (words @@ $\(next)::tsquery)")
-                binds.append(exclude)
-            }
+            Self.addText(sql, to: &text, binds: &binds, parameter: parameter)
             let base =
                 (["user_id IN (SELECT $1::text UNION ALL SELECT team_id FROM team_members WHERE user_id = $1)", "NOT deleted", "expires > $2"]
                 + sql.conditions).joined(separator: " AND ")
@@ -141,31 +126,13 @@ extension PostgresStorage {
     func search(_ connection: PostgresConnection, owner: String, view: NotificationView, search: SearchQuery, limit: Int, skip: Int, now: Date)
         async throws -> [UserNotification]
     {
-        let sql = SearchSQL(search, dialect: .postgres, now: .expression("$2"), firstPlaceholder: 3) { "$\($0)" }
-        var binds = PostgresBindings()
-        binds.append(owner)
-        binds.append(ISOTime.millis(now))
-        for value in sql.values {
-            switch value {
-            case .text(let text): binds.append(text)
-            case .integer(let number): binds.append(number)
-            }
-        }
-        let baseBinds = binds
-        var next = 3 + sql.values.count
+        let (sql, bound) = Self.searchBinds(search, owner: owner, now: now)
+        var (binds, baseBinds, next, text) = (bound, bound, 3 + sql.values.count, [String]())
         func parameter() -> String {
             defer { next += 1 }
             return "$\(next)"
         }
-        var text: [String] = []
-        if let match = sql.match {
-            text.append("words @@ \(parameter())::tsquery")
-            binds.append(match)
-        }
-        if let exclude = sql.exclude {
-            text.append("NOT (words @@ \(parameter())::tsquery)")
-            binds.append(exclude)
-        }
+        Self.addText(sql, to: &text, binds: &binds, parameter: parameter)
         let base = (["user_id = $1", "NOT deleted", "expires > $2", view.sqlCondition(now: "$2")] + sql.conditions).joined(separator: " AND ")
         // Rows not indexed yet (while an earlier store is indexed): those of the feed, matched here.
         var unindexed: [UserNotification] = []
@@ -192,5 +159,36 @@ extension PostgresStorage {
         ).map(\.notification)
         guard !unindexed.isEmpty else { return indexed }
         return Array((indexed + unindexed).sorted { ($0.createdDateTime, $0.id) > ($1.createdDateTime, $1.id) }.dropFirst(skip).prefix(limit))
+    }
+}
+
+extension PostgresStorage {
+    /// `search` as SQL whose first two parameters are the owner (`$1`) and the time (`$2`), and
+    /// those two and the fields' values bound.
+    static func searchBinds(_ search: SearchQuery, owner: String, now: Date) -> (SearchSQL, PostgresBindings) {
+        let sql = SearchSQL(search, dialect: .postgres, now: .expression("$2"), firstPlaceholder: 3) { "$\($0)" }
+        var binds = PostgresBindings()
+        binds.append(owner)
+        binds.append(ISOTime.millis(now))
+        for value in sql.values {
+            switch value {
+            case .text(let text): binds.append(text)
+            case .integer(let number): binds.append(number)
+            }
+        }
+        return (sql, binds)
+    }
+
+    /// The index's conditions of `sql` (what the words must and must not match), their
+    /// queries bound at the parameters `parameter` hands out.
+    static func addText(_ sql: SearchSQL, to text: inout [String], binds: inout PostgresBindings, parameter: () -> String) {
+        if let match = sql.match {
+            text.append("words @@ \(parameter())::tsquery")
+            binds.append(match)
+        }
+        if let exclude = sql.exclude {
+            text.append("NOT (words @@ \(parameter())::tsquery)")
+            binds.append(exclude)
+        }
     }
 }
