@@ -53,7 +53,7 @@ struct SavedViewTests {
         #expect(try await a.run(["sync"]).status == 0)
         #expect(try await a.run(["view", "--list"]).out.contains("no saved views"))
         let gone = try await a.run(["count", "--view", "storage"])
-        #expect(gone.status != 0 && gone.err.contains("no view storage"), "\(gone.err)")
+        #expect(gone.status != 0 && gone.err.contains("--view storage: no such view"), "\(gone.err)")
 
         for (arguments, words) in [
             (["view", "add", "unread", "x"], "built-in views"),
