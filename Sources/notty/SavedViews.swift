@@ -131,7 +131,8 @@ struct ViewChoice: ExpressibleByArgument, Sendable {
         if let builtIn { return (builtIn, "", nil) }
         let name = saved ?? ""
         guard let view = try store.savedView(named: name) else {
-            throw CLIError("--view \(name): no such view: a view is unread, read, activated, dismissed, snoozed, all or a saved view (notty view --list)")
+            throw CLIError(
+                "--view \(name): no such view: a view is unread, read, activated, dismissed, snoozed, all or a saved view (notty view --list)")
         }
         return (.all, view.query, view)
     }
