@@ -45,3 +45,16 @@ private final class ParsedQuery: Sendable {
         return query
     }
 }
+
+extension SearchSQL {
+    /// The fields' values as GRDB binds them, in order (both SQLite stores).
+    public var arguments: StatementArguments {
+        StatementArguments(
+            values.map { value -> any DatabaseValueConvertible in
+                switch value {
+                case .text(let text): text
+                case .integer(let number): number
+                }
+            })
+    }
+}

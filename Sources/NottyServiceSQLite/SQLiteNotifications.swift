@@ -313,13 +313,7 @@ extension SQLiteStorage {
     {
         let sql = SearchSQL(search, dialect: .sqlite, now: .expression(now), firstPlaceholder: first) { "?\($0)" }
         var matching = sql.conditions.map { " AND " + $0 }.joined()
-        var arguments = arguments
-        for value in sql.values {
-            switch value {
-            case .text(let text): arguments += [text]
-            case .integer(let number): arguments += [number]
-            }
-        }
+        var arguments = arguments + sql.arguments
         if let (text, more) = SQLiteSearch.textCondition(sql, query: search.text, below: try SQLiteSearch.below(db), first: first + sql.values.count)
         {
             matching += " AND " + text

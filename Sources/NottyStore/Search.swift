@@ -268,7 +268,6 @@ extension LocalStore {
 /// bound in order. Its text is asked of the word index for the rows it holds and of
 /// `notty_text_matches` for the rows above its mark.
 struct SearchFilter {
-    let query: SearchQuery
     let sql: SearchSQL
     let condition: String
     let arguments: StatementArguments
@@ -278,6 +277,7 @@ struct SearchFilter {
 
     /// nil when `text` has no terms.
     init?(_ text: String, now: Date) throws {
+        let query: SearchQuery
         do {
             query = try SearchQuery.parse(text)
         } catch {
@@ -286,13 +286,7 @@ struct SearchFilter {
         guard !query.isEmpty else { return nil }
         sql = SearchSQL(query, dialect: .sqlite, columns: .device, now: .value(ISOTime.millis(now))) { _ in "?" }
         var parts = sql.conditions
-        var arguments = StatementArguments()
-        for value in sql.values {
-            switch value {
-            case .text(let text): arguments += [text]
-            case .integer(let number): arguments += [number]
-            }
-        }
+        var arguments = sql.arguments
         fieldsCondition = parts.isEmpty ? "1 = 1" : "(" + parts.joined(separator: " AND ") + ")"
         fieldsArguments = arguments
         let table = SearchIndex.table
