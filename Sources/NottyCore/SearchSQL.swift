@@ -94,7 +94,7 @@ public struct SearchSQL: Sendable {
     }
 
     /// Words one after another, the last one's start.
-    static func prefix(_ words: [String], _ dialect: Dialect) -> String {
+    public static func prefix(_ words: [String], _ dialect: Dialect) -> String {
         switch dialect {
         case .sqlite: return "\"" + words.joined(separator: " ") + "\"*"
         case .postgres: return words.enumerated().map { "'\($1)'" + ($0 == words.count - 1 ? ":*" : "") }.joined(separator: " <-> ")
@@ -102,7 +102,7 @@ public struct SearchSQL: Sendable {
     }
 
     /// One whole token (a key).
-    static func exact(_ token: String, _ dialect: Dialect) -> String {
+    public static func exact(_ token: String, _ dialect: Dialect) -> String {
         dialect == .sqlite ? "\"\(token)\"" : "'\(token)'"
     }
 

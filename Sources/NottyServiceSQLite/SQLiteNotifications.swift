@@ -279,26 +279,28 @@ extension SQLiteStorage {
     {
         try await read { db in
             let owners = try Self.ownerIds(db, userId: userId)
-            // The search: its text from the full-text index, its other fields as conditions
-            // (numbered after the four parameters every window binds).
-            var (matching, searchArguments) = ("", StatementArguments())
-            var plan = ""
-            if let search {
-                (matching, searchArguments) = try Self.searchConditions(db, search, now: "?2", first: 5, arguments: [])
-                plan = try SQLiteSearch.plan(db, search)
-            }
+            // A search whose words are common is found by a walk over the feed's newest rows;
+            // one the walk does not fill is asked of the index.
+            let walks = try search.map { try SQLiteSearch.walks(db, $0, end: top + skip) } ?? false
+            var plan: SQLiteSearch.Plan?
             // One feed: a window of its index. Several: each one's first rows up to the window's
             // end, merged in the view's order.
             let rows = try owners.flatMap { owner in
-                let arguments: StatementArguments =
-                    [owner, ISOTime.millis(now), owners.count == 1 ? top : top + skip, owners.count == 1 ? skip : 0] + searchArguments
-                let sql = """
-                    SELECT \(NotificationColumns.list) FROM notifications\(plan) WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))\(matching)
-                    ORDER BY created DESC, id DESC LIMIT ?3 OFFSET ?4
-                    """
-                // A search's text differs from one query to the next: its statement is not kept.
-                let statement = try search == nil ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
-                return try Row.fetchAll(statement, arguments: arguments).map { try Self.stored($0).notification }
+                let (limit, offset) = owners.count == 1 ? (top, skip) : (top + skip, 0)
+                if walks {
+                    var walked = try Self.window(
+                        db, owner: owner, view: view, limit: limit, offset: offset, search: search, plan: .walk(rows: SQLiteSearch.firstWalk),
+                        now: now)
+                    if walked.count == limit { return walked }
+                    // Part of a window: as far again as its rows say the rest is, when that is near.
+                    if let rows = SQLiteSearch.longerWalk(found: walked.count, wanted: limit, offset: offset) {
+                        walked = try Self.window(
+                            db, owner: owner, view: view, limit: limit, offset: offset, search: search, plan: .walk(rows: rows), now: now)
+                        if walked.count == limit { return walked }
+                    }
+                }
+                if plan == nil { plan = try search.map { try SQLiteSearch.plan(db, $0) } ?? .automatic }
+                return try Self.window(db, owner: owner, view: view, limit: limit, offset: offset, search: search, plan: plan!, now: now)
             }
             guard owners.count > 1 else { return rows }
             let ordered = rows.sorted { ($0.createdDateTime, $0.id) > ($1.createdDateTime, $1.id) }
@@ -306,15 +308,51 @@ extension SQLiteStorage {
         }
     }
 
+    /// Rows `offset..<offset + limit` of `owner`'s feed in `view`, with `search` read by `plan`.
+    static func window(
+        _ db: Database, owner: String, view: NotificationView, limit: Int, offset: Int, search: SearchQuery?, plan: SQLiteSearch.Plan, now: Date
+    ) throws -> [UserNotification] {
+        var arguments: StatementArguments = [owner, ISOTime.millis(now), limit, offset]
+        var matching = ""
+        if let search {
+            if case .walk(let rows) = plan {
+                // The walk's end: the `created` of the feed's row `rows` (read from the view's
+                // index alone), so that SQLite steps over no more rows than that.
+                let end = try Int64.fetchOne(
+                    db.cachedStatement(
+                        sql:
+                            "SELECT created FROM notifications INDEXED BY notifications_view WHERE user_id = ? AND deleted = 0 ORDER BY created DESC, id DESC LIMIT 1 OFFSET ?"
+                    ), arguments: [owner, rows])
+                matching = " AND created >= ?5"
+                arguments += [end ?? Int64.min]
+            }
+            // The search: its text from the full-text index (or matched row by row on a walk),
+            // its other fields as conditions, numbered after the parameters above.
+            let (conditions, more) = try searchConditions(db, search, plan: plan, now: "?2", first: matching.isEmpty ? 5 : 6, arguments: [])
+            matching += conditions
+            arguments += more
+        }
+        let sql = """
+            SELECT \(NotificationColumns.list) FROM notifications\(plan.hint) WHERE user_id = ?1 AND deleted = 0 AND expires > ?2 AND \(view.sqlCondition(now: "?2"))\(matching)
+            ORDER BY created DESC, id DESC LIMIT ?3 OFFSET ?4
+            """
+        // A search's text differs from one query to the next: its statement is not kept.
+        let statement = try search == nil ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
+        return try Row.fetchAll(statement, arguments: arguments).map { try stored($0).notification }
+    }
+
     /// `search` as conditions on a `notifications` row (each after ` AND `), its parameters
     /// numbered from `first` (`now` the SQL of the current time), its values after `arguments`.
-    static func searchConditions(_ db: Database, _ search: SearchQuery, now: String, first: Int, arguments: StatementArguments) throws
+    static func searchConditions(
+        _ db: Database, _ search: SearchQuery, plan: SQLiteSearch.Plan = .automatic, now: String, first: Int, arguments: StatementArguments
+    ) throws
         -> (String, StatementArguments)
     {
         let sql = SearchSQL(search, dialect: .sqlite, now: .expression(now), firstPlaceholder: first) { "?\($0)" }
         var matching = sql.conditions.map { " AND " + $0 }.joined()
         var arguments = arguments + sql.arguments
-        if let (text, more) = SQLiteSearch.textCondition(sql, query: search.text, below: try SQLiteSearch.below(db), first: first + sql.values.count)
+        if let (text, more) = SQLiteSearch.textCondition(
+            sql, query: search.text, below: try SQLiteSearch.below(db), plan: plan, first: first + sql.values.count)
         {
             matching += " AND " + text
             arguments += more

@@ -109,30 +109,124 @@ enum SQLiteSearch {
         try Int.fetchOne(db, sql: "SELECT count(*) FROM notifications WHERE rowid < (SELECT below FROM search_index)") ?? 0
     }
 
-    /// Above this many rows of the index that a query's words find, a window of a search steps
-    /// over the feed's rows in its order (finding its first rows soon); at most this many, it
-    /// reads those rows and sorts them.
-    static let fewCandidates = 7000
+    /// How a window of a search reads `notifications`.
+    enum Plan: Equatable {
+        /// No words, or an index that is not whole yet: SQLite's own choice.
+        case automatic
+        /// Along the view's order over at most the feed's newest `rows` rows, each row's text
+        /// matched in Swift (`notty_text_matches`): a search whose words are common (one row in
+        /// N) fills a window of 50 after about 50 × N rows, without reading the index's long
+        /// lists of those words (FTS5 reads a word's whole list to match its start).
+        case walk(rows: Int)
+        /// Few rows in the index that one of the query's words (and its keys) find, or that all
+        /// of them do (`whole`): those rows (rowids as a JSON array), read by rowid, matched in
+        /// Swift unless `whole`, and sorted.
+        case candidates(String, whole: Bool)
+        /// Many rows: along the view's order, against the set of the index's matches.
+        case matchSet
 
-    /// How a window of `search` reads `notifications` (a hint after the table's name): from the
-    /// rows its words find when they are few (` NOT INDEXED`: by rowid), along the view's order
-    /// when they are many (` INDEXED BY notifications_view`); SQLite's own choice when the query
-    /// has no words or the index is not whole yet.
-    static func plan(_ db: Database, _ search: SearchQuery) throws -> String {
+        /// The rows of ``candidates(_:)``.
+        var rowids: String? {
+            if case .candidates(let rows, _) = self { rows } else { nil }
+        }
+
+        /// The hint after the table's name.
+        var hint: String {
+            switch self {
+            case .automatic: ""
+            case .candidates: " NOT INDEXED"
+            case .walk, .matchSet: " INDEXED BY notifications_view"
+            }
+        }
+    }
+
+    /// A window ending at most this far down is first looked for by a ``Plan/walk`` over the
+    /// feed's newest ``firstWalk`` rows; the index is read when that does not fill it.
+    static let walkedWindow = 200
+    static let firstWalk = 2000
+    /// A second walk steps over at most this many rows.
+    static let longestWalk = 20_000
+
+    /// The rows a second walk steps over when the first found `found` of the `wanted` rows of a
+    /// window at the top (half as many again as that rate says); nil when it found none or the
+    /// walk would be longer than ``longestWalk``.
+    static func longerWalk(found: Int, wanted: Int, offset: Int) -> Int? {
+        guard found > 0, offset == 0 else { return nil }
+        let rows = firstWalk * wanted / found * 3 / 2
+        return rows <= longestWalk ? rows : nil
+    }
+
+    /// At most this many rows of the index that a query's words find are read by rowid and
+    /// sorted (see BENCHMARKS, "Search").
+    static let fewCandidates = 4000
+
+    /// The rows of the query's rarest word (with its `app:`, `group:` and `team:` keys), when
+    /// they are at most ``fewCandidates``: one word's list is read from the index, not every
+    /// word's (a word in most rows has a list FTS5 reads whole to match its start). A word's
+    /// rarity is the count of rows with that very word (read as far as ``fewCandidates``,
+    /// which FTS5 streams), so the word read is one that is rare as a whole word; nil when no
+    /// word is, or its start finds more rows than that.
+    static func candidates(_ db: Database, _ search: SearchQuery) throws -> String? {
+        let required = search.clauses.filter { !$0.negated }
+        let keys = required.compactMap { clause -> String? in
+            switch clause.term {
+            case .app(let value): SearchSQL.exact(SearchIndexTerms.key(.app, folded: value), .sqlite)
+            case .group(let value): SearchSQL.exact(SearchIndexTerms.key(.group, folded: value), .sqlite)
+            case .team(let value): SearchSQL.exact(SearchIndexTerms.key(.team, folded: value), .sqlite)
+            default: nil
+            }
+        }
+        let count = try db.cachedStatement(sql: "SELECT count(*) FROM (SELECT 1 FROM \(table) WHERE \(table) MATCH ? LIMIT ?)")
+        var rarest: (word: String, rows: Int)?
+        for clause in required {
+            guard case .word(let word) = clause.term else { continue }
+            let rows = try Int.fetchOne(count, arguments: [SearchSQL.exact(word, .sqlite), fewCandidates + 1]) ?? 0
+            if rows <= fewCandidates, rows < rarest?.rows ?? .max { rarest = (word, rows) }
+        }
+        guard let rarest else { return nil }
+        let match = ([SearchSQL.prefix([rarest.word], .sqlite)] + keys).joined(separator: " AND ")
+        let rowids = try Int64.fetchAll(
+            db.cachedStatement(sql: "SELECT rowid FROM \(table) WHERE \(table) MATCH ? LIMIT ?"), arguments: [match, fewCandidates + 1])
+        return rowids.count <= fewCandidates ? json(rowids) : nil
+    }
+
+    /// Whether a window ending at `end` is first looked for by a walk: the query has words and
+    /// the index is whole.
+    static func walks(_ db: Database, _ search: SearchQuery, end: Int) throws -> Bool {
+        guard end <= walkedWindow else { return false }
+        return try SearchSQL(search, dialect: .sqlite, now: .expression("0")) { _ in "?" }.match != nil && below(db) == 0
+    }
+
+    /// How the index answers a window of `search`: from the rows its words find when they are
+    /// few (up to ``fewCandidates``), against their set when many.
+    static func plan(_ db: Database, _ search: SearchQuery) throws -> Plan {
         let sql = SearchSQL(search, dialect: .sqlite, now: .expression("0")) { _ in "?" }
-        guard let match = sql.match, try below(db) == 0 else { return "" }
-        let candidates =
-            try Int.fetchOne(
-                db.cachedStatement(sql: "SELECT count(*) FROM (SELECT 1 FROM \(table) WHERE \(table) MATCH ? LIMIT ?)"),
-                arguments: [match, fewCandidates + 1]) ?? 0
-        return candidates <= fewCandidates ? " NOT INDEXED" : " INDEXED BY notifications_view"
+        guard let match = sql.match, try below(db) == 0 else { return .automatic }
+        if let rows = try candidates(db, search) { return .candidates(rows, whole: false) }
+        // Every word is common: the rows of all of them (their lists read once), when few.
+        let rowids = try Int64.fetchAll(
+            db.cachedStatement(sql: "SELECT rowid FROM \(table) WHERE \(table) MATCH ? LIMIT ?"), arguments: [match, fewCandidates + 1])
+        return rowids.count <= fewCandidates ? .candidates(json(rowids), whole: true) : .matchSet
+    }
+
+    /// Rowids as a JSON array (read with `json_each`).
+    static func json(_ rowids: [Int64]) -> String {
+        "[" + rowids.map(String.init).joined(separator: ",") + "]"
     }
 
     /// The condition that a `notifications` row matches `search`'s text (`search.match`,
     /// `search.exclude`), its parameters numbered from `first`, with its arguments; nil when
     /// the query has no text. `below` is the mark: rows under it are matched by
-    /// `notty_text_matches`.
-    static func textCondition(_ search: SearchSQL, query: String, below: Int64, first: Int) -> (String, StatementArguments)? {
+    /// `notty_text_matches`, as every row is on a ``Plan/walk``.
+    static func textCondition(_ search: SearchSQL, query: String, below: Int64, plan: Plan, first: Int) -> (String, StatementArguments)? {
+        if case .candidates(let rows, whole: true) = plan { return ("rowid IN (SELECT value FROM json_each(?\(first)))", [rows]) }
+        if case .candidates = plan {
+            return (
+                "rowid IN (SELECT value FROM json_each(?\(first))) AND notty_text_matches(?\(first + 1), title, coalesce(body, raw_content), host_name, group_name, team)",
+                [plan.rowids, query]
+            )
+        }
+        if case .walk = plan { return ("notty_text_matches(?\(first), title, coalesce(body, raw_content), host_name, group_name, team)", [query]) }
         var parts: [String] = []
         var arguments: StatementArguments = []
         var next = first
@@ -152,7 +246,7 @@ enum SQLiteSearch {
         let indexed = parts.joined(separator: " AND ")
         guard below > 0 else { return (indexed, arguments) }
         let (mark, text) = (parameter(), parameter())
-        let unindexed = "notty_text_matches(\(text), title, coalesce(body, raw_content), host_name, group_name, team)"
-        return ("(CASE WHEN rowid >= \(mark) THEN \(indexed) ELSE \(unindexed) END)", arguments + [below, query])
+        let matcher = "notty_text_matches(\(text), title, coalesce(body, raw_content), host_name, group_name, team)"
+        return ("(CASE WHEN rowid >= \(mark) THEN \(indexed) ELSE \(matcher) END)", arguments + [below, query])
     }
 }

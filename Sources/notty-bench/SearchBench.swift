@@ -27,6 +27,9 @@ import PostgresNIO
 struct SearchBench {
     var rows: Int
     var postgres: Bool
+    /// `--store PATH`: the SQLite store is kept there, and one already there is asked again
+    /// without filling (for trying a change of the search on the same rows).
+    var store: String?
     static let vocabulary = 20_000
     static let apps = 20
 
@@ -34,9 +37,10 @@ struct SearchBench {
         print("notty-bench search — \(rows) notifications of one user")
         let directory = Repository.temporaryDirectory("notty-search-bench")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("search.sqlite").path
+        let path = store ?? directory.appendingPathComponent("search.sqlite").path
+        let filled = store.map { FileManager.default.fileExists(atPath: $0) } ?? false
         let sqlite = try SQLiteStorage(path: path)
-        try await measure("SQLite", storage: sqlite, like: SQLiteLike(path: path))
+        try await measure("SQLite", storage: sqlite, like: SQLiteLike(path: path), filled: filled ? try Self.onlyUser(path) : nil)
         try await publishCost("SQLite") { index in
             let file = directory.appendingPathComponent("publish-\(UUID().uuidString).sqlite").path
             let storage = try SQLiteStorage(path: file)
@@ -142,17 +146,33 @@ struct SearchBench {
         }
     }
 
-    func measure(_ name: String, storage: any ServiceStorage, like: any LikeSearch) async throws {
-        let userId = try await Self.addUser(storage)
-        let fillTime = try await milliseconds { try await fill(storage, userId: userId, count: rows) } / 1000
-        // Half read, as a long history is.
-        try await like.markHalfRead(userId: userId)
-        print(
-            String(format: "%@: filled with %d in %.1f s (%.0f a second, through the batch publish)", name, rows, fillTime, Double(rows) / fillTime))
+    /// The user of a store the bench filled before.
+    static func onlyUser(_ path: String) throws -> String {
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        return try queue.read { db in try String.fetchOne(db, sql: "SELECT id FROM users LIMIT 1") } ?? ""
+    }
+
+    /// `filled`: the user of a store filled before (nothing is written then).
+    func measure(_ name: String, storage: any ServiceStorage, like: any LikeSearch, filled: String? = nil) async throws {
+        let userId: String
+        if let filled {
+            userId = filled
+            print("\(name): the store filled before")
+        } else {
+            userId = try await Self.addUser(storage)
+            let fillTime = try await milliseconds { try await fill(storage, userId: userId, count: rows) } / 1000
+            // Half read, as a long history is.
+            try await like.markHalfRead(userId: userId)
+            print(
+                String(
+                    format: "%@: filled with %d in %.1f s (%.0f a second, through the batch publish)", name, rows, fillTime, Double(rows) / fillTime))
+        }
         var random = SeededRandom(seed: 65)
         let now = Date()
         var (twoWords, withFields, today) = ([Double](), [Double](), [Double]())
         var matched: [Int] = []
+        var slow: [(Double, String)] = []
         for round in 0..<(quick ? 60 : 220) {
             let i = Int.random(in: 0..<rows, using: &random)
             let (title, body) = Self.text(i)
@@ -168,6 +188,7 @@ struct SearchBench {
             guard round >= 20 else { continue }  // warming up
             twoWords.append(first)
             withFields.append(second)
+            slow += [(first, "\(a) \(b)"), (second, "app:… is:unread \(a) \(b)")]
             // Today's LIKE reads the whole feed each time: every fourth query is enough for its figures.
             if round % 4 == 0 { today.append(try await milliseconds { try await like.search(userId: userId, text: "\(a) \(b)", now: now) }) }
             matched.append(found)
@@ -176,6 +197,10 @@ struct SearchBench {
         print("  app: is:unread and two words:       \(summary(withFields))")
         print("  today's LIKE, the same text:        \(summary(today))")
         print("  (windows full: \(matched.filter { $0 == 50 }.count) of \(matched.count))")
+        for fields in [false, true] {
+            let asked = slow.filter { $0.1.hasPrefix("app:") == fields }.sorted { $0.0 > $1.0 }.prefix(4)
+            print("  slowest: " + asked.map { String(format: "%.1f ms ", $0.0) + $0.1 }.joined(separator: "; "))
+        }
     }
 
     func publishCost(_ name: String, _ make: (Bool) async throws -> any ServiceStorage) async throws {
@@ -221,8 +246,10 @@ struct SQLiteLike: LikeSearch {
         }
     }
 
+    /// Half of the rows at random (not every other rowid: the apps take turns by rowid, and
+    /// whole apps would be read).
     func markHalfRead(userId: String) async throws {
-        try await queue.write { db in try db.execute(sql: "UPDATE notifications SET read_state = 'Read' WHERE rowid % 2 = 0") }
+        try await queue.write { db in try db.execute(sql: "UPDATE notifications SET read_state = 'Read' WHERE random() & 1 = 0") }
     }
 }
 

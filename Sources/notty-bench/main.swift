@@ -25,7 +25,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench count [--count N] [--rounds R]   (notty count: the badge read, the store opened, the whole process)
 //   swift run -c release notty-bench start [--count N] [--notty PATH] [--hello PATH] [--server PATH] [--deb PATH] [--image REF]
 //       (what each start costs and what the builds weigh, beside a static hello: scripts/start-table runs it)
-//   swift run -c release notty-bench search [--count N] [--no-postgres]   (the service's search over N of one user, default 1,000,000, beside today's LIKE)
+//   swift run -c release notty-bench search [--count N] [--no-postgres] [--store PATH]   (the service's search over N of one user, default 1,000,000, beside today's LIKE)
 //   swift run -c release notty-bench explain
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
 //   swift run -c release notty-bench frames STORE [--quick] [--pause-ms N]   (a center frame's phases on an existing store, N ms idle before each key)
@@ -130,7 +130,8 @@ case "count":
 case "search":
     do {
         try await SearchBench(
-            rows: option("--count").flatMap { Int($0) } ?? (quick ? 100_000 : 1_000_000), postgres: !arguments.contains("--no-postgres")
+            rows: option("--count").flatMap { Int($0) } ?? (quick ? 100_000 : 1_000_000), postgres: !arguments.contains("--no-postgres"),
+            store: option("--store")
         )
         .run()
     } catch {

@@ -165,6 +165,45 @@ struct SearchTests {
         try await again.close()
     }
 
+    @Test("a window reads the same rows whichever way the store finds them: a walk, an index's few rows, or its set of many")
+    func plans() async throws {
+        let directory = Repository.temporaryDirectory("notty-search-plans")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storage = try SQLiteStorage(path: directory.appendingPathComponent("server.sqlite").path)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let userId = try await NotificationService(storage: storage, secrets: .ephemeral()).admin.addUser(name: "alice", password: "s3cret-pw").id
+        // 12,000 rows: "common" in every one, "half" in every other, "mid" in a third (as many
+        // as the index's few rows go), "rare" in one of 1,000; two apps; a fifth read.
+        try await storage.pool.write { db in
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 11999)
+                    INSERT INTO notifications (id, user_id, host_name, app_notification_id, priority, has_visual, title, body, expires, created,
+                                               modified, deleted, read_state, read_at, action_state, action_at, seq)
+                    SELECT printf('%08d-0000-4000-8000-%012d', i, i), ?1, CASE WHEN i % 4 = 0 THEN 'a.example.com' ELSE 'b.example.com' END,
+                           'n' || i, 'None', 1,
+                           'Build common' || CASE WHEN i % 2 = 0 THEN ' half' ELSE '' END || CASE WHEN i % 3 = 0 THEN ' mid' ELSE '' END
+                             || CASE WHEN i % 1000 = 0 THEN ' rare' ELSE '' END,
+                           'nothing', ?2 + 3600000, ?2 - i, ?2, 0, CASE WHEN i % 5 = 0 THEN 'Read' ELSE 'Unread' END, 0, 'NoInteraction', 0, i + 1
+                    FROM n
+                    """, arguments: [userId, ISOTime.millis(now)])
+        }
+        let everything = try await storage.list(userId: userId, view: .all, top: 100_000, skip: 0, search: nil, now: now)
+        #expect(everything.count == 12_000)
+        for text in [
+            "common half", "rare common", "mid half", "half common", "\"build common half\"", "mid app:a.example.com is:unread",
+            "half -mid", "common -half", "app:b.example.com", "\"common mid\"", "rare is:read", "mid rare", "nowhere common",
+        ] {
+            let query = try SearchQuery.parse(text)
+            let expected = everything.filter { query.matches($0, now: now) }.map(\.id)
+            for (top, skip) in [(50, 0), (20, 150), (50, 300), (10, 5000)] {
+                let found = try await storage.list(userId: userId, view: .all, top: top, skip: skip, search: query, now: now).map(\.id)
+                #expect(found == Array(expected.dropFirst(skip).prefix(top)), "\(text) top \(top) skip \(skip)")
+            }
+        }
+        try await storage.close()
+    }
+
     @Test(
         "saved views are preferences the service checks: a name, a query it reads, at most 20 a user (removed ones do not count); another user's are not seen",
         arguments: Backend.available)
