@@ -268,13 +268,63 @@ public struct SearchQuery: Sendable, Equatable {
 
         mutating func has(_ term: Term) -> Bool {
             switch term {
-            case .word(let word): return words().contains { $0.contains { $0.hasPrefix(word) } }
+            case .word(let word):
+                // ASCII text and word: the text's bytes, without making its words.
+                if made == nil, let found = Self.asciiHas(word, in: [title, body, app, group]) { return found }
+                return words().contains { $0.contains { $0.hasPrefix(word) } }
             case .phrase(let phrase): return words().contains { SearchQuery.contains($0, phrase) }
             case .app(let host): return SearchQuery.fold(app) == host
             case .group(let name): return group.map(SearchQuery.fold) == name
             case .team(let name): return team.map(SearchQuery.fold) == name
             default: return false
             }
+        }
+
+        /// Whether a word of `fields` starts with `word`, read from their bytes when `word` and
+        /// every field are ASCII (what folding gives there: letters lowercased, words the runs
+        /// of letters and digits); nil otherwise.
+        static func asciiHas(_ word: String, in fields: [String?]) -> Bool? {
+            var word = word
+            return word.withUTF8 { wanted -> Bool? in
+                guard !wanted.isEmpty, wanted.allSatisfy({ $0 < 0x80 }) else { return nil }
+                var ascii = true
+                for field in fields {
+                    guard var field else { continue }
+                    switch field.withUTF8({ asciiHas(wanted, in: $0) }) {
+                    case true?: return true
+                    case false?: continue
+                    case nil: ascii = false
+                    }
+                }
+                return ascii ? false : nil
+            }
+        }
+
+        /// ``asciiHas(_:in:)`` over one field's bytes; nil when they are not all ASCII.
+        static func asciiHas(_ wanted: UnsafeBufferPointer<UInt8>, in text: UnsafeBufferPointer<UInt8>) -> Bool? {
+            func folded(_ byte: UInt8) -> UInt8? {
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): byte
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"): byte | 0x20
+                default: nil
+                }
+            }
+            var index = 0
+            while index < text.count {
+                let byte = text[index]
+                guard byte < 0x80 else { return nil }
+                guard folded(byte) != nil else {
+                    index += 1
+                    continue
+                }
+                // A word starts here (after ASCII that is not a letter or digit): does it start
+                // with `wanted`? (Text after it, ASCII or not, changes nothing of this word's start.)
+                var matched = 0
+                while matched < wanted.count, index + matched < text.count, folded(text[index + matched]) == wanted[matched] { matched += 1 }
+                if matched == wanted.count { return true }
+                while index < text.count, text[index] < 0x80, folded(text[index]) != nil { index += 1 }
+            }
+            return false
         }
     }
 

@@ -48,8 +48,11 @@ public struct SearchSQL: Sendable {
 
     /// `query` for `dialect` on a table of `columns`; `placeholder` spells a parameter's number
     /// (`?7`, `$7`, or `?` for all when they are bound in the order they appear).
+    /// `word`, when given, spells a word's full-text expression on SQLite (by default its
+    /// start: `"word"*`).
     public init(
-        _ query: SearchQuery, dialect: Dialect, columns: Columns? = nil, now: Now, firstPlaceholder: Int = 1, placeholder: (Int) -> String
+        _ query: SearchQuery, dialect: Dialect, columns: Columns? = nil, now: Now, firstPlaceholder: Int = 1,
+        word: ((String) -> String)? = nil, placeholder: (Int) -> String
     ) {
         let columns = columns ?? (dialect == .sqlite ? .sqlite : .postgres)
         var required: [String] = []
@@ -64,7 +67,7 @@ public struct SearchSQL: Sendable {
             let text: String?
             var condition: String?
             switch clause.term {
-            case .word(let word): text = Self.prefix([word], dialect)
+            case .word(let value): text = dialect == .sqlite ? word?(value) ?? Self.prefix([value], dialect) : Self.prefix([value], dialect)
             case .phrase(let words): text = Self.prefix(words, dialect)
             case .app(let value): text = Self.exact(SearchIndexTerms.key(.app, folded: value), dialect)
             case .group(let value): text = Self.exact(SearchIndexTerms.key(.group, folded: value), dialect)

@@ -348,7 +348,9 @@ extension SQLiteStorage {
     ) throws
         -> (String, StatementArguments)
     {
-        let sql = SearchSQL(search, dialect: .sqlite, now: .expression(now), firstPlaceholder: first) { "?\($0)" }
+        let sql = SearchSQL(search, dialect: .sqlite, now: .expression(now), firstPlaceholder: first, word: SQLiteSearch.expansion(db)) {
+            "?\($0)"
+        }
         var matching = sql.conditions.map { " AND " + $0 }.joined()
         var arguments = arguments + sql.arguments
         if let (text, more) = SQLiteSearch.textCondition(

@@ -32,7 +32,30 @@ enum SQLiteSearch {
     /// Registers the functions on `db` (every connection, from `prepareDatabase`).
     static func install(_ db: Database) throws {
         try db.execute(sql: "PRAGMA recursive_triggers = ON")
+        // The index's words, in order (a temporary table of this connection's: nothing stored).
+        try db.execute(sql: "CREATE VIRTUAL TABLE IF NOT EXISTS temp.\(terms) USING fts5vocab(main, \(table), 'row')")
         SearchFunctions.install(db)
+    }
+
+    static let terms = "notification_terms"
+    /// A word that starts at most this many longer words of the index is asked as those words.
+    static let longestExpansion = 16
+
+    /// A query word as FTS5 is asked for it: the words of the index that start with it, each
+    /// whole, when there are few — FTS5 streams a whole word's list and steps over it to the
+    /// rows the other words find, where a word's start (`"word"*`) has it read every matching
+    /// word's whole list first (tens of milliseconds for a word in most rows). The longer words
+    /// are found from the word followed by the least character a longer word can have (`0`:
+    /// the index's words are letters and digits), so the word's own list is not read.
+    static func expansion(_ db: Database) -> (String) -> String {
+        { word in
+            let longer = try? String.fetchAll(
+                db.cachedStatement(sql: "SELECT term FROM temp.\(terms) WHERE term >= ? AND term < ? LIMIT ?"),
+                arguments: [word + "0", word + "\u{10FFFF}", longestExpansion + 1])
+            guard let longer, longer.count <= longestExpansion else { return SearchSQL.prefix([word], .sqlite) }
+            let words = ([word] + longer).map { SearchSQL.exact($0, .sqlite) }
+            return words.count == 1 ? words[0] : "(" + words.joined(separator: " OR ") + ")"
+        }
     }
 
     /// The index, its progress mark and its triggers (migration v19): every row there is now is
@@ -184,7 +207,7 @@ enum SQLiteSearch {
             if rows <= fewCandidates, rows < rarest?.rows ?? .max { rarest = (word, rows) }
         }
         guard let rarest else { return nil }
-        let match = ([SearchSQL.prefix([rarest.word], .sqlite)] + keys).joined(separator: " AND ")
+        let match = ([expansion(db)(rarest.word)] + keys).joined(separator: " AND ")
         let rowids = try Int64.fetchAll(
             db.cachedStatement(sql: "SELECT rowid FROM \(table) WHERE \(table) MATCH ? LIMIT ?"), arguments: [match, fewCandidates + 1])
         return rowids.count <= fewCandidates ? json(rowids) : nil
@@ -200,7 +223,7 @@ enum SQLiteSearch {
     /// How the index answers a window of `search`: from the rows its words find when they are
     /// few (up to ``fewCandidates``), against their set when many.
     static func plan(_ db: Database, _ search: SearchQuery) throws -> Plan {
-        let sql = SearchSQL(search, dialect: .sqlite, now: .expression("0")) { _ in "?" }
+        let sql = SearchSQL(search, dialect: .sqlite, now: .expression("0"), word: expansion(db)) { _ in "?" }
         guard let match = sql.match, try below(db) == 0 else { return .automatic }
         if let rows = try candidates(db, search) { return .candidates(rows, whole: false) }
         // Every word is common: the rows of all of them (their lists read once), when few.

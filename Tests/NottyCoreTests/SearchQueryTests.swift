@@ -116,6 +116,25 @@ struct SearchQueryTests {
         #expect(SearchQuery.asciiWords("Köln") == nil, "not ASCII: the whole folding")
     }
 
+    @Test("a word read from ASCII text's bytes matches exactly where the text's folded words do, and text that is not ASCII is folded")
+    func asciiMatching() throws {
+        var random = SeededRandom(seed: 29)
+        let letters = Array("abAB01 -._é".utf8)
+        func text(_ length: Int) -> String {
+            String(decoding: (0..<length).map { _ in letters[Int.random(in: 0..<(letters.count - 2), using: &random)] }, as: UTF8.self)
+        }
+        for round in 0..<3000 {
+            var (title, body) = (text(Int.random(in: 0..<12, using: &random)), text(Int.random(in: 0..<12, using: &random)))
+            if round % 10 == 0 { title += "Éa" }  // not ASCII: the folded words decide
+            let word = SearchQuery.fold(String(text(Int.random(in: 1..<4, using: &random)).filter { $0.isLetter || $0.isNumber }))
+            guard !word.isEmpty else { continue }
+            let expected = [title, body, "app.example.com"].contains { SearchQuery.words($0).contains { $0.hasPrefix(word) } }
+            #expect(
+                try SearchQuery.parse(word).matchesText(title: title, body: body, app: "app.example.com", group: nil, team: nil) == expected,
+                "\(word) in \(title) | \(body)")
+        }
+    }
+
     @Test("index terms: a key is no word, whole values keyed in hex, long ones hashed; the same folding as the matcher")
     func indexTerms() {
         #expect(SearchIndexTerms.words("ÜBERLAST in Köln, 90%") == "uberlast in koln 90")

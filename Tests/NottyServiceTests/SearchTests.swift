@@ -173,7 +173,8 @@ struct SearchTests {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let userId = try await NotificationService(storage: storage, secrets: .ephemeral()).admin.addUser(name: "alice", password: "s3cret-pw").id
         // 12,000 rows: "common" in every one, "half" in every other, "mid" in a third (as many
-        // as the index's few rows go), "rare" in one of 1,000; two apps; a fifth read.
+        // as the index's few rows go), "rare" in one of 1,000, one of w0…w39 (a start of few
+        // words and one of many); two apps; a fifth read.
         try await storage.pool.write { db in
             try db.execute(
                 sql: """
@@ -183,7 +184,7 @@ struct SearchTests {
                     SELECT printf('%08d-0000-4000-8000-%012d', i, i), ?1, CASE WHEN i % 4 = 0 THEN 'a.example.com' ELSE 'b.example.com' END,
                            'n' || i, 'None', 1,
                            'Build common' || CASE WHEN i % 2 = 0 THEN ' half' ELSE '' END || CASE WHEN i % 3 = 0 THEN ' mid' ELSE '' END
-                             || CASE WHEN i % 1000 = 0 THEN ' rare' ELSE '' END,
+                             || CASE WHEN i % 1000 = 0 THEN ' rare' ELSE '' END || ' w' || (i % 40),
                            'nothing', ?2 + 3600000, ?2 - i, ?2, 0, CASE WHEN i % 5 = 0 THEN 'Read' ELSE 'Unread' END, 0, 'NoInteraction', 0, i + 1
                     FROM n
                     """, arguments: [userId, ISOTime.millis(now)])
@@ -192,7 +193,8 @@ struct SearchTests {
         #expect(everything.count == 12_000)
         for text in [
             "common half", "rare common", "mid half", "half common", "\"build common half\"", "mid app:a.example.com is:unread",
-            "half -mid", "common -half", "app:b.example.com", "\"common mid\"", "rare is:read", "mid rare", "nowhere common",
+            "half -mid", "common -half", "app:b.example.com", "\"common mid\"", "rare is:read", "mid rare", "nowhere common", "w1 common", "w half",
+            "ha mi", "w17 -half", "omm",
         ] {
             let query = try SearchQuery.parse(text)
             let expected = everything.filter { query.matches($0, now: now) }.map(\.id)
