@@ -279,10 +279,10 @@ extension SQLiteStorage {
     {
         try await read { db in
             let owners = try Self.ownerIds(db, userId: userId)
-            // A search whose words are common is found by a walk over the feed's newest rows;
-            // one the walk does not fill is asked of the index.
-            let walks = try search.map { try SQLiteSearch.walks(db, $0, end: top + skip) } ?? false
-            var plan: SQLiteSearch.Plan?
+            // A search reads the rows its words find when they are few; when they are many, a
+            // window near the top is first looked for by a walk over the feed's newest rows.
+            let plan = try search.map { try SQLiteSearch.plan(db, $0) } ?? .automatic
+            let walks = plan == .matchSet && top + skip <= SQLiteSearch.walkedWindow
             // One feed: a window of its index. Several: each one's first rows up to the window's
             // end, merged in the view's order.
             let rows = try owners.flatMap { owner in
@@ -299,8 +299,7 @@ extension SQLiteStorage {
                         if walked.count == limit { return walked }
                     }
                 }
-                if plan == nil { plan = try search.map { try SQLiteSearch.plan(db, $0) } ?? .automatic }
-                return try Self.window(db, owner: owner, view: view, limit: limit, offset: offset, search: search, plan: plan!, now: now)
+                return try Self.window(db, owner: owner, view: view, limit: limit, offset: offset, search: search, plan: plan, now: now)
             }
             guard owners.count > 1 else { return rows }
             let ordered = rows.sorted { ($0.createdDateTime, $0.id) > ($1.createdDateTime, $1.id) }

@@ -163,8 +163,9 @@ enum SQLiteSearch {
         }
     }
 
-    /// A window ending at most this far down is first looked for by a ``Plan/walk`` over the
-    /// feed's newest ``firstWalk`` rows; the index is read when that does not fill it.
+    /// A window of a search whose words find many rows (``Plan/matchSet``), ending at most this
+    /// far down, is first looked for by a ``Plan/walk`` over the feed's newest ``firstWalk``
+    /// rows; the set of matches is read when that does not fill it.
     static let walkedWindow = 200
     static let firstWalk = 2000
     /// A second walk steps over at most this many rows.
@@ -184,8 +185,8 @@ enum SQLiteSearch {
     static let fewCandidates = 4000
 
     /// The rows of the query's rarest word (with its `app:`, `group:` and `team:` keys), when
-    /// they are at most ``fewCandidates``: one word's list is read from the index, not every
-    /// word's (a word in most rows has a list FTS5 reads whole to match its start). A word's
+    /// they are at most ``fewCandidates``: one short list is read from the index, and the other
+    /// words are matched in Swift on those rows only. A word's
     /// rarity is the count of rows with that very word (read as far as ``fewCandidates``,
     /// which FTS5 streams), so the word read is one that is rare as a whole word; nil when no
     /// word is, or its start finds more rows than that.
@@ -211,13 +212,6 @@ enum SQLiteSearch {
         let rowids = try Int64.fetchAll(
             db.cachedStatement(sql: "SELECT rowid FROM \(table) WHERE \(table) MATCH ? LIMIT ?"), arguments: [match, fewCandidates + 1])
         return rowids.count <= fewCandidates ? json(rowids) : nil
-    }
-
-    /// Whether a window ending at `end` is first looked for by a walk: the query has words and
-    /// the index is whole.
-    static func walks(_ db: Database, _ search: SearchQuery, end: Int) throws -> Bool {
-        guard end <= walkedWindow else { return false }
-        return try SearchSQL(search, dialect: .sqlite, now: .expression("0")) { _ in "?" }.match != nil && below(db) == 0
     }
 
     /// How the index answers a window of `search`: from the rows its words find when they are
