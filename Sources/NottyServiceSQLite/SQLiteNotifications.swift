@@ -18,7 +18,15 @@ extension SQLiteStorage {
         VALUES (\(Array(repeating: "?", count: NotificationColumns.names.count).joined(separator: ", ")))
         """
 
-    static let saveSQL = "INSERT OR REPLACE " + intoNotifications
+    /// A whole row written over the row with its id (`?1`), in place: the row keeps its rowid,
+    /// and a change that leaves its text alone (a state change) leaves the search index alone
+    /// (`INSERT OR REPLACE` deletes the row and inserts it again, and the index's entry with it).
+    static let overwriteSQL =
+        "UPDATE notifications SET "
+        + NotificationColumns.names.enumerated().dropFirst().map { "\($1) = ?\($0 + 1)" }.joined(separator: ", ")
+        + " WHERE \(idMatches)"
+
+    static let insertSQL = "INSERT " + intoNotifications
 
     /// Inserts a new row unless the app already has an active notification with its id.
     static let insertNewSQL = "INSERT " + intoNotifications + " ON CONFLICT (user_id, host_name, app_notification_id) WHERE deleted = 0 DO NOTHING"
@@ -31,9 +39,11 @@ extension SQLiteStorage {
         return values.values.dropLast()
     }
 
-    /// Writes a row whole (insert or replace by id).
+    /// Writes a row whole: over the row with its id, or as a new row.
     static func save(_ s: StoredNotification, _ db: Database) throws {
-        try db.cachedStatement(sql: saveSQL).execute(arguments: StatementArguments(valuesBeforeSeq(s) + [s.seq]))
+        let values = StatementArguments(valuesBeforeSeq(s) + [s.seq])
+        try db.cachedStatement(sql: overwriteSQL).execute(arguments: values)
+        if db.changesCount == 0 { try db.cachedStatement(sql: insertSQL).execute(arguments: values) }
     }
 
     /// The row whose id is `?1`, found through `notifications_id`: SQLite uses an index on

@@ -130,20 +130,24 @@ struct SearchBench {
         return user.id
     }
 
-    func fill(_ storage: any ServiceStorage, userId: String, count: Int, from: Int = 0) async throws {
+    /// Publishes `count` notifications in batches of 500; returns their ids.
+    @discardableResult
+    func fill(_ storage: any ServiceStorage, userId: String, count: Int, from: Int = 0) async throws -> [String] {
         let secrets = SecretBox.ephemeral()
         let now = Date()
         let batch = 500
         var start = from
+        var ids: [String] = []
         while start < from + count {
             let inputs = try (start..<min(from + count, start + batch)).map { i in
                 PublishInput(
                     userId: userId, hostName: Self.host(i), request: try Self.request(i), expiration: now + 86_400 * 365,
                     now: now - Double(count - (i - from)), secrets: secrets)
             }
-            _ = try await storage.publish(batch: inputs)
+            ids += try await storage.publish(batch: inputs).map(\.id)
             start += batch
         }
+        return ids
     }
 
     /// The user of a store the bench filled before.
@@ -205,21 +209,31 @@ struct SearchBench {
 
     func publishCost(_ name: String, _ make: (Bool) async throws -> any ServiceStorage) async throws {
         let count = quick ? 5000 : 20_000
-        var cpu: [Bool: Double] = [:]
+        var (cpu, reads): ([Bool: Double], [Bool: Double]) = ([:], [:])
+        func spent() -> Double { processCPUSeconds() + (name == "PostgreSQL" ? cpuSeconds(processesNamed: "postgres").seconds : 0) }
         for index in [false, true, false, true] {
             let storage = try await make(index)
             let userId = try await Self.addUser(storage)
-            let before = processCPUSeconds() + (name == "PostgreSQL" ? cpuSeconds(processesNamed: "postgres").seconds : 0)
-            try await fill(storage, userId: userId, count: count)
-            let after = processCPUSeconds() + (name == "PostgreSQL" ? cpuSeconds(processesNamed: "postgres").seconds : 0)
-            cpu[index, default: 0] += (after - before) / Double(2 * count) * 1e6
+            var before = spent()
+            let ids = try await fill(storage, userId: userId, count: count)
+            cpu[index, default: 0] += (spent() - before) / Double(2 * count) * 1e6
+            // Then each one read, 100 changes a request, as a device sends them.
+            before = spent()
+            for start in stride(from: 0, to: ids.count, by: 100) {
+                let mutations = ids[start..<min(ids.count, start + 100)].map { Mutation(id: $0, change: StateChange(readState: .read)) }
+                _ = try await storage.mutate(userId: userId, mutations: mutations, now: Date())
+            }
+            reads[index, default: 0] += (spent() - before) / Double(2 * count) * 1e6
             try await storage.close()
         }
-        let (with, without) = (cpu[true]!, cpu[false]!)
-        print(
-            String(
-                format: "  a publish's CPU (%d, batches of 500): %.0f µs with the index, %.0f µs without: %.2f×", count, with, without, with / without
-            ))
+        for (what, figures) in [("publish", cpu), ("state change (read)", reads)] {
+            let (with, without) = (figures[true]!, figures[false]!)
+            print(
+                String(
+                    format: "  a %@'s CPU (%d, batches of %d): %.0f µs with the index, %.0f µs without: %.2f×", what, count,
+                    what == "publish" ? 500 : 100,
+                    with, without, with / without))
+        }
     }
 }
 
