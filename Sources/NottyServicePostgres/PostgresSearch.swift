@@ -132,7 +132,11 @@ extension PostgresStorage {
             defer { next += 1 }
             return "$\(next)"
         }
-        Self.addText(sql, to: &text, binds: &binds, parameter: parameter)
+        // A rare word beside common ones: only the rare one is read from the index, and the
+        // whole query is matched on its rows (`ts_match_vq`, which the planner cannot take to the
+        // index): GIN reads a common word's start (`'taq':*`) whole before a rare word narrows it.
+        let rare = try await Self.rareTerms(search, common: commonWords(connection))
+        Self.addText(sql, rare: rare, to: &text, binds: &binds, parameter: parameter)
         let base = (["user_id = $1", "NOT deleted", "expires > $2", view.sqlCondition(now: "$2")] + sql.conditions).joined(separator: " AND ")
         // Rows not indexed yet (while an earlier store is indexed): those of the feed, matched here.
         var unindexed: [UserNotification] = []
@@ -163,6 +167,40 @@ extension PostgresStorage {
 }
 
 extension PostgresStorage {
+    /// A word in more than this share of rows is common (``rareTerms(_:common:)``).
+    static let commonShare = 0.002
+
+    /// The search index's most common words (PostgreSQL's statistics of `words`, from its last
+    /// `ANALYZE`) with the share of rows each is in, read again after a minute.
+    func commonWords(_ connection: PostgresConnection) async throws -> [String: Double] {
+        if let read = commonWordsRead.withLock({ $0 }), read.at.duration(to: .now) < .seconds(60) { return read.words }
+        let rows = try await connection.query(
+            """
+            SELECT most_common_elems::text::text[], most_common_elem_freqs::float8[] FROM pg_stats
+            WHERE schemaname = current_schema() AND tablename = 'notifications' AND attname = 'words'
+            """, logger: logger
+        ).collect(([String]?, [Double]?).self)
+        var words: [String: Double] = [:]
+        if let (elements, shares) = rows.first, let elements, let shares {
+            for (element, share) in zip(elements, shares) { words[element] = share }
+        }
+        commonWordsRead.withLock { $0 = (words, .now) }
+        return words
+    }
+
+    /// The `tsquery` of `search`'s rare required words (each a start, none common in
+    /// `common`), when it also has common ones; nil otherwise (the whole query goes to the
+    /// index).
+    static func rareTerms(_ search: SearchQuery, common: [String: Double]) -> String? {
+        var (rare, commonCount) = ([String](), 0)
+        for clause in search.clauses where !clause.negated {
+            guard case .word(let word) = clause.term else { continue }
+            let share = common.reduce(0.0) { $1.key.hasPrefix(word) ? $0 + $1.value : $0 }
+            if share > commonShare { commonCount += 1 } else { rare.append("(" + SearchSQL.prefix([word], .postgres) + ")") }
+        }
+        return !rare.isEmpty && commonCount > 0 ? rare.joined(separator: " & ") : nil
+    }
+
     /// `search` as SQL whose first two parameters are the owner (`$1`) and the time (`$2`), and
     /// those two and the fields' values bound.
     static func searchBinds(_ search: SearchQuery, owner: String, now: Date) -> (SearchSQL, PostgresBindings) {
@@ -181,8 +219,14 @@ extension PostgresStorage {
 
     /// The index's conditions of `sql` (what the words must and must not match), their
     /// queries bound at the parameters `parameter` hands out.
-    static func addText(_ sql: SearchSQL, to text: inout [String], binds: inout PostgresBindings, parameter: () -> String) {
-        if let match = sql.match {
+    /// `rare`: a `tsquery` of some of the words, asked of the index instead of the whole match
+    /// (which is then matched on the rows it finds).
+    static func addText(_ sql: SearchSQL, rare: String? = nil, to text: inout [String], binds: inout PostgresBindings, parameter: () -> String) {
+        if let match = sql.match, let rare {
+            text.append("words @@ \(parameter())::tsquery AND ts_match_vq(words, \(parameter())::tsquery)")
+            binds.append(rare)
+            binds.append(match)
+        } else if let match = sql.match {
             text.append("words @@ \(parameter())::tsquery")
             binds.append(match)
         }

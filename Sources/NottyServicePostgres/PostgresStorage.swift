@@ -26,6 +26,9 @@ public final class PostgresStorage: ServiceStorage {
     let tasks = Mutex<[Task<Void, Never>]>([])
     /// Whether every row has its search `words` (``startSearchIndexing()``).
     let searchIndexed = Atomic<Bool>(false)
+    /// The search index's most common words and how often each is in a row (PostgreSQL's own
+    /// statistics of `words`), and when they were read (``PostgresStorage/commonWords(_:)``).
+    let commonWordsRead = Mutex<(words: [String: Double], at: ContinuousClock.Instant)?>(nil)
     let onChange = HandlerSlot<@Sendable ([String: Int64]) -> Void>()
     let onResync = HandlerSlot<@Sendable () -> Void>()
     let onCredentialsChange = HandlerSlot<@Sendable () -> Void>()

@@ -207,6 +207,40 @@ struct SearchTests {
     }
 
     @Test(
+        "PostgreSQL asks its index for a rare word beside common ones (its statistics say which) and matches the rest on those rows: the same rows",
+        .enabled(if: TestPostgres.testsRun, "PostgreSQL is not available here"))
+    func postgresRareWords() async throws {
+        let url = try await TestPostgres.createDatabase()
+        let storage = try await PostgresStorage.connect(url: PostgresURL(url), logger: .quiet, timeout: .seconds(30))
+        let userId = try await NotificationService(storage: storage, secrets: .ephemeral()).admin.addUser(name: "alice", password: "s3cret-pw").id
+        let now = Date()
+        for start in stride(from: 0, to: 3000, by: 500) {
+            let inputs = try (start..<start + 500).map { i in
+                let title = "Build common" + (i % 3 == 0 ? " mid" : "") + (i % 1000 == 7 ? " rare" : "") + " w\(i % 40)"
+                return PublishInput(
+                    userId: userId, hostName: "ci.example.com",
+                    request: try PublishRequest(
+                        body: Data(#"{"appNotificationId":"n\#(i)","payload":{"visualContent":{"title":"\#(title)"}}}"#.utf8)),
+                    expiration: now + 3600, now: now - Double(3000 - i), secrets: .ephemeral())
+            }
+            _ = try await storage.publish(batch: inputs)
+        }
+        try await TestPostgres.psql(url, "ANALYZE notifications")
+        let common = try await storage.run { connection in try await storage.commonWords(connection) }
+        #expect((common["common"] ?? 0) > 0.9, "statistics: \(common.prefix(5))")
+        #expect(PostgresStorage.rareTerms(try SearchQuery.parse("rare common"), common: common) == "('rare':*)")
+        #expect(PostgresStorage.rareTerms(try SearchQuery.parse("common mid"), common: common) == nil, "no rare word: the whole query")
+        let everything = try await storage.list(userId: userId, view: .all, top: 10_000, skip: 0, search: nil, now: now)
+        for text in ["rare common", "rare -mid common", "w1 common rare", "common mid w17", "rare"] {
+            let query = try SearchQuery.parse(text)
+            let expected = everything.filter { query.matches($0, now: now) }.map(\.id)
+            let found = try await storage.list(userId: userId, view: .all, top: 50, skip: 0, search: query, now: now).map(\.id)
+            #expect(found == Array(expected.prefix(50)), "\(text)")
+        }
+        try await storage.close()
+    }
+
+    @Test(
         "saved views are preferences the service checks: a name, a query it reads, at most 20 a user (removed ones do not count); another user's are not seen",
         arguments: Backend.available)
     func savedViews(backend: Backend) async throws {
