@@ -14,8 +14,9 @@ import NottyStorageSupport
 /// `notty_text_matches(query, …)` for rows not indexed yet
 /// (a store that had notifications before the index came is indexed from its newest row down,
 /// in the background: every row whose rowid is at least `search_index.below` is in the index).
-/// `recursive_triggers` is on so that `INSERT OR REPLACE`, which deletes the row it replaces,
-/// takes that row out of the index too.
+/// The store writes a row over in place (``SQLiteStorage/save(_:_:)``); `recursive_triggers` is
+/// on so that an `INSERT OR REPLACE`, which deletes the row it replaces, would take that row
+/// out of the index too.
 enum SQLiteSearch {
     static let table = "notification_words"
     /// The index's one column, and its value from a `notifications` row named `row`.
