@@ -138,9 +138,9 @@ enum SQLiteSearch {
         /// No words, or an index that is not whole yet: SQLite's own choice.
         case automatic
         /// Along the view's order over at most the feed's newest `rows` rows, each row's text
-        /// matched in Swift (`notty_text_matches`): a search whose words are common (one row in
-        /// N) fills a window of 50 after about 50 × N rows, without reading the index's long
-        /// lists of those words (FTS5 reads a word's whole list to match its start).
+        /// matched in Swift (`notty_text_matches`): a search whose words are in one row of N
+        /// together fills a window of 50 after about 50 × N rows, without building the set of
+        /// the index's matches.
         case walk(rows: Int)
         /// Few rows in the index that one of the query's words (and its keys) find, or that all
         /// of them do (`whole`): those rows (rowids as a JSON array), read by rowid, matched in
@@ -148,11 +148,6 @@ enum SQLiteSearch {
         case candidates(String, whole: Bool)
         /// Many rows: along the view's order, against the set of the index's matches.
         case matchSet
-
-        /// The rows of ``candidates(_:)``.
-        var rowids: String? {
-            if case .candidates(let rows, _) = self { rows } else { nil }
-        }
 
         /// The hint after the table's name.
         var hint: String {
@@ -187,10 +182,9 @@ enum SQLiteSearch {
 
     /// The rows of the query's rarest word (with its `app:`, `group:` and `team:` keys), when
     /// they are at most ``fewCandidates``: one short list is read from the index, and the other
-    /// words are matched in Swift on those rows only. A word's
-    /// rarity is the count of rows with that very word (read as far as ``fewCandidates``,
-    /// which FTS5 streams), so the word read is one that is rare as a whole word; nil when no
-    /// word is, or its start finds more rows than that.
+    /// words are matched in Swift on those rows only. A word's rarity is the count of rows with
+    /// that very word (read as far as ``fewCandidates``, which FTS5 streams); nil when no word
+    /// is rare, or its start finds more rows than that.
     static func candidates(_ db: Database, _ search: SearchQuery) throws -> String? {
         let required = search.clauses.filter { !$0.negated }
         let keys = required.compactMap { clause -> String? in
@@ -237,14 +231,14 @@ enum SQLiteSearch {
     /// the query has no text. `below` is the mark: rows under it are matched by
     /// `notty_text_matches`, as every row is on a ``Plan/walk``.
     static func textCondition(_ search: SearchSQL, query: String, below: Int64, plan: Plan, first: Int) -> (String, StatementArguments)? {
-        if case .candidates(let rows, whole: true) = plan { return ("rowid IN (SELECT value FROM json_each(?\(first)))", [rows]) }
-        if case .candidates = plan {
-            return (
-                "rowid IN (SELECT value FROM json_each(?\(first))) AND notty_text_matches(?\(first + 1), title, coalesce(body, raw_content), host_name, group_name, team)",
-                [plan.rowids, query]
-            )
+        let matcher = { (query: String) in "notty_text_matches(\(query), title, coalesce(body, raw_content), host_name, group_name, team)" }
+        switch plan {
+        case .candidates(let rows, whole: true): return ("rowid IN (SELECT value FROM json_each(?\(first)))", [rows])
+        case .candidates(let rows, whole: false):
+            return ("rowid IN (SELECT value FROM json_each(?\(first))) AND \(matcher("?\(first + 1)"))", [rows, query])
+        case .walk: return (matcher("?\(first)"), [query])
+        case .automatic, .matchSet: break
         }
-        if case .walk = plan { return ("notty_text_matches(?\(first), title, coalesce(body, raw_content), host_name, group_name, team)", [query]) }
         var parts: [String] = []
         var arguments: StatementArguments = []
         var next = first
@@ -264,7 +258,6 @@ enum SQLiteSearch {
         let indexed = parts.joined(separator: " AND ")
         guard below > 0 else { return (indexed, arguments) }
         let (mark, text) = (parameter(), parameter())
-        let matcher = "notty_text_matches(\(text), title, coalesce(body, raw_content), host_name, group_name, team)"
-        return ("(CASE WHEN rowid >= \(mark) THEN \(indexed) ELSE \(matcher) END)", arguments + [below, query])
+        return ("(CASE WHEN rowid >= \(mark) THEN \(indexed) ELSE \(matcher(text)) END)", arguments + [below, query])
     }
 }
