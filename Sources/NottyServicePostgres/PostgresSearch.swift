@@ -135,7 +135,7 @@ extension PostgresStorage {
         // A rare word beside common ones: only the rare one is read from the index, and the
         // whole query is matched on its rows (`ts_match_vq`, which the planner cannot take to the
         // index): GIN reads a common word's start (`'taq':*`) whole before a rare word narrows it.
-        let rare = try await Self.rareTerms(search, common: commonWords(connection))
+        let rare = sql.match == nil ? nil : try await Self.rareTerms(search, common: commonWords(connection))
         Self.addText(sql, rare: rare, to: &text, binds: &binds, parameter: parameter)
         let base = (["user_id = $1", "NOT deleted", "expires > $2", view.sqlCondition(now: "$2")] + sql.conditions).joined(separator: " AND ")
         // Rows not indexed yet (while an earlier store is indexed): those of the feed, matched here.

@@ -291,7 +291,9 @@ extension SQLiteStorage {
             let owners = try Self.ownerIds(db, userId: userId)
             // A search reads the rows its words find when they are few; when they are many, a
             // window near the top is first looked for by a walk over the feed's newest rows.
-            let plan = try search.map { try SQLiteSearch.plan(db, $0) } ?? .automatic
+            // The query's words as the index is asked for them, looked up once for every read below.
+            let words = SQLiteSearch.expansion(db)
+            let plan = try search.map { try SQLiteSearch.plan(db, $0, words: words) } ?? .automatic
             let walks = plan == .matchSet && top + skip <= SQLiteSearch.walkedWindow
             // One feed: a window of its index. Several: each one's first rows up to the window's
             // end, merged in the view's order.
@@ -300,16 +302,17 @@ extension SQLiteStorage {
                 if walks {
                     var walked = try Self.window(
                         db, owner: owner, view: view, limit: limit, offset: offset, search: search, plan: .walk(rows: SQLiteSearch.firstWalk),
-                        now: now)
+                        words: words, now: now)
                     if walked.count == limit { return walked }
                     // Part of a window: as far again as its rows say the rest is, when that is near.
                     if let rows = SQLiteSearch.longerWalk(found: walked.count, wanted: limit, offset: offset) {
                         walked = try Self.window(
-                            db, owner: owner, view: view, limit: limit, offset: offset, search: search, plan: .walk(rows: rows), now: now)
+                            db, owner: owner, view: view, limit: limit, offset: offset, search: search, plan: .walk(rows: rows), words: words,
+                            now: now)
                         if walked.count == limit { return walked }
                     }
                 }
-                return try Self.window(db, owner: owner, view: view, limit: limit, offset: offset, search: search, plan: plan, now: now)
+                return try Self.window(db, owner: owner, view: view, limit: limit, offset: offset, search: search, plan: plan, words: words, now: now)
             }
             guard owners.count > 1 else { return rows }
             let ordered = rows.sorted { ($0.createdDateTime, $0.id) > ($1.createdDateTime, $1.id) }
@@ -319,7 +322,8 @@ extension SQLiteStorage {
 
     /// Rows `offset..<offset + limit` of `owner`'s feed in `view`, with `search` read by `plan`.
     static func window(
-        _ db: Database, owner: String, view: NotificationView, limit: Int, offset: Int, search: SearchQuery?, plan: SQLiteSearch.Plan, now: Date
+        _ db: Database, owner: String, view: NotificationView, limit: Int, offset: Int, search: SearchQuery?, plan: SQLiteSearch.Plan,
+        words: @escaping (String) -> String, now: Date
     ) throws -> [UserNotification] {
         var arguments: StatementArguments = [owner, ISOTime.millis(now), limit, offset]
         var matching = ""
@@ -337,7 +341,8 @@ extension SQLiteStorage {
             }
             // The search: its text from the full-text index (or matched row by row on a walk),
             // its other fields as conditions, numbered after the parameters above.
-            let (conditions, more) = try searchConditions(db, search, plan: plan, now: "?2", first: matching.isEmpty ? 5 : 6, arguments: [])
+            let (conditions, more) = try searchConditions(
+                db, search, plan: plan, words: words, now: "?2", first: matching.isEmpty ? 5 : 6, arguments: [])
             matching += conditions
             arguments += more
         }
@@ -353,11 +358,12 @@ extension SQLiteStorage {
     /// `search` as conditions on a `notifications` row (each after ` AND `), its parameters
     /// numbered from `first` (`now` the SQL of the current time), its values after `arguments`.
     static func searchConditions(
-        _ db: Database, _ search: SearchQuery, plan: SQLiteSearch.Plan = .automatic, now: String, first: Int, arguments: StatementArguments
+        _ db: Database, _ search: SearchQuery, plan: SQLiteSearch.Plan = .automatic, words: ((String) -> String)? = nil, now: String, first: Int,
+        arguments: StatementArguments
     ) throws
         -> (String, StatementArguments)
     {
-        let sql = SearchSQL(search, dialect: .sqlite, now: .expression(now), firstPlaceholder: first, word: SQLiteSearch.expansion(db)) {
+        let sql = SearchSQL(search, dialect: .sqlite, now: .expression(now), firstPlaceholder: first, word: words ?? SQLiteSearch.expansion(db)) {
             "?\($0)"
         }
         var matching = sql.conditions.map { " AND " + $0 }.joined()

@@ -47,15 +47,24 @@ enum SQLiteSearch {
     /// rows the other words find, where a word's start (`"word"*`) has it read every matching
     /// word's whole list first (tens of milliseconds for a word in most rows). The longer words
     /// are found from the word followed by the least character a longer word can have (`0`:
-    /// the index's words are letters and digits), so the word's own list is not read.
+    /// the index's words are letters and digits), so the word's own list is not read. Each
+    /// word is looked up once however often the closure is asked (one closure a request).
     static func expansion(_ db: Database) -> (String) -> String {
-        { word in
+        var known: [String: String] = [:]
+        return { word in
+            if let expression = known[word] { return expression }
             let longer = try? String.fetchAll(
                 db.cachedStatement(sql: "SELECT term FROM temp.\(terms) WHERE term >= ? AND term < ? LIMIT ?"),
                 arguments: [word + "0", word + "\u{10FFFF}", longestExpansion + 1])
-            guard let longer, longer.count <= longestExpansion else { return SearchSQL.prefix([word], .sqlite) }
-            let words = ([word] + longer).map { SearchSQL.exact($0, .sqlite) }
-            return words.count == 1 ? words[0] : "(" + words.joined(separator: " OR ") + ")"
+            let expression: String
+            if let longer, longer.count <= longestExpansion {
+                let words = ([word] + longer).map { SearchSQL.exact($0, .sqlite) }
+                expression = words.count == 1 ? words[0] : "(" + words.joined(separator: " OR ") + ")"
+            } else {
+                expression = SearchSQL.prefix([word], .sqlite)
+            }
+            known[word] = expression
+            return expression
         }
     }
 
@@ -185,7 +194,7 @@ enum SQLiteSearch {
     /// words are matched in Swift on those rows only. A word's rarity is the count of rows with
     /// that very word (read as far as ``fewCandidates``, which FTS5 streams); nil when no word
     /// is rare, or its start finds more rows than that.
-    static func candidates(_ db: Database, _ search: SearchQuery) throws -> String? {
+    static func candidates(_ db: Database, _ search: SearchQuery, words: (String) -> String) throws -> String? {
         let required = search.clauses.filter { !$0.negated }
         let keys = required.compactMap { clause -> String? in
             switch clause.term {
@@ -203,18 +212,19 @@ enum SQLiteSearch {
             if rows <= fewCandidates, rows < rarest?.rows ?? .max { rarest = (word, rows) }
         }
         guard let rarest else { return nil }
-        let match = ([expansion(db)(rarest.word)] + keys).joined(separator: " AND ")
+        let match = ([words(rarest.word)] + keys).joined(separator: " AND ")
         let rowids = try Int64.fetchAll(
             db.cachedStatement(sql: "SELECT rowid FROM \(table) WHERE \(table) MATCH ? LIMIT ?"), arguments: [match, fewCandidates + 1])
         return rowids.count <= fewCandidates ? json(rowids) : nil
     }
 
     /// How the index answers a window of `search`: from the rows its words find when they are
-    /// few (up to ``fewCandidates``), against their set when many.
-    static func plan(_ db: Database, _ search: SearchQuery) throws -> Plan {
-        let sql = SearchSQL(search, dialect: .sqlite, now: .expression("0"), word: expansion(db)) { _ in "?" }
+    /// few (up to ``fewCandidates``), against their set when many. `words`: the request's
+    /// ``expansion(_:)``.
+    static func plan(_ db: Database, _ search: SearchQuery, words: @escaping (String) -> String) throws -> Plan {
+        let sql = SearchSQL(search, dialect: .sqlite, now: .expression("0"), word: words) { _ in "?" }
         guard let match = sql.match, try below(db) == 0 else { return .automatic }
-        if let rows = try candidates(db, search) { return .candidates(rows, whole: false) }
+        if let rows = try candidates(db, search, words: words) { return .candidates(rows, whole: false) }
         // Every word is common: the rows of all of them (their lists read once), when few.
         let rowids = try Int64.fetchAll(
             db.cachedStatement(sql: "SELECT rowid FROM \(table) WHERE \(table) MATCH ? LIMIT ?"), arguments: [match, fewCandidates + 1])
