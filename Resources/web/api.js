@@ -2,6 +2,9 @@
 
 import { Outbox } from "./outbox.js";
 
+// Where the service worker keeps the user's last answers for opening offline (sw.js).
+const OFFLINE_CACHE = "notty-data";
+
 export class ApiError extends Error {
   constructor(status, message) {
     super(message);
@@ -15,7 +18,13 @@ async function request(method, path, body) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const answer = await fetch(path, init);
+  let answer;
+  try {
+    answer = await fetch(path, init);
+  } catch {
+    // No status: the outbox keeps a change for later; the page says it is offline.
+    throw new Error("cannot reach the service");
+  }
   if (answer.status === 204) return null;
   const text = await answer.text();
   let value = null;
@@ -36,6 +45,7 @@ const outbox = new Outbox((entry) =>
 
 export const api = {
   signIn: (username, password, deviceName) => request("POST", "/v1/web/session", { username, password, deviceName }),
+  signInWithLink: (token, deviceName) => request("POST", "/v1/web/session/link", { token, deviceName }),
   signOut: () => request("DELETE", "/v1/web/session"),
   me: () => request("GET", "/v1/me"),
   // Every view's count; with a search (PROTOCOL.md §17), of the notifications it finds.
@@ -60,6 +70,10 @@ export const api = {
     return outbox.waiting();
   },
   waiting: () => outbox.waiting(),
+  // The changes that wait ({id, fields, …}, oldest first), to show them made meanwhile.
+  pending: () => outbox.pending(),
+  // Forgets what the service worker kept of this user's inbox for opening offline (sw.js).
+  forgetOffline: () => ("caches" in window ? caches.delete(OFFLINE_CACHE) : Promise.resolve(false)),
   // The signed-in user, whose changes the outbox sends.
   setOwner: (userId) => { outbox.owner = userId; },
 };

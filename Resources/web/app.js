@@ -1,11 +1,16 @@
-// notty's web inbox (PROTOCOL.md §14): sign in, then the inbox. Plain ES modules, no build step.
+// notty's web inbox (PROTOCOL.md §14): sign in (with a password, or once with a one-time link,
+// `#signin=TOKEN`), then the inbox. The service worker is registered at the first load, so the
+// app opens with no network after it. Plain ES modules, no build step.
 
 import { api, ApiError } from "./api.js";
 import { Inbox } from "./inbox.js";
+import { fromHash } from "./model.js";
+import * as push from "./push.js";
 
 const root = document.getElementById("app");
 
 function signInForm(message) {
+  const main = document.createElement("main");
   const form = document.createElement("form");
   form.className = "signin";
   const heading = document.createElement("h1");
@@ -32,7 +37,8 @@ function signInForm(message) {
       submit.disabled = false;
     }
   });
-  root.replaceChildren(form);
+  main.append(form);
+  root.replaceChildren(main);
   user.focus();
 }
 
@@ -44,12 +50,33 @@ function deviceName() {
 }
 
 async function start() {
+  // A one-time link (notty demo --web): exchanged once for the session cookie, then gone from
+  // the address (and from the history), whether it worked or not.
+  const link = fromHash(location.hash).signin;
+  if (link) {
+    history.replaceState(null, "", location.pathname + location.search);
+    try {
+      await api.signInWithLink(link, deviceName());
+    } catch (failure) {
+      return signInForm(failure.message);
+    }
+  }
   try {
     const me = await api.me();
-    new Inbox(root, me);
+    inbox = new Inbox(root, me);
   } catch (error) {
     signInForm(error instanceof ApiError && error.status === 401 ? null : error.message);
   }
 }
 
+let inbox = null;
+if ("serviceWorker" in navigator) {
+  push.registration().catch(() => { /* the app works without it, only not offline */ });
+  // The first load's answers came before the service worker: asked again through it, so that
+  // the app opens offline from the next load on.
+  navigator.serviceWorker.addEventListener("controllerchange", () => {
+    api.me().catch(() => {});
+    inbox?.refresh();
+  });
+}
 start();

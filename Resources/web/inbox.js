@@ -1,58 +1,13 @@
 // The inbox: the six views with their counts, a window of the list (newest first, 100 at a
-// time), a notification's detail, the center's keys, buttons for touch. Everything from the
-// network is put on the page as text (textContent), never as markup.
+// time), a notification's detail, the center's keys, buttons and swipes for touch. The state
+// and what the network says live here; what a notification says, which view holds it and what
+// a gesture means are model.js's, the page's pieces views.js's.
 
 import { api } from "./api.js";
 import { follow } from "./live.js";
+import { inverse, fromHash, PAGE, statusLine, swipe, title, VIEWS, withPending, safeLink } from "./model.js";
 import * as push from "./push.js";
-
-const VIEWS = ["unread", "read", "activated", "dismissed", "snoozed", "all"];
-const PAGE = 100;
-
-function element(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attributes)) {
-    if (key === "text") node.textContent = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) if (child) node.append(child);
-  return node;
-}
-
-function title(n) {
-  return n.payload?.visualContent?.title ?? n.payload?.rawContent ?? "(no text)";
-}
-
-function body(n) {
-  const visual = n.payload?.visualContent;
-  return visual ? visual.body ?? "" : "";
-}
-
-function ago(iso) {
-  const seconds = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
-  if (seconds < 60) return "now";
-  if (seconds < 3600) return `${Math.floor(seconds / 60)}m`;
-  if (seconds < 86400) return `${Math.floor(seconds / 3600)}h`;
-  return `${Math.floor(seconds / 86400)}d`;
-}
-
-function stateWords(n) {
-  const read = n.readState === "Read" ? "Read" : "Unread";
-  if (n.snoozedUntil && Date.parse(n.snoozedUntil) > Date.now()) return `${read} · snoozed`;
-  if (n.userActionState === "Dismissed") return `${read} · dismissed`;
-  if (n.userActionState === "Activated") return `${read} · opened`;
-  return read;
-}
-
-function safeLink(url) {
-  try {
-    const parsed = new URL(url);
-    return parsed.protocol === "https:" || parsed.protocol === "http:" ? parsed.href : null;
-  } catch {
-    return null;
-  }
-}
+import { detail, element, hint, row, touchOnly } from "./views.js";
 
 export class Inbox {
   constructor(root, me) {
@@ -70,6 +25,9 @@ export class Inbox {
     this.undo = [];
     this.connection = "connecting";
     this.detail = null;
+    // A touch screen with no mouse: no key hints, and the rows swipe.
+    this.touch = touchOnly();
+    document.documentElement.classList.toggle("touch", this.touch);
     this.build();
     document.addEventListener("keydown", (event) => this.key(event));
     this.waiting = 0;
@@ -77,7 +35,9 @@ export class Inbox {
     this.stop = follow(() => this.refresh(), (state) => this.setConnection(state));
     // What waits in the outbox is tried again now and then, also while the doorbell is up.
     this.retry = setInterval(() => { if (this.waiting) this.flushOutbox(); }, 15_000);
-    const wanted = decodeURIComponent(location.hash.slice(1));
+    // What an earlier page left waiting (made offline, then closed) is counted at once.
+    this.noteWaiting();
+    const wanted = fromHash(location.hash).open;
     if (wanted) this.open(wanted);
   }
 
@@ -85,13 +45,13 @@ export class Inbox {
     this.tabs = element("nav", { class: "tabs", "aria-label": "Views" });
     this.tabButtons = VIEWS.map((view, index) => {
       const button = element("button", { type: "button", class: "tab", "data-view": view, onclick: () => this.switchTo(view) });
-      button.title = `${view} (${index + 1})`;
+      if (!this.touch) button.title = `${view} (${index + 1})`;
       this.tabs.append(button);
       return button;
     });
     this.savedTabs = element("span", { class: "saved-tabs" });
     this.tabs.append(this.savedTabs);
-    this.search = element("input", { type: "search", class: "search", placeholder: "Search (/)", "aria-label": "Search" });
+    this.search = element("input", { type: "search", class: "search", placeholder: this.touch ? "Search" : "Search (/)", "aria-label": "Search" });
     // The service searches the whole view (title, body, app, group), not only the rows loaded
     // here: a pause in typing asks it again, from the first page.
     this.search.addEventListener("input", () => {
@@ -105,21 +65,25 @@ export class Inbox {
         this.refresh();
       }, 150);
     });
-    this.list = element("ul", { class: "list", role: "listbox", "aria-label": "Notifications" });
+    this.list = element("ul", { class: "list", "aria-label": "Notifications" });
+    this.followSwipes();
     this.moreButton = element("button", { type: "button", class: "more", text: "Load more", onclick: () => this.loadMore() });
     this.pane = element("section", { class: "detail", "aria-label": "Notification" });
     this.status = element("p", { class: "status", role: "status" });
     this.pushButton = element("button", { type: "button", class: "push", text: "Turn on notifications", onclick: () => this.enablePush() });
     const signOut = element("button", { type: "button", class: "signout", text: "Sign out", onclick: () => this.signOut() });
-    const bar = element("header", { class: "bar" }, element("strong", { text: "notty" }), this.search, this.pushButton, signOut);
+    const bar = element("header", { class: "bar" }, element("h1", { class: "brand", text: "notty" }), this.search, this.pushButton, signOut);
     const actions = element(
       "div",
-      { class: "actions", "aria-label": "Act on the selected notification" },
+      { class: "actions", role: "group", "aria-label": "Act on the selected notification" },
       ...[
         ["Read", "r"], ["Dismiss", "d"], ["Open", "a"], ["Snooze 1h", "s"], ["Delete", "x"], ["Undo", "u"],
-      ].map(([label, key]) => element("button", { type: "button", "data-key": key, text: label, "aria-label": `${label} (${key})`, onclick: () => this.command(key) })),
+      ].map(([label, key]) =>
+        element("button", { type: "button", "data-key": key, text: label, "aria-keyshortcuts": key, title: this.touch ? null : `${label} (${key})`, onclick: () => this.command(key) }),
+      ),
     );
-    this.root.replaceChildren(bar, this.tabs, actions, element("div", { class: "panes" }, element("div", { class: "column" }, this.list, this.moreButton), this.pane), this.status);
+    this.panes = element("main", { class: "panes" }, element("div", { class: "column" }, this.list, this.moreButton), this.pane);
+    this.root.replaceChildren(bar, this.tabs, actions, this.panes, this.status);
     push.isEnabled().then((on) => { this.pushButton.hidden = on || !push.supported(); });
     this.refresh();
   }
@@ -159,7 +123,8 @@ export class Inbox {
       const size = Math.max(PAGE, this.rows.length);
       const page = await api.list(this.view, size, 0, this.query());
       const selectedId = this.rows[this.selected]?.id;
-      this.rows = page.value;
+      // Changes still waiting in the outbox (made offline) are made on what came.
+      this.rows = withPending(page.value, await api.pending(), this.view, Date.now());
       this.more = page.value.length >= size;
       const index = this.rows.findIndex((n) => n.id === selectedId);
       this.selected = index >= 0 ? index : Math.min(this.selected, Math.max(0, this.rows.length - 1));
@@ -273,85 +238,131 @@ export class Inbox {
   render() {
     this.renderTabs();
     const rows = this.rows;
-    this.list.replaceChildren(
-      ...rows.map((n, index) => {
-        const item = element(
-          "li",
-          { role: "option", class: `row${n.readState === "Unread" ? " unread" : ""}`, "data-id": n.id, "aria-selected": String(index === this.selected) },
-          element("span", { class: "mark", text: n.readState === "Unread" ? "●" : " " }),
-          element("span", { class: "priority", text: n.priority === "High" ? "!" : " " }),
-          element("span", { class: "age", text: ago(n.createdDateTime) }),
-          element("span", { class: "app", text: (n.team ? `[${n.team}] ` : "") + n.targetHostName }),
-          element("span", { class: "title", text: title(n) }),
-        );
-        item.addEventListener("click", () => {
-          this.selected = index;
-          this.open(n.id);
-        });
-        return item;
-      }),
-    );
+    const now = Date.now();
+    this.list.replaceChildren(...rows.map((n, index) => row(n, { selected: index === this.selected, now })));
     if (rows.length === 0) {
       const place = this.savedName ?? this.view;
       const text = this.filter ? `Nothing in ${place} matches “${this.filter}”` : `Nothing in ${place}`;
       this.list.append(element("li", { class: "empty", text }));
     }
     this.moreButton.hidden = !this.more;
-    this.list.querySelector('[aria-selected="true"]')?.scrollIntoView({ block: "nearest" });
+    this.list.querySelector('[aria-current="true"]')?.scrollIntoView({ block: "nearest" });
     this.renderDetail();
     this.renderStatus();
   }
 
   renderStatus() {
-    const parts = [`${this.me.userName}`, this.connection];
-    if (this.waiting) parts.push(`${this.waiting} change${this.waiting === 1 ? "" : "s"} waiting for the network`);
-    if (this.message) parts.push(this.message);
-    this.status.textContent = parts.join(" · ");
+    this.status.textContent = statusLine({ user: this.me.userName, connection: this.connection, waiting: this.waiting, message: this.message });
   }
 
+  // Opens a notification (read, as opening one in the center does). Offline, the row's copy.
   async open(id) {
+    this.reading = true;
     try {
       this.detail = await api.one(id);
-      if (this.detail.readState === "Unread") {
-        this.detail = (await api.change(id, { readState: "Read" })) ?? { ...this.detail, readState: "Read" };
-        this.undo.push({ id, fields: { readState: "Unread" } });
-        this.noteWaiting();
-      }
+    } catch (error) {
+      this.detail = this.rows.find((n) => n.id === id) ?? null;
+      if (!this.detail) this.message = error.message;
+    }
+    try {
+      if (this.detail?.readState === "Unread") await this.change(this.detail, { readState: "Read" });
     } catch (error) {
       this.message = error.message;
     }
     this.render();
+    this.pane.querySelector("h2")?.focus();
+  }
+
+  // Back from a notification to the list (on a phone the detail is the whole screen).
+  closeDetail() {
+    const id = this.detail?.id;
+    this.detail = null;
+    this.reading = false;
+    this.render();
+    this.list.querySelector(`[data-id="${CSS.escape(id ?? "")}"] button`)?.focus();
   }
 
   renderDetail() {
+    this.root.classList.toggle("reading", Boolean(this.reading && this.detail));
     const n = this.detail;
     if (!n) {
-      this.pane.replaceChildren(element("p", { class: "hint", text: "Enter opens the selected notification · ? for keys" }));
+      this.pane.replaceChildren(hint(this.touch));
       return;
     }
-    const lines = [
-      element("h2", { text: title(n) }),
-      body(n) ? element("p", { class: "body", text: body(n) }) : null,
-      element("dl", {},
-        ...(n.team ? [element("dt", { text: "Team" }), element("dd", { text: n.team })] : []),
-        element("dt", { text: "App" }), element("dd", { text: n.targetHostName + (n.groupName ? ` · ${n.groupName}` : "") }),
-        element("dt", { text: "When" }), element("dd", { text: new Date(n.createdDateTime).toLocaleString() }),
-        element("dt", { text: "State" }), element("dd", { text: stateWords(n) }),
-        ...(n.changedBy ? [element("dt", { text: "Handled" }), element("dd", { text: `by ${n.changedBy.user}${n.changedBy.device ? ` on ${n.changedBy.device}` : ""}, ${ago(n.changedBy.at)} ago` })] : []),
+    this.pane.replaceChildren(
+      ...detail(
+        n,
+        {
+          change: (fields) => this.act(() => this.change(n, fields)),
+          remove: () => this.act(() => this.remove(n)),
+          action: (index) => this.runAction(n.id, index),
+          back: () => this.closeDetail(),
+        },
+        Date.now(),
       ),
-    ];
-    const link = n.launchUrl && safeLink(n.launchUrl);
-    if (link) lines.push(element("p", {}, element("a", { href: link, rel: "noopener noreferrer", target: "_blank", text: link })));
-    (n.actions ?? []).forEach((action, index) => {
-      lines.push(element("button", { type: "button", class: "action", text: action.label, onclick: () => this.runAction(n.id, index + 1) }));
+    );
+    this.pane.querySelector("h2").tabIndex = -1;
+  }
+
+  // A change from a button or a swipe: shown at once, then the service's word.
+  async act(work) {
+    try {
+      await work();
+    } catch (error) {
+      this.message = error.message;
+    }
+    this.render();
+    this.refresh();
+  }
+
+  async remove(n) {
+    if (!confirm(`Delete "${title(n)}" on every device?`)) return;
+    await api.remove(n.id);
+    this.undo = this.undo.filter((entry) => entry.id !== n.id);
+    this.rows = this.rows.filter((row) => row.id !== n.id);
+    if (this.detail?.id === n.id) {
+      this.detail = null;
+      this.reading = false;
+    }
+  }
+
+  // Taps open a row; on a touch screen a row swiped left is dismissed, right read (or unread).
+  followSwipes() {
+    let start = null;
+    this.list.addEventListener("click", (event) => {
+      const item = event.target.closest(".row");
+      if (!item || start?.swiped) return;
+      const index = this.rows.findIndex((n) => n.id === item.dataset.id);
+      if (index < 0) return;
+      this.selected = index;
+      this.open(item.dataset.id);
     });
-    for (const result of n.actionResults ?? []) {
-      lines.push(element("p", { class: "outcome", text: `${result.label ?? "action"}: ${result.outcome ?? result.status ?? ""} ${result.device ? `by ${result.device}` : ""}` }));
-    }
-    for (const record of n.escalations ?? []) {
-      lines.push(element("p", { class: "escalation", text: `Escalated: ${record.user ? `paged ${record.user} at ` : ""}${record.target} (${record.outcome})` }));
-    }
-    this.pane.replaceChildren(...lines.filter(Boolean));
+    this.list.addEventListener("pointerdown", (event) => {
+      const item = event.target.closest(".row");
+      start = item && event.pointerType !== "mouse" ? { item, x: event.clientX, y: event.clientY, swiped: false } : null;
+    });
+    this.list.addEventListener("pointermove", (event) => {
+      if (!start) return;
+      start.item.style.transform = `translateX(${event.clientX - start.x}px)`;
+    });
+    const end = (event) => {
+      if (!start) return;
+      const { item, x, y } = start;
+      item.style.transform = "";
+      const outcome = event.type === "pointerup" ? swipe(event.clientX - x, event.clientY - y, item.clientWidth) : null;
+      const n = this.rows.find((candidate) => candidate.id === item.dataset.id);
+      if (!outcome || !n) {
+        start = null;
+        return;
+      }
+      // The click that follows the lifted finger does not open the row.
+      start.swiped = true;
+      setTimeout(() => { start = null; }, 0);
+      const fields = outcome === "dismiss" ? { userActionState: "Dismissed" } : { readState: n.readState === "Read" ? "Unread" : "Read" };
+      this.act(() => this.change(n, fields));
+    };
+    this.list.addEventListener("pointerup", end);
+    this.list.addEventListener("pointercancel", end);
   }
 
   async runAction(id, n) {
@@ -374,6 +385,9 @@ export class Inbox {
       if (event.key === "Escape") event.target.blur();
       return;
     }
+    if (event.key === "Escape" && this.detail) return this.closeDetail();
+    // A focused button takes Enter and Space itself.
+    if (event.target instanceof HTMLButtonElement && (event.key === "Enter" || event.key === " ")) return;
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const digit = Number(event.key);
     if (digit >= 1 && digit <= 6) return this.switchTo(VIEWS[digit - 1]);
@@ -398,21 +412,15 @@ export class Inbox {
     if (key === "Enter" && n) return this.open(n.id);
     if (n) {
       try {
-        if (key === "d") await this.change(n, { userActionState: "Dismissed" }, { userActionState: n.userActionState });
-        if (key === "r") await this.change(n, { readState: n.readState === "Read" ? "Unread" : "Read" }, { readState: n.readState });
+        if (key === "d") await this.change(n, { userActionState: "Dismissed" });
+        if (key === "r") await this.change(n, { readState: n.readState === "Read" ? "Unread" : "Read" });
         if (key === "a") {
-          await this.change(n, { userActionState: "Activated", readState: "Read" }, { userActionState: n.userActionState, readState: n.readState });
+          await this.change(n, { userActionState: "Activated", readState: "Read" });
           const link = n.launchUrl && safeLink(n.launchUrl);
           if (link) window.open(link, "_blank", "noopener,noreferrer");
         }
-        if (key === "s") {
-          const until = new Date(Date.now() + 3600_000).toISOString();
-          await this.change(n, { userActionState: "Snoozed", snoozedUntil: until }, { userActionState: n.userActionState });
-        }
-        if (key === "x" && confirm(`Delete "${title(n)}" on every device?`)) {
-          await api.remove(n.id);
-          this.undo = this.undo.filter((entry) => entry.id !== n.id);
-        }
+        if (key === "s") await this.change(n, { userActionState: "Snoozed", snoozedUntil: new Date(Date.now() + 3600_000).toISOString() });
+        if (key === "x") await this.remove(n);
       } catch (error) {
         this.message = error.message;
       }
@@ -421,15 +429,15 @@ export class Inbox {
     if (["d", "r", "a", "s", "x"].includes(key)) this.refresh();
   }
 
-  async change(n, fields, inverse) {
-    // Null: kept in the outbox until the service can be reached; shown as made meanwhile.
+  // A change of state, undoable with u: kept in the outbox until the service has it, shown as
+  // made meanwhile; a row it moves out of the view leaves the list at once.
+  async change(n, fields) {
     const changed = (await api.change(n.id, fields)) ?? { ...n, ...fields };
-    this.undo.push({ id: n.id, fields: inverse });
+    this.undo.push({ id: n.id, fields: inverse(n, fields) });
     this.noteWaiting();
     if (this.detail?.id === n.id) this.detail = changed;
-    // Gone from this view at once; the refresh that follows has the service's word.
     const index = this.rows.findIndex((row) => row.id === n.id);
-    if (index >= 0) this.rows[index] = changed;
+    if (index >= 0) this.rows = withPending(this.rows.with(index, changed), [{ id: n.id, fields }], this.view, Date.now());
   }
 
   async undoLast() {
@@ -458,6 +466,8 @@ export class Inbox {
   async signOut() {
     this.stop();
     try { await api.signOut(); } catch { /* signed out either way */ }
+    // What was kept for opening offline is this user's: not the next one's.
+    await api.forgetOffline();
     location.reload();
   }
 }

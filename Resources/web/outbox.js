@@ -55,10 +55,15 @@ export class Outbox {
     return null;
   }
 
+  // The owner's changes that wait, oldest first.
+  async pending() {
+    const entries = await run("readonly", (store) => store.getAll());
+    return entries.filter((entry) => entry.owner === this.owner).sort((a, b) => a.queuedAt - b.queuedAt);
+  }
+
   // How many of the owner's changes wait.
   async waiting() {
-    const entries = await run("readonly", (store) => store.getAll());
-    return entries.filter((entry) => entry.owner === this.owner).length;
+    return (await this.pending()).length;
   }
 
   // Sends what waits, oldest first, until the network fails; one flush at a time.
@@ -68,9 +73,7 @@ export class Outbox {
       let failed = null;
       let offline = false;
       try {
-        const entries = (await run("readonly", (store) => store.getAll()))
-          .filter((entry) => entry.owner === this.owner)
-          .sort((a, b) => a.queuedAt - b.queuedAt);
+        const entries = await this.pending();
         for (const entry of entries) {
           try {
             answers.set(entry.mutationId, await this.send(entry));

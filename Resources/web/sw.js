@@ -1,8 +1,63 @@
-// notty's service worker (PROTOCOL.md §14): shows what the service pushes and closes what
-// was handled on another device; a click opens the inbox at the notification and activates it.
+// notty's service worker (PROTOCOL.md §14), registered at the app's first load: keeps the app's
+// files and the user's last answers so that the app opens with no network; shows what the
+// service pushes and closes what was handled on another device; a click opens the inbox at the
+// notification and activates it.
 
-self.addEventListener("install", () => self.skipWaiting());
+// The app's files: asked of the network first (a new build's are taken at once), kept for
+// when it cannot be reached.
+const SHELL_CACHE = "notty-shell";
+const SHELL = [
+  "/", "/web/app.js", "/web/api.js", "/web/inbox.js", "/web/model.js", "/web/views.js", "/web/live.js", "/web/outbox.js",
+  "/web/push.js", "/web/style.css", "/web/manifest.webmanifest", "/web/icon-192.png",
+];
+// The signed-in user's last answers (who they are, the first window of each view, the counts,
+// the preferences): asked of the network first, kept for opening offline; emptied by a 401 and
+// by signing out (api.js).
+const DATA_CACHE = "notty-data";
+
+self.addEventListener("install", (event) => {
+  event.waitUntil(caches.open(SHELL_CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));
+});
 self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
+
+// What is kept of a request, under which key (null: not kept). A list is kept by its view
+// alone (its first window, whatever its size); a search's answers are not kept.
+function keptAs(url) {
+  if (url.origin !== self.location.origin) return null;
+  const path = url.pathname;
+  if (path === "/" || (path.startsWith("/web/") && !path.includes("..", 5))) return { cache: SHELL_CACHE, key: path };
+  if (url.searchParams.has("search") || url.searchParams.has("$search")) return null;
+  if (path === "/v1/me" || path === "/v1/me/preferences" || path === "/v1/me/notifications/counts") return { cache: DATA_CACHE, key: path };
+  if (path === "/v1/me/notifications" && (url.searchParams.get("skip") ?? "0") === "0") {
+    return { cache: DATA_CACHE, key: `${path}?view=${url.searchParams.get("view") ?? "all"}` };
+  }
+  return null;
+}
+
+self.addEventListener("fetch", (event) => {
+  const request = event.request;
+  if (request.method !== "GET") return;
+  const kept = keptAs(new URL(request.url));
+  if (!kept) return;
+  event.respondWith(networkFirst(request, kept));
+});
+
+async function networkFirst(request, kept) {
+  try {
+    const answer = await fetch(request);
+    if (answer.status === 200) {
+      const copy = answer.clone();
+      caches.open(kept.cache).then((cache) => cache.put(kept.key, copy));
+    } else if (answer.status === 401 && kept.cache === DATA_CACHE) {
+      await caches.delete(DATA_CACHE);
+    }
+    return answer;
+  } catch (failure) {
+    const cached = await (await caches.open(kept.cache)).match(kept.key);
+    if (cached) return cached;
+    throw failure;
+  }
+}
 
 function title(n) {
   return n.payload?.visualContent?.title ?? n.payload?.rawContent ?? "notty";

@@ -93,23 +93,41 @@ extension Routes {
                     throw ServiceError.badRequest(error.message)
                 }
                 let session = try await self.service.auth.webSession(name: name, password: password, address: context.remoteAddress)
-                let registration = Data(JSONValue.object(["deviceName": .string(deviceName), "platform": .string("web")]).jsonText.utf8)
-                let device: SubscriptionInfo
-                do {
-                    device = try await self.service.inbox.createSubscription(userId: session.userId, deviceId: session.deviceId, body: registration)
-                } catch {
-                    // Not registered (the user holds as many devices as they may): the session's token ends unused.
-                    try? await self.service.auth.revoke(tokens: [session.token])
-                    throw error
+                return try await self.startSession(session, name: name, deviceName: deviceName, context: context)
+            },
+            // A one-time sign-in link (PROTOCOL.md §14): made by a signed-in device for its
+            // user, exchanged once by a browser, within 60 s, for a session of its own.
+            Route(method: .post, path: "/v1/web/signin-links", audience: .user) { _, context in
+                let user = try context.requireUser()
+                let link = try await self.service.auth.signInLink(userId: user, deviceId: context.deviceId)
+                struct Link: Encodable {
+                    let token: String, path: String, expiresIn: Int
                 }
-                var headers = HTTPFields()
-                headers[.setCookie] = WebSession.setCookie(
-                    session.token, maxAge: Int(session.expires.timeIntervalSince(Date())),
-                    secure: WebSession.isSecure(context, config: self.service.config))
-                headers[.cacheControl] = "no-store"
                 return try JSONResponse.make(
-                    ["user": name, "deviceId": session.deviceId, "subscriptionId": device.userNotificationSubscriptionId], status: .created,
-                    headers: headers)
+                    Link(token: link.token, path: "/#signin=" + link.token, expiresIn: Int(Authentication.signInLinkLifetime)), status: .created,
+                    headers: [.cacheControl: "no-store"])
+            },
+            Route(method: .post, path: "/v1/web/session/link", audience: .anyone) { request, context in
+                guard WebSession.isSameOrigin(request) else {
+                    throw ServiceError.forbidden("sign in from this service's own pages (its Origin)")
+                }
+                var request = request
+                let body = try await request.jsonBody(limit: self.limit)
+                let link: String, deviceName: String
+                do throws(ValidationError) {
+                    let fields = try JSONFields(body: body)
+                    guard let token = try fields.string("token", max: 256) else {
+                        throw ValidationError("token (the link's, after #signin=) is required")
+                    }
+                    link = token
+                    deviceName = try fields.string("deviceName", max: 64) ?? "browser"
+                } catch {
+                    throw ServiceError.badRequest(error.message)
+                }
+                let session = try await self.service.auth.webSession(link: link)
+                return try await self.startSession(
+                    (session.token, session.userId, session.deviceId, session.expires), name: session.userName, deviceName: deviceName,
+                    context: context)
             },
             Route(method: .delete, path: "/v1/web/session", audience: .user) { request, context in
                 let user = try context.requireUser()
@@ -127,5 +145,29 @@ extension Routes {
                 return Response(status: .noContent, headers: headers)
             },
         ]
+    }
+
+    /// A browser's session begun: its device registered (platform `web`) and the cookie set.
+    private func startSession(
+        _ session: (token: String, userId: String, deviceId: String, expires: Date), name: String, deviceName: String,
+        context: NottyRequestContext
+    ) async throws -> Response {
+        let registration = Data(JSONValue.object(["deviceName": .string(deviceName), "platform": .string("web")]).jsonText.utf8)
+        let device: SubscriptionInfo
+        do {
+            device = try await self.service.inbox.createSubscription(userId: session.userId, deviceId: session.deviceId, body: registration)
+        } catch {
+            // Not registered (the user holds as many devices as they may): the session's token ends unused.
+            try? await self.service.auth.revoke(tokens: [session.token])
+            throw error
+        }
+        var headers = HTTPFields()
+        headers[.setCookie] = WebSession.setCookie(
+            session.token, maxAge: Int(session.expires.timeIntervalSince(Date())),
+            secure: WebSession.isSecure(context, config: self.service.config))
+        headers[.cacheControl] = "no-store"
+        return try JSONResponse.make(
+            ["user": name, "deviceId": session.deviceId, "subscriptionId": device.userNotificationSubscriptionId], status: .created,
+            headers: headers)
     }
 }

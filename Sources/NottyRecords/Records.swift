@@ -41,7 +41,11 @@ public struct AppRecord: Sendable, Equatable {
 
 /// An issued token, stored only by its hash.
 public struct TokenRecord: Sendable, Equatable {
-    public enum Kind: String, Sendable { case userAccess, userRefresh, appAccess }
+    public enum Kind: String, Sendable {
+        case userAccess, userRefresh, appAccess
+        /// A one-time sign-in link for a browser (PROTOCOL.md §14): used once, within 60 s.
+        case signInLink
+    }
     public var hash: String
     public var kind: Kind
     /// The user id for user tokens, the client id for app tokens.

@@ -121,6 +121,45 @@ public final class Authentication: ServicePart {
         return (token, user.id, deviceId, expires)
     }
 
+    /// How long a one-time sign-in link lasts (PROTOCOL.md §14).
+    public static let signInLinkLifetime: TimeInterval = 60
+
+    /// A one-time sign-in link's token for the user (PROTOCOL.md §14): exchanged once, within
+    /// 60 s, for a browser's session. It carries the device that made it, so revoking that
+    /// device (or disabling the user) ends it too.
+    public func signInLink(userId: String, deviceId: String?) async throws -> (token: String, expires: Date) {
+        let token = Secrets.newToken()
+        let expires = clock.nowMillis() + Self.signInLinkLifetime
+        try await db {
+            try await storage.insertTokens([
+                TokenRecord(hash: Secrets.tokenHash(token), kind: .signInLink, subject: userId, expiresAt: expires, deviceId: deviceId)
+            ])
+        }
+        return (token, expires)
+    }
+
+    /// A browser's sign-in with a one-time link's token: the link is used up in the same
+    /// transaction that writes the session's token, so two browsers racing with one link get one
+    /// session between them.
+    public func webSession(link: String) async throws -> (token: String, userId: String, userName: String, deviceId: String, expires: Date) {
+        let now = clock.nowMillis()
+        let hash = Secrets.tokenHash(link)
+        let spent = ServiceError.oauth(
+            .badRequest, "invalid_grant", "this sign-in link was used already or is older than 60 s: make a new one, or sign in with your password")
+        guard let record = try await db({ try await storage.token(hash: hash) }), record.kind == .signInLink, !record.revoked,
+            record.expiresAt > now
+        else { throw spent }
+        guard !record.subjectDisabled, let user = try await db({ try await storage.user(id: record.subject) }), !user.disabled else {
+            throw ServiceError.oauth(
+                .badRequest, "invalid_grant", "this account is disabled: its administrator enables it (notty admin user enable NAME)")
+        }
+        let token = Secrets.newToken(), deviceId = UUID().uuidString.lowercased()
+        let expires = now + TimeInterval(config.refreshTokenLifetime)
+        let session = TokenRecord(hash: Secrets.tokenHash(token), kind: .userAccess, subject: record.subject, expiresAt: expires, deviceId: deviceId)
+        guard try await db({ try await storage.rotateToken(oldHash: hash, replacements: [session], now: now) }) else { throw spent }
+        return (token, record.subject, user.userName, deviceId, expires)
+    }
+
     /// Throws `429` (with `Retry-After`) when one of `keys` is locked out; answers the records
     /// of `keys` that exist.
     private func refuseLockedOut(_ keys: [String], now: Date, what: String) async throws -> [GuessRecord] {

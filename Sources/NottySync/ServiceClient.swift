@@ -255,3 +255,13 @@ public enum FormEncoding {
         }.joined(separator: "&")
     }
 }
+
+// The web inbox (PROTOCOL.md §14): a one-time link that signs a browser in as this user.
+extension ServiceClient {
+    /// `server` + `/#signin=TOKEN`: opened in a browser within 60 s, it signs in once.
+    public func signInLink() async throws -> String {
+        struct Link: Decodable { var path: String }
+        let link = try Self.decoded(Link.self, try await send(.POST, "/v1/web/signin-links", json: Data("{}".utf8)), status: 201)
+        return current.server.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + link.path
+    }
+}

@@ -4,6 +4,7 @@ import NottyCenter
 import NottyCommandLine
 import NottyCore
 import NottyPOSIX
+import NottySync
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,12 +14,15 @@ struct Demo: AsyncParsableCommand {
             Starts a service on 127.0.0.1 with a SQLite store in a temporary folder (or --data),
             publishes a realistic set of notifications and opens the notification center; a new
             notification arrives every 20 s or so. In a second terminal, `notty demo --join`
-            signs in a second device: dismiss on one, watch it go on the other.
+            signs in a second device: dismiss on one, watch it go on the other. With --web the
+            demo's web inbox opens too, in $BROWSER (else xdg-open), signed in as the demo user
+            through a one-time link.
             """)
 
     @Option(help: ArgumentHelp("Keep the demo's files here instead of a temporary folder.", valueName: "dir")) var data: String?
     @Flag(help: "Join the demo running in another terminal as a second device.") var join = false
     @Option(help: ArgumentHelp("Seconds between new notifications (0: none).", valueName: "seconds")) var every: Int = 20
+    @Flag(help: "Also open the demo's web inbox in $BROWSER (else xdg-open), already signed in.") var web = false
 
     /// Where a running demo says how to join it.
     static var stateFile: String {
@@ -52,6 +56,7 @@ struct Demo: AsyncParsableCommand {
         }
         defer { try? FileManager.default.removeItem(atPath: Self.stateFile) }
         let device = try await signIn(url: service.url, password: service.password, home: directory + "/device-1", name: "demo device 1")
+        if web { try await openWebInbox(device, url: service.url, password: service.password) }
         try await openCenter(device)
     }
 
@@ -67,7 +72,27 @@ struct Demo: AsyncParsableCommand {
         }
         let number = getpid()
         let device = try await signIn(url: url, password: password, home: directory + "/device-\(number)", name: "demo device \(number)")
+        if web { try await openWebInbox(device, url: url, password: password) }
         try await openCenter(device)
+    }
+
+    /// Opens the web inbox in a browser, signed in through a one-time link (60 s, one use). When
+    /// no browser starts, says where the inbox is and how to sign in, and waits for Enter before
+    /// the center draws over it.
+    private func openWebInbox(_ device: Device, url: String, password: String) async throws {
+        let client = ServiceClient(file: device.credentialsFile, credentials: try device.credentials())
+        let link = try await client.signInLink()
+        guard let problem = LinkOpener.open(link) else { return }
+        FileHandle.standardError.write(
+            Data(
+                """
+                notty demo: \(problem)
+                The demo's web inbox: \(url)/ (user demo, password \(password)), or within 60 s this one-time link:
+                \(link)
+                Press Enter for the notification center.
+
+                """.utf8))
+        if isatty(STDIN_FILENO) != 0 { _ = readLine() }
     }
 
     /// Signs a device in over HTTP, exactly as `notty login` does, with its files in `home`.

@@ -144,6 +144,54 @@ struct WebInboxTests {
         if let figures = said().split(separator: "\n").last { print("web push: \(figures)") }
     }
 
+    @Test(
+        "notty demo --web hands $BROWSER a one-time link; in Chromium at 390 × 844 with touch: the pure modules' checks, axe on sign-in, list and detail, the link used once, every view on screen and targets ≥ 44 px with no key hints, tap to open, swipe to dismiss, and offline: the list after a reload and after the browser is started again, the change made offline sent once when the service is back"
+    )
+    func phoneAndDemo() async throws {
+        guard Self.browserRuns() else { return }
+        guard TmuxSession.available else {
+            if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("tmux is not installed: .ci/run installs it") }
+            print("SKIPPED LOUDLY: tmux is not installed (apt-get install -y tmux)")
+            return
+        }
+        guard (try? Repository.runWaiting(["python3", "-c", "import axe_playwright_python"]).status) == 0 else {
+            if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("axe-playwright-python is not installed: .ci/run installs it") }
+            print("SKIPPED LOUDLY: axe-playwright-python is not installed (pip install axe-playwright-python)")
+            return
+        }
+        let home = Repository.temporaryDirectory("notty-demo-web")
+        defer { try? FileManager.default.removeItem(at: home) }
+        // $BROWSER: a program that writes down the link it is given, as a browser would open it.
+        let opened = home.appendingPathComponent("opened")
+        let browser = home.appendingPathComponent("browser")
+        try "#!/bin/sh\nprintf '%s' \"$1\" > \(opened.path).part && mv \(opened.path).part \(opened.path)\n".write(
+            to: browser, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: browser.path)
+        let session = try TmuxSession(
+            command: "\(Repository.nottyBinary.path) demo --web --every 0 --data \(home.path)/demo",
+            environment: ["NOTTY_HOME": home.path, "XDG_RUNTIME_DIR": home.path, "BROWSER": browser.path])
+        defer { session.close() }
+        #expect(await eventually(timeout: .seconds(30)) { FileManager.default.fileExists(atPath: opened.path) }, "\(session.shown)")
+        let link = try String(contentsOf: opened, encoding: .utf8)
+        #expect(link.hasPrefix("http://127.0.0.1:") && link.contains("/#signin="), "\(link)")
+        #expect(
+            await session.waitFor("Build #4812 failed on main", timeout: .seconds(20)), "the center did not open after the link:\n\(session.shown)")
+
+        let workdir = home.appendingPathComponent("phone")
+        try FileManager.default.createDirectory(at: workdir, withIntermediateDirectories: true)
+        let log = home.appendingPathComponent("phone.log")
+        var arguments = ["python3", Repository.root.appendingPathComponent("Tests/browser/web_phone.py").path, link, workdir.path]
+        if let folder = ProcessInfo.processInfo.environment["NOTTY_SCREENSHOTS"] { arguments.append(folder) }
+        let script = try startLogged("/usr/bin/env", arguments, log: log, environment: [:])
+        defer { terminate(script, grace: 2) }
+        let ended = await script.exited()
+        let said = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(ended.code == 0, "\(said)")
+        if let figures = said.split(separator: "\n").last { report("web inbox on a phone: \(figures)") }
+        // The demo's center saw the phone's changes (a dismiss by swipe, another made offline).
+        #expect(await session.waitFor("Dismissed 4", timeout: .seconds(20)), "the phone's dismissals did not reach the center:\n\(session.shown)")
+    }
+
     @Test("the files notty serve embeds are Resources/web's (scripts/web-embed)")
     func embeddedFilesAreCurrent() async throws {
         let checked = try await Repository.run(["python3", Repository.root.appendingPathComponent("scripts/web-embed").path, "--check"])
