@@ -4,10 +4,12 @@
 // a gesture means are model.js's, the page's pieces views.js's.
 
 import { api } from "./api.js";
+import * as gestures from "./gestures.js";
+import { command, HELP } from "./keys.js";
 import { follow } from "./live.js";
-import { inverse, fromHash, PAGE, statusLine, swipe, title, VIEWS, withPending, safeLink } from "./model.js";
+import { inverse, fromHash, PAGE, statusLine, title, VIEWS, withPending, safeLink } from "./model.js";
 import * as push from "./push.js";
-import { detail, element, hint, row, touchOnly } from "./views.js";
+import { detail, element, frame, hint, row, savedTab, tabLabel, touchOnly } from "./views.js";
 
 export class Inbox {
   constructor(root, me) {
@@ -42,16 +44,14 @@ export class Inbox {
   }
 
   build() {
-    this.tabs = element("nav", { class: "tabs", "aria-label": "Views" });
-    this.tabButtons = VIEWS.map((view, index) => {
-      const button = element("button", { type: "button", class: "tab", "data-view": view, onclick: () => this.switchTo(view) });
-      if (!this.touch) button.title = `${view} (${index + 1})`;
-      this.tabs.append(button);
-      return button;
+    const page = frame(this.touch, {
+      view: (view) => this.switchTo(view),
+      command: (key) => this.command(key),
+      more: () => this.loadMore(),
+      push: () => this.enablePush(),
+      signOut: () => this.signOut(),
     });
-    this.savedTabs = element("span", { class: "saved-tabs" });
-    this.tabs.append(this.savedTabs);
-    this.search = element("input", { type: "search", class: "search", placeholder: this.touch ? "Search" : "Search (/)", "aria-label": "Search" });
+    Object.assign(this, page.parts);
     // The service searches the whole view (title, body, app, group), not only the rows loaded
     // here: a pause in typing asks it again, from the first page.
     this.search.addEventListener("input", () => {
@@ -65,25 +65,20 @@ export class Inbox {
         this.refresh();
       }, 150);
     });
-    this.list = element("ul", { class: "list", "aria-label": "Notifications" });
-    this.followSwipes();
-    this.moreButton = element("button", { type: "button", class: "more", text: "Load more", onclick: () => this.loadMore() });
-    this.pane = element("section", { class: "detail", "aria-label": "Notification" });
-    this.status = element("p", { class: "status", role: "status" });
-    this.pushButton = element("button", { type: "button", class: "push", text: "Turn on notifications", onclick: () => this.enablePush() });
-    const signOut = element("button", { type: "button", class: "signout", text: "Sign out", onclick: () => this.signOut() });
-    const bar = element("header", { class: "bar" }, element("h1", { class: "brand", text: "notty" }), this.search, this.pushButton, signOut);
-    const actions = element(
-      "div",
-      { class: "actions", role: "group", "aria-label": "Act on the selected notification" },
-      ...[
-        ["Read", "r"], ["Dismiss", "d"], ["Open", "a"], ["Snooze 1h", "s"], ["Delete", "x"], ["Undo", "u"],
-      ].map(([label, key]) =>
-        element("button", { type: "button", "data-key": key, text: label, "aria-keyshortcuts": key, title: this.touch ? null : `${label} (${key})`, onclick: () => this.command(key) }),
-      ),
-    );
-    this.panes = element("main", { class: "panes" }, element("div", { class: "column" }, this.list, this.moreButton), this.pane);
-    this.root.replaceChildren(bar, this.tabs, actions, this.panes, this.status);
+    gestures.follow(this.list, {
+      open: (id) => {
+        const index = this.rows.findIndex((n) => n.id === id);
+        if (index < 0) return;
+        this.selected = index;
+        this.open(id);
+      },
+      swiped: (id, outcome) => {
+        const n = this.rows.find((candidate) => candidate.id === id);
+        if (!n) return;
+        this.act(() => this.change(n, outcome === "dismiss" ? { userActionState: "Dismissed" } : { readState: n.readState === "Read" ? "Unread" : "Read" }));
+      },
+    });
+    this.root.replaceChildren(...page.children);
     push.isEnabled().then((on) => { this.pushButton.hidden = on || !push.supported(); });
     this.refresh();
   }
@@ -218,20 +213,13 @@ export class Inbox {
 
   renderTabs() {
     VIEWS.forEach((view, index) => {
-      const button = this.tabButtons[index];
-      button.textContent = `${view[0].toUpperCase()}${view.slice(1)} ${this.counts[view] ?? "…"}`;
-      button.setAttribute("aria-pressed", String(view === this.view && !this.savedName));
+      this.tabButtons[index].textContent = tabLabel(view, this.counts[view]);
+      this.tabButtons[index].setAttribute("aria-pressed", String(view === this.view && !this.savedName));
     });
     this.savedTabs.replaceChildren(
-      ...this.saved.map((view, index) => {
-        const button = element("button", {
-          type: "button", class: "tab saved", "data-saved": view.name, text: `${view.name} ${view.count ?? "…"}`,
-          onclick: () => this.switchToSaved(view.name),
-        });
-        button.title = `${view.query}${index < 3 ? ` (${index + 7})` : ""}`;
-        button.setAttribute("aria-pressed", String(view.name === this.savedName));
-        return button;
-      }),
+      ...this.saved.map((view, index) =>
+        savedTab(view, { index, pressed: view.name === this.savedName, touch: this.touch, onclick: () => this.switchToSaved(view.name) }),
+      ),
     );
   }
 
@@ -326,45 +314,6 @@ export class Inbox {
     }
   }
 
-  // Taps open a row; on a touch screen a row swiped left is dismissed, right read (or unread).
-  followSwipes() {
-    let start = null;
-    this.list.addEventListener("click", (event) => {
-      const item = event.target.closest(".row");
-      if (!item || start?.swiped) return;
-      const index = this.rows.findIndex((n) => n.id === item.dataset.id);
-      if (index < 0) return;
-      this.selected = index;
-      this.open(item.dataset.id);
-    });
-    this.list.addEventListener("pointerdown", (event) => {
-      const item = event.target.closest(".row");
-      start = item && event.pointerType !== "mouse" ? { item, x: event.clientX, y: event.clientY, swiped: false } : null;
-    });
-    this.list.addEventListener("pointermove", (event) => {
-      if (!start) return;
-      start.item.style.transform = `translateX(${event.clientX - start.x}px)`;
-    });
-    const end = (event) => {
-      if (!start) return;
-      const { item, x, y } = start;
-      item.style.transform = "";
-      const outcome = event.type === "pointerup" ? swipe(event.clientX - x, event.clientY - y, item.clientWidth) : null;
-      const n = this.rows.find((candidate) => candidate.id === item.dataset.id);
-      if (!outcome || !n) {
-        start = null;
-        return;
-      }
-      // The click that follows the lifted finger does not open the row.
-      start.swiped = true;
-      setTimeout(() => { start = null; }, 0);
-      const fields = outcome === "dismiss" ? { userActionState: "Dismissed" } : { readState: n.readState === "Read" ? "Unread" : "Read" };
-      this.act(() => this.change(n, fields));
-    };
-    this.list.addEventListener("pointerup", end);
-    this.list.addEventListener("pointercancel", end);
-  }
-
   async runAction(id, n) {
     try {
       await api.act(id, n);
@@ -379,34 +328,28 @@ export class Inbox {
     return this.rows[this.selected];
   }
 
-  // The center's keys (README, "Keys in the notification center").
+  // The center's keys (README, "Keys in the notification center"; keys.js says which is which).
   key(event) {
-    if (event.target instanceof HTMLInputElement) {
-      if (event.key === "Escape") event.target.blur();
-      return;
-    }
-    if (event.key === "Escape" && this.detail) return this.closeDetail();
-    // A focused button takes Enter and Space itself.
-    if (event.target instanceof HTMLButtonElement && (event.key === "Enter" || event.key === " ")) return;
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const digit = Number(event.key);
-    if (digit >= 1 && digit <= 6) return this.switchTo(VIEWS[digit - 1]);
-    if (digit >= 7 && digit <= 9 && this.saved[digit - 7]) return this.switchToSaved(this.saved[digit - 7].name);
-    if (event.key === "/") {
-      event.preventDefault();
-      return this.search.focus();
-    }
-    if (event.key === "?") return alert("j/k move · Enter open · d dismiss · r read/unread · a open link · s snooze 1h · x delete · u undo · / search (words, \"a phrase\", -not, app: group: is: priority: …) · 1–6 views · 7–9 saved views");
-    if (["j", "k", "Enter", "ArrowDown", "ArrowUp", "d", "r", "a", "s", "x", "u"].includes(event.key)) {
-      event.preventDefault();
-      this.command(event.key);
-    }
+    const typing = event.target instanceof HTMLInputElement;
+    const wanted = command(
+      { key: event.key, ctrlKey: event.ctrlKey, metaKey: event.metaKey, altKey: event.altKey, typing, onButton: event.target instanceof HTMLButtonElement, open: Boolean(this.detail) },
+      Math.min(3, this.saved.length),
+    );
+    if (!wanted) return;
+    if (wanted.leaveSearch) return event.target.blur();
+    if (wanted.close) return this.closeDetail();
+    if (wanted.view) return this.switchTo(wanted.view);
+    if (wanted.saved !== undefined) return this.switchToSaved(this.saved[wanted.saved].name);
+    event.preventDefault();
+    if (wanted.search) return this.search.focus();
+    if (wanted.help) return alert(HELP);
+    this.command(wanted.key);
   }
 
   async command(key) {
     const rows = this.rows;
-    if (key === "j" || key === "ArrowDown") this.selected = Math.min(this.selected + 1, rows.length - 1);
-    else if (key === "k" || key === "ArrowUp") this.selected = Math.max(this.selected - 1, 0);
+    if (key === "j") this.selected = Math.min(this.selected + 1, rows.length - 1);
+    else if (key === "k") this.selected = Math.max(this.selected - 1, 0);
     else if (key === "u") return this.undoLast();
     const n = this.current();
     if (key === "Enter" && n) return this.open(n.id);

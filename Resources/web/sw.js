@@ -7,8 +7,8 @@
 // when it cannot be reached.
 const SHELL_CACHE = "notty-shell";
 const SHELL = [
-  "/", "/web/app.js", "/web/api.js", "/web/inbox.js", "/web/model.js", "/web/views.js", "/web/live.js", "/web/outbox.js",
-  "/web/push.js", "/web/style.css", "/web/manifest.webmanifest", "/web/icon-192.png",
+  "/", "/web/app.js", "/web/api.js", "/web/inbox.js", "/web/model.js", "/web/views.js", "/web/keys.js", "/web/gestures.js",
+  "/web/live.js", "/web/outbox.js", "/web/push.js", "/web/style.css", "/web/manifest.webmanifest", "/web/icon-192.png",
 ];
 // The signed-in user's last answers (who they are, the first window of each view, the counts,
 // the preferences): asked of the network first, kept for opening offline; emptied by a 401 and

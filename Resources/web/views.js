@@ -1,7 +1,7 @@
 // The inbox's pieces of page (PROTOCOL.md §14): a row, a notification's detail, the hint.
 // Everything from the network is put on the page as text (textContent), never as markup.
 
-import { ago, body, safeLink, stateWords, title } from "./model.js";
+import { ago, body, safeLink, stateWords, title, VIEWS } from "./model.js";
 
 export function element(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
@@ -17,6 +17,34 @@ export function element(tag, attributes = {}, ...children) {
 // Whether this is a touch screen with no mouse (no key hints then).
 export function touchOnly() {
   return matchMedia("(hover: none) and (pointer: coarse)").matches;
+}
+
+// The inbox's page: the bar (name, search, Web Push, sign out), the views' tabs, the buttons for
+// the selected row, the list beside the detail, the status line. `on`: view(view), command(key),
+// more(), push(), signOut(). Answers the page's children and the parts the inbox fills in.
+export function frame(touch, on) {
+  const tabs = element("nav", { class: "tabs", "aria-label": "Views" });
+  const tabButtons = VIEWS.map((view, index) => {
+    const button = element("button", { type: "button", class: "tab", "data-view": view, title: touch ? null : `${view} (${index + 1})`, onclick: () => on.view(view) });
+    tabs.append(button);
+    return button;
+  });
+  const savedTabs = element("span", { class: "saved-tabs" });
+  tabs.append(savedTabs);
+  const search = element("input", { type: "search", class: "search", placeholder: touch ? "Search" : "Search (/)", "aria-label": "Search" });
+  const list = element("ul", { class: "list", "aria-label": "Notifications" });
+  const moreButton = element("button", { type: "button", class: "more", text: "Load more", onclick: on.more });
+  const pane = element("section", { class: "detail", "aria-label": "Notification" });
+  const status = element("p", { class: "status", role: "status" });
+  const pushButton = element("button", { type: "button", class: "push", text: "Turn on notifications", onclick: on.push });
+  const signOut = element("button", { type: "button", class: "signout", text: "Sign out", onclick: on.signOut });
+  const bar = element("header", { class: "bar" }, element("h1", { class: "brand", text: "notty" }), search, pushButton, signOut);
+  const buttons = [["Read", "r"], ["Dismiss", "d"], ["Open", "a"], ["Snooze 1h", "s"], ["Delete", "x"], ["Undo", "u"]].map(([label, key]) =>
+    element("button", { type: "button", "data-key": key, text: label, "aria-keyshortcuts": key, title: touch ? null : `${label} (${key})`, onclick: () => on.command(key) }),
+  );
+  const actions = element("div", { class: "actions", role: "group", "aria-label": "Act on the selected notification" }, ...buttons);
+  const panes = element("main", { class: "panes" }, element("div", { class: "column" }, list, moreButton), pane);
+  return { children: [bar, tabs, actions, panes, status], parts: { tabs, tabButtons, savedTabs, search, list, moreButton, pane, status, pushButton } };
 }
 
 // One row of the list: a button (a tap or Enter opens it) holding what the notification is.
@@ -98,6 +126,19 @@ export function detail(n, on, now) {
     lines.push(element("p", { class: "escalation", text: `Escalated: ${record.user ? `paged ${record.user} at ` : ""}${record.target} (${record.outcome})` }));
   }
   return lines.filter(Boolean);
+}
+
+// A view's tab: its name and count ("…" until the count comes).
+export function tabLabel(view, count) {
+  return `${view[0].toUpperCase()}${view.slice(1)} ${count ?? "…"}`;
+}
+
+// A saved view's tab (PROTOCOL.md §17): its name and count; its query (and key, 7–9) as a tooltip.
+export function savedTab(view, { index, pressed, touch, onclick }) {
+  return element("button", {
+    type: "button", class: "tab saved", "data-saved": view.name, text: `${view.name} ${view.count ?? "…"}`, "aria-pressed": String(pressed),
+    title: `${view.query}${index < 3 && !touch ? ` (${index + 7})` : ""}`, onclick,
+  });
 }
 
 // What the detail's place says when nothing is open.

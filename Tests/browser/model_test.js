@@ -1,9 +1,10 @@
-// The web inbox's pure modules (Resources/web/model.js, views.js), tested in Chromium: a page of
+// The web inbox's pure modules (Resources/web/model.js, keys.js, views.js), tested in Chromium: a page of
 // the service evaluates this (Tests/browser/web_phone.py), which imports them as the app does and
 // answers the failures ([] when all held) and how many checks ran.
 async () => {
   const model = await import("/web/model.js");
   const views = await import("/web/views.js");
+  const keys = await import("/web/keys.js");
   const failures = [];
   let checks = 0;
   const equal = (got, want, what) => {
@@ -91,5 +92,20 @@ async () => {
   equal(said.map((x) => (typeof x === "string" ? x : Object.keys(x).join("+"))), ["back", "readState", "userActionState", "userActionState+snoozedUntil", "remove", "action 1"], "what the buttons do");
   equal(views.hint(true).textContent.includes("?"), false, "no key hint on touch");
   equal(views.hint(false).textContent.includes("? for keys"), true, "the key hint with keys");
+  // Keys: which command a press is.
+  const press = (key, more = {}) => keys.command({ key, ctrlKey: false, metaKey: false, altKey: false, typing: false, onButton: false, open: false, ...more }, 1);
+  equal(press("1"), { view: "unread" }, "1");
+  equal(press("6"), { view: "all" }, "6");
+  equal(press("7"), { saved: 0 }, "7 with one saved view");
+  equal(press("8"), null, "8 with one saved view");
+  equal(press("ArrowDown"), { key: "j" }, "the down arrow moves as j");
+  equal(press("d"), { key: "d" }, "d");
+  equal(press("d", { ctrlKey: true }), null, "ctrl-d is the browser's");
+  equal(press("d", { typing: true }), null, "d typed in the search box");
+  equal(press("Escape", { typing: true }), { leaveSearch: true }, "Escape in the search box");
+  equal(press("Escape", { open: true }), { close: true }, "Escape with a notification open");
+  equal(press("Enter", { onButton: true }), null, "Enter on a focused button is the button's");
+  equal(press("/"), { search: true }, "/");
+  equal(press("q"), null, "a key with no command");
   return { checks, failures };
 }
