@@ -4,7 +4,7 @@
 
 import { api, ApiError } from "./api.js";
 import { Inbox } from "./inbox.js";
-import { fromHash } from "./model.js";
+import { fromHash, PAGE } from "./model.js";
 import * as push from "./push.js";
 
 const root = document.getElementById("app");
@@ -61,9 +61,13 @@ async function start() {
       return signInForm(failure.message);
     }
   }
+  // Who is signed in, and beside it the first list the inbox shows (Unread's first window), so
+  // the list does not wait for `me` to come first.
+  const first = api.list("unread", PAGE, 0);
+  first.catch(() => {});
   try {
     const me = await api.me();
-    inbox = new Inbox(root, me);
+    inbox = new Inbox(root, me, first);
   } catch (error) {
     signInForm(error instanceof ApiError && error.status === 401 ? null : error.message);
   }

@@ -12,8 +12,10 @@ import * as push from "./push.js";
 import { detail, element, frame, hint, row, savedTab, tabLabel, touchOnly } from "./views.js";
 
 export class Inbox {
-  constructor(root, me) {
+  // `first`: Unread's first window, asked for beside `me` (a promise), or null.
+  constructor(root, me, first = null) {
     this.root = root;
+    this.first = first;
     this.me = me;
     this.view = "unread";
     this.rows = [];
@@ -116,7 +118,10 @@ export class Inbox {
   refreshList() {
     return this.single("list", async () => {
       const size = Math.max(PAGE, this.rows.length);
-      const page = await api.list(this.view, size, 0, this.query());
+      // The first time, the window app.js asked for with `me` (when it is still the one wanted).
+      const early = this.first && this.view === "unread" && !this.query() && size === PAGE ? this.first : null;
+      this.first = null;
+      const page = (await early?.catch(() => null)) ?? (await api.list(this.view, size, 0, this.query()));
       const selectedId = this.rows[this.selected]?.id;
       // Changes still waiting in the outbox (made offline) are made on what came.
       this.rows = withPending(page.value, await api.pending(), this.view, Date.now());

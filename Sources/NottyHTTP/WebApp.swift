@@ -24,12 +24,19 @@ enum WebApp {
         var decoded: [String: Data] = [:]
         for (name, text) in webAppFiles { decoded[name] = Data(base64Encoded: text) ?? Data() }
         func hash(_ data: Data) -> String { SHA256.hash(data: data).prefix(8).map { String(format: "%02x", $0) }.joined() }
-        // The page names each file it loads with its hash, so that a new build's are fetched anew.
-        if var page = decoded["index.html"].map({ String(decoding: $0, as: UTF8.self) }) {
-            for (name, data) in decoded where name != "index.html" {
-                page = page.replacingOccurrences(of: "\"/web/\(name)\"", with: "\"/web/\(name)?v=\(hash(data))\"")
+        // The page names each file it loads with its hash, so that a new build's are fetched anew;
+        // but a `modulepreload` keeps the plain URL its module is imported by (`./api.js`), or
+        // the module would be fetched twice.
+        if let page = decoded["index.html"].map({ String(decoding: $0, as: UTF8.self) }) {
+            let lines = page.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+                guard !line.contains("modulepreload") else { return String(line) }
+                var line = String(line)
+                for (name, data) in decoded where name != "index.html" {
+                    line = line.replacingOccurrences(of: "\"/web/\(name)\"", with: "\"/web/\(name)?v=\(hash(data))\"")
+                }
+                return line
             }
-            decoded["index.html"] = Data(page.utf8)
+            decoded["index.html"] = Data(lines.joined(separator: "\n").utf8)
         }
         var assets: [String: Asset] = [:]
         for (name, data) in decoded {

@@ -21,7 +21,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench actions [--quick]   (press → outcome on another device, 1,000 presses at once, the publish rate with actions)
 //   swift run -c release notty-bench teams [--quick]   (CPU a publish to teams of 1/10/100, a member's dismiss → another member's device, a feed half the team's)
 //   swift run -c release notty-bench webpush [--quick]   (publish → its push at a stand-in push service; one publish to 1,000 browsers)
-//   swift run -c release notty-bench webinbox [--count N] [--rounds R]   (headless Chromium: sign-in answer → the first list, with N notifications)
+//   swift run -c release notty-bench webinbox [--count N] [--rounds R] [--width PX]   (headless Chromium at PX, default 390 (a phone): sign-in → first list, offline open, a dismiss → gone, with N notifications; the app's size)
 //   swift run -c release notty-bench count [--count N] [--rounds R]   (notty count: the badge read, the store opened, the whole process)
 //   swift run -c release notty-bench start [--count N] [--notty PATH] [--hello PATH] [--server PATH] [--deb PATH] [--image REF]
 //       (what each start costs and what the builds weigh, beside a static hello: scripts/start-table runs it)
@@ -79,7 +79,9 @@ case "escalation":
 case "webinbox":
     let service = try await ServiceBench.start()
     do {
-        try await WebInboxBench(service: service, count: count, rounds: option("--rounds").flatMap { Int($0) } ?? 5).run()
+        var bench = WebInboxBench(service: service, count: count, rounds: option("--rounds").flatMap { Int($0) } ?? 5)
+        bench.width = option("--width").flatMap { Int($0) } ?? 390
+        try await bench.run()
     } catch {
         print("benchmark failed: \(error)")
     }

@@ -36,23 +36,21 @@ struct WebInboxTests {
         let hostile = #"<img src=x onerror="alert(1)"><script>alert(2)</script>"#
         _ = try await world.publish("Disk usage 91% on db-primary")
         // A history longer than the inbox's first page (100 rows): the search finds what that
-        // page does not hold (not for the README's screenshot).
-        // They are activated on a notty device, so the views the browser counts are as before.
-        if ProcessInfo.processInfo.environment["NOTTY_SCREENSHOTS"] == nil {
-            let fillers = try await withThrowingTaskGroup(of: [String].self) { group in
-                for worker in 0..<4 {
-                    group.addTask {
-                        var ids: [String] = []
-                        for n in stride(from: worker, to: 104, by: 4) { ids.append(try await world.publish("Nightly report \(n)")) }
-                        return ids
-                    }
+        // page does not hold. They are activated on a notty device, so the views the browser
+        // counts are as before.
+        let fillers = try await withThrowingTaskGroup(of: [String].self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    var ids: [String] = []
+                    for n in stride(from: worker, to: 104, by: 4) { ids.append(try await world.publish("Nightly report \(n)")) }
+                    return ids
                 }
-                return try await group.reduce(into: [String]()) { $0 += $1 }
             }
-            #expect(try await world.a.run(["sync"]).status == 0)
-            let activated = try await world.a.run(["activate"] + fillers)
-            #expect(activated.status == 0, "\(activated.err)")
+            return try await group.reduce(into: [String]()) { $0 += $1 }
         }
+        #expect(try await world.a.run(["sync"]).status == 0)
+        let activated = try await world.a.run(["activate"] + fillers)
+        #expect(activated.status == 0, "\(activated.err)")
         let elsewhere = try await world.publish("Standup in 15 minutes")
         _ = try await world.publish(hostile)
         #expect(try await world.b.run(["sync"]).status == 0)
@@ -63,10 +61,9 @@ struct WebInboxTests {
         let workdir = world.directory.appendingPathComponent("browser")
         try FileManager.default.createDirectory(at: workdir, withIntermediateDirectories: true)
         let log = world.directory.appendingPathComponent("browser.log")
-        var arguments = [
+        let arguments = [
             Repository.root.appendingPathComponent("Tests/browser/web_inbox.py").path, world.service.url, workdir.path, hostile,
         ]
-        if let folder = ProcessInfo.processInfo.environment["NOTTY_SCREENSHOTS"] { arguments.append(folder + "/web-inbox.png") }
         let script = try startLogged("/usr/bin/env", ["python3"] + arguments, log: log, environment: [:])
         defer { terminate(script, grace: 2) }
         func said() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
@@ -87,18 +84,6 @@ struct WebInboxTests {
         let ended = await script.exited()
         #expect(ended.code == 0, "\(said())")
         if let figures = said().split(separator: "\n").last { report("web inbox: \(figures)") }
-        if let folder = ProcessInfo.processInfo.environment["NOTTY_SCREENSHOTS"], TmuxSession.available {
-            // The same inbox in the center, in colour, for scripts/screenshots to draw beside the browser's.
-            #expect(try await world.b.run(["sync"]).status == 0)
-            let center = try TmuxSession(
-                command: "env -u NO_COLOR TERM=xterm-256color \(Repository.nottyBinary.path)", columns: 100, rows: 30,
-                environment: ["NOTTY_HOME": world.b.home.path])
-            defer { center.close() }
-            #expect(await center.waitFor("· live"), "\(center.shown)")
-            try await center.lines(escapes: true).joined(separator: "\n").write(
-                toFile: folder + "/center.ansi", atomically: true, encoding: .utf8)
-        }
-
         // The browser is a device: notty devices lists it by the name given at sign-in; revoked, its cookie is refused at once.
         let devices = try await world.a.run(["devices"])
         let line = try #require(devices.out.split(separator: "\n").first { $0.contains("work laptop browser") }, "\(devices.out)")
@@ -180,8 +165,7 @@ struct WebInboxTests {
         let workdir = home.appendingPathComponent("phone")
         try FileManager.default.createDirectory(at: workdir, withIntermediateDirectories: true)
         let log = home.appendingPathComponent("phone.log")
-        var arguments = ["python3", Repository.root.appendingPathComponent("Tests/browser/web_phone.py").path, link, workdir.path]
-        if let folder = ProcessInfo.processInfo.environment["NOTTY_SCREENSHOTS"] { arguments.append(folder) }
+        let arguments = ["python3", Repository.root.appendingPathComponent("Tests/browser/web_phone.py").path, link, workdir.path]
         let script = try startLogged("/usr/bin/env", arguments, log: log, environment: [:])
         defer { terminate(script, grace: 2) }
         let ended = await script.exited()

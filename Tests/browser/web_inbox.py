@@ -93,11 +93,6 @@ with sync_playwright() as playwright:
     # axe-core on the list beside an open notification at a laptop's width: nothing serious.
     found = [v for v in Axe().run(page).response["violations"] if v["impact"] in ("serious", "critical")]
     expect(not found, "axe: " + "; ".join(f"{v['impact']} {v['id']}: {[n['target'] for n in v['nodes']][:3]}" for v in found))
-    if len(sys.argv) > 4:
-        page.locator("body").press("1")
-        page.wait_for_selector(".tab[data-view=unread][aria-pressed=true]", timeout=10_000)
-        page.wait_for_timeout(300)
-        page.screenshot(path=sys.argv[4])
 
     # Search: / then text asks the service, which searches the whole view (not only the rows
     # loaded here); no match says so; Escape leaves the field, emptied the whole view is back.

@@ -1,6 +1,6 @@
 """The demo's web inbox on a phone, in a real headless Chromium (driven by WebPhoneTests.swift).
 
-Usage: web_phone.py LINK WORKDIR [SCREENSHOTS]
+Usage: web_phone.py LINK WORKDIR
 LINK is what `notty demo --web` handed $BROWSER (`http://127.0.0.1:PORT/#signin=TOKEN`). Checks,
 in order: the app's pure modules (Tests/browser/model_test.js, in the page); axe-core on the
 sign-in page; the one-time link at 390 × 844 with touch (signed in once, the second use refused);
@@ -21,7 +21,6 @@ from browser_support import expect, fail
 from playwright.sync_api import sync_playwright
 
 link, workdir = sys.argv[1], pathlib.Path(sys.argv[2])
-shots = pathlib.Path(sys.argv[3]) if len(sys.argv) > 3 else None
 base = link.split("#")[0].rstrip("/")
 figures = {}
 axe = Axe()
@@ -121,8 +120,6 @@ with sync_playwright() as playwright:
     snippets = page.locator(".list .row .snippet").count()
     expect(snippets > 0, "rows show no more than a title")
     accessible(page, "the list")
-    if shots:
-        page.screenshot(path=str(shots / "web-phone.png"))
 
     # A tap opens a notification: the whole screen, its buttons, Back.
     first = page.locator(".list .row").first
@@ -132,8 +129,6 @@ with sync_playwright() as playwright:
     expect(not page.locator(".list").is_visible(), "the list stays beside the open notification on a phone")
     page.wait_for_selector(".detail button[data-do=dismiss]", timeout=10_000)
     accessible(page, "a notification's detail")
-    if shots:
-        page.screenshot(path=str(shots / "web-phone-detail.png"))
     page.locator(".detail .back").tap()
     page.wait_for_selector(".list .row", timeout=10_000)
     # Read, it has left Unread (counted by its row, not the tab: the demo's heartbeat may arrive meanwhile).
