@@ -20,15 +20,15 @@ struct Serve: AsyncParsableCommand {
         commandName: "serve",
         abstract: ServerCommand.serveAbstract,
         discussion: """
-            App servers publish with POST /beta/me/notifications (an app token from
-            POST /oauth2/v2.0/token and the user's X-UNS-ID); devices sign in with the password
-            grant, read /v1/me/notifications/changes and listen on the /v1/me/push doorbell.
-            GET /healthz answers 200 while storage answers; GET /metrics is Prometheus text.
-            SIGINT or SIGTERM stops it gracefully. Durations: 90s, 15m, 4h, 7d. Every limit
+            App servers publish with POST /beta/me/notifications (an app token from \
+            POST /oauth2/v2.0/token and the user's X-UNS-ID); devices sign in with the password \
+            grant, read /v1/me/notifications/changes and listen on the /v1/me/push doorbell. \
+            GET /healthz answers 200 while storage answers; GET /metrics is Prometheus text. \
+            SIGINT or SIGTERM stops it gracefully. Durations: 90s, 15m, 4h, 7d. Every limit \
             below has the default shown; the ones not given keep it.
 
-            Storage is one SQLite file (--db) unless --postgres URL (or NOTTY_POSTGRES_URL)
-            names a PostgreSQL database; several instances may share that one, behind any load
+            Storage is one SQLite file (--db) unless --postgres URL (or NOTTY_POSTGRES_URL) \
+            names a PostgreSQL database; several instances may share that one, behind any load \
             balancer: every device is told of every change, whichever instance it talks to.
             """)
 

@@ -11,11 +11,11 @@ struct Demo: AsyncParsableCommand {
         commandName: "demo",
         abstract: "Try notty with no setup: an embedded service, a demo user and live notifications.",
         discussion: """
-            Starts a service on 127.0.0.1 with a SQLite store in a temporary folder (or --data),
-            publishes a realistic set of notifications and opens the notification center; a new
-            notification arrives every 20 s or so. In a second terminal, `notty demo --join`
-            signs in a second device: dismiss on one, watch it go on the other. With --web the
-            demo's web inbox opens too, in $BROWSER (else xdg-open), signed in as the demo user
+            Starts a service on 127.0.0.1 with a SQLite store in a temporary folder (or --data), \
+            publishes a realistic set of notifications and opens the notification center; a new \
+            notification arrives every 20 s or so. In a second terminal, `notty demo --join` \
+            signs in a second device: dismiss on one, watch it go on the other. With --web the \
+            demo's web inbox opens too, in $BROWSER (else xdg-open), signed in as the demo user \
             through a one-time link.
             """)
 
