@@ -158,44 +158,32 @@ with sync_playwright() as playwright:
     # Clicks from here on: in a persistent context set offline, Chromium's touch emulation gives
     # pointerdown and pointerup for a tap but no click (seen with Chromium 156; a phone clicks).
     gone.locator("button").click()
-    try:
-        page.wait_for_selector(".detail button[data-do=dismiss]", timeout=10_000)
-    except Exception:
-        fail(f"offline open: {page.locator('.detail').inner_html()[:1500]} / {page.locator('.status').inner_text()} / {page.locator('#app').get_attribute('class')} {errors}")
+    page.wait_for_selector(".detail button[data-do=dismiss]", timeout=10_000)
     page.locator(".detail button[data-do=dismiss]").click()
     page.wait_for_selector(".status:has-text('2 changes waiting for the network')", timeout=10_000)
     page.locator(".detail .back").click()
 
-    # Opened again with no network: the list from the cache, the change still made on it.
-    started = time.monotonic()
-    page.reload()
-    try:
-        page.wait_for_selector(".list .row", timeout=10_000)
-    except Exception:
-        fail(f"reload: {page.content()[:3000]} {errors}")
-    figures["offline reload → list shown (ms)"] = round((time.monotonic() - started) * 1000, 1)
-    page.wait_for_selector(".status:has-text('2 changes waiting')", timeout=10_000)
-    page.wait_for_selector(".status:has-text('offline')", timeout=10_000)
-    expect(page.locator(f".row[data-id='{gone_id}']").count() == 0, "the change made offline is not shown after a reload")
+    # Opened again with no network, after a reload and after the browser is started again: the
+    # list from the cache, the changes made offline still made on it and counted as waiting.
+    def opened_offline(page, open_it, what):
+        started = time.monotonic()
+        open_it()
+        try:
+            page.wait_for_selector(".list .row", timeout=10_000)
+        except Exception:
+            fail(f"{what}: no list: {page.content()[:2000]} {errors}")
+        figures[f"{what} → list shown (ms)"] = round((time.monotonic() - started) * 1000, 1)
+        page.wait_for_selector(".status:has-text('2 changes waiting')", timeout=10_000)
+        page.wait_for_selector(".status:has-text('offline')", timeout=10_000)
+        expect(page.locator(f".row[data-id='{gone_id}']").count() == 0, f"{what}: the change made offline is not shown")
 
-    # The browser started again, still offline: the same.
+    opened_offline(page, page.reload, "offline reload")
     phone.close()
     phone = playwright.chromium.launch_persistent_context(
         str(profile), executable_path="/usr/bin/chromium", args=["--no-sandbox"], offline=True, **PHONE)
     page = phone.pages[0] if phone.pages else phone.new_page()
     watch(page, errors)
-    started = time.monotonic()
-    try:
-        page.goto(base + "/")
-    except Exception as e:
-        fail(f"restart goto: {e}")
-    try:
-        page.wait_for_selector(".list .row", timeout=10_000)
-    except Exception:
-        fail(f"restart: {page.content()[:2000]} {errors}")
-    figures["browser started again offline → list shown (ms)"] = round((time.monotonic() - started) * 1000, 1)
-    page.wait_for_selector(".status:has-text('2 changes waiting')", timeout=10_000)
-    expect(page.locator(f".row[data-id='{gone_id}']").count() == 0, "the change made offline is not shown after a restart")
+    opened_offline(page, lambda: page.goto(base + "/"), "browser started again offline")
 
     # Back online: sent once, and the status line says nothing waits.
     phone.set_offline(False)
