@@ -7,8 +7,9 @@ import { api } from "./api.js";
 import * as gestures from "./gestures.js";
 import { command, HELP } from "./keys.js";
 import { follow } from "./live.js";
-import { inverse, fromHash, PAGE, statusLine, title, VIEWS, withPending, safeLink } from "./model.js";
+import { inverse, fromHash, PAGE, statusLine, title, VIEWS, safeLink } from "./model.js";
 import * as push from "./push.js";
+import * as list from "./state.js";
 import { detail, element, frame, hint, row, savedTab, tabLabel, touchOnly } from "./views.js";
 
 export class Inbox {
@@ -17,15 +18,11 @@ export class Inbox {
     this.root = root;
     this.first = first;
     this.me = me;
-    this.view = "unread";
-    this.rows = [];
+    // The list's state (state.js): its view, search, rows, selection.
+    this.state = list.initial;
     this.counts = {};
-    this.selected = 0;
-    this.more = false;
-    this.filter = "";
     // Saved views (PROTOCOL.md §17): tabs after All, each All with its search.
     this.saved = [];
-    this.savedName = null;
     this.undo = [];
     this.connection = "connecting";
     this.detail = null;
@@ -59,23 +56,19 @@ export class Inbox {
     this.search.addEventListener("input", () => {
       clearTimeout(this.searchTimer);
       this.searchTimer = setTimeout(() => {
-        const text = this.search.value.trim();
-        if (text === this.filter) return;
-        this.filter = text;
-        this.rows = [];
-        this.selected = 0;
+        const next = list.searched(this.state, this.search.value.trim());
+        if (next === this.state) return;
+        this.state = next;
         this.refresh();
       }, 150);
     });
     gestures.follow(this.list, {
       open: (id) => {
-        const index = this.rows.findIndex((n) => n.id === id);
-        if (index < 0) return;
-        this.selected = index;
+        this.state = list.selected(this.state, id);
         this.open(id);
       },
       swiped: (id, outcome) => {
-        const n = this.rows.find((candidate) => candidate.id === id);
+        const n = this.state.rows.find((candidate) => candidate.id === id);
         if (!n) return;
         this.act(() => this.change(n, outcome === "dismiss" ? { userActionState: "Dismissed" } : { readState: n.readState === "Read" ? "Unread" : "Read" }));
       },
@@ -117,17 +110,17 @@ export class Inbox {
 
   refreshList() {
     return this.single("list", async () => {
-      const size = Math.max(PAGE, this.rows.length);
+      const asked = this.state;
+      const size = list.windowSize(asked);
+      const search = list.query(asked, this.saved);
       // The first time, the window app.js asked for with `me` (when it is still the one wanted).
-      const early = this.first && this.view === "unread" && !this.query() && size === PAGE ? this.first : null;
+      const early = this.first && asked.view === "unread" && !search && size === PAGE ? this.first : null;
       this.first = null;
-      const page = (await early?.catch(() => null)) ?? (await api.list(this.view, size, 0, this.query()));
-      const selectedId = this.rows[this.selected]?.id;
-      // Changes still waiting in the outbox (made offline) are made on what came.
-      this.rows = withPending(page.value, await api.pending(), this.view, Date.now());
-      this.more = page.value.length >= size;
-      const index = this.rows.findIndex((n) => n.id === selectedId);
-      this.selected = index >= 0 ? index : Math.min(this.selected, Math.max(0, this.rows.length - 1));
+      const page = (await early?.catch(() => null)) ?? (await api.list(asked.view, size, 0, search));
+      const pending = await api.pending();
+      // Another view or search was chosen meanwhile: its own fetch follows.
+      if (this.state.view !== asked.view || this.state.savedName !== asked.savedName || this.state.filter !== asked.filter) return;
+      this.state = list.listed(this.state, page.value, size, pending, Date.now());
       this.render();
     });
   }
@@ -150,19 +143,12 @@ export class Inbox {
       }
       this.saved = saved;
       // A saved view removed elsewhere leaves its tab for All.
-      if (this.savedName && !saved.some((view) => view.name === this.savedName)) {
-        this.savedName = null;
-        this.rows = [];
+      if (this.state.savedName && !saved.some((view) => view.name === this.state.savedName)) {
+        this.state = list.switched(this.state, "all");
         this.refreshList();
       }
       this.renderTabs();
     });
-  }
-
-  // What the list asks the service for: the saved view's search and the search box's.
-  query() {
-    const saved = this.saved.find((view) => view.name === this.savedName)?.query ?? "";
-    return [saved, this.filter].filter(Boolean).join(" ");
   }
 
   // Runs `fetch` now, or once more after the one under way; an error shows in the status line.
@@ -192,26 +178,19 @@ export class Inbox {
   }
 
   async loadMore() {
-    const page = await api.list(this.view, PAGE, this.rows.length, this.query());
-    this.rows = this.rows.concat(page.value);
-    this.more = page.value.length >= PAGE;
+    const page = await api.list(this.state.view, PAGE, this.state.rows.length, list.query(this.state, this.saved));
+    this.state = list.appended(this.state, page.value);
     this.render();
   }
 
   switchTo(view) {
-    this.view = view;
-    this.savedName = null;
-    this.rows = [];
-    this.selected = 0;
+    this.state = list.switched(this.state, view);
     this.refresh();
   }
 
   // A saved view's tab: All with its search.
   switchToSaved(name) {
-    this.view = "all";
-    this.savedName = name;
-    this.rows = [];
-    this.selected = 0;
+    this.state = list.switchedToSaved(this.state, name);
     this.refreshList();
     this.renderTabs();
   }
@@ -219,26 +198,25 @@ export class Inbox {
   renderTabs() {
     VIEWS.forEach((view, index) => {
       this.tabButtons[index].textContent = tabLabel(view, this.counts[view]);
-      this.tabButtons[index].setAttribute("aria-pressed", String(view === this.view && !this.savedName));
+      this.tabButtons[index].setAttribute("aria-pressed", String(view === this.state.view && !this.state.savedName));
     });
     this.savedTabs.replaceChildren(
       ...this.saved.map((view, index) =>
-        savedTab(view, { index, pressed: view.name === this.savedName, touch: this.touch, onclick: () => this.switchToSaved(view.name) }),
+        savedTab(view, { index, pressed: view.name === this.state.savedName, touch: this.touch, onclick: () => this.switchToSaved(view.name) }),
       ),
     );
   }
 
   render() {
     this.renderTabs();
-    const rows = this.rows;
+    const { rows, selected, savedName, view, filter, more } = this.state;
     const now = Date.now();
-    this.list.replaceChildren(...rows.map((n, index) => row(n, { selected: index === this.selected, now })));
+    this.list.replaceChildren(...rows.map((n, index) => row(n, { selected: index === selected, now })));
     if (rows.length === 0) {
-      const place = this.savedName ?? this.view;
-      const text = this.filter ? `Nothing in ${place} matches “${this.filter}”` : `Nothing in ${place}`;
-      this.list.append(element("li", { class: "empty", text }));
+      const place = savedName ?? view;
+      this.list.append(element("li", { class: "empty", text: filter ? `Nothing in ${place} matches “${filter}”` : `Nothing in ${place}` }));
     }
-    this.moreButton.hidden = !this.more;
+    this.moreButton.hidden = !more;
     this.list.querySelector('[aria-current="true"]')?.scrollIntoView({ block: "nearest" });
     this.renderDetail();
     this.renderStatus();
@@ -254,7 +232,7 @@ export class Inbox {
     try {
       this.detail = await api.one(id);
     } catch (error) {
-      this.detail = this.rows.find((n) => n.id === id) ?? null;
+      this.detail = this.state.rows.find((n) => n.id === id) ?? null;
       if (!this.detail) this.message = error.message;
     }
     try {
@@ -312,7 +290,7 @@ export class Inbox {
     if (!confirm(`Delete "${title(n)}" on every device?`)) return;
     await api.remove(n.id);
     this.undo = this.undo.filter((entry) => entry.id !== n.id);
-    this.rows = this.rows.filter((row) => row.id !== n.id);
+    this.state = list.removed(this.state, n.id);
     if (this.detail?.id === n.id) {
       this.detail = null;
       this.reading = false;
@@ -330,7 +308,7 @@ export class Inbox {
   }
 
   current() {
-    return this.rows[this.selected];
+    return this.state.rows[this.state.selected];
   }
 
   // The center's keys (README, "Keys in the notification center"; keys.js says which is which).
@@ -352,9 +330,8 @@ export class Inbox {
   }
 
   async command(key) {
-    const rows = this.rows;
-    if (key === "j") this.selected = Math.min(this.selected + 1, rows.length - 1);
-    else if (key === "k") this.selected = Math.max(this.selected - 1, 0);
+    if (key === "j") this.state = list.moved(this.state, 1);
+    else if (key === "k") this.state = list.moved(this.state, -1);
     else if (key === "u") return this.undoLast();
     const n = this.current();
     if (key === "Enter" && n) return this.open(n.id);
@@ -384,8 +361,7 @@ export class Inbox {
     this.undo.push({ id: n.id, fields: inverse(n, fields) });
     this.noteWaiting();
     if (this.detail?.id === n.id) this.detail = changed;
-    const index = this.rows.findIndex((row) => row.id === n.id);
-    if (index >= 0) this.rows = withPending(this.rows.with(index, changed), [{ id: n.id, fields }], this.view, Date.now());
+    this.state = list.changed(this.state, n.id, changed, fields, Date.now());
   }
 
   async undoLast() {

@@ -7,7 +7,7 @@
 // when it cannot be reached.
 const SHELL_CACHE = "notty-shell";
 const SHELL = [
-  "/", "/web/app.js", "/web/api.js", "/web/inbox.js", "/web/model.js", "/web/views.js", "/web/keys.js", "/web/gestures.js",
+  "/", "/web/app.js", "/web/api.js", "/web/inbox.js", "/web/model.js", "/web/state.js", "/web/views.js", "/web/keys.js", "/web/gestures.js",
   "/web/live.js", "/web/outbox.js", "/web/push.js", "/web/style.css", "/web/manifest.webmanifest", "/web/icon-192.png",
 ];
 // The signed-in user's last answers (who they are, the first window of each view, the counts,

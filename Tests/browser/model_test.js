@@ -1,10 +1,11 @@
-// The web inbox's pure modules (Resources/web/model.js, keys.js, views.js), tested in Chromium: a page of
+// The web inbox's pure modules (Resources/web/model.js, state.js, keys.js, views.js), tested in Chromium: a page of
 // the service evaluates this (Tests/browser/web_phone.py), which imports them as the app does and
 // answers the failures ([] when all held) and how many checks ran.
 async () => {
   const model = await import("/web/model.js");
   const views = await import("/web/views.js");
   const keys = await import("/web/keys.js");
+  const list = await import("/web/state.js");
   const failures = [];
   let checks = 0;
   const equal = (got, want, what) => {
@@ -107,5 +108,28 @@ async () => {
   equal(press("Enter", { onButton: true }), null, "Enter on a focused button is the button's");
   equal(press("/"), { search: true }, "/");
   equal(press("q"), null, "a key with no command");
+  // The list's state: events and the state after each.
+  let state = list.initial;
+  const ids = (s) => s.rows.map((row) => row.id);
+  state = list.listed(state, [n({ id: "a" }), n({ id: "b" }), n({ id: "c" })], 100, [], now);
+  equal([ids(state), state.selected, state.more], [["a", "b", "c"], 0, false], "a first window");
+  state = list.moved(list.moved(list.moved(state, 1), 1), 1);
+  equal(state.selected, 2, "j stops at the last row");
+  state = list.moved(state, -5);
+  equal(state.selected, 0, "k stops at the first");
+  state = list.selected(state, "b");
+  state = list.listed(state, [n({ id: "z" }), n({ id: "a" }), n({ id: "b" })], 100, [{ id: "a", fields: { userActionState: "Dismissed" } }], now);
+  equal([ids(state), state.rows[state.selected].id], [["z", "b"], "b"], "a window with one waiting dismissal keeps the selected row");
+  state = list.changed(state, "b", n({ id: "b", readState: "Read" }), { readState: "Read" }, now);
+  equal([ids(state), state.selected], [["z"], 0], "read in Unread: it leaves at once, the selection stays in the rows");
+  equal(list.changed(state, "nope", n({}), { readState: "Read" }, now) === state, true, "a change of a row not shown");
+  state = list.appended(state, Array.from({ length: 100 }, (_, i) => n({ id: `m${i}` })));
+  equal([state.rows.length, state.more, list.windowSize(state)], [101, true, 101], "load more");
+  const searched = list.searched(state, "disk");
+  equal([searched.filter, searched.rows.length, list.searched(searched, "disk") === searched], ["disk", 0, true], "a search starts the list again, once");
+  const saved = list.switchedToSaved(searched, "builds");
+  equal([saved.view, saved.savedName, list.query(saved, [{ name: "builds", query: "app:ci" }])], ["all", "builds", "app:ci disk"], "a saved view's tab");
+  equal([list.switched(saved, "read").savedName, list.switched(saved, "read").view], [null, "read"], "a view's tab leaves the saved view");
+  equal(ids(list.removed(list.listed(list.initial, [n({ id: "a" })], 100, [], now), "a")), [], "deleted");
   return { checks, failures };
 }
