@@ -155,13 +155,11 @@ with sync_playwright() as playwright:
     phone.set_offline(True)
     gone = page.locator(".list .row").first
     gone_id = gone.get_attribute("data-id")
-    # Clicks from here on: in a persistent context set offline, Chromium's touch emulation gives
-    # pointerdown and pointerup for a tap but no click (seen with Chromium 156; a phone clicks).
-    gone.locator("button").click()
+    gone.locator("button").tap()
     page.wait_for_selector(".detail button[data-do=dismiss]", timeout=10_000)
-    page.locator(".detail button[data-do=dismiss]").click()
+    page.locator(".detail button[data-do=dismiss]").tap()
     page.wait_for_selector(".status:has-text('2 changes waiting for the network')", timeout=10_000)
-    page.locator(".detail .back").click()
+    page.locator(".detail .back").tap()
 
     # Opened again with no network, after a reload and after the browser is started again: the
     # list from the cache, the changes made offline still made on it and counted as waiting.
