@@ -211,7 +211,10 @@ export class Inbox {
     this.renderTabs();
     const { rows, selected, savedName, view, filter, more } = this.state;
     const now = Date.now();
+    // A row focused (by Tab, or a screen reader) keeps the focus when the list is drawn again.
+    const focused = this.list.contains(document.activeElement) ? document.activeElement.closest(".row")?.dataset.id : null;
     this.list.replaceChildren(...rows.map((n, index) => row(n, { selected: index === selected, now })));
+    if (focused) this.list.querySelector(`.row[data-id="${CSS.escape(focused)}"] button`)?.focus({ preventScroll: true });
     if (rows.length === 0) {
       const place = savedName ?? view;
       this.list.append(element("li", { class: "empty", text: filter ? `Nothing in ${place} matches “${filter}”` : `Nothing in ${place}` }));

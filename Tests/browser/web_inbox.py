@@ -69,13 +69,19 @@ with sync_playwright() as playwright:
     page.locator("body").press("u")
     page.wait_for_selector(".tab[data-view=dismissed]:has-text('Dismissed 0')", timeout=10_000)
 
-    # Live from another device: the Swift test dismisses one with notty; it leaves this list.
+    # Live from another device: the Swift test dismisses one with notty; it leaves this list, and
+    # the row focused here (by Tab) keeps the focus though the list is drawn again.
+    kept = page.locator(".row").last
+    kept_id = kept.get_attribute("data-id")
+    kept.locator("button").focus()
     (workdir / "signed-in").write_text("yes")
     gone = wait_for_file(workdir, "dismissed-elsewhere")
     started = time.monotonic()
     page.wait_for_selector(f".row[data-id='{gone}']", state="detached", timeout=10_000)
     figures["a notty device's dismiss → gone from the browser's list (ms, from the end of notty dismiss)"] = round(
         (time.monotonic() - started) * 1000, 1)
+    expect(page.evaluate("document.activeElement.closest('.row')?.dataset.id") == kept_id, "the focused row lost the focus when the list was drawn again")
+    page.locator(".row").last.locator("button").blur()
 
     # Live to other devices: j then r reads the second row here.
     page.locator("body").press("j")
