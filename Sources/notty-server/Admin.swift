@@ -51,7 +51,7 @@ struct Admin: AsyncParsableCommand {
                 abstract: "Set a user's password (read from standard input): the old one stops at once.",
                 discussion: """
                     At least 8 characters. With --sign-out the user's devices, browsers, tokens, open streams and calendar feeds \
-                    end too: every device signs in again with the new password (what to do after a leak).
+                    end too: every device signs in again with the new password (what to do after a leak). \
                     Example: printf '%s\\n' 'n3w-s3cret' | notty admin user password alice --sign-out
                     """)
             @OptionGroup var storage: StorageOptions
@@ -186,7 +186,7 @@ struct Admin: AsyncParsableCommand {
             commandName: "team",
             abstract: "Make and remove teams (their owners then add members with notty team).",
             discussion: """
-                A team's notifications are handled once for every member (PROTOCOL.md §13.1). Its name
+                A team's notifications are handled once for every member (PROTOCOL.md §13.1). Its name \
                 is 1–40 lowercase letters, digits and hyphens; a team keeps at least one owner.
 
                   notty admin team add ops --owner alice
@@ -249,9 +249,9 @@ struct Admin: AsyncParsableCommand {
             commandName: "lockouts",
             abstract: "List failed sign-ins and lockouts, or clear them.",
             discussion: """
-                Ten failed sign-ins for one user name (or client id) within 5 minutes, or a hundred
-                from one address, lock it for a minute; each further failure locks it again for
-                twice as long (up to a day). A locked name gets 429 with Retry-After and no
+                Ten failed sign-ins for one user name (or client id) within 5 minutes, or a hundred \
+                from one address, lock it for a minute; each further failure locks it again for \
+                twice as long (up to a day). A locked name gets 429 with Retry-After and no \
                 password is checked. Keys look like user:alice, client:ID, address:203.0.113.7.
                 """,
             subcommands: [List.self, Clear.self],

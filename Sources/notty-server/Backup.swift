@@ -11,10 +11,10 @@ extension Admin {
             commandName: "backup",
             abstract: "Copy the service's SQLite store to FILE while it serves, checked before it says done.",
             discussion: """
-                The copy is taken in one read transaction (SQLite's VACUUM INTO): consistent
-                however many publishes arrive meanwhile, and compact. SQLite's integrity_check
-                runs on it before it gets its name; a file that exists is never overwritten.
-                Example: notty admin backup /var/backups/notty-$(date +%F).sqlite
+                The copy is taken in one read transaction (SQLite's VACUUM INTO): consistent \
+                however many publishes arrive meanwhile, and compact. SQLite's integrity_check \
+                runs on it before it gets its name; a file that exists is never overwritten. \
+                Example: notty admin backup /var/backups/notty-$(date +%F).sqlite \
                 PostgreSQL: use pg_dump (docs/GUIDE.md, Backups and upgrades).
                 """)
         @OptionGroup var storage: StorageOptions
@@ -44,10 +44,10 @@ extension Admin {
             commandName: "restore",
             abstract: "Put a backup in place of the service's SQLite store (the service stopped).",
             discussion: """
-                Refuses while a notty serve uses the store. Checks FILE first (integrity_check,
-                a store of this notty-server or an older one), keeps the store it replaces beside
-                it (PATH.before-restore-TIME) and leaves a store the next notty serve opens.
-                Every device resyncs once by itself (its cursor is answered 410) and then sends
+                Refuses while a notty serve uses the store. Checks FILE first (integrity_check, \
+                a store of this notty-server or an older one), keeps the store it replaces beside \
+                it (PATH.before-restore-TIME) and leaves a store the next notty serve opens. \
+                Every device resyncs once by itself (its cursor is answered 410) and then sends \
                 the changes it had not sent: nothing a device holds is lost.
                 """)
         @OptionGroup var storage: StorageOptions

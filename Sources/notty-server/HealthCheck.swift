@@ -11,9 +11,9 @@ struct HealthCheck: AsyncParsableCommand {
         commandName: "healthcheck",
         abstract: "Exit 0 when this machine's notty serve answers GET /healthz with 200, else 1 (for a container's HEALTHCHECK).",
         discussion: """
-            The port and TLS are notty serve's: from --config FILE (or NOTTY_CONFIG), the
-            NOTTY_* variables (NOTTY_PORT, NOTTY_TLS_CERT, …) and any serve flags given after
-            --, e.g. notty-server healthcheck -- --port 9000. A service listening on 0.0.0.0
+            The port and TLS are notty serve's: from --config FILE (or NOTTY_CONFIG), the \
+            NOTTY_* variables (NOTTY_PORT, NOTTY_TLS_CERT, …) and any serve flags given after \
+            --, e.g. notty-server healthcheck -- --port 9000. A service listening on 0.0.0.0 \
             or :: is asked on 127.0.0.1. TLS certificates are not verified (it asks itself).
             """)
 

@@ -10,12 +10,12 @@ extension Admin {
             commandName: "rotate-key",
             abstract: "Seal every stored secret with a new key, while the service serves.",
             discussion: """
-                Makes NEWFILE with a new key (or takes the key in it, when it exists), hands the
-                key over to every running instance through the store, and seals every secret
-                with it, again until nothing is left under the old key. NEWFILE holds the old
-                key too (a second line: it only opens). When the key in use is the default
-                secret.key beside the SQLite store, that file is replaced by NEWFILE's keys; else
-                give every instance --secret-key-file NEWFILE before it next starts.
+                Makes NEWFILE with a new key (or takes the key in it, when it exists), hands the \
+                key over to every running instance through the store, and seals every secret \
+                with it, again until nothing is left under the old key. NEWFILE holds the old \
+                key too (a second line: it only opens). When the key in use is the default \
+                secret.key beside the SQLite store, that file is replaced by NEWFILE's keys; else \
+                give every instance --secret-key-file NEWFILE before it next starts. \
                 Example: notty admin rotate-key /etc/notty/secret-2026.key
                 """)
         @OptionGroup var storage: StorageOptions

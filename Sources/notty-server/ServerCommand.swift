@@ -19,7 +19,7 @@ struct NottyServerCommand: AsyncParsableCommand {
         commandName: "notty",
         abstract: "The notty service and its administration (notty serve, notty admin).",
         discussion: """
-            This program is what `notty serve` and `notty admin` run: install it beside
+            This program is what `notty serve` and `notty admin` run: install it beside \
             notty. See notty --help for everything else.
             """,
         version: nottyVersion,

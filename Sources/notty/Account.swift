@@ -11,7 +11,7 @@ struct Login: AsyncParsableCommand {
         commandName: "login",
         abstract: "Sign this device in to a notty service.",
         discussion: """
-            Stores the tokens in credentials.json (mode 0600), registers this device with the
+            Stores the tokens in credentials.json (mode 0600), registers this device with the \
             service and pulls your notification history into the local store.
 
               notty login http://127.0.0.1:8787 --user alice
@@ -91,29 +91,29 @@ struct Subscribe: AsyncParsableCommand {
         commandName: "subscribe",
         abstract: "Print a userNotificationSubscriptionId for an app server, a webhook URL, or an ntfy topic for a phone.",
         discussion: """
-            Give the printed id to the app server: it publishes to you with it in the
-            X-UNS-ID header. The app must be registered on the service (notty admin app
+            Give the printed id to the app server: it publishes to you with it in the \
+            X-UNS-ID header. The app must be registered on the service (notty admin app \
             add HOSTNAME).
 
-            --webhook prints a URL instead, for tools that cannot sign in (Alertmanager,
-            Grafana, GitHub, GitLab, curl): whatever is POSTed to it becomes notifications
-            from the app (see docs/GUIDE.md, "Webhooks"). It is shown this once; notty devices
-            lists it and notty devices revoke ID kills it. With --secret, GitHub must sign
-            with it, GitLab send it as its secret token, and others as Authorization:
+            --webhook prints a URL instead, for tools that cannot sign in (Alertmanager, \
+            Grafana, GitHub, GitLab, curl): whatever is POSTed to it becomes notifications \
+            from the app (see docs/GUIDE.md, "Webhooks"). It is shown this once; notty devices \
+            lists it and notty devices revoke ID kills it. With --secret, GitHub must sign \
+            with it, GitLab send it as its secret token, and others as Authorization: \
             Bearer SECRET.
 
-            With --alertmanager URL (Alertmanager's own address), each firing alert carries a
-            "Silence 1h" action: pressed on any device (notty act, the center, a popup, the
-            phone), the service creates a silence for the alert's labels through
+            With --alertmanager URL (Alertmanager's own address), each firing alert carries a \
+            "Silence 1h" action: pressed on any device (notty act, the center, a popup, the \
+            phone), the service creates a silence for the alert's labels through \
             Alertmanager's API and, when it is made, dismisses the notification everywhere.
 
-            The same URL is an ntfy topic and a Gotify app token for tools that speak
+            The same URL is an ntfy topic and a Gotify app token for tools that speak \
             those (Apprise's ntfy:// and gotify://, Home Assistant, Uptime Kuma, ...).
 
-            --ntfy prints an ntfy topic URL that follows your whole inbox, for the ntfy
-            phone app (add the server part as a server, subscribe to the topic): what
-            arrives in Unread pops up on the phone, and goes away there when it is
-            read, dismissed or deleted on any device. It is listed by notty devices as
+            --ntfy prints an ntfy topic URL that follows your whole inbox, for the ntfy \
+            phone app (add the server part as a server, subscribe to the topic): what \
+            arrives in Unread pops up on the phone, and goes away there when it is \
+            read, dismissed or deleted on any device. It is listed by notty devices as \
             platform ntfy; revoking it ends its streams at once.
 
               notty subscribe --app ci.example.com
@@ -123,8 +123,8 @@ struct Subscribe: AsyncParsableCommand {
               notty subscribe --ntfy --name phone
               notty subscribe --app alerts.example.com --webhook --team ops
 
-            --team NAME (the team's owners): the app publishes to the team instead: each
-            notification is the whole team's, handled once by whichever member takes it
+            --team NAME (the team's owners): the app publishes to the team instead: each \
+            notification is the whole team's, handled once by whichever member takes it \
             (see notty team).
             """)
 
@@ -210,9 +210,9 @@ struct PasswordCommand: AsyncParsableCommand {
         commandName: "password",
         abstract: "Change your password on the service.",
         discussion: """
-            Asks your current password and the new one (at least 8 characters). A wrong current
-            password counts toward the lockout, as a failed sign-in does. With
-            --sign-out-others every other device, browser and calendar feed of yours is signed
+            Asks your current password and the new one (at least 8 characters). A wrong current \
+            password counts toward the lockout, as a failed sign-in does. With \
+            --sign-out-others every other device, browser and calendar feed of yours is signed \
             out (what to do after a leak); this device stays signed in.
 
               notty password

@@ -8,10 +8,10 @@ struct TUI: AsyncParsableCommand {
         commandName: "tui",
         abstract: "The terminal notification center (what plain `notty` runs).",
         discussion: """
-            Views: 1 Unread, 2 Read, 3 Activated, 4 Dismissed, 5 Snoozed, 6 All (Tab cycles).
-            Keys: j/k move, Enter opens (and marks read), a activate, o open the link, d dismiss,
-            r read/unread, s snooze, x delete, Space select, M mark all read, u undo, / search,
-            n/p next or previous unread, R sync now, ? help, q quit. Changes from your other
+            Views: 1 Unread, 2 Read, 3 Activated, 4 Dismissed, 5 Snoozed, 6 All (Tab cycles). \
+            Keys: j/k move, Enter opens (and marks read), a activate, o open the link, d dismiss, \
+            r read/unread, s snooze, x delete, Space select, M mark all read, u undo, / search, \
+            n/p next or previous unread, R sync now, ? help, q quit. Changes from your other \
             devices appear by themselves. NO_COLOR=1 turns colour off.
 
             config.toml sets the view it opens on and colour (see notty --help).

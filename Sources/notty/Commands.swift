@@ -109,10 +109,10 @@ struct List: AsyncParsableCommand {
         help: ArgumentHelp(
             "Only those the search finds (in a saved view: and its search).",
             discussion: """
-                Words find the start of a word in the title, body, app or group, any case and accents
-                (koln finds Köln); every term is required. "quoted words" one after another; -term
-                leaves out. Fields: app:HOST group:NAME team:NAME priority:high|normal|low
-                is:unread|read|activated|dismissed|snoozed by:USER after:YYYY-MM-DD before:YYYY-MM-DD
+                Words find the start of a word in the title, body, app or group, any case and accents \
+                (koln finds Köln); every term is required. "quoted words" one after another; -term \
+                leaves out. Fields: app:HOST group:NAME team:NAME priority:high|normal|low \
+                is:unread|read|activated|dismissed|snoozed by:USER after:YYYY-MM-DD before:YYYY-MM-DD \
                 has:link|actions. Example: --search 'disk -replica app:db.example.com is:unread'
                 """, valueName: "query"))
     var search: String = ""
@@ -191,9 +191,9 @@ struct Act: AsyncParsableCommand {
         commandName: "act",
         abstract: "Run one of a notification's actions (notty show ID lists them).",
         discussion: """
-            An http action is run by the service, once: pressed again here or on another
-            device while it runs or after it succeeded, the outcome is shown and nothing runs
-            again; after a failure it runs again. Its request stays on the service. A view
+            An http action is run by the service, once: pressed again here or on another \
+            device while it runs or after it succeeded, the outcome is shown and nothing runs \
+            again; after a failure it runs again. Its request stays on the service. A view \
             action opens its link here and activates the notification.
 
               notty act 0192f3a1 1              (the first action)

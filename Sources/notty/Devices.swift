@@ -10,11 +10,11 @@ struct Devices: AsyncParsableCommand {
         commandName: "devices",
         abstract: "List your devices, app subscriptions and webhooks, or revoke one.",
         discussion: """
-            Devices are the places you signed in (name, how it listens, when it was last
-            seen; this one is marked). App subscriptions are the ids you gave app servers
-            (notty subscribe), webhooks the URLs you gave tools (notty subscribe
-            --webhook). Revoking a device signs it out at once: its tokens stop working on
-            the next request. Revoking an app subscription stops that id; revoking a
+            Devices are the places you signed in (name, how it listens, when it was last \
+            seen; this one is marked). App subscriptions are the ids you gave app servers \
+            (notty subscribe), webhooks the URLs you gave tools (notty subscribe \
+            --webhook). Revoking a device signs it out at once: its tokens stop working on \
+            the next request. Revoking an app subscription stops that id; revoking a \
             webhook makes its URL answer 404.
 
               notty devices

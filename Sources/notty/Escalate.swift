@@ -10,11 +10,11 @@ struct Escalate: AsyncParsableCommand {
         commandName: "escalate",
         abstract: "Rules that tell someone when a notification is handled nowhere in time.",
         discussion: """
-            A rule says who is told when a notification is still unhandled (in Unread: not
-            read, activated, dismissed, snoozed or deleted on any device) a while after it
-            arrived, and the moment it is handled anywhere it is taken back (ntfy: cleared
-            from the phone; webhook and command: told "handled", with the device). Rules
-            are kept on the service and apply to every device; a muted app or group is
+            A rule says who is told when a notification is still unhandled (in Unread: not \
+            read, activated, dismissed, snoozed or deleted on any device) a while after it \
+            arrived, and the moment it is handled anywhere it is taken back (ntfy: cleared \
+            from the phone; webhook and command: told "handled", with the device). Rules \
+            are kept on the service and apply to every device; a muted app or group is \
             never escalated, and quiet hours do not hold escalation back.
 
               notty escalate add --after 10m --to ntfy:https://ntfy.sh/my-alerts
@@ -24,11 +24,11 @@ struct Escalate: AsyncParsableCommand {
               notty escalate --list            (each target's last delivery and last error)
               notty escalate remove night
 
-            Targets: ntfy:URL (an ntfy topic; credentials as ntfy takes them, user:pass@ in
-            the URL or ?auth=), webhook:URL (a JSON POST), command:NAME (a command the
-            service's administrator named in [escalation.commands] of server.toml).
-            A token goes as ntfy:https://tk_mytoken@ntfy.example/alerts. --priority high
-            (the default) or all; --after and --repeat from 5s. A target that fails is
+            Targets: ntfy:URL (an ntfy topic; credentials as ntfy takes them, user:pass@ in \
+            the URL or ?auth=), webhook:URL (a JSON POST), command:NAME (a command the \
+            service's administrator named in [escalation.commands] of server.toml). \
+            A token goes as ntfy:https://tk_mytoken@ntfy.example/alerts. --priority high \
+            (the default) or all; --after and --repeat from 5s. A target that fails is \
             retried with backoff for a day.
             """,
         subcommands: [EscalateAdd.self, EscalateRemove.self, EscalateTest.self])
@@ -109,7 +109,7 @@ struct EscalateTest: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "test", abstract: "Send a test message to each target of a rule now, and print how each went.",
         discussion: """
-            Exits 1 when any target failed; each target's outcome is also its last delivery
+            Exits 1 when any target failed; each target's outcome is also its last delivery \
             or last error in notty escalate --list.
 
               notty escalate test night
@@ -136,9 +136,9 @@ struct EscalateAdd: AsyncParsableCommand {
               notty escalate add --after 10m --to ntfy:https://ntfy.sh/my-alerts
               notty escalate add --after 5m --priority all --group deploys --to webhook:URL
 
-            A team's policy (owners), several steps at once: each --after begins a step, and
-            the --to and --repeat after it are that step's. oncall pages whoever is on call
-            when the step fires, user:NAME a member, team every member (their contacts:
+            A team's policy (owners), several steps at once: each --after begins a step, and \
+            the --to and --repeat after it are that step's. oncall pages whoever is on call \
+            when the step fires, user:NAME a member, team every member (their contacts: \
             notty contact add); a team's steps may be --after 0s.
 
               notty escalate add --team ops --after 0s --to oncall --after 10m --to team --repeat 30m

@@ -10,10 +10,10 @@ struct HeartbeatCommand: AsyncParsableCommand {
         commandName: "heartbeat",
         abstract: "Be told when a job stops pinging (a dead man's switch).",
         discussion: """
-            A heartbeat has a secret ping URL. Call it (GET, HEAD or POST) whenever the job
-            succeeds; when no ping comes within --every plus --grace, a notification
-            "NAME: no ping for …" reaches every device (a team's: every member, with its
-            escalation and on call), and the next ping dismisses it everywhere. Call URL/fail
+            A heartbeat has a secret ping URL. Call it (GET, HEAD or POST) whenever the job \
+            succeeds; when no ping comes within --every plus --grace, a notification \
+            "NAME: no ping for …" reaches every device (a team's: every member, with its \
+            escalation and on call), and the next ping dismisses it everywhere. Call URL/fail \
             to report a failure at once.
 
               notty heartbeat add backup --every 1d --grace 1h

@@ -12,8 +12,8 @@ struct Notty: AsyncParsableCommand {
         commandName: "notty",
         abstract: "Notifications from your own services, handled once and gone everywhere.",
         discussion: """
-            notty serve runs the service: app servers publish to it with the Microsoft
-            Graph notifications contract (POST /beta/me/notifications with X-UNS-ID) and
+            notty serve runs the service: app servers publish to it with the Microsoft \
+            Graph notifications contract (POST /beta/me/notifications with X-UNS-ID) and \
             every device of the user is told of every change.
 
             Get started on one machine:
@@ -21,8 +21,8 @@ struct Notty: AsyncParsableCommand {
               notty admin app add ci.example.com    (prints client_id and client_secret)
               notty serve                           (listens on 127.0.0.1:8787)
 
-            Files: $XDG_CONFIG_HOME/notty/config.toml (settings) and credentials.json,
-            $XDG_DATA_HOME/notty/ (the local store); NOTTY_HOME=DIR puts them all in DIR.
+            Files: $XDG_CONFIG_HOME/notty/config.toml (settings) and credentials.json, \
+            $XDG_DATA_HOME/notty/ (the local store); NOTTY_HOME=DIR puts them all in DIR. \
             config.toml, every key optional (a flag wins over its setting):
 
             \(ClientSettings.template.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(2).map { $0.isEmpty ? "" : "  " + $0 }.joined(separator: "\n"))

@@ -11,8 +11,8 @@ struct OnCallCommand: AsyncParsableCommand {
         commandName: "oncall",
         abstract: "Who is on call for a team, its rotation and overrides, and your shifts as a calendar.",
         discussion: """
-            A team's escalation policy can page whoever is on call (notty escalate add --team
-            ops --after 0s --to oncall): the rotation says who, in turn; an override puts
+            A team's escalation policy can page whoever is on call (notty escalate add --team \
+            ops --after 0s --to oncall): the rotation says who, in turn; an override puts \
             someone else on call for a while (of two that overlap, the one made later wins).
 
               notty oncall                    (where you are on call, and until when)
@@ -23,10 +23,10 @@ struct OnCallCommand: AsyncParsableCommand {
               notty oncall ops --remove-override ovr-…
               notty oncall ops --ical         (a secret URL of your shifts for a calendar app)
 
-            Shifts are hours, days or weeks (12h, 1d, 1w; at most 4w); a day or week shift hands
-            off at the same local time in --zone across daylight-saving changes. Times of an
-            override are in the rotation's zone (or ISO 8601 with an offset). A member
-            overrides for themselves, an owner for anyone. The calendar URL works until
+            Shifts are hours, days or weeks (12h, 1d, 1w; at most 4w); a day or week shift hands \
+            off at the same local time in --zone across daylight-saving changes. Times of an \
+            override are in the rotation's zone (or ISO 8601 with an offset). A member \
+            overrides for themselves, an owner for anyone. The calendar URL works until \
             notty devices revoke ends it, like a device.
             """)
 
@@ -153,9 +153,9 @@ struct ContactCommand: AsyncParsableCommand {
         commandName: "contact",
         abstract: "How you are reached when a team pages you (ntfy, webhook, command).",
         discussion: """
-            A team's escalation policy pages a member through their contacts: on call
-            (--to oncall), by name (user:NAME) or the whole team (team). Contacts are the
-            targets of notty escalate: ntfy:URL (an ntfy topic, such as your phone's),
+            A team's escalation policy pages a member through their contacts: on call \
+            (--to oncall), by name (user:NAME) or the whole team (team). Contacts are the \
+            targets of notty escalate: ntfy:URL (an ntfy topic, such as your phone's), \
             webhook:URL, command:NAME (one the service's administrator named).
 
               notty contact add ntfy:https://ntfy.sh/alice-pager

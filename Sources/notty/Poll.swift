@@ -13,22 +13,22 @@ struct Poll: AsyncParsableCommand {
         commandName: "poll",
         abstract: "Keep the local store in sync in the background and report new notifications.",
         discussion: """
-            Prints each notification that arrives in Unread while it runs as one JSON line
-            on stdout (the service's field names); one already read, dismissed or snoozed
-            on another device when it arrives is not reported. --exec runs a command for
-            each (NOTTY_ID, NOTTY_TITLE, NOTTY_BODY, NOTTY_PRIORITY, NOTTY_APP,
-            NOTTY_GROUP, NOTTY_URL set) beside syncing; while quiet (notty quiet) or
-            muted it runs for none, and when quiet ends it runs once for what is still
-            Unread (NOTTY_SUMMARY=1, NOTTY_COUNT, NOTTY_TITLE "12 notifications while
-            quiet", NOTTY_IDS), as --desktop shows one popup: at most 4 at once, the rest queued
-            in order, each stopped after --exec-timeout. --on-change runs a command (same
-            variables, and NOTTY_STATE: read, unread, activated, dismissed, snoozed or
-            deleted) when a notification known here changes state on any device, once per
-            notification and round. --desktop shows desktop popups that close by
-            themselves when the notification is handled on any device; closing one
-            dismisses it everywhere, clicking it activates it. Polls at the service's
-            X-Poll-Interval (or --interval when longer), backing off while the service is
-            away; --live listens on the doorbell instead and falls back to polling.
+            Prints each notification that arrives in Unread while it runs as one JSON line \
+            on stdout (the service's field names); one already read, dismissed or snoozed \
+            on another device when it arrives is not reported. --exec runs a command for \
+            each (NOTTY_ID, NOTTY_TITLE, NOTTY_BODY, NOTTY_PRIORITY, NOTTY_APP, \
+            NOTTY_GROUP, NOTTY_URL set) beside syncing; while quiet (notty quiet) or \
+            muted it runs for none, and when quiet ends it runs once for what is still \
+            Unread (NOTTY_SUMMARY=1, NOTTY_COUNT, NOTTY_TITLE "12 notifications while \
+            quiet", NOTTY_IDS), as --desktop shows one popup: at most 4 at once, the rest queued \
+            in order, each stopped after --exec-timeout. --on-change runs a command (same \
+            variables, and NOTTY_STATE: read, unread, activated, dismissed, snoozed or \
+            deleted) when a notification known here changes state on any device, once per \
+            notification and round. --desktop shows desktop popups that close by \
+            themselves when the notification is handled on any device; closing one \
+            dismisses it everywhere, clicking it activates it. Polls at the service's \
+            X-Poll-Interval (or --interval when longer), backing off while the service is \
+            away; --live listens on the doorbell instead and falls back to polling. \
             Defaults come from config.toml (see notty --help). SIGINT or SIGTERM stops it.
 
               notty poll --live --desktop

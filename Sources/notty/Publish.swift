@@ -10,21 +10,21 @@ struct Publish: AsyncParsableCommand {
         commandName: "publish",
         abstract: "Publish a notification as an app server would (Graph contract).",
         discussion: """
-            Gets an app token (client_credentials) and POSTs /beta/me/notifications with the
-            user's X-UNS-ID. NOTTY_SERVER, NOTTY_CLIENT_ID and NOTTY_CLIENT_SECRET stand in
+            Gets an app token (client_credentials) and POSTs /beta/me/notifications with the \
+            user's X-UNS-ID. NOTTY_SERVER, NOTTY_CLIENT_ID and NOTTY_CLIENT_SECRET stand in \
             for the flags. Prints the new notification's id.
 
-            A busy service (503, or 429 with Retry-After) is asked again twice, after
-            Retry-After (at most 10 s) or 1 s, then 2 s: the publish keeps its
+            A busy service (503, or 429 with Retry-After) is asked again twice, after \
+            Retry-After (at most 10 s) or 1 s, then 2 s: the publish keeps its \
             --app-notification-id, so one that did land is updated in place, never doubled.
 
               notty publish --server http://127.0.0.1:8787 --client-id ID --client-secret S \\
                 --uns-id UNS --title "Build failed" --body "main: 3 tests failed" --priority high \\
                 --action "http, Re-run, https://ci.example.com/api/runs/42/rerun, clear=true"
 
-            --action takes ntfy's short form: view, LABEL, URL or http, LABEL, URL with
-            method=, headers.NAME=, body= and clear=true (at most 3). An http action is run by
-            the service when a device presses it (notty act); its URL, headers and body stay
+            --action takes ntfy's short form: view, LABEL, URL or http, LABEL, URL with \
+            method=, headers.NAME=, body= and clear=true (at most 3). An http action is run by \
+            the service when a device presses it (notty act); its URL, headers and body stay \
             on the service.
             """)
 

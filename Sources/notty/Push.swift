@@ -11,13 +11,13 @@ struct Push: AsyncParsableCommand {
         commandName: "push",
         abstract: "Process a push payload that reached this device some other way.",
         discussion: """
-            Reads one JSON payload from FILE (or standard input): notty's own
-            {"notty":{"v":1,"server":…,"user":…,"type":"changed","cursor":…}}, a doorbell frame,
-            or one wrapped by APNs ("aps" + "notty"), FCM ({"data":{"notty":"…"}}) or ntfy
-            ({"event":"message","message":"…"}). Then syncs, or applies a full payload that
+            Reads one JSON payload from FILE (or standard input): notty's own \
+            {"notty":{"v":1,"server":…,"user":…,"type":"changed","cursor":…}}, a doorbell frame, \
+            or one wrapped by APNs ("aps" + "notty"), FCM ({"data":{"notty":"…"}}) or ntfy \
+            ({"event":"message","message":"…"}). Then syncs, or applies a full payload that \
             follows on from this device's cursor.
 
-            Exit status: 0 processed; 3 not a notty payload (nothing done); 4 meant for another
+            Exit status: 0 processed; 3 not a notty payload (nothing done); 4 meant for another \
             server or user (nothing done); 1 failed (the next sync catches up).
             """)
 

@@ -12,13 +12,13 @@ struct Quiet: AsyncParsableCommand {
         commandName: "quiet",
         abstract: "Quiet on every device: no popup and no --exec until it ends (High still comes through unless --strict).",
         discussion: """
-            notty quiet --for 1h           quiet for an hour
-            notty quiet --until 07:00      quiet until the next 07:00 here
-            notty quiet off                end quiet now (in a scheduled window: until the next one)
+            notty quiet --for 1h           quiet for an hour \
+            notty quiet --until 07:00      quiet until the next 07:00 here \
+            notty quiet off                end quiet now (in a scheduled window: until the next one) \
             notty quiet --schedule 22:00-07:00 [--days mon-fri] [--zone Europe/Berlin]
                                            quiet every night (the days a window starts on;
                                            the zone's clock, across daylight-saving changes)
-            notty quiet --schedule off     no schedule
+            notty quiet --schedule off     no schedule \
             Notifications still arrive, are kept and counted; notty status shows the quiet state.
             """)
 
@@ -155,15 +155,15 @@ struct Mute: AsyncParsableCommand {
         commandName: "mute",
         abstract: "Mute an app or a group on every device: its notifications are kept and counted but never interrupt.",
         discussion: """
-            notty mute --app ci.example.com            until notty unmute
-            notty mute --group HighCPU --for 2h        ends by itself
+            notty mute --app ci.example.com            until notty unmute \
+            notty mute --group HighCPU --for 2h        ends by itself \
             notty mute --app db.example.com --from "2026-12-24 18:00" --until "2026-12-27 09:00"
                                                        a maintenance window (times here, or ISO 8601)
             notty mute --app db.example.com --team ops --from "2026-12-24 18:00" --until "2026-12-27 09:00"
                                                        the team's window: its notifications, for every member
             notty mute --list                          what is muted now, and windows to come
 
-            One mute an app or group: a new one (or a window) replaces the one there was.
+            One mute an app or group: a new one (or a window) replaces the one there was. \
             A team's mutes are its owners' to set; every member's devices hold them.
             """)
 

@@ -11,11 +11,11 @@ struct Resync: AsyncParsableCommand {
         commandName: "resync",
         abstract: "Rebuild this device's store from the service, keeping the changes not sent yet.",
         discussion: """
-            For a store notty cannot use (damaged: a truncated file, garbage pages; or written
-            by a newer notty), or whenever this device's copy is in doubt. The changes made
-            here that had not reached the service are read out of the old store first, as far
-            as they can be read, and sent with their own ids (never applied twice). The old
-            files are kept beside it (store.sqlite.before-resync-TIME). Stop notty poll and the
+            For a store notty cannot use (damaged: a truncated file, garbage pages; or written \
+            by a newer notty), or whenever this device's copy is in doubt. The changes made \
+            here that had not reached the service are read out of the old store first, as far \
+            as they can be read, and sent with their own ids (never applied twice). The old \
+            files are kept beside it (store.sqlite.before-resync-TIME). Stop notty poll and the \
             center on this device first. Needs the service: the history is pulled anew.
             """)
 

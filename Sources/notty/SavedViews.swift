@@ -17,9 +17,9 @@ struct ViewCommand: AsyncParsableCommand {
               notty view remove builds
               notty count --view builds         (and notty list / notty watch --view builds)
 
-            A view is synced like a preference: made on one device, every device has it; the
-            later change wins. The center shows the first three as keys 7, 8 and 9 (Tab goes
-            on through the rest). At most \(SavedView.maxViews); names are letters, digits, - and _.
+            A view is synced like a preference: made on one device, every device has it; the \
+            later change wins. The center shows the first three as keys 7, 8 and 9 (Tab goes \
+            on through the rest). At most \(SavedView.maxViews); names are letters, digits, - and _. \
             The search is the query language of notty list --search (see notty list --help).
             """,
         subcommands: [Add.self, Remove.self])

@@ -102,12 +102,12 @@ struct Count: AsyncParsableCommand {
         commandName: "count",
         abstract: "Print how many notifications a view holds, for a prompt or a status line.",
         discussion: """
-            Reads this device's store only (no network): as fresh as its last sync, which
+            Reads this device's store only (no network): as fresh as its last sync, which \
             notty poll keeps live. Examples:
               tmux:      set -g status-right '#(notty count --format tmux) %H:%M'
               starship:  [custom.notty] command = "notty count --format starship"
                          when = true, symbol = "✉ "
-            notty watch prints a new line whenever the count changes, for status bars that
+            notty watch prints a new line whenever the count changes, for status bars that \
             keep a command running (waybar, i3blocks, polybar).
             """)
 
@@ -125,9 +125,9 @@ struct Watch: AsyncParsableCommand {
         commandName: "watch",
         abstract: "Print the count of a view, and again each time it changes, for a status bar.",
         discussion: """
-            One line at start, then one whenever the line would change: a sync, the center or
-            another process changed the store, a snooze ended or a notification expired (the
-            store's change signal: nothing is read while nothing changes). It ends on SIGTERM
+            One line at start, then one whenever the line would change: a sync, the center or \
+            another process changed the store, a snooze ended or a notification expired (the \
+            store's change signal: nothing is read while nothing changes). It ends on SIGTERM \
             or SIGINT, and when its output is closed. Examples:
               waybar:    "custom/notty": {"exec": "notty watch --format waybar", "return-type": "json"}
               i3blocks:  [notty] command=notty watch --format i3blocks, interval=persist

@@ -10,9 +10,9 @@ struct TeamCommand: AsyncParsableCommand {
         commandName: "team",
         abstract: "Your teams, and their members (owners add and remove them).",
         discussion: """
-            A team's notifications are handled once for all of its members: whoever reads,
-            dismisses or acts on one does it for everyone. The service's administrator makes
-            a team with its first owner (notty admin team add ops --owner alice); its owners
+            A team's notifications are handled once for all of its members: whoever reads, \
+            dismisses or acts on one does it for everyone. The service's administrator makes \
+            a team with its first owner (notty admin team add ops --owner alice); its owners \
             add and remove members; anyone may leave.
 
               notty team --list               (your teams and their members)
@@ -23,8 +23,8 @@ struct TeamCommand: AsyncParsableCommand {
               notty team ops --apps           (owners: the team's app subscriptions and hooks)
               notty team ops --revoke ID      (owners: one of them ends, whoever made it)
 
-            A team keeps at least one owner: make another member an owner before the last
-            one leaves. A team has at most \(Team.maxMembers) members; a user is in at most
+            A team keeps at least one owner: make another member an owner before the last \
+            one leaves. A team has at most \(Team.maxMembers) members; a user is in at most \
             \(Team.maxTeamsPerUser) teams.
             """)
 
