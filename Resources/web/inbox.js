@@ -338,23 +338,19 @@ export class Inbox {
     else if (key === "u") return this.undoLast();
     const n = this.current();
     if (key === "Enter" && n) return this.open(n.id);
-    if (n) {
-      try {
-        if (key === "d") await this.change(n, { userActionState: "Dismissed" });
-        if (key === "r") await this.change(n, { readState: n.readState === "Read" ? "Unread" : "Read" });
-        if (key === "a") {
-          await this.change(n, { userActionState: "Activated", readState: "Read" });
-          const link = n.launchUrl && safeLink(n.launchUrl);
-          if (link) window.open(link, "_blank", "noopener,noreferrer");
-        }
-        if (key === "s") await this.change(n, { userActionState: "Snoozed", snoozedUntil: new Date(Date.now() + 3600_000).toISOString() });
-        if (key === "x") await this.remove(n);
-      } catch (error) {
-        this.message = error.message;
+    if (!["d", "r", "a", "s", "x"].includes(key)) return this.render();
+    return this.act(async () => {
+      if (!n) return;
+      if (key === "d") await this.change(n, { userActionState: "Dismissed" });
+      if (key === "r") await this.change(n, { readState: n.readState === "Read" ? "Unread" : "Read" });
+      if (key === "a") {
+        await this.change(n, { userActionState: "Activated", readState: "Read" });
+        const link = n.launchUrl && safeLink(n.launchUrl);
+        if (link) window.open(link, "_blank", "noopener,noreferrer");
       }
-    }
-    this.render();
-    if (["d", "r", "a", "s", "x"].includes(key)) this.refresh();
+      if (key === "s") await this.change(n, { userActionState: "Snoozed", snoozedUntil: new Date(Date.now() + 3600_000).toISOString() });
+      if (key === "x") await this.remove(n);
+    });
   }
 
   // A change of state, undoable with u: kept in the outbox until the service has it, shown as

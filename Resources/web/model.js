@@ -30,7 +30,7 @@ function snoozed(n, now) {
 
 export function stateWords(n, now) {
   const read = n.readState === "Read" ? "Read" : "Unread";
-  if (n.snoozedUntil && Date.parse(n.snoozedUntil) > now) return `${read} · snoozed`;
+  if (snoozed(n, now)) return `${read} · snoozed`;
   if (n.userActionState === "Dismissed") return `${read} · dismissed`;
   if (n.userActionState === "Activated") return `${read} · opened`;
   return read;

@@ -42,10 +42,14 @@ self.addEventListener("fetch", (event) => {
   event.respondWith(networkFirst(request, kept));
 });
 
+async function fromCache(kept) {
+  return (await caches.open(kept.cache)).match(kept.key);
+}
+
 async function networkFirst(request, kept) {
   // The browser knows it has no network: what was kept, without waiting for a fetch to fail.
   if (self.navigator.onLine === false) {
-    const cached = await (await caches.open(kept.cache)).match(kept.key);
+    const cached = await fromCache(kept);
     if (cached) return cached;
   }
   try {
@@ -58,7 +62,7 @@ async function networkFirst(request, kept) {
     }
     return answer;
   } catch (failure) {
-    const cached = await (await caches.open(kept.cache)).match(kept.key);
+    const cached = await fromCache(kept);
     if (cached) return cached;
     throw failure;
   }

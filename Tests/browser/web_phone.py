@@ -16,21 +16,13 @@ import pathlib
 import sys
 import time
 
-from axe_playwright_python.sync_playwright import Axe
-from browser_support import expect, fail
+from browser_support import accessible, expect, fail
 from playwright.sync_api import sync_playwright
 
 link, workdir = sys.argv[1], pathlib.Path(sys.argv[2])
 base = link.split("#")[0].rstrip("/")
 figures = {}
-axe = Axe()
 PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True, "device_scale_factor": 2}
-
-
-def accessible(page, where):
-    """No serious or critical axe-core violation on the page as it is."""
-    found = [v for v in axe.run(page).response["violations"] if v["impact"] in ("serious", "critical")]
-    expect(not found, f"axe on {where}: " + "; ".join(f"{v['impact']} {v['id']}: {[n['target'] for n in v['nodes']][:3]}" for v in found))
 
 
 def watch(page, errors):
