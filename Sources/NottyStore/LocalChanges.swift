@@ -227,7 +227,7 @@ extension LocalStore {
                     continue
                 }
                 if let notification = result.notification {
-                    try storeServiceState(db, notification, onlyIfNotOlder: true)
+                    try storeServiceState(db, notification, onlyIfNotOlder: true, fromFeed: false)
                 }
                 try refreshShown(db, id: result.id)
             }

@@ -172,7 +172,9 @@ extension LocalStore {
 
     /// Starts a full resync (after `410 cursorExpired`): forgets the cursor and marks every
     /// notification stale; pages from the start clear the mark; ``finishResync()`` drops what
-    /// the service no longer has. The outbox is kept.
+    /// the service no longer has. The outbox is kept. The store remembers that a resync is
+    /// under way (``resyncUnfinished()``), so that a pull from the start that a dead network
+    /// cut off is finished by the next one to reach the end.
     @available(
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
@@ -180,8 +182,17 @@ extension LocalStore {
         try write { db in
             try setMeta(db, "cursor", nil)
             try setMeta(db, "announce_all", "1")
+            try setMeta(db, "resync", "1")
             try db.execute(sql: "UPDATE notifications SET stale = 1")
         }
+    }
+
+    /// Whether a resync began and has not finished (its pull was cut off).
+    @available(
+        *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
+    )
+    public func resyncUnfinished() throws -> Bool {
+        try database.read { db in try meta(db, "resync") != nil }
     }
 
     /// Ends a full resync: notifications the service did not send again are gone.
@@ -192,6 +203,7 @@ extension LocalStore {
         try write { db in
             try db.execute(sql: "DELETE FROM outbox WHERE notification_id IN (SELECT id FROM notifications WHERE stale = 1)")
             try db.execute(sql: "DELETE FROM notifications WHERE stale = 1")
+            try setMeta(db, "resync", nil)
             try bumpRevision(db)
         }
     }
@@ -199,8 +211,14 @@ extension LocalStore {
     /// Writes the service's view of a notification. New notifications and re-published ones
     /// (a new `createdDateTime`) are marked to be announced by `notty poll`. When the row may
     /// exist, a change of state alone (the common change) updates only the state columns, so
-    /// that indexes without them are left alone.
-    func storeServiceState(_ db: Database, _ n: UserNotification, onlyIfNotOlder: Bool, announce: Bool = true, mayExist: Bool = true) throws {
+    /// that indexes without them are left alone. Only a page of the feed vouches that the
+    /// service still has a row for this device (`fromFeed`, clearing a resync's stale mark);
+    /// an answer to a flush during a resync leaves the mark, so that a row the user lost
+    /// meanwhile (a team they left) is still dropped at the resync's end.
+    func storeServiceState(
+        _ db: Database, _ n: UserNotification, onlyIfNotOlder: Bool, announce: Bool = true, mayExist: Bool = true, fromFeed: Bool = true
+    ) throws {
+        let stale: Int64 = fromFeed ? 0 : try meta(db, "resync") == nil ? 0 : 1
         let modified = ISOTime.millis(n.lastModifiedDateTime)
         if onlyIfNotOlder,
             let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT modified FROM notifications WHERE id = ?"), arguments: [n.id]),
@@ -233,13 +251,13 @@ extension LocalStore {
             try db.cachedStatement(
                 sql: """
                     UPDATE notifications SET modified = ?, s_read = ?, s_action = ?, s_snoozed = ?,
-                        read_state = ?, action_state = ?, snoozed_until = ?, bucket = ?, stale = 0
+                        read_state = ?, action_state = ?, snoozed_until = ?, bucket = ?, stale = min(stale, ?)
                     WHERE id = ? AND hidden = 0 AND created = ? AND expires = ? AND app_notification_id = ? AND app = ?
                         AND group_name IS ? AND priority = ? AND title IS ? AND body IS ? AND raw_content IS ? AND ttl IS ? AND policies IS ?
                         AND launch_url IS ?
                     """
             ).execute(arguments: [
-                modified, read, action, until, read, action, until, bucket,
+                modified, read, action, until, read, action, until, bucket, stale,
                 n.id, created, expires, n.appNotificationId, n.targetHostName,
                 n.groupName, n.priority.rawValue, n.payload.visualContent?.title, n.payload.visualContent?.body,
                 n.payload.rawContent, n.displayTimeToLive, policies, n.launchUrl,
@@ -250,7 +268,7 @@ extension LocalStore {
             sql: """
                 INSERT INTO notifications (id, app_notification_id, app, group_name, priority, title, body, raw_content, ttl, policies,
                     created, expires, modified, s_read, s_action, s_snoozed, read_state, action_state, snoozed_until, bucket, announced, stale, launch_url)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (id) DO UPDATE SET
                     app_notification_id = excluded.app_notification_id, app = excluded.app, group_name = excluded.group_name,
                     priority = excluded.priority, title = excluded.title, body = excluded.body, raw_content = excluded.raw_content,
@@ -259,7 +277,7 @@ extension LocalStore {
                     created = excluded.created, expires = excluded.expires, modified = excluded.modified,
                     s_read = excluded.s_read, s_action = excluded.s_action, s_snoozed = excluded.s_snoozed,
                     read_state = excluded.read_state, action_state = excluded.action_state, snoozed_until = excluded.snoozed_until,
-                    bucket = excluded.bucket, hidden = 0, stale = 0
+                    bucket = excluded.bucket, hidden = 0, stale = min(notifications.stale, excluded.stale)
                 """)
         // Bound and stepped with SQLite's own functions: GRDB's arguments (an existential per
         // value, 22 a row) were 14% of a first sync's writing thread. Nothing observes these
@@ -271,7 +289,7 @@ extension LocalStore {
         row.integer(n.displayTimeToLive.map(Int64.init)); row.text(policies)
         row.integer(created); row.integer(expires); row.integer(modified)
         for _ in 0..<2 { row.text(read); row.text(action); row.integer(until) }
-        row.text(bucket); row.integer(announce ? 0 : 1); row.text(n.launchUrl)
+        row.text(bucket); row.integer(announce ? 0 : 1); row.integer(stale); row.text(n.launchUrl)
         try row.step(db)
     }
 }

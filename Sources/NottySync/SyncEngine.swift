@@ -149,7 +149,13 @@ public actor SyncEngine {
             }
             if !page.hasMore { break }
         }
-        if summary.resynced { try await store.perform { try $0.finishResync() } }
+        // A resync this pull began, or one an earlier pull began and a dead network cut off:
+        // what the service did not send again is gone.
+        let unfinished = summary.resynced ? true : try await store.perform { try $0.resyncUnfinished() }
+        if unfinished {
+            try await store.perform { try $0.finishResync() }
+            summary.resynced = true
+        }
         return summary
     }
 

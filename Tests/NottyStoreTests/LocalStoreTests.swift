@@ -314,6 +314,44 @@ struct LocalStoreTests {
         #expect(try t.store.notification(id: notification(1).id)?.readState == .read)
     }
 
+    @Test(
+        "a resync cut off by a dead network is finished by the next pull to reach the end; a flush's answer meanwhile does not vouch for a row the service no longer sends (a team the user left)"
+    )
+    func resyncInterrupted() throws {
+        let t = try TemporaryStore()
+        _ = try t.store.apply(
+            page: ChangesPage(changes: [notification(1), notification(2), notification(3)], cursor: "3", hasMore: false), since: nil)
+        try t.store.record([(notification(2).id, .patch(StateChange(userActionState: .dismissed)))], now: base)
+        try t.store.beginResync()
+        #expect(try t.store.resyncUnfinished())
+        // The first page from the start came; the pull was cut off after it.
+        _ = try t.store.apply(page: ChangesPage(changes: [notification(1)], cursor: "8", hasMore: true), since: nil)
+        // The next sync flushes first: the service still applied the change and answers the row.
+        let entry = try #require(try t.store.pending().first)
+        var answered = notification(2)
+        answered.userActionState = .dismissed
+        answered.lastModifiedDateTime = base.addingTimeInterval(60)
+        #expect(try t.store.acknowledge([MutationResult(id: answered.id, mutationId: entry.mutationId, status: 200, notification: answered)]) == 1)
+        // Then its pull goes on to the end (the service no longer sends 2: the user left its team).
+        _ = try t.store.apply(page: ChangesPage(changes: [notification(3)], cursor: "12", hasMore: false), since: "8")
+        #expect(try t.store.resyncUnfinished(), "the resync is not over until it is finished")
+        try t.store.finishResync()
+        #expect(try !t.store.resyncUnfinished())
+        #expect(try t.store.window(view: .all, limit: 10, now: base).map(\.appNotificationId) == ["a3", "a1"])
+        // Outside a resync a flush's answer is kept as it always was.
+        _ = try t.store.apply(page: ChangesPage(changes: [notification(4)], cursor: "13", hasMore: false), since: "12")
+        try t.store.record([(notification(4).id, .patch(StateChange(readState: .read)))], now: base)
+        let next = try #require(try t.store.pending().first)
+        var read = notification(4)
+        read.readState = .read
+        read.lastModifiedDateTime = base.addingTimeInterval(90)
+        #expect(try t.store.acknowledge([MutationResult(id: read.id, mutationId: next.mutationId, status: 200, notification: read)]) == 1)
+        try t.store.beginResync()
+        _ = try t.store.apply(page: ChangesPage(changes: [notification(1), notification(3), read], cursor: "20", hasMore: false), since: nil)
+        try t.store.finishResync()
+        #expect(try t.store.notification(id: read.id)?.readState == .read)
+    }
+
     @Test("ids: full, unique prefix of 6+, too short, ambiguous, unknown")
     func resolve() throws {
         let t = try TemporaryStore()
