@@ -377,29 +377,11 @@ extension PostgresStorage {
         return try await run { connection in try await self.fetchStored(connection, query).map(\.notification) }
     }
 
+    /// Without a search, the counts kept as data (``keptCountsMigration``); a search's are
+    /// counted from the rows its index finds.
     public func counts(userId: String, now: Date, search: SearchQuery?) async throws -> ViewCounts {
         if let search { return try await searchCounts(userId: userId, now: now, search: search) }
-        let nowMillis = ISOTime.millis(now)
-        return try await run { connection in
-            // Each view's count with the one SQL form of the view rule ($2 is now).
-            let views: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
-            var binds = PostgresBindings()
-            binds.append(userId)
-            binds.append(nowMillis)
-            let query = PostgresQuery(
-                unsafeSQL: """
-                    SELECT count(*), \(views.map { "count(*) FILTER (WHERE \($0.sqlCondition(now: "$2")))" }.joined(separator: ", "))
-                    FROM notifications WHERE user_id IN (SELECT $1::text UNION ALL SELECT team_id FROM team_members WHERE user_id = $1)
-                    AND NOT deleted AND expires > $2
-                    """, binds: binds)
-            let row: (Int64, Int64, Int64, Int64, Int64, Int64) =
-                try await connection.query(query, logger: self.logger)
-                .collect((Int64, Int64, Int64, Int64, Int64, Int64).self).first ?? (0, 0, 0, 0, 0, 0)
-            var counts = ViewCounts()
-            (counts.all, counts.unread, counts.read, counts.activated, counts.dismissed, counts.snoozed) =
-                (Int(row.0), Int(row.1), Int(row.2), Int(row.3), Int(row.4), Int(row.5))
-            return counts
-        }
+        return try await run { connection in try await self.keptCounts(connection, userId: userId, now: ISOTime.millis(now)) }
     }
 }
 

@@ -308,6 +308,8 @@ extension PostgresStorage {
         ),
         // Search (PROTOCOL.md §17): each row's words under a GIN index (``searchMigration``).
         searchMigration,
+        // Counts kept as data (``keptCountsMigration``): `GET …/counts` reads a few rows, not the user's.
+        keptCountsMigration,
     ]
 
     /// Applies the migrations not yet applied, under an advisory lock so that instances

@@ -399,27 +399,22 @@ extension SQLiteStorage {
     /// The views counted one by one (All is the rows' count).
     static let countedViews: [NotificationView] = [.unread, .read, .activated, .dismissed, .snoozed]
 
+    /// Without a search, the counts kept as data (``SQLiteCounts``); a search's are counted
+    /// from the rows its index finds (a saved view's counts are not kept: a write would have to
+    /// match every saved view of every member of the feed).
     public func counts(userId: String, now: Date, search: SearchQuery?) async throws -> ViewCounts {
         try await read { db in
             let nowMillis = ISOTime.millis(now)
-            var (matching, arguments) = ("", [nowMillis, userId] as StatementArguments)
-            if let search { (matching, arguments) = try Self.searchConditions(db, search, now: "?1", first: 3, arguments: arguments) }
+            guard let search else { return try SQLiteCounts.counts(db, userId: userId, now: nowMillis) }
+            let (matching, arguments) = try Self.searchConditions(db, search, now: "?1", first: 3, arguments: [nowMillis, userId])
             let row = try Row.fetchOne(
-                search == nil
-                    ? db.cachedStatement(
-                        sql: """
-                            SELECT
-                              count(*) AS total,
-                              \(Self.countedViews.map { "sum(CASE WHEN \($0.sqlCondition(now: "?1")) THEN 1 ELSE 0 END) AS \($0.rawValue)" }.joined(separator: ",\n"))
-                            FROM notifications WHERE user_id IN \(Self.owners("?2")) AND deleted = 0 AND expires > ?1
-                            """)
-                    : db.makeStatement(
-                        sql: """
-                            SELECT
-                              count(*) AS total,
-                              \(Self.countedViews.map { "sum(CASE WHEN \($0.sqlCondition(now: "?1")) THEN 1 ELSE 0 END) AS \($0.rawValue)" }.joined(separator: ",\n"))
-                            FROM notifications WHERE user_id IN \(Self.owners("?2")) AND deleted = 0 AND expires > ?1\(matching)
-                            """), arguments: arguments)
+                db.makeStatement(
+                    sql: """
+                        SELECT
+                          count(*) AS total,
+                          \(Self.countedViews.map { "sum(CASE WHEN \($0.sqlCondition(now: "?1")) THEN 1 ELSE 0 END) AS \($0.rawValue)" }.joined(separator: ",\n"))
+                        FROM notifications WHERE user_id IN \(Self.owners("?2")) AND deleted = 0 AND expires > ?1\(matching)
+                        """), arguments: arguments)
             var counts = ViewCounts()
             counts.all = row?["total"] ?? 0
             for view in Self.countedViews { counts[view] = row?[view.rawValue] ?? 0 }

@@ -394,6 +394,10 @@ extension SQLiteStorage {
         migrator.registerMigration("v19 search") { db in
             try SQLiteSearch.migrate(db)
         }
+        // Counts kept as data (``SQLiteCounts``): `GET …/counts` reads a few rows, not the user's.
+        migrator.registerMigration("v20 kept counts") { db in
+            try SQLiteCounts.migrate(db)
+        }
         return migrator
     }
 }

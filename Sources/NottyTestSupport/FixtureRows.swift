@@ -10,12 +10,17 @@ import GRDB
 public enum FixtureRows {
     @discardableResult
     public static func fill(_ db: Database, values: [String: DatabaseValueConvertible?], skip: Set<String> = [], time: Int64) throws -> [String] {
+        // Virtual tables (full-text indexes) and their shadow tables are written by triggers, not rows.
+        let virtual = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'")
         let tables = try String.fetchAll(
             db,
             sql: """
                 SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%' ORDER BY name
                 """
-        ).filter { !skip.contains($0) && !$0.contains("_fts") && !$0.hasPrefix("search_") }
+        ).filter { name in
+            !skip.contains(name) && !name.contains("_fts") && !name.hasPrefix("search_")
+                && !virtual.contains { name == $0 || name.hasPrefix($0 + "_") }
+        }
         var references: [String: [(from: String, table: String)]] = [:]
         for table in tables {
             references[table] = try Row.fetchAll(db, sql: "PRAGMA foreign_key_list(\(table))").map { (from: $0["from"], table: $0["table"]) }

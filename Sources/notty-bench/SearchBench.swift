@@ -207,7 +207,8 @@ struct SearchBench {
         }
     }
 
-    func publishCost(_ name: String, _ make: (Bool) async throws -> any ServiceStorage) async throws {
+    /// The CPU a publish and a state change cost with `feature` (`make(true)`) and without it.
+    func publishCost(_ name: String, feature: String = "the index", _ make: (Bool) async throws -> any ServiceStorage) async throws {
         let count = quick ? 5000 : 20_000
         var (cpu, reads): ([Bool: Double], [Bool: Double]) = ([:], [:])
         func spent() -> Double { processCPUSeconds() + (name == "PostgreSQL" ? cpuSeconds(processesNamed: "postgres").seconds : 0) }
@@ -230,9 +231,8 @@ struct SearchBench {
             let (with, without) = (figures[true]!, figures[false]!)
             print(
                 String(
-                    format: "  a %@'s CPU (%d, batches of %d): %.0f µs with the index, %.0f µs without: %.2f×", what, count,
-                    what == "publish" ? 500 : 100,
-                    with, without, with / without))
+                    format: "  a %@'s CPU (%d, batches of %d): %.0f µs with %@, %.0f µs without: %.2f×", what, count,
+                    what == "publish" ? 500 : 100, with, feature, without, with / without))
         }
     }
 }

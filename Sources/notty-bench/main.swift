@@ -26,6 +26,7 @@ import NottyTestSupport
 //   swift run -c release notty-bench start [--count N] [--notty PATH] [--hello PATH] [--server PATH] [--deb PATH] [--image REF]
 //       (what each start costs and what the builds weigh, beside a static hello: scripts/start-table runs it)
 //   swift run -c release notty-bench search [--count N] [--no-postgres] [--store PATH]   (the service's search over N of one user, default 1,000,000, beside today's LIKE)
+//   swift run -c release notty-bench counts [--count N] [--no-postgres]   (GET …/counts kept as data over N of one user, default 100,000, beside the walk of the rows; a publish's CPU with the counts and without)
 //   swift run -c release notty-bench explain
 //   swift run -c release notty-bench windows STORE   (client windows of an existing store)
 //   swift run -c release notty-bench frames STORE [--quick] [--pause-ms N]   (a center frame's phases on an existing store, N ms idle before each key)
@@ -129,6 +130,12 @@ case "client", "tui", "desktop", "interruptions":
     await service.stop()
 case "count":
     try await CountBench(count: count, rounds: rounds).run()
+case "counts":
+    do {
+        try await ServiceCountsBench(rows: option("--count").flatMap { Int($0) } ?? 100_000, postgres: !arguments.contains("--no-postgres")).run()
+    } catch {
+        print("benchmark failed: \(error)")
+    }
 case "search":
     do {
         try await SearchBench(

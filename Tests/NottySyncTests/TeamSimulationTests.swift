@@ -57,7 +57,8 @@ struct TeamSimulationTests {
             case 0..<20:  // an app publishes to alice, to bob or to the team
                 let to = Int.random(in: 0..<3, using: &network.random)
                 let uns = [personal, bobs, team][to]
-                let body = #"{"appNotificationId":"n\#(step)","payload":{"visualContent":{"title":"step \#(step)"}}}"#
+                let priority = network.chance(0.3) ? #","priority":"High""# : ""
+                let body = #"{"appNotificationId":"n\#(step)"\#(priority),"payload":{"visualContent":{"title":"step \#(step)"}}}"#
                 _ = try await service.publishing.publish(app: app, unsId: uns, body: Data(body.utf8))
                 published += 1
                 if to == 2 { teamPublished += 1 }
@@ -65,7 +66,12 @@ struct TeamSimulationTests {
                 let rows = try (await device.store.perform { try $0.window(view: .all, limit: 30, now: now) })
                 guard let target = rows.randomElement(using: &network.random) else { break }
                 let action: LocalChange =
-                    switch Int.random(in: 0..<6, using: &network.random) {
+                    switch Int.random(in: 0..<7, using: &network.random) {
+                    case 6:  // snoozed for a few steps or past the end of the run
+                        .patch(
+                            StateChange(
+                                userActionState: .snoozed,
+                                snoozedUntil: now.addingTimeInterval(Double.random(in: 3..<400, using: &network.random).rounded())))
                     case 0: .patch(StateChange(readState: .read))
                     case 1: .patch(StateChange(readState: .unread))
                     case 2: .patch(StateChange(readState: .read, userActionState: .activated))
@@ -120,7 +126,12 @@ struct TeamSimulationTests {
         for (index, device) in devices.enumerated() {
             let truth = try await service.inbox.list(userId: users[index], view: .all, top: 10_000, skip: 0)
             let local = try (await device.store.perform { try $0.window(view: .all, limit: 10_000, now: clock.now()) })
-            if local.count != truth.count { return "device \(index): \(local.count) notifications, the service \(truth.count)" }
+            if local.count != truth.count {
+                let extra = local.filter { l in !truth.contains { $0.id == l.id } }
+                let missing = truth.filter { t in !local.contains { $0.id == t.id } }
+                return
+                    "device \(index): \(local.count) notifications, the service \(truth.count); only on the device \(extra), only on the service \(missing); bob in team \(bobInTeam)"
+            }
             for (mine, theirs) in zip(local, truth) where mine != theirs {
                 return "device \(index) differs on \(theirs.id):\n  device  \(mine)\n  service \(theirs)"
             }
@@ -128,6 +139,18 @@ struct TeamSimulationTests {
                 let state = "\(n.readState) \(n.userActionState)"
                 if let other = teamStates[n.id], other != state { return "team notification \(n.id): \(other) for one member, \(state) for another" }
                 teamStates[n.id] = state
+            }
+            // The counts each side keeps as data (the service's `view_counts`, the device's block
+            // counts and its High Unread) equal a recount of the rows.
+            let now = clock.now()
+            var recounted = ViewCounts()
+            for n in truth { recounted.add(n, now: now) }
+            let kept = try await service.inbox.counts(userId: users[index])
+            if kept != recounted { return "user of device \(index): the service keeps \(kept), its rows count \(recounted)" }
+            let badge = try (await device.store.perform { try $0.badge(view: .unread, now: now) })
+            let highUnread = truth.filter { NotificationView.unread.contains($0, now: now) && $0.priority == .high }.count
+            if badge.counts != recounted || badge.highUnread != highUnread {
+                return "device \(index): keeps \(badge.counts) and \(badge.highUnread) High, its rows count \(recounted) and \(highUnread)"
             }
             let teamRows = truth.filter { $0.team == "ops" }.count
             if index >= 2 && !bobInTeam && teamRows > 0 { return "device \(index): bob left the team but still has \(teamRows) of its notifications" }
