@@ -6,9 +6,10 @@ import NottyService
 /// Every feed's view counts kept as data (``KeptCounts``): `view_counts` holds each owner's
 /// (a user's or a team's) live rows by read state and action state, kept by triggers in the
 /// transaction that writes a row, so every way a row is written (a publish, a state change, a
-/// delete, the sweeper, a restore) counts it. `notifications_snoozes` finds the snoozes still
-/// running; `notifications_expiry` the rows the sweeper has not reached.
-enum SQLiteCounts {
+/// delete, the sweeper, a restore) counts it. `notifications_snoozes` counts the snoozes still
+/// running from the index alone (it holds their read state); `notifications_expiry` finds the
+/// rows the sweeper (every half second) has not reached.
+public enum SQLiteCounts {
     static func migrate(_ db: Database) throws {
         let cell = "owner = old.user_id AND read_state = old.read_state AND action_state = old.action_state"
         let moved = ["user_id", "read_state", "action_state", "deleted"]
@@ -19,7 +20,7 @@ enum SQLiteCounts {
                     PRIMARY KEY (owner, read_state, action_state)
                 ) WITHOUT ROWID;
                 INSERT INTO view_counts SELECT user_id, read_state, action_state, count(*) FROM notifications WHERE deleted = 0 GROUP BY 1, 2, 3;
-                CREATE INDEX notifications_snoozes ON notifications (user_id, snoozed_until) WHERE deleted = 0 AND action_state = 'Snoozed';
+                CREATE INDEX notifications_snoozes ON notifications (user_id, snoozed_until, read_state) WHERE deleted = 0 AND action_state = 'Snoozed';
                 CREATE TRIGGER view_counts_insert AFTER INSERT ON notifications WHEN new.deleted = 0 BEGIN
                     INSERT INTO view_counts VALUES (new.user_id, new.read_state, new.action_state, 1)
                     ON CONFLICT DO UPDATE SET n = n + 1;
@@ -38,7 +39,7 @@ enum SQLiteCounts {
 
     /// The counts of user `?1` at `?2` (milliseconds): the kept cells of their feeds, the
     /// snoozes still running, the rows expired and not swept.
-    static let sql = """
+    public static let sql = """
         SELECT 0, read_state, action_state, 0, sum(n) FROM view_counts WHERE owner IN \(SQLiteStorage.owners("?1")) GROUP BY 2, 3
         UNION ALL
         SELECT 1, read_state, '', 0, count(*) FROM notifications INDEXED BY notifications_snoozes

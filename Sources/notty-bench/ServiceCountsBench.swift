@@ -35,6 +35,20 @@ struct ServiceCountsBench {
                     let row = try Row.fetchOne(db, sql: Self.walkSQL(owners: Self.owners("?1"), now: "?2"), arguments: [userId, now])
                     return Self.counts(row.map { row in (0..<6).map { row[$0] as Int? ?? 0 } } ?? [])
                 }
+            },
+            plan: { userId, now in
+                try await queue.read { db in
+                    var lines = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteCounts.sql, arguments: [userId, now]).map {
+                        "  " + ($0["detail"] as String? ?? "")
+                    }
+                    for (index, part) in SQLiteCounts.sql.components(separatedBy: "\nUNION ALL\n").enumerated() {
+                        let statement = try db.makeStatement(sql: part)
+                        let arguments: StatementArguments = part.contains("?2") ? [userId, now] : [userId]
+                        let times = try (0..<50).map { _ in try milliseconds { _ = try Row.fetchAll(statement, arguments: arguments) } }
+                        lines.append("  part \(index): \(summary(times))")
+                    }
+                    return lines.joined(separator: "\n")
+                }
             })
         try queue.close()
         try await sqlite.close()
@@ -71,6 +85,13 @@ struct ServiceCountsBench {
                     counts = Self.counts([row.0, row.1, row.2, row.3, row.4, row.5].map(Int.init))
                 }
                 return counts
+            },
+            plan: { userId, now in
+                let sql =
+                    "EXPLAIN (ANALYZE, BUFFERS) "
+                    + PostgresStorage.keptCountsSQL.replacingOccurrences(of: "$1", with: "'\(userId)'")
+                    .replacingOccurrences(of: "$2", with: "\(now)")
+                return try await Repository.run([TestPostgres.psqlPath ?? "psql", "-X", "-qAt", url, "-c", sql]).1
             })
         try await like.connection.close()
         try await storage.close()
@@ -89,7 +110,8 @@ struct ServiceCountsBench {
     /// triggers count it as they count any write), then asks.
     func measure(
         _ name: String, storage: any ServiceStorage, execute: (String) async throws -> Void,
-        walk: (_ userId: String, _ now: Int64) async throws -> ViewCounts
+        walk: (_ userId: String, _ now: Int64) async throws -> ViewCounts,
+        plan: (_ userId: String, _ now: Int64) async throws -> String
     ) async throws {
         let userId = try await SearchBench.addUser(storage)
         let teamId = Team.idPrefix + UUID().uuidString.lowercased()
@@ -125,6 +147,7 @@ struct ServiceCountsBench {
         guard kept == walked else { throw BenchError("\(name): the kept counts \(kept) differ from the rows' \(walked)") }
         print("  the counts kept as data: \(summary(keptTimes))")
         print("  the walk of the rows:    \(summary(walkTimes))")
+        if ProcessInfo.processInfo.environment["NOTTY_BENCH_PLANS"] != nil { print(try await plan(userId, millis)) }
     }
 }
 
