@@ -4,20 +4,17 @@ import NottyCore
 
 extension LocalStore {
     /// The badge of `view` at `now`: the view counts (a few block counts, ``counts(now:)``)
-    /// and the High Unread rows, one look in their partial index (migration v12). One read
-    /// transaction; nothing scans the view's rows.
+    /// and the High Unread rows (their counts by bucket, migration v14), both corrected by the
+    /// same few exceptions (expired rows, ended snoozes). One read transaction; nothing walks
+    /// the view's rows or an index of them.
     @available(
         *, noasync, message: "blocks on SQLite: call it inside `await store.perform { … }` (a thread of its own), never on Swift's cooperative pool"
     )
     public func badge(view: NotificationView, now: Date = Date()) throws -> Badge {
         try database.read { db in
-            let counts = try counts(db, now: now)
-            let high =
-                view == .read
-                ? 0
-                : try count(
-                    db, branches(db, view, now: now, query: ""),
-                    extra: "AND read_state = 'Unread' AND priority = 'High'")
+            let exceptions = try ViewIndex.exceptions(db, now: now)
+            let counts = try counts(db, now: now, exceptions: exceptions)
+            let high = try ViewIndex.highUnread(db, view: view, exceptions: exceptions)
             return Badge(view: view, count: counts[view], highUnread: high, counts: counts)
         }
     }

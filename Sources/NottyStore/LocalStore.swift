@@ -336,6 +336,10 @@ public final class LocalStore: Sendable {
         migrator.registerMigration("v13 search words") { db in
             try SearchIndex.migrateToWords(db)
         }
+        // `notty count` and `notty watch` read the High Unread counts as data (``ViewIndex``).
+        migrator.registerMigration("v14 High unread counts") { db in
+            try ViewIndex.migrateHighUnread(db)
+        }
         return migrator
     }
 

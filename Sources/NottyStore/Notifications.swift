@@ -230,7 +230,7 @@ extension LocalStore {
         try database.read { db in try counts(db, now: now) }
     }
 
-    func counts(_ db: Database, now: Date) throws -> ViewCounts {
+    func counts(_ db: Database, now: Date, exceptions known: [ViewIndex.Exceptional]? = nil) throws -> ViewCounts {
         var counts = ViewCounts()
         if let row = try Row.fetchOne(
             db.cachedStatement(
@@ -243,7 +243,7 @@ extension LocalStore {
                 counts.all += n
             }
         }
-        for exception in try ViewIndex.exceptions(db, now: now) {
+        for exception in try known ?? ViewIndex.exceptions(db, now: now) {
             counts[exception.bucket ?? .all] -= 1
             counts.all -= 1
             if let view = exception.view {

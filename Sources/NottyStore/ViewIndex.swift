@@ -60,6 +60,47 @@ struct ViewIndex {
         }
     }
 
+    // MARK: - High Unread counts (migration v14)
+
+    /// `high_unread` counts the visible Unread High rows of each bucket, kept by triggers as
+    /// `view_blocks` is (by every insert: a first sync's pages too), so that a prompt's badge
+    /// reads five rows instead of the High Unread index; the exceptions correct it as they
+    /// correct the blocks.
+    static func migrateHighUnread(_ db: Database) throws {
+        func counted(_ row: String) -> String { "\(row).hidden = 0 AND \(row).read_state = 'Unread' AND \(row).priority = 'High'" }
+        let moved = ["bucket", "hidden", "read_state", "priority"]
+        try db.execute(
+            sql: """
+                CREATE TABLE high_unread (bucket TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+                INSERT INTO high_unread SELECT bucket, count(*) FROM notifications WHERE \(counted("notifications")) GROUP BY bucket;
+                CREATE TRIGGER high_unread_insert AFTER INSERT ON notifications WHEN \(counted("new")) BEGIN
+                    INSERT INTO high_unread VALUES (new.bucket, 1) ON CONFLICT DO UPDATE SET n = n + 1;
+                END;
+                CREATE TRIGGER high_unread_delete AFTER DELETE ON notifications WHEN \(counted("old")) BEGIN
+                    UPDATE high_unread SET n = n - 1 WHERE bucket = old.bucket;
+                END;
+                CREATE TRIGGER high_unread_update AFTER UPDATE OF \(moved.joined(separator: ", ")) ON notifications
+                WHEN (\(counted("old"))) IS NOT (\(counted("new"))) OR ((\(counted("new"))) AND old.bucket IS NOT new.bucket) BEGIN
+                    UPDATE high_unread SET n = n - 1 WHERE bucket = old.bucket AND \(counted("old"));
+                    INSERT INTO high_unread SELECT new.bucket, 1 WHERE \(counted("new")) ON CONFLICT DO UPDATE SET n = n + 1;
+                END;
+                """)
+    }
+
+    /// The High Unread rows of `view` at `now`: the kept count of each of its buckets,
+    /// corrected by `exceptions` (``exceptions(_:now:)``, read once for the counts too).
+    static func highUnread(_ db: Database, view: NotificationView, exceptions: [Exceptional]) throws -> Int {
+        var high = 0
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT bucket, n FROM high_unread")) {
+            if view == .all || NotificationView(rawValue: row[0]) == view { high += row[1] as Int }
+        }
+        for exception in exceptions where exception.highUnread {
+            if view == .all || exception.bucket == view { high -= 1 }
+            if let now = exception.view, view == .all || now == view { high += 1 }
+        }
+        return high
+    }
+
     /// A row whose view at `now` is not the one its bucket says.
     struct Exception {
         var created: Int64
@@ -104,23 +145,27 @@ struct ViewIndex {
             snoozedUntil: snoozedUntil.map(ISOTime.date(millis:)), now: ISOTime.date(millis: now))
     }
 
+    /// A row of ``exceptions(_:now:)``.
+    typealias Exceptional = (created: Int64, bucket: NotificationView?, view: NotificationView?, highUnread: Bool)
+
     /// The rows whose view differs from their bucket at `now`, with their view (nil: none):
     /// expired ones and ended snoozes.
-    static func exceptions(_ db: Database, now: Date) throws -> [(created: Int64, bucket: NotificationView?, view: NotificationView?)] {
+    static func exceptions(_ db: Database, now: Date) throws -> [Exceptional] {
         let millis = ISOTime.millis(now)
+        let columns = "created, bucket, read_state, action_state, snoozed_until, expires, read_state = 'Unread' AND priority = 'High'"
         let rows = try Row.fetchAll(
             db.cachedStatement(
                 sql: """
-                    SELECT created, bucket, read_state, action_state, snoozed_until, expires FROM notifications WHERE hidden = 0 AND expires <= ?
+                    SELECT \(columns) FROM notifications WHERE hidden = 0 AND expires <= ?
                     UNION ALL
-                    SELECT created, bucket, read_state, action_state, snoozed_until, expires FROM notifications INDEXED BY notifications_snoozes
+                    SELECT \(columns) FROM notifications INDEXED BY notifications_snoozes
                     WHERE bucket = 'snoozed' AND snoozed_until <= ? AND hidden = 0 AND expires > ?
                     """),
             arguments: [millis, millis, millis])
         return rows.map { row in
             (
                 created: row[0], bucket: NotificationView(rawValue: row[1]),
-                view: view(readState: row[2], actionState: row[3], snoozedUntil: row[4], expires: row[5], now: millis)
+                view: view(readState: row[2], actionState: row[3], snoozedUntil: row[4], expires: row[5], now: millis), highUnread: row[6]
             )
         }
     }

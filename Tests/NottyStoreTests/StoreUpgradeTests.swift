@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NottyCore
+import NottySQLite
 import NottyTestSupport
 import Testing
 
@@ -22,7 +23,10 @@ struct StoreUpgradeTests {
         let path = directory.appendingPathComponent("store.sqlite").path
         let now = Date()
         let millis = ISOTime.millis(now)
-        let queue = try DatabaseQueue(path: path)
+        // With the functions the search index's triggers call (a store of v13 on).
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in SearchFunctions.install(db) }
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
         try LocalStore.migrator.migrate(queue, upTo: version)
         let values: [String: DatabaseValueConvertible?] = [
             "id": Self.id, "notification_id": Self.id, "app_notification_id": "kept", "app": "ci.example.com", "priority": "High",
@@ -32,7 +36,8 @@ struct StoreUpgradeTests {
             "popups.view": "unread", "preferences.key": "quiet", "preferences.value": #"{"until":null}"#, "state_changes.seq": 1,
         ]
         let filled = try queue.write { db in
-            try FixtureRows.fill(db, values: values, skip: ["meta", "view_blocks", "search", "search_progress"], time: millis + 86_400_000)
+            try FixtureRows.fill(
+                db, values: values, skip: ["meta", "view_blocks", "high_unread", "search", "search_progress"], time: millis + 86_400_000)
         }
         try queue.close()
 
