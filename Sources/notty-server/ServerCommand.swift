@@ -23,7 +23,7 @@ struct NottyServerCommand: AsyncParsableCommand {
             notty. See notty --help for everything else.
             """,
         version: nottyVersion,
-        subcommands: [Serve.self, Admin.self, DemoService.self, HealthCheck.self])
+        subcommands: [Serve.self, Admin.self, DemoService.self, HealthCheck.self, IcuCheckCommand.self])
 
     static func main() async {
         // The store, its backups and the key are the service's user's alone, whatever the umask.

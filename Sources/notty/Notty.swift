@@ -34,7 +34,7 @@ struct Notty: AsyncParsableCommand {
             Read.self, Unread.self, Activate.self, Dismiss.self, Snooze.self, Delete.self, Open.self, Quiet.self, Mute.self, Unmute.self,
             Act.self, Escalate.self, TeamCommand.self, OnCallCommand.self, ContactCommand.self, HeartbeatCommand.self, Count.self, Watch.self,
             Poll.self, Push.self,
-            Publish.self, Serve.self, Admin.self,
+            Publish.self, Serve.self, Admin.self, IcuCheckCommand.self,
         ],
         defaultSubcommand: TUI.self)
 
