@@ -42,16 +42,8 @@ struct SearchBench {
         let sqlite = try SQLiteStorage(path: path)
         try await measure("SQLite", storage: sqlite, like: SQLiteLike(path: path), filled: filled ? try Self.onlyUser(path) : nil)
         try await publishCost("SQLite") { index in
-            let file = directory.appendingPathComponent("publish-\(UUID().uuidString).sqlite").path
-            let storage = try SQLiteStorage(path: file)
-            if !index {
-                let queue = try DatabaseQueue(path: file)
-                try await queue.write { db in
-                    for name in ["insert", "delete", "update"] { try db.execute(sql: "DROP TRIGGER notification_words_\(name)") }
-                }
-                try queue.close()
-            }
-            return storage
+            try await Self.sqliteStore(
+                in: directory, dropping: index ? [] : ["insert", "delete", "update"].map { "DROP TRIGGER notification_words_\($0)" })
         }
         try await sqlite.close()
         guard postgres else { return }
@@ -69,6 +61,20 @@ struct SearchBench {
             return storage
         }
         try await storage.close()
+    }
+
+    /// A new SQLite store in `directory` for a publish-cost run, `dropping` (SQL) run on it first:
+    /// what the run measures is without.
+    static func sqliteStore(in directory: URL, dropping statements: [String]) async throws -> SQLiteStorage {
+        let file = directory.appendingPathComponent("publish-\(UUID().uuidString).sqlite").path
+        let storage = try SQLiteStorage(path: file)
+        guard !statements.isEmpty else { return storage }
+        let queue = try DatabaseQueue(path: file)
+        try await queue.write { db in
+            for statement in statements { try db.execute(sql: statement) }
+        }
+        try queue.close()
+        return storage
     }
 
     // MARK: - The text

@@ -55,17 +55,9 @@ struct ServiceCountsBench {
         try await sqlite.close()
         let search = SearchBench(rows: 0, postgres: postgres)
         try await search.publishCost("SQLite", feature: "the kept counts") { kept in
-            let file = directory.appendingPathComponent("publish-\(UUID().uuidString).sqlite").path
-            let storage = try SQLiteStorage(path: file)
-            if !kept {
-                let queue = try DatabaseQueue(path: file)
-                try await queue.write { db in
-                    for name in ["insert", "delete", "update"] { try db.execute(sql: "DROP TRIGGER view_counts_\(name)") }
-                    try db.execute(sql: "DROP INDEX notifications_snoozes")
-                }
-                try queue.close()
-            }
-            return storage
+            try await SearchBench.sqliteStore(
+                in: directory,
+                dropping: kept ? [] : ["insert", "delete", "update"].map { "DROP TRIGGER view_counts_\($0)" } + ["DROP INDEX notifications_snoozes"])
         }
         guard postgres else { return }
         let cluster = try await TestPostgres.Cluster.start()

@@ -24,10 +24,7 @@ struct KeptCountsTests {
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
         let harness = try await ServiceHarness(backend, clock: clock)
         try await harness.router { client in
-            let alice = try await harness.world(client)
-            let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
-            try await harness.service.teams.create(name: "ops", owner: "alice")
-            #expect(try await client.call(.post, "/v1/teams/ops/members", token: alice.userToken, json: #"{"user":"bob"}"#).status == .ok)
+            let (alice, bob) = try await harness.aliceAndBobInOps(client)
             let subscribed = try await client.call(
                 .post, "/v1/me/subscriptions", token: alice.userToken, json: #"{"targetHostName":"\#(alice.host)","team":"ops"}"#)
             var team = alice

@@ -151,10 +151,7 @@ struct OnCallServiceTests {
         let clock = ManualClock()
         let harness = try await ServiceHarness(backend, clock: clock)
         try await harness.router { client in
-            let alice = try await harness.world(client)
-            let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
-            try await harness.service.teams.create(name: "ops", owner: "alice")
-            #expect(try await client.call(.post, "/v1/teams/ops/members", token: alice.userToken, json: #"{"user":"bob"}"#).status == .ok)
+            let (alice, bob) = try await harness.aliceAndBobInOps(client)
             let start = ISOTime.format(clock.now() - 60)
             #expect(
                 try await client.call(

@@ -241,6 +241,18 @@ extension ServiceHarness {
     }
 }
 
+extension ServiceHarness {
+    /// alice (with an app) and bob (on her app), and the team ops: alice its owner, bob a member.
+    func aliceAndBobInOps(_ client: any TestClientProtocol) async throws -> (alice: World, bob: World) {
+        let alice = try await world(client)
+        let bob = try await world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
+        try await service.teams.create(name: "ops", owner: "alice")
+        let added = try await client.call(.post, "/v1/teams/ops/members", token: alice.userToken, json: #"{"user":"bob"}"#)
+        guard added.status == .ok else { throw SupportError("adding bob to ops: \(added.status) \(added.text)") }
+        return (alice, bob)
+    }
+}
+
 extension World {
     func publish(_ client: any TestClientProtocol, _ json: String) async throws -> Reply {
         try await client.call(.post, "/beta/me/notifications", token: appToken, json: json, headers: ["X-UNS-ID": unsId])

@@ -122,10 +122,7 @@ struct TeamNotificationTests {
     func ringsMembers(backend: Backend) async throws {
         let harness = try await ServiceHarness(backend)
         try await harness.router { client in
-            let alice = try await harness.world(client)
-            let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
-            try await harness.service.teams.create(name: "ops", owner: "alice")
-            #expect(try await client.call(.post, "/v1/teams/ops/members", token: alice.userToken, json: #"{"user":"bob"}"#).status == .ok)
+            let (alice, bob) = try await harness.aliceAndBobInOps(client)
             let subscribed = try await client.call(
                 .post, "/v1/me/subscriptions", token: alice.userToken,
                 json: #"{"targetHostName":"graphnotifications.sample.windows.com","team":"ops"}"#)
@@ -162,10 +159,7 @@ extension TeamNotificationTests {
 
     /// alice (owner) and bob in ops, and a World that publishes to ops.
     static func team(_ harness: ServiceHarness, _ client: any TestClientProtocol) async throws -> (alice: World, bob: World, team: World) {
-        let alice = try await harness.world(client)
-        let bob = try await harness.world(client, user: "bob", app: (alice.clientId, alice.clientSecret))
-        try await harness.service.teams.create(name: "ops", owner: "alice")
-        #expect(try await client.call(.post, "/v1/teams/ops/members", token: alice.userToken, json: #"{"user":"bob"}"#).status == .ok)
+        let (alice, bob) = try await harness.aliceAndBobInOps(client)
         let subscribed = try await client.call(
             .post, "/v1/me/subscriptions", token: alice.userToken, json: #"{"targetHostName":"graphnotifications.sample.windows.com","team":"ops"}"#)
         var team = alice
